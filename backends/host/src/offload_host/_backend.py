@@ -1,0 +1,187 @@
+"""The host backend: the hookimpls of ``offload.hookspecs`` for one CPU device."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, OffloadError, hookimpl
+
+from . import _device_info, _native
+from ._image import HostImage, elf_problem
+from ._queue import HostEvent, HostQueue
+
+_launch = _native.launch
+_fill = _native.fill
+
+
+class HostDevice:
+    """The CPU: a worker pool for kernel groups and the registered (pinned) host ranges."""
+
+    __slots__ = ("pool", "local_memory_limit", "registered", "lock")
+
+    def __init__(self, threads: int) -> None:
+        self.pool = _native.pool_create(threads)
+        self.local_memory_limit = _device_info.local_memory_limit()
+        self.registered: dict[int, list[int]] = {}  # base -> [size, users, locked]
+        self.lock = threading.Lock()
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+class HostBackend:
+    """One HOST platform with one CPU device (every core of this process's affinity mask)."""
+
+    @hookimpl
+    def init(self) -> list[HostDevice]:
+        workers = max(0, len(os.sched_getaffinity(0)) - 1)  # the launching thread runs groups too
+        return [HostDevice(workers)]
+
+    @hookimpl
+    def deinit(self) -> None:
+        """Nothing is global to the backend; each device released its pool."""
+
+    @hookimpl
+    def deinit_device(self, device: HostDevice) -> None:
+        _native.pool_destroy(device.pool)
+
+    @hookimpl
+    def get_device_info(self, device: HostDevice) -> Mapping[DeviceInfo, Any]:
+        return _device_info.probe()
+
+    # --- programs ----------------------------------------------------------------------------
+
+    @hookimpl
+    def is_valid_binary(self, device: HostDevice, data: bytes) -> bool:
+        return elf_problem(data) is None
+
+    @hookimpl
+    def load_binary(self, device: HostDevice, data: bytes) -> HostImage:
+        return HostImage(data)
+
+    @hookimpl
+    def unload_binary(self, device: HostDevice, image: HostImage) -> None:
+        image.unload()
+
+    @hookimpl
+    def get_kernel(self, device: HostDevice, image: HostImage, name: str) -> int:
+        return image.kernel(name)
+
+    @hookimpl
+    def get_global(self, device: HostDevice, image: HostImage, name: str) -> tuple[int, int]:
+        return image.global_variable(name)
+
+    @hookimpl
+    def launch_kernel(
+        self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
+    ) -> None:
+        groups, items, local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
+        if local > device.local_memory_limit:
+            raise OffloadError(
+                ErrorCode.OUT_OF_RESOURCES,
+                f"DynSharedMemory {local} exceeds the host's local memory limit {device.local_memory_limit}",
+            )
+        if queue is None:
+            _launch(device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
+            return
+        if args is not None and type(args) is not bytes:
+            args = bytes(args)  # the caller may reuse its buffer once we return
+        queue.submit(_launch, device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
+
+    # --- memory ------------------------------------------------------------------------------
+
+    @hookimpl
+    def mem_alloc(self, device: HostDevice, alloc_type: AllocType, size: int) -> int:
+        return _native.mem_alloc(size)
+
+    @hookimpl
+    def mem_free(self, device: HostDevice, address: int) -> None:
+        _native.mem_free(address)
+
+    @hookimpl
+    def mem_register(self, device: HostDevice, address: int, size: int, lock: bool) -> int:
+        end = address + size
+        with device.lock:
+            for base, entry in device.registered.items():
+                if base <= address and end <= base + entry[0]:
+                    entry[1] += 1  # inside a registered range: one more user
+                    return address
+                if base < end and address < base + entry[0]:
+                    raise OffloadError(
+                        ErrorCode.INVALID_ARGUMENT,
+                        f"[{address:#x}, {end:#x}) partially overlaps the registered range [{base:#x}, {base + entry[0]:#x})",
+                    )
+            if lock and _libc().mlock(ctypes.c_void_p(address), ctypes.c_size_t(size)) != 0:
+                errno = ctypes.get_errno()
+                raise OffloadError(ErrorCode.OUT_OF_RESOURCES, f"mlock failed: {os.strerror(errno)}")
+            device.registered[address] = [size, 1, int(lock)]
+        return address
+
+    @hookimpl
+    def mem_unregister(self, device: HostDevice, address: int, unlock: bool) -> None:
+        with device.lock:
+            for base, entry in device.registered.items():
+                if base <= address < base + entry[0]:
+                    break
+            else:
+                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{address:#x} is not registered memory")
+            entry[1] -= 1
+            if entry[1]:
+                return
+            del device.registered[base]
+            if entry[2] and unlock:
+                _libc().munlock(ctypes.c_void_p(base), ctypes.c_size_t(entry[0]))
+
+    @hookimpl
+    def data_fill(self, device: HostDevice, address: int, pattern: bytes, size: int, queue: HostQueue | None) -> None:
+        if queue is None:
+            _fill(address, pattern, size)
+        else:
+            queue.submit(_fill, address, pattern, size)
+
+    # --- queues and events ---------------------------------------------------------------------
+
+    @hookimpl
+    def create_queue(self, device: HostDevice) -> HostQueue:
+        return HostQueue()
+
+    @hookimpl
+    def synchronize(self, device: HostDevice, queue: HostQueue, release: bool) -> None:
+        queue.synchronize(release)
+
+    @hookimpl
+    def has_pending_work(self, device: HostDevice, queue: HostQueue) -> bool:
+        return queue.has_pending_work()
+
+    @hookimpl
+    def enqueue_host_call(self, device: HostDevice, queue: HostQueue, callback: Callable[[], None]) -> None:
+        queue.submit(callback)
+
+    @hookimpl
+    def create_event(self, device: HostDevice, queue: HostQueue) -> HostEvent:
+        return queue.record()
+
+    @hookimpl
+    def wait_event(self, device: HostDevice, queue: HostQueue, event: HostEvent) -> None:
+        if not event.is_complete():
+            queue.submit(event.wait)
+
+    @hookimpl
+    def is_event_complete(self, device: HostDevice, event: HostEvent) -> bool:
+        return event.is_complete()
+
+    @hookimpl
+    def sync_event(self, device: HostDevice, event: HostEvent) -> None:
+        event.wait()
+
+    @hookimpl
+    def event_elapsed_time(self, device: HostDevice, start: HostEvent, end: HostEvent) -> float:
+        for name, event in (("StartEvent", start), ("EndEvent", end)):
+            if not event.is_complete():
+                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} is not complete yet (olSyncEvent it first)")
+        return (end.timestamp_ns - start.timestamp_ns) / 1e6

@@ -1,0 +1,569 @@
+/* _native.c - the native half of offload-host: a persistent worker pool that runs host
+ * kernels (offload_host.h) over a grid of work-groups, a thin dlopen/dlsym layer, and raw
+ * memory helpers. Handles (pools, libraries, addresses) cross into Python as plain ints;
+ * the Python side owns their lifetimes and must never pass a stale or foreign one.
+ *
+ * Every potentially long operation releases the GIL; nothing here calls back into Python
+ * while the GIL is released.
+ */
+#define _GNU_SOURCE
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/offload_host.h"
+
+#define LOCAL_MEM_ALIGN 64
+#define MAX_POOL_THREADS 4096
+#define MAX_CHUNK 1024 /* groups claimed per atomic operation, at most */
+#define POOL_MAGIC 0x6f66666c6f6164ULL
+
+/* ------------------------------------------------------------------------------------ */
+/* Argument parsing                                                                       */
+
+static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
+  if (nargs == expected) return 0;
+  PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", fn, expected,
+               nargs);
+  return -1;
+}
+
+/* A non-negative Python int as uint64; raises TypeError/OverflowError. */
+static int parse_u64(PyObject *obj, uint64_t *out) {
+  if (!PyLong_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "expected an int, got %.100s", Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+  if (v == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+static int parse_ptr(PyObject *obj, void **out) {
+  uint64_t v;
+  if (parse_u64(obj, &v) < 0) return -1;
+  if (v > UINTPTR_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "address does not fit in a pointer");
+    return -1;
+  }
+  *out = (void *)(uintptr_t)v;
+  return 0;
+}
+
+static int parse_size(PyObject *obj, size_t *out) {
+  uint64_t v;
+  if (parse_u64(obj, &v) < 0) return -1;
+  if (v > SIZE_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "size does not fit in size_t");
+    return -1;
+  }
+  *out = (size_t)v;
+  return 0;
+}
+
+/* A grid or group dimension: 1 .. UINT32_MAX. */
+static int parse_dim(PyObject *obj, uint32_t *out) {
+  uint64_t v;
+  if (parse_u64(obj, &v) < 0) return -1;
+  if (v == 0) {
+    PyErr_SetString(PyExc_ValueError, "grid and group dimensions must be at least 1");
+    return -1;
+  }
+  if (v > UINT32_MAX) {
+    PyErr_SetString(PyExc_OverflowError, "grid and group dimensions must fit in 32 bits");
+    return -1;
+  }
+  *out = (uint32_t)v;
+  return 0;
+}
+
+static PyObject *from_ptr(const void *p) {
+  return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)p);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Local memory: one 64-byte aligned buffer per executing thread, grown on demand.        */
+
+typedef struct {
+  void *data;
+  size_t cap;
+} local_buf;
+
+/* Makes buf hold at least size bytes (contents are not preserved); 0 on success. */
+static int local_buf_reserve(local_buf *buf, size_t size) {
+  if (size <= buf->cap) return 0;
+  void *p = NULL;
+  if (posix_memalign(&p, LOCAL_MEM_ALIGN, size) != 0) return -1;
+  free(buf->data);
+  buf->data = p;
+  buf->cap = size;
+  return 0;
+}
+
+static void local_buf_release(local_buf *buf) {
+  free(buf->data);
+  buf->data = NULL;
+  buf->cap = 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Jobs: one launch, its groups claimed in chunks from an atomic counter.                 */
+
+typedef struct {
+  offload_kernel_fn kernel;
+  const void *args;
+  offload_dim3_t num_groups;
+  offload_dim3_t group_size;
+  size_t dyn_mem;
+  uint64_t total;           /* number of groups in the grid */
+  uint64_t chunk;           /* groups claimed per fetch_add */
+  _Atomic uint64_t next;    /* first unclaimed linear group index */
+  unsigned refs;            /* workers attached to this job; guarded by the pool lock */
+} job_t;
+
+/* Runs groups [begin, end) of the job with the given local memory. */
+static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *local_mem) {
+  const uint64_t nx = job->num_groups.x, ny = job->num_groups.y;
+  offload_group_t group = {
+      .num_groups = job->num_groups,
+      .group_size = job->group_size,
+      .local_mem = local_mem,
+      .local_mem_size = job->dyn_mem,
+  };
+  uint64_t x = begin % nx, rest = begin / nx;
+  uint64_t y = rest % ny, z = rest / ny;
+  for (uint64_t i = begin; i < end; ++i) {
+    group.group_id.x = (uint32_t)x;
+    group.group_id.y = (uint32_t)y;
+    group.group_id.z = (uint32_t)z;
+    job->kernel(job->args, &group);
+    if (++x == nx) {
+      x = 0;
+      if (++y == ny) {
+        y = 0;
+        ++z;
+      }
+    }
+  }
+}
+
+/* Claims and runs chunks until the grid is exhausted. The caller has reserved dyn_mem
+ * bytes in buf. */
+static void run_share(job_t *job, local_buf *buf) {
+  void *local_mem = job->dyn_mem ? buf->data : NULL;
+  for (;;) {
+    uint64_t begin = atomic_fetch_add_explicit(&job->next, job->chunk, memory_order_relaxed);
+    if (begin >= job->total) return;
+    uint64_t end = job->total - begin < job->chunk ? job->total : begin + job->chunk;
+    run_range(job, begin, end, local_mem);
+  }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Pools                                                                                  */
+
+typedef struct pool pool_t;
+
+typedef struct {
+  pool_t *pool;
+  pthread_t thread;
+  local_buf buf;
+} worker_t;
+
+struct pool {
+  uint64_t magic;
+  pthread_mutex_t launch_lock; /* serializes launches (and destruction) on this pool */
+  pthread_mutex_t lock;        /* guards job, generation, stop, job->refs */
+  pthread_cond_t work_cv;      /* a new job was published, or stop was set */
+  pthread_cond_t done_cv;      /* an attached worker detached from its job */
+  job_t *job;                  /* the published job, NULL between launches */
+  uint64_t generation;         /* bumped once per published job */
+  int stop;
+  local_buf caller_buf;        /* the launching thread's local memory; under launch_lock */
+  size_t nthreads;
+  worker_t workers[];
+};
+
+static void *worker_main(void *arg) {
+  worker_t *self = arg;
+  pool_t *pool = self->pool;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&pool->lock);
+  for (;;) {
+    while (!pool->stop && (pool->job == NULL || pool->generation == seen))
+      pthread_cond_wait(&pool->work_cv, &pool->lock);
+    if (pool->stop) break;
+    seen = pool->generation;
+    job_t *job = pool->job;
+    job->refs++;
+    pthread_mutex_unlock(&pool->lock);
+
+    /* A worker that cannot get local memory simply does not take part; the launching
+     * thread, which always has its memory, finishes the grid. */
+    if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) run_share(job, &self->buf);
+
+    pthread_mutex_lock(&pool->lock);
+    if (--job->refs == 0) pthread_cond_signal(&pool->done_cv);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  local_buf_release(&self->buf);
+  return NULL;
+}
+
+/* Stops and joins the first `started` workers. Requires that no launch is running. */
+static void pool_stop_workers(pool_t *pool, size_t started) {
+  pthread_mutex_lock(&pool->lock);
+  pool->stop = 1;
+  pthread_cond_broadcast(&pool->work_cv);
+  pthread_mutex_unlock(&pool->lock);
+  for (size_t i = 0; i < started; ++i) pthread_join(pool->workers[i].thread, NULL);
+}
+
+static void pool_free(pool_t *pool) {
+  pthread_cond_destroy(&pool->done_cv);
+  pthread_cond_destroy(&pool->work_cv);
+  pthread_mutex_destroy(&pool->lock);
+  pthread_mutex_destroy(&pool->launch_lock);
+  local_buf_release(&pool->caller_buf);
+  pool->magic = 0;
+  free(pool);
+}
+
+static pool_t *pool_from(PyObject *obj) {
+  void *p;
+  if (parse_ptr(obj, &p) < 0) return NULL;
+  pool_t *pool = p;
+  if (pool == NULL || pool->magic != POOL_MAGIC) {
+    PyErr_SetString(PyExc_ValueError, "not a live pool handle");
+    return NULL;
+  }
+  return pool;
+}
+
+static PyObject *py_pool_create(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  uint64_t n;
+  if (check_nargs("pool_create", nargs, 1) < 0 || parse_u64(args[0], &n) < 0) return NULL;
+  if (n > MAX_POOL_THREADS) {
+    PyErr_Format(PyExc_ValueError, "a pool has at most %d threads", MAX_POOL_THREADS);
+    return NULL;
+  }
+  pool_t *pool = calloc(1, sizeof(pool_t) + (size_t)n * sizeof(worker_t));
+  if (pool == NULL) return PyErr_NoMemory();
+  pool->magic = POOL_MAGIC;
+  pool->nthreads = (size_t)n;
+  pthread_mutex_init(&pool->launch_lock, NULL);
+  pthread_mutex_init(&pool->lock, NULL);
+  pthread_cond_init(&pool->work_cv, NULL);
+  pthread_cond_init(&pool->done_cv, NULL);
+
+  /* Workers start with every signal blocked so that signals reach Python's threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  size_t started = 0;
+  int err = 0;
+  for (; started < pool->nthreads; ++started) {
+    worker_t *w = &pool->workers[started];
+    w->pool = pool;
+    err = pthread_create(&w->thread, NULL, worker_main, w);
+    if (err != 0) break;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+  if (err != 0) {
+    Py_BEGIN_ALLOW_THREADS
+    pool_stop_workers(pool, started);
+    Py_END_ALLOW_THREADS
+    pool_free(pool);
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return from_ptr(pool);
+}
+
+static PyObject *py_pool_destroy(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  pool_t *pool;
+  if (check_nargs("pool_destroy", nargs, 1) < 0 || (pool = pool_from(args[0])) == NULL)
+    return NULL;
+  /* Waits for a launch in progress on another thread, then joins every worker. */
+  Py_BEGIN_ALLOW_THREADS
+  pthread_mutex_lock(&pool->launch_lock);
+  pool_stop_workers(pool, pool->nthreads);
+  pthread_mutex_unlock(&pool->launch_lock);
+  Py_END_ALLOW_THREADS
+  pool_free(pool);
+  Py_RETURN_NONE;
+}
+
+/* Runs the whole grid on the calling thread. 0 on success, -1 if out of memory. */
+static int launch_inline(job_t *job) {
+  local_buf buf = {NULL, 0};
+  if (local_buf_reserve(&buf, job->dyn_mem) < 0) return -1;
+  run_share(job, &buf);
+  local_buf_release(&buf);
+  return 0;
+}
+
+/* Runs the grid on the pool's workers and the calling thread; returns once every group
+ * finished. 0 on success, -1 if the caller's local memory cannot be allocated (then no
+ * group has run). */
+static int launch_pooled(pool_t *pool, job_t *job) {
+  int rc = -1;
+  pthread_mutex_lock(&pool->launch_lock);
+  if (local_buf_reserve(&pool->caller_buf, job->dyn_mem) == 0) {
+    pthread_mutex_lock(&pool->lock);
+    pool->job = job;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->work_cv);
+    pthread_mutex_unlock(&pool->lock);
+
+    run_share(job, &pool->caller_buf);
+
+    /* Retract the job so late wakers skip it, then wait for attached workers: every
+     * claimed group was claimed by the caller or by one of them. */
+    pthread_mutex_lock(&pool->lock);
+    pool->job = NULL;
+    while (job->refs > 0) pthread_cond_wait(&pool->done_cv, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+    rc = 0;
+  }
+  pthread_mutex_unlock(&pool->launch_lock);
+  return rc;
+}
+
+static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  if (check_nargs("launch", nargs, 10) < 0) return NULL;
+  pool_t *pool = pool_from(args[0]);
+  if (pool == NULL) return NULL;
+  void *kernel;
+  if (parse_ptr(args[1], &kernel) < 0) return NULL;
+  if (kernel == NULL) {
+    PyErr_SetString(PyExc_ValueError, "kernel address is NULL");
+    return NULL;
+  }
+  job_t job = {.kernel = (offload_kernel_fn)(uintptr_t)kernel};
+  uint32_t d[6];
+  for (int i = 0; i < 6; ++i)
+    if (parse_dim(args[3 + i], &d[i]) < 0) return NULL;
+  if (parse_size(args[9], &job.dyn_mem) < 0) return NULL;
+  job.num_groups = (offload_dim3_t){d[0], d[1], d[2]};
+  job.group_size = (offload_dim3_t){d[3], d[4], d[5]};
+  uint64_t total;
+  if (__builtin_mul_overflow((uint64_t)d[0] * d[1], (uint64_t)d[2], &total)) {
+    PyErr_SetString(PyExc_OverflowError, "grid has too many groups");
+    return NULL;
+  }
+  job.total = total;
+
+  Py_buffer view = {0};
+  int have_view = args[2] != Py_None;
+  if (have_view && PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) return NULL;
+  job.args = have_view && view.len > 0 ? view.buf : NULL;
+
+  int rc;
+  if (pool->nthreads == 0 || total == 1) {
+    job.chunk = total;
+    Py_BEGIN_ALLOW_THREADS
+    rc = launch_inline(&job);
+    Py_END_ALLOW_THREADS
+  } else {
+    uint64_t chunk = total / ((uint64_t)(pool->nthreads + 1) * 16);
+    job.chunk = chunk < 1 ? 1 : chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
+    Py_BEGIN_ALLOW_THREADS
+    rc = launch_pooled(pool, &job);
+    Py_END_ALLOW_THREADS
+  }
+  if (have_view) PyBuffer_Release(&view);
+  if (rc < 0) return PyErr_NoMemory();
+  Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Dynamic libraries                                                                      */
+
+/* Raises OSError with dlerror()'s text (decoded like a file name), or fallback. */
+static PyObject *set_dl_error(const char *msg, const char *fallback) {
+  PyObject *text = PyUnicode_DecodeFSDefault(msg ? msg : fallback);
+  if (text != NULL) {
+    PyErr_SetObject(PyExc_OSError, text);
+    Py_DECREF(text);
+  }
+  return NULL;
+}
+
+static PyObject *py_dl_open(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  PyObject *path = NULL;
+  if (check_nargs("dl_open", nargs, 1) < 0 || !PyUnicode_FSConverter(args[0], &path))
+    return NULL;
+  void *handle;
+  const char *err = NULL;
+  /* dlerror() is per thread, so it is read on the thread that called dlopen. */
+  Py_BEGIN_ALLOW_THREADS
+  handle = dlopen(PyBytes_AS_STRING(path), RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) err = dlerror();
+  Py_END_ALLOW_THREADS
+  Py_DECREF(path);
+  if (handle == NULL) return set_dl_error(err, "dlopen failed");
+  return from_ptr(handle);
+}
+
+static PyObject *py_dl_close(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *handle;
+  if (check_nargs("dl_close", nargs, 1) < 0 || parse_ptr(args[0], &handle) < 0) return NULL;
+  /* The handle must come from dl_open and be closed once: glibc cannot detect reuse. */
+  int rc;
+  const char *err = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  rc = dlclose(handle); /* runs the library's destructors when this was the last reference */
+  if (rc != 0) err = dlerror();
+  Py_END_ALLOW_THREADS
+  if (rc != 0) return set_dl_error(err, "dlclose failed");
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_dl_symbol(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *handle;
+  if (check_nargs("dl_symbol", nargs, 2) < 0 || parse_ptr(args[0], &handle) < 0) return NULL;
+  const char *name = PyUnicode_AsUTF8(args[1]);
+  if (name == NULL) return NULL;
+  dlerror(); /* clear a stale error */
+  void *addr = dlsym(handle, name);
+  if (addr == NULL) Py_RETURN_NONE;
+
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  unsigned long long size = 0;
+  int kind = 2;
+  if (dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL) {
+    size = (unsigned long long)sym->st_size;
+    switch (sym->st_info & 0xf) { /* ELF{32,64}_ST_TYPE */
+    case STT_FUNC: kind = 0; break;
+    case STT_OBJECT:
+    case STT_COMMON: kind = 1; break;
+    default: kind = 2; break;
+    }
+  }
+  return Py_BuildValue("(NKi)", from_ptr(addr), size, kind);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Memory                                                                                 */
+
+static PyObject *py_mem_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  size_t size;
+  if (check_nargs("mem_alloc", nargs, 1) < 0 || parse_size(args[0], &size) < 0) return NULL;
+  void *p = NULL;
+  /* A zero-size allocation still returns a unique, freeable address. */
+  if (posix_memalign(&p, LOCAL_MEM_ALIGN, size ? size : 1) != 0) return PyErr_NoMemory();
+  return from_ptr(p);
+}
+
+static PyObject *py_mem_free(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *p;
+  if (check_nargs("mem_free", nargs, 1) < 0 || parse_ptr(args[0], &p) < 0) return NULL;
+  free(p);
+  Py_RETURN_NONE;
+}
+
+/* Fills size bytes at dst with the repeated pattern; the last copy may be partial. */
+static void fill_pattern(unsigned char *dst, const void *pat, size_t plen, size_t size) {
+  if (plen == 1) {
+    memset(dst, *(const unsigned char *)pat, size);
+    return;
+  }
+  size_t done = plen < size ? plen : size;
+  memmove(dst, pat, done); /* the pattern may live inside the destination */
+  while (done < size) {    /* dst[0, done) is whole patterns: double it */
+    size_t n = size - done < done ? size - done : done;
+    memcpy(dst + done, dst, n);
+    done += n;
+  }
+}
+
+static PyObject *py_fill(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *dst;
+  size_t size;
+  if (check_nargs("fill", nargs, 3) < 0 || parse_ptr(args[0], &dst) < 0 ||
+      parse_size(args[2], &size) < 0)
+    return NULL;
+  Py_buffer pat;
+  if (PyObject_GetBuffer(args[1], &pat, PyBUF_SIMPLE) < 0) return NULL;
+  if (pat.len == 0) {
+    PyBuffer_Release(&pat);
+    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
+    return NULL;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  fill_pattern(dst, pat.buf, (size_t)pat.len, size);
+  Py_END_ALLOW_THREADS
+  PyBuffer_Release(&pat);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *dst, *src;
+  size_t size;
+  if (check_nargs("copy", nargs, 3) < 0 || parse_ptr(args[0], &dst) < 0 ||
+      parse_ptr(args[1], &src) < 0 || parse_size(args[2], &size) < 0)
+    return NULL;
+  if (size == 0) Py_RETURN_NONE;
+  Py_BEGIN_ALLOW_THREADS
+  memmove(dst, src, size);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
+
+#define FASTCALL(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
+
+static PyMethodDef native_methods[] = {
+    FASTCALL(pool_create, "pool_create(nthreads) -> handle\n\n"
+                          "Start a pool of nthreads persistent worker threads (0: caller only)."),
+    FASTCALL(pool_destroy, "pool_destroy(handle)\n\n"
+                           "Wait for a running launch, stop and join every worker, free the pool."),
+    FASTCALL(launch, "launch(pool, kernel, args, ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem)\n\n"
+                     "Run kernel once per work-group of the grid on the pool and the calling\n"
+                     "thread, with the GIL released; returns when every group finished."),
+    FASTCALL(dl_open, "dl_open(path) -> handle\n\n"
+                      "dlopen(path, RTLD_NOW | RTLD_LOCAL); OSError with dlerror() on failure."),
+    FASTCALL(dl_close, "dl_close(handle)\n\ndlclose; OSError with dlerror() on failure."),
+    FASTCALL(dl_symbol, "dl_symbol(handle, name) -> (address, size, kind) | None\n\n"
+                        "kind: 0 function, 1 data object, 2 other."),
+    FASTCALL(mem_alloc, "mem_alloc(size) -> address\n\n64-byte aligned allocation."),
+    FASTCALL(mem_free, "mem_free(address)\n\nFree memory from mem_alloc."),
+    FASTCALL(fill, "fill(address, pattern, size)\n\n"
+                   "Fill size bytes with the repeated pattern (the last copy may be partial)."),
+    FASTCALL(copy, "copy(dst, src, size)\n\nmemmove with the GIL released."),
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "offload_host._native",
+    .m_doc = "Native worker pool, dynamic loading and memory helpers of offload-host.",
+    .m_size = 0,
+    .m_methods = native_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&native_module); }

@@ -1,0 +1,11 @@
+/* foo: out[global id] = work-item id (liboffload test: Data[i] == i, 1 group of 64). */
+#include <offload_host.h>
+
+struct foo_args {
+  uint32_t *out;
+};
+
+OFFLOAD_KERNEL(foo) {
+  const struct foo_args *a = OFFLOAD_ARGS(struct foo_args);
+  OFFLOAD_FOR_EACH_ITEM(tid) { a->out[offload_global_id_x(tid)] = tid.x; }
+}

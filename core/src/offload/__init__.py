@@ -1,0 +1,97 @@
+"""offload: LLVM liboffload's ``ol*`` API in Python, with backends found as plugins.
+
+The functions keep their C names; out-parameters are return values, pointers are ``int``
+addresses, handles are opaque objects made only by the API, and every failure raises
+``OffloadError`` (``.code``: an ``ErrorCode``; ``.details``: the message). Backend authors read
+``offload.hookspecs`` and write ``from offload import hookimpl``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _enums
+from ._entrypoints import generate as _generate
+from ._entrypoints import olInit, olShutDown
+from ._enums import (
+    AllocType,
+    DeviceFpCapabilityFlag,
+    DeviceInfo,
+    DeviceType,
+    ErrorCode,
+    EventInfo,
+    MemInfo,
+    MemoryRegisterFlag,
+    PlatformBackend,
+    PlatformInfo,
+    QueueInfo,
+    SymbolInfo,
+    SymbolKind,
+)
+from ._errors import OffloadError
+from ._handles import Device, Event, Platform, Program, Queue, Symbol
+from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
+from ._runtime import STATE as _STATE
+from ._tracing import set_trace_logger
+from ._types import Dimensions, KernelLaunchSizeArgs
+from .hookspecs import hookimpl
+
+__version__ = "0.1.0"
+
+_api = _generate()
+globals().update(_api)
+globals().update(_enums.c_constants())
+
+
+def backend_status() -> list[BackendStatus]:
+    """What happened to every discovered backend at the last fresh ``olInit`` (empty before one)."""
+    return list(_STATE.last_statuses)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def __getattr__(name: str) -> Any:  # only for type checkers' benefit on the generated names
+    raise AttributeError(f"module 'offload' has no attribute {name!r}")
+
+
+__all__ = [
+    # lifecycle and the generated ol* functions
+    "olInit",
+    "olShutDown",
+    *_api,
+    # value types and handles
+    "Dimensions",
+    "KernelLaunchSizeArgs",
+    "Platform",
+    "Device",
+    "Queue",
+    "Event",
+    "Program",
+    "Symbol",
+    # enums
+    "ErrorCode",
+    "PlatformInfo",
+    "PlatformBackend",
+    "DeviceType",
+    "DeviceInfo",
+    "DeviceFpCapabilityFlag",
+    "AllocType",
+    "MemInfo",
+    "MemoryRegisterFlag",
+    "QueueInfo",
+    "EventInfo",
+    "SymbolKind",
+    "SymbolInfo",
+    *_enums.c_constants(),
+    # errors, backends, tracing
+    "OffloadError",
+    "OffloadBackendWarning",
+    "BackendStatus",
+    "backend_status",
+    "register_backend",
+    "unregister_backend",
+    "hookimpl",
+    "set_trace_logger",
+]

@@ -1,0 +1,223 @@
+"""One declarative table of the ol* API (liboffload's ``.td`` files, for Python).
+
+Each ``Function`` lists its parameters in C order with their C names, and its own validation
+conditions in the ``.td`` order. From it ``_entrypoints`` generates every public function: the
+initialisation check, the validation (own conditions, then ``NULL == <handle>`` checks, then
+``NULL == <pointer>`` checks, as liboffload's generator orders them), the handle liveness checks,
+the call of the ``_api`` implementation, and the trace line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from . import _api
+from ._enums import ErrorCode
+from ._handles import Device, Event, Platform, Program, Queue, Symbol
+
+_NO_DEFAULT: Any = object()
+
+
+class Param(NamedTuple):
+    """One parameter: Python name, C name, kind, and (for handles) the handle class.
+
+    Kinds: ``handle``; ``pointer`` (an int address, NULL is 0 or None); ``data`` (bytes-like,
+    traced as a pointer followed or preceded by its C size parameter ``size_name``); ``callback``;
+    ``events`` (a sequence of Event, traced as a C array with ``size_name``); ``enum``; ``size``;
+    ``struct`` (KernelLaunchSizeArgs); ``string``; ``any`` (user data).
+    """
+
+    py: str
+    c: str
+    kind: str
+    handle: type | None = None
+    optional: bool = False
+    default: Any = _NO_DEFAULT
+    size_name: str | None = None
+    size_first: bool = False
+
+
+class Check(NamedTuple):
+    """A ``.td`` validation condition: the C text (for the message) and the Python test."""
+
+    code: ErrorCode
+    c_text: str
+    py_expr: str
+
+
+class Out(NamedTuple):
+    """The out-parameter that the Python function returns. ``info`` adds a PropSize before it."""
+
+    c: str
+    kind: str  # "handle", "pointer", "size", "bool", "info", "float"
+
+
+class Function(NamedTuple):
+    name: str
+    params: tuple[Param, ...]
+    doc: str
+    checks: tuple[Check, ...] = ()
+    out: Out | None = None
+
+
+def _handle(py: str, c: str, cls: type, optional: bool = False) -> Param:
+    return Param(py, c, "handle", cls, optional)
+
+
+def _info_fns(prefix: str, handle: Param, enum_c: str = "PropName") -> tuple[Function, Function]:
+    prop = Param("prop", enum_c, "enum")
+    return (
+        Function(f"olGet{prefix}Info", (handle, prop), f"The value of one {prefix.lower()} property.", out=Out("PropValue", "info")),
+        Function(
+            f"olGet{prefix}InfoSize",
+            (handle, prop),
+            f"The C size in bytes of one {prefix.lower()} property.",
+            out=Out("PropSizeRet", "size"),
+        ),
+    )
+
+
+_DEVICE = _handle("device", "Device", Device)
+_QUEUE = _handle("queue", "Queue", Queue)
+_OPT_QUEUE = _handle("queue", "Queue", Queue, optional=True)
+
+FUNCTIONS: tuple[Function, ...] = (
+    Function(
+        "olIterateDevices",
+        (Param("callback", "Callback", "callback"), Param("user_data", "UserData", "any", optional=True, default=None)),
+        "Call ``callback(device, user_data)`` for every device until it returns False.",
+    ),
+    *_info_fns("Platform", _handle("platform", "Platform", Platform)),
+    *_info_fns("Device", _DEVICE),
+    Function(
+        "olMemAlloc",
+        (_DEVICE, Param("alloc_type", "Type", "enum"), Param("size", "Size", "size")),
+        "Allocate ``size`` bytes of HOST, DEVICE or MANAGED memory; return the address.",
+        checks=(Check(ErrorCode.INVALID_SIZE, "Size == 0", "size == 0"),),
+        out=Out("AllocationOut", "pointer"),
+    ),
+    Function("olMemFree", (Param("address", "Address", "pointer"),), "Free an olMemAlloc allocation (its owner is found)."),
+    Function(
+        "olGetMemInfo",
+        (Param("ptr", "Ptr", "pointer"), Param("prop", "PropName", "enum")),
+        "A property of the allocation containing ``ptr`` (any interior pointer).",
+        out=Out("PropValue", "info"),
+    ),
+    Function(
+        "olGetMemInfoSize",
+        (Param("ptr", "Ptr", "pointer"), Param("prop", "PropName", "enum")),
+        "The C size in bytes of a memory property.",
+        out=Out("PropSizeRet", "size"),
+    ),
+    Function(
+        "olMemRegister",
+        (_DEVICE, Param("ptr", "Ptr", "pointer"), Param("size", "Size", "size"), Param("flags", "Flags", "enum")),
+        "Register (and optionally page-lock) host memory; return the pinned pointer.",
+        checks=(Check(ErrorCode.INVALID_SIZE, "Size == 0", "size == 0"),),
+        out=Out("PinnedPtr", "pointer"),
+    ),
+    Function(
+        "olMemUnregister",
+        (_DEVICE, Param("ptr", "Ptr", "pointer"), Param("flags", "Flags", "enum")),
+        "Unregister (and optionally unlock) host memory registered with olMemRegister.",
+    ),
+    Function(
+        "olMemcpy",
+        (
+            _OPT_QUEUE,
+            Param("dst", "DstPtr", "pointer"),
+            _handle("dst_device", "DstDevice", Device),
+            Param("src", "SrcPtr", "pointer"),
+            _handle("src_device", "SrcDevice", Device),
+            Param("size", "Size", "size"),
+        ),
+        "Copy ``size`` bytes; host pointers use a device of the host platform. No queue: synchronous.",
+    ),
+    Function(
+        "olMemFill",
+        (
+            _OPT_QUEUE,
+            Param("ptr", "Ptr", "pointer"),
+            Param("pattern", "PatternPtr", "data", size_name="PatternSize", size_first=True),
+            Param("fill_size", "FillSize", "size"),
+        ),
+        "Fill ``fill_size`` bytes at ``ptr`` with the repeated ``pattern``. No queue: synchronous.",
+        checks=(
+            Check(ErrorCode.INVALID_SIZE, "PatternSize == 0", "pattern is not None and _nbytes(pattern) == 0"),
+            Check(
+                ErrorCode.INVALID_SIZE,
+                "FillSize % PatternSize != 0",
+                "pattern is not None and type(fill_size) is int and fill_size % _nbytes(pattern) != 0",
+            ),
+        ),
+    ),
+    Function("olCreateQueue", (_DEVICE,), "Create a queue (reusing a finished parked one).", out=Out("Queue", "handle")),
+    Function("olDestroyQueue", (_QUEUE,), "Destroy a queue; work already enqueued still runs."),
+    Function("olSyncQueue", (_QUEUE,), "Block until the queue's work is complete."),
+    Function(
+        "olQueryQueue",
+        (_QUEUE,),
+        "Whether the queue's work is complete, without blocking.",
+        out=Out("IsQueueWorkCompleted", "bool"),
+    ),
+    Function(
+        "olWaitEvents",
+        (_QUEUE, Param("events", "Events", "events", size_name="NumEvents")),
+        "Make later work on ``queue`` wait for every event in ``events``.",
+    ),
+    *_info_fns("Queue", _QUEUE),
+    Function(
+        "olLaunchHostFunction",
+        (_QUEUE, Param("callback", "Callback", "callback"), Param("user_data", "UserData", "any", optional=True, default=None)),
+        "Run ``callback(user_data)`` in queue order.",
+    ),
+    Function("olCreateEvent", (_QUEUE,), "Record an event after the queue's current work.", out=Out("Event", "handle")),
+    Function("olDestroyEvent", (_handle("event", "Event", Event),), "Destroy an event."),
+    Function("olSyncEvent", (_handle("event", "Event", Event),), "Block until the event is complete."),
+    *_info_fns("Event", _handle("event", "Event", Event)),
+    Function(
+        "olGetEventElapsedTime",
+        (_handle("start", "StartEvent", Event), _handle("end", "EndEvent", Event)),
+        "Milliseconds between two events of one device.",
+        out=Out("ElapsedTime", "float"),
+    ),
+    Function(
+        "olCreateProgram",
+        (_DEVICE, Param("data", "ProgData", "data", size_name="ProgDataSize")),
+        "Load a program from a copy of ``data``.",
+        out=Out("Program", "handle"),
+    ),
+    Function(
+        "olIsValidBinary",
+        (_DEVICE, Param("data", "ProgData", "data", size_name="ProgDataSize")),
+        "Whether ``data`` could be loaded on ``device``.",
+        out=Out("IsValid", "bool"),
+    ),
+    Function("olDestroyProgram", (_handle("program", "Program", Program),), "Unload a program from its device."),
+    Function(
+        "olGetSymbol",
+        (_handle("program", "Program", Program), Param("name", "Name", "string"), Param("kind", "Kind", "enum")),
+        "The kernel or global variable ``name`` (the same handle each time).",
+        out=Out("Symbol", "handle"),
+    ),
+    *_info_fns("Symbol", _handle("symbol", "Symbol", Symbol)),
+    Function(
+        "olLaunchKernel",
+        (
+            _OPT_QUEUE,
+            _DEVICE,
+            _handle("kernel", "Kernel", Symbol),
+            Param("args", "ArgumentsData", "data", optional=True, size_name="ArgumentsSize"),
+            Param("launch_size_args", "LaunchSizeArgs", "struct"),
+        ),
+        "Launch a kernel with the packed argument struct ``args``. No queue: synchronous.",
+    ),
+    Function(
+        "olCalculateOptimalOccupancy",
+        (_DEVICE, _handle("kernel", "Kernel", Symbol), Param("shared_memory", "SharedMemory", "size")),
+        "The group size giving optimal occupancy with ``shared_memory`` bytes of dynamic memory.",
+        out=Out("GroupSize", "size"),
+    ),
+)
+
+IMPLEMENTATIONS: dict[str, Any] = {f.name: getattr(_api, f.name) for f in FUNCTIONS}

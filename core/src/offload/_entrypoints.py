@@ -1,0 +1,188 @@
+"""Generates the public ol* functions from ``_api_table`` (liboffload's EntryPointGen, for Python).
+
+Each function is generated as source and compiled once at import, so the per-call path holds
+only what that function needs: one read of the runtime state, one boolean test for tracing, the
+validation conditions (skipped by one test when ``OFFLOAD_DISABLE_VALIDATION`` was set), one
+class-and-context test per handle, and the implementation call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import _api_table
+from ._api_table import _NO_DEFAULT, Function, Param
+from ._enums import ErrorCode
+from ._errors import OffloadError, as_offload_error
+from ._handles import Device, Event, Platform, Program, Queue, Symbol
+from ._runtime import STATE, uninitialized
+
+_STALE_CODES = {
+    Platform: ErrorCode.INVALID_PLATFORM,
+    Device: ErrorCode.INVALID_DEVICE,
+    Queue: ErrorCode.INVALID_QUEUE,
+    Event: ErrorCode.INVALID_EVENT,
+    Program: ErrorCode.INVALID_ARGUMENT,
+    Symbol: ErrorCode.INVALID_ARGUMENT,
+}
+
+
+def _stale(ctx: Any, value: Any, cls: type, c_name: str) -> OffloadError:
+    """The error for a handle argument that is NULL, of the wrong kind, or not live."""
+    if value is None:
+        return OffloadError(ErrorCode.INVALID_NULL_HANDLE, f"NULL == {c_name}")
+    code = _STALE_CODES[cls]
+    if not isinstance(value, cls):
+        return OffloadError(code, f"{c_name} must be a {cls.__name__} handle, got {type(value).__name__}")
+    if value._ctx is None:
+        return OffloadError(code, f"{c_name} {value!r} was destroyed (or its olInit session ended)")
+    return OffloadError(code, f"{c_name} {value!r} belongs to an earlier olInit session")
+
+
+def _nbytes(value: Any) -> int:
+    try:
+        return memoryview(value).nbytes
+    except TypeError:
+        return -1
+
+
+def _is_null_condition(param: Param) -> str:
+    if param.kind == "pointer":
+        return f"{param.py} is None or {param.py} == 0"
+    return f"{param.py} is None"
+
+
+def _body_lines(fn: Function) -> list[str]:
+    """Validation, liveness checks and the implementation call (indented for a function body)."""
+    lines = []
+    checks = [(c.code, c.c_text, c.py_expr) for c in fn.checks]
+    checks += [
+        (ErrorCode.INVALID_NULL_HANDLE, f"NULL == {p.c}", f"{p.py} is None")
+        for p in fn.params
+        if p.kind == "handle" and not p.optional
+    ]
+    checks += [
+        (ErrorCode.INVALID_NULL_POINTER, f"NULL == {p.c}", _is_null_condition(p))
+        for p in fn.params
+        if p.kind in ("pointer", "data", "callback", "events", "struct", "string") and not p.optional
+    ]
+    if checks:
+        lines.append("    if ctx.validate:")
+        for code, c_text, py_expr in checks:
+            lines.append(f"        if {py_expr}:")
+            lines.append(f"            raise _OffloadError({int(code)}, {'validation failure: ' + c_text!r})")
+    for p in fn.params:
+        if p.kind != "handle":
+            continue
+        cls = p.handle.__name__  # type: ignore[union-attr]
+        test = f"{p.py}.__class__ is not _{cls} or {p.py}._ctx is not ctx"
+        if p.optional:
+            test = f"{p.py} is not None and ({test})"
+        lines.append(f"    if {test}:")
+        lines.append(f"        raise _stale(ctx, {p.py}, _{cls}, {p.c!r})")
+    call_args = ", ".join(["ctx"] + [p.py for p in fn.params])
+    lines += [
+        "    try:",
+        f"        return _impl_{fn.name}({call_args})",
+        "    except _OffloadError:",
+        "        raise",
+        "    except Exception as exc:",
+        f"        raise _as_offload_error(exc, {fn.name!r}) from exc",
+    ]
+    return lines
+
+
+def _signature(fn: Function) -> str:
+    parts = []
+    for p in fn.params:
+        parts.append(p.py if p.default is _NO_DEFAULT else f"{p.py}=None")
+    return ", ".join(parts)
+
+
+def _source(fn: Function, trace: bool) -> str:
+    args = ", ".join(p.py for p in fn.params)
+    body = _body_lines(fn)
+    lines = [f"def _body_{fn.name}(ctx, {args}):", *body, ""]
+    lines += [
+        f"def {fn.name}({_signature(fn)}):",
+        "    ctx = _STATE.ctx",
+        "    if ctx is None:",
+        "        raise _uninitialized()",
+    ]
+    if trace:
+        lines += [
+            "    if ctx.trace:",
+            f"        return _traced(ctx, _FN_{fn.name}, _body_{fn.name}, ({args},))",
+        ]
+    lines += body
+    return "\n".join(lines) + "\n"
+
+
+def _traced(ctx: Any, fn: Function, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    from time import perf_counter_ns
+
+    start = perf_counter_ns()
+    try:
+        result = body(ctx, *args)
+    except OffloadError as error:
+        ctx.tracer.emit(fn, args, None, error, perf_counter_ns() - start)
+        raise
+    ctx.tracer.emit(fn, args, result, None, perf_counter_ns() - start)
+    return result
+
+
+def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
+    """Compile every table function; ``trace=False`` leaves the tracing test out (benchmarks)."""
+    namespace: dict[str, Any] = {
+        "_STATE": STATE,
+        "_uninitialized": uninitialized,
+        "_OffloadError": OffloadError,
+        "_as_offload_error": as_offload_error,
+        "_stale": _stale,
+        "_traced": _traced,
+        "_nbytes": _nbytes,
+        **{f"_{cls.__name__}": cls for cls in _STALE_CODES},
+    }
+    functions = {}
+    for fn in _api_table.FUNCTIONS:
+        namespace[f"_impl_{fn.name}"] = _api_table.IMPLEMENTATIONS[fn.name]
+        namespace[f"_FN_{fn.name}"] = fn
+        exec(compile(_source(fn, trace), f"<offload entry point {fn.name}>", "exec"), namespace)
+        public = namespace[fn.name]
+        public.__doc__ = fn.doc
+        public.__module__ = "offload"
+        public.__qualname__ = fn.name
+        functions[fn.name] = public
+    return functions
+
+
+def olInit() -> None:
+    """Initialise the library (reference counted; the first call loads every backend)."""
+    from time import perf_counter_ns
+
+    start = perf_counter_ns()
+    _runtime_init()
+    ctx = STATE.ctx
+    if ctx is not None and ctx.trace:  # printed after the call, as liboffload does (PR #167893)
+        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olInit")
+
+
+def olShutDown() -> None:
+    """Drop one reference; the last one releases everything, joining every error."""
+    from time import perf_counter_ns
+
+    ctx = STATE.ctx
+    start = perf_counter_ns()
+    try:
+        _runtime_shutdown()
+    except OffloadError as error:
+        if ctx is not None and ctx.trace:
+            ctx.tracer.emit(None, (), None, error, perf_counter_ns() - start, api="olShutDown")
+        raise
+    if ctx is not None and ctx.trace:
+        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olShutDown")
+
+
+from ._runtime import init as _runtime_init  # noqa: E402
+from ._runtime import shutdown as _runtime_shutdown  # noqa: E402

@@ -1,0 +1,222 @@
+"""The enumerations of the ol* API, numbered as liboffload snapshot R1 (early 2026).
+
+Each class has its C prefix in ``C_PREFIX`` so that tracing prints the C enumerator name
+(``OL_ALLOC_TYPE_DEVICE``) and so that the C spellings can be exported as module constants.
+Every C enum also has a ``*_FORCE_UINT32 = 0x7fffffff`` value, which is never valid: it is
+what liboffload's tests pass as "an invalid enumerator", and it is exported too.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+FORCE_UINT32 = 0x7FFFFFFF
+
+
+class ErrorCode(enum.IntEnum):
+    """``ol_errc_t``."""
+
+    SUCCESS = 0
+    UNKNOWN = 1
+    HOST_IO = 2
+    INVALID_BINARY = 3
+    INVALID_NULL_POINTER = 4
+    INVALID_ARGUMENT = 5
+    NOT_FOUND = 6
+    OUT_OF_RESOURCES = 7
+    INVALID_SIZE = 8
+    INVALID_ENUMERATION = 9
+    HOST_TOOL_NOT_FOUND = 10
+    INVALID_VALUE = 11
+    UNIMPLEMENTED = 12
+    UNSUPPORTED = 13
+    ASSEMBLE_FAILURE = 14
+    COMPILE_FAILURE = 15
+    LINK_FAILURE = 16
+    BACKEND_FAILURE = 17
+    UNINITIALIZED = 18
+    INVALID_NULL_HANDLE = 19
+    INVALID_PLATFORM = 20
+    INVALID_DEVICE = 21
+    INVALID_QUEUE = 22
+    INVALID_EVENT = 23
+    SYMBOL_KIND = 24
+
+
+class PlatformInfo(enum.IntEnum):
+    """``ol_platform_info_t``."""
+
+    NAME = 0
+    VENDOR_NAME = 1
+    VERSION = 2
+    BACKEND = 3
+
+
+class PlatformBackend(enum.IntEnum):
+    """``ol_platform_backend_t``."""
+
+    UNKNOWN = 0
+    CUDA = 1
+    AMDGPU = 2
+    LEVEL_ZERO = 3
+    HOST = 4
+
+
+class DeviceType(enum.IntEnum):
+    """``ol_device_type_t``."""
+
+    DEFAULT = 0
+    ALL = 1
+    GPU = 2
+    CPU = 3
+    HOST = 4
+
+
+class DeviceInfo(enum.IntEnum):
+    """``ol_device_info_t`` (R1 order; NUM_LANES precedes the FP configuration entries)."""
+
+    TYPE = 0
+    PLATFORM = 1
+    NAME = 2
+    PRODUCT_NAME = 3
+    UID = 4
+    VENDOR = 5
+    DRIVER_VERSION = 6
+    MAX_WORK_GROUP_SIZE = 7
+    MAX_WORK_GROUP_SIZE_PER_DIMENSION = 8
+    MAX_WORK_SIZE = 9
+    MAX_WORK_SIZE_PER_DIMENSION = 10
+    VENDOR_ID = 11
+    NUM_COMPUTE_UNITS = 12
+    MAX_CLOCK_FREQUENCY = 13
+    MEMORY_CLOCK_RATE = 14
+    ADDRESS_BITS = 15
+    MAX_MEM_ALLOC_SIZE = 16
+    GLOBAL_MEM_SIZE = 17
+    WORK_GROUP_LOCAL_MEM_SIZE = 18
+    NUM_LANES = 19
+    SINGLE_FP_CONFIG = 20
+    DOUBLE_FP_CONFIG = 21
+    HALF_FP_CONFIG = 22
+    NATIVE_VECTOR_WIDTH_CHAR = 23
+    NATIVE_VECTOR_WIDTH_SHORT = 24
+    NATIVE_VECTOR_WIDTH_INT = 25
+    NATIVE_VECTOR_WIDTH_LONG = 26
+    NATIVE_VECTOR_WIDTH_FLOAT = 27
+    NATIVE_VECTOR_WIDTH_DOUBLE = 28
+    NATIVE_VECTOR_WIDTH_HALF = 29
+    SINGLE_FP_SUPPORT = 30
+    DOUBLE_FP_SUPPORT = 31
+    HALF_FP_SUPPORT = 32
+
+
+class DeviceFpCapabilityFlag(enum.IntFlag):
+    """``ol_device_fp_capability_flag_t`` (bit field)."""
+
+    CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 0
+    ROUND_TO_NEAREST = 1 << 1
+    ROUND_TO_ZERO = 1 << 2
+    ROUND_TO_INF = 1 << 3
+    INF_NAN = 1 << 4
+    DENORM = 1 << 5
+    FMA = 1 << 6
+    SOFT_FLOAT = 1 << 7
+
+
+class AllocType(enum.IntEnum):
+    """``ol_alloc_type_t``."""
+
+    HOST = 0
+    DEVICE = 1
+    MANAGED = 2
+
+
+class MemInfo(enum.IntEnum):
+    """``ol_mem_info_t``."""
+
+    DEVICE = 0
+    BASE = 1
+    SIZE = 2
+    TYPE = 3
+
+
+class MemoryRegisterFlag(enum.IntFlag):
+    """``ol_memory_register_flag_t`` (bit field)."""
+
+    LOCK_MEMORY = 1 << 0
+    UNLOCK_MEMORY = 1 << 1
+
+
+class QueueInfo(enum.IntEnum):
+    """``ol_queue_info_t``."""
+
+    DEVICE = 0
+    EMPTY = 1
+
+
+class EventInfo(enum.IntEnum):
+    """``ol_event_info_t``."""
+
+    QUEUE = 0
+    IS_COMPLETE = 1
+
+
+class SymbolKind(enum.IntEnum):
+    """``ol_symbol_kind_t``."""
+
+    KERNEL = 0
+    GLOBAL_VARIABLE = 1
+
+
+class SymbolInfo(enum.IntEnum):
+    """``ol_symbol_info_t``."""
+
+    KIND = 0
+    GLOBAL_VARIABLE_ADDRESS = 1
+    GLOBAL_VARIABLE_SIZE = 2
+
+
+C_PREFIX: dict[type, str] = {
+    ErrorCode: "OL_ERRC_",
+    PlatformInfo: "OL_PLATFORM_INFO_",
+    PlatformBackend: "OL_PLATFORM_BACKEND_",
+    DeviceType: "OL_DEVICE_TYPE_",
+    DeviceInfo: "OL_DEVICE_INFO_",
+    DeviceFpCapabilityFlag: "OL_DEVICE_FP_CAPABILITY_FLAG_",
+    AllocType: "OL_ALLOC_TYPE_",
+    MemInfo: "OL_MEM_INFO_",
+    MemoryRegisterFlag: "OL_MEMORY_REGISTER_FLAG_",
+    QueueInfo: "OL_QUEUE_INFO_",
+    EventInfo: "OL_EVENT_INFO_",
+    SymbolKind: "OL_SYMBOL_KIND_",
+    SymbolInfo: "OL_SYMBOL_INFO_",
+}
+
+ENUMS: tuple[type, ...] = tuple(C_PREFIX)
+
+
+def c_prefix(cls: type) -> str:
+    """The C enumerator prefix of one of the ENUMS classes."""
+    return C_PREFIX[cls]
+
+
+def c_name(value: Any) -> str:
+    """The C spelling of an enum member (``OL_ALLOC_TYPE_DEVICE``); flags join with ``|``."""
+    cls = type(value)
+    if isinstance(value, enum.IntFlag):
+        names = [c_prefix(cls) + m.name for m in cls if m.value and (value & m.value) == m.value]
+        return " | ".join(names) if names else "0"
+    return c_prefix(cls) + value.name
+
+
+def c_constants() -> dict[str, int]:
+    """Every C spelling (``OL_ERRC_INVALID_SIZE``, ``OL_DEVICE_INFO_FORCE_UINT32``, ...)."""
+    table: dict[str, int] = {}
+    for cls in ENUMS:
+        prefix = c_prefix(cls)
+        for member in cls:
+            table[prefix + member.name] = member
+        table[prefix + "FORCE_UINT32"] = FORCE_UINT32
+    table["OL_DEVICE_INFO_LAST"] = len(DeviceInfo)
+    return table

@@ -1,0 +1,70 @@
+"""The one exception of the API, and error joining.
+
+Exception tree::
+
+    Exception
+     └── OffloadError            .code: ErrorCode, .details: str, .errors: tuple[OffloadError, ...]
+
+Every ol* function either returns normally (``OL_SUCCESS``) or raises ``OffloadError``. A joined
+error (several backends failing at shutdown, say) follows liboffload's rule: its code and details
+are those of the *last* error, and ``.errors`` holds every error in order, none dropped.
+Backends raise ``OffloadError`` for failures they can name; anything else a backend raises is
+mapped at the core boundary to ``OL_ERRC_UNKNOWN`` (or ``OUT_OF_RESOURCES`` for ``MemoryError``)
+with the original exception kept as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ._enums import ErrorCode
+
+
+class OffloadError(Exception):
+    """An ol* call failed: ``code`` is the ``ol_errc_t``, ``details`` the message."""
+
+    code: ErrorCode
+    details: str
+    errors: tuple[OffloadError, ...]
+
+    def __init__(self, code: ErrorCode, details: str = "", errors: Iterable[OffloadError] = ()) -> None:
+        self.code = ErrorCode(code)
+        self.details = details
+        self.errors = tuple(errors) or (self,)
+        super().__init__(code, details)
+
+    def __str__(self) -> str:
+        head = f"OL_ERRC_{self.code.name}: {self.details}" if self.details else f"OL_ERRC_{self.code.name}"
+        if len(self.errors) > 1:
+            rest = "; ".join(f"OL_ERRC_{e.code.name}: {e.details}" for e in self.errors[:-1])
+            head += f" ({len(self.errors)} errors joined; earlier: {rest})"
+        return head
+
+    def __repr__(self) -> str:
+        return f"OffloadError({self.code!r}, {self.details!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.code, self.details, self.errors if len(self.errors) > 1 else ()))
+
+
+def join_errors(errors: Iterable[OffloadError]) -> OffloadError | None:
+    """One error for many (None for none): the last error's code and details, all of them kept."""
+    flat: list[OffloadError] = []
+    for error in errors:
+        flat.extend(error.errors)
+    if not flat:
+        return None
+    if len(flat) == 1:
+        return flat[0]
+    last = flat[-1]
+    return OffloadError(last.code, last.details, flat)
+
+
+def as_offload_error(exc: BaseException, what: str) -> OffloadError:
+    """Map any exception raised by a backend to an OffloadError (kept as the cause)."""
+    if isinstance(exc, OffloadError):
+        return exc
+    code = ErrorCode.OUT_OF_RESOURCES if isinstance(exc, MemoryError) else ErrorCode.UNKNOWN
+    error = OffloadError(code, f"{what}: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error

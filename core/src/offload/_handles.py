@@ -1,0 +1,129 @@
+"""Handle objects: made only by the API, checked for liveness by every call that takes one.
+
+A handle is live while ``_ctx`` is the current runtime context: destroying it, or the final
+``olShutDown``, sets ``_ctx`` to None, so a stale handle (destroyed, from an earlier ``olInit``, or
+of the wrong kind) is rejected by the core before anything reaches a backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ._enums import DeviceInfo, PlatformBackend, SymbolKind
+
+if TYPE_CHECKING:
+    from ._registry import BoundBackend
+    from ._runtime import Context
+
+
+class _Handle:
+    __slots__ = ("_ctx", "__weakref__")
+    _ctx: Context | None
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(f"{type(self).__name__} handles are made only by the offload API")
+
+    @classmethod
+    def _make(cls, ctx: Context, **fields: Any) -> Any:
+        handle = object.__new__(cls)
+        handle._ctx = ctx
+        for name, value in fields.items():
+            object.__setattr__(handle, name, value)
+        return handle
+
+    def _describe(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        state = "" if self._ctx is not None else " (dead)"
+        return f"<offload.{type(self).__name__} {self._describe()}{state} at {id(self):#x}>"
+
+
+class Platform(_Handle):
+    """``ol_platform_handle_t``: one loaded backend."""
+
+    __slots__ = ("backend", "name", "kind", "devices")
+    backend: BoundBackend
+    name: str
+    kind: PlatformBackend
+    devices: list[Device]
+
+    def _describe(self) -> str:
+        return self.name
+
+
+class Device(_Handle):
+    """``ol_device_handle_t``."""
+
+    __slots__ = ("backend", "native", "platform", "index", "info", "is_host", "lock", "parked", "queues", "programs")
+    backend: BoundBackend
+    native: Any
+    platform: Platform
+    index: int
+    info: dict[DeviceInfo, Any]
+    is_host: bool
+    lock: threading.Lock  # guards parked, queues and programs
+    parked: list[Any]  # native queues destroyed while busy, kept for reuse (newest last)
+    queues: set[Queue]  # live queue handles
+    programs: set[Program]  # live program handles
+
+    def _describe(self) -> str:
+        return f"{self.platform.name}:{self.index}"
+
+
+class Queue(_Handle):
+    """``ol_queue_handle_t``."""
+
+    __slots__ = ("device", "native", "id")
+    device: Device
+    native: Any
+    id: int
+
+    def _describe(self) -> str:
+        return f"#{self.id} on {self.device._describe()}"
+
+
+class Event(_Handle):
+    """``ol_event_handle_t``; it outlives its queue."""
+
+    __slots__ = ("device", "native", "queue", "queue_id")
+    device: Device
+    native: Any
+    queue: Queue
+    queue_id: int
+
+    def _describe(self) -> str:
+        return f"of queue #{self.queue_id}"
+
+
+class Program(_Handle):
+    """``ol_program_handle_t``: one image loaded on one device."""
+
+    __slots__ = ("device", "image", "data", "symbols", "lock")
+    device: Device
+    image: Any
+    data: bytes  # the core's private copy of the binary
+    symbols: dict[tuple[SymbolKind, str], Symbol]
+    lock: threading.Lock
+
+    def _describe(self) -> str:
+        return f"{len(self.data)} bytes on {self.device._describe()}"
+
+
+class Symbol(_Handle):
+    """``ol_symbol_handle_t``: a kernel or global variable, owned by its program."""
+
+    __slots__ = ("program", "kind", "name", "native", "address", "size")
+    program: Program
+    kind: SymbolKind
+    name: str
+    native: Any  # the backend's kernel object (kernels only)
+    address: int  # global variables only
+    size: int  # global variables only
+
+    def _describe(self) -> str:
+        return f"{self.kind.name.lower()} {self.name!r}"
+
+
+HANDLE_TYPES = (Platform, Device, Queue, Event, Program, Symbol)

@@ -1,0 +1,147 @@
+"""Types of the info properties: how olGet*Info converts a value and what olGet*InfoSize reports
+(the C size in bytes: strings include the NUL, enums and uint32 4, uint64, size_t, pointers and
+handles 8, ol_dimensions_t 12, bool 1)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from ._enums import (
+    DeviceFpCapabilityFlag,
+    DeviceInfo,
+    DeviceType,
+    ErrorCode,
+    EventInfo,
+    MemInfo,
+    PlatformBackend,
+    PlatformInfo,
+    QueueInfo,
+    SymbolInfo,
+)
+from ._errors import OffloadError
+from ._types import Dimensions
+
+
+class Kind(enum.Enum):
+    STRING = "char[]"
+    U32 = "uint32_t"
+    U64 = "uint64_t"
+    SIZE = "size_t"
+    BOOL = "bool"
+    HANDLE = "handle"
+    POINTER = "void *"
+    DIMENSIONS = "ol_dimensions_t"
+    ENUM = "enum"
+
+
+_FIXED_SIZES = {
+    Kind.U32: 4,
+    Kind.ENUM: 4,
+    Kind.U64: 8,
+    Kind.SIZE: 8,
+    Kind.HANDLE: 8,
+    Kind.POINTER: 8,
+    Kind.BOOL: 1,
+    Kind.DIMENSIONS: 12,
+}
+
+_U32 = Kind.U32
+DEVICE_INFO: dict[DeviceInfo, tuple[Kind, type | None]] = {
+    DeviceInfo.TYPE: (Kind.ENUM, DeviceType),
+    DeviceInfo.PLATFORM: (Kind.HANDLE, None),
+    DeviceInfo.NAME: (Kind.STRING, None),
+    DeviceInfo.PRODUCT_NAME: (Kind.STRING, None),
+    DeviceInfo.UID: (Kind.STRING, None),
+    DeviceInfo.VENDOR: (Kind.STRING, None),
+    DeviceInfo.DRIVER_VERSION: (Kind.STRING, None),
+    DeviceInfo.MAX_WORK_GROUP_SIZE: (_U32, None),
+    DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION: (Kind.DIMENSIONS, None),
+    DeviceInfo.MAX_WORK_SIZE: (_U32, None),
+    DeviceInfo.MAX_WORK_SIZE_PER_DIMENSION: (Kind.DIMENSIONS, None),
+    DeviceInfo.VENDOR_ID: (_U32, None),
+    DeviceInfo.NUM_COMPUTE_UNITS: (_U32, None),
+    DeviceInfo.MAX_CLOCK_FREQUENCY: (_U32, None),
+    DeviceInfo.MEMORY_CLOCK_RATE: (_U32, None),
+    DeviceInfo.ADDRESS_BITS: (_U32, None),
+    DeviceInfo.MAX_MEM_ALLOC_SIZE: (Kind.U64, None),
+    DeviceInfo.GLOBAL_MEM_SIZE: (Kind.U64, None),
+    DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE: (Kind.U64, None),
+    DeviceInfo.NUM_LANES: (_U32, None),
+    DeviceInfo.SINGLE_FP_CONFIG: (Kind.ENUM, DeviceFpCapabilityFlag),
+    DeviceInfo.DOUBLE_FP_CONFIG: (Kind.ENUM, DeviceFpCapabilityFlag),
+    DeviceInfo.HALF_FP_CONFIG: (Kind.ENUM, DeviceFpCapabilityFlag),
+    **{p: (_U32, None) for p in DeviceInfo if p.name.startswith("NATIVE_VECTOR_WIDTH_")},
+    DeviceInfo.SINGLE_FP_SUPPORT: (Kind.BOOL, None),
+    DeviceInfo.DOUBLE_FP_SUPPORT: (Kind.BOOL, None),
+    DeviceInfo.HALF_FP_SUPPORT: (Kind.BOOL, None),
+}
+assert set(DEVICE_INFO) == set(DeviceInfo)
+
+PLATFORM_INFO: dict[PlatformInfo, tuple[Kind, type | None]] = {
+    PlatformInfo.NAME: (Kind.STRING, None),
+    PlatformInfo.VENDOR_NAME: (Kind.STRING, None),
+    PlatformInfo.VERSION: (Kind.STRING, None),
+    PlatformInfo.BACKEND: (Kind.ENUM, PlatformBackend),
+}
+QUEUE_INFO: dict[QueueInfo, tuple[Kind, type | None]] = {
+    QueueInfo.DEVICE: (Kind.HANDLE, None),
+    QueueInfo.EMPTY: (Kind.BOOL, None),
+}
+EVENT_INFO: dict[EventInfo, tuple[Kind, type | None]] = {
+    EventInfo.QUEUE: (Kind.HANDLE, None),
+    EventInfo.IS_COMPLETE: (Kind.BOOL, None),
+}
+SYMBOL_INFO: dict[SymbolInfo, tuple[Kind, type | None]] = {
+    SymbolInfo.KIND: (Kind.ENUM, None),
+    SymbolInfo.GLOBAL_VARIABLE_ADDRESS: (Kind.POINTER, None),
+    SymbolInfo.GLOBAL_VARIABLE_SIZE: (Kind.SIZE, None),
+}
+from ._enums import AllocType  # noqa: E402
+
+MEM_INFO: dict[MemInfo, tuple[Kind, type | None]] = {
+    MemInfo.DEVICE: (Kind.HANDLE, None),
+    MemInfo.BASE: (Kind.POINTER, None),
+    MemInfo.SIZE: (Kind.SIZE, None),
+    MemInfo.TYPE: (Kind.ENUM, AllocType),
+}
+
+
+def lookup(table: dict[Any, tuple[Kind, type | None]], enum_type: type, prop: Any, what: str) -> Any:
+    """The enum member for ``prop``; INVALID_ENUMERATION ("<what> enum 'N' is invalid") if unknown."""
+    if type(prop) is enum_type:
+        return prop
+    try:
+        member = enum_type(prop)
+    except (ValueError, TypeError):
+        member = None
+    if member is None or member not in table:
+        raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"{what} enum '{prop}' is invalid")
+    return member
+
+
+def convert(kind: Kind, enum_type: type | None, value: Any, prop_name: str) -> Any:
+    """Normalise a backend's value to the property's Python type, checking uint32 range."""
+    if kind is Kind.STRING:
+        return str(value)
+    if kind is Kind.U32:
+        value = int(value)
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise OffloadError(ErrorCode.UNIMPLEMENTED, f"{prop_name}: plugin returned out of range device info")
+        return value
+    if kind in (Kind.U64, Kind.SIZE, Kind.POINTER):
+        return int(value)
+    if kind is Kind.BOOL:
+        return bool(value)
+    if kind is Kind.DIMENSIONS:
+        return value if type(value) is Dimensions else Dimensions(*value)
+    if kind is Kind.ENUM and enum_type is not None:
+        return enum_type(value)
+    return value
+
+
+def c_size(kind: Kind, value: Any) -> int:
+    """The C size in bytes of a property value."""
+    if kind is Kind.STRING:
+        return len(str(value).encode()) + 1
+    return _FIXED_SIZES[kind]

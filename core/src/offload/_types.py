@@ -1,0 +1,96 @@
+"""Value types of the API: ``Dimensions`` and ``KernelLaunchSizeArgs``."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ._enums import ErrorCode
+from ._errors import OffloadError
+
+_U32_MAX = 0xFFFFFFFF
+
+
+class Dimensions(NamedTuple):
+    """``ol_dimensions_t``: three uint32 extents."""
+
+    x: int = 1
+    y: int = 1
+    z: int = 1
+
+
+def _dimensions(value: Dimensions | tuple[int, int, int], what: str) -> Dimensions:
+    if type(value) is not Dimensions:
+        try:
+            x, y, z = value
+        except (TypeError, ValueError):
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT, f"{what} must be Dimensions or a 3-tuple, got {value!r}"
+            ) from None
+        value = Dimensions(x, y, z)
+    for axis, extent in zip("xyz", value):
+        if type(extent) is not int:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what}.{axis} must be an int, got {extent!r}")
+        if not 0 <= extent <= _U32_MAX:
+            raise OffloadError(ErrorCode.INVALID_SIZE, f"{what}.{axis} = {extent} is not a uint32")
+    return value
+
+
+class KernelLaunchSizeArgs:
+    """``ol_kernel_launch_size_args_t``: the grid of a launch.
+
+    ``num_groups`` and ``group_size`` accept ``Dimensions`` or 3-tuples. Construction checks the
+    types; a zero extent is reported by ``olLaunchKernel`` as ``OL_ERRC_INVALID_SIZE``.
+    """
+
+    __slots__ = ("dimensions", "num_groups", "group_size", "dyn_shared_memory", "zero_extent")
+
+    dimensions: int
+    num_groups: Dimensions
+    group_size: Dimensions
+    dyn_shared_memory: int
+    zero_extent: str | None  # the first zero extent ("NumGroups.y"), None when every extent > 0
+
+    def __init__(
+        self,
+        dimensions: int,
+        num_groups: Dimensions | tuple[int, int, int],
+        group_size: Dimensions | tuple[int, int, int],
+        dyn_shared_memory: int = 0,
+    ) -> None:
+        if type(dimensions) is not int or not 1 <= dimensions <= 3:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"Dimensions must be 1, 2 or 3, got {dimensions!r}")
+        if type(dyn_shared_memory) is not int or dyn_shared_memory < 0:
+            raise OffloadError(
+                ErrorCode.INVALID_SIZE, f"DynSharedMemory must be a non-negative int, got {dyn_shared_memory!r}"
+            )
+        self.dimensions = dimensions
+        self.num_groups = _dimensions(num_groups, "NumGroups")
+        self.group_size = _dimensions(group_size, "GroupSize")
+        self.dyn_shared_memory = dyn_shared_memory
+        self.zero_extent = next(
+            (
+                f"{name}.{axis}"
+                for name, dims in (("NumGroups", self.num_groups), ("GroupSize", self.group_size))
+                for axis, extent in zip("xyz", dims)
+                if extent == 0
+            ),
+            None,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"KernelLaunchSizeArgs(dimensions={self.dimensions}, num_groups={tuple(self.num_groups)}, "
+            f"group_size={tuple(self.group_size)}, dyn_shared_memory={self.dyn_shared_memory})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, KernelLaunchSizeArgs):
+            return NotImplemented
+        return (self.dimensions, self.num_groups, self.group_size, self.dyn_shared_memory) == (
+            other.dimensions,
+            other.num_groups,
+            other.group_size,
+            other.dyn_shared_memory,
+        )
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,257 @@
+"""The backend contract: everything a backend author needs to read.
+
+A backend is an object (an instance of your class, or a module) whose methods are marked with
+``offload.hookimpl`` and named after the hooks below. Publish it in your distribution's
+``pyproject.toml`` under the entry-point group ``offload.backends``::
+
+    [project.entry-points."offload.backends"]
+    mydev = "offload_mydev:MyDevBackend"    # a zero-argument factory (a class works)
+
+or register it in-process before ``olInit`` with ``offload.register_backend("mydev", factory)``.
+The entry-point name is the platform name (``OL_PLATFORM_INFO_NAME``); "cuda", "amdgpu",
+"level_zero" and "host" map to their ``PlatformBackend``, any other name to ``UNKNOWN``.
+
+Lifecycle. Every ``olInit`` that starts the library afresh calls the factory once, registers the
+object with pluggy (which checks every hookimpl's argument names against these specs), binds the
+implementations, and calls ``init()``. The last ``olShutDown`` calls, per device: ``synchronize``
+(release) for every queue still alive or parked, ``unload_binary`` for every program left,
+``mem_free`` for every allocation left, ``deinit_device``; then ``deinit()``. Failures are joined,
+none dropped. A backend whose factory, registration or ``init`` fails is skipped (its reason is
+kept and shown by ``offload backends``), unless ``OFFLOAD_BACKENDS_STRICT`` is set.
+
+What the core owns, so a backend never does it: the global state and its lock, argument
+validation, handle objects and their liveness, the allocation map (``olMemFree`` finds the owning
+device), parked queues and their reuse, program bookkeeping, tracing and error joining. Host-to-host
+copies (devices of the ``host`` platform count as host memory) never reach a backend.
+
+Calling convention. The core calls each implementation directly (not through ``pm.hook``), with
+positional arguments in the order given here; an implementation may accept fewer arguments (a
+subset of the names, in the same order), as pluggy allows. Opaque values that a hook returns
+(``device``, ``image``, ``kernel``, ``queue``, ``event``) are the backend's own objects: the core
+stores them and passes them back, never looks inside them. ``queue`` is ``None`` for a synchronous
+operation, which must be complete when the hook returns.
+
+Errors. Raise ``offload.OffloadError(code, details)`` for a failure with a known ``ErrorCode``. Any
+other exception becomes ``OL_ERRC_UNKNOWN`` (``MemoryError``: ``OUT_OF_RESOURCES``) with the
+exception as its cause. Work that fails asynchronously on a queue is reported by the next
+``synchronize`` of that queue (or ``sync_event`` of a later event).
+
+Required hooks: ``init``, ``deinit``, ``get_device_info``, ``load_binary``, ``unload_binary``,
+``synchronize``, ``has_pending_work``. Every other hook is optional: a call that needs a missing
+one fails with ``OL_ERRC_UNSUPPORTED`` naming the backend and the hook.
+
+Threads. Hooks may be called from many threads at once; per-object locking is the backend's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pluggy
+
+from ._enums import AllocType, DeviceInfo
+from ._types import KernelLaunchSizeArgs
+
+PROJECT = "offload"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+REQUIRED_HOOKS = frozenset(
+    {"init", "deinit", "get_device_info", "load_binary", "unload_binary", "synchronize", "has_pending_work"}
+)
+
+# --- lifecycle -----------------------------------------------------------------------------
+
+
+@hookspec
+def init() -> Sequence[Any]:
+    """Initialise the driver and return one opaque ``device`` object per usable device.
+
+    Returning no devices is fine (no hardware): the platform then shows zero devices. Raise when
+    the driver is present but broken; the backend is then skipped with that reason.
+    """
+
+
+@hookspec
+def deinit() -> None:
+    """Release every driver resource. Called once, after every ``deinit_device``."""
+
+
+@hookspec
+def deinit_device(device: Any) -> None:
+    """Release one device's resources (its queues, programs and memory are already gone)."""
+
+
+@hookspec
+def get_device_info(device: Any) -> Mapping[DeviceInfo, Any]:
+    """The device's properties, asked once at ``olInit`` and cached by the core.
+
+    Values: ``str`` for NAME, PRODUCT_NAME, UID, VENDOR, DRIVER_VERSION; ``int`` for the uint32
+    and uint64 properties; ``bool`` for the *_FP_SUPPORT ones; a ``DeviceFpCapabilityFlag`` (or
+    int) for the FP configs; ``offload.Dimensions`` (or a 3-tuple) for the *_PER_DIMENSION ones.
+    PLATFORM is the core's. TYPE defaults to HOST for the host platform and GPU otherwise; the FP
+    configs, native vector widths and MAX_MEM_ALLOC_SIZE default as in liboffload R1 when absent.
+    Any other property left out makes ``olGetDeviceInfo`` fail with ``OL_ERRC_UNIMPLEMENTED``.
+    """
+
+
+# --- programs and symbols ------------------------------------------------------------------
+
+
+@hookspec
+def is_valid_binary(device: Any, data: bytes) -> bool:
+    """Whether ``data`` could be loaded on ``device`` (a cheap check; no loading). Default: False."""
+
+
+@hookspec
+def load_binary(device: Any, data: bytes) -> Any:
+    """Load a program image and return an opaque ``image``.
+
+    ``data`` is the core's private copy; the backend may keep it. Raise ``INVALID_BINARY`` for
+    anything that is not a loadable image for this device. Global constructors run here.
+    """
+
+
+@hookspec
+def unload_binary(device: Any, image: Any) -> None:
+    """Unload one image loaded by ``load_binary`` (global destructors run here)."""
+
+
+@hookspec
+def get_kernel(device: Any, image: Any, name: str) -> Any:
+    """Return an opaque ``kernel`` for the kernel ``name`` in ``image``; ``NOT_FOUND`` if absent."""
+
+
+@hookspec
+def get_global(device: Any, image: Any, name: str) -> tuple[int, int]:
+    """Return ``(address, size)`` of the global variable ``name`` in ``image``; ``NOT_FOUND`` if absent."""
+
+
+@hookspec
+def max_group_size(device: Any, kernel: Any, dynamic_memory: int) -> int:
+    """The work-group size giving optimal occupancy with ``dynamic_memory`` bytes of local memory."""
+
+
+@hookspec
+def launch_kernel(device: Any, queue: Any, kernel: Any, args: bytes | None, launch: KernelLaunchSizeArgs) -> None:
+    """Launch ``kernel`` over ``launch``'s grid with the packed argument struct ``args``.
+
+    ``args`` is ``None`` for no arguments; otherwise a bytes-like object that the caller may reuse
+    as soon as this hook returns (copy it when the launch is enqueued). Every extent of
+    ``launch.num_groups`` and ``launch.group_size`` is at least 1.
+    """
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+@hookspec
+def mem_alloc(device: Any, alloc_type: AllocType, size: int) -> int:
+    """Allocate ``size`` (> 0) bytes of the given kind; return the address (never 0)."""
+
+
+@hookspec
+def mem_free(device: Any, address: int, alloc_type: AllocType) -> None:
+    """Free an address returned by ``mem_alloc`` (the core guarantees it is a live base address)."""
+
+
+@hookspec
+def mem_register(device: Any, address: int, size: int, lock: bool) -> int:
+    """Register (and, if ``lock``, page-lock) host memory; return the pinned address."""
+
+
+@hookspec
+def mem_unregister(device: Any, address: int, unlock: bool) -> None:
+    """Undo ``mem_register``; ``INVALID_ARGUMENT`` for an address that is not registered."""
+
+
+@hookspec
+def data_submit(device: Any, dst: int, src: int, size: int, queue: Any) -> None:
+    """Copy ``size`` bytes from host memory ``src`` to device memory ``dst``."""
+
+
+@hookspec
+def data_retrieve(device: Any, dst: int, src: int, size: int, queue: Any) -> None:
+    """Copy ``size`` bytes from device memory ``src`` to host memory ``dst``."""
+
+
+@hookspec
+def data_exchange(src_device: Any, src: int, dst_device: Any, dst: int, size: int, queue: Any) -> None:
+    """Copy between two devices of this backend. If absent, the core bounces through host memory."""
+
+
+@hookspec
+def data_fill(device: Any, address: int, pattern: bytes, size: int, queue: Any) -> None:
+    """Fill ``size`` bytes (a multiple of ``len(pattern)``) at ``address`` with the repeated pattern."""
+
+
+# --- queues ----------------------------------------------------------------------------------
+
+
+@hookspec
+def create_queue(device: Any) -> Any:
+    """Create an in-order queue and return it as an opaque ``queue``."""
+
+
+@hookspec
+def synchronize(device: Any, queue: Any, release: bool) -> None:
+    """Block until ``queue`` has no pending work, then raise the first asynchronous error, if any.
+
+    With ``release`` the queue is finished: free it (no thread of it may outlive this call). Without
+    it the queue stays usable; the core uses that before reusing a parked queue.
+    """
+
+
+@hookspec
+def has_pending_work(device: Any, queue: Any) -> bool:
+    """Whether ``queue`` has work queued or running. Must not block. If unknowable, return True."""
+
+
+@hookspec
+def enqueue_host_call(device: Any, queue: Any, callback: Callable[[], None]) -> None:
+    """Run ``callback()`` in queue order: after all earlier work, before all later work.
+
+    An exception from the callback is an asynchronous error of the queue.
+    """
+
+
+# --- events ----------------------------------------------------------------------------------
+
+
+@hookspec
+def create_event(device: Any, queue: Any) -> Any:
+    """Create and record an event on ``queue``: complete once all earlier work is. Return it."""
+
+
+@hookspec
+def destroy_event(device: Any, event: Any) -> None:
+    """Release an event."""
+
+
+@hookspec
+def wait_event(device: Any, queue: Any, event: Any) -> None:
+    """Make later work on ``queue`` wait until ``event`` (of any queue of this backend) is complete."""
+
+
+@hookspec
+def is_event_complete(device: Any, event: Any) -> bool:
+    """Whether ``event`` is complete. Must not block."""
+
+
+@hookspec
+def sync_event(device: Any, event: Any) -> None:
+    """Block until ``event`` is complete."""
+
+
+@hookspec
+def event_elapsed_time(device: Any, start: Any, end: Any) -> float:
+    """Milliseconds between two complete events of this device."""
+
+
+HOOK_NAMES: tuple[str, ...] = tuple(
+    name for name, value in list(globals().items()) if callable(value) and hasattr(value, PROJECT + "_spec")
+)
+
+__all__ = ["hookimpl", "hookspec", "HOOK_NAMES", "REQUIRED_HOOKS", "PROJECT"]

@@ -15,6 +15,7 @@ from . import _native
 
 _ELF_MAGIC = b"\x7fELF"
 _ET_DYN = 3
+_PT_LOAD, _PT_DYNAMIC = 1, 2
 _KIND_FUNCTION, _KIND_OBJECT = 0, 1
 
 
@@ -39,6 +40,29 @@ def elf_problem(data: bytes) -> str | None:
         return f"ELF type {e_type} is not a shared object (ET_DYN)"
     if e_machine != machine:
         return f"ELF machine {e_machine} is not this machine's ({machine})"
+    return _layout_problem(data, order)
+
+
+def _layout_problem(data: bytes, order: str) -> str | None:
+    """Whether every table and loadable segment lies inside ``data`` (dlopen of a truncated or
+    corrupt object can fault the whole process, so it must never see one)."""
+    if data[4] != 2:
+        return "only 64-bit ELF objects are supported"
+    e_phoff, e_shoff = struct.unpack_from(order + "QQ", data, 32)
+    e_phentsize, e_phnum, e_shentsize, e_shnum = struct.unpack_from(order + "HHHH", data, 54)
+    size = len(data)
+    if e_phnum == 0 or e_phentsize < 56 or e_phoff + e_phnum * e_phentsize > size:
+        return "program header table missing or outside the image"
+    if e_shnum and (e_shentsize < 64 or e_shoff + e_shnum * e_shentsize > size):
+        return "section header table outside the image (truncated?)"
+    dynamic = False
+    for i in range(e_phnum):
+        p_type, _flags, p_offset, _vaddr, _paddr, p_filesz = struct.unpack_from(order + "IIQQQQ", data, e_phoff + i * e_phentsize)
+        if p_type in (_PT_LOAD, _PT_DYNAMIC) and p_offset + p_filesz > size:
+            return "a loadable segment lies outside the image (truncated?)"
+        dynamic |= p_type == _PT_DYNAMIC
+    if not dynamic:
+        return "no dynamic segment: not a shared object"
     return None
 
 

@@ -1,0 +1,192 @@
+"""offload.testing: the conformance kit, liboffload's ``offload/unittests/OffloadAPI`` for Python.
+
+A backend author runs the whole suite, every case of liboffload's unit tests that applies to the
+Python API, against their backend with one or two small files and pytest (the kit's pytest plugin,
+``offload.testing.plugin``, is loaded automatically through the ``pytest11`` entry point of
+offload-core).
+
+1. Describe what the backend can do, by subclassing ``Capabilities``::
+
+       # mybackend/conformance.py (or the conftest.py below)
+       from offload.testing import Capabilities
+
+       class MyCapabilities(Capabilities):
+           kernel_launch = True
+           host_functions = True
+           queued_fill = True
+           zero_info = frozenset({DeviceInfo.MEMORY_CLOCK_RATE})
+
+           def binary(self, name):   # liboffload's test programs, built for this backend
+               path = DATA / f"{name}.mydev.bin"
+               return path.read_bytes() if path.exists() else None
+
+   An installed backend declares it as an entry point, name = the backend's name::
+
+       [project.entry-points."offload.conformance"]
+       mydev = "mybackend.conformance:MyCapabilities"
+
+2. ``conftest.py`` (only needed when the backend is not installed, or to declare capabilities
+   in place of the entry point)::
+
+       import offload
+       from offload.testing import register_capabilities
+       from mybackend import MyBackend, MyCapabilities
+
+       offload.register_backend("mydev", MyBackend)        # only if not installed
+       register_capabilities("mydev", MyCapabilities)      # or override the fixture:
+       # @pytest.fixture
+       # def capabilities(device): return MyCapabilities()
+
+3. ``test_conformance.py``::
+
+       from offload.testing.suite import *  # noqa: F401,F403
+
+Then ``pytest test_conformance.py``. The tests are parametrised over every device of every
+platform (ids ``<platform>_<index>``, e.g. ``host_0``); ``OFFLOAD_TEST_PLATFORM=mydev,host``
+restricts them to the named platforms (as liboffload's ``OFFLOAD_UNITTEST_PLATFORM``). A test that
+needs a program ``binary()`` does not provide, or an optional feature the capabilities leave off,
+is skipped with the reason. Host memory is memory of the first device whose platform backend is
+HOST (the host backend's CPU device); tests that copy to or from host memory skip without one.
+
+When pytest plugin autoloading is disabled (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), add
+``pytest_plugins = ["offload.testing.plugin"]`` to the conftest.
+
+Test programs (liboffload's ``device_code/``; ``offload-host``'s ``kernels/*.c`` are the reference
+versions): ``foo`` (``foo(uint32_t *out)``: ``out[id] = id``), ``bar`` (a kernel also named ``foo``:
+``out[id] = id + 1``), ``noargs``, ``byte`` (one ``unsigned char``), ``multiargs`` (``char, int *,
+short``), ``localmem`` / ``localmem_reduction`` (dynamic local memory), ``localmem_static``,
+``global`` (``uint32_t global[64]``, kernels ``write``/``read``), ``global_ctor`` (``i + 100``),
+``global_dtor`` (a destructor; with ``dtor_out`` it also exports ``uint32_t *dtor_out`` and writes
+64 ones there at unload), ``sequence`` (``sequence(uint32_t idx, uint32_t *inout)``: one Fibonacci
+step), ``single_counter`` (``single_counter(int32_t loops, int32_t addend, uint32_t *init,
+uint32_t *out)``). Kernel arguments are passed as the C struct of the parameters, laid out as
+the C compiler lays it out (natural alignment).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from offload import DeviceInfo
+
+__all__ = [
+    "CONFORMANCE_ENTRY_POINT_GROUP",
+    "TEST_PROGRAMS",
+    "Capabilities",
+    "capabilities_for",
+    "register_capabilities",
+    "unregister_capabilities",
+]
+
+#: Entry-point group mapping a backend name to its ``Capabilities`` subclass.
+CONFORMANCE_ENTRY_POINT_GROUP = "offload.conformance"
+
+#: The liboffload test programs the suite asks ``Capabilities.binary`` for.
+TEST_PROGRAMS: tuple[str, ...] = (
+    "foo",
+    "bar",
+    "noargs",
+    "byte",
+    "multiargs",
+    "localmem",
+    "localmem_reduction",
+    "localmem_static",
+    "global",
+    "global_ctor",
+    "global_dtor",
+    "sequence",
+    "single_counter",
+)
+
+
+class Capabilities:
+    """What a backend supports, for the conformance suite (subclass it; defaults are conservative).
+
+    Feature flags left False make the tests that need the feature skip with a reason; a flag set
+    True makes the suite insist (an ``OL_ERRC_UNSUPPORTED`` then fails the test).
+    """
+
+    #: ``olLaunchKernel`` runs kernels (with ``binary()`` programs).
+    kernel_launch: bool = False
+    #: ``olLaunchHostFunction`` runs callbacks in queue order.
+    host_functions: bool = False
+    #: ``olGetEventElapsedTime`` works.
+    events_elapsed_time: bool = False
+    #: ``olCalculateOptimalOccupancy`` works (else ``OL_ERRC_UNSUPPORTED`` is accepted as a skip).
+    occupancy: bool = False
+    #: ``olMemRegister`` / ``olMemUnregister`` work.
+    mem_register: bool = False
+    #: ``OL_ALLOC_TYPE_MANAGED`` memory exists and is readable from the host.
+    managed_memory: bool = True
+    #: ``OL_ALLOC_TYPE_HOST`` memory exists.
+    host_memory: bool = True
+    #: ``olMemFill`` on a queue is ordered behind earlier work of the queue (the Enqueue cases).
+    queued_fill: bool = False
+    #: the ``global_dtor`` program exports ``uint32_t *dtor_out`` and its destructor writes 64
+    #: ones there, so the suite can observe that ``olDestroyProgram`` ran the destructor.
+    dtor_out: bool = False
+    #: Device properties that may legitimately read 0 on this device (value checks are ``> 0``
+    #: otherwise), e.g. ``MEMORY_CLOCK_RATE`` when the firmware hides it.
+    zero_info: frozenset[DeviceInfo] = frozenset()
+
+    def binary(self, name: str) -> bytes | None:
+        """The program bytes of liboffload's test program ``name`` for this backend, or None."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+_registered: dict[str, type[Capabilities] | Capabilities] = {}
+_instances: dict[str, Capabilities] = {}
+_lock = threading.Lock()
+
+
+def register_capabilities(backend: str, capabilities: type[Capabilities] | Capabilities) -> None:
+    """Declare the capabilities of backend (platform) ``backend``; wins over the entry point."""
+    if not isinstance(backend, str) or not backend:
+        raise ValueError(f"backend must be a non-empty str, got {backend!r}")
+    if not (isinstance(capabilities, Capabilities) or (isinstance(capabilities, type) and issubclass(capabilities, Capabilities))):
+        raise TypeError(f"capabilities must be a Capabilities subclass or instance, got {capabilities!r}")
+    with _lock:
+        _registered[backend] = capabilities
+        _instances.pop(backend, None)
+
+
+def unregister_capabilities(backend: str) -> None:
+    """Forget a ``register_capabilities`` declaration (KeyError if there is none)."""
+    with _lock:
+        del _registered[backend]
+        _instances.pop(backend, None)
+
+
+def _from_entry_point(backend: str) -> Any:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=CONFORMANCE_ENTRY_POINT_GROUP):
+        if ep.name == backend:
+            return ep.load()
+    return None
+
+
+def capabilities_for(backend: str) -> Capabilities:
+    """The ``Capabilities`` of backend ``backend``: registered, else its entry point, else defaults.
+
+    One instance per backend name is made and reused.
+    """
+    with _lock:
+        found = _instances.get(backend)
+        if found is not None:
+            return found
+        declared: Any = _registered.get(backend)
+    if declared is None:
+        declared = _from_entry_point(backend)
+    if declared is None:
+        declared = Capabilities
+    instance = declared() if isinstance(declared, type) else declared
+    if not isinstance(instance, Capabilities):
+        raise TypeError(f"the conformance capabilities of {backend!r} are not a Capabilities: {instance!r}")
+    with _lock:
+        return _instances.setdefault(backend, instance)

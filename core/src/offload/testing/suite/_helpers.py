@@ -1,0 +1,142 @@
+"""Shared helpers of the conformance suite (not tests)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import offload as ol
+
+#: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
+conformance = pytest.mark.offload_conformance
+
+NULL_HANDLE = ol.ErrorCode.INVALID_NULL_HANDLE
+NULL_POINTER = ol.ErrorCode.INVALID_NULL_POINTER
+FORCE_UINT32 = 0x7FFFFFFF
+
+
+@contextlib.contextmanager
+def raises(code: ol.ErrorCode) -> Iterator[pytest.ExceptionInfo[ol.OffloadError]]:
+    """Expect an ``OffloadError`` with ``code`` (liboffload's ASSERT_ERROR)."""
+    with pytest.raises(ol.OffloadError) as info:
+        yield info
+    assert info.value.code == code, f"expected {code!r}, got {info.value.code!r}: {info.value}"
+
+
+def require(capabilities: Any, flag: str) -> None:
+    """Skip unless ``capabilities.<flag>`` is true."""
+    if not getattr(capabilities, flag):
+        pytest.skip(f"{capabilities!r}: capabilities.{flag} is False")
+
+
+def call_or_skip_unsupported(capabilities: Any, flag: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``; UNSUPPORTED skips unless the capabilities claim ``flag`` (then it fails)."""
+    try:
+        return fn(*args)
+    except ol.OffloadError as exc:
+        if exc.code == ol.ErrorCode.UNSUPPORTED and not getattr(capabilities, flag):
+            pytest.skip(f"{fn.__name__} is UNSUPPORTED on this device (capabilities.{flag} is False)")
+        raise
+
+
+def launch(groups: int = 1, group_size: int = 64, dyn: int = 0) -> ol.KernelLaunchSizeArgs:
+    """liboffload's default launch: 1-D, ``groups`` groups of ``group_size`` items."""
+    return ol.KernelLaunchSizeArgs(1, (groups, 1, 1), (group_size, 1, 1), dyn)
+
+
+def ptr_arg(address: int) -> bytes:
+    """The argument struct of a kernel taking one pointer."""
+    return struct.pack("P", address)
+
+
+def u32s(address: int, count: int) -> list[int]:
+    """``count`` uint32 read directly at ``address`` (host-readable memory only)."""
+    return list((ctypes.c_uint32 * count).from_address(address))
+
+
+def zero(address: int, size: int) -> None:
+    ctypes.memset(address, 0, size)
+
+
+def kernel(program: Any, name: str) -> Any:
+    return ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL)
+
+
+def global_variable(program: Any, name: str) -> Any:
+    return ol.olGetSymbol(program, name, ol.SymbolKind.GLOBAL_VARIABLE)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` until it is true (True) or ``timeout`` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.001)
+    return predicate()
+
+
+def fibonacci(count: int) -> list[int]:
+    values = [0, 1]
+    while len(values) < count:
+        values.append(values[-1] + values[-2])
+    return values[:count]
+
+
+class SequenceArgs(ctypes.Structure):
+    """``sequence(uint32_t idx, uint32_t *inout)``."""
+
+    _fields_ = [("idx", ctypes.c_uint32), ("inout", ctypes.c_void_p)]
+
+
+class SingleCounterArgs(ctypes.Structure):
+    """``single_counter(int32_t init_loop, int32_t addend, uint32_t *init_val, uint32_t *out)``."""
+
+    _fields_ = [
+        ("init_loop", ctypes.c_int32),
+        ("addend", ctypes.c_int32),
+        ("init_val", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),
+    ]
+
+
+class MultiArgs(ctypes.Structure):
+    """``multiargs(char A, int *B, short C)``."""
+
+    _fields_ = [("A", ctypes.c_char), ("B", ctypes.c_void_p), ("C", ctypes.c_short)]
+
+
+class BlockedQueue:
+    """liboffload's ManuallyTriggeredTask: a host callback on ``queue`` that blocks until
+    ``trigger()`` (or ``timeout`` seconds, so a failing test never hangs the queue for ever)."""
+
+    def __init__(self, queue: Any, timeout: float = 10.0) -> None:
+        self.queue = queue
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.timed_out = False
+        self._timeout = timeout
+        ol.olLaunchHostFunction(queue, self._block, None)
+
+    def _block(self, _user_data: Any) -> None:
+        self.started.set()
+        if not self.release.wait(self._timeout):
+            self.timed_out = True
+
+    def trigger(self) -> None:
+        self.release.set()
+        ol.olSyncQueue(self.queue)
+        assert not self.timed_out, "the blocking host callback timed out before trigger()"
+
+    def __enter__(self) -> BlockedQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()  # never leave the queue blocked, even when the test failed

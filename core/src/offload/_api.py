@@ -95,10 +95,16 @@ def olGetPlatformInfoSize(ctx: Context, platform: Platform, prop: Any) -> int:
 
 
 def _device_info(device: Device, prop: Any) -> tuple[Any, _info.Kind]:
-    prop = _info.lookup(_info.DEVICE_INFO, DeviceInfo, prop, "getDeviceInfo")
-    kind, enum_type = _info.DEVICE_INFO[prop]
-    value = _info.convert(kind, enum_type, device_info_value(device, prop), "OL_DEVICE_INFO_" + prop.name)
-    return value, kind
+    try:
+        answer = device.info_cache.get(prop)
+    except TypeError:  # unhashable: lookup below reports it as an invalid enumeration
+        answer = None
+    if answer is None:
+        prop = _info.lookup(_info.DEVICE_INFO, DeviceInfo, prop, "getDeviceInfo")
+        kind, enum_type = _info.DEVICE_INFO[prop]
+        value = _info.convert(kind, enum_type, device_info_value(device, prop), "OL_DEVICE_INFO_" + prop.name)
+        answer = device.info_cache[prop] = (value, kind)
+    return answer
 
 
 def olGetDeviceInfo(ctx: Context, device: Device, prop: Any) -> Any:

@@ -56,12 +56,15 @@ class Platform(_Handle):
 class Device(_Handle):
     """``ol_device_handle_t``."""
 
-    __slots__ = ("backend", "native", "platform", "index", "info", "is_host", "lock", "parked", "queues", "programs")
+    __slots__ = (
+        "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs"
+    )
     backend: BoundBackend
     native: Any
     platform: Platform
     index: int
-    info: dict[DeviceInfo, Any]
+    info: dict[DeviceInfo, Any]  # the backend's answers, asked once at olInit
+    info_cache: dict[Any, tuple[Any, Any]]  # converted (value, kind) per property asked
     is_host: bool
     lock: threading.Lock  # guards parked, queues and programs
     parked: list[Any]  # native queues destroyed while busy, kept for reuse (newest last)

@@ -81,6 +81,7 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any]) -> Pl
             platform=platform,
             index=index,
             info=info,
+            info_cache={},
             is_host=bound.kind is PlatformBackend.HOST,
             lock=threading.Lock(),
             parked=[],

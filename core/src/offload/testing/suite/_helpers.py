@@ -140,3 +140,12 @@ class BlockedQueue:
 
     def __exit__(self, *exc: object) -> None:
         self.release.set()  # never leave the queue blocked, even when the test failed
+
+
+@conformance
+class Base:
+    """Base of every suite class: each test runs inside the plugin's olInit session."""
+
+    @pytest.fixture(autouse=True)
+    def _offload_session(self, ol_session: list[Any]) -> None:
+        return None

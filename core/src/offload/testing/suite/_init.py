@@ -8,7 +8,7 @@ from typing import Any
 
 import offload as ol
 
-from ._helpers import conformance
+from ._helpers import Base
 
 
 def _still_works(devices: list[Any]) -> None:
@@ -22,8 +22,8 @@ def _still_works(devices: list[Any]) -> None:
         ol.olDestroyQueue(queue)
 
 
-@conformance
-class TestInit:
+
+class TestInit(Base):
     def test_success(self, ol_session: list[Any]) -> None:
         ol.olInit()
         ol.olShutDown()

@@ -8,13 +8,13 @@ import pytest
 
 import offload as ol
 
-from ._helpers import FORCE_UINT32, NULL_HANDLE, conformance, raises
+from ._helpers import FORCE_UINT32, NULL_HANDLE, Base, raises
 
 _STRINGS = [ol.PlatformInfo.NAME, ol.PlatformInfo.VENDOR_NAME, ol.PlatformInfo.VERSION]
 
 
-@conformance
-class TestPlatformInfo:
+
+class TestPlatformInfo(Base):
     @pytest.mark.parametrize("prop", _STRINGS, ids=lambda p: p.name)
     def test_success_string(self, platform: Any, prop: ol.PlatformInfo) -> None:
         size = ol.olGetPlatformInfoSize(platform, prop)
@@ -41,8 +41,8 @@ class TestPlatformInfo:
             ol.olGetPlatformInfo(platform, FORCE_UINT32)
 
 
-@conformance
-class TestPlatformInfoSize:
+
+class TestPlatformInfoSize(Base):
     @pytest.mark.parametrize("prop", _STRINGS, ids=lambda p: p.name)
     def test_success_string(self, platform: Any, prop: ol.PlatformInfo) -> None:
         assert ol.olGetPlatformInfoSize(platform, prop) != 0

@@ -100,3 +100,21 @@ def test_errors_keep_nothing_half_done(host: ol.Device) -> None:
     ol.olSyncQueue(queue)
     assert gate_ran == [1]
     ol.olDestroyQueue(queue)
+
+
+def test_kernel_arguments_must_be_bytes_like(host: ol.Device) -> None:
+    import offload_host
+
+    program = ol.olCreateProgram(host, offload_host.build_test_kernel("noargs"))
+    kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
+    launch = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
+    queue = ol.olCreateQueue(host)
+    for q in (None, queue):
+        assert _code(ol.olLaunchKernel, q, host, kernel, 5, launch) is E.INVALID_ARGUMENT
+        assert _code(ol.olLaunchKernel, q, host, kernel, None, ol.KernelLaunchSizeArgs(1, (0, 1, 1), (1, 1, 1))) is E.INVALID_SIZE
+        ol.olLaunchKernel(q, host, kernel, bytearray(8), launch)
+    with pytest.raises(ol.OffloadError):
+        ol.KernelLaunchSizeArgs(4, (1, 1, 1), (1, 1, 1))
+    ol.olSyncQueue(queue)
+    ol.olDestroyQueue(queue)
+    ol.olDestroyProgram(program)

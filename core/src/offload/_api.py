@@ -514,6 +514,11 @@ def olLaunchKernel(
         raise _fail(ErrorCode.INVALID_ARGUMENT, f"LaunchSizeArgs must be KernelLaunchSizeArgs, got {launch!r}")
     if launch.zero_extent is not None:
         raise _fail(ErrorCode.INVALID_SIZE, f"launch size {launch.zero_extent} is 0")
+    if args is not None and args.__class__ is not bytes:
+        try:
+            memoryview(args)
+        except TypeError:
+            raise _fail(ErrorCode.INVALID_ARGUMENT, f"ArgumentsData must be bytes-like or None, got {type(args).__name__}") from None
     device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
 
 

@@ -9,8 +9,8 @@ Every ol* function either returns normally (``OL_SUCCESS``) or raises ``OffloadE
 error (several backends failing at shutdown, say) follows liboffload's rule: its code and details
 are those of the *last* error, and ``.errors`` holds every error in order, none dropped.
 Backends raise ``OffloadError`` for failures they can name; anything else a backend raises is
-mapped at the core boundary to ``OL_ERRC_UNKNOWN`` (or ``OUT_OF_RESOURCES`` for ``MemoryError``)
-with the original exception kept as ``__cause__``.
+mapped at the core boundary (``MemoryError``: ``OUT_OF_RESOURCES``; ``ValueError``, ``TypeError``:
+``INVALID_ARGUMENT``; anything else: ``UNKNOWN``) with the original exception kept as ``__cause__``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,12 @@ def as_offload_error(exc: BaseException, what: str) -> OffloadError:
     """Map any exception raised by a backend to an OffloadError (kept as the cause)."""
     if isinstance(exc, OffloadError):
         return exc
-    code = ErrorCode.OUT_OF_RESOURCES if isinstance(exc, MemoryError) else ErrorCode.UNKNOWN
+    if isinstance(exc, MemoryError):
+        code = ErrorCode.OUT_OF_RESOURCES
+    elif isinstance(exc, (ValueError, TypeError)):
+        code = ErrorCode.INVALID_ARGUMENT
+    else:
+        code = ErrorCode.UNKNOWN
     error = OffloadError(code, f"{what}: {type(exc).__name__}: {exc}")
     error.__cause__ = exc
     return error

@@ -32,8 +32,8 @@ stores them and passes them back, never looks inside them. ``queue`` is ``None``
 operation, which must be complete when the hook returns.
 
 Errors. Raise ``offload.OffloadError(code, details)`` for a failure with a known ``ErrorCode``. Any
-other exception becomes ``OL_ERRC_UNKNOWN`` (``MemoryError``: ``OUT_OF_RESOURCES``) with the
-exception as its cause. Work that fails asynchronously on a queue is reported by the next
+other exception is mapped with the exception as its cause: ``MemoryError`` to ``OUT_OF_RESOURCES``,
+``ValueError`` and ``TypeError`` to ``INVALID_ARGUMENT``, the rest to ``OL_ERRC_UNKNOWN``. Work that fails asynchronously on a queue is reported by the next
 ``synchronize`` of that queue (or ``sync_event`` of a later event).
 
 Required hooks: ``init``, ``deinit``, ``get_device_info``, ``load_binary``, ``unload_binary``,

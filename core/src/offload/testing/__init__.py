@@ -148,7 +148,8 @@ def register_capabilities(backend: str, capabilities: type[Capabilities] | Capab
     """Declare the capabilities of backend (platform) ``backend``; wins over the entry point."""
     if not isinstance(backend, str) or not backend:
         raise ValueError(f"backend must be a non-empty str, got {backend!r}")
-    if not (isinstance(capabilities, Capabilities) or (isinstance(capabilities, type) and issubclass(capabilities, Capabilities))):
+    is_class = isinstance(capabilities, type) and issubclass(capabilities, Capabilities)
+    if not (is_class or isinstance(capabilities, Capabilities)):
         raise TypeError(f"capabilities must be a Capabilities subclass or instance, got {capabilities!r}")
     with _lock:
         _registered[backend] = capabilities

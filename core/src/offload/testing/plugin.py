@@ -1,10 +1,13 @@
 """The pytest plugin of the conformance kit (``pytest11`` entry point ``offload``).
 
 It only acts on tests marked ``offload_conformance`` (every test of ``offload.testing.suite``);
-a session that collects none never initialises the library. For the first marked test that asks
-for ``device``, ``pytest_generate_tests`` calls ``olInit`` once, lists the devices with
-``olIterateDevices`` and keeps that reference for the whole session: ``ol_session`` shares it and
-``pytest_unconfigure`` (a config cleanup) gives it back with one ``olShutDown``.
+a session that collects none never initialises the library. At the first marked test that asks
+for ``device``, ``pytest_generate_tests`` lists the devices once (``olInit``, ``olIterateDevices``,
+``olShutDown``: balanced, nothing kept across collection) and parametrises ``device`` with their
+ids. At run time ``ol_session`` holds one ``olInit`` reference per test module that uses the
+suite (module scope, not session scope: the library is idle again before the project's next test
+module, which may check that nothing left it initialised) and ``device`` maps each id back to a
+live handle.
 
 Fixtures: ``ol_session`` (the device list), ``device`` (parametrised, ids ``<platform>_<index>``,
 filtered by ``OFFLOAD_TEST_PLATFORM``), ``platform``, ``host_device``, ``capabilities``,
@@ -24,72 +27,42 @@ PLATFORM_ENV = "OFFLOAD_TEST_PLATFORM"
 MARKER = "offload_conformance"
 
 
-class _Session:
-    """The session's olInit reference and its device list (made at most once per config)."""
-
-    def __init__(self) -> None:
-        self.started = False
-        self.holding = False  # one olInit reference is held
-        self.error: BaseException | None = None
-        self.devices: list[tuple[str, Any]] = []  # (id, Device), every device
-        self.selected: list[tuple[str, Any]] = []  # filtered by OFFLOAD_TEST_PLATFORM
-
-    def start(self) -> None:
-        if self.started:
-            if self.error is not None:
-                raise self.error
-            return
-        self.started = True
-        import offload as ol
-
-        try:
-            ol.olInit()
-        except BaseException as exc:
-            self.error = exc
-            raise
-        self.holding = True
-        try:
-            self._list_devices(ol)
-        except BaseException as exc:
-            self.error = exc
-            raise
-
-    def _list_devices(self, ol: Any) -> None:
-        found: list[Any] = []
-        ol.olIterateDevices(lambda dev, acc: acc.append(dev) or True, found)
-        counts: dict[str, int] = {}
-        platform_names: list[str] = []
-        for dev in found:
-            platform = ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM)
-            name = ol.olGetPlatformInfo(platform, ol.PlatformInfo.NAME)
-            index = counts.get(name, 0)
-            counts[name] = index + 1
-            self.devices.append((f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{index}", dev))
-            platform_names.append(name.lower())
-        wanted = os.environ.get(PLATFORM_ENV)
-        if wanted is None or not wanted.strip():
-            self.selected = list(self.devices)
-        else:
-            names = {n.strip().lower() for n in wanted.split(",") if n.strip()}
-            self.selected = [entry for entry, name in zip(self.devices, platform_names) if name in names]
-
-    def stop(self) -> None:
-        if self.holding:
-            self.holding = False
-            import offload as ol
-
-            ol.olShutDown()
+def _identify(ol: Any, devices: list[Any]) -> list[tuple[str, str]]:
+    """``(id, platform name)`` of each device: ids ``<platform>_<index within the platform>``."""
+    counts: dict[str, int] = {}
+    found = []
+    for dev in devices:
+        platform = ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM)
+        name = ol.olGetPlatformInfo(platform, ol.PlatformInfo.NAME)
+        index = counts.get(name, 0)
+        counts[name] = index + 1
+        found.append((f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{index}", name))
+    return found
 
 
-_SESSION_KEY = pytest.StashKey[_Session]()
+def _all_devices(ol: Any) -> list[Any]:
+    found: list[Any] = []
+    ol.olIterateDevices(lambda dev, acc: acc.append(dev) or True, found)
+    return found
 
 
-def _session(config: pytest.Config) -> _Session:
-    session = config.stash.get(_SESSION_KEY, None)
-    if session is None:
-        session = config.stash[_SESSION_KEY] = _Session()
-        config.add_cleanup(session.stop)
-    return session
+def _selected_ids() -> list[str]:
+    """The ids of the devices under test: one balanced olInit/olShutDown, nothing kept."""
+    import offload as ol
+
+    ol.olInit()
+    try:
+        identified = _identify(ol, _all_devices(ol))
+    finally:
+        ol.olShutDown()
+    wanted = os.environ.get(PLATFORM_ENV)
+    if wanted is None or not wanted.strip():
+        return [ident for ident, _ in identified]
+    names = {n.strip().lower() for n in wanted.split(",") if n.strip()}
+    return [ident for ident, name in identified if name.lower() in names]
+
+
+_IDS_KEY = pytest.StashKey[list[str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -101,33 +74,40 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "device" not in metafunc.fixturenames or metafunc.definition.get_closest_marker(MARKER) is None:
         return
-    session = _session(metafunc.config)
-    session.start()
-    ids = [i for i, _ in session.selected]
+    ids = metafunc.config.stash.get(_IDS_KEY, None)
+    if ids is None:  # discovered once per test session, at the first suite test that needs it
+        ids = metafunc.config.stash[_IDS_KEY] = _selected_ids()
     metafunc.parametrize("device", ids, ids=ids, indirect=True)
 
 
 # --- fixtures --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def ol_session(request: pytest.FixtureRequest) -> list[Any]:
-    """The session's olInit reference (one olInit, one olShutDown at the end): every device."""
-    session = _session(request.config)
-    session.start()
-    return [d for _, d in session.devices]
+@pytest.fixture(scope="module")
+def ol_session() -> Iterator[list[Any]]:
+    """One olInit for the test module using the suite, one olShutDown after its last test
+    (so the project's other test modules find the library as they left it): every device."""
+    import offload as ol
+
+    ol.olInit()
+    try:
+        yield _all_devices(ol)
+    finally:
+        ol.olShutDown()
 
 
 @pytest.fixture
 def device(request: pytest.FixtureRequest, ol_session: list[Any]) -> Any:
     """The device under test (parametrised over every selected device)."""
+    import offload as ol
+
     key = getattr(request, "param", None)
     if key is None:
         pytest.fail("the 'device' fixture is only parametrised for tests marked offload_conformance")
-    for ident, dev in _session(request.config).devices:
+    for (ident, _), dev in zip(_identify(ol, ol_session), ol_session):
         if ident == key:
             return dev
-    pytest.fail(f"device {key!r} is not present any more")
+    pytest.fail(f"device {key!r} was listed at collection but is not present now")
 
 
 @pytest.fixture

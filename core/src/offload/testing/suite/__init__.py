@@ -1,14 +1,30 @@
 """The conformance suite: ``from offload.testing.suite import *`` in a test module runs it.
 
 Every test class is re-exported here (and only test classes), so that pytest collects them in
-the module that star-imports this package. See ``offload.testing`` for the setup.
+the module that star-imports this package. See ``offload.testing`` for the setup. The classes
+follow liboffload's ``offload/unittests/OffloadAPI`` directories: init, platform, device, memory,
+queue, event, program, symbol, kernel.
 """
 
 from __future__ import annotations
 
 from ._device import TestDeviceInfo, TestDeviceInfoSize, TestIterateDevices
+from ._event import TestEvent, TestEventElapsedTime, TestEventInfo
 from ._init import TestInit
+from ._kernel import TestLaunchKernel, TestOccupancy, TestSingleCounter
+from ._memory import (
+    TestMemAlloc,
+    TestMemcpy,
+    TestMemcpyGlobal,
+    TestMemFill,
+    TestMemFree,
+    TestMemInfo,
+    TestMemInfoSize,
+    TestMemRegister,
+)
 from ._platform import TestPlatformInfo, TestPlatformInfoSize
+from ._program import TestIsValidBinary, TestProgram, TestSymbol, TestSymbolInfo, TestSymbolInfoSize
+from ._queue import TestHostFunction, TestQueue, TestQueueInfo, TestWaitEvents
 
 __all__ = [
     "TestInit",
@@ -17,4 +33,27 @@ __all__ = [
     "TestIterateDevices",
     "TestDeviceInfo",
     "TestDeviceInfoSize",
+    "TestMemAlloc",
+    "TestMemFree",
+    "TestMemcpy",
+    "TestMemcpyGlobal",
+    "TestMemFill",
+    "TestMemInfo",
+    "TestMemInfoSize",
+    "TestMemRegister",
+    "TestQueue",
+    "TestQueueInfo",
+    "TestWaitEvents",
+    "TestHostFunction",
+    "TestEvent",
+    "TestEventInfo",
+    "TestEventElapsedTime",
+    "TestProgram",
+    "TestIsValidBinary",
+    "TestSymbol",
+    "TestSymbolInfo",
+    "TestSymbolInfoSize",
+    "TestLaunchKernel",
+    "TestSingleCounter",
+    "TestOccupancy",
 ]

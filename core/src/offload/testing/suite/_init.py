@@ -22,7 +22,6 @@ def _still_works(devices: list[Any]) -> None:
         ol.olDestroyQueue(queue)
 
 
-
 class TestInit(Base):
     def test_success(self, ol_session: list[Any]) -> None:
         ol.olInit()

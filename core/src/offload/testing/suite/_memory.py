@@ -249,8 +249,11 @@ class TestMemFill(Base):
         ol.olMemFill(None, mem, pattern, size)
         assert _read_back(mem, size) == _expected(pattern, size)
 
-    @pytest.mark.parametrize(("name", "pattern", "size"), [f for f in _FILLS if f[0] in ("32", "NonPow2", "NonPow2Small")],
-                             ids=["32", "NonPow2", "NonPow2Small"])  # fmt: skip
+    @pytest.mark.parametrize(
+        ("name", "pattern", "size"),
+        [f for f in _FILLS if f[0] in ("32", "NonPow2", "NonPow2Small")],
+        ids=["32", "NonPow2", "NonPow2Small"],
+    )
     def test_success_device(
         self,
         device: Any,
@@ -358,8 +361,9 @@ class TestMemInfo(Base):
 
 
 class TestMemInfoSize(Base):
-    @pytest.mark.parametrize(("prop", "size"), [(M.DEVICE, 8), (M.BASE, 8), (M.SIZE, 8), (M.TYPE, 4)],
-                             ids=lambda v: v.name if isinstance(v, M) else str(v))  # fmt: skip
+    @pytest.mark.parametrize(
+        ("prop", "size"), [(M.DEVICE, 8), (M.BASE, 8), (M.SIZE, 8), (M.TYPE, 4)], ids=["DEVICE", "BASE", "SIZE", "TYPE"]
+    )
     def test_success(self, alloc: Callable[..., int], prop: Any, size: int) -> None:
         base = alloc(1024, A.DEVICE)
         assert ol.olGetMemInfoSize(base, prop) == size

@@ -13,7 +13,6 @@ from ._helpers import FORCE_UINT32, NULL_HANDLE, Base, raises
 _STRINGS = [ol.PlatformInfo.NAME, ol.PlatformInfo.VENDOR_NAME, ol.PlatformInfo.VERSION]
 
 
-
 class TestPlatformInfo(Base):
     @pytest.mark.parametrize("prop", _STRINGS, ids=lambda p: p.name)
     def test_success_string(self, platform: Any, prop: ol.PlatformInfo) -> None:
@@ -39,7 +38,6 @@ class TestPlatformInfo(Base):
     def test_invalid_platform_info_enumeration(self, platform: Any) -> None:
         with raises(ol.ErrorCode.INVALID_ENUMERATION):
             ol.olGetPlatformInfo(platform, FORCE_UINT32)
-
 
 
 class TestPlatformInfoSize(Base):

@@ -1,0 +1,177 @@
+"""6.7 event (olCreateEvent, olDestroyEvent, olSyncEvent, olGetEventInfo(Size),
+olGetEventElapsedTime)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import offload as ol
+
+from ._helpers import (
+    FORCE_UINT32,
+    NULL_HANDLE,
+    Base,
+    BlockedQueue,
+    kernel,
+    launch,
+    ptr_arg,
+    raises,
+    require,
+    u32s,
+    wait_until,
+)
+
+E = ol.EventInfo
+
+
+class _EventBase(Base):
+    @pytest.fixture
+    def event(self, queue: Any) -> Iterator[Any]:
+        """OffloadEventTest: an event of ``queue``, after olSyncQueue."""
+        created = ol.olCreateEvent(queue)
+        ol.olSyncQueue(queue)
+        yield created
+        ol.olDestroyEvent(created)
+
+
+class TestEvent(Base):
+    def test_create_success(self, queue: Any) -> None:
+        created = ol.olCreateEvent(queue)
+        assert isinstance(created, ol.Event)
+        ol.olDestroyEvent(created)
+
+    def test_create_invalid_null_queue(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olCreateEvent(None)
+
+    def test_destroy_success(self, queue: Any) -> None:
+        created = ol.olCreateEvent(queue)
+        ol.olSyncQueue(queue)
+        ol.olDestroyEvent(created)
+
+    def test_destroy_twice(self, queue: Any) -> None:
+        created = ol.olCreateEvent(queue)
+        ol.olDestroyEvent(created)
+        with raises(ol.ErrorCode.INVALID_EVENT):
+            ol.olDestroyEvent(created)
+
+    def test_destroy_invalid_null_event(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olDestroyEvent(None)
+
+    def test_sync_success(self, queue: Any) -> None:
+        created = ol.olCreateEvent(queue)
+        ol.olSyncEvent(created)
+        ol.olDestroyEvent(created)
+
+    def test_sync_success_multiple_sync(self, queue: Any) -> None:
+        created = ol.olCreateEvent(queue)
+        for _ in range(10):
+            ol.olSyncEvent(created)
+        ol.olDestroyEvent(created)
+
+    def test_sync_invalid_null_event(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olSyncEvent(None)
+
+    def test_sync_waits_for_earlier_work(self, capabilities: Any, queue: Any) -> None:
+        require(capabilities, "host_functions")
+        with BlockedQueue(queue) as task:
+            created = ol.olCreateEvent(queue)
+            assert ol.olGetEventInfo(created, E.IS_COMPLETE) is False, "an event completed before earlier work"
+            task.release.set()
+            ol.olSyncEvent(created)
+            assert ol.olGetEventInfo(created, E.IS_COMPLETE) is True
+            task.trigger()
+        ol.olDestroyEvent(created)
+
+    def test_event_after_kernel(
+        self,
+        device: Any,
+        capabilities: Any,
+        queue: Any,
+        load_program: Callable[[str], Any],
+        alloc: Callable[..., int],
+    ) -> None:
+        """olSyncEvent on an event recorded after a launch: the kernel's results are visible."""
+        require(capabilities, "kernel_launch")
+        foo = kernel(load_program("foo"), "foo")
+        data = alloc(64 * 4)
+        ol.olLaunchKernel(queue, device, foo, ptr_arg(data), launch())
+        created = ol.olCreateEvent(queue)
+        ol.olSyncEvent(created)
+        assert u32s(data, 64) == list(range(64))
+        ol.olDestroyEvent(created)
+
+
+class TestEventInfo(_EventBase):
+    def test_success_queue(self, queue: Any, event: Any) -> None:
+        assert ol.olGetEventInfo(event, E.QUEUE) is queue
+
+    def test_success_is_complete(self, event: Any) -> None:
+        assert wait_until(lambda: ol.olGetEventInfo(event, E.IS_COMPLETE) is True), "the event never completed"
+
+    def test_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetEventInfo(None, E.QUEUE)
+
+    def test_invalid_event_info_enumeration(self, event: Any) -> None:
+        with raises(ol.ErrorCode.INVALID_ENUMERATION):
+            ol.olGetEventInfo(event, FORCE_UINT32)
+
+    def test_size_success_queue(self, event: Any) -> None:
+        assert ol.olGetEventInfoSize(event, E.QUEUE) == 8  # sizeof(ol_queue_handle_t)
+
+    def test_size_success_is_complete(self, event: Any) -> None:
+        assert ol.olGetEventInfoSize(event, E.IS_COMPLETE) == 1  # sizeof(bool)
+
+    def test_size_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetEventInfoSize(None, E.QUEUE)
+
+    def test_size_invalid_event_info_enumeration(self, event: Any) -> None:
+        with raises(ol.ErrorCode.INVALID_ENUMERATION):
+            ol.olGetEventInfoSize(event, FORCE_UINT32)
+
+
+class TestEventElapsedTime(Base):
+    @pytest.fixture
+    def events(
+        self,
+        device: Any,
+        capabilities: Any,
+        queue: Any,
+        load_program: Callable[[str], Any],
+        alloc: Callable[..., int],
+    ) -> Iterator[tuple[Any, Any]]:
+        """A start event, a ``foo`` launch, an end event (synchronised)."""
+        require(capabilities, "events_elapsed_time")
+        require(capabilities, "kernel_launch")
+        foo = kernel(load_program("foo"), "foo")
+        data = alloc(64 * 4)
+        start = ol.olCreateEvent(queue)
+        ol.olLaunchKernel(queue, device, foo, ptr_arg(data), launch())
+        end = ol.olCreateEvent(queue)
+        ol.olSyncEvent(end)
+        yield start, end
+        ol.olDestroyEvent(start)
+        ol.olDestroyEvent(end)
+
+    def test_success(self, events: tuple[Any, Any]) -> None:
+        elapsed = ol.olGetEventElapsedTime(*events)
+        assert isinstance(elapsed, float) and elapsed >= 0.0
+
+    def test_success_multiple_calls(self, events: tuple[Any, Any]) -> None:
+        assert ol.olGetEventElapsedTime(*events) >= 0.0
+        assert ol.olGetEventElapsedTime(*events) >= 0.0
+
+    def test_invalid_null_start_event(self, events: tuple[Any, Any]) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetEventElapsedTime(None, events[1])
+
+    def test_invalid_null_end_event(self, events: tuple[Any, Any]) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetEventElapsedTime(events[0], None)

@@ -1,0 +1,310 @@
+"""6.10 kernel (olLaunchKernel, olCalculateOptimalOccupancy)."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import offload as ol
+
+from ._helpers import (
+    NULL_HANDLE,
+    NULL_POINTER,
+    Base,
+    MultiArgs,
+    SingleCounterArgs,
+    call_or_skip_unsupported,
+    global_variable,
+    kernel,
+    launch,
+    ptr_arg,
+    raises,
+    require,
+    u32s,
+    zero,
+)
+
+
+class _KernelBase(Base):
+    @pytest.fixture(autouse=True)
+    def _needs_launch(self, capabilities: Any) -> None:
+        require(capabilities, "kernel_launch")
+
+    @pytest.fixture
+    def out(self, alloc: Callable[..., int]) -> int:
+        """A managed buffer of 256 uint32, zeroed."""
+        address = alloc(256 * 4)
+        zero(address, 256 * 4)
+        return address
+
+
+class TestLaunchKernel(_KernelBase):
+    @pytest.fixture
+    def foo(self, load_program: Callable[[str], Any]) -> Any:
+        return kernel(load_program("foo"), "foo")
+
+    def test_foo_success(self, device: Any, queue: Any, foo: Any, out: int) -> None:
+        ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch())
+        ol.olSyncQueue(queue)
+        assert u32s(out, 64) == list(range(64))
+
+    def test_foo_success_threaded(self, device: Any, queue: Any, foo: Any, alloc: Callable[..., int]) -> None:
+        """FooTest.SuccessThreaded: 20 threads launch on one shared queue."""
+        buffers = [alloc(64 * 4) for _ in range(20)]
+        for address in buffers:
+            zero(address, 64 * 4)
+        errors: list[BaseException] = []
+
+        def body(i: int) -> None:
+            try:
+                ol.olLaunchKernel(queue, device, foo, ptr_arg(buffers[i]), launch())
+                ol.olSyncQueue(queue)
+                assert u32s(buffers[i], 64) == list(range(64)), f"thread {i}: wrong data"
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=body, args=(i,)) for i in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads), "a launching thread hung"
+        if errors:
+            raise errors[0]
+
+    def test_foo_success_synchronous(self, device: Any, foo: Any, out: int) -> None:
+        ol.olLaunchKernel(None, device, foo, ptr_arg(out), launch())
+        assert u32s(out, 64) == list(range(64))  # no queue: done on return
+
+    def test_foo_many_groups(self, device: Any, queue: Any, foo: Any, out: int) -> None:
+        ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch(4, 64))
+        ol.olSyncQueue(queue)
+        assert u32s(out, 256) == [i % 64 for i in range(256)]
+
+    def test_args_buffer_reusable(self, device: Any, queue: Any, foo: Any, alloc: Callable[..., int]) -> None:
+        """The argument bytes are copied at launch: a reused buffer must not change queued launches."""
+        first, second = alloc(64 * 4), alloc(64 * 4)
+        zero(first, 64 * 4)
+        zero(second, 64 * 4)
+        args = bytearray(ptr_arg(first))
+        ol.olLaunchKernel(queue, device, foo, args, launch())
+        args[:] = ptr_arg(second)
+        ol.olSyncQueue(queue)
+        assert u32s(first, 64) == list(range(64))
+        assert u32s(second, 64) == [0] * 64
+
+    def test_bar_same_kernel_name(
+        self, device: Any, queue: Any, foo: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
+    ) -> None:
+        """bar exports a different kernel also named foo: each program runs its own."""
+        bar = kernel(load_program("bar"), "foo")
+        a, b = alloc(64 * 4), alloc(64 * 4)
+        ol.olLaunchKernel(queue, device, foo, ptr_arg(a), launch())
+        ol.olLaunchKernel(queue, device, bar, ptr_arg(b), launch())
+        ol.olSyncQueue(queue)
+        assert u32s(a, 64) == list(range(64))
+        assert u32s(b, 64) == [i + 1 for i in range(64)]
+
+    def test_noargs_success(self, device: Any, queue: Any, load_program: Callable[[str], Any]) -> None:
+        ol.olLaunchKernel(queue, device, kernel(load_program("noargs"), "noargs"), None, launch())
+        ol.olSyncQueue(queue)
+
+    def test_multiargs_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+        args = MultiArgs(b"\x01", out, 2)
+        ol.olLaunchKernel(queue, device, kernel(load_program("multiargs"), "multiargs"), bytes(args), launch())
+        ol.olSyncQueue(queue)
+
+    def test_byte_success(self, device: Any, queue: Any, load_program: Callable[[str], Any]) -> None:
+        ol.olLaunchKernel(queue, device, kernel(load_program("byte"), "byte"), struct.pack("B", 0x42), launch())
+        ol.olSyncQueue(queue)
+
+    def test_localmem_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+        localmem = kernel(load_program("localmem"), "localmem")
+        ol.olLaunchKernel(queue, device, localmem, ptr_arg(out), launch(4, 64, 64 * 4))
+        ol.olSyncQueue(queue)
+        assert u32s(out, 256) == [(i % 64) * 2 for i in range(256)]
+
+    def test_localmem_reduction_success(
+        self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
+    ) -> None:
+        reduction = kernel(load_program("localmem_reduction"), "localmem_reduction")
+        ol.olLaunchKernel(queue, device, reduction, ptr_arg(out), launch(4, 64, 64 * 4))
+        ol.olSyncQueue(queue)
+        assert u32s(out, 4) == [2 * 64] * 4
+
+    def test_localmem_static_success(
+        self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
+    ) -> None:
+        static = kernel(load_program("localmem_static"), "localmem_static")
+        ol.olLaunchKernel(queue, device, static, ptr_arg(out), launch(4, 64))
+        ol.olSyncQueue(queue)
+        assert u32s(out, 4) == [2 * 64] * 4
+
+    def test_global_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+        program = load_program("global")
+        ol.olLaunchKernel(queue, device, kernel(program, "write"), None, launch())
+        ol.olLaunchKernel(queue, device, kernel(program, "read"), ptr_arg(out), launch())
+        ol.olSyncQueue(queue)
+        assert u32s(out, 64) == [i * 2 for i in range(64)]
+
+    def test_global_invalid_not_a_kernel(self, device: Any, queue: Any, load_program: Callable[[str], Any]) -> None:
+        symbol = global_variable(load_program("global"), "global")
+        with raises(ol.ErrorCode.SYMBOL_KIND):
+            ol.olLaunchKernel(queue, device, symbol, None, launch())
+
+    def test_global_ctor_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+        ctor = kernel(load_program("global_ctor"), "global_ctor")
+        ol.olLaunchKernel(queue, device, ctor, ptr_arg(out), launch())
+        ol.olSyncQueue(queue)
+        assert u32s(out, 64) == [i + 100 for i in range(64)]
+
+    def test_global_dtor_success(self, device: Any, queue: Any, program_binary: Callable[[str], bytes]) -> None:
+        program = ol.olCreateProgram(device, program_binary("global_dtor"))
+        ol.olLaunchKernel(queue, device, kernel(program, "global_dtor"), None, launch())
+        ol.olSyncQueue(queue)
+        ol.olDestroyProgram(program)  # runs the destructor: must not crash
+
+    def test_global_dtor_runs(
+        self,
+        device: Any,
+        host_device: Any,
+        capabilities: Any,
+        queue: Any,
+        program_binary: Callable[[str], bytes],
+        alloc: Callable[..., int],
+    ) -> None:
+        """With ``dtor_out``: the destructor writes 64 ones where ``dtor_out`` points."""
+        require(capabilities, "dtor_out")
+        program = ol.olCreateProgram(device, program_binary("global_dtor"))
+        destroyed = False
+        try:
+            seen = alloc(64 * 4)
+            zero(seen, 64 * 4)
+            dtor_out = ol.olGetSymbolInfo(
+                global_variable(program, "dtor_out"), ol.SymbolInfo.GLOBAL_VARIABLE_ADDRESS
+            )
+            pointer = ctypes.c_uint64(seen)
+            ol.olMemcpy(None, dtor_out, device, ctypes.addressof(pointer), host_device, 8)
+            ol.olLaunchKernel(queue, device, kernel(program, "global_dtor"), None, launch())
+            ol.olSyncQueue(queue)
+            assert u32s(seen, 64) == [0] * 64, "the destructor ran before olDestroyProgram"
+            ol.olDestroyProgram(program)
+            destroyed = True
+            assert u32s(seen, 64) == [1] * 64, "olDestroyProgram did not run the program's destructor"
+        finally:
+            if not destroyed:
+                ol.olDestroyProgram(program)
+
+    @pytest.mark.parametrize(
+        ("groups", "size"),
+        [((0, 1, 1), (64, 1, 1)), ((1, 0, 1), (64, 1, 1)), ((1, 1, 1), (0, 1, 1)), ((1, 1, 1), (64, 1, 0))],
+        ids=["NumGroups.x", "NumGroups.y", "GroupSize.x", "GroupSize.z"],
+    )
+    def test_invalid_zero_extent(self, device: Any, queue: Any, foo: Any, out: int, groups: Any, size: Any) -> None:
+        with raises(ol.ErrorCode.INVALID_SIZE):
+            ol.olLaunchKernel(queue, device, foo, ptr_arg(out), ol.KernelLaunchSizeArgs(1, groups, size, 0))
+
+    def test_invalid_null_device(self, queue: Any, foo: Any, out: int) -> None:
+        with raises(NULL_HANDLE):
+            ol.olLaunchKernel(queue, None, foo, ptr_arg(out), launch())
+
+    def test_invalid_null_kernel(self, device: Any, queue: Any, out: int) -> None:
+        with raises(NULL_HANDLE):
+            ol.olLaunchKernel(queue, device, None, ptr_arg(out), launch())
+
+    def test_invalid_null_launch_args(self, device: Any, queue: Any, foo: Any, out: int) -> None:
+        with raises(NULL_POINTER):
+            ol.olLaunchKernel(queue, device, foo, ptr_arg(out), None)
+
+    def test_invalid_queue_of_another_device(self, device: Any, ol_session: list[Any], foo: Any, out: int) -> None:
+        others = [d for d in ol_session if d is not device]
+        if not others:
+            pytest.skip("needs a second device")
+        queue = ol.olCreateQueue(others[0])
+        try:
+            with raises(ol.ErrorCode.INVALID_DEVICE):
+                ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch())
+        finally:
+            ol.olDestroyQueue(queue)
+
+
+_INIT_LOOP = 1_000_000
+_ADDEND = 2
+
+
+class TestSingleCounter(_KernelBase):
+    """SingleCounterSyncEventTest: a slow single-item kernel, then a copy and an event."""
+
+    @pytest.fixture
+    def counter(self, load_program: Callable[[str], Any]) -> Any:
+        return kernel(load_program("single_counter"), "single_counter")
+
+    def test_success_sync_event(
+        self, device: Any, host_device: Any, queue: Any, counter: Any, alloc: Callable[..., int]
+    ) -> None:
+        init = alloc(4)
+        zero(init, 4)
+        result = alloc(4, ol.AllocType.DEVICE)
+        host = ctypes.c_uint32(0)
+        args = SingleCounterArgs(_INIT_LOOP, _ADDEND, init, result)
+        ol.olLaunchKernel(queue, device, counter, bytes(args), launch(1, 1))
+        ol.olMemcpy(queue, ctypes.addressof(host), host_device, result, device, 4)
+        event = ol.olCreateEvent(queue)
+        ol.olSyncEvent(event)
+        assert host.value == _INIT_LOOP * _ADDEND
+        ol.olDestroyEvent(event)
+
+    def test_success_two_queues(
+        self, device: Any, host_device: Any, queue: Any, counter: Any, alloc: Callable[..., int]
+    ) -> None:
+        init = alloc(4)
+        zero(init, 4)
+        middle = alloc(4, ol.AllocType.DEVICE)
+        result = alloc(4, ol.AllocType.DEVICE)
+        host = ctypes.c_uint32(0)
+        second = ol.olCreateQueue(device)
+        try:
+            first_args = SingleCounterArgs(_INIT_LOOP, _ADDEND, init, middle)
+            ol.olLaunchKernel(queue, device, counter, bytes(first_args), launch(1, 1))
+            first_done = ol.olCreateEvent(queue)
+            ol.olWaitEvents(second, [first_done])
+            second_args = SingleCounterArgs(_INIT_LOOP, _ADDEND, middle, result)
+            ol.olLaunchKernel(second, device, counter, bytes(second_args), launch(1, 1))
+            ol.olMemcpy(second, ctypes.addressof(host), host_device, result, device, 4)
+            second_done = ol.olCreateEvent(second)
+            ol.olSyncEvent(second_done)
+            assert host.value == 2 * _INIT_LOOP * _ADDEND
+            ol.olDestroyEvent(first_done)
+            ol.olDestroyEvent(second_done)
+        finally:
+            ol.olSyncQueue(second)
+            ol.olDestroyQueue(second)
+
+
+class TestOccupancy(Base):
+    @pytest.fixture
+    def foo(self, load_program: Callable[[str], Any]) -> Any:
+        return kernel(load_program("foo"), "foo")
+
+    @pytest.mark.parametrize("shared", [0, 1024], ids=["Success", "SuccessMem"])
+    def test_success(self, device: Any, capabilities: Any, foo: Any, shared: int) -> None:
+        size = call_or_skip_unsupported(capabilities, "occupancy", ol.olCalculateOptimalOccupancy, device, foo, shared)
+        assert type(size) is int and size > 0
+
+    def test_null_kernel(self, device: Any) -> None:
+        with raises(NULL_HANDLE):
+            ol.olCalculateOptimalOccupancy(device, None, 0)
+
+    def test_null_device(self, foo: Any) -> None:
+        with raises(NULL_HANDLE):
+            ol.olCalculateOptimalOccupancy(None, foo, 0)
+
+    def test_not_a_kernel(self, device: Any, load_program: Callable[[str], Any]) -> None:
+        symbol = global_variable(load_program("global"), "global")
+        with raises(ol.ErrorCode.SYMBOL_KIND):
+            ol.olCalculateOptimalOccupancy(device, symbol, 0)

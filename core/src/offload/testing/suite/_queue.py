@@ -1,0 +1,281 @@
+"""6.6 queue (olCreateQueue, olDestroyQueue, olSyncQueue, olGetQueueInfo(Size), olWaitEvents,
+olLaunchHostFunction, olQueryQueue)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import offload as ol
+
+from ._helpers import (
+    FORCE_UINT32,
+    NULL_HANDLE,
+    NULL_POINTER,
+    Base,
+    BlockedQueue,
+    SequenceArgs,
+    fibonacci,
+    kernel,
+    launch,
+    ptr_arg,
+    raises,
+    require,
+    u32s,
+    zero,
+)
+
+Q = ol.QueueInfo
+
+
+class TestQueue(Base):
+    def test_create_success(self, device: Any) -> None:
+        queue = ol.olCreateQueue(device)
+        assert isinstance(queue, ol.Queue)
+        ol.olDestroyQueue(queue)
+
+    def test_create_many(self, device: Any) -> None:
+        queues = [ol.olCreateQueue(device) for _ in range(16)]
+        assert len(set(map(id, queues))) == 16
+        for queue in queues:
+            ol.olDestroyQueue(queue)
+
+    def test_create_invalid_null_handle_device(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olCreateQueue(None)
+
+    def test_destroy_success(self, device: Any) -> None:
+        queue = ol.olCreateQueue(device)
+        ol.olDestroyQueue(queue)
+
+    def test_destroy_twice(self, device: Any) -> None:
+        queue = ol.olCreateQueue(device)
+        ol.olDestroyQueue(queue)
+        with raises(ol.ErrorCode.INVALID_QUEUE):
+            ol.olDestroyQueue(queue)
+
+    def test_destroy_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olDestroyQueue(None)
+
+    def test_sync_success_empty_queue(self, queue: Any) -> None:
+        ol.olSyncQueue(queue)
+
+    def test_sync_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olSyncQueue(None)
+
+    def test_query_success_empty_async_queue(self, queue: Any) -> None:
+        assert ol.olQueryQueue(queue) is True
+
+    def test_query_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olQueryQueue(None)
+
+    def test_query_pending_until_host_task(self, capabilities: Any, queue: Any) -> None:
+        require(capabilities, "host_functions")
+        with BlockedQueue(queue) as task:
+            assert ol.olQueryQueue(queue) is False
+            assert ol.olGetQueueInfo(queue, Q.EMPTY) is False
+            task.trigger()
+        assert ol.olQueryQueue(queue) is True
+        assert ol.olGetQueueInfo(queue, Q.EMPTY) is True
+
+
+class TestQueueInfo(Base):
+    def test_success_device(self, device: Any, queue: Any) -> None:
+        assert ol.olGetQueueInfo(queue, Q.DEVICE) is device
+
+    def test_success_empty(self, queue: Any) -> None:
+        assert isinstance(ol.olGetQueueInfo(queue, Q.EMPTY), bool)
+
+    def test_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetQueueInfo(None, Q.DEVICE)
+
+    def test_invalid_queue_info_enumeration(self, queue: Any) -> None:
+        with raises(ol.ErrorCode.INVALID_ENUMERATION):
+            ol.olGetQueueInfo(queue, FORCE_UINT32)
+
+    def test_size_success_device(self, queue: Any) -> None:
+        assert ol.olGetQueueInfoSize(queue, Q.DEVICE) == 8  # sizeof(ol_device_handle_t)
+
+    def test_size_success_empty(self, queue: Any) -> None:
+        assert ol.olGetQueueInfoSize(queue, Q.EMPTY) == 1  # sizeof(bool)
+
+    def test_size_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetQueueInfoSize(None, Q.DEVICE)
+
+    def test_size_invalid_queue_info_enumeration(self, queue: Any) -> None:
+        with raises(ol.ErrorCode.INVALID_ENUMERATION):
+            ol.olGetQueueInfoSize(queue, FORCE_UINT32)
+
+
+# --- olWaitEvents ----------------------------------------------------------------------------
+
+_LAUNCHES = 16
+
+
+class TestWaitEvents(Base):
+    """Program "sequence": each launch computes one Fibonacci number from the two before it, so
+    the result is right only if every launch ran after the one it waited for."""
+
+    @pytest.fixture
+    def sequence(self, capabilities: Any, load_program: Callable[[str], Any]) -> Any:
+        require(capabilities, "kernel_launch")
+        return kernel(load_program("sequence"), "sequence")
+
+    def _run(self, device: Any, queues: list[Any], sequence: Any, data: int, wait_all: bool) -> None:
+        events: list[Any] = []
+        try:
+            for i, queue in enumerate(queues):
+                if events:
+                    ol.olWaitEvents(queue, events if wait_all else events[-1:])
+                args = SequenceArgs(i, data)
+                ol.olLaunchKernel(queue, device, sequence, bytes(args), launch(1, 1))
+                events.append(ol.olCreateEvent(queue))
+            ol.olSyncEvent(events[-1])
+            for queue in set(queues):
+                ol.olSyncQueue(queue)
+        finally:
+            for event in events:
+                ol.olDestroyEvent(event)
+        assert u32s(data, len(queues)) == fibonacci(len(queues))
+
+    def _queues(self, device: Any, count: int) -> list[Any]:
+        return [ol.olCreateQueue(device) for _ in range(count)]
+
+    def test_success(self, device: Any, sequence: Any, alloc: Callable[..., int]) -> None:
+        data = alloc(_LAUNCHES * 4)
+        zero(data, _LAUNCHES * 4)
+        queues = self._queues(device, _LAUNCHES)
+        try:
+            self._run(device, queues, sequence, data, wait_all=False)
+        finally:
+            for queue in queues:
+                ol.olDestroyQueue(queue)
+
+    def test_success_single_queue(self, device: Any, queue: Any, sequence: Any, alloc: Callable[..., int]) -> None:
+        data = alloc(_LAUNCHES * 4)
+        zero(data, _LAUNCHES * 4)
+        self._run(device, [queue] * _LAUNCHES, sequence, data, wait_all=False)
+
+    def test_success_multiple_events(self, device: Any, sequence: Any, alloc: Callable[..., int]) -> None:
+        data = alloc(_LAUNCHES * 4)
+        zero(data, _LAUNCHES * 4)
+        queues = self._queues(device, _LAUNCHES)
+        try:
+            self._run(device, queues, sequence, data, wait_all=True)
+        finally:
+            for queue in queues:
+                ol.olDestroyQueue(queue)
+
+    def test_success_empty_list(self, queue: Any) -> None:
+        ol.olWaitEvents(queue, [])
+        ol.olSyncQueue(queue)
+
+    def test_waits_for_blocked_queue(self, device: Any, capabilities: Any, queue: Any) -> None:
+        """A queue that waits on an event of a blocked queue must not run later work."""
+        require(capabilities, "host_functions")
+        other = ol.olCreateQueue(device)
+        ran = threading.Event()
+        try:
+            with BlockedQueue(queue) as task:
+                event = ol.olCreateEvent(queue)
+                ol.olWaitEvents(other, [event])
+                ol.olLaunchHostFunction(other, lambda _: ran.set(), None)
+                time.sleep(0.05)
+                assert not ran.is_set(), "work behind olWaitEvents ran before the event completed"
+                task.trigger()
+            ol.olSyncQueue(other)
+            assert ran.is_set()
+            ol.olDestroyEvent(event)
+        finally:
+            ol.olDestroyQueue(other)
+
+    def test_invalid_null_queue(self, queue: Any) -> None:
+        event = ol.olCreateEvent(queue)
+        try:
+            with raises(NULL_HANDLE):
+                ol.olWaitEvents(None, [event])
+        finally:
+            ol.olDestroyEvent(event)
+
+    def test_invalid_null_event(self, queue: Any) -> None:
+        with raises(NULL_POINTER):
+            ol.olWaitEvents(queue, None)
+
+    def test_invalid_null_inner_event(self, queue: Any) -> None:
+        event = ol.olCreateEvent(queue)
+        try:
+            with raises(NULL_HANDLE):
+                ol.olWaitEvents(queue, [event, None])
+        finally:
+            ol.olDestroyEvent(event)
+
+
+# --- olLaunchHostFunction --------------------------------------------------------------------
+
+
+class TestHostFunction(Base):
+    @pytest.fixture(autouse=True)
+    def _needs_host_functions(self, capabilities: Any) -> None:
+        require(capabilities, "host_functions")
+
+    def test_success(self, queue: Any) -> None:
+        ol.olLaunchHostFunction(queue, lambda _: None, None)
+        ol.olSyncQueue(queue)
+
+    def test_success_user_data(self, queue: Any) -> None:
+        got: list[Any] = []
+        marker = object()
+        ol.olLaunchHostFunction(queue, got.append, marker)
+        ol.olSyncQueue(queue)
+        assert got == [marker]
+
+    def test_success_sequence(self, queue: Any) -> None:
+        values = [0] * 14
+
+        def step(index: int) -> None:
+            values[index] = index if index < 2 else values[index - 1] + values[index - 2]
+
+        for i in range(14):
+            ol.olLaunchHostFunction(queue, step, i)
+        ol.olSyncQueue(queue)
+        assert values == fibonacci(14)
+
+    def test_success_blocking(
+        self,
+        device: Any,
+        capabilities: Any,
+        queue: Any,
+        load_program: Callable[[str], Any],
+        alloc: Callable[..., int],
+    ) -> None:
+        """olLaunchHostFunctionKernelTest.SuccessBlocking: a kernel queued behind a spinning host
+        callback must not run until the callback returns."""
+        require(capabilities, "kernel_launch")
+        foo = kernel(load_program("foo"), "foo")
+        data = alloc(64 * 4)
+        ctypes.memset(data, 0xFF, 64 * 4)
+        with BlockedQueue(queue) as task:
+            ol.olLaunchKernel(queue, device, foo, ptr_arg(data), launch())
+            assert task.started.wait(10), "the host callback did not start"
+            time.sleep(0.2)
+            assert u32s(data, 64) == [0xFFFFFFFF] * 64, "the kernel ran before the host callback returned"
+            task.trigger()
+        assert u32s(data, 64) == list(range(64))
+
+    def test_invalid_null_callback(self, queue: Any) -> None:
+        with raises(NULL_POINTER):
+            ol.olLaunchHostFunction(queue, None, None)
+
+    def test_invalid_null_queue(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olLaunchHostFunction(None, lambda _: None, None)

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 scripts/venv.sh .venv ./core ./backends/host . "pytest>=8"
 .venv/bin/python -m pytest -q "$@"
 scripts/venv.sh .venv-core ./core "pytest>=8"
-OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q -p no:offload tests/core_only
+OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only

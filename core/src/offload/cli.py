@@ -435,7 +435,7 @@ def _run_saxpy(device: ol.Device, host: ol.Device, binary: bytes, n: int, result
         if not ok:
             result.reason = f"{result.mismatches} of {n} elements differ (max abs error {result.max_error:g})"
     finally:
-        errors = []
+        errors: list[ol.OffloadError] = []
         for undo in reversed(cleanup):
             try:
                 undo()

@@ -38,6 +38,8 @@ OL_VERSION = "v0.0.1"
 PLATFORM_VENDOR = "Unknown platform vendor"
 
 _memmove = ctypes.memmove
+_ALLOC_TYPES = frozenset(AllocType)
+_SYMBOL_KINDS = frozenset(SymbolKind)
 
 
 def _fail(code: ErrorCode, details: str) -> OffloadError:
@@ -120,7 +122,7 @@ def olGetDeviceInfoSize(ctx: Context, device: Device, prop: Any) -> int:
 
 
 def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size: Any) -> int:
-    alloc_type = _info.lookup({t: None for t in AllocType}, AllocType, alloc_type, "olMemAlloc type")
+    alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAlloc type")
     size = _size(size, "Size")
     backend, native = device.backend, device.native
     rejected: list[int] = []
@@ -454,7 +456,7 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
 
 
 def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
-    kind = _info.lookup({k: None for k in SymbolKind}, SymbolKind, kind, "getSymbol kind")
+    kind = _info.lookup(_SYMBOL_KINDS, SymbolKind, kind, "getSymbol kind")
     if isinstance(name, (bytes, bytearray)):
         name = bytes(name).decode()
     if type(name) is not str or not name or "\0" in name:

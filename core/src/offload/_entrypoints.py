@@ -15,7 +15,7 @@ from . import _api_table
 from ._api_table import _NO_DEFAULT, Function, Param
 from ._enums import ErrorCode
 from ._errors import OffloadError, as_offload_error
-from ._handles import Device, Event, Platform, Program, Queue, Symbol
+from ._handles import Device, Event, Platform, Program, Queue, Symbol, _Handle
 from ._runtime import STATE, uninitialized
 
 _STALE_CODES = {
@@ -28,7 +28,7 @@ _STALE_CODES = {
 }
 
 
-def _stale(ctx: Any, value: Any, cls: type, c_name: str) -> OffloadError:
+def _stale(ctx: Any, value: Any, cls: type[_Handle], c_name: str) -> OffloadError:
     """The error for a handle argument that is NULL, of the wrong kind, or not live."""
     if value is None:
         return OffloadError(ErrorCode.INVALID_NULL_HANDLE, f"NULL == {c_name}")

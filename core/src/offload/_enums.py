@@ -177,7 +177,7 @@ class SymbolInfo(enum.IntEnum):
     GLOBAL_VARIABLE_SIZE = 2
 
 
-C_PREFIX: dict[type, str] = {
+C_PREFIX: dict[type[enum.Enum], str] = {
     ErrorCode: "OL_ERRC_",
     PlatformInfo: "OL_PLATFORM_INFO_",
     PlatformBackend: "OL_PLATFORM_BACKEND_",
@@ -193,10 +193,10 @@ C_PREFIX: dict[type, str] = {
     SymbolInfo: "OL_SYMBOL_INFO_",
 }
 
-ENUMS: tuple[type, ...] = tuple(C_PREFIX)
+ENUMS: tuple[type[enum.Enum], ...] = tuple(C_PREFIX)
 
 
-def c_prefix(cls: type) -> str:
+def c_prefix(cls: type[enum.Enum]) -> str:
     """The C enumerator prefix of one of the ENUMS classes."""
     return C_PREFIX[cls]
 
@@ -216,7 +216,7 @@ def c_constants() -> dict[str, int]:
     for cls in ENUMS:
         prefix = c_prefix(cls)
         for member in cls:
-            table[prefix + member.name] = member
+            table[prefix + member.name] = member.value
         table[prefix + "FORCE_UINT32"] = FORCE_UINT32
     table["OL_DEVICE_INFO_LAST"] = len(DeviceInfo)
     return table

@@ -5,6 +5,7 @@ handles 8, ol_dimensions_t 12, bool 1)."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Container
 from typing import Any
 
 from ._enums import (
@@ -107,7 +108,7 @@ MEM_INFO: dict[MemInfo, tuple[Kind, type | None]] = {
 }
 
 
-def lookup(table: dict[Any, tuple[Kind, type | None]], enum_type: type, prop: Any, what: str) -> Any:
+def lookup(table: Container[Any], enum_type: type, prop: Any, what: str) -> Any:
     """The enum member for ``prop``; INVALID_ENUMERATION ("<what> enum 'N' is invalid") if unknown."""
     if type(prop) is enum_type:
         return prop

@@ -17,7 +17,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -97,12 +97,16 @@ def _candidates() -> list[_Candidate]:
         )
     with _registered_lock:
         for name, backend in _registered.items():
-            found[name] = _Candidate(name, lambda backend=backend: backend, None, None)
+            found[name] = _Candidate(name, _constant(backend), None, None)
     selected = os.environ.get(SELECT_ENV)
     if selected is not None:
         wanted = {n.strip() for n in selected.split(",") if n.strip()}
         found = {n: c for n, c in found.items() if n in wanted}
     return sorted(found.values(), key=lambda c: (c.name == "host", c.name))
+
+
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value
 
 
 def _unsupported(backend_name: str, hook: str) -> Callable[..., Any]:
@@ -156,6 +160,10 @@ class BoundBackend:
 
     def __repr__(self) -> str:
         return f"<BoundBackend {self.name!r}>"
+
+    if TYPE_CHECKING:  # every hook of offload.hookspecs is bound as an attribute
+
+        def __getattr__(self, hook: str) -> Callable[..., Any]: ...
 
 
 def _instantiate(backend: Any) -> Any:

@@ -21,6 +21,7 @@ import argparse
 import array
 import contextlib
 import enum
+import functools
 import inspect
 import json
 import math
@@ -70,7 +71,12 @@ def _session() -> Iterator[None]:
 
 def _devices() -> list[ol.Device]:
     found: list[ol.Device] = []
-    ol.olIterateDevices(lambda device, _: found.append(device) or True)
+
+    def collect(device: ol.Device, _: object) -> bool:
+        found.append(device)
+        return True
+
+    ol.olIterateDevices(collect)
     return found
 
 
@@ -189,11 +195,11 @@ def _query(call: Callable[[], Any]) -> Any:
 
 
 def _platform_properties(platform: ol.Platform) -> dict[str, Any]:
-    return {p.name: _query(lambda p=p: ol.olGetPlatformInfo(platform, p)) for p in ol.PlatformInfo}
+    return {p.name: _query(functools.partial(ol.olGetPlatformInfo, platform, p)) for p in ol.PlatformInfo}
 
 
 def _device_properties(device: ol.Device) -> dict[str, Any]:
-    return {p.name: _query(lambda p=p: ol.olGetDeviceInfo(device, p)) for p in ol.DeviceInfo}
+    return {p.name: _query(functools.partial(ol.olGetDeviceInfo, device, p)) for p in ol.DeviceInfo}
 
 
 def cmd_devices(args: argparse.Namespace, out: TextIO) -> int:

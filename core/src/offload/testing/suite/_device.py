@@ -94,7 +94,12 @@ class TestIterateDevices(Base):
     def test_user_data(self, ol_session: list[Any]) -> None:
         marker = object()
         got: list[Any] = []
-        ol.olIterateDevices(lambda dev, data: got.append(data) or True, marker)
+
+        def collect(dev: ol.Device, data: Any) -> bool:
+            got.append(data)
+            return True
+
+        ol.olIterateDevices(collect, marker)
         assert got == [marker] * len(ol_session)
 
     def test_invalid_null_callback(self) -> None:

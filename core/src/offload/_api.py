@@ -75,7 +75,7 @@ def olIterateDevices(ctx: Context, callback: Callable[[Device, Any], bool], user
             return
 
 
-def _platform_info(platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
+def _platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.PLATFORM_INFO, PlatformInfo, prop, "getPlatformInfo")
     kind = _info.PLATFORM_INFO[prop][0]
     if prop is PlatformInfo.NAME:
@@ -87,16 +87,9 @@ def _platform_info(platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
     return platform.kind, kind
 
 
-def olGetPlatformInfo(ctx: Context, platform: Platform, prop: Any) -> Any:
-    return _platform_info(platform, prop)[0]
 
 
-def olGetPlatformInfoSize(ctx: Context, platform: Platform, prop: Any) -> int:
-    value, kind = _platform_info(platform, prop)
-    return _info.c_size(kind, value)
-
-
-def _device_info(device: Device, prop: Any) -> tuple[Any, _info.Kind]:
+def _device_info(ctx: Context, device: Device, prop: Any) -> tuple[Any, _info.Kind]:
     try:
         answer = device.info_cache.get(prop)
     except TypeError:  # unhashable: lookup below reports it as an invalid enumeration
@@ -109,13 +102,6 @@ def _device_info(device: Device, prop: Any) -> tuple[Any, _info.Kind]:
     return answer
 
 
-def olGetDeviceInfo(ctx: Context, device: Device, prop: Any) -> Any:
-    return _device_info(device, prop)[0]
-
-
-def olGetDeviceInfoSize(ctx: Context, device: Device, prop: Any) -> int:
-    value, kind = _device_info(device, prop)
-    return _info.c_size(kind, value)
 
 
 # --- memory ----------------------------------------------------------------------------------
@@ -163,13 +149,6 @@ def _mem_info(ctx: Context, ptr: Any, prop: Any) -> tuple[Any, _info.Kind]:
     return allocation.alloc_type, kind
 
 
-def olGetMemInfo(ctx: Context, ptr: Any, prop: Any) -> Any:
-    return _mem_info(ctx, ptr, prop)[0]
-
-
-def olGetMemInfoSize(ctx: Context, ptr: Any, prop: Any) -> int:
-    value, kind = _mem_info(ctx, ptr, prop)
-    return _info.c_size(kind, value)
 
 
 def _register_flags(flags: Any) -> MemoryRegisterFlag:
@@ -346,7 +325,7 @@ def olWaitEvents(ctx: Context, queue: Queue, events: Sequence[Event]) -> None:
             )
 
 
-def _queue_info(queue: Queue, prop: Any) -> tuple[Any, _info.Kind]:
+def _queue_info(ctx: Context, queue: Queue, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.QUEUE_INFO, QueueInfo, prop, "olGetQueueInfo")
     kind = _info.QUEUE_INFO[prop][0]
     if prop is QueueInfo.DEVICE:
@@ -355,13 +334,6 @@ def _queue_info(queue: Queue, prop: Any) -> tuple[Any, _info.Kind]:
     return not device.backend.has_pending_work(device.native, queue.native), kind
 
 
-def olGetQueueInfo(ctx: Context, queue: Queue, prop: Any) -> Any:
-    return _queue_info(queue, prop)[0]
-
-
-def olGetQueueInfoSize(ctx: Context, queue: Queue, prop: Any) -> int:
-    value, kind = _queue_info(queue, prop)
-    return _info.c_size(kind, value)
 
 
 def olLaunchHostFunction(ctx: Context, queue: Queue, callback: Callable[[Any], None], user_data: Any) -> None:
@@ -396,7 +368,7 @@ def olSyncEvent(ctx: Context, event: Event) -> None:
     device.backend.sync_event(device.native, event.native)
 
 
-def _event_info(event: Event, prop: Any) -> tuple[Any, _info.Kind]:
+def _event_info(ctx: Context, event: Event, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.EVENT_INFO, EventInfo, prop, "olGetEventInfo")
     kind = _info.EVENT_INFO[prop][0]
     if prop is EventInfo.QUEUE:
@@ -405,13 +377,6 @@ def _event_info(event: Event, prop: Any) -> tuple[Any, _info.Kind]:
     return bool(device.backend.is_event_complete(device.native, event.native)), kind
 
 
-def olGetEventInfo(ctx: Context, event: Event, prop: Any) -> Any:
-    return _event_info(event, prop)[0]
-
-
-def olGetEventInfoSize(ctx: Context, event: Event, prop: Any) -> int:
-    value, kind = _event_info(event, prop)
-    return _info.c_size(kind, value)
 
 
 def olGetEventElapsedTime(ctx: Context, start: Event, end: Event) -> float:
@@ -477,7 +442,7 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
         return symbol
 
 
-def _symbol_info(symbol: Symbol, prop: Any) -> tuple[Any, _info.Kind]:
+def _symbol_info(ctx: Context, symbol: Symbol, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.SYMBOL_INFO, SymbolInfo, prop, "olGetSymbolInfo")
     kind = _info.SYMBOL_INFO[prop][0]
     if prop is SymbolInfo.KIND:
@@ -491,13 +456,6 @@ def _symbol_info(symbol: Symbol, prop: Any) -> tuple[Any, _info.Kind]:
     return (symbol.address if prop is SymbolInfo.GLOBAL_VARIABLE_ADDRESS else symbol.size), kind
 
 
-def olGetSymbolInfo(ctx: Context, symbol: Symbol, prop: Any) -> Any:
-    return _symbol_info(symbol, prop)[0]
-
-
-def olGetSymbolInfoSize(ctx: Context, symbol: Symbol, prop: Any) -> int:
-    value, kind = _symbol_info(symbol, prop)
-    return _info.c_size(kind, value)
 
 
 # --- kernels ---------------------------------------------------------------------------------
@@ -528,3 +486,36 @@ def olCalculateOptimalOccupancy(ctx: Context, device: Device, kernel: Symbol, sh
     if kernel.kind is not SymbolKind.KERNEL:
         raise _fail(ErrorCode.SYMBOL_KIND, "provided symbol is not a kernel")
     return int(device.backend.max_group_size(device.native, kernel.native, _size(shared_memory, "SharedMemory")))
+
+
+# --- info queries: each olGet<X>Info / olGet<X>InfoSize pair comes from one query -----------
+
+InfoQuery = Callable[[Context, Any, Any], tuple[Any, _info.Kind]]
+
+INFO_QUERIES: dict[str, InfoQuery] = {
+    "Platform": _platform_info,
+    "Device": _device_info,
+    "Mem": _mem_info,
+    "Queue": _queue_info,
+    "Event": _event_info,
+    "Symbol": _symbol_info,
+}
+
+
+def info_value(query: InfoQuery) -> Callable[[Context, Any, Any], Any]:
+    """``olGet<X>Info``: the property's value."""
+
+    def value(ctx: Context, handle: Any, prop: Any) -> Any:
+        return query(ctx, handle, prop)[0]
+
+    return value
+
+
+def info_size(query: InfoQuery) -> Callable[[Context, Any, Any], int]:
+    """``olGet<X>InfoSize``: the property's C size in bytes."""
+
+    def size(ctx: Context, handle: Any, prop: Any) -> int:
+        value, kind = query(ctx, handle, prop)
+        return _info.c_size(kind, value)
+
+    return size

@@ -9,6 +9,7 @@ the call of the ``_api`` implementation, and the trace line.
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from . import _api
@@ -220,4 +221,14 @@ FUNCTIONS: tuple[Function, ...] = (
     ),
 )
 
-IMPLEMENTATIONS: dict[str, Any] = {f.name: getattr(_api, f.name) for f in FUNCTIONS}
+
+
+def _implementation(name: str) -> Any:
+    info = re.fullmatch(r"olGet(\w+?)Info(Size)?", name)
+    if info is None:
+        return getattr(_api, name)
+    query = _api.INFO_QUERIES[info[1]]
+    return _api.info_size(query) if info[2] else _api.info_value(query)
+
+
+IMPLEMENTATIONS: dict[str, Any] = {f.name: _implementation(f.name) for f in FUNCTIONS}

@@ -138,6 +138,28 @@ class HostBackend:
                 _libc().munlock(ctypes.c_void_p(base), ctypes.c_size_t(entry[0]))
 
     @hookimpl
+    def data_submit(self, device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
+        self._copy(dst, src, size, queue)
+
+    @hookimpl
+    def data_retrieve(self, device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
+        self._copy(dst, src, size, queue)
+
+    @hookimpl
+    def data_exchange(
+        self, src_device: HostDevice, src: int, dst_device: HostDevice, dst: int, size: int, queue: HostQueue | None
+    ) -> None:
+        self._copy(dst, src, size, queue)
+
+    @staticmethod
+    def _copy(dst: int, src: int, size: int, queue: HostQueue | None) -> None:
+        """Device memory of this backend is host memory: every copy is a memmove."""
+        if queue is None:
+            _native.copy(dst, src, size)
+        else:
+            queue.submit(_native.copy, dst, src, size)
+
+    @hookimpl
     def data_fill(self, device: HostDevice, address: int, pattern: bytes, size: int, queue: HostQueue | None) -> None:
         if queue is None:
             _fill(address, pattern, size)

@@ -189,3 +189,19 @@ def test_elapsed_time_measures_real_work(host: ol.Device) -> None:
     elapsed = ol.olGetEventElapsedTime(start, end)
     assert 45.0 <= elapsed < 2000.0
     ol.olDestroyQueue(queue)
+
+
+def test_host_function_cannot_deadlock_on_its_own_queue(host: ol.Device) -> None:
+    queue = ol.olCreateQueue(host)
+    seen: list[ol.ErrorCode] = []
+
+    def sync_self(_: object) -> None:
+        try:
+            ol.olSyncQueue(queue)
+        except ol.OffloadError as error:
+            seen.append(error.code)
+
+    ol.olLaunchHostFunction(queue, sync_self)
+    ol.olSyncQueue(queue)
+    assert seen == [ol.ErrorCode.INVALID_QUEUE]
+    ol.olDestroyQueue(queue)

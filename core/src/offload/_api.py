@@ -268,6 +268,8 @@ def olCreateQueue(ctx: Context, device: Device) -> Queue:
     queue: Queue = Queue._make(ctx, device=device, native=native_queue, id=next(ctx.queue_ids))
     with device.lock:
         device.queues.add(queue)
+    if device.parked:
+        _release_surplus_parked(device)
     return queue
 
 
@@ -284,6 +286,13 @@ def olDestroyQueue(ctx: Context, queue: Queue) -> None:
         return
     with device.lock:
         device.parked.append(queue.native)
+    _release_surplus_parked(device)
+
+
+def _release_surplus_parked(device: Device) -> None:
+    """Release the oldest finished parked queues beyond PARKED_IDLE_LIMIT (kept for reuse)."""
+    backend, native = device.backend, device.native
+    with device.lock:
         idle = [q for q in device.parked if not backend.has_pending_work(native, q)]
         surplus = idle[: max(0, len(idle) - PARKED_IDLE_LIMIT)]
         for q in surplus:

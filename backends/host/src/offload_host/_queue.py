@@ -83,6 +83,12 @@ class HostQueue:
 
         Raises the first error kept since the last synchronize (the rest are its context).
         """
+        if threading.current_thread() is self._thread:
+            from offload import ErrorCode, OffloadError
+
+            raise OffloadError(
+                ErrorCode.INVALID_QUEUE, f"a host function on {self.name} cannot wait for its own queue (it would never finish)"
+            )
         if self._completed != self._submitted:
             reached = threading.Lock()
             reached.acquire()

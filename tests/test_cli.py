@@ -10,11 +10,11 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 import offload as ol
+import pytest
 from offload import cli
 from offload._runtime import STATE
+from offload.cli import _selfcheck as selfcheck
 
 
 @pytest.fixture(autouse=True)
@@ -226,7 +226,7 @@ def test_selfcheck_skips_a_backend_without_a_saxpy_binary(
 
 def test_selfcheck_reports_a_wrong_result(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     real = cli.saxpy_expected
-    monkeypatch.setattr(cli, "saxpy_expected", lambda a, x, y: real(a + 1.0, x, y))  # a wrong expectation
+    monkeypatch.setattr(selfcheck, "saxpy_expected", lambda a, x, y: real(a + 1.0, x, y))  # a wrong expectation
     code, out, _ = _run(capsys, "selfcheck", "--size", "256")
     assert code == 1
     assert "FAILED: " in out and "of 256 elements differ" in out
@@ -238,7 +238,7 @@ def test_main_shuts_down_when_a_command_raises(
     def explode() -> list[ol.Device]:
         raise ol.OffloadError(ol.ErrorCode.BACKEND_FAILURE, "iteration exploded")
 
-    monkeypatch.setattr(cli, "_devices", explode)
+    monkeypatch.setattr(selfcheck, "_devices", explode)
     code, out, err = _run(capsys, "selfcheck")
     assert code == 1
     assert "OL_ERRC_BACKEND_FAILURE: iteration exploded" in err

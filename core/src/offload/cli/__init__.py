@@ -1,0 +1,82 @@
+"""The ``offload`` command: inspect platforms, devices and backends, and run a self-check.
+
+``offload devices [--json]``
+    Every platform and every device with every ``DeviceInfo`` property (as
+    llvm-offload-device-info prints them). A property that fails shows ``<error: CODE>``.
+``offload backends [--json]``
+    Every discovered backend: distribution, version, loaded or skipped (with the reason), devices.
+``offload selfcheck [--json] [--platform NAME] [--size N]``
+    A real job on every device: allocate, copy in, launch ``saxpy``, copy out, verify, time it.
+    The program comes from the backend's conformance capabilities (entry-point group
+    ``offload.conformance``); a backend without a saxpy binary is skipped, not failed.
+
+Exit status: 0 success; 1 a device failed, or an API call failed; 2 nothing to do (no device,
+no device of the selected platform, every device skipped) or a usage error.
+Results go to stdout, errors to stderr. ``main`` balances its own ``olInit`` with ``olShutDown``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import offload as ol
+
+from ._backends import cmd_backends
+from ._common import (
+    _ERROR_PREFIX,
+    DEFAULT_SIZE,
+    EXIT_FAILED,
+    EXIT_NOTHING,
+    EXIT_OK,
+    PropertyError,
+    format_value,
+    json_value,
+)
+from ._devices import cmd_devices
+from ._selfcheck import cmd_selfcheck, saxpy_expected
+
+__all__ = ["main", "build_parser", "PropertyError", "format_value", "json_value", "saxpy_expected"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="offload", description="Inspect and check offload platforms and devices.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    devices = commands.add_parser("devices", help="list every platform and device with every property")
+    devices.add_argument("--json", action="store_true", help="print a JSON document")
+    devices.set_defaults(run=cmd_devices)
+
+    backends = commands.add_parser("backends", help="list discovered backends: loaded or skipped, and why")
+    backends.add_argument("--json", action="store_true", help="print a JSON document")
+    backends.set_defaults(run=cmd_backends)
+
+    selfcheck = commands.add_parser("selfcheck", help="run and verify a saxpy job on every device")
+    selfcheck.add_argument("--json", action="store_true", help="print a JSON document")
+    selfcheck.add_argument("--platform", metavar="NAME", help="check only the devices of this platform")
+    selfcheck.add_argument(
+        "--size", type=int, default=DEFAULT_SIZE, metavar="N", help="floats per vector (default 2**20)"
+    )
+    selfcheck.set_defaults(run=cmd_selfcheck)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``offload`` command with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error already printed by argparse
+        return int(exit_.code or 0) if not isinstance(exit_.code, str) else EXIT_NOTHING
+    try:
+        return int(args.run(args, sys.stdout))
+    except ol.OffloadError as error:
+        print(f"{_ERROR_PREFIX}{error}", file=sys.stderr)
+        return EXIT_FAILED
+    except BrokenPipeError:  # `offload devices | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

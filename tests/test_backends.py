@@ -231,3 +231,32 @@ def test_backend_exceptions_map_to_unknown_with_cause(registered: list[str]) -> 
         assert isinstance(info.value.__cause__, KeyError)
     finally:
         ol.olShutDown()
+
+
+class _InfoFails(MemoryBackend):
+    @ol.hookimpl
+    def get_device_info(self, device: str) -> dict[ol.DeviceInfo, Any]:
+        raise ol.OffloadError(E.BACKEND_FAILURE, "no device properties")
+
+
+def test_device_info_failure_releases_the_backend_and_keeps_every_error(
+    registered: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = _InfoFails("info", fail_deinit=E.HOST_IO)
+    _register(registered, "info", backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ol.OffloadBackendWarning)
+        ol.olInit()
+    try:
+        (status,) = [s for s in ol.backend_status() if s.name == "info"]
+        assert not status.loaded
+        assert "no device properties" in status.reason and "info deinit failed" in status.reason
+        assert backend.events == ["deinit"], "an initialised backend must be released when skipped"
+        assert [d.platform.name for d in devices()] == ["host"]
+    finally:
+        ol.olShutDown()
+    monkeypatch.setenv("OFFLOAD_BACKENDS_STRICT", "1")
+    with pytest.raises(ol.OffloadError) as info:
+        ol.olInit()
+    assert [e.code for e in info.value.errors] == [E.BACKEND_FAILURE, E.HOST_IO]
+    assert STATE.ctx is None

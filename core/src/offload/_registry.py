@@ -23,7 +23,7 @@ import pluggy
 
 from . import hookspecs
 from ._enums import ErrorCode, PlatformBackend
-from ._errors import OffloadError, as_offload_error
+from ._errors import OffloadError, as_offload_error, join_errors
 
 ENTRY_POINT_GROUP = "offload.backends"
 SELECT_ENV = "OFFLOAD_BACKENDS"
@@ -182,14 +182,32 @@ def _skip(status: BackendStatus, error: BaseException, strict: bool) -> None:
         warnings.warn(f"offload backend {status.name!r} skipped: {status.reason}", OffloadBackendWarning, stacklevel=4)
 
 
-def load_backends() -> tuple[list[tuple[BoundBackend, list[Any]]], list[BackendStatus]]:
-    """Discover, bind and ``init`` every selected backend.
+def release_backend(bound: BoundBackend, natives: list[Any]) -> list[OffloadError]:
+    """``deinit_device`` every device, then ``deinit``; return every failure (none dropped)."""
+    errors: list[OffloadError] = []
+    calls: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
+    if "deinit_device" in bound.implemented:
+        calls += [("deinit_device", bound.deinit_device, (native,)) for native in natives]
+    calls.append(("deinit", bound.deinit, ()))
+    for hook, call, args in calls:
+        try:
+            call(*args)
+        except Exception as exc:
+            errors.append(as_offload_error(exc, f"{bound.name}: {hook}"))
+    return errors
 
-    Returns the loaded backends with their native devices, and a status for every discovered one.
-    In strict mode the first failure raises (after ``deinit`` of those already initialised).
+
+Loaded = tuple[BoundBackend, list[Any], list[dict[Any, Any]]]  # backend, native devices, their info
+
+
+def load_backends() -> tuple[list[Loaded], list[BackendStatus]]:
+    """Discover, bind, ``init`` every selected backend and ask each device's info once.
+
+    Returns the loaded backends with their native devices and device info, and a status for every
+    discovered one. In strict mode the first failure raises (after releasing those already loaded).
     """
     strict = STRICT_ENV in os.environ
-    loaded: list[tuple[BoundBackend, list[Any]]] = []
+    loaded: list[Loaded] = []
     statuses: list[BackendStatus] = []
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
@@ -208,14 +226,17 @@ def load_backends() -> tuple[list[tuple[BoundBackend, list[Any]]], list[BackendS
             except Exception as exc:  # a broken backend must not break the others
                 _skip(status, exc, strict)
                 continue
+            try:
+                infos = [dict(bound.get_device_info(native)) for native in devices]
+            except Exception as exc:  # initialised, so release it before skipping it
+                failure = as_offload_error(exc, "get_device_info")
+                _skip(status, join_errors([failure, *release_backend(bound, devices)]) or failure, strict)
+                continue
             status.loaded = True
             status.device_count = len(devices)
-            loaded.append((bound, devices))
+            loaded.append((bound, devices, infos))
     except BaseException:
-        for bound, _ in loaded:
-            try:
-                bound.deinit()
-            except Exception:
-                pass
+        for bound, devices, _ in loaded:
+            release_backend(bound, devices)  # the failure being raised is the one to report
         raise
     return loaded, statuses

@@ -17,7 +17,7 @@ from ._allocations import AllocationMap
 from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 from ._handles import Device, Platform
-from ._registry import BackendStatus, BoundBackend, load_backends
+from ._registry import BackendStatus, BoundBackend, load_backends, release_backend
 
 TRACE_ENV = "OFFLOAD_TRACE"
 DISABLE_VALIDATION_ENV = "OFFLOAD_DISABLE_VALIDATION"
@@ -70,10 +70,9 @@ def uninitialized() -> OffloadError:
     return OffloadError(ErrorCode.UNINITIALIZED, UNINITIALIZED_DETAILS)
 
 
-def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any]) -> Platform:
+def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos: list[dict[Any, Any]]) -> Platform:
     platform: Platform = Platform._make(ctx, backend=bound, name=bound.name, kind=bound.kind, devices=[])
-    for index, native in enumerate(natives):
-        info = dict(bound.get_device_info(native))
+    for index, (native, info) in enumerate(zip(natives, infos)):
         device: Device = Device._make(
             ctx,
             backend=bound,
@@ -100,28 +99,14 @@ def init() -> None:
             return
         ctx = Context()
         loaded, statuses = load_backends()
-        errors: list[OffloadError] = []
-        for bound, natives in loaded:
-            try:
-                platform = _build_platform(ctx, bound, natives)
-            except Exception as exc:  # device info failed: skip the backend like a failed init
-                bound.status.loaded = False
-                bound.status.reason = f"get_device_info failed: {exc}"
-                errors.append(as_offload_error(exc, f"backend {bound.name!r}"))
-                _deinit_backend(bound, natives, errors)
-                continue
+        for bound, natives, infos in loaded:
+            platform = _build_platform(ctx, bound, natives, infos)
             ctx.platforms.append(platform)
             ctx.devices.extend(platform.devices)
         ctx.statuses = statuses
         STATE.last_statuses = statuses
         STATE.ctx = ctx
         STATE.refcount = 1
-
-
-def _deinit_backend(bound: BoundBackend, natives: list[Any], errors: list[OffloadError]) -> None:
-    for native in natives:
-        _collect(errors, f"{bound.name}: deinit_device", bound.deinit_device, native, optional="deinit_device" in bound.implemented)
-    _collect(errors, f"{bound.name}: deinit", bound.deinit)
 
 
 def _collect(errors: list[OffloadError], what: str, call: Any, *args: Any, optional: bool = True) -> None:
@@ -183,7 +168,7 @@ def teardown(ctx: Context) -> list[OffloadError]:
                         optional="mem_free" in bound.implemented,
                     )
             device._ctx = None
-        _deinit_backend(bound, [d.native for d in platform.devices], errors)
+        errors.extend(release_backend(bound, [d.native for d in platform.devices]))
         platform._ctx = None
     return errors
 

@@ -17,6 +17,7 @@ from ._enums import ErrorCode
 from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol, _Handle
 from ._runtime import STATE, uninitialized
+from ._types import buffer_size
 
 _STALE_CODES = {
     Platform: ErrorCode.INVALID_PLATFORM,
@@ -28,7 +29,7 @@ _STALE_CODES = {
 }
 
 
-def _stale(ctx: Any, value: Any, cls: type[_Handle], c_name: str) -> OffloadError:
+def _stale(value: Any, cls: type[_Handle], c_name: str) -> OffloadError:
     """The error for a handle argument that is NULL, of the wrong kind, or not live."""
     if value is None:
         return OffloadError(ErrorCode.INVALID_NULL_HANDLE, f"NULL == {c_name}")
@@ -38,13 +39,6 @@ def _stale(ctx: Any, value: Any, cls: type[_Handle], c_name: str) -> OffloadErro
     if value._ctx is None:
         return OffloadError(code, f"{c_name} {value!r} was destroyed (or its olInit session ended)")
     return OffloadError(code, f"{c_name} {value!r} belongs to an earlier olInit session")
-
-
-def _nbytes(value: Any) -> int:
-    try:
-        return memoryview(value).nbytes
-    except TypeError:
-        return -1
 
 
 def _is_null_condition(param: Param) -> str:
@@ -80,7 +74,7 @@ def _body_lines(fn: Function) -> list[str]:
         if p.optional:
             test = f"{p.py} is not None and ({test})"
         lines.append(f"    if {test}:")
-        lines.append(f"        raise _stale(ctx, {p.py}, _{cls}, {p.c!r})")
+        lines.append(f"        raise _stale({p.py}, _{cls}, {p.c!r})")
     call_args = ", ".join(["ctx"] + [p.py for p in fn.params])
     lines += [
         "    try:",
@@ -141,7 +135,7 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
         "_as_offload_error": as_offload_error,
         "_stale": _stale,
         "_traced": _traced,
-        "_nbytes": _nbytes,
+        "_nbytes": buffer_size,
         **{f"_{cls.__name__}": cls for cls in _STALE_CODES},
     }
     functions = {}

@@ -109,9 +109,8 @@ def init() -> None:
         STATE.refcount = 1
 
 
-def _collect(errors: list[OffloadError], what: str, call: Any, *args: Any, optional: bool = True) -> None:
-    if not optional:
-        return
+def _collect(errors: list[OffloadError], what: str, call: Any, *args: Any) -> None:
+    """Call a backend hook during teardown, keeping its failure instead of raising it."""
     try:
         call(*args)
     except Exception as exc:
@@ -156,17 +155,17 @@ def teardown(ctx: Context) -> list[OffloadError]:
                 for symbol in program.symbols.values():
                     symbol._ctx = None
                 _collect(errors, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
-            for allocation in leftover:
-                if allocation.device is device:
-                    _collect(
-                        errors,
-                        f"{bound.name}: mem_free",
-                        bound.mem_free,
-                        device.native,
-                        allocation.start,
-                        allocation.alloc_type,
-                        optional="mem_free" in bound.implemented,
-                    )
+            if "mem_free" in bound.implemented:
+                for allocation in leftover:
+                    if allocation.device is device:
+                        _collect(
+                            errors,
+                            f"{bound.name}: mem_free",
+                            bound.mem_free,
+                            device.native,
+                            allocation.start,
+                            allocation.alloc_type,
+                        )
             device._ctx = None
         errors.extend(release_backend(bound, [d.native for d in platform.devices]))
         platform._ctx = None

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._enums import C_PREFIX, c_name
 from ._handles import HANDLE_TYPES
-from ._types import Dimensions, KernelLaunchSizeArgs
+from ._types import Dimensions, KernelLaunchSizeArgs, buffer_size
 
 if TYPE_CHECKING:
     from ._api_table import Function
@@ -77,13 +77,6 @@ def _pointer(value: Any) -> str:
     return f"{value:#x}" if isinstance(value, int) else _hex(value)
 
 
-def _nbytes(value: Any) -> int:
-    try:
-        return memoryview(value).nbytes
-    except TypeError:
-        return 0
-
-
 def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> dict[str, str]:
     """The C parameter list of one call, each value formatted as liboffload prints it."""
     params: dict[str, str] = {}
@@ -92,7 +85,7 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
         if kind == "pointer":
             text = _pointer(value)
         elif kind == "data":
-            size = "0" if value is None else str(_nbytes(value))
+            size = str(max(0, buffer_size(value)))
             if param.size_first:
                 params[param.size_name or ""] = size
             params[param.c] = _pointer(value)

@@ -10,6 +10,14 @@ from ._errors import OffloadError
 _U32_MAX = 0xFFFFFFFF
 
 
+def buffer_size(value: object) -> int:
+    """The size in bytes of a bytes-like object, -1 for anything else."""
+    try:
+        return memoryview(value).nbytes  # type: ignore[arg-type]
+    except TypeError:
+        return -1
+
+
 class Dimensions(NamedTuple):
     """``ol_dimensions_t``: three uint32 extents."""
 

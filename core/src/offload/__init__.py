@@ -33,7 +33,7 @@ from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
 from ._runtime import STATE as _STATE
 from ._tracing import set_trace_logger
-from ._types import Dimensions, KernelLaunchSizeArgs
+from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
 from .hookspecs import hookimpl
 
 __version__ = "0.1.0"
@@ -64,6 +64,7 @@ __all__ = [
     # value types and handles
     "Dimensions",
     "KernelLaunchSizeArgs",
+    "KernelParam",
     "Platform",
     "Device",
     "Queue",

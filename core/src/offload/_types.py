@@ -1,4 +1,4 @@
-"""Value types of the API: ``Dimensions`` and ``KernelLaunchSizeArgs``."""
+"""Value types of the API: ``Dimensions``, ``KernelLaunchSizeArgs`` and ``KernelParam``."""
 
 from __future__ import annotations
 
@@ -102,3 +102,17 @@ class KernelLaunchSizeArgs:
         )
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class KernelParam(NamedTuple):
+    """One explicit parameter of a kernel, as it lies in the packed argument buffer.
+
+    ``offset`` and ``size`` are in bytes. ``kind`` is what the bytes hold when the backend knows
+    it: ``"pointer"`` (a device address), ``"int"`` / ``"uint"`` / ``"float"`` (a scalar of
+    ``size`` bytes), or ``"bytes"`` (an aggregate, or not known). ``name`` may be empty.
+    """
+
+    offset: int
+    size: int
+    kind: str = "bytes"
+    name: str = ""

@@ -51,7 +51,7 @@ from typing import Any
 import pluggy
 
 from ._enums import AllocType, DeviceInfo
-from ._types import KernelLaunchSizeArgs
+from ._types import KernelLaunchSizeArgs, KernelParam
 
 PROJECT = "offload"
 
@@ -127,6 +127,18 @@ def get_kernel(device: Any, image: Any, name: str) -> Any:
 @hookspec
 def get_global(device: Any, image: Any, name: str) -> tuple[int, int]:
     """Return ``(address, size)`` of the global variable ``name`` in ``image``; ``NOT_FOUND`` if absent."""
+
+
+@hookspec
+def kernel_params(device: Any, kernel: Any) -> Sequence[KernelParam] | None:
+    """The explicit parameters of ``kernel`` in order, as laid out in the packed argument buffer.
+
+    The core asks once per kernel symbol and refuses a launch whose argument buffer is shorter
+    than the end of the last parameter (``INVALID_ARGUMENT``, naming both sizes); a longer buffer
+    (a C struct with tail padding) is accepted. Return ``None`` only when the image does not say
+    (the core then cannot check, and the backend documents its rule). A backend that implements
+    ``launch_kernel`` implements this too.
+    """
 
 
 @hookspec

@@ -66,15 +66,16 @@ the C compiler lays it out (natural alignment).
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from offload import DeviceInfo
+from ._capabilities import FEATURES, Capabilities, Feature
 
 __all__ = [
     "CONFORMANCE_ENTRY_POINT_GROUP",
+    "FEATURES",
     "TEST_PROGRAMS",
     "Capabilities",
+    "Feature",
     "capabilities_for",
     "register_capabilities",
     "unregister_capabilities",
@@ -99,44 +100,6 @@ TEST_PROGRAMS: tuple[str, ...] = (
     "sequence",
     "single_counter",
 )
-
-
-class Capabilities:
-    """What a backend supports, for the conformance suite (subclass it; defaults are conservative).
-
-    Feature flags left False make the tests that need the feature skip with a reason; a flag set
-    True makes the suite insist (an ``OL_ERRC_UNSUPPORTED`` then fails the test).
-    """
-
-    #: ``olLaunchKernel`` runs kernels (with ``binary()`` programs).
-    kernel_launch: bool = False
-    #: ``olLaunchHostFunction`` runs callbacks in queue order.
-    host_functions: bool = False
-    #: ``olGetEventElapsedTime`` works.
-    events_elapsed_time: bool = False
-    #: ``olCalculateOptimalOccupancy`` works (else ``OL_ERRC_UNSUPPORTED`` is accepted as a skip).
-    occupancy: bool = False
-    #: ``olMemRegister`` / ``olMemUnregister`` work.
-    mem_register: bool = False
-    #: ``OL_ALLOC_TYPE_MANAGED`` memory exists and is readable from the host.
-    managed_memory: bool = True
-    #: ``OL_ALLOC_TYPE_HOST`` memory exists.
-    host_memory: bool = True
-    #: ``olMemFill`` on a queue is ordered behind earlier work of the queue (the Enqueue cases).
-    queued_fill: bool = False
-    #: the ``global_dtor`` program exports ``uint32_t *dtor_out`` and its destructor writes 64
-    #: ones there, so the suite can observe that ``olDestroyProgram`` ran the destructor.
-    dtor_out: bool = False
-    #: Device properties that may legitimately read 0 on this device (value checks are ``> 0``
-    #: otherwise), e.g. ``MEMORY_CLOCK_RATE`` when the firmware hides it.
-    zero_info: frozenset[DeviceInfo] = frozenset()
-
-    def binary(self, name: str) -> bytes | None:
-        """The program bytes of liboffload's test program ``name`` for this backend, or None."""
-        return None
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__}>"
 
 
 _registered: dict[str, type[Capabilities] | Capabilities] = {}

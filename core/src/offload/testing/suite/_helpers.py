@@ -7,12 +7,13 @@ import ctypes
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
 import offload as ol
+from offload.testing.plugin import implemented_hooks, require
 
 #: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
 conformance = pytest.mark.offload_conformance
@@ -30,20 +31,24 @@ def raises(code: ol.ErrorCode) -> Iterator[pytest.ExceptionInfo[ol.OffloadError]
     assert info.value.code == code, f"expected {code!r}, got {info.value.code!r}: {info.value}"
 
 
-def require(capabilities: Any, flag: str) -> None:
-    """Skip unless ``capabilities.<flag>`` is true."""
-    if not getattr(capabilities, flag):
-        pytest.skip(f"{capabilities!r}: capabilities.{flag} is False")
+def implemented(device: Any) -> frozenset[str]:
+    """The hooks the backend of ``device`` implements."""
+    return implemented_hooks(device.platform)
 
 
-def call_or_skip_unsupported(capabilities: Any, flag: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)``; UNSUPPORTED skips unless the capabilities claim ``flag`` (then it fails)."""
-    try:
-        return fn(*args)
-    except ol.OffloadError as exc:
-        if exc.code == ol.ErrorCode.UNSUPPORTED and not getattr(capabilities, flag):
-            pytest.skip(f"{fn.__name__} is UNSUPPORTED on this device (capabilities.{flag} is False)")
-        raise
+def expect_unsupported(device: Any, hooks: Sequence[str], fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` must fail with ``OL_ERRC_UNSUPPORTED``; when the backend lacks one of
+    ``hooks``, the message must name the backend and that hook (the core's answer)."""
+    with raises(ol.ErrorCode.UNSUPPORTED) as info:
+        fn(*args)
+    lacking = [hook for hook in hooks if hook not in implemented(device)]
+    if lacking:
+        details = str(info.value)
+        name = device.platform.name
+        assert name in details, f"{fn.__name__}: the UNSUPPORTED message does not name backend {name!r}: {details}"
+        assert any(hook in details for hook in lacking), (
+            f"{fn.__name__}: the UNSUPPORTED message names none of the missing hooks {lacking}: {details}"
+        )
 
 
 def launch(groups: int = 1, group_size: int = 64, dyn: int = 0) -> ol.KernelLaunchSizeArgs:

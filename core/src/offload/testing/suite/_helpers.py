@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import offload as ol
-from offload.testing.plugin import implemented_hooks, require
+from offload.testing.plugin import implemented_hooks, require  # noqa: F401 (require: re-exported to the suite)
 
 #: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
 conformance = pytest.mark.offload_conformance
@@ -28,7 +28,7 @@ def raises(code: ol.ErrorCode) -> Iterator[pytest.ExceptionInfo[ol.OffloadError]
     """Expect an ``OffloadError`` with ``code`` (liboffload's ASSERT_ERROR)."""
     with pytest.raises(ol.OffloadError) as info:
         yield info
-    assert info.value.code == code, f"expected {code!r}, got {info.value.code!r}: {info.value}"
+    assert info.value.code == code, f"expected OL_ERRC_{code.name}, got {info.value}"
 
 
 def implemented(device: Any) -> frozenset[str]:
@@ -37,17 +37,25 @@ def implemented(device: Any) -> frozenset[str]:
 
 
 def expect_unsupported(device: Any, hooks: Sequence[str], fn: Callable[..., Any], *args: Any) -> None:
-    """``fn(*args)`` must fail with ``OL_ERRC_UNSUPPORTED``; when the backend lacks one of
-    ``hooks``, the message must name the backend and that hook (the core's answer)."""
-    with raises(ol.ErrorCode.UNSUPPORTED) as info:
+    """``fn(*args)`` must fail with ``OL_ERRC_UNSUPPORTED`` (the feature is absent); when the
+    backend lacks one of ``hooks``, the message must name the backend and that hook (the core's
+    answer)."""
+    try:
         fn(*args)
+    except ol.OffloadError as exc:
+        error = exc
+    else:
+        pytest.fail(
+            f"{fn.__name__} succeeded, but the capabilities say its feature is absent: "
+            "drop the False declaration (or make the hook raise UNSUPPORTED)"
+        )
+    assert error.code == ol.ErrorCode.UNSUPPORTED, f"{fn.__name__}: expected OL_ERRC_UNSUPPORTED, got {error}"
     lacking = [hook for hook in hooks if hook not in implemented(device)]
     if lacking:
-        details = str(info.value)
         name = device.platform.name
-        assert name in details, f"{fn.__name__}: the UNSUPPORTED message does not name backend {name!r}: {details}"
-        assert any(hook in details for hook in lacking), (
-            f"{fn.__name__}: the UNSUPPORTED message names none of the missing hooks {lacking}: {details}"
+        assert name in error.details, f"{fn.__name__}: the UNSUPPORTED message does not name backend {name!r}: {error}"
+        assert any(hook in error.details for hook in lacking), (
+            f"{fn.__name__}: the UNSUPPORTED message names none of the missing hooks {lacking}: {error}"
         )
 
 

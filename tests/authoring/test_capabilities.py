@@ -6,7 +6,7 @@ import pytest
 
 from offload.hookspecs import HOOK_NAMES, REQUIRED_HOOKS
 from offload.testing import FEATURES, Capabilities
-from offload.testing._capabilities import contradictions
+from offload.testing._capabilities import contradictions, partial_groups
 
 EVERYTHING = frozenset(HOOK_NAMES)
 
@@ -77,3 +77,12 @@ def test_contradictions() -> None:
     assert "Wrong.events is True but the backend does not implement create_event" in found
     assert any(s.startswith("Wrong.host_functions is True but it needs capabilities.queues is False") for s in found)
     assert contradictions(Wrong(), EVERYTHING) == []
+
+
+def test_partial_groups() -> None:
+    assert partial_groups(EVERYTHING) == []
+    assert partial_groups(REQUIRED_HOOKS) == []
+    assert partial_groups(EVERYTHING - {"wait_event"}) == [
+        "events: the backend implements create_event, is_event_complete, sync_event but not wait_event"
+    ]
+    assert partial_groups(EVERYTHING - {"max_group_size"}) == []  # occupancy: get_kernel serves launches too

@@ -170,3 +170,14 @@ def test_missing_hook_answers_unsupported(world: World, hook: str) -> None:
 @pytest.mark.parametrize("hook", sorted(FALLBACKS))
 def test_missing_hook_has_a_fallback(world: World, hook: str) -> None:
     FALLBACKS[hook](world)
+
+
+@pytest.mark.parametrize("hook", ["enqueue_host_call"])
+def test_host_to_host_copy_on_a_queue_needs_host_calls(world: World, hook: str) -> None:
+    """hookspecs: a host-to-host olMemcpy on a queue is ordered with ``enqueue_host_call``."""
+    with pytest.raises(ol.OffloadError) as info:
+        ol.olMemcpy(world.queue(), world.buffer(), world.host, world.buffer(), world.host, 64)
+    assert info.value.code is ol.ErrorCode.UNSUPPORTED and repr(hook) in info.value.details, info.value
+    dst, src = (ctypes.c_uint8 * 64)(), (ctypes.c_uint8 * 64)(*range(64))
+    ol.olMemcpy(None, ctypes.addressof(dst), world.host, ctypes.addressof(src), world.host, 64)
+    assert list(dst) == list(range(64))  # without a queue it needs no hook

@@ -51,7 +51,8 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
 - fill: ``data_fill`` (``fill``). Registration: ``mem_register``, ``mem_unregister``
   (``mem_register``).
 - queues: ``create_queue`` (``queues``); host functions: ``enqueue_host_call``
-  (``host_functions``).
+  (``host_functions``; the core also uses it to order a host-to-host ``olMemcpy`` on a queue and
+  to wait on another backend's event, which are ``UNSUPPORTED`` without it).
 - events: ``create_event``, ``wait_event``, ``is_event_complete``, ``sync_event`` and, if events
   need releasing, ``destroy_event`` (``events``); ``event_elapsed_time`` (``events_elapsed_time``).
 - programs: ``get_kernel``, ``get_global`` (``programs``), ``is_valid_binary`` (absent: False).

@@ -182,3 +182,22 @@ def contradictions(capabilities: Capabilities, implemented: Collection[str]) -> 
             if not getattr(resolved, need):
                 found.append(f"{name} but it needs {resolved.why_absent(need)}")
     return found
+
+
+def partial_groups(implemented: Collection[str]) -> list[str]:
+    """Hook groups implemented in part (each a sentence): the group's feature is then absent
+    although some of its hooks exist. Only hooks that belong to one feature count."""
+    owners: dict[str, int] = {}
+    for feat in FEATURES:
+        for hook in feat.hooks:
+            owners[hook] = owners.get(hook, 0) + 1
+    found = []
+    for feat in FEATURES:
+        if feat.any_hook:
+            continue
+        own = [hook for hook in feat.hooks if owners[hook] == 1]
+        present = [hook for hook in own if hook in implemented]
+        if present and len(present) < len(own):
+            lacking = ", ".join(hook for hook in own if hook not in implemented)
+            found.append(f"{feat.flag}: the backend implements {', '.join(present)} but not {lacking}")
+    return found

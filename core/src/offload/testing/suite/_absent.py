@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import offload as ol
-from offload.testing._capabilities import FEATURES, contradictions
+from offload.testing._capabilities import FEATURES, contradictions, partial_groups
 
 from ._helpers import Base, expect_unsupported, implemented, kernel, launch, ptr_arg, require
 
@@ -27,6 +27,10 @@ class TestCapabilities(Base):
 
         declared = capabilities_for(device.platform.name)
         assert contradictions(declared, implemented(device)) == []
+
+    def test_hook_groups_are_whole(self, device: Any) -> None:
+        """A group's hooks come together (hookspecs): a part of one leaves the feature absent."""
+        assert partial_groups(implemented(device)) == []
 
     def test_every_flag_resolved(self, capabilities: Any) -> None:
         for feature in FEATURES:

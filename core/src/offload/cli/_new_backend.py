@@ -92,6 +92,6 @@ def cmd_new_backend(args: argparse.Namespace, out: TextIO) -> int:
     print(f"Wrote the {args.name} backend package to {directory}:", file=out)
     for path in written:
         print(f"  {path.relative_to(directory)}", file=out)
-    shown = directory if directory.is_absolute() else Path(".") / directory
+    shown = str(directory) if directory.is_absolute() else f"./{directory}"
     print(f"Next: pip install -e '{shown}[test]' && offload backends && pytest {shown}", file=out)
     return EXIT_OK

@@ -172,13 +172,6 @@ def teardown(ctx: Context) -> list[OffloadError]:
     return errors
 
 
-_FP_CONFIG_OF = {
-    DeviceInfo.SINGLE_FP_SUPPORT: DeviceInfo.SINGLE_FP_CONFIG,
-    DeviceInfo.DOUBLE_FP_SUPPORT: DeviceInfo.DOUBLE_FP_CONFIG,
-    DeviceInfo.HALF_FP_SUPPORT: DeviceInfo.HALF_FP_CONFIG,
-}
-
-
 def device_info_value(device: Device, prop: DeviceInfo) -> Any:
     """A device property: the backend's answer, else the default documented at
     ``hookspecs.get_device_info`` (liboffload R1's synthesised ones, plus those that follow from
@@ -197,8 +190,8 @@ def device_info_value(device: Device, prop: DeviceInfo) -> Any:
         return DeviceFpCapabilityFlag(127)
     if prop is DeviceInfo.HALF_FP_CONFIG:
         return DeviceFpCapabilityFlag(0)
-    if prop in _FP_CONFIG_OF:
-        return bool(device_info_value(device, _FP_CONFIG_OF[prop]))
+    if prop in (DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT):
+        return bool(device_info_value(device, DeviceInfo[prop.name.replace("_SUPPORT", "_CONFIG")]))
     if DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR <= prop <= DeviceInfo.NATIVE_VECTOR_WIDTH_HALF:
         return 0 if prop is DeviceInfo.NATIVE_VECTOR_WIDTH_HALF else 1
     if prop is DeviceInfo.MAX_MEM_ALLOC_SIZE and DeviceInfo.GLOBAL_MEM_SIZE in device.info:

@@ -187,7 +187,7 @@ def _host_build(source: Path, out: Path) -> None:
     unit = out.with_suffix(".host.cpp")
     lines = [f'#include "{source}"', "GPUSIM_DEFINE_RUNTIME()"] + [f"GPUSIM_EXPORT_KERNEL({n})" for n in names]
     unit.write_text("\n".join(lines) + "\n")
-    _run([_cxx(), "-std=c++17", "-O1", "-fPIC", "-shared", "-DGPUSIM_HOST_BUILD", "-include",
+    _run([_cxx(), "-std=c++17", "-O1", "-fPIC", "-shared", "-Wl,-Bsymbolic", "-DGPUSIM_HOST_BUILD", "-include",
           str(SIMULATORS / "core" / "gpusim_kernel.h"), "-I", str(KERNEL_SOURCES), "-o", str(out), str(unit)])  # fmt: skip
 
 

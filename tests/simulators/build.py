@@ -76,11 +76,17 @@ def _cxx() -> str:
 
 
 def _publish(tmp: Path, final: Path) -> Path:
-    """Atomically moves a finished build directory into place (a concurrent twin may win)."""
+    """Atomically moves a finished build directory into place (a concurrent twin may win), and
+    removes older builds of the same kind (``<kind>-<key>`` siblings)."""
     try:
         tmp.rename(final)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
+    kind = final.name.rsplit("-", 1)[0]
+    if final.parent == BUILD and kind != final.name:
+        for old in BUILD.glob(f"{kind}-*"):
+            if old != final and old.name.rsplit("-", 1)[0] == kind:
+                shutil.rmtree(old, ignore_errors=True)
     return final
 
 

@@ -129,7 +129,12 @@ def run(config: Config) -> dict[str, Any]:
 
     ol.olInit()
     found: list[Any] = []
-    ol.olIterateDevices(lambda dev, _: found.append(dev) or True)
+
+    def collect(dev: Any, _: Any) -> bool:
+        found.append(dev)
+        return True
+
+    ol.olIterateDevices(collect)
     by_platform: dict[str, list[Any]] = {}
     for dev in found:
         name = ol.olGetPlatformInfo(ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME)

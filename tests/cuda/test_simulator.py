@@ -148,9 +148,10 @@ write = ck(d.cuModuleGetFunction(a, b"write"))
 ck(d.cuLaunchKernel(write, 1, 1, 1, 64, 1, 1, 0, 0, 0, 0))
 ck(d.cuCtxSynchronize())
 out["separate_globals"] = [u32s(int(ga), 4), u32s(int(gb), 4)]
-out["global_copy_past_end"] = name(d.cuMemcpyDtoH(ctypes.addressof(ctypes.create_string_buffer(512)), ga, 257))
+sink = ctypes.create_string_buffer(512)
+out["global_copy_past_end"] = name(d.cuMemcpyDtoH(ctypes.addressof(sink), ga, 257))
 ck(d.cuModuleUnload(a))
-out["global_after_unload"] = name(d.cuMemcpyDtoH(ctypes.addressof(ctypes.create_string_buffer(8)), ga, 4))
+out["global_after_unload"] = name(d.cuMemcpyDtoH(ctypes.addressof(sink), ga, 4))
 out["unload_twice"] = name(d.cuModuleUnload(a))
 params = [ck(d.cuFuncGetParamInfo(ck(d.cuModuleGetFunction(ck(d.cuModuleLoadData(image("single_counter"))), b"single_counter")), i)) for i in range(4)]
 out["params"] = [[int(o), int(s)] for o, s in params]

@@ -7,7 +7,8 @@ CI run builds each thing once and later runs reuse it:
 - ``nvcc()``: nvcc 13.0 from PATH, else ``nvidia-cuda-nvcc==13.0.*`` (and its 13.0 companions)
   installed from PyPI into the build directory; ``None`` with a reason when neither works;
 - ``gpu_kernels()``: every ``tests/kernels/gpu/*.cu`` compiled to sm_90 cubin, PTX (ISA 9.0) and
-  an uncompressed fatbin (sm_90 SASS + compute_90 PTX), ``foo`` also to sm_80 cubin, and each
+  an uncompressed fatbin (sm_90 SASS + compute_90 PTX), ``foo`` also to sm_80 cubin and a
+  fatbin with compressed entries (-Xfatbin -compress-all; the simulator does not decompress), and each
   source compiled with the host C++ compiler into a host build that the simulator runs; the
   registry directory maps every image's FNV-1a 64 hash to its host build
   (``GPUSIM_KERNELS``, see tests/simulators/README.md).
@@ -170,7 +171,8 @@ class GpuKernels:
     registry: Path
 
     def image(self, name: str, fmt: str = "cubin") -> Path:
-        """``fmt``: ``cubin`` (sm_90), ``sm80.cubin`` (foo only), ``ptx`` or ``fatbin``."""
+        """``fmt``: ``cubin`` (sm_90), ``ptx``, ``fatbin`` (uncompressed); for foo also
+        ``sm80.cubin`` and ``compressed.fatbin``."""
         return self.root / f"{name}.{fmt}"
 
     def programs_dir(self, fmt: str = "cubin") -> Path:
@@ -208,6 +210,8 @@ def _gpu_builds(tool: Nvcc, source: Path, out_dir: Path) -> list[Path]:
     if name == "foo":
         outputs.append(out_dir / "foo.sm80.cubin")
         _run([*base, "-cubin", "-arch=sm_80", str(source), "-o", str(outputs[-1])])
+        outputs.append(out_dir / "foo.compressed.fatbin")  # compressed entries (nvcc compresses larger ones by default)
+        _run([*base, "-fatbin", "-Xfatbin", "-compress-all", "-gencode", "arch=compute_90,code=sm_90", str(source), "-o", str(outputs[-1])])
     return outputs
 
 

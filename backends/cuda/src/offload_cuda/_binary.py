@@ -100,13 +100,18 @@ def problem(data: bytes, device_sm: int) -> str | None:
         payload = data[at + entry_header : at + entry_header + size]
         if entry_header < 32 or len(payload) != size:
             return "a malformed fatbin entry"
-        if kind == 2 and payload[:4] == b"\x7fELF" and len(payload) >= 64:
-            if _sm_ok(cubin_sm(payload), device_sm):
+        if kind == 2:
+            # a compressed entry (nvcc's default) is judged by the architecture in its header
+            sm = cubin_sm(payload) if payload[:4] == b"\x7fELF" and len(payload) >= 64 else arch
+            if _sm_ok(sm, device_sm):
                 return None
-            seen.append(f"sm_{cubin_sm(payload)} cubin")
+            seen.append(f"sm_{sm} cubin")
         elif kind == 1:
             text = payload.split(b"\0", 1)[0]
-            if _PTX_VERSION.search(text) and _ptx_problem(text, device_sm) is None:
+            if _PTX_VERSION.search(text) is None:  # compressed
+                if arch <= device_sm:
+                    return None
+            elif _ptx_problem(text, device_sm) is None:
                 return None
             seen.append(f"sm_{arch} PTX")
         at += entry_header + size

@@ -159,8 +159,7 @@ sim_status sim_mem_alloc(int device, sim_mem_kind kind, size_t size, void **out)
     pthread_mutex_unlock(&mem_lock);
     return SIM_ERR_OUT_OF_MEMORY;
   }
-  /* Device memory starts as garbage on a GPU: poison it so reads of uninitialised memory show. */
-  memset(base, kind == SIM_MEM_DEVICE ? 0xA5 : 0, size);
+  memset(base, 0, size);
   sim_status status = insert_range(device, kind, base, size);
   if (status == SIM_OK) {
     used[device] += size;

@@ -442,7 +442,9 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
   if (dptr == NULL || size == 0) return CUDA_ERROR_INVALID_VALUE;
   void *p = NULL;
   CUresult rc = from_sim(sim_mem_alloc(ctx->device, SIM_MEM_DEVICE, size, &p));
-  if (rc == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
+  if (rc != CUDA_SUCCESS) return rc;
+  memset(p, 0xA5, size); /* cuMemAlloc does not clear memory: make reads of it visible */
+  *dptr = (CUdeviceptr)(uintptr_t)p;
   return rc;
 }
 

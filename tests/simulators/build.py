@@ -76,6 +76,23 @@ def _cxx() -> str:
     return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
 
 
+def cxx_problem() -> str | None:
+    """None when a C++ compiler (for host builds of kernels) is there, installing g++ with
+    apt-get where this process may (root); else why there is none."""
+    if os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++"):
+        return None
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return "no C++ compiler (c++/g++), and apt-get install g++ is not possible here (not root or no apt-get)"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "g++"]
+    if subprocess.run(install, capture_output=True, env=env, timeout=900).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=900)
+        proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+        if proc.returncode != 0:
+            return f"no C++ compiler, and apt-get install g++ failed: {proc.stderr.strip()[-300:]}"
+    return None if shutil.which("c++") or shutil.which("g++") else "apt-get installed g++ but no c++/g++ is on PATH"
+
+
 def _publish(tmp: Path, final: Path) -> Path:
     """Atomically moves a finished build directory into place (a concurrent twin may win), and
     removes older builds of the same kind (``<kind>-<key>`` siblings)."""
@@ -216,10 +233,13 @@ def _gpu_builds(tool: Nvcc, source: Path, out_dir: Path) -> list[Path]:
 
 
 def gpu_kernels(host_builds: bool = True) -> GpuKernels | str:
-    """Builds (or finds) every GPU test kernel; a str is the reason it cannot (no nvcc)."""
+    """Builds (or finds) every GPU test kernel; a str is the reason it cannot (no nvcc, or no
+    C++ compiler for the host builds)."""
     tool = nvcc()
     if isinstance(tool, str):
         return tool
+    if host_builds and (problem := cxx_problem()) is not None:
+        return problem
     sources = sorted(KERNEL_SOURCES.glob("*.cu"))
     headers = sorted(KERNEL_SOURCES.glob("*.h")) + [SIMULATORS / "core" / "gpusim_kernel.h"]
     key = _digest(tool.path, tool.version, _cxx(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers))

@@ -159,7 +159,8 @@ def nvcc() -> Nvcc | str:
         target = BUILD / "nvcc-13.0"
         candidate = target / "nvidia" / "cu13" / "bin" / "nvcc"
         if not candidate.exists():
-            tmp = Path(tempfile.mkdtemp(dir=BUILD.mkdir(parents=True, exist_ok=True) or BUILD, prefix=".nvcc-"))
+            BUILD.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=BUILD, prefix=".nvcc-"))
             proc = subprocess.run(
                 [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(tmp), *NVCC_PINS],
                 capture_output=True, text=True, timeout=600,

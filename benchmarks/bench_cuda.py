@@ -124,7 +124,7 @@ def _interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict
     medians = {name: statistics.median(values) for name, values in samples.items()}
     if len(names) == 2:
         first, second = samples[names[0]], samples[names[1]]
-        medians["ratio"] = statistics.median(a / b for a, b in zip(first, second))
+        medians["ratio"] = statistics.median(a / b for a, b in zip(first, second, strict=True))
     return medians
 
 
@@ -285,7 +285,9 @@ def run(config: Config) -> dict[str, Any]:
             ck(d.cuStreamDestroy(ck(d.cuStreamCreate(1))))
         return (time.perf_counter_ns() - start) / c
 
-    churn_ns = _interleaved({"olCreateQueue+olDestroyQueue": ol_churn, "cuStreamCreate+cuStreamDestroy": raw_churn}, config.repeats)
+    churn_ns = _interleaved(
+        {"olCreateQueue+olDestroyQueue": ol_churn, "cuStreamCreate+cuStreamDestroy": raw_churn}, config.repeats
+    )
 
     ck(d.cuStreamDestroy(stream))
     ck(d.cuModuleUnload(module))
@@ -306,8 +308,12 @@ def run(config: Config) -> dict[str, Any]:
     ]  # fmt: skip
     if REAL:
         checks.append(
-            {"name": f"{big // MIB} MiB pinned HtoD bandwidth / raw", "value": bandwidth_ratio,
-             "target": f">= {TARGET_BANDWIDTH}", "passed": bandwidth_ratio >= TARGET_BANDWIDTH}  # fmt: skip
+            {
+                "name": f"{big // MIB} MiB pinned HtoD bandwidth / raw",
+                "value": bandwidth_ratio,
+                "target": f">= {TARGET_BANDWIDTH}",
+                "passed": bandwidth_ratio >= TARGET_BANDWIDTH,
+            }  # fmt: skip
         )
     return {
         "driver": "real" if REAL else "simulated (tests/simulators)",
@@ -338,7 +344,9 @@ def report(results: dict[str, Any]) -> str:
         "summary",
     ]  # fmt: skip
     for check in results["checks"]:
-        lines.append(f"  {'PASS' if check['passed'] else 'FAIL'}  {check['name']}: {check['value']:.3f} (target {check['target']})")
+        lines.append(
+            f"  {'PASS' if check['passed'] else 'FAIL'}  {check['name']}: {check['value']:.3f} (target {check['target']})"
+        )
     return "\n".join(lines)
 
 

@@ -1,6 +1,6 @@
 """Code the CUDA tests run in child processes (a prelude of helpers, as source text)."""
 
-PRELUDE = r'''
+PRELUDE = r"""
 import ctypes, json, os, struct, sys
 from pathlib import Path
 import offload as ol
@@ -41,9 +41,9 @@ def launch(groups=1, size=64, dyn=0):
 
 def emit(value):
     print(json.dumps(value))
-'''
+"""
 
-DRIVER_PRELUDE = r'''
+DRIVER_PRELUDE = r"""
 from cuda.bindings import driver as d
 
 
@@ -71,4 +71,4 @@ def extra_for(buf):
     size = ctypes.c_size_t(len(buf))
     arr = (ctypes.c_void_p * 5)(1, ctypes.addressof(keep), 2, ctypes.addressof(size), 0)
     return (keep, size, arr), ctypes.addressof(arr)
-'''
+"""

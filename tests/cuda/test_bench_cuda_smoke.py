@@ -13,7 +13,9 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_cuda.py"
 
 def test_quick_json(kernels: Any, child_env: Any, simulated: Any) -> None:
     env = {k: v for k, v in child_env().items() if k != "LD_LIBRARY_PATH"}  # the script finds the simulator itself
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(proc.stdout)
     assert results["driver"].startswith("simulated")

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ctypes.util
-import os
 from typing import Any
 
 import pytest
 
 from cuda_child import PRELUDE
 
-_STATUS = PRELUDE + r'''
+_STATUS = (
+    PRELUDE
+    + r"""
 from offload_cuda import CudaBackend
 backend = CudaBackend()
 direct = backend.init()
@@ -23,7 +24,8 @@ ol.olMemFree(address)
 ol.olShutDown()
 emit({"direct": len(direct), "reason": backend.unavailable_reason, "status": status,
       "cuda_devices": len(devices.get("cuda", []))})
-'''
+"""
+)
 
 
 def _no_real_driver() -> None:
@@ -57,7 +59,9 @@ def test_offload_backends_cli_lists_cuda(run_child: Any, child_env: Any, simulat
     assert "offload-cuda" in line and "loaded" in line and line.split()[-1] == "2"
 
 
-_CROSS = PRELUDE + r'''
+_CROSS = (
+    PRELUDE
+    + r"""
 ol.olInit()
 devices = platform_devices()
 gpu0, gpu1 = devices["cuda"]
@@ -95,7 +99,8 @@ for m in (a, b, c):
     ol.olMemFree(m)
 ol.olShutDown()
 emit({"sync": sync_ok, "queued": queued_ok, "kernel": kernel_ok, "names": names, "uids": uids})
-'''
+"""
+)
 
 
 def test_two_devices_cross_gpu_copies(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:

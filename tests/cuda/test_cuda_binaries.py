@@ -9,7 +9,9 @@ import pytest
 
 from cuda_child import DRIVER_PRELUDE, PRELUDE
 
-_CHECKS = PRELUDE + r'''
+_CHECKS = (
+    PRELUDE
+    + r"""
 ol.olInit()
 gpu = platform_devices()["cuda"][0]
 cubin = image("foo")
@@ -44,7 +46,8 @@ for name, data in samples.items():
     out[name] = [valid, "SUCCESS", ran]
 ol.olShutDown()
 emit(out)
-'''
+"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +92,10 @@ def test_ptx_newer_than_the_driver_is_refused_by_the_driver(checks: dict[str, li
     assert "cuModuleLoadData" in details and "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in details
 
 
-_RAW = PRELUDE + DRIVER_PRELUDE + r'''
+_RAW = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
 setup()
 out = {}
 for name, data in {"sm80": image("foo", "sm80.cubin"), "garbage": bytes(range(200)) + b"\0",
@@ -97,7 +103,8 @@ for name, data in {"sm80": image("foo", "sm80.cubin"), "garbage": bytes(range(20
     result = d.cuModuleLoadData(data)
     out[name] = d.cuGetErrorName(result[0])[1].decode()
 emit(out)
-'''
+"""
+)
 
 
 def test_simulated_driver_refuses_on_its_own(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:

@@ -65,7 +65,9 @@ def test_unlisted_results_are_backend_failures() -> None:
     assert error_code(46) == ErrorCode.BACKEND_FAILURE  # CUDA_ERROR_DEVICE_UNAVAILABLE
 
 
-_DETAILS = PRELUDE + r'''
+_DETAILS = (
+    PRELUDE
+    + r"""
 from cuda.bindings import driver
 from offload_cuda._errors import raise_for
 out = {}
@@ -75,11 +77,17 @@ for name in NAMES:
     except ol.OffloadError as exc:
         out[name] = [exc.code.name, exc.details, exc.result]
 emit(out)
-'''
+"""
+)
 
 
 def test_details_carry_the_drivers_name_and_string(run_child: Any, child_env: Any, simulated: Any) -> None:
-    names = ["CUDA_ERROR_OUT_OF_MEMORY", "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_NOT_FOUND", "CUDA_ERROR_INVALID_VALUE"]
+    names = [
+        "CUDA_ERROR_OUT_OF_MEMORY",
+        "CUDA_ERROR_NO_BINARY_FOR_GPU",
+        "CUDA_ERROR_NOT_FOUND",
+        "CUDA_ERROR_INVALID_VALUE",
+    ]
     out = run_child(f"NAMES = {names!r}\n" + _DETAILS, child_env()).result
     for name in names:
         code, details, result = out[name]
@@ -88,7 +96,9 @@ def test_details_carry_the_drivers_name_and_string(run_child: Any, child_env: An
         assert details.split("): ", 1)[1], "the driver's error string is missing"
 
 
-_PROVOKED = PRELUDE + r'''
+_PROVOKED = (
+    PRELUDE
+    + r"""
 ol.olInit()
 gpu = platform_devices()["cuda"][0]
 out = {}
@@ -106,7 +116,8 @@ out["after_host_fn"] = error_of(ol.olSyncQueue, q)
 ol.olDestroyProgram(program)
 ol.olShutDown()
 emit(out)
-'''
+"""
+)
 
 
 def test_provoked_driver_errors(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:

@@ -9,7 +9,9 @@ import pytest
 
 from cuda_child import DRIVER_PRELUDE, PRELUDE
 
-_LAUNCHES = PRELUDE + r'''
+_LAUNCHES = (
+    PRELUDE
+    + r"""
 from offload_cuda import CudaBackend
 ol.olInit()
 gpu = platform_devices()["cuda"][0]
@@ -70,7 +72,8 @@ out["saxpy"] = all(ys[i] == 2.0 * i + 1.0 for i in range(0, n, 997)) and ys[n - 
 out["occupancy"] = ol.olCalculateOptimalOccupancy(gpu, k["saxpy"], 0)
 ol.olShutDown()
 emit(out)
-'''
+"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +118,10 @@ def test_saxpy_and_occupancy(launches: dict[str, Any]) -> None:
     assert isinstance(launches["occupancy"], int) and launches["occupancy"] > 0
 
 
-_RAW_LAUNCH = PRELUDE + DRIVER_PRELUDE + r'''
+_RAW_LAUNCH = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
 setup()
 mod = ck(d.cuModuleLoadData(image("multiargs")))
 f = ck(d.cuModuleGetFunction(mod, b"multiargs"))
@@ -131,7 +137,8 @@ emit({
     "shared_without_attribute": d.cuGetErrorName(d.cuLaunchKernel(lf, 1, 1, 1, 64, 1, 1, 64 << 10, 0, 0, ptr)[0])[1].decode(),
     "block_too_big": d.cuGetErrorName(d.cuLaunchKernel(lf, 1, 1, 1, 2048, 1, 1, 0, 0, 0, ptr)[0])[1].decode(),
 })
-'''
+"""
+)
 
 
 def test_simulated_driver_checks_launches(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:

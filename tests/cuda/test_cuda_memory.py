@@ -7,7 +7,9 @@ from typing import Any
 
 from cuda_child import PRELUDE
 
-_MEMORY = PRELUDE + r'''
+_MEMORY = (
+    PRELUDE
+    + r"""
 ol.olInit()
 gpu = platform_devices()["cuda"][0]
 host = platform_devices()["host"][0]
@@ -52,7 +54,8 @@ ol.olMemFree(mem)
 ol.olDestroyQueue(q)
 ol.olShutDown()
 emit(out)
-'''
+"""
+)
 
 
 def test_fills_copies_and_kinds(run_child: Any, child_env: Any, kernels: Any) -> None:

@@ -11,7 +11,10 @@ from cuda_child import DRIVER_PRELUDE, PRELUDE
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
-_STRICT = PRELUDE + DRIVER_PRELUDE + r'''
+_STRICT = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
 name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
 out = {}
 out["before_init"] = name(d.cuDeviceGetCount())
@@ -72,7 +75,8 @@ ck(d.cuDevicePrimaryCtxRelease(dev))
 out["after_release"] = name(d.cuMemAlloc(64))
 out["release_twice"] = name(d.cuDevicePrimaryCtxRelease(dev))
 emit(out)
-'''
+"""
+)
 
 
 def test_driver_strictness(run_child: Any, child_env: Any) -> None:
@@ -102,7 +106,7 @@ def test_driver_strictness(run_child: Any, child_env: Any) -> None:
     assert "gpusim: leak at primary context release of device 0: 4096 bytes of device memory" in child.stderr
 
 
-_PROCS = r'''
+_PROCS = r"""
 import ctypes, json
 lib = ctypes.CDLL("libcuda.so.1")
 lookup = lib.cuGetProcAddress_v2
@@ -123,7 +127,7 @@ print(json.dumps({
     "ctxsync_2000_is_v1": find("cuCtxSynchronize", 12080)[2] == address("cuCtxSynchronize"),
     "elapsed_12080_is_v2": find("cuEventElapsedTime", 12080)[2] == address("cuEventElapsedTime_v2"),
 }))
-'''
+"""
 
 
 def test_entry_points_by_name_and_version(run_child: Any, child_env: Any) -> None:
@@ -135,7 +139,10 @@ def test_entry_points_by_name_and_version(run_child: Any, child_env: Any) -> Non
     assert out["ctxsync_13000_is_v2"] and out["ctxsync_2000_is_v1"] and out["elapsed_12080_is_v2"]
 
 
-_MODULES = PRELUDE + DRIVER_PRELUDE + r'''
+_MODULES = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
 name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
 setup()
 out = {}
@@ -158,7 +165,8 @@ out["params"] = [[int(o), int(s)] for o, s in params]
 ptx = ck(d.cuModuleLoadData(image("single_counter", "ptx")))
 out["ptx_params"] = [[int(v) for v in ck(d.cuFuncGetParamInfo(ck(d.cuModuleGetFunction(ptx, b"single_counter")), i))] for i in range(4)]
 emit(out)
-'''
+"""
+)
 
 
 def test_modules(run_child: Any, child_env: Any, kernels: Any) -> None:

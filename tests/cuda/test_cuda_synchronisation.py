@@ -14,7 +14,9 @@ import pytest
 
 from cuda_child import PRELUDE
 
-_SCENARIOS = PRELUDE + r'''
+_SCENARIOS = (
+    PRELUDE
+    + r"""
 ol.olInit()
 gpu = platform_devices()["cuda"][0]
 host = platform_devices()["host"][0]
@@ -53,7 +55,8 @@ ol.olSyncQueue(q)
 out["empty_after_sync"] = ol.olGetQueueInfo(q, ol.QueueInfo.EMPTY) is True
 ol.olShutDown()
 emit(out)
-'''
+"""
+)
 
 
 @pytest.mark.parametrize("synchronised", [True, False], ids=["synchronised", "missing-sync"])
@@ -67,7 +70,9 @@ def test_missing_synchronisation_is_visible(
     assert out["pending_seen"] is True and out["empty_after_sync"] is True
 
 
-def test_without_delay_the_unsynchronised_read_may_pass(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
+def test_without_delay_the_unsynchronised_read_may_pass(
+    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+) -> None:
     """Control: the same synchronised program is right with the delay off too."""
     out = run_child(_SCENARIOS, child_env(kernels=kernels, SCENARIO_SYNC="1")).result
     assert out["host_read"] and out["cross_queue"]

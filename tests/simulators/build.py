@@ -40,7 +40,12 @@ GPU_KERNELS = (
     "global", "global_ctor", "global_dtor", "sequence", "single_counter", "saxpy",
 )  # fmt: skip
 
-NVCC_PINS = ("nvidia-cuda-nvcc==13.0.*", "nvidia-cuda-runtime==13.0.*", "nvidia-cuda-crt==13.0.*", "nvidia-nvvm==13.0.*")
+NVCC_PINS = (
+    "nvidia-cuda-nvcc==13.0.*",
+    "nvidia-cuda-runtime==13.0.*",
+    "nvidia-cuda-crt==13.0.*",
+    "nvidia-nvvm==13.0.*",
+)
 
 
 class BuildError(RuntimeError):
@@ -229,7 +234,19 @@ def _gpu_builds(tool: Nvcc, source: Path, out_dir: Path) -> list[Path]:
         outputs.append(out_dir / "foo.sm80.cubin")
         _run([*base, "-cubin", "-arch=sm_80", str(source), "-o", str(outputs[-1])])
         outputs.append(out_dir / "foo.compressed.fatbin")  # compressed entries (nvcc compresses larger ones by default)
-        _run([*base, "-fatbin", "-Xfatbin", "-compress-all", "-gencode", "arch=compute_90,code=sm_90", str(source), "-o", str(outputs[-1])])
+        _run(
+            [
+                *base,
+                "-fatbin",
+                "-Xfatbin",
+                "-compress-all",
+                "-gencode",
+                "arch=compute_90,code=sm_90",
+                str(source),
+                "-o",
+                str(outputs[-1]),
+            ]
+        )
     return outputs
 
 
@@ -243,7 +260,9 @@ def gpu_kernels(host_builds: bool = True) -> GpuKernels | str:
         return problem
     sources = sorted(KERNEL_SOURCES.glob("*.cu"))
     headers = sorted(KERNEL_SOURCES.glob("*.h")) + [SIMULATORS / "core" / "gpusim_kernel.h"]
-    key = _digest(tool.path, tool.version, _cxx(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers))
+    key = _digest(
+        tool.path, tool.version, _cxx(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers)
+    )
     final = BUILD / f"gpu-kernels-{key}"
     if (final / "registry").exists():
         return GpuKernels(final, final / "registry")

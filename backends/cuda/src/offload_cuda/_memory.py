@@ -106,7 +106,9 @@ def _enable_peer(src: CudaDevice, dst: CudaDevice) -> bool:
     return True
 
 
-def copy_between(src_device: CudaDevice, src: int, dst_device: CudaDevice, dst: int, size: int, stream: Any | None) -> None:
+def copy_between(
+    src_device: CudaDevice, src: int, dst_device: CudaDevice, dst: int, size: int, stream: Any | None
+) -> None:
     """Within one GPU a device-to-device copy; across GPUs a peer copy."""
     d = src_device.driver
     if src_device is dst_device:
@@ -121,7 +123,9 @@ def copy_between(src_device: CudaDevice, src: int, dst_device: CudaDevice, dst: 
     if stream is None:
         check(d, d.cuMemcpyPeer(dst, dst_device.context, src, src_device.context, size), "cuMemcpyPeer")
     else:
-        check(d, d.cuMemcpyPeerAsync(dst, dst_device.context, src, src_device.context, size, stream), "cuMemcpyPeerAsync")
+        check(
+            d, d.cuMemcpyPeerAsync(dst, dst_device.context, src, src_device.context, size, stream), "cuMemcpyPeerAsync"
+        )
 
 
 def fill(device: CudaDevice, address: int, pattern: bytes, size: int, stream: Any | None) -> None:

@@ -3,7 +3,14 @@
 
 Readers never lock: ``STATE.ctx`` is either None or a fully built context (it is published only
 after every backend is initialised, and cleared before teardown starts), so the per-call check is
-one attribute read.
+one attribute read. Every generated call registers itself in ``ctx.calls`` while it runs (and
+re-reads ``STATE.ctx`` after registering), so the final ``olShutDown`` first waits for the calls
+other threads are inside, and nothing is released under a running call.
+
+The teardown runs on a thread of its own, which signals never interrupt: a ``KeyboardInterrupt``
+arriving while ``olShutDown`` waits for it is kept and re-raised once the teardown has finished,
+and a ``BaseException`` raised by a backend hook is kept the same way, so no queue thread,
+program or allocation is leaked whatever is raised.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 from typing import Any
 
 from ._allocations import AllocationMap
@@ -27,7 +35,10 @@ PARKED_IDLE_LIMIT = 8  # finished parked queues kept per device for reuse; more 
 class Context:
     """Everything one init..shutdown session owns."""
 
-    __slots__ = ("trace", "validate", "tracer", "platforms", "devices", "statuses", "allocations", "queue_ids")
+    __slots__ = (
+        "trace", "validate", "tracer", "platforms", "devices", "statuses", "allocations", "globals", "queue_ids",
+        "calls", "orphan_errors",
+    )
 
     trace: bool
     validate: bool
@@ -36,7 +47,10 @@ class Context:
     devices: list[Device]
     statuses: list[BackendStatus]
     allocations: AllocationMap
+    globals: AllocationMap  # global variables of live programs on non-host devices
     queue_ids: itertools.count[int]
+    calls: list[None]  # one entry per generated call running now (any thread)
+    orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
 
     def __init__(self) -> None:
         from . import _tracing
@@ -48,7 +62,10 @@ class Context:
         self.devices = []
         self.statuses = []
         self.allocations = AllocationMap()
+        self.globals = AllocationMap()
         self.queue_ids = itertools.count(1)
+        self.calls = []
+        self.orphan_errors = []
 
 
 class _State:
@@ -86,9 +103,35 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             parked=[],
             queues=set(),
             programs=set(),
+            limits=launch_limits(info),
         )
         platform.devices.append(device)
     return platform
+
+
+def launch_limits(info: dict[Any, Any]) -> tuple[Any, ...]:
+    """(MAX_WORK_GROUP_SIZE, its per-dimension Dimensions, MAX_WORK_SIZE, its per-dimension
+    Dimensions) from a device's info; each None where the backend does not give it."""
+    from ._types import Dimensions
+
+    def scalar(prop: DeviceInfo) -> int | None:
+        try:
+            return int(info[prop])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def dims(prop: DeviceInfo) -> Dimensions | None:
+        try:
+            return Dimensions(*(int(v) for v in info[prop]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    return (
+        scalar(DeviceInfo.MAX_WORK_GROUP_SIZE),
+        dims(DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION),
+        scalar(DeviceInfo.MAX_WORK_SIZE),
+        dims(DeviceInfo.MAX_WORK_SIZE_PER_DIMENSION),
+    )
 
 
 def init() -> None:
@@ -109,34 +152,105 @@ def init() -> None:
         STATE.refcount = 1
 
 
-def _collect(errors: list[OffloadError], what: str, call: Any, *args: Any) -> None:
+class _Local(threading.local):
+    queue: Any = None  # the native queue whose host function this thread is running
+    device: Any = None  # that queue's Device
+    iterating: int = 0  # olIterateDevices callbacks this thread is inside
+
+
+LOCAL = _Local()
+
+
+def _collect(errors: list[OffloadError], interrupts: list[BaseException], what: str, call: Any, *args: Any) -> None:
     """Call a backend hook during teardown, keeping its failure instead of raising it."""
     try:
         call(*args)
-    except Exception as exc:
+    except BaseException as exc:  # noqa: B036 - kept and re-raised after the teardown
+        keep(errors, interrupts, exc, what)
+
+
+def keep(errors: list[OffloadError], interrupts: list[BaseException], exc: BaseException, what: str) -> None:
+    """Sort one raised exception into errors (every member of a group) and interrupts."""
+    if isinstance(exc, BaseExceptionGroup):
+        matched, rest = exc.split(Exception)
+        if matched is not None:
+            errors.append(as_offload_error(matched, what))
+        if rest is not None:
+            interrupts.append(rest)
+    elif isinstance(exc, Exception):
         errors.append(as_offload_error(exc, what))
+    else:
+        interrupts.append(exc)
 
 
 def shutdown() -> None:
-    """``olShutDown``: the last call tears everything down, every failure joined, none dropped."""
+    """``olShutDown``: the last call tears everything down, every failure joined, none dropped.
+
+    The final call waits for calls that other threads are inside, then releases everything; it is
+    refused (``INVALID_QUEUE``) inside a host function, whose own queue it would have to wait for.
+    """
     with STATE.lock:
         ctx = STATE.ctx
         if ctx is None:
             raise uninitialized()
+        if STATE.refcount == 1 and LOCAL.queue is not None:
+            raise OffloadError(
+                ErrorCode.INVALID_QUEUE,
+                "the final olShutDown cannot run inside a host function (it would wait for the host function's "
+                "own queue); call it once the queue is synchronised",
+            )
         STATE.refcount -= 1
         if STATE.refcount:
             return
         STATE.ctx = None
-        errors = teardown(ctx)
+    errors, interrupts = _run_teardown(ctx)
     error = join_errors(errors)
+    if interrupts:
+        interrupt = interrupts[0]
+        if error is not None:
+            interrupt.__context__ = error
+        raise interrupt
     if error is not None:
         raise error
 
 
-def teardown(ctx: Context) -> list[OffloadError]:
-    """Release every queue, program, allocation, device and backend of ``ctx``; return the errors."""
+def _run_teardown(ctx: Context) -> tuple[list[OffloadError], list[BaseException]]:
+    """Run ``teardown`` on a thread of its own and wait for it, whatever interrupts the wait."""
     errors: list[OffloadError] = []
+    interrupts: list[BaseException] = []
+    own_calls = LOCAL.iterating
+    worker = threading.Thread(target=teardown, args=(ctx, errors, interrupts, own_calls), name="offload-teardown")
+    try:
+        worker.start()
+    except RuntimeError:  # no new threads (interpreter finalisation): run it here
+        teardown(ctx, errors, interrupts, own_calls)
+        return errors, interrupts
+    while True:
+        try:
+            worker.join()
+            return errors, interrupts
+        except BaseException as exc:  # noqa: B036 - Ctrl-C: finish the teardown, then re-raise
+            interrupts.append(exc)
+
+
+def wait_for_calls(ctx: Context, own: int) -> None:
+    """Wait until no thread but this one (``own`` calls deep) is inside a call of ``ctx``."""
+    delay = 0.0002
+    while len(ctx.calls) > own:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+
+
+def teardown(
+    ctx: Context, errors: list[OffloadError], interrupts: list[BaseException], own_calls: int = 0
+) -> None:
+    """Release every queue, program, allocation, device and backend of ``ctx`` (after the calls
+    other threads are inside have returned), keeping every error and interrupt."""
+    wait_for_calls(ctx, own_calls)
+    errors.extend(ctx.orphan_errors)
+    ctx.orphan_errors = []
     leftover = ctx.allocations.drain()
+    ctx.globals.drain()
     for platform in ctx.platforms:
         bound = platform.backend
         for device in platform.devices:
@@ -149,17 +263,18 @@ def teardown(ctx: Context) -> list[OffloadError]:
                 programs = list(device.programs)
                 device.programs.clear()
             for native_queue in queues:
-                _collect(errors, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
+                _collect(errors, interrupts, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
             for program in programs:
                 program._ctx = None
                 for symbol in program.symbols.values():
                     symbol._ctx = None
-                _collect(errors, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
+                _collect(errors, interrupts, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
             if "mem_free" in bound.implemented:
                 for allocation in leftover:
                     if allocation.device is device:
                         _collect(
                             errors,
+                            interrupts,
                             f"{bound.name}: mem_free",
                             bound.mem_free,
                             device.native,
@@ -167,9 +282,8 @@ def teardown(ctx: Context) -> list[OffloadError]:
                             allocation.alloc_type,
                         )
             device._ctx = None
-        errors.extend(release_backend(bound, [d.native for d in platform.devices]))
+        errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
         platform._ctx = None
-    return errors
 
 
 def device_info_value(device: Device, prop: DeviceInfo) -> Any:

@@ -32,7 +32,7 @@ from ._enums import (
 from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._runtime import LOCAL, PARKED_IDLE_LIMIT, STATE, Context, device_info_value
-from ._memory import ADDRESS_LIMIT, READ, WRITE, HOT as _HOT, as_address, as_size, check_range, end_of
+from ._memory import ADDRESS_LIMIT, HOST_MAPPINGS, READ, WRITE, HOT as _HOT, as_address, as_size, check_range, end_of
 from ._types import KernelLaunchSizeArgs, KernelParam
 
 MAX_ALLOC_TRIES = 50
@@ -148,6 +148,7 @@ def olMemFree(ctx: Context, address: Any) -> None:
     device = allocation.device
     release = functools.partial(device.backend.mem_free, device.native, address, allocation.alloc_type)
     _release_after_queued_work(ctx, ctx.devices, release)
+    HOST_MAPPINGS.forget()
 
 
 def _release_after_queued_work(ctx: Context, devices: Sequence[Device], release: Callable[[], None]) -> None:

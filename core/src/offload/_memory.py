@@ -11,8 +11,11 @@ enqueued, whatever ``OFFLOAD_DISABLE_VALIDATION`` says:
 * host memory that is not an allocation (and the host backend's memory is host memory) must be
   mapped readable (a source) or writable (a destination), read from a cached view of
   ``/proc/self/maps`` that is re-read whenever a range is not found in it, so a bad pointer is an
-  ``INVALID_ARGUMENT`` instead of a fault. A range unmapped by its owner after it was last seen
-  mapped is the owner's use after free (as with any C library) and is not detected.
+  ``INVALID_ARGUMENT`` instead of a fault. ``olMemFree`` drops the view, so a freed allocation
+  whose memory the backend unmapped is refused; freed memory that stays mapped (a small host
+  allocation back in the C heap) is host memory like any other and cannot be told apart. A range
+  unmapped by its owner after it was last seen mapped is the owner's use after free (as with any
+  C library) and is not detected.
 """
 
 from __future__ import annotations
@@ -126,6 +129,10 @@ class HostMappings:
                 ends.append(end)
                 flags.append(flag)
         self.view = (tuple(starts), tuple(ends), tuple(flags))
+
+    def forget(self) -> None:
+        """Drop the view (memory was just released): the next check reads the mappings afresh."""
+        self.view = ((), (), ())
 
     def covers(self, start: int, end: int, need: int) -> bool:
         """Whether [start, end) is mapped with ``need`` (READ, WRITE) in the current view."""

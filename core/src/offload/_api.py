@@ -233,21 +233,22 @@ def olMemcpy(
     bits = dst | src | size
     if bits < 0 or bits >= ADDRESS_LIMIT or dst + size > ADDRESS_LIMIT or src + size > ADDRESS_LIMIT:
         _range_values(dst, src, size)
-    if size:
-        snapshot = ctx.allocations.snapshot
-        hot_dst, hot_src = _HOT[WRITE], _HOT[READ]
-        if not (
-            hot_dst[2] is snapshot
-            and hot_src[2] is snapshot
-            and hot_dst[0] <= dst
-            and dst + size <= hot_dst[1]
-            and hot_src[0] <= src
-            and src + size <= hot_src[1]
-            and dst_device.is_host
-            and src_device.is_host
-        ):
-            check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
-            check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
+    if not size:
+        return  # nothing to copy, nothing to order
+    snapshot = ctx.allocations.snapshot
+    hot_dst, hot_src = _HOT[WRITE], _HOT[READ]
+    if not (
+        hot_dst[2] is snapshot
+        and hot_src[2] is snapshot
+        and hot_dst[0] <= dst
+        and dst + size <= hot_dst[1]
+        and hot_src[0] <= src
+        and src + size <= hot_src[1]
+        and dst_device.is_host
+        and src_device.is_host
+    ):
+        check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
+        check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:
             _memmove(dst, src, size)

@@ -229,26 +229,29 @@ def olMemcpy(
     ctx: Context, queue: Queue | None, dst: Any, dst_device: Device, src: Any, src_device: Device, size: Any
 ) -> None:
     """Copy ``size`` bytes. Both ranges are checked first (``_memory``); with a queue the copy runs
-    in queue order, and the memory it uses is kept alive until it has run (``olMemFree`` waits)."""
+    in queue order, and the memory it uses is kept alive until it has run (``olMemFree`` waits).
+    A zero-byte copy does nothing."""
+    if size > 0 and queue is None and dst_device.is_host and src_device.is_host:
+        # the hot path: both ranges inside the host segments last found safe (see _memory.HOT)
+        hot_dst, hot_src = _HOT[WRITE], _HOT[READ]
+        snapshot = ctx.allocations.snapshot
+        if (
+            hot_dst[2] is snapshot
+            and hot_src[2] is snapshot
+            and hot_dst[0] <= dst
+            and dst + size <= hot_dst[1]
+            and hot_src[0] <= src
+            and src + size <= hot_src[1]
+        ):
+            _memmove(dst, src, size)
+            return
     bits = dst | src | size
     if bits < 0 or bits >= ADDRESS_LIMIT or dst + size > ADDRESS_LIMIT or src + size > ADDRESS_LIMIT:
         _range_values(dst, src, size)
     if not size:
         return  # nothing to copy, nothing to order
-    snapshot = ctx.allocations.snapshot
-    hot_dst, hot_src = _HOT[WRITE], _HOT[READ]
-    if not (
-        hot_dst[2] is snapshot
-        and hot_src[2] is snapshot
-        and hot_dst[0] <= dst
-        and dst + size <= hot_dst[1]
-        and hot_src[0] <= src
-        and src + size <= hot_src[1]
-        and dst_device.is_host
-        and src_device.is_host
-    ):
-        check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
-        check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
+    check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
+    check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:
             _memmove(dst, src, size)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -197,6 +198,8 @@ def _mem_info(ctx: Context, ptr: Any, prop: Any) -> tuple[Any, _info.Kind]:
 
 
 def _register_flags(flags: Any) -> MemoryRegisterFlag:
+    if not isinstance(flags, int) and hasattr(type(flags), "__index__"):
+        flags = operator.index(flags)
     if not isinstance(flags, int) or flags & ~0b11:
         raise _fail(ErrorCode.INVALID_ENUMERATION, f"memory register flags '{flags}' are invalid")
     return MemoryRegisterFlag(flags)

@@ -51,19 +51,18 @@ def as_address(value: Any, name: str) -> int:
     elif value is None:
         return 0
     else:
-        ptr = getattr(type(value), "__offload_ptr__", None)
         try:
-            if ptr is not None:
-                result = value.__offload_ptr__
-                if type(result) is not int:
-                    result = operator.index(result)
-            elif isinstance(value, bool):
-                raise TypeError
-            else:
-                result = operator.index(value)
-        except (TypeError, ValueError):
+            result = getattr(value, "__offload_ptr__", None)
+            if result is None:
+                result = value
+            if isinstance(result, bool):
+                raise TypeError("a bool is not an address")
+            if type(result) is not int:
+                result = operator.index(result)
+        except Exception:
             raise OffloadError(
-                ErrorCode.INVALID_ARGUMENT, f"{name} must be an int address, got {type(value).__name__}"
+                ErrorCode.INVALID_ARGUMENT,
+                f"{name} must be an int address (or have __offload_ptr__), got {type(value).__name__}",
             ) from None
     if not 0 <= result < ADDRESS_LIMIT:
         raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} = {result:#x} is not a 64-bit address")
@@ -74,9 +73,12 @@ def as_size(value: Any, name: str) -> int:
     """A size argument as an int: an int or an ``__index__`` integer below 2**64
     (``INVALID_ARGUMENT`` for another type, ``INVALID_SIZE`` for a negative or too large value)."""
     if type(value) is not int:
-        if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} must be an int, got {type(value).__name__}")
-        value = operator.index(value)
+        try:
+            if isinstance(value, bool):
+                raise TypeError("a bool is not a size")
+            value = operator.index(value)
+        except Exception:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} must be an int, got {type(value).__name__}") from None
     if not 0 <= value < ADDRESS_LIMIT:
         raise OffloadError(ErrorCode.INVALID_SIZE, f"{name} = {value} is not a size (0 <= size < 2**64)")
     return value

@@ -46,19 +46,19 @@ _MAPS = "/proc/self/maps"
 def as_address(value: Any, name: str) -> int:
     """An address argument as an int: an int, an ``__offload_ptr__`` object or an ``__index__``
     integer (numpy integers); ``INVALID_ARGUMENT`` naming ``name`` for anything else."""
+    result: int
     if type(value) is int:
         result = value
     elif value is None:
         return 0
     else:
         try:
-            result = getattr(value, "__offload_ptr__", None)
-            if result is None:
-                result = value
-            if isinstance(result, bool):
+            candidate: Any = getattr(value, "__offload_ptr__", None)
+            if candidate is None:
+                candidate = value
+            if isinstance(candidate, bool):
                 raise TypeError("a bool is not an address")
-            if type(result) is not int:
-                result = operator.index(result)
+            result = candidate if type(candidate) is int else operator.index(candidate)
         except Exception:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT,

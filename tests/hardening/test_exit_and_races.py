@@ -207,3 +207,43 @@ def test_calls_racing_the_final_shutdown_repeated(run_python) -> None:
         """,
     )
     assert "done" in proc.stdout
+
+
+def test_shutdown_and_destroy_wait_for_a_long_synchronous_host_launch(run_python) -> None:
+    proc = _run(
+        run_python,
+        """
+        import struct
+        from offload_host import build_test_kernel
+        binary = build_test_kernel("single_counter")
+        for what in ("olDestroyProgram", "olShutDown", "queued"):
+            ol.olInit()
+            dev = host_device()
+            program = ol.olCreateProgram(dev, binary)
+            kernel = ol.olGetSymbol(program, "single_counter", ol.SymbolKind.KERNEL)
+            init = ol.olMemAlloc(dev, ol.AllocType.HOST, 4)
+            out = ol.olMemAlloc(dev, ol.AllocType.HOST, 4)
+            ol.olMemFill(None, init, b"\\0\\0\\0\\0", 4)
+            args = struct.pack("iiPP", 200_000_000, 1, init, out)
+            one = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
+            started = time.perf_counter()
+            queue = ol.olCreateQueue(dev) if what == "queued" else None
+            runner = threading.Thread(target=ol.olLaunchKernel, args=(queue, dev, kernel, args, one))
+            runner.start()
+            time.sleep(0.05)
+            if what == "queued":
+                ol.olLaunchKernel(queue, dev, kernel, args, one)
+                ol.olDestroyProgram(program)  # waits for both queued launches
+                ol.olMemFree(out)  # the launches wrote it: freed only after them
+                ol.olShutDown()
+            elif what == "olDestroyProgram":
+                ol.olDestroyProgram(program)  # waits for the running launch
+                ol.olShutDown()
+            else:
+                ol.olShutDown()  # waits for the call inside the other thread
+            runner.join()
+            print(what, "waited", round(time.perf_counter() - started, 2))
+        print("done")
+        """,
+    )
+    assert "done" in proc.stdout, proc.stdout

@@ -181,7 +181,13 @@ def olInit() -> None:
 
 
 def olShutDown() -> None:
-    """Drop one reference; the last one releases everything, joining every error."""
+    """Drop one reference; the last one releases everything, joining every error.
+
+    The last one first waits for the calls other threads are inside (a long synchronous launch
+    included), keeps going whatever is raised during the teardown (a ``KeyboardInterrupt`` is
+    re-raised once it is done), raises the errors of destroyed queues too, and is refused
+    (``INVALID_QUEUE``) inside a host function.
+    """
     from time import perf_counter_ns
 
     ctx = STATE.ctx

@@ -221,6 +221,18 @@ class SimBackend:
 
     @hookimpl
     def synchronize(self, device: SimDevice, queue: SimQueue, release: bool) -> None:
+        if threading.current_thread() is queue.thread:
+            if not release:
+                raise ol.OffloadError(ol.ErrorCode.INVALID_QUEUE, "a host function cannot wait for its own queue")
+            while True:  # released from its own host function: drop the work behind it
+                try:
+                    op = queue.ops.get_nowait()
+                except _stdqueue.Empty:
+                    break
+                if op is not None:
+                    queue.completed += 1
+            queue.ops.put(None)  # the thread ends once the running function returns
+            return
         if queue.completed != queue.submitted:
             done = threading.Event()
             queue.submit(done.set)

@@ -88,7 +88,7 @@ def _body_lines(fn: Function) -> list[str]:
     call_args = ", ".join(["ctx"] + [p.py for p in fn.params])
     lines += [
         "    calls = ctx.calls",
-        "    calls.append(None)",
+        f"    calls.append({fn.name!r})",
         "    try:",
         "        if _STATE.ctx is not ctx:",
         "            raise _uninitialized()",
@@ -98,7 +98,7 @@ def _body_lines(fn: Function) -> list[str]:
         "    except Exception as exc:",
         f"        raise _as_offload_error(exc, {fn.name!r}) from exc",
         "    finally:",
-        "        calls.pop()",
+        f"        calls.remove({fn.name!r})",
     ]
     return lines
 

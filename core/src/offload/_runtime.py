@@ -49,7 +49,7 @@ class Context:
     allocations: AllocationMap
     globals: AllocationMap  # global variables of live programs on non-host devices
     queue_ids: itertools.count[int]
-    calls: list[None]  # one entry per generated call running now (any thread)
+    calls: list[str]  # the name of every generated call running now (any thread)
     orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
 
     def __init__(self) -> None:
@@ -186,24 +186,26 @@ def keep(errors: list[OffloadError], interrupts: list[BaseException], exc: BaseE
 def shutdown() -> None:
     """``olShutDown``: the last call tears everything down, every failure joined, none dropped.
 
-    The final call waits for calls that other threads are inside, then releases everything; it is
-    refused (``INVALID_QUEUE``) inside a host function, whose own queue it would have to wait for.
+    The final call waits for calls that other threads are inside, then releases everything. Inside
+    a host function it runs on that function's thread, does not wait for other threads' waits
+    (``olSyncQueue``, ``olSyncEvent``: they may be waiting for this very function), and releases
+    the function's own queue from inside it (``synchronize(release=True)`` on the queue's own
+    thread: the backend drops the work queued behind the function, see ``hookspecs``).
     """
     with STATE.lock:
         ctx = STATE.ctx
         if ctx is None:
             raise uninitialized()
-        if STATE.refcount == 1 and LOCAL.queue is not None:
-            raise OffloadError(
-                ErrorCode.INVALID_QUEUE,
-                "the final olShutDown cannot run inside a host function (it would wait for the host function's "
-                "own queue); call it once the queue is synchronised",
-            )
         STATE.refcount -= 1
         if STATE.refcount:
             return
         STATE.ctx = None
-    errors, interrupts = _run_teardown(ctx)
+    if LOCAL.queue is not None:
+        errors: list[OffloadError] = []
+        interrupts: list[BaseException] = []
+        teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS)
+    else:
+        errors, interrupts = _run_teardown(ctx)
     error = join_errors(errors)
     if interrupts:
         interrupt = interrupts[0]
@@ -233,20 +235,31 @@ def _run_teardown(ctx: Context) -> tuple[list[OffloadError], list[BaseException]
             interrupts.append(exc)
 
 
-def wait_for_calls(ctx: Context, own: int) -> None:
-    """Wait until no thread but this one (``own`` calls deep) is inside a call of ``ctx``."""
+_WAITS = frozenset({"olSyncQueue", "olSyncEvent"})
+
+
+def wait_for_calls(ctx: Context, own: int, ignore: frozenset[str] = frozenset()) -> None:
+    """Wait until no thread but this one (``own`` calls deep) is inside a call of ``ctx`` (calls
+    named in ``ignore`` aside)."""
     delay = 0.0002
-    while len(ctx.calls) > own:
+    while True:
+        calls = list(ctx.calls)
+        if len(calls) - sum(name in ignore for name in calls) <= own:
+            return
         time.sleep(delay)
         delay = min(delay * 2, 0.01)
 
 
 def teardown(
-    ctx: Context, errors: list[OffloadError], interrupts: list[BaseException], own_calls: int = 0
+    ctx: Context,
+    errors: list[OffloadError],
+    interrupts: list[BaseException],
+    own_calls: int = 0,
+    ignore: frozenset[str] = frozenset(),
 ) -> None:
     """Release every queue, program, allocation, device and backend of ``ctx`` (after the calls
     other threads are inside have returned), keeping every error and interrupt."""
-    wait_for_calls(ctx, own_calls)
+    wait_for_calls(ctx, own_calls, ignore)
     errors.extend(ctx.orphan_errors)
     ctx.orphan_errors = []
     leftover = ctx.allocations.drain()

@@ -232,7 +232,10 @@ def synchronize(device: Any, queue: Any, release: bool) -> None:
     exception, or an ``ExceptionGroup`` of all of them: each is kept).
 
     With ``release`` the queue is finished: free it (no thread of it may outlive this call). Without
-    it the queue stays usable; the core uses that before reusing a parked queue.
+    it the queue stays usable; the core uses that before reusing a parked queue. ``release`` may be
+    called from a host function running on the queue itself (the final ``olShutDown`` called there):
+    then drop the work queued behind that function, do not wait for it, and let the queue's thread
+    end as soon as the function returns.
     """
 
 

@@ -7,18 +7,21 @@ one attribute read. Every generated call registers itself in ``ctx.calls`` while
 re-reads ``STATE.ctx`` after registering), so the final ``olShutDown`` first waits for the calls
 other threads are inside, and nothing is released under a running call.
 
-The teardown runs on a thread of its own, which signals never interrupt: a ``KeyboardInterrupt``
-arriving while ``olShutDown`` waits for it is kept and re-raised once the teardown has finished,
-and a ``BaseException`` raised by a backend hook is kept the same way, so no queue thread,
-program or allocation is leaked whatever is raised.
+While the final ``olShutDown`` runs on the main thread, SIGINT is held: a ``KeyboardInterrupt``
+(Ctrl-C) arriving meanwhile is delivered once the teardown has finished, and a ``BaseException``
+raised by a backend hook is kept and re-raised the same way, so no queue thread, program or
+allocation is leaked whatever is raised.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ._allocations import AllocationMap
@@ -192,20 +195,18 @@ def shutdown() -> None:
     the function's own queue from inside it (``synchronize(release=True)`` on the queue's own
     thread: the backend drops the work queued behind the function, see ``hookspecs``).
     """
-    with STATE.lock:
-        ctx = STATE.ctx
-        if ctx is None:
-            raise uninitialized()
-        STATE.refcount -= 1
-        if STATE.refcount:
-            return
-        STATE.ctx = None
-    if LOCAL.queue is not None:
-        errors: list[OffloadError] = []
-        interrupts: list[BaseException] = []
-        teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS)
-    else:
-        errors, interrupts = _run_teardown(ctx)
+    errors: list[OffloadError] = []
+    interrupts: list[BaseException] = []
+    with _sigint_held(interrupts):
+        with STATE.lock:
+            ctx = STATE.ctx
+            if ctx is None:
+                raise uninitialized()
+            STATE.refcount -= 1
+            if STATE.refcount:
+                return
+            STATE.ctx = None
+        teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS if LOCAL.queue is not None else frozenset())
     error = join_errors(errors)
     if interrupts:
         interrupt = interrupts[0]
@@ -216,23 +217,29 @@ def shutdown() -> None:
         raise error
 
 
-def _run_teardown(ctx: Context) -> tuple[list[OffloadError], list[BaseException]]:
-    """Run ``teardown`` on a thread of its own and wait for it, whatever interrupts the wait."""
-    errors: list[OffloadError] = []
-    interrupts: list[BaseException] = []
-    own_calls = LOCAL.iterating
-    worker = threading.Thread(target=teardown, args=(ctx, errors, interrupts, own_calls), name="offload-teardown")
+@contextlib.contextmanager
+def _sigint_held(interrupts: list[BaseException]) -> Iterator[None]:
+    """On the main thread, hold SIGINT: its Python handler runs when the block ends (a
+    ``KeyboardInterrupt`` it raises is appended to ``interrupts``). Elsewhere, nothing to do:
+    Python runs signal handlers on the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    held: list[tuple[int, Any]] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append((signum, frame)))
     try:
-        worker.start()
-    except RuntimeError:  # no new threads (interpreter finalisation): run it here
-        teardown(ctx, errors, interrupts, own_calls)
-        return errors, interrupts
-    while True:
-        try:
-            worker.join()
-            return errors, interrupts
-        except BaseException as exc:  # noqa: B036 - Ctrl-C: finish the teardown, then re-raise
-            interrupts.append(exc)
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for signum, frame in held[:1]:
+            try:
+                previous(signum, frame)
+            except BaseException as exc:  # noqa: B036 - re-raised by shutdown after its errors
+                interrupts.append(exc)
 
 
 _WAITS = frozenset({"olSyncQueue", "olSyncEvent"})

@@ -255,6 +255,8 @@ def cases(world: World) -> Iterator[tuple[str, str, Callable[[], Any]]]:
             if "@queued" in variant and index == 0:
                 continue  # the queue itself is varied in the synchronous variant
             for klass, label, value in world.bad_values(param.kind, param.handle):
+                if "@foo" in variant and label == "junk":
+                    continue  # bytes that the kernel's own code reads as a pointer: its own fault
                 args = list(baseline)
                 args[index] = value
                 yield f"{variant}:{param.c}={label}", klass, (lambda call=call, args=tuple(args): call(*args))

@@ -695,10 +695,15 @@ def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:
         "xyz", items, (g * i for g, i in zip(groups, items)), max_group_dims or (None,) * 3, max_work_dims or (None,) * 3
     ):
         if group_limit is not None and extent > group_limit:
-            raise _fail(ErrorCode.INVALID_SIZE, f"GroupSize.{axis} = {extent} exceeds the device's maximum {group_limit}")
+            raise _fail(
+                ErrorCode.INVALID_SIZE,
+                f"GroupSize.{axis} = {extent} exceeds the device's MAX_WORK_GROUP_SIZE_PER_DIMENSION.{axis} = {group_limit}",
+            )
         if work_limit is not None and work > work_limit:
             raise _fail(
-                ErrorCode.INVALID_SIZE, f"the grid's {work} work-items along {axis} exceed the device's maximum {work_limit}"
+                ErrorCode.INVALID_SIZE,
+                f"NumGroups.{axis} * GroupSize.{axis} = {work} work-items exceed the device's "
+                f"MAX_WORK_SIZE_PER_DIMENSION.{axis} = {work_limit}",
             )
     total = launch.total_groups * launch.group_items
     if max_work is not None and total > max_work:

@@ -27,7 +27,9 @@ class Allocation(NamedTuple):
     owner: Any = None  # for a global variable: its Program
 
 
-_EMPTY: tuple[tuple[int, ...], tuple[Allocation, ...]] = ((), ())
+def _empty() -> tuple[tuple[int, ...], tuple[Allocation, ...]]:
+    """A fresh empty snapshot: each map's snapshots are its own objects (HOT compares identity)."""
+    return tuple([(), ()])  # type: ignore[return-value]
 
 
 class AllocationMap:
@@ -40,7 +42,7 @@ class AllocationMap:
     def __init__(self) -> None:
         self._by_base: dict[int, Allocation] = {}
         self._lock = threading.Lock()
-        self.snapshot = _EMPTY
+        self.snapshot = _empty()
 
     def __len__(self) -> int:
         return len(self._by_base)
@@ -92,7 +94,7 @@ class AllocationMap:
         with self._lock:
             allocations = list(self._by_base.values())
             self._by_base.clear()
-            self.snapshot = _EMPTY
+            self.snapshot = _empty()
             return allocations
 
 

@@ -133,8 +133,9 @@ class HostMappings:
         self.view = (tuple(starts), tuple(ends), tuple(flags))
 
     def forget(self) -> None:
-        """Drop the view (memory was just released): the next check reads the mappings afresh."""
+        """Drop the view and HOT (memory was just released): the next check reads the mappings afresh."""
         self.view = ((), (), ())
+        HOT[:] = [(0, 0, None)] * 3
 
     def covers(self, start: int, end: int, need: int) -> bool:
         """Whether [start, end) is mapped with ``need`` (READ, WRITE) in the current view."""

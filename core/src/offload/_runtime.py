@@ -28,6 +28,7 @@ from ._allocations import AllocationMap
 from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 from ._handles import Device, Platform
+from ._memory import HOST_MAPPINGS
 from ._registry import BackendStatus, BoundBackend, load_backends, release_backend
 
 TRACE_ENV = "OFFLOAD_TRACE"
@@ -271,6 +272,7 @@ def teardown(
     ctx.orphan_errors = []
     leftover = ctx.allocations.drain()
     ctx.globals.drain()
+    HOST_MAPPINGS.forget()
     for platform in ctx.platforms:
         bound = platform.backend
         for device in platform.devices:

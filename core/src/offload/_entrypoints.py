@@ -185,8 +185,9 @@ def olShutDown() -> None:
 
     The last one first waits for the calls other threads are inside (a long synchronous launch
     included), keeps going whatever is raised during the teardown (a ``KeyboardInterrupt`` is
-    re-raised once it is done), raises the errors of destroyed queues too, and is refused
-    (``INVALID_QUEUE``) inside a host function.
+    re-raised once it is done) and raises the errors of destroyed queues too. Inside a host
+    function it releases that function's own queue from inside (the work queued behind it is
+    dropped) without waiting for other threads' ``olSyncQueue`` / ``olSyncEvent``.
     """
     from time import perf_counter_ns
 

@@ -362,3 +362,43 @@ def test_threads_racing_the_final_shutdown_leave_nothing_loaded(sim_backend) -> 
             assert not [t for t in offload_threads() if t.is_alive()]
     finally:
         ol.unregister_backend("simdev")
+
+
+def test_mem_free_of_a_pending_copy_destination_waits_on_the_host(host: ol.Device) -> None:
+    queue = ol.olCreateQueue(host)
+    a = ol.olMemAlloc(host, ol.AllocType.DEVICE, 64)
+    src = (ctypes.c_char * 64)(*b"c" * 64)
+    ol.olLaunchHostFunction(queue, lambda _: time.sleep(0.1))
+    ol.olMemcpy(queue, a, host, ctypes.addressof(src), host, 64)
+    ol.olMemFree(a)  # waits for the copy into it
+    assert ol.olQueryQueue(queue)
+    ol.olDestroyQueue(queue)
+
+
+def test_releases_from_a_host_function_are_queued_behind_it(sim_session) -> None:
+    sim, host = sim_session
+    queue = ol.olCreateQueue(sim)
+    a = ol.olMemAlloc(sim, ol.AllocType.DEVICE, 64)
+    program = ol.olCreateProgram(sim, simdev.program({"k": []}, sleep=0.01))
+    kernel = ol.olGetSymbol(program, "k", ol.SymbolKind.KERNEL)
+    src = (ctypes.c_char * 64)()
+    seen: list[object] = []
+    gate = threading.Event()
+
+    def release(_: object) -> None:
+        gate.wait(10)  # the copy and the launch below are queued behind this function first
+        try:
+            ol.olMemFree(a)
+            ol.olDestroyProgram(program)
+            seen.append("ok")
+        except ol.OffloadError as error:
+            seen.append(error)
+
+    ol.olLaunchHostFunction(queue, release)
+    ol.olMemcpy(queue, a, sim, ctypes.addressof(src), host, 64)  # enqueued before the release ran
+    ol.olLaunchKernel(queue, sim, kernel, None, _launch())
+    gate.set()
+    ol.olSyncQueue(queue)
+    assert seen == ["ok"]
+    assert not simdev.VIOLATIONS
+    ol.olDestroyQueue(queue)

@@ -71,6 +71,19 @@ class World:
     def __init__(self) -> None:
         from offload_host import build_test_kernel
 
+        ol.olInit()  # a session whose handles are all stale afterwards
+        old_dev = host_device()
+        old_queue = ol.olCreateQueue(old_dev)
+        old_program = ol.olCreateProgram(old_dev, build_test_kernel("noargs"))
+        self.old = {
+            ol.Platform: ol.olGetDeviceInfo(old_dev, ol.DeviceInfo.PLATFORM),
+            ol.Device: old_dev,
+            ol.Queue: old_queue,
+            ol.Event: ol.olCreateEvent(old_queue),
+            ol.Program: old_program,
+            ol.Symbol: ol.olGetSymbol(old_program, "noargs", ol.SymbolKind.KERNEL),
+        }
+        ol.olShutDown()
         ol.olInit()
         self.dev = dev = host_device()
         self.platform = ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM)
@@ -168,6 +181,8 @@ class World:
             values = [("handle", "int", 5), ("handle", "object", object()), ("handle", "wrong-kind", wrong)]
             if handle in w.dead:
                 values.append(("freed", "dead-handle", w.dead[handle]))
+            if handle in w.old:
+                values.append(("freed", "old-session", w.old[handle]))
             return common[:2] + values
         if kind == "pointer":
             return common + [

@@ -238,16 +238,21 @@ def olMemcpy(
         # the hot path: both ranges inside the host segments last found safe (see _memory.HOT)
         hot_dst, hot_src = _HOT[WRITE], _HOT[READ]
         snapshot = ctx.allocations.snapshot
-        if (
-            hot_dst[2] is snapshot
-            and hot_src[2] is snapshot
-            and hot_dst[0] <= dst
-            and dst + size <= hot_dst[1]
-            and hot_src[0] <= src
-            and src + size <= hot_src[1]
-        ):
-            _memmove(dst, src, size)
-            return
+        try:
+            if (
+                hot_dst[2] is snapshot
+                and hot_src[2] is snapshot
+                and hot_dst[0] <= dst
+                and dst + size <= hot_dst[1]
+                and hot_src[0] <= src
+                and src + size <= hot_src[1]
+            ):
+                _memmove(dst, src, size)
+                return
+        except TypeError:  # a NULL (None) pointer with validation off: checked below
+            pass
+    if dst.__class__ is not int or src.__class__ is not int:
+        dst, src = _address(dst, "DstPtr"), _address(src, "SrcPtr")
     bits = dst | src | size
     if bits < 0 or bits >= ADDRESS_LIMIT or dst + size > ADDRESS_LIMIT or src + size > ADDRESS_LIMIT:
         _range_values(dst, src, size)

@@ -157,11 +157,13 @@ def _release_after_queued_work(ctx: Context, devices: Sequence[Device], release:
     ``release`` is enqueued on its own queue instead (which cannot be waited for from inside)."""
     own = LOCAL.queue
     for device in devices:
-        with device.lock:
-            natives = [q.native for q in device.queues] + device.parked
+        live, parked = tuple(device.queues), tuple(device.parked)  # copied atomically (GIL)
+        if not live and not parked:
+            continue
         backend, native = device.backend, device.native
-        for native_queue in natives:
-            if native_queue is not own and backend.has_pending_work(native, native_queue):
+        has_pending_work = backend.has_pending_work
+        for native_queue in (*(q.native for q in live), *parked):
+            if native_queue is not own and has_pending_work(native, native_queue):
                 _wait_for_queue(ctx, device, native_queue)
     if own is None:
         release()

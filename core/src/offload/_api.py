@@ -147,6 +147,9 @@ def olMemFree(ctx: Context, address: Any) -> None:
     if allocation is None:
         raise _fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({address!r})")
     device = allocation.device
+    if "mem_free" not in device.backend.implemented:  # keep it: the allocation stays live
+        ctx.allocations.insert(allocation)
+        device.backend.mem_free(device.native, address, allocation.alloc_type)  # raises UNSUPPORTED
     release = functools.partial(device.backend.mem_free, device.native, address, allocation.alloc_type)
     _release_after_queued_work(ctx, ctx.devices, release)
     HOST_MAPPINGS.forget()
@@ -260,6 +263,8 @@ def olMemcpy(
         _range_values(dst, src, size)
     if not size:
         return  # nothing to copy, nothing to order
+    if not (dst_device.is_host and src_device.is_host):
+        _require_copy_hooks(dst_device, src_device)
     check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
     check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
     if dst_device.is_host and src_device.is_host:
@@ -278,6 +283,23 @@ def olMemcpy(
         return
     qnative = _queue_for(queue, owner)
     getattr(owner.backend, route)(owner.native, dst, src, size, qnative)
+
+
+def _require_copy_hooks(dst_device: Device, src_device: Device) -> None:
+    """Answer UNSUPPORTED (naming the backend and hook) before any range check when a device of
+    the copy has no hook to move its side of the data: no address of it could be valid anyway."""
+    exchange = (
+        not dst_device.is_host
+        and not src_device.is_host
+        and dst_device.backend is src_device.backend
+        and "data_exchange" in dst_device.backend.implemented
+    )
+    if exchange:
+        return
+    if not dst_device.is_host and "data_submit" not in dst_device.backend.implemented:
+        dst_device.backend.data_submit(dst_device.native, 0, 0, 0, None)  # raises UNSUPPORTED
+    if not src_device.is_host and "data_retrieve" not in src_device.backend.implemented:
+        src_device.backend.data_retrieve(src_device.native, 0, 0, 0, None)  # raises UNSUPPORTED
 
 
 def _queue_for(queue: Queue | None, device: Device) -> Any:

@@ -7,7 +7,15 @@ liboffload's format, so that C and Python traces compare line by line (addresses
          *Error Details* validation failure: Size == 0 
 
 ``OFFLOAD_TRACE=json`` prints one JSON object per call instead, with the keys ``api``, ``args``,
-``result``, ``details``, ``elapsed_ns`` and ``thread``.
+``result``, ``details``, ``elapsed_ns`` and ``thread``. ``OFFLOAD_TRACE=perfetto`` (or
+``perfetto:PATH``) prints nothing per call and writes a timeline file instead (``_timeline``).
+
+Fidelity with liboffload's printer (checked against LLVM 22's library by the golden test): an
+enumeration parameter prints by the parameter's C enum whatever Python value was passed, and as
+``unknown enumerator`` when the number is none of its enumerators (so does the ``PropValue`` of an
+info query with such a ``PropName``); an out-parameter of a failed call prints as a zeroed C
+variable would (``0`` for sizes, ``false`` for booleans, ``nullptr`` for pointers and handles).
+Python has no ``PropSize`` argument: the trace shows the C size of the returned value (0 on failure).
 
 Each call is one structlog event. The library never configures structlog or logging: its own
 output goes through a private ``structlog.wrap_logger`` logger. An application routes the events
@@ -18,11 +26,25 @@ the same keys, where the application's processors render it. ``set_trace_logger(
 
 from __future__ import annotations
 
+import enum
 import sys
 import threading
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
-from ._enums import C_PREFIX, c_name
+from ._enums import (
+    C_PREFIX,
+    AllocType,
+    DeviceInfo,
+    EventInfo,
+    MemInfo,
+    MemoryRegisterFlag,
+    PlatformInfo,
+    QueueInfo,
+    SymbolInfo,
+    SymbolKind,
+    c_name,
+)
 from ._handles import HANDLE_TYPES
 from ._types import Dimensions, KernelLaunchSizeArgs, buffer_size
 
@@ -71,6 +93,46 @@ def format_value(value: Any) -> str:
     return _hex(value)
 
 
+UNKNOWN_ENUMERATOR = "unknown enumerator"
+
+# The C enum of every enumeration parameter, keyed by (function, C parameter name).
+ENUM_PARAMS: dict[tuple[str, str], type[Any]] = {
+    ("olMemAlloc", "Type"): AllocType,
+    ("olGetSymbol", "Kind"): SymbolKind,
+    ("olMemRegister", "Flags"): MemoryRegisterFlag,
+    ("olMemUnregister", "Flags"): MemoryRegisterFlag,
+}
+for _prefix, _enum in (
+    ("Platform", PlatformInfo),
+    ("Device", DeviceInfo),
+    ("Mem", MemInfo),
+    ("Queue", QueueInfo),
+    ("Event", EventInfo),
+    ("Symbol", SymbolInfo),
+):
+    ENUM_PARAMS[(f"olGet{_prefix}Info", "PropName")] = _enum
+    ENUM_PARAMS[(f"olGet{_prefix}InfoSize", "PropName")] = _enum
+_FAILED_OUT = {"size": "0", "bool": "false"}
+
+
+def format_enum(cls: type[Any] | None, value: Any) -> str:
+    """An enumeration argument as liboffload prints it: by the parameter's C enum."""
+    if cls is None or isinstance(value, bool) or not isinstance(value, int):
+        return format_value(value)
+    if type(value) is cls:
+        return c_name(value)
+    number = int(value)
+    if issubclass(cls, enum.IntFlag):
+        known = 0
+        for member in cls:
+            known |= member.value
+        return c_name(cls(number)) if not number & ~known else UNKNOWN_ENUMERATOR
+    try:
+        return c_name(cls(number))
+    except ValueError:
+        return UNKNOWN_ENUMERATOR
+
+
 def _pointer(value: Any) -> str:
     if value is None or value == 0:
         return "nullptr"
@@ -80,9 +142,13 @@ def _pointer(value: Any) -> str:
 def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> dict[str, str]:
     """The C parameter list of one call, each value formatted as liboffload prints it."""
     params: dict[str, str] = {}
+    unknown_prop = False
     for param, value in zip(fn.params, args):
         kind = param.kind
-        if kind == "pointer":
+        if kind == "enum":
+            text = format_enum(ENUM_PARAMS.get((fn.name, param.c)), value)
+            unknown_prop = text == UNKNOWN_ENUMERATOR
+        elif kind == "pointer":
             text = _pointer(value)
         elif kind == "data":
             size = str(max(0, buffer_size(value)))
@@ -108,11 +174,14 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
         params[param.c] = text
     out = fn.out
     if out is not None:
-        shown = format_value(result) if ok else "nullptr"
+        shown = format_value(result) if ok else _FAILED_OUT.get(out.kind, "nullptr")
         if out.kind == "pointer" and ok:
             shown = _pointer(result)
         if out.kind == "info":
             params["PropSize"] = "0" if not ok else str(_info_size(result))
+            if unknown_prop:
+                params[out.c] = UNKNOWN_ENUMERATOR
+                return params
         params[out.c] = f"{_hex(out)} ({shown})"
     return params
 
@@ -159,12 +228,43 @@ class Tracer:
         )
 
 
-def tracer_from_environment(setting: str | None) -> Tracer | None:
+class TimelineTracer:
+    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``."""
+
+    __slots__ = ("timeline",)
+
+    def __init__(self, path: str) -> None:
+        from ._timeline import Timeline
+
+        self.timeline = Timeline(path)
+
+    def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
+        end = perf_counter_ns()
+        name = api or (fn.name if fn else "")
+        shown: dict[str, Any] = dict(trace_params(fn, args, result, error is None)) if fn is not None else {}
+        shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
+        if error is not None:
+            shown["details"] = error.details
+        self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown)
+        if name == "olShutDown":
+            from ._runtime import STATE
+
+            current = STATE.ctx
+            if current is None or current.tracer is not self:  # the final olShutDown of this session
+                self.timeline.write()
+
+
+def tracer_from_environment(setting: str | None) -> Tracer | TimelineTracer | None:
     """The tracer for an ``OFFLOAD_TRACE`` value (None when unset and no app logger is set)."""
     if _app_logger is not None:
         return Tracer(_app_logger)
     if setting is None:
         return None
+    from ._timeline import path_from_setting
+
+    path = path_from_setting(setting)
+    if path is not None:
+        return TimelineTracer(path)
     import structlog
 
     if setting.strip().lower() == "json":

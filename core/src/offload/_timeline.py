@@ -1,0 +1,308 @@
+"""The timeline: ``OFFLOAD_TRACE=perfetto`` (or ``perfetto:PATH``) as a Chrome trace-event file.
+
+One file per ``olInit`` … final ``olShutDown`` session, written at that ``olShutDown`` (and at
+interpreter exit if the session is still open), opened by ui.perfetto.dev and chrome://tracing:
+
+- process ``offload API``: every ``ol*`` call as a complete span (``ph: "X"``, ``cat: "api"``) on
+  the thread that made it, with the traced parameters and the result in ``args``;
+- one process per device, with one track (``tid``) per queue: the work each call enqueued, as a
+  span (``cat``: ``kernel``, ``memcpy``, ``fill``, ``host_function``, ``event_record``,
+  ``event_wait``) named after it (the kernel's name; ``memcpy HtoD`` …), with its sizes, grid and
+  direction in ``args``; work done without a queue goes on the device's ``synchronous`` track
+  (tid 0) and spans its call;
+- a flow arrow (``ph: "s"`` / ``"f"``, ``bp: "e"``) from each enqueuing call to its work, and from
+  an event's record to every wait on it in another queue.
+
+Timing source: host-side completion callbacks (the backend's ``enqueue_host_call``), for every
+backend. After each enqueuing call the tracer enqueues a callback that stamps the time the queue
+reached it; the work's span runs from when the queue could start it (its call began, and the
+queue's previous work ended) to that stamp. Work already finished when the call returned ends at
+the call's end. The stamps are ``time.perf_counter_ns``, the clock of the API spans (and of the
+host backend's own events, so for the host device the two sources agree). A backend without
+``enqueue_host_call`` gets zero-length spans at the enqueue, marked ``"timing": "unknown"``.
+
+Promises the file keeps (and the tests check): times are microseconds from the session's first
+call (``ts`` >= 0); on each queue track the spans appear in enqueue order and do not overlap; a
+work span never starts before its enqueuing call; each ``enqueue`` flow starts where its call
+starts and ends where its work starts; each ``event`` flow starts at the record's span and ends
+inside the wait's span, where the event completed; every flow's end is not before its start.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._handles import Device, Event, Queue
+
+TIMING_SOURCE = "host completion callbacks (enqueue_host_call)"
+SYNC_TID = 0
+API_PID = 1
+_DEVICE_PID_BASE = 100
+
+
+class Work:
+    """One piece of device work: a kernel, a copy, a fill, a host function, an event record or wait."""
+
+    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "call_end_ns", "end_ns", "flow", "sources", "timed")
+
+    def __init__(self, name: str, cat: str, args: dict[str, Any], pid: int, tid: int, submit_ns: int, call_end_ns: int) -> None:
+        self.name = name
+        self.cat = cat
+        self.args = args
+        self.pid = pid
+        self.tid = tid
+        self.submit_ns = submit_ns  # the enqueuing call's start
+        self.call_end_ns = call_end_ns
+        self.end_ns: int | None = None  # stamped by the completion callback
+        self.flow = 0  # id of the flow from the enqueuing call
+        self.sources: list[Work] = []  # event records this wait waits on
+        self.timed = True
+
+    def complete(self) -> None:
+        """The completion callback: runs on the queue once everything before it is done."""
+        self.end_ns = time.perf_counter_ns()
+
+
+def _direction(src_device: Device, dst_device: Device) -> str:
+    return ("H" if src_device.is_host else "D") + "to" + ("H" if dst_device.is_host else "D")
+
+
+def _callable_name(value: Any) -> str:
+    func = getattr(value, "func", value)  # functools.partial
+    return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__name__)
+
+
+class Timeline:
+    """Collects one session's API spans and device work; ``write`` makes the trace-event file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.origin_ns = time.perf_counter_ns()
+        self.written = False
+        self._lock = threading.Lock()
+        self._calls: list[tuple[str, int, int, int, dict[str, Any], int]] = []  # name, tid, start, dur, args, flow
+        self._threads: dict[int, str] = {}
+        self._work: list[Work] = []
+        self._last: dict[tuple[int, int], Work] = {}  # (pid, tid) -> last work enqueued there
+        self._devices: dict[int, tuple[int, str]] = {}  # id(device) -> (pid, label)
+        self._queues: dict[tuple[int, int], str] = {}
+        self._events: dict[int, tuple[Event, Work]] = {}  # id(event handle) -> its record
+        self._flows = itertools.count(1)
+        atexit.register(self._write_at_exit)
+
+    # --- recording ------------------------------------------------------------------------------
+
+    def call(self, api: str, args: tuple[Any, ...], result: Any, ok: bool, start_ns: int, end_ns: int, shown: dict[str, Any]) -> None:
+        """Record one API call (and, when it enqueued work, that work)."""
+        thread = threading.current_thread()
+        tid = threading.get_native_id()
+        flow = 0
+        if ok:
+            work = self._work_of(api, args, result, start_ns, end_ns)
+            if work is not None:
+                flow = work.flow = next(self._flows)
+        with self._lock:
+            self._threads.setdefault(tid, thread.name)
+            self._calls.append((api, tid, start_ns, end_ns - start_ns, shown, flow))
+
+    def _device_pid(self, device: Device) -> int:
+        key = id(device)
+        known = self._devices.get(key)
+        if known is None:
+            name = device.info.get(_device_name_prop(), "")
+            label = f"device {device.platform.name}:{device.index}" + (f" ({name})" if name else "")
+            known = self._devices[key] = (_DEVICE_PID_BASE + len(self._devices), label)
+        return known[0]
+
+    def _work_of(self, api: str, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int) -> Work | None:
+        queue: Queue | None
+        if api == "olLaunchKernel":
+            queue, device, kernel, data, launch = args
+            grid = {
+                "dimensions": launch.dimensions,
+                "num_groups": list(launch.num_groups),
+                "group_size": list(launch.group_size),
+                "dyn_shared_memory": launch.dyn_shared_memory,
+                "argument_bytes": 0 if data is None else memoryview(data).nbytes,
+            }
+            return self._enqueue(queue, device, kernel.name, "kernel", grid, start_ns, end_ns)
+        if api == "olMemcpy":
+            queue, dst, dst_device, src, src_device, size = args
+            direction = _direction(src_device, dst_device)
+            owner = dst_device if src_device.is_host else src_device
+            info = {"bytes": size, "direction": direction, "src": f"{src:#x}", "dst": f"{dst:#x}"}
+            return self._enqueue(queue, owner, f"memcpy {direction}", "memcpy", info, start_ns, end_ns)
+        if api == "olMemFill":
+            queue, ptr, pattern, size = args
+            if queue is None:
+                return None  # the owning device is the core's business; the API span covers it
+            info = {"bytes": size, "pattern_bytes": memoryview(pattern).nbytes, "ptr": f"{ptr:#x}"}
+            return self._enqueue(queue, queue.device, "fill", "fill", info, start_ns, end_ns)
+        if api == "olLaunchHostFunction":
+            queue, callback, _ = args
+            name = _callable_name(callback)
+            return self._enqueue(queue, queue.device, f"host function {name}", "host_function", {"callback": name}, start_ns, end_ns)
+        if api == "olCreateEvent":
+            (queue,) = args
+            work = self._enqueue(queue, queue.device, "event record", "event_record", {"event": f"{id(result):#x}"}, start_ns, end_ns)
+            with self._lock:
+                self._events[id(result)] = (result, work)
+            return work
+        if api == "olWaitEvents":
+            queue, events = args
+            events = list(events)
+            work = self._enqueue(queue, queue.device, "wait events", "event_wait", {"events": len(events)}, start_ns, end_ns)
+            with self._lock:
+                for event in events:
+                    known = self._events.get(id(event))
+                    if known is not None and known[0] is event and known[1].tid != work.tid:
+                        work.sources.append(known[1])
+            return work
+        return None
+
+    def _enqueue(
+        self, queue: Queue | None, device: Device, name: str, cat: str, args: dict[str, Any], start_ns: int, end_ns: int
+    ) -> Work:
+        pid = self._device_pid(queue.device if queue is not None else device)
+        tid = SYNC_TID if queue is None else queue.id
+        work = Work(name, cat, args, pid, tid, start_ns, end_ns)
+        with self._lock:
+            self._queues.setdefault((pid, tid), "synchronous (no queue)" if queue is None else f"queue #{queue.id}")
+            self._work.append(work)
+        if queue is None:
+            work.end_ns = end_ns  # done within the call
+            return work
+        qdev = queue.device
+        backend = qdev.backend
+        if "enqueue_host_call" not in backend.implemented:
+            work.timed = False
+            work.end_ns = start_ns
+            return work
+        if not backend.has_pending_work(qdev.native, queue.native):
+            work.end_ns = end_ns  # finished before the call returned
+            return work
+        try:
+            backend.enqueue_host_call(qdev.native, queue.native, work.complete)
+        except Exception:  # the queue refused more work: the user's call stands, the span is untimed
+            work.timed = False
+            work.end_ns = start_ns
+        return work
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def events(self) -> list[dict[str, Any]]:
+        """The trace events: metadata, API spans, work spans and flows, times in microseconds."""
+        with self._lock:
+            calls = list(self._calls)
+            threads = dict(self._threads)
+            work = list(self._work)
+            devices = list(self._devices.values())
+            queues = dict(self._queues)
+        origin = min([self.origin_ns, *(c[2] for c in calls)])  # olInit is recorded after it started
+
+        def us(ns: int) -> float:
+            return round((ns - origin) / 1000.0, 3)
+
+        out: list[dict[str, Any]] = [
+            {"name": "process_name", "ph": "M", "pid": API_PID, "tid": 0, "args": {"name": f"offload API (pid {os.getpid()})"}},
+            {"name": "process_sort_index", "ph": "M", "pid": API_PID, "tid": 0, "args": {"sort_index": 0}},
+        ]
+        for tid, name in threads.items():
+            out.append({"name": "thread_name", "ph": "M", "pid": API_PID, "tid": tid, "args": {"name": name}})
+        for pid, label in devices:
+            out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": label}})
+            out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+        for (pid, tid), label in queues.items():
+            out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": label}})
+            out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+        flow_ts: dict[int, tuple[float, int]] = {}
+        for name, tid, start, dur, args, flow in calls:
+            out.append({"name": name, "cat": "api", "ph": "X", "pid": API_PID, "tid": tid, "ts": us(start), "dur": round(dur / 1000.0, 3), "args": args})
+            if flow:
+                flow_ts[flow] = (us(start), tid)
+        last_end: dict[tuple[int, int], int] = {}
+        placed: dict[int, int] = {}  # id(work) -> start_ns as drawn
+        unfinished = 0
+        for item in work:  # in enqueue order
+            key = (item.pid, item.tid)
+            end = item.end_ns
+            if end is None:
+                unfinished += 1
+                continue
+            begin = max(item.submit_ns, last_end.get(key, item.submit_ns))
+            end = max(end, begin)
+            last_end[key] = end
+            placed[id(item)] = begin
+            args = dict(item.args)
+            if not item.timed:
+                args["timing"] = "unknown"
+            out.append({"name": item.name, "cat": item.cat, "ph": "X", "pid": item.pid, "tid": item.tid, "ts": us(begin), "dur": round((end - begin) / 1000.0, 3), "args": args})
+            if item.flow and item.flow in flow_ts:
+                ts, tid = flow_ts[item.flow]
+                out.append({"name": "enqueue", "cat": "flow", "ph": "s", "id": item.flow, "pid": API_PID, "tid": tid, "ts": ts})
+                out.append({"name": "enqueue", "cat": "flow", "ph": "f", "bp": "e", "id": item.flow, "pid": item.pid, "tid": item.tid, "ts": us(begin)})
+        for item in work:
+            for source in item.sources:
+                if id(item) in placed and id(source) in placed and source.end_ns is not None and item.end_ns is not None:
+                    # from the record's span to the point of the wait's span where the event completed
+                    flow = next(self._flows)
+                    src_ts = us(placed[id(source)])
+                    dst_ts = us(min(max(placed[id(item)], source.end_ns), item.end_ns))
+                    out.append({"name": "event", "cat": "flow", "ph": "s", "id": flow, "pid": source.pid, "tid": source.tid, "ts": src_ts})
+                    out.append({"name": "event", "cat": "flow", "ph": "f", "bp": "e", "id": flow, "pid": item.pid, "tid": item.tid, "ts": max(src_ts, dst_ts)})
+        if unfinished:
+            out.append({"name": f"{unfinished} work item(s) unfinished when the file was written", "ph": "i", "s": "g", "pid": API_PID, "tid": 0, "ts": us(time.perf_counter_ns())})
+        return out
+
+    def document(self) -> dict[str, Any]:
+        from . import __version__
+
+        return {
+            "traceEvents": self.events(),
+            "displayTimeUnit": "ms",
+            "otherData": {"producer": f"offload {__version__}", "device_timing": TIMING_SOURCE},
+        }
+
+    def write(self) -> None:
+        """Write the file (once per session); report where on stderr."""
+        if self.written:
+            return
+        self.written = True
+        atexit.unregister(self._write_at_exit)
+        directory = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(directory, exist_ok=True)
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.document(), f, separators=(",", ":"))
+        os.replace(tmp, self.path)
+        print(f"offload: timeline written to {self.path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
+
+    def _write_at_exit(self) -> None:
+        try:
+            self.write()
+        except Exception as error:  # noqa: BLE001 - at exit, say what went wrong and carry on
+            print(f"offload: could not write the timeline {self.path}: {error}", file=sys.stderr)
+
+
+def _device_name_prop() -> Any:
+    from ._enums import DeviceInfo
+
+    return DeviceInfo.NAME
+
+
+def path_from_setting(setting: str) -> str | None:
+    """The file for an ``OFFLOAD_TRACE`` value of the perfetto form, None for any other value."""
+    text = setting.strip()
+    if text.lower() == "perfetto":
+        return os.path.abspath(f"offload-trace-{os.getpid()}.json")
+    if text.lower().startswith("perfetto:") and text[len("perfetto:"):]:
+        return os.path.abspath(os.path.expanduser(text[len("perfetto:"):]))
+    return None

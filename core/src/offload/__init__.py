@@ -36,7 +36,7 @@ from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
 from .hookspecs import hookimpl
 
-__version__ = "0.1.0"
+__version__ = (__import__("pathlib").Path(__file__).parent / "VERSION").read_text().strip()  # the one place
 
 _api = _generate()
 globals().update(_api)

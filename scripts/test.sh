@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Every test: the whole suite against core + host backend (.venv), then the core-alone tests in a
-# venv holding offload-core only (.venv-core). Extra arguments go to the first pytest run.
+# Every test: the whole suite against core + host backend (.venv; it includes the packaging test,
+# which builds the wheelhouse and installs from it into fresh venvs), then the core-alone tests in
+# a venv holding offload-core only (.venv-core). Extra arguments go to the first pytest run.
+# Installs are skipped when no source changed since the last run (scripts/venv.sh keeps a stamp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step() { echo "test.sh: [$1/4] $2" >&2; }
+step 1 "preparing .venv (offload-core + offload-host from this checkout, and tests/requirements.txt)"
 scripts/venv.sh .venv ./core ./backends/host . -r tests/requirements.txt
+step 2 "the whole suite: .venv/bin/python -m pytest -q $*"
 .venv/bin/python -m pytest -q "$@"
+step 3 "preparing .venv-core (offload-core alone)"
 scripts/venv.sh .venv-core ./core "pytest>=8"
+step 4 "the core-alone tests: OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only"
 OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only

@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "test.sh: [$1/4] $2" >&2; }
 step 1 "preparing .venv (offload-core + offload-host from this checkout, and tests/requirements.txt)"
-scripts/venv.sh .venv ./core ./backends/host . -r tests/requirements.txt
+scripts/venv.sh .venv ./core ./backends/host .  # the same install as scripts/main.sh's, so they share it
+scripts/venv.sh .venv -r tests/requirements.txt
 step 2 "the whole suite: .venv/bin/python -m pytest -q $*"
 .venv/bin/python -m pytest -q "$@"
 step 3 "preparing .venv-core (offload-core alone)"

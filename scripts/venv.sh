@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Usage: scripts/venv.sh DIR PIP-ARGS...  Creates (or reuses) a virtual environment in DIR and
 # installs PIP-ARGS into it, saying what it does on stderr. The install is skipped when nothing it
-# depends on changed since the last one: DIR/.offload-stamp holds a hash of the arguments, the
-# Python version and every source file of core/, backends/, the root packaging files and
-# tests/requirements.txt (as git lists them). Needs only python3 (>= 3.11) and pip.
+# depends on changed since the last install with the same PIP-ARGS: DIR/.offload-stamp-<args>
+# holds a hash of the arguments, the Python version and every source file of core/, backends/,
+# the root packaging files and tests/requirements.txt (as git lists them). Needs only python3
+# (>= 3.11) and pip.
 set -euo pipefail
 dir=$1; shift
 python=${PYTHON:-python3}
@@ -25,7 +26,8 @@ for name in sorted(filter(None, listed)):
 print(digest.hexdigest())
 PY
 )
-if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.offload-stamp" 2>/dev/null)" = "$stamp" ]; then
+stampfile="$dir/.offload-stamp-$(printf '%s\0' "$@" | cksum | cut -d' ' -f1)"
+if [ -x "$dir/bin/python" ] && [ "$(cat "$stampfile" 2>/dev/null)" = "$stamp" ]; then
   say "$dir is up to date (nothing changed since its last install): skipping pip"
   exit 0
 fi
@@ -33,10 +35,14 @@ if [ ! -x "$dir/bin/python" ]; then
   say "creating the virtual environment $dir"
   "$python" -m venv "$dir"
 fi
-say "installing into $dir: $* (builds the host backend's C extension; about 10-20 s)"
-rm -f "$dir/.offload-stamp"
+note=""
+for arg in "$@"; do
+  case $arg in .|./*) note=" (builds our distributions from this checkout, the host backend's C extension too; about 10-20 s)";; esac
+done
+say "installing into $dir: $*$note"
+rm -f "$stampfile"
 "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-warn-script-location "$@" 2>&1 \
   | grep -v -E '^(WARNING: Location|  Location|Looking in|DEPRECATION)' >&2 || true
 "$dir/bin/python" -c 'import offload' >/dev/null
-printf '%s\n' "$stamp" >"$dir/.offload-stamp"
+printf '%s\n' "$stamp" >"$stampfile"
 say "$dir is ready"

@@ -21,11 +21,11 @@ import subprocess
 import sys
 import tomllib
 import zipfile
-from collections.abc import Iterator
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
 VERSION = (ROOT / "core" / "src" / "offload" / "VERSION").read_text().strip()
 BACKENDS = sorted(p.parent.name for p in (ROOT / "backends").glob("*/pyproject.toml"))
 
@@ -150,25 +150,6 @@ def test_the_root_installs_with_each_extra(extra: str, wheelhouse: pathlib.Path,
     assert _row(listing, "host")[3] == "loaded"
     if extra:
         assert _row(listing, extra)[1] == f"offload-{extra}"
-
-
-@pytest.fixture
-def fresh_checkout(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    """The checkout's files as git would give them (tracked and new, nothing ignored or built)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True
-    ).stdout.decode().split("\0")
-    copy = tmp_path / "checkout"
-    for name in filter(None, listed):
-        source, target = ROOT / name, copy / name
-        if not source.exists() and not source.is_symlink():
-            continue  # deleted in the work tree
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        else:
-            target.write_bytes(source.read_bytes())
-    yield copy
 
 
 def test_pip_install_dot_from_a_fresh_checkout(wheelhouse: pathlib.Path, fresh_checkout: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -39,6 +39,7 @@ ol.olLaunchHostFunction(q2, note, None)
 ol.olMemcpy(q2, ctypes.addressof(buf), host, a, host, 4 * n)
 ol.olSyncQueue(q2)
 ol.olMemcpy(None, ctypes.addressof(buf), host, b, host, 4 * n)
+ol.olMemFill(None, b, b"\0\0", 4 * n)
 worker = threading.Thread(target=ol.olSyncQueue, args=(q1,), name="syncer")
 worker.start(); worker.join()
 try:
@@ -150,7 +151,7 @@ def test_device_work_is_on_one_track_per_queue(job_trace: tuple[pathlib.Path, di
     assert by_track == {
         "queue #1": ["fill", "memcpy", "kernel", "event_record"],
         "queue #2": ["event_wait", "host_function", "memcpy"],
-        "synchronous (no queue)": ["memcpy"],
+        "synchronous (no queue)": ["memcpy", "fill"],
     }
     (kernel,) = _spans(events, {"kernel"})
     assert kernel["name"] == "foo"
@@ -158,8 +159,9 @@ def test_device_work_is_on_one_track_per_queue(job_trace: tuple[pathlib.Path, di
     assert kernel["args"]["argument_bytes"] == 8
     copies = _spans(events, {"memcpy"})
     assert {c["args"]["bytes"] for c in copies} == {4 << 15} and {c["args"]["direction"] for c in copies} == {"HtoH"}
-    (fill,) = _spans(events, {"fill"})
+    fill, sync_fill = _spans(events, {"fill"})
     assert fill["args"]["bytes"] == 4 << 15 and fill["args"]["pattern_bytes"] == 4
+    assert sync_fill["tid"] == 0 and sync_fill["args"]["pattern_bytes"] == 2
     (host_fn,) = _spans(events, {"host_function"})
     assert host_fn["name"] == "host function note"
     processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}

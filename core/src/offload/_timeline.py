@@ -142,10 +142,11 @@ class Timeline:
             return self._enqueue(queue, owner, f"memcpy {direction}", "memcpy", info, start_ns, end_ns)
         if api == "olMemFill":
             queue, ptr, pattern, size = args
-            if queue is None:
-                return None  # the owning device is the core's business; the API span covers it
+            owner = queue.device if queue is not None else _allocation_device(ptr)
+            if owner is None:
+                return None
             info = {"bytes": size, "pattern_bytes": memoryview(pattern).nbytes, "ptr": f"{ptr:#x}"}
-            return self._enqueue(queue, queue.device, "fill", "fill", info, start_ns, end_ns)
+            return self._enqueue(queue, owner, "fill", "fill", info, start_ns, end_ns)
         if api == "olLaunchHostFunction":
             queue, callback, _ = args
             name = _callable_name(callback)
@@ -290,6 +291,15 @@ class Timeline:
             self.write()
         except Exception as error:  # noqa: BLE001 - at exit, say what went wrong and carry on
             print(f"offload: could not write the timeline {self.path}: {error}", file=sys.stderr)
+
+
+def _allocation_device(ptr: int) -> Device | None:
+    """The device owning ``ptr`` (a synchronous fill names no queue), if the session knows it."""
+    from ._runtime import STATE
+
+    ctx = STATE.ctx
+    allocation = ctx.allocations.find(ptr) if ctx is not None else None
+    return None if allocation is None else allocation.device
 
 
 def _device_name_prop() -> Any:

@@ -108,7 +108,7 @@ def summarise(events: list[dict[str, Any]]) -> Summary:
 
 def format_summary(summary: Summary) -> list[str]:
     lines = ["calls per API"]
-    rows = [("API", "CALLS", "FAILED", "TOTAL ms", "MEAN us")]
+    rows: list[tuple[str, ...]] = [("API", "CALLS", "FAILED", "TOTAL ms", "MEAN us")]
     for name, t in sorted(summary.api.items(), key=lambda kv: -kv[1].total_us):
         rows.append((name, str(t.count), str(t.failed), f"{t.total_us / 1e3:.3f}", f"{t.total_us / t.count:.1f}"))
     lines += format_table(rows, "  ") if len(rows) > 1 else ["  (none)"]

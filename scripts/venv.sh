@@ -37,7 +37,7 @@ if [ ! -x "$dir/bin/python" ]; then
 fi
 note=""
 for arg in "$@"; do
-  case $arg in .|./*) note=" (builds our distributions from this checkout, the host backend's C extension too; about 10-20 s)";; esac
+  case $arg in .|./*) note=" (builds our distributions from this checkout; about 10-20 s with the host backend's C extension)";; esac
 done
 say "installing into $dir: $*$note"
 rm -f "$stampfile"

@@ -252,7 +252,7 @@ def test_backends_tells_filtered_out_from_not_installed(
     code, out, _ = _run(capsys, "backends")
     assert code == 0
     rows = {line.split()[0]: line for line in out.splitlines()}
-    assert "filtered out by OFFLOAD_BACKENDS" in rows["host"]
+    assert "filtered out by OFFLOAD_BACKENDS" in rows["host"] and rows["host"].split()[1] == "offload-host"
     assert "not installed" in rows["nonexistent"]
     assert "host: installed, but filtered out by OFFLOAD_BACKENDS" in out
     assert "nonexistent: named by OFFLOAD_BACKENDS, but not installed" in out

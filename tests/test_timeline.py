@@ -256,3 +256,53 @@ def test_offload_trace_rejects_a_file_that_is_not_a_trace(tmp_path: pathlib.Path
     assert cli.main(["trace", str(bad)]) == 2
     assert "not a trace-event file" in capsys.readouterr().err
     assert cli.main(["trace", str(tmp_path / "missing.json")]) == 2
+
+
+def test_a_failed_olinit_writes_no_file(run_python: Any, tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "failed.json"
+    code = "import offload as ol\ntry:\n    ol.olInit()\nexcept ol.OffloadError:\n    pass\nelse:\n    raise SystemExit('olInit should have failed')\n"
+    proc = run_python(code, env={"OFFLOAD_TRACE": f"perfetto:{path}", "OFFLOAD_BACKENDS": "nosuch", "OFFLOAD_BACKENDS_STRICT": "1"})
+    assert not path.exists() and "timeline written" not in proc.stderr
+
+
+THREADS_JOB = r"""
+import struct, threading
+import offload as ol, offload_host
+
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+host = found[-1]
+program = ol.olCreateProgram(host, offload_host.build_test_kernel("noargs"))
+kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
+def work():
+    queue = ol.olCreateQueue(host)
+    for _ in range(25):
+        ol.olLaunchKernel(queue, host, kernel, None, ol.KernelLaunchSizeArgs(1, (4, 1, 1), (1, 1, 1)))
+    ol.olSyncQueue(queue)
+    ol.olDestroyQueue(queue)
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+ol.olDestroyProgram(program)
+ol.olShutDown()
+"""
+
+
+def test_many_threads_and_queues_keep_the_promises(run_python: Any, tmp_path: pathlib.Path) -> None:
+    events = check_trace_event_format(_run_job(run_python, tmp_path / "threads.json", THREADS_JOB))
+    kernels = _spans(events, {"kernel"})
+    assert len(kernels) == 100
+    by_track: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    for k in kernels:
+        by_track[(k["pid"], k["tid"])].append(k)
+    assert sorted(len(v) for v in by_track.values()) == [25, 25, 25, 25]
+    for spans in by_track.values():
+        for before, after in zip(spans, spans[1:]):
+            assert before["ts"] + before["dur"] <= after["ts"] + 1e-3
+    launches = [c for c in _spans(events, {"api"}) if c["name"] == "olLaunchKernel"]
+    assert len({c["tid"] for c in launches}) == 4  # each thread's calls on its own track
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == len(finishes) == 100
+    assert all(finishes[i]["ts"] >= starts[i]["ts"] for i in starts)

@@ -20,6 +20,10 @@ queue's previous work ended) to that stamp. Work already finished when the call 
 the call's end. The stamps are ``time.perf_counter_ns``, the clock of the API spans (and of the
 host backend's own events, so for the host device the two sources agree). A backend without
 ``enqueue_host_call`` gets zero-length spans at the enqueue, marked ``"timing": "unknown"``.
+The backends' event timings (``event_elapsed_time``) are not used: the tracer sees a call only
+once it has returned, so it cannot record an event before the work. While the timeline is on, each
+queue also runs these callbacks, so it reports pending work until the callback after its last work
+has run.
 
 Promises the file keeps (and the tests check): times are microseconds from the session's first
 call (``ts`` >= 0); on each queue track the spans appear in enqueue order and do not overlap; a
@@ -96,7 +100,7 @@ class Timeline:
         self._queues: dict[tuple[int, int], str] = {}
         self._events: dict[int, tuple[Event, Work]] = {}  # id(event handle) -> its record
         self._flows = itertools.count(1)
-        atexit.register(self._write_at_exit)
+        self._at_exit = False  # registered at the first call: a failed olInit leaves no file
 
     # --- recording ------------------------------------------------------------------------------
 
@@ -112,14 +116,18 @@ class Timeline:
         with self._lock:
             self._threads.setdefault(tid, thread.name)
             self._calls.append((api, tid, start_ns, end_ns - start_ns, shown, flow))
+            if not self._at_exit and not self.written:
+                self._at_exit = True
+                atexit.register(self._write_at_exit)
 
     def _device_pid(self, device: Device) -> int:
         key = id(device)
-        known = self._devices.get(key)
-        if known is None:
-            name = device.info.get(_device_name_prop(), "")
-            label = f"device {device.platform.name}:{device.index}" + (f" ({name})" if name else "")
-            known = self._devices[key] = (_DEVICE_PID_BASE + len(self._devices), label)
+        with self._lock:
+            known = self._devices.get(key)
+            if known is None:
+                name = device.info.get(_device_name_prop(), "")
+                label = f"device {device.platform.name}:{device.index}" + (f" ({name})" if name else "")
+                known = self._devices[key] = (_DEVICE_PID_BASE + len(self._devices), label)
         return known[0]
 
     def _work_of(self, api: str, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int) -> Work | None:
@@ -277,7 +285,8 @@ class Timeline:
         if self.written:
             return
         self.written = True
-        atexit.unregister(self._write_at_exit)
+        if self._at_exit:
+            atexit.unregister(self._write_at_exit)
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
         tmp = f"{self.path}.{os.getpid()}.tmp"

@@ -29,7 +29,8 @@ def format_backends(statuses: Sequence[ol.BackendStatus], selection: Selection |
         rows.append(
             (s.name, s.distribution or "(in-process)", s.version or "-", "loaded" if s.loaded else "skipped", str(s.device_count))
         )
-    rows += [(name, "-", "-", FILTERED, "-") for name in selection.filtered_out]
+    dists = _distributions()
+    rows += [(name, *dists.get(name, ("(in-process)", "-")), FILTERED, "-") for name in selection.filtered_out]
     rows += [(name, "-", "-", NOT_INSTALLED, "-") for name in selection.not_installed]
     if len(rows) == 1:
         return [f"No backends discovered (nothing is installed in the entry-point group {ENTRY_POINT_GROUP})."]
@@ -44,6 +45,17 @@ def format_backends(statuses: Sequence[ol.BackendStatus], selection: Selection |
     for name in selection.not_installed:
         lines.append(f"{name}: named by {SELECT_ENV}, but {NOT_INSTALLED}: no discovered backend has this name")
     return lines
+
+
+def _distributions() -> dict[str, tuple[str, str]]:
+    """Backend name -> (distribution, version) for every installed entry point."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, tuple[str, str]] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.dist is not None:
+            found.setdefault(ep.name, (ep.dist.name, ep.dist.version))
+    return found
 
 
 def cmd_backends(args: argparse.Namespace, out: TextIO) -> int:

@@ -85,4 +85,51 @@ elf = b"\x7fELF"
 zero_outputs()
 lib.olCreateProgram(None, elf, S(len(elf)), ctypes.byref(out))
 zero_outputs()
+lib.olIsValidBinary(None, elf, S(len(elf)), buf)
+
+
+class Dimensions(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint32), ("y", ctypes.c_uint32), ("z", ctypes.c_uint32)]
+
+
+class LaunchSizeArgs(ctypes.Structure):
+    _fields_ = [("Dimensions", S), ("NumGroups", Dimensions), ("GroupSize", Dimensions), ("DynSharedMemory", S)]
+
+
+zero_outputs()
+args = ctypes.create_string_buffer(8)
+lib.olLaunchKernel(None, None, None, args, S(8), ctypes.byref(LaunchSizeArgs(1, Dimensions(2, 1, 1), Dimensions(64, 1, 1), 0)))
+zero_outputs()
+lib.olLaunchKernel(None, device, None, None, S(0), ctypes.byref(LaunchSizeArgs(3, Dimensions(1, 2, 3), Dimensions(4, 5, 6), 16)))
+zero_outputs()
+lib.olMemcpy(None, None, device, None, device, S(8))
+zero_outputs()
+pattern = ctypes.create_string_buffer(4)
+lib.olMemFill(None, None, S(4), pattern, S(16))
+zero_outputs()
+lib.olGetQueueInfo(None, 77, S(8), buf)
+zero_outputs()
+lib.olGetEventInfo(None, 0, S(8), buf)
+zero_outputs()
+lib.olGetSymbolInfo(None, 0, S(4), buf)
+zero_outputs()
+lib.olGetMemInfo(None, 2, S(8), buf)
+zero_outputs()
+lib.olGetMemInfo(None, 0, S(8), buf)
+zero_outputs()
+lib.olGetMemInfo(None, 3, S(4), buf)
+zero_outputs()
+lib.olGetDeviceInfo(None, 2, S(8), buf)
+zero_outputs()
+lib.olGetDeviceInfo(None, 9, S(8), buf)
+zero_outputs()
+lib.olGetDeviceInfo(None, 8, S(12), buf)
+zero_outputs()
+lib.olCalculateOptimalOccupancy(None, None, S(0), ctypes.byref(size))
+zero_outputs()
+host_function = ctypes.CFUNCTYPE(None, P)(lambda _: None)
+lib.olLaunchHostFunction(None, host_function, None)
+zero_outputs()
+lib.olMemRegister(device, None, S(0), 0, ctypes.byref(out))
+zero_outputs()
 lib.olShutDown()

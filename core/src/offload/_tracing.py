@@ -14,7 +14,9 @@ Fidelity with liboffload's printer (checked against LLVM 22's library by the gol
 enumeration parameter prints by the parameter's C enum whatever Python value was passed, and as
 ``unknown enumerator`` when the number is none of its enumerators (so does the ``PropValue`` of an
 info query with such a ``PropName``); an out-parameter of a failed call prints as a zeroed C
-variable would (``0`` for sizes, ``false`` for booleans, ``nullptr`` for pointers and handles).
+variable would (``0`` for sizes and booleans, ``nullptr`` for pointers and handles; an info
+value by its type: ``0``, an empty string, ``0x0`` for a handle, the enum's 0 enumerator);
+booleans print as ``0``/``1`` and a ``LaunchSizeArgs`` struct in parentheses after its address.
 Python has no ``PropSize`` argument: the trace shows the C size of the returned value (0 on failure).
 
 Each call is one structlog event. The library never configures structlog or logging: its own
@@ -73,7 +75,7 @@ def format_value(value: Any) -> str:
     if value is None:
         return "nullptr"
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return "1" if value else "0"  # raw_ostream prints a bool as an int
     if type(value) in C_PREFIX:
         return c_name(value)
     if isinstance(value, HANDLE_TYPES):
@@ -82,9 +84,9 @@ def format_value(value: Any) -> str:
         return f"(struct ol_dimensions_t){{.x = {value.x}, .y = {value.y}, .z = {value.z}}}"
     if isinstance(value, KernelLaunchSizeArgs):
         return (
-            f"{_hex(value)} (struct ol_kernel_launch_size_args_t){{.Dimensions = {value.dimensions}, "
+            f"{_hex(value)} ((struct ol_kernel_launch_size_args_t){{.Dimensions = {value.dimensions}, "
             f".NumGroups = {format_value(value.num_groups)}, .GroupSize = {format_value(value.group_size)}, "
-            f".DynSharedMemory = {value.dyn_shared_memory}}}"
+            f".DynSharedMemory = {value.dyn_shared_memory}}})"
         )
     if isinstance(value, float):
         return f"{value:f}"
@@ -112,7 +114,42 @@ for _prefix, _enum in (
 ):
     ENUM_PARAMS[(f"olGet{_prefix}Info", "PropName")] = _enum
     ENUM_PARAMS[(f"olGet{_prefix}InfoSize", "PropName")] = _enum
-_FAILED_OUT = {"size": "0", "bool": "false"}
+_FAILED_OUT = {"size": "0", "bool": "0"}
+
+
+_UNTYPED_ENUM_VALUES = {"olGetSymbolInfo": SymbolKind}  # OL_SYMBOL_INFO_KIND is the only enum there
+
+
+def _zeroed_info(fn_name: str, prop: Any) -> str:
+    """What liboffload prints for the PropValue of a failed query: the zeroed buffer, by type."""
+    from . import _info
+    from ._info import Kind
+
+    tables: dict[str, dict[Any, tuple[Kind, Any]]] = {
+        "olGetPlatformInfo": _info.PLATFORM_INFO,
+        "olGetDeviceInfo": _info.DEVICE_INFO,
+        "olGetMemInfo": _info.MEM_INFO,
+        "olGetQueueInfo": _info.QUEUE_INFO,
+        "olGetEventInfo": _info.EVENT_INFO,
+        "olGetSymbolInfo": _info.SYMBOL_INFO,
+    }
+    table = tables.get(fn_name)
+    enum_type = ENUM_PARAMS.get((fn_name, "PropName"))
+    try:
+        kind, value_enum = table[enum_type(int(prop))]  # type: ignore[index,misc]
+    except (KeyError, ValueError, TypeError):
+        return "nullptr"
+    if kind is Kind.STRING:
+        return ""
+    if kind is Kind.HANDLE:
+        return "0x0"
+    if kind is Kind.ENUM:
+        return format_enum(value_enum or _UNTYPED_ENUM_VALUES.get(fn_name), 0)
+    if kind is Kind.DIMENSIONS:
+        return "(struct ol_dimensions_t){.x = 0, .y = 0, .z = 0}"
+    if kind in (Kind.U32, Kind.U64, Kind.SIZE, Kind.BOOL):
+        return "0"
+    return "nullptr"
 
 
 def format_enum(cls: type[Any] | None, value: Any) -> str:
@@ -143,11 +180,13 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
     """The C parameter list of one call, each value formatted as liboffload prints it."""
     params: dict[str, str] = {}
     unknown_prop = False
+    prop: Any = None
     for param, value in zip(fn.params, args):
         kind = param.kind
         if kind == "enum":
             text = format_enum(ENUM_PARAMS.get((fn.name, param.c)), value)
             unknown_prop = text == UNKNOWN_ENUMERATOR
+            prop = value
         elif kind == "pointer":
             text = _pointer(value)
         elif kind == "data":
@@ -182,6 +221,8 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
             if unknown_prop:
                 params[out.c] = UNKNOWN_ENUMERATOR
                 return params
+            if not ok:
+                shown = _zeroed_info(fn.name, prop)
         params[out.c] = f"{_hex(out)} ({shown})"
     return params
 

@@ -178,6 +178,11 @@ def _liboffload_22() -> tuple[pathlib.Path, pathlib.Path]:
         proc = subprocess.run(
             ["apt-get", "download", *LIBOFFLOAD_PACKAGES], cwd=download, capture_output=True, text=True, timeout=300
         )
+        if proc.returncode != 0 and os.geteuid() == 0:  # a fresh machine may have no package lists yet
+            subprocess.run(["apt-get", "update"], capture_output=True, timeout=300)
+            proc = subprocess.run(
+                ["apt-get", "download", *LIBOFFLOAD_PACKAGES], cwd=download, capture_output=True, text=True, timeout=300
+            )
         debs = sorted(pathlib.Path(download).glob("*.deb"))
         if proc.returncode != 0 or len(debs) != len(LIBOFFLOAD_PACKAGES):
             pytest.skip(f"liboffload-22 cannot be had: apt-get download failed: {(proc.stderr or proc.stdout).strip()[-300:]}")

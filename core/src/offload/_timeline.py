@@ -220,6 +220,9 @@ class Timeline:
         def us(ns: int) -> float:
             return round((ns - origin) / 1000.0, 3)
 
+        def span(begin: int, end: int) -> float:  # from the rounded ends, so nesting survives rounding
+            return round(us(end) - us(begin), 3)
+
         out: list[dict[str, Any]] = [
             {"name": "process_name", "ph": "M", "pid": API_PID, "tid": 0, "args": {"name": f"offload API (pid {os.getpid()})"}},
             {"name": "process_sort_index", "ph": "M", "pid": API_PID, "tid": 0, "args": {"sort_index": 0}},
@@ -234,7 +237,7 @@ class Timeline:
             out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
         flow_ts: dict[int, tuple[float, int]] = {}
         for name, tid, start, dur, args, flow in calls:
-            out.append({"name": name, "cat": "api", "ph": "X", "pid": API_PID, "tid": tid, "ts": us(start), "dur": round(dur / 1000.0, 3), "args": args})
+            out.append({"name": name, "cat": "api", "ph": "X", "pid": API_PID, "tid": tid, "ts": us(start), "dur": span(start, start + dur), "args": args})
             if flow:
                 flow_ts[flow] = (us(start), tid)
         last_end: dict[tuple[int, int], int] = {}
@@ -253,7 +256,7 @@ class Timeline:
             args = dict(item.args)
             if not item.timed:
                 args["timing"] = "unknown"
-            out.append({"name": item.name, "cat": item.cat, "ph": "X", "pid": item.pid, "tid": item.tid, "ts": us(begin), "dur": round((end - begin) / 1000.0, 3), "args": args})
+            out.append({"name": item.name, "cat": item.cat, "ph": "X", "pid": item.pid, "tid": item.tid, "ts": us(begin), "dur": span(begin, end), "args": args})
             if item.flow and item.flow in flow_ts:
                 ts, tid = flow_ts[item.flow]
                 out.append({"name": "enqueue", "cat": "flow", "ph": "s", "id": item.flow, "pid": API_PID, "tid": tid, "ts": ts})

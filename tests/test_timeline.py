@@ -306,3 +306,16 @@ def test_many_threads_and_queues_keep_the_promises(run_python: Any, tmp_path: pa
     finishes = {e["id"]: e for e in events if e["ph"] == "f"}
     assert len(starts) == len(finishes) == 100
     assert all(finishes[i]["ts"] >= starts[i]["ts"] for i in starts)
+
+
+def test_the_setting_forms(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    import os
+
+    from offload._timeline import path_from_setting
+
+    monkeypatch.chdir(tmp_path)
+    default = str(tmp_path / f"offload-trace-{os.getpid()}.json")
+    assert path_from_setting("perfetto") == path_from_setting("perfetto:") == path_from_setting(" Perfetto ") == default
+    assert path_from_setting("perfetto:/x/y.json") == "/x/y.json"
+    assert path_from_setting("perfetto:rel.json") == str(tmp_path / "rel.json")
+    assert path_from_setting("1") is None and path_from_setting("json") is None and path_from_setting("") is None

@@ -323,8 +323,8 @@ def _device_name_prop() -> Any:
 def path_from_setting(setting: str) -> str | None:
     """The file for an ``OFFLOAD_TRACE`` value of the perfetto form, None for any other value."""
     text = setting.strip()
-    if text.lower() == "perfetto":
-        return os.path.abspath(f"offload-trace-{os.getpid()}.json")
-    if text.lower().startswith("perfetto:") and text[len("perfetto:"):]:
-        return os.path.abspath(os.path.expanduser(text[len("perfetto:"):]))
-    return None
+    head, _, path = text.partition(":")
+    if head.lower() != "perfetto":
+        return None
+    path = path.strip()
+    return os.path.abspath(os.path.expanduser(path) if path else f"offload-trace-{os.getpid()}.json")

@@ -55,16 +55,15 @@ _DEVICE_PID_BASE = 100
 class Work:
     """One piece of device work: a kernel, a copy, a fill, a host function, an event record or wait."""
 
-    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "call_end_ns", "end_ns", "flow", "sources", "timed")
+    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timed")
 
-    def __init__(self, name: str, cat: str, args: dict[str, Any], pid: int, tid: int, submit_ns: int, call_end_ns: int) -> None:
+    def __init__(self, name: str, cat: str, args: dict[str, Any], pid: int, tid: int, submit_ns: int) -> None:
         self.name = name
         self.cat = cat
         self.args = args
         self.pid = pid
         self.tid = tid
         self.submit_ns = submit_ns  # the enqueuing call's start
-        self.call_end_ns = call_end_ns
         self.end_ns: int | None = None  # stamped by the completion callback
         self.flow = 0  # id of the flow from the enqueuing call
         self.sources: list[Work] = []  # event records this wait waits on
@@ -95,7 +94,6 @@ class Timeline:
         self._calls: list[tuple[str, int, int, int, dict[str, Any], int]] = []  # name, tid, start, dur, args, flow
         self._threads: dict[int, str] = {}
         self._work: list[Work] = []
-        self._last: dict[tuple[int, int], Work] = {}  # (pid, tid) -> last work enqueued there
         self._devices: dict[int, tuple[int, str]] = {}  # id(device) -> (pid, label)
         self._queues: dict[tuple[int, int], str] = {}
         self._events: dict[int, tuple[Event, Work]] = {}  # id(event handle) -> its record
@@ -182,7 +180,7 @@ class Timeline:
     ) -> Work:
         pid = self._device_pid(queue.device if queue is not None else device)
         tid = SYNC_TID if queue is None else queue.id
-        work = Work(name, cat, args, pid, tid, start_ns, end_ns)
+        work = Work(name, cat, args, pid, tid, start_ns)
         with self._lock:
             self._queues.setdefault((pid, tid), "synchronous (no queue)" if queue is None else f"queue #{queue.id}")
             self._work.append(work)

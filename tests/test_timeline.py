@@ -319,3 +319,27 @@ def test_the_setting_forms(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Pa
     assert path_from_setting("perfetto:/x/y.json") == "/x/y.json"
     assert path_from_setting("perfetto:rel.json") == str(tmp_path / "rel.json")
     assert path_from_setting("1") is None and path_from_setting("json") is None and path_from_setting("") is None
+
+
+def test_the_main_job_timeline(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """`offload selfcheck` (what scripts/main.sh runs) traced: its copies, fills, kernel and events."""
+    path = tmp_path / "main.json"
+    code = "import sys\nfrom offload.cli import main\nsys.exit(main(['selfcheck', '--platform', 'host', '--size', '4096']))"
+    events = check_trace_event_format(_run_job(run_python, path, code))
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    work = [(tracks[(w["pid"], w["tid"])], w["cat"], w["name"]) for w in _spans(events, WORK)]
+    assert work == [
+        ("synchronous (no queue)", "fill", "fill"),  # first touch of x, then y
+        ("synchronous (no queue)", "fill", "fill"),
+        ("synchronous (no queue)", "memcpy", "memcpy HtoH"),  # copy in x, y
+        ("synchronous (no queue)", "memcpy", "memcpy HtoH"),
+        ("queue #1", "host_function", "host function _nothing"),  # the queue's warm-up
+        ("queue #1", "event_record", "event record"),
+        ("queue #1", "kernel", "saxpy"),
+        ("queue #1", "event_record", "event record"),
+        ("synchronous (no queue)", "memcpy", "memcpy HtoH"),  # copy out
+    ]
+    (kernel,) = _spans(events, {"kernel"})
+    assert kernel["args"]["num_groups"][0] * kernel["args"]["group_size"][0] >= 4096
+    summary = _trace.summarise(events)
+    assert summary.copies["HtoH"].bytes == 3 * 4 * 4096 and summary.kernels["saxpy"].count == 1

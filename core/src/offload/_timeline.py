@@ -13,17 +13,28 @@ interpreter exit if the session is still open), opened by ui.perfetto.dev and ch
 - a flow arrow (``ph: "s"`` / ``"f"``, ``bp: "e"``) from each enqueuing call to its work, and from
   an event's record to every wait on it in another queue.
 
-Timing source: host-side completion callbacks (the backend's ``enqueue_host_call``), for every
-backend. After each enqueuing call the tracer enqueues a callback that stamps the time the queue
-reached it; the work's span runs from when the queue could start it (its call began, and the
-queue's previous work ended) to that stamp. Work already finished when the call returned ends at
-the call's end. The stamps are ``time.perf_counter_ns``, the clock of the API spans (and of the
-host backend's own events, so for the host device the two sources agree). A backend without
-``enqueue_host_call`` gets zero-length spans at the enqueue, marked ``"timing": "unknown"``.
-The backends' event timings (``event_elapsed_time``) are not used: the tracer sees a call only
-once it has returned, so it cannot record an event before the work. While the timeline is on, each
-queue also runs these callbacks, so it reports pending work until the callback after its last work
-has run.
+Timing source, per work item (its ``args.timing`` says which, the file's ``otherData`` too):
+
+- ``backend events``, where the backend implements ``create_event``, ``is_event_complete``,
+  ``sync_event`` and ``event_elapsed_time`` (the host backend does; so do GPU backends): after each
+  enqueuing call the tracer records an event of its own on the queue, and its completion time is
+  the event's elapsed time from an anchor event of the device (recorded once on a private queue
+  and synchronised, which ties the device's event clock to ``time.perf_counter_ns``). Events are
+  read at later traced calls once complete (never inside a queue callback: a GPU driver forbids
+  API calls there) and never after the final ``olShutDown`` has torn the backend down;
+- ``completion callback``: a host call the tracer enqueues after the work (the backend's
+  ``enqueue_host_call``) stamps the time the queue reached it. Every queued work item gets one; it
+  also bounds an event time from above (an anchor read late cannot push work past it), and it
+  times the work alone where events are missing or were still pending at the final ``olShutDown``;
+- ``within its call``: work without a queue, or already finished when its call returned, ends
+  at the call's end;
+- ``unknown``: a backend with neither draws the work as zero-length at its enqueue.
+
+A work span runs from when the queue could start it (its call began, and the queue's previous
+work ended) to its completion. Work without a queue goes on the synchronous track. While the timeline is
+on, each queue also runs the tracer's callbacks and events, so it reports pending work until the
+last of them has run. Work that several threads enqueue on one queue at once is drawn in the order
+their calls returned, which may differ from the order the queue ran it.
 
 Promises the file keeps (and the tests check): times are microseconds from the session's first
 call (``ts`` >= 0); on each queue track the spans appear in enqueue order and do not overlap; a
@@ -46,7 +57,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._handles import Device, Event, Queue
 
-TIMING_SOURCE = "host completion callbacks (enqueue_host_call)"
+TIMING_SOURCE = (
+    "backend events (event_elapsed_time from a per-device anchor event) where the backend has them, "
+    "bounded by host completion callbacks (enqueue_host_call); the callbacks alone otherwise"
+)
+EVENTS, CALLBACK, IN_CALL, UNKNOWN = "backend events", "completion callback", "within its call", "unknown"
+_EVENT_HOOKS = frozenset({"create_event", "is_event_complete", "sync_event", "event_elapsed_time"})
 SYNC_TID = 0
 API_PID = 1
 _DEVICE_PID_BASE = 100
@@ -55,7 +71,7 @@ _DEVICE_PID_BASE = 100
 class Work:
     """One piece of device work: a kernel, a copy, a fill, a host function, an event record or wait."""
 
-    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timed")
+    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timing", "event", "event_end_ns", "device")
 
     def __init__(self, name: str, cat: str, args: dict[str, Any], pid: int, tid: int, submit_ns: int) -> None:
         self.name = name
@@ -67,11 +83,44 @@ class Work:
         self.end_ns: int | None = None  # stamped by the completion callback
         self.flow = 0  # id of the flow from the enqueuing call
         self.sources: list[Work] = []  # event records this wait waits on
-        self.timed = True
+        self.timing = CALLBACK
+        self.event: Any = None  # the tracer's own backend event after the work, until read
+        self.event_end_ns: int | None = None  # that event's completion on the perf_counter clock
+        self.device: Device | None = None
 
     def complete(self) -> None:
         """The completion callback: runs on the queue once everything before it is done."""
         self.end_ns = time.perf_counter_ns()
+
+
+class _DeviceClock:
+    """A device's anchor event and the perf_counter time it completed: event times to host times."""
+
+    __slots__ = ("anchor", "anchor_ns")
+
+    def __init__(self, anchor: Any, anchor_ns: int) -> None:
+        self.anchor = anchor
+        self.anchor_ns = anchor_ns
+
+
+def _anchor(device: Device) -> _DeviceClock | None:
+    """Record and synchronise an event on a private queue of ``device`` (released at once)."""
+    backend, native = device.backend, device.native
+    try:
+        queue = backend.create_queue(native)
+    except Exception:
+        return None
+    try:
+        anchor = backend.create_event(native, queue)
+        backend.sync_event(native, anchor)
+        return _DeviceClock(anchor, time.perf_counter_ns())
+    except Exception:
+        return None
+    finally:
+        try:
+            backend.synchronize(native, queue, True)
+        except Exception:  # noqa: BLE001 - the timeline must never fail the user's call
+            pass
 
 
 def _direction(src_device: Device, dst_device: Device) -> str:
@@ -98,12 +147,21 @@ class Timeline:
         self._queues: dict[tuple[int, int], str] = {}
         self._events: dict[int, tuple[Event, Work]] = {}  # id(event handle) -> its record
         self._flows = itertools.count(1)
+        self._clocks: dict[int, _DeviceClock | None] = {}  # id(device) -> its clock (None: no event timing)
+        self._pending: list[Work] = []  # work whose event is not read yet
+        self._closed = False  # the final olShutDown ran: no backend call any more
         self._at_exit = False  # registered at the first call: a failed olInit leaves no file
 
     # --- recording ------------------------------------------------------------------------------
 
-    def call(self, api: str, args: tuple[Any, ...], result: Any, ok: bool, start_ns: int, end_ns: int, shown: dict[str, Any]) -> None:
-        """Record one API call (and, when it enqueued work, that work)."""
+    def call(
+        self, api: str, args: tuple[Any, ...], result: Any, ok: bool, start_ns: int, end_ns: int, shown: dict[str, Any], final: bool = False
+    ) -> None:
+        """Record one API call (and, when it enqueued work, that work); ``final``: the last olShutDown."""
+        if final:
+            self._closed = True
+        elif self._pending:
+            self.read_events()
         thread = threading.current_thread()
         tid = threading.get_native_id()
         flow = 0
@@ -117,6 +175,46 @@ class Timeline:
             if not self._at_exit and not self.written:
                 self._at_exit = True
                 atexit.register(self._write_at_exit)
+
+    def read_events(self) -> None:
+        """Read the completion time of every pending work item whose event has completed."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        keep: list[Work] = []
+        for work in pending:
+            device = work.device
+            if self._closed or device is None or device._ctx is None:
+                keep.append(work)  # the backend may be torn down: leave it to the callback
+                continue
+            backend, native = device.backend, device.native
+            clock = self._clocks.get(id(device))
+            try:
+                if not backend.is_event_complete(native, work.event):
+                    keep.append(work)
+                    continue
+                if clock is not None:
+                    elapsed_ms = backend.event_elapsed_time(native, clock.anchor, work.event)
+                    work.event_end_ns = clock.anchor_ns + round(float(elapsed_ms) * 1e6)
+                    work.timing = EVENTS
+            except Exception:  # noqa: BLE001 - the callback still times it
+                pass
+            event, work.event = work.event, None
+            if "destroy_event" in backend.implemented:
+                try:
+                    backend.destroy_event(native, event)
+                except Exception:  # noqa: BLE001
+                    pass
+        if keep:
+            with self._lock:
+                self._pending.extend(keep)
+
+    def _clock(self, device: Device) -> _DeviceClock | None:
+        key = id(device)
+        if key not in self._clocks:
+            clock = _anchor(device) if _EVENT_HOOKS <= device.backend.implemented else None
+            with self._lock:
+                self._clocks.setdefault(key, clock)
+        return self._clocks[key]
 
     def _device_pid(self, device: Device) -> int:
         key = id(device)
@@ -185,22 +283,29 @@ class Timeline:
             self._queues.setdefault((pid, tid), "synchronous (no queue)" if queue is None else f"queue #{queue.id}")
             self._work.append(work)
         if queue is None:
-            work.end_ns = end_ns  # done within the call
+            work.end_ns, work.timing = end_ns, IN_CALL  # done within the call
             return work
         qdev = queue.device
         backend = qdev.backend
-        if "enqueue_host_call" not in backend.implemented:
-            work.timed = False
-            work.end_ns = start_ns
-            return work
         if not backend.has_pending_work(qdev.native, queue.native):
-            work.end_ns = end_ns  # finished before the call returned
+            work.end_ns, work.timing = end_ns, IN_CALL  # finished before the call returned
             return work
+        if self._clock(qdev) is not None:
+            try:
+                work.event = backend.create_event(qdev.native, queue.native)
+                work.device = qdev
+                with self._lock:
+                    self._pending.append(work)
+            except Exception:  # noqa: BLE001 - the callback still times it
+                work.event = None
         try:
+            if "enqueue_host_call" not in backend.implemented:
+                raise LookupError("no enqueue_host_call")
             backend.enqueue_host_call(qdev.native, queue.native, work.complete)
-        except Exception:  # the queue refused more work: the user's call stands, the span is untimed
-            work.timed = False
-            work.end_ns = start_ns
+        except Exception:  # the queue refused more work: the user's call stands
+            if work.event is None:
+                work.timing = UNKNOWN
+                work.end_ns = start_ns
         return work
 
     # --- writing --------------------------------------------------------------------------------
@@ -244,6 +349,8 @@ class Timeline:
         for item in work:  # in enqueue order
             key = (item.pid, item.tid)
             end = item.end_ns
+            if item.event_end_ns is not None:
+                end = item.event_end_ns if end is None else min(end, item.event_end_ns)
             if end is None:
                 unfinished += 1
                 continue
@@ -252,8 +359,7 @@ class Timeline:
             last_end[key] = end
             placed[id(item)] = begin
             args = dict(item.args)
-            if not item.timed:
-                args["timing"] = "unknown"
+            args["timing"] = item.timing
             out.append({"name": item.name, "cat": item.cat, "ph": "X", "pid": item.pid, "tid": item.tid, "ts": us(begin), "dur": span(begin, end), "args": args})
             if item.flow and item.flow in flow_ts:
                 ts, tid = flow_ts[item.flow]

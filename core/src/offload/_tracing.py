@@ -286,13 +286,15 @@ class TimelineTracer:
         shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
         if error is not None:
             shown["details"] = error.details
-        self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown)
+        final = False
         if name == "olShutDown":
             from ._runtime import STATE
 
             current = STATE.ctx
-            if current is None or current.tracer is not self:  # the final olShutDown of this session
-                self.timeline.write()
+            final = current is None or current.tracer is not self  # the last olShutDown of this session
+        self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown, final)
+        if final:
+            self.timeline.write()
 
 
 def tracer_from_environment(setting: str | None) -> Tracer | TimelineTracer | None:

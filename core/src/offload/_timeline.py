@@ -46,6 +46,7 @@ inside the wait's span, where the event completed; every flow's end is not befor
 from __future__ import annotations
 
 import atexit
+import collections
 import itertools
 import json
 import os
@@ -148,7 +149,8 @@ class Timeline:
         self._events: dict[int, tuple[Event, Work]] = {}  # id(event handle) -> its record
         self._flows = itertools.count(1)
         self._clocks: dict[int, _DeviceClock | None] = {}  # id(device) -> its clock (None: no event timing)
-        self._pending: list[Work] = []  # work whose event is not read yet
+        self._pending: dict[tuple[int, int], collections.deque[Work]] = {}  # per queue, work whose event is unread
+        self._reading = threading.Lock()  # one reader of events at a time
         self._closed = False  # the final olShutDown ran: no backend call any more
         self._at_exit = False  # registered at the first call: a failed olInit leaves no file
 
@@ -177,36 +179,48 @@ class Timeline:
                 atexit.register(self._write_at_exit)
 
     def read_events(self) -> None:
-        """Read the completion time of every pending work item whose event has completed."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-        keep: list[Work] = []
-        for work in pending:
-            device = work.device
-            if self._closed or device is None or device._ctx is None:
-                keep.append(work)  # the backend may be torn down: leave it to the callback
-                continue
-            backend, native = device.backend, device.native
-            clock = self._clocks.get(id(device))
-            try:
-                if not backend.is_event_complete(native, work.event):
-                    keep.append(work)
-                    continue
-                if clock is not None:
-                    elapsed_ms = backend.event_elapsed_time(native, clock.anchor, work.event)
-                    work.event_end_ns = clock.anchor_ns + round(float(elapsed_ms) * 1e6)
-                    work.timing = EVENTS
-            except Exception:  # noqa: BLE001 - the callback still times it
-                pass
-            event, work.event = work.event, None
-            if "destroy_event" in backend.implemented:
-                try:
-                    backend.destroy_event(native, event)
-                except Exception:  # noqa: BLE001
-                    pass
-        if keep:
+        """Read the completion time of the pending work whose event has completed, queue by queue
+        in enqueue order (the first incomplete one ends a queue's turn: the rest come after it)."""
+        if not self._reading.acquire(blocking=False):
+            return  # another thread is reading them now
+        try:
             with self._lock:
-                self._pending.extend(keep)
+                queues = list(self._pending.items())
+            for key, waiting in queues:
+                while waiting and not self._closed:
+                    if not self._read(waiting[0]):
+                        break
+                    waiting.popleft()
+                if not waiting:
+                    with self._lock:
+                        if not waiting:
+                            self._pending.pop(key, None)
+        finally:
+            self._reading.release()
+
+    def _read(self, work: Work) -> bool:
+        """Read one work item's event (False while it is incomplete); the event is then destroyed."""
+        device = work.device
+        if device is None or device._ctx is None:
+            return True  # its session is over: the callback's stamp stands
+        backend, native = device.backend, device.native
+        clock = self._clocks.get(id(device))
+        try:
+            if not backend.is_event_complete(native, work.event):
+                return False
+            if clock is not None:
+                elapsed_ms = backend.event_elapsed_time(native, clock.anchor, work.event)
+                work.event_end_ns = clock.anchor_ns + round(float(elapsed_ms) * 1e6)
+                work.timing = EVENTS
+        except Exception:  # noqa: BLE001 - the callback still times it
+            pass
+        event, work.event = work.event, None
+        if "destroy_event" in backend.implemented:
+            try:
+                backend.destroy_event(native, event)
+            except Exception:  # noqa: BLE001
+                pass
+        return True
 
     def _clock(self, device: Device) -> _DeviceClock | None:
         key = id(device)
@@ -295,7 +309,7 @@ class Timeline:
                 work.event = backend.create_event(qdev.native, queue.native)
                 work.device = qdev
                 with self._lock:
-                    self._pending.append(work)
+                    self._pending.setdefault((work.pid, work.tid), collections.deque()).append(work)
             except Exception:  # noqa: BLE001 - the callback still times it
                 work.event = None
         try:

@@ -161,3 +161,15 @@ def test_pip_install_dot_from_a_fresh_checkout(wheelhouse: pathlib.Path, fresh_c
     _install(python, None, wheelhouse / "thirdparty", ".", cwd=fresh_checkout)
     assert {"offload", "offload-core", "offload-host"} <= _ours(python)
     assert _row(_offload_backends(python), "host")[3] == "loaded"
+
+
+def test_the_installed_version_is_the_one_place() -> None:
+    import importlib.metadata
+
+    import offload
+
+    assert offload.__version__ == VERSION
+    for dist in ("offload-core", "offload-host", "offload"):
+        assert importlib.metadata.version(dist) == VERSION
+    for link in (ROOT / "VERSION", ROOT / "backends" / "host" / "VERSION"):
+        assert link.is_symlink() and link.resolve() == (ROOT / "core" / "src" / "offload" / "VERSION").resolve()

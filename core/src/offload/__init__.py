@@ -34,9 +34,9 @@ from ._registry import BackendStatus, OffloadBackendWarning, register_backend, u
 from ._runtime import STATE as _STATE
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
+from ._version import __version__
 from .hookspecs import hookimpl
 
-__version__ = (__import__("pathlib").Path(__file__).parent / "VERSION").read_text().strip()  # the one place
 
 _api = _generate()
 globals().update(_api)

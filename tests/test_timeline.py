@@ -163,7 +163,7 @@ def test_device_work_is_on_one_track_per_queue(job_trace: tuple[pathlib.Path, di
     assert {c["args"]["bytes"] for c in copies} == {4 << 15} and {c["args"]["direction"] for c in copies} == {"HtoH"}
     fill, sync_fill = _spans(events, {"fill"})
     assert fill["args"]["bytes"] == 4 << 15 and fill["args"]["pattern_bytes"] == 4
-    assert sync_fill["tid"] == 0 and sync_fill["args"]["pattern_bytes"] == 2
+    assert tracks[(sync_fill["pid"], sync_fill["tid"])] == "synchronous (no queue)" and sync_fill["args"]["pattern_bytes"] == 2
     (host_fn,) = _spans(events, {"host_function"})
     assert host_fn["name"] == "host function note"
     processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
@@ -187,15 +187,15 @@ def test_the_ordering_the_file_promises(job_trace: tuple[pathlib.Path, dict[str,
     for flow_id in enqueue_flows:
         s, f = starts[flow_id], finishes[flow_id]
         assert f["ts"] >= s["ts"]
-        (call,) = [c for c in calls if c["tid"] == s["tid"] and c["ts"] == s["ts"]]
-        (target,) = [w for w in work if (w["pid"], w["tid"]) == (f["pid"], f["tid"]) and w["ts"] == f["ts"]]
+        (call,) = [c for c in calls if c["tid"] == s["tid"] and c["ts"] < s["ts"] < c["ts"] + c["dur"]]
+        (target,) = [w for w in work if (w["pid"], w["tid"]) == (f["pid"], f["tid"]) and w["ts"] < f["ts"] < w["ts"] + w["dur"]]
         assert target["ts"] >= call["ts"]  # work never starts before the call that enqueued it
         assert call["name"] in {"olMemFill", "olMemcpy", "olLaunchKernel", "olCreateEvent", "olWaitEvents", "olLaunchHostFunction"}
     (event_flow,) = [i for i, e in starts.items() if e["name"] == "event"]
     (record,) = _spans(events, {"event_record"})
     (wait,) = _spans(events, {"event_wait"})
     s, f = starts[event_flow], finishes[event_flow]
-    assert (s["pid"], s["tid"], s["ts"]) == (record["pid"], record["tid"], record["ts"])
+    assert (s["pid"], s["tid"]) == (record["pid"], record["tid"]) and _covers(record, s["ts"])
     assert (f["pid"], f["tid"]) == (wait["pid"], wait["tid"]) and _covers(wait, f["ts"]) and f["ts"] >= s["ts"]
     assert wait["ts"] + wait["dur"] >= record["ts"] + record["dur"] - 1e-3  # the wait ends after the record
 
@@ -239,7 +239,8 @@ def test_offload_trace_summarises_the_file(job_trace: tuple[pathlib.Path, dict[s
     for q in summary.queues:
         assert q.idle_us >= 0 and q.busy_us > 0
     q2 = summary.queues[1]
-    spans = sorted((w["ts"], w["ts"] + w["dur"]) for w in _spans(events, WORK) if w["tid"] == 2)
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    spans = sorted((w["ts"], w["ts"] + w["dur"]) for w in _spans(events, WORK) if tracks[(w["pid"], w["tid"])] == "queue #2")
     assert q2.idle_us == pytest.approx(sum(max(0.0, b[0] - a[1]) for a, b in zip(spans, spans[1:])), abs=2e-3)
 
     assert cli.main(["trace", str(path)]) == 0

@@ -5,7 +5,8 @@ interpreter exit if the session is still open), opened by ui.perfetto.dev and ch
 
 - process ``offload API``: every ``ol*`` call as a complete span (``ph: "X"``, ``cat: "api"``) on
   the thread that made it, with the traced parameters and the result in ``args``;
-- one process per device, with one track (``tid``) per queue: the work each call enqueued, as a
+- one process per device, with one track per queue (``tid`` = pid * 1000000 + the queue's number,
+  never a real thread id; 0 for the synchronous track): the work each call enqueued, as a
   span (``cat``: ``kernel``, ``memcpy``, ``fill``, ``host_function``, ``event_record``,
   ``event_wait``) named after it (the kernel's name; ``memcpy HtoD`` …), with its sizes, grid and
   direction in ``args``; work done without a queue goes on the device's ``synchronous`` track
@@ -38,9 +39,11 @@ their calls returned, which may differ from the order the queue ran it.
 
 Promises the file keeps (and the tests check): times are microseconds from the session's first
 call (``ts`` >= 0); on each queue track the spans appear in enqueue order and do not overlap; a
-work span never starts before its enqueuing call; each ``enqueue`` flow starts where its call
-starts and ends where its work starts; each ``event`` flow starts at the record's span and ends
-inside the wait's span, where the event completed; every flow's end is not before its start.
+work span never starts before its enqueuing call; each ``enqueue`` flow starts inside its call's
+span (1 ns after its start) and ends inside its work's span (1 ns after the later of the work's
+start and the flow's start); each ``event`` flow starts inside the record's span and ends inside
+the wait's span, where the event completed; every flow's end is not before its start (flows sit
+strictly inside their spans, where a span is 2 ns or longer, so that every viewer binds them).
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ TIMING_SOURCE = (
 )
 EVENTS, CALLBACK, IN_CALL, UNKNOWN = "backend events", "completion callback", "within its call", "unknown"
 _EVENT_HOOKS = frozenset({"create_event", "is_event_complete", "sync_event", "event_elapsed_time"})
-SYNC_TID = 0
+TRACK_BASE = 1_000_000  # a device's tracks are tid pid * TRACK_BASE + queue id (0: synchronous), apart from real tids
+SYNCHRONOUS = "synchronous (no queue)"
 API_PID = 1
 _DEVICE_PID_BASE = 100
 
@@ -291,10 +295,10 @@ class Timeline:
         self, queue: Queue | None, device: Device, name: str, cat: str, args: dict[str, Any], start_ns: int, end_ns: int
     ) -> Work:
         pid = self._device_pid(queue.device if queue is not None else device)
-        tid = SYNC_TID if queue is None else queue.id
+        tid = pid * TRACK_BASE + (0 if queue is None else queue.id)
         work = Work(name, cat, args, pid, tid, start_ns)
         with self._lock:
-            self._queues.setdefault((pid, tid), "synchronous (no queue)" if queue is None else f"queue #{queue.id}")
+            self._queues.setdefault((pid, tid), SYNCHRONOUS if queue is None else f"queue #{queue.id}")
             self._work.append(work)
         if queue is None:
             work.end_ns, work.timing = end_ns, IN_CALL  # done within the call
@@ -340,6 +344,11 @@ class Timeline:
         def span(begin: int, end: int) -> float:  # from the rounded ends, so nesting survives rounding
             return round(us(end) - us(begin), 3)
 
+        def inside(begin: int, end: int, at: int) -> int:
+            """``at`` moved 1 ns inside [begin, end] where the span allows, so that a flow binds to
+            its slice whatever order a viewer gives events of equal timestamps."""
+            return min(max(at, begin + 1), end - 1) if end - begin >= 2 else begin
+
         out: list[dict[str, Any]] = [
             {"name": "process_name", "ph": "M", "pid": API_PID, "tid": 0, "args": {"name": f"offload API (pid {os.getpid()})"}},
             {"name": "process_sort_index", "ph": "M", "pid": API_PID, "tid": 0, "args": {"sort_index": 0}},
@@ -351,14 +360,14 @@ class Timeline:
             out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
         for (pid, tid), label in queues.items():
             out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": label}})
-            out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
-        flow_ts: dict[int, tuple[float, int]] = {}
+            out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid % TRACK_BASE}})
+        flow_at: dict[int, tuple[int, int]] = {}  # flow id -> (time in its call, thread)
         for name, tid, start, dur, args, flow in calls:
             out.append({"name": name, "cat": "api", "ph": "X", "pid": API_PID, "tid": tid, "ts": us(start), "dur": span(start, start + dur), "args": args})
             if flow:
-                flow_ts[flow] = (us(start), tid)
+                flow_at[flow] = (inside(start, start + dur, start), tid)
         last_end: dict[tuple[int, int], int] = {}
-        placed: dict[int, int] = {}  # id(work) -> start_ns as drawn
+        placed: dict[int, tuple[int, int]] = {}  # id(work) -> (begin, end) as drawn
         unfinished = 0
         for item in work:  # in enqueue order
             key = (item.pid, item.tid)
@@ -371,23 +380,25 @@ class Timeline:
             begin = max(item.submit_ns, last_end.get(key, item.submit_ns))
             end = max(end, begin)
             last_end[key] = end
-            placed[id(item)] = begin
+            placed[id(item)] = (begin, end)
             args = dict(item.args)
             args["timing"] = item.timing
             out.append({"name": item.name, "cat": item.cat, "ph": "X", "pid": item.pid, "tid": item.tid, "ts": us(begin), "dur": span(begin, end), "args": args})
-            if item.flow and item.flow in flow_ts:
-                ts, tid = flow_ts[item.flow]
-                out.append({"name": "enqueue", "cat": "flow", "ph": "s", "id": item.flow, "pid": API_PID, "tid": tid, "ts": ts})
-                out.append({"name": "enqueue", "cat": "flow", "ph": "f", "bp": "e", "id": item.flow, "pid": item.pid, "tid": item.tid, "ts": us(begin)})
+            if item.flow and item.flow in flow_at:
+                at, tid = flow_at[item.flow]
+                to = inside(begin, end, max(begin, at))
+                out.append({"name": "enqueue", "cat": "flow", "ph": "s", "id": item.flow, "pid": API_PID, "tid": tid, "ts": us(at)})
+                out.append({"name": "enqueue", "cat": "flow", "ph": "f", "bp": "e", "id": item.flow, "pid": item.pid, "tid": item.tid, "ts": us(to)})
         for item in work:
             for source in item.sources:
-                if id(item) in placed and id(source) in placed and source.end_ns is not None and item.end_ns is not None:
+                if id(item) in placed and id(source) in placed:
                     # from the record's span to the point of the wait's span where the event completed
                     flow = next(self._flows)
-                    src_ts = us(placed[id(source)])
-                    dst_ts = us(min(max(placed[id(item)], source.end_ns), item.end_ns))
-                    out.append({"name": "event", "cat": "flow", "ph": "s", "id": flow, "pid": source.pid, "tid": source.tid, "ts": src_ts})
-                    out.append({"name": "event", "cat": "flow", "ph": "f", "bp": "e", "id": flow, "pid": item.pid, "tid": item.tid, "ts": max(src_ts, dst_ts)})
+                    (src_begin, src_end), (dst_begin, dst_end) = placed[id(source)], placed[id(item)]
+                    at = inside(src_begin, src_end, src_begin)
+                    to = inside(dst_begin, dst_end, max(src_end, at))
+                    out.append({"name": "event", "cat": "flow", "ph": "s", "id": flow, "pid": source.pid, "tid": source.tid, "ts": us(at)})
+                    out.append({"name": "event", "cat": "flow", "ph": "f", "bp": "e", "id": flow, "pid": item.pid, "tid": item.tid, "ts": us(to)})
         if unfinished:
             out.append({"name": f"{unfinished} work item(s) unfinished when the file was written", "ph": "i", "s": "g", "pid": API_PID, "tid": 0, "ts": us(time.perf_counter_ns())})
         return out

@@ -87,9 +87,10 @@ def summarise(events: list[dict[str, Any]]) -> Summary:
             tally.count += 1
             tally.total_us += dur
             tally.bytes += int(args.get("bytes", 0))
-        if e.get("tid") != 0:  # the synchronous track is not a queue
-            spans[(e.get("pid"), e.get("tid"))].append((ts, ts + dur))
+        spans[(e.get("pid"), e.get("tid"))].append((ts, ts + dur))
     for key in sorted(spans, key=lambda k: (str(k[0]), str(k[1]))):
+        if names.get(key, "").startswith("synchronous"):
+            continue  # work without a queue: no queue to be idle
         usage = QueueUsage(f"{processes.get(key[0], key[0])} / {names.get(key, key[1])}")
         ordered = sorted(spans[key])
         end = ordered[0][0]

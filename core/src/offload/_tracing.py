@@ -34,6 +34,7 @@ import threading
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
+from . import _info
 from ._enums import (
     C_PREFIX,
     AllocType,
@@ -48,6 +49,7 @@ from ._enums import (
     c_name,
 )
 from ._handles import HANDLE_TYPES
+from ._info import Kind
 from ._types import Dimensions, KernelLaunchSizeArgs, buffer_size
 
 if TYPE_CHECKING:
@@ -114,26 +116,21 @@ for _prefix, _enum in (
 ):
     ENUM_PARAMS[(f"olGet{_prefix}Info", "PropName")] = _enum
     ENUM_PARAMS[(f"olGet{_prefix}InfoSize", "PropName")] = _enum
-_FAILED_OUT = {"size": "0", "bool": "0"}
-
-
+_FAILED_OUT = {"size": "0", "bool": "0"}  # a failed call's out-parameter, as its zeroed C variable prints
+_INFO_TABLES: dict[str, dict[Any, tuple[Kind, Any]]] = {
+    "olGetPlatformInfo": _info.PLATFORM_INFO,
+    "olGetDeviceInfo": _info.DEVICE_INFO,
+    "olGetMemInfo": _info.MEM_INFO,
+    "olGetQueueInfo": _info.QUEUE_INFO,
+    "olGetEventInfo": _info.EVENT_INFO,
+    "olGetSymbolInfo": _info.SYMBOL_INFO,
+}
 _UNTYPED_ENUM_VALUES = {"olGetSymbolInfo": SymbolKind}  # OL_SYMBOL_INFO_KIND is the only enum there
 
 
 def _zeroed_info(fn_name: str, prop: Any) -> str:
     """What liboffload prints for the PropValue of a failed query: the zeroed buffer, by type."""
-    from . import _info
-    from ._info import Kind
-
-    tables: dict[str, dict[Any, tuple[Kind, Any]]] = {
-        "olGetPlatformInfo": _info.PLATFORM_INFO,
-        "olGetDeviceInfo": _info.DEVICE_INFO,
-        "olGetMemInfo": _info.MEM_INFO,
-        "olGetQueueInfo": _info.QUEUE_INFO,
-        "olGetEventInfo": _info.EVENT_INFO,
-        "olGetSymbolInfo": _info.SYMBOL_INFO,
-    }
-    table = tables.get(fn_name)
+    table = _INFO_TABLES.get(fn_name)
     enum_type = ENUM_PARAMS.get((fn_name, "PropName"))
     try:
         kind, value_enum = table[enum_type(int(prop))]  # type: ignore[index,misc]

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The main job: install offload (core + host backend) into .venv and run a real offload job on
 # every device (allocate, copy in, launch a saxpy kernel, copy out, verify, time). Extra
-# arguments go to `offload selfcheck` (e.g. --size 4194304, --json).
+# arguments go to `offload selfcheck` (e.g. --size 4194304, --json). The install is skipped
+# when no source changed since the last run (scripts/venv.sh keeps a stamp).
+# OFFLOAD_TRACE=perfetto:FILE writes the job's timeline (`.venv/bin/offload trace FILE` sums it up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "main.sh: [1/2] preparing .venv (offload-core + offload-host from this checkout)" >&2
 scripts/venv.sh .venv ./core ./backends/host .
+echo "main.sh: [2/2] offload selfcheck $*: saxpy on every device" >&2
 exec .venv/bin/offload selfcheck "$@"

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# Every test: the whole suite against core + host backend (.venv), then the core-alone tests in a
-# venv holding offload-core only (.venv-core). Extra arguments go to the first pytest run.
+# Every test: the whole suite against core + host backend (.venv; it includes the packaging test,
+# which builds the wheelhouse and installs from it into fresh venvs), then the core-alone tests in
+# a venv holding offload-core only (.venv-core). Extra arguments go to the first pytest run.
+# Installs are skipped when no source changed since the last run (scripts/venv.sh keeps a stamp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/venv.sh .venv ./core ./backends/host ./backends/cuda . -r tests/requirements.txt
+step() { echo "test.sh: [$1/4] $2" >&2; }
+step 1 "preparing .venv (offload-core + offload-host from this checkout, the GPU backends, and tests/requirements.txt)"
+scripts/venv.sh .venv ./core ./backends/host .  # the same install as scripts/main.sh's, so they share it
+gpu=(); for b in cuda amdgpu; do [ -f "backends/$b/pyproject.toml" ] && gpu+=("./backends/$b"); done
+scripts/venv.sh .venv "${gpu[@]}" -r tests/requirements.txt  # the GPU backends (their suites run on simulators)
+step 2 "the whole suite: .venv/bin/python -m pytest -q $*"
 .venv/bin/python -m pytest -q "$@"
+step 3 "preparing .venv-core (offload-core alone)"
 scripts/venv.sh .venv-core ./core "pytest>=8"
+step 4 "the core-alone tests: OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only"
 OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only

@@ -245,8 +245,77 @@ def test_main_shuts_down_when_a_command_raises(
     # the autouse fixture checks that the library is uninitialised again
 
 
+def test_backends_tells_filtered_out_from_not_installed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OFFLOAD_BACKENDS", "nonexistent")
+    code, out, _ = _run(capsys, "backends")
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()}
+    assert "filtered out by OFFLOAD_BACKENDS" in rows["host"] and rows["host"].split()[1] == "offload-host"
+    assert "not installed" in rows["nonexistent"]
+    assert "host: installed, but filtered out by OFFLOAD_BACKENDS" in out
+    assert "nonexistent: named by OFFLOAD_BACKENDS, but not installed" in out
+    assert "No backends discovered" not in out
+    code, out, _ = _run(capsys, "backends", "--json")
+    selection = json.loads(out)["selection"]
+    assert selection == {
+        "variable": "OFFLOAD_BACKENDS",
+        "setting": "nonexistent",
+        "filtered_out": ["host"],
+        "not_installed": ["nonexistent"],
+    }
+
+
+def test_unknown_backend_names_warn_or_fail_under_strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OFFLOAD_BACKENDS", "host,nosuch")
+    with pytest.warns(ol.OffloadBackendWarning, match="'nosuch', which no installed backend provides"):
+        ol.olInit()
+    try:
+        assert [s.name for s in ol.backend_status()] == ["host"]  # the named one that exists still loads
+    finally:
+        ol.olShutDown()
+    monkeypatch.setenv("OFFLOAD_BACKENDS_STRICT", "1")
+    with pytest.raises(ol.OffloadError) as raised:
+        ol.olInit()
+    assert raised.value.code is ol.ErrorCode.NOT_FOUND and "nosuch" in raised.value.details
+    assert STATE.ctx is None
+
+
+def test_version_and_bare_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"offload {ol.__version__} (offload-core)"
+    assert "backend host: offload-host " in out
+    assert cli.main([]) == 0  # no command: the help, successfully
+    out = capsys.readouterr().out
+    assert out.startswith("usage: offload") and "selfcheck" in out and "trace" in out
+
+
+def test_selfcheck_text_and_json_use_the_same_labels(capsys: pytest.CaptureFixture[str]) -> None:
+    code, text, _ = _run(capsys, "selfcheck", "--platform", "host", "--size", "4096")
+    assert code == 0
+    code, out, _ = _run(capsys, "selfcheck", "--json", "--platform", "host", "--size", "4096")
+    (result,) = json.loads(out)["devices"]
+    labels = [line.split()[0] for line in text.splitlines() if line.startswith("  ")]
+    assert labels == ["alloc", "program", "copy_in", "kernel", "copy_out", "verify"]
+    assert set(labels) <= set(result["timings_ms"]) and "kernel_wall" in text
+    assert set(result["timings_ms"]) == {*labels, "kernel_wall"}
+
+
+def test_selfcheck_copies_exclude_first_touch(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every device buffer is written once before the timed copies (its page faults are not copy time)."""
+    order: list[str] = []
+    real_fill, real_copy = ol.olMemFill, ol.olMemcpy
+    monkeypatch.setattr(ol, "olMemFill", lambda *a: order.append("fill") or real_fill(*a))
+    monkeypatch.setattr(ol, "olMemcpy", lambda *a: order.append("copy") or real_copy(*a))
+    code, _, _ = _run(capsys, "selfcheck", "--platform", "host", "--size", "1024")
+    assert code == 0
+    assert order[:3] == ["fill", "fill", "copy"]
+
+
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main([]) == 2
+    assert cli.main(["nosuchcommand"]) == 2
     assert cli.main(["selfcheck", "--size", "0"]) == 2
     assert "--size" in capsys.readouterr().err
 

@@ -1,8 +1,26 @@
-"""Builds the native part of offload-host (everything else lives in pyproject.toml)."""
+"""Builds the native part of offload-host, and pins offload-core to the shared VERSION
+(everything else lives in pyproject.toml)."""
+
+import os
+from pathlib import Path
 
 from setuptools import Extension, setup
 
+HERE = Path(__file__).resolve().parent
+VERSION = (HERE / "VERSION").read_text().strip()
+
+
+def requirement(name: str, folder: str) -> str:
+    """``name==VERSION``; from a checkout (the folder exists, OFFLOAD_PIN_REQUIREMENTS unset) the
+    folder itself, so ``pip install ./backends/host`` works before anything is published."""
+    path = (HERE / folder).resolve()
+    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") != "1" and (path / "pyproject.toml").is_file():
+        return f"{name} @ {path.as_uri()}"
+    return f"{name}=={VERSION}"
+
+
 setup(
+    install_requires=[requirement("offload-core", "../../core")],
     ext_modules=[
         Extension(
             "offload_host._native",
@@ -10,5 +28,5 @@ setup(
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
             libraries=["pthread", "dl"],
         )
-    ]
+    ],
 )

@@ -36,9 +36,9 @@ from ._registry import BackendStatus, OffloadBackendWarning, register_backend, u
 from ._runtime import STATE as _STATE
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
+from ._version import __version__
 from .hookspecs import hookimpl
 
-__version__ = "0.1.0"
 
 _api = _generate()
 globals().update(_api)

@@ -7,6 +7,11 @@ instantiated, registered with a fresh pluggy ``PluginManager`` (which validates 
 bound (its implementations looked up once, so per-call dispatch never goes through
 ``pm.hook``) and initialised. A failure at any step skips that backend with its reason kept and
 warned once; ``OFFLOAD_BACKENDS_STRICT`` makes it raise instead.
+
+A name in ``OFFLOAD_BACKENDS`` that matches no discovered backend is reported: warned once
+(``OffloadBackendWarning``), or under ``OFFLOAD_BACKENDS_STRICT`` an ``OL_ERRC_NOT_FOUND`` from
+``olInit``. ``last_selection()`` tells the backends filtered out by the variable from the names
+that are not installed (``offload backends`` prints both).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ _BACKEND_KINDS = {
 
 
 class OffloadBackendWarning(UserWarning):
-    """A discovered backend could not be loaded and was skipped."""
+    """A discovered backend could not be loaded and was skipped, or ``OFFLOAD_BACKENDS`` names one not installed."""
 
 
 @dataclass
@@ -53,6 +58,15 @@ class BackendStatus:
     device_count: int = 0
 
 
+@dataclass(frozen=True)
+class Selection:
+    """How ``OFFLOAD_BACKENDS`` applied at the last discovery (``setting`` None: variable unset)."""
+
+    setting: str | None
+    filtered_out: tuple[str, ...] = ()  # discovered backends the variable did not name
+    not_installed: tuple[str, ...] = ()  # names in the variable that match no discovered backend
+
+
 @dataclass
 class _Candidate:
     name: str
@@ -64,6 +78,12 @@ class _Candidate:
 _registered: dict[str, Any] = {}
 _registered_lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
+_last_selection = Selection(None)
+
+
+def last_selection() -> Selection:
+    """How ``OFFLOAD_BACKENDS`` filtered the backends at the last fresh ``olInit``."""
+    return _last_selection
 
 
 def register_backend(name: str, backend: Any) -> None:
@@ -85,7 +105,9 @@ def unregister_backend(name: str) -> None:
             raise OffloadError(ErrorCode.NOT_FOUND, f"no backend named {name!r} is registered in-process")
 
 
-def _candidates() -> list[_Candidate]:
+def _candidates(strict: bool = False) -> list[_Candidate]:
+    """Every discovered backend that ``OFFLOAD_BACKENDS`` selects (records ``last_selection``)."""
+    global _last_selection
     from importlib.metadata import entry_points
 
     found: dict[str, _Candidate] = {}
@@ -98,11 +120,31 @@ def _candidates() -> list[_Candidate]:
     with _registered_lock:
         for name, backend in _registered.items():
             found[name] = _Candidate(name, _constant(backend), None, None)
-    selected = os.environ.get(SELECT_ENV)
-    if selected is not None:
-        wanted = {n.strip() for n in selected.split(",") if n.strip()}
+    setting = os.environ.get(SELECT_ENV)
+    if setting is None:
+        _last_selection = Selection(None)
+    else:
+        wanted = [n.strip() for n in setting.split(",") if n.strip()]
+        unknown = tuple(dict.fromkeys(n for n in wanted if n not in found))
+        _last_selection = Selection(setting, tuple(sorted(n for n in found if n not in wanted)), unknown)
         found = {n: c for n, c in found.items() if n in wanted}
+        if unknown:
+            _report_unknown(unknown, sorted([*found, *_last_selection.filtered_out]), strict)
     return sorted(found.values(), key=lambda c: (c.name == "host", c.name))
+
+
+def _report_unknown(unknown: tuple[str, ...], discovered: list[str], strict: bool) -> None:
+    names = ", ".join(repr(n) for n in unknown)
+    message = (
+        f"{SELECT_ENV} names {names}, which no installed backend provides "
+        f"(discovered: {', '.join(discovered) or 'none'})"
+    )
+    if strict:
+        raise OffloadError(ErrorCode.NOT_FOUND, message)
+    key = ("", message)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, OffloadBackendWarning, stacklevel=6)
 
 
 def _constant(value: Any) -> Callable[[], Any]:
@@ -226,7 +268,7 @@ def load_backends() -> tuple[list[Loaded], list[BackendStatus]]:
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     try:
-        for candidate in _candidates():
+        for candidate in _candidates(strict):
             status = BackendStatus(candidate.name, candidate.distribution, candidate.version)
             statuses.append(status)
             try:

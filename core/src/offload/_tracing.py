@@ -7,7 +7,17 @@ liboffload's format, so that C and Python traces compare line by line (addresses
          *Error Details* validation failure: Size == 0 
 
 ``OFFLOAD_TRACE=json`` prints one JSON object per call instead, with the keys ``api``, ``args``,
-``result``, ``details``, ``elapsed_ns`` and ``thread``.
+``result``, ``details``, ``elapsed_ns`` and ``thread``. ``OFFLOAD_TRACE=perfetto`` (or
+``perfetto:PATH``) prints nothing per call and writes a timeline file instead (``_timeline``).
+
+Fidelity with liboffload's printer (checked against LLVM 22's library by the golden test): an
+enumeration parameter prints by the parameter's C enum whatever Python value was passed, and as
+``unknown enumerator`` when the number is none of its enumerators (so does the ``PropValue`` of an
+info query with such a ``PropName``); an out-parameter of a failed call prints as a zeroed C
+variable would (``0`` for sizes and booleans, ``nullptr`` for pointers and handles; an info
+value by its type: ``0``, an empty string, ``0x0`` for a handle, the enum's 0 enumerator);
+booleans print as ``0``/``1`` and a ``LaunchSizeArgs`` struct in parentheses after its address.
+Python has no ``PropSize`` argument: the trace shows the C size of the returned value (0 on failure).
 
 Each call is one structlog event. The library never configures structlog or logging: its own
 output goes through a private ``structlog.wrap_logger`` logger. An application routes the events
@@ -18,12 +28,28 @@ the same keys, where the application's processors render it. ``set_trace_logger(
 
 from __future__ import annotations
 
+import enum
 import sys
 import threading
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
-from ._enums import C_PREFIX, c_name
+from . import _info
+from ._enums import (
+    C_PREFIX,
+    AllocType,
+    DeviceInfo,
+    EventInfo,
+    MemInfo,
+    MemoryRegisterFlag,
+    PlatformInfo,
+    QueueInfo,
+    SymbolInfo,
+    SymbolKind,
+    c_name,
+)
 from ._handles import HANDLE_TYPES
+from ._info import Kind
 from ._types import Dimensions, KernelLaunchSizeArgs, buffer_size
 
 if TYPE_CHECKING:
@@ -51,7 +77,7 @@ def format_value(value: Any) -> str:
     if value is None:
         return "nullptr"
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return "1" if value else "0"  # raw_ostream prints a bool as an int
     if type(value) in C_PREFIX:
         return c_name(value)
     if isinstance(value, HANDLE_TYPES):
@@ -60,15 +86,85 @@ def format_value(value: Any) -> str:
         return f"(struct ol_dimensions_t){{.x = {value.x}, .y = {value.y}, .z = {value.z}}}"
     if isinstance(value, KernelLaunchSizeArgs):
         return (
-            f"{_hex(value)} (struct ol_kernel_launch_size_args_t){{.Dimensions = {value.dimensions}, "
+            f"{_hex(value)} ((struct ol_kernel_launch_size_args_t){{.Dimensions = {value.dimensions}, "
             f".NumGroups = {format_value(value.num_groups)}, .GroupSize = {format_value(value.group_size)}, "
-            f".DynSharedMemory = {value.dyn_shared_memory}}}"
+            f".DynSharedMemory = {value.dyn_shared_memory}}})"
         )
     if isinstance(value, float):
         return f"{value:f}"
     if isinstance(value, (int, str)):
         return str(value)
     return _hex(value)
+
+
+UNKNOWN_ENUMERATOR = "unknown enumerator"
+
+# The C enum of every enumeration parameter, keyed by (function, C parameter name).
+ENUM_PARAMS: dict[tuple[str, str], type[Any]] = {
+    ("olMemAlloc", "Type"): AllocType,
+    ("olGetSymbol", "Kind"): SymbolKind,
+    ("olMemRegister", "Flags"): MemoryRegisterFlag,
+    ("olMemUnregister", "Flags"): MemoryRegisterFlag,
+}
+for _prefix, _enum in (
+    ("Platform", PlatformInfo),
+    ("Device", DeviceInfo),
+    ("Mem", MemInfo),
+    ("Queue", QueueInfo),
+    ("Event", EventInfo),
+    ("Symbol", SymbolInfo),
+):
+    ENUM_PARAMS[(f"olGet{_prefix}Info", "PropName")] = _enum
+    ENUM_PARAMS[(f"olGet{_prefix}InfoSize", "PropName")] = _enum
+_FAILED_OUT = {"size": "0", "bool": "0"}  # a failed call's out-parameter, as its zeroed C variable prints
+_INFO_TABLES: dict[str, dict[Any, tuple[Kind, Any]]] = {
+    "olGetPlatformInfo": _info.PLATFORM_INFO,
+    "olGetDeviceInfo": _info.DEVICE_INFO,
+    "olGetMemInfo": _info.MEM_INFO,
+    "olGetQueueInfo": _info.QUEUE_INFO,
+    "olGetEventInfo": _info.EVENT_INFO,
+    "olGetSymbolInfo": _info.SYMBOL_INFO,
+}
+_UNTYPED_ENUM_VALUES = {"olGetSymbolInfo": SymbolKind}  # OL_SYMBOL_INFO_KIND is the only enum there
+
+
+def _zeroed_info(fn_name: str, prop: Any) -> str:
+    """What liboffload prints for the PropValue of a failed query: the zeroed buffer, by type."""
+    table = _INFO_TABLES.get(fn_name)
+    enum_type = ENUM_PARAMS.get((fn_name, "PropName"))
+    try:
+        kind, value_enum = table[enum_type(int(prop))]  # type: ignore[index,misc]
+    except (KeyError, ValueError, TypeError):
+        return "nullptr"
+    if kind is Kind.STRING:
+        return ""
+    if kind is Kind.HANDLE:
+        return "0x0"
+    if kind is Kind.ENUM:
+        return format_enum(value_enum or _UNTYPED_ENUM_VALUES.get(fn_name), 0)
+    if kind is Kind.DIMENSIONS:
+        return "(struct ol_dimensions_t){.x = 0, .y = 0, .z = 0}"
+    if kind in (Kind.U32, Kind.U64, Kind.SIZE, Kind.BOOL):
+        return "0"
+    return "nullptr"
+
+
+def format_enum(cls: type[Any] | None, value: Any) -> str:
+    """An enumeration argument as liboffload prints it: by the parameter's C enum."""
+    if cls is None or isinstance(value, bool) or not isinstance(value, int):
+        return format_value(value)
+    if type(value) is cls:
+        return c_name(value)
+    number = int(value)
+    if issubclass(cls, enum.IntFlag):
+        known = 0
+        for member in cls:
+            known |= member.value
+        return c_name(cls(number)) if not number & ~known else UNKNOWN_ENUMERATOR
+    try:
+        return c_name(cls(number))
+    except ValueError:
+        return UNKNOWN_ENUMERATOR
 
 
 def _pointer(value: Any) -> str:
@@ -80,9 +176,15 @@ def _pointer(value: Any) -> str:
 def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> dict[str, str]:
     """The C parameter list of one call, each value formatted as liboffload prints it."""
     params: dict[str, str] = {}
+    unknown_prop = False
+    prop: Any = None
     for param, value in zip(fn.params, args):
         kind = param.kind
-        if kind == "pointer":
+        if kind == "enum":
+            text = format_enum(ENUM_PARAMS.get((fn.name, param.c)), value)
+            unknown_prop = text == UNKNOWN_ENUMERATOR
+            prop = value
+        elif kind == "pointer":
             text = _pointer(value)
         elif kind == "data":
             size = str(max(0, buffer_size(value)))
@@ -111,11 +213,16 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
         params[param.c] = text
     out = fn.out
     if out is not None:
-        shown = format_value(result) if ok else "nullptr"
+        shown = format_value(result) if ok else _FAILED_OUT.get(out.kind, "nullptr")
         if out.kind == "pointer" and ok:
             shown = _pointer(result)
         if out.kind == "info":
             params["PropSize"] = "0" if not ok else str(_info_size(result))
+            if unknown_prop:
+                params[out.c] = UNKNOWN_ENUMERATOR
+                return params
+            if not ok:
+                shown = _zeroed_info(fn.name, prop)
         params[out.c] = f"{_hex(out)} ({shown})"
     return params
 
@@ -165,12 +272,45 @@ class Tracer:
         )
 
 
-def tracer_from_environment(setting: str | None) -> Tracer | None:
+class TimelineTracer:
+    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``."""
+
+    __slots__ = ("timeline",)
+
+    def __init__(self, path: str) -> None:
+        from ._timeline import Timeline
+
+        self.timeline = Timeline(path)
+
+    def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
+        end = perf_counter_ns()
+        name = api or (fn.name if fn else "")
+        shown: dict[str, Any] = dict(trace_params(fn, args, result, error is None)) if fn is not None else {}
+        shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
+        if error is not None:
+            shown["details"] = error.details
+        final = False
+        if name == "olShutDown":
+            from ._runtime import STATE
+
+            current = STATE.ctx
+            final = current is None or current.tracer is not self  # the last olShutDown of this session
+        self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown, final)
+        if final:
+            self.timeline.write()
+
+
+def tracer_from_environment(setting: str | None) -> Tracer | TimelineTracer | None:
     """The tracer for an ``OFFLOAD_TRACE`` value (None when unset and no app logger is set)."""
     if _app_logger is not None:
         return Tracer(_app_logger)
     if setting is None:
         return None
+    from ._timeline import path_from_setting
+
+    path = path_from_setting(setting)
+    if path is not None:
+        return TimelineTracer(path)
     import structlog
 
     if setting.strip().lower() == "json":

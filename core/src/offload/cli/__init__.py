@@ -5,10 +5,17 @@
     llvm-offload-device-info prints them). A property that fails shows ``<error: CODE>``.
 ``offload backends [--json]``
     Every discovered backend: distribution, version, loaded or skipped (with the reason), devices.
+``offload trace FILE``
+    A summary of a timeline written by ``OFFLOAD_TRACE=perfetto``: calls per API, time per
+    kernel, bytes copied per direction, idle gaps per queue.
+``offload --version``
+    The versions of offload-core and of every installed backend distribution.
 ``offload selfcheck [--json] [--platform NAME] [--size N]``
     A real job on every device: allocate, copy in, launch ``saxpy``, copy out, verify, time it.
     The program comes from the backend's conformance capabilities (entry-point group
     ``offload.conformance``); a backend without a saxpy binary is skipped, not failed.
+
+``offload`` with no command prints this help and exits 0.
 
 Exit status: 0 success; 1 a device failed, or an API call failed; 2 nothing to do (no device,
 no device of the selected platform, every device skipped) or a usage error.
@@ -37,13 +44,38 @@ from ._common import (
 from ._devices import cmd_devices
 from ._new_backend import add_parser as _add_new_backend
 from ._selfcheck import cmd_selfcheck, saxpy_expected
+from ._trace import cmd_trace
 
 __all__ = ["main", "build_parser", "PropertyError", "format_value", "json_value", "saxpy_expected"]
 
 
+def version_text() -> str:
+    """``offload --version``: offload-core's version and each installed backend distribution's."""
+    from importlib.metadata import entry_points
+
+    lines = [f"offload {ol.__version__} (offload-core)"]
+    seen = set()
+    for ep in entry_points(group="offload.backends"):
+        dist = ep.dist
+        if dist is not None and dist.name not in seen:
+            seen.add(dist.name)
+            lines.append(f"  backend {ep.name}: {dist.name} {dist.version}")
+    return "\n".join(lines)
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="offload", description="Inspect and check offload platforms and devices.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action=_VersionAction)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     devices = commands.add_parser("devices", help="list every platform and device with every property")
     devices.add_argument("--json", action="store_true", help="print a JSON document")
@@ -61,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     selfcheck.set_defaults(run=cmd_selfcheck)
 
+    trace = commands.add_parser("trace", help="summarise a timeline file written by OFFLOAD_TRACE=perfetto")
+    trace.add_argument("file", metavar="FILE", help="the Chrome trace-event JSON file")
+    trace.add_argument("--json", action="store_true", help="print a JSON document")
+    trace.set_defaults(run=cmd_trace)
+
     _add_new_backend(commands)
     return parser
 
@@ -72,6 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error already printed by argparse
         return int(exit_.code or 0) if not isinstance(exit_.code, str) else EXIT_NOTHING
+    if args.command is None:
+        parser.print_help(sys.stdout)
+        return EXIT_OK
     try:
         return int(args.run(args, sys.stdout))
     except ol.OffloadError as error:

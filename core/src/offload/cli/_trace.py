@@ -1,0 +1,149 @@
+"""``offload trace FILE``: a summary of a timeline written by ``OFFLOAD_TRACE=perfetto``.
+
+Calls per API (count, total and mean time, failures), time per kernel, bytes copied per
+direction (with the throughput while copying), and per queue the busy time and the idle gaps
+between its first and last work. Reads any Chrome trace-event JSON file; only the events that
+offload writes (``cat`` ``api`` and the work categories) are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from ._common import _ERROR_PREFIX, EXIT_NOTHING, EXIT_OK, _print_json, format_bytes, format_table, gb_per_s
+
+WORK_CATEGORIES = ("kernel", "memcpy", "fill", "host_function", "event_record", "event_wait")
+
+
+@dataclass
+class Tally:
+    count: int = 0
+    total_us: float = 0.0
+    failed: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class QueueUsage:
+    track: str
+    spans: int = 0
+    busy_us: float = 0.0
+    idle_us: float = 0.0
+    gaps: int = 0
+    largest_gap_us: float = 0.0
+
+
+@dataclass
+class Summary:
+    api: dict[str, Tally] = field(default_factory=dict)
+    kernels: dict[str, Tally] = field(default_factory=dict)
+    copies: dict[str, Tally] = field(default_factory=dict)
+    queues: list[QueueUsage] = field(default_factory=list)
+
+
+def load_events(path: str) -> list[dict[str, Any]]:
+    """The events of a trace-event file (an object with ``traceEvents``, or a bare list)."""
+    with open(path) as f:
+        document = json.load(f)
+    events = document.get("traceEvents") if isinstance(document, dict) else document
+    if not isinstance(events, list):
+        raise ValueError("not a trace-event file: no traceEvents list")
+    return [e for e in events if isinstance(e, dict)]
+
+
+def summarise(events: list[dict[str, Any]]) -> Summary:
+    summary = Summary()
+    names: dict[tuple[Any, Any], str] = {}
+    processes: dict[Any, str] = {}
+    spans: dict[tuple[Any, Any], list[tuple[float, float]]] = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+        elif e.get("ph") == "M" and e.get("name") == "process_name":
+            processes[e.get("pid")] = str(e.get("args", {}).get("name", ""))
+        if e.get("ph") != "X":
+            continue
+        ts, dur = float(e.get("ts", 0.0)), float(e.get("dur", 0.0))
+        cat, name, args = e.get("cat"), str(e.get("name")), e.get("args") or {}
+        if cat == "api":
+            tally = summary.api.setdefault(name, Tally())
+            tally.count += 1
+            tally.total_us += dur
+            tally.failed += args.get("result", "OL_SUCCESS") != "OL_SUCCESS"
+            continue
+        if cat not in WORK_CATEGORIES:
+            continue
+        if cat == "kernel":
+            tally = summary.kernels.setdefault(name, Tally())
+            tally.count += 1
+            tally.total_us += dur
+        elif cat == "memcpy":
+            tally = summary.copies.setdefault(str(args.get("direction", "?")), Tally())
+            tally.count += 1
+            tally.total_us += dur
+            tally.bytes += int(args.get("bytes", 0))
+        spans[(e.get("pid"), e.get("tid"))].append((ts, ts + dur))
+    for key in sorted(spans, key=lambda k: (str(k[0]), str(k[1]))):
+        if names.get(key, "").startswith("synchronous"):
+            continue  # work without a queue: no queue to be idle
+        usage = QueueUsage(f"{processes.get(key[0], key[0])} / {names.get(key, key[1])}")
+        ordered = sorted(spans[key])
+        end = ordered[0][0]
+        for start, stop in ordered:
+            usage.spans += 1
+            usage.busy_us += stop - start
+            if start > end + 1e-3:  # the file's times have 1 ns resolution
+                gap = start - end
+                usage.idle_us += gap
+                usage.gaps += 1
+                usage.largest_gap_us = max(usage.largest_gap_us, gap)
+            end = max(end, stop)
+        summary.queues.append(usage)
+    return summary
+
+
+def format_summary(summary: Summary) -> list[str]:
+    lines = ["calls per API"]
+    rows: list[tuple[str, ...]] = [("API", "CALLS", "FAILED", "TOTAL ms", "MEAN us")]
+    for name, t in sorted(summary.api.items(), key=lambda kv: -kv[1].total_us):
+        rows.append((name, str(t.count), str(t.failed), f"{t.total_us / 1e3:.3f}", f"{t.total_us / t.count:.1f}"))
+    lines += format_table(rows, "  ") if len(rows) > 1 else ["  (none)"]
+    lines.append("time per kernel")
+    rows = [("KERNEL", "LAUNCHES", "TOTAL ms", "MEAN us")]
+    for name, t in sorted(summary.kernels.items(), key=lambda kv: -kv[1].total_us):
+        rows.append((name, str(t.count), f"{t.total_us / 1e3:.3f}", f"{t.total_us / t.count:.1f}"))
+    lines += format_table(rows, "  ") if len(rows) > 1 else ["  (none)"]
+    lines.append("bytes copied per direction")
+    rows = [("DIRECTION", "COPIES", "BYTES", "TOTAL ms", "GB/s")]
+    for name, t in sorted(summary.copies.items()):
+        rows.append(
+            (name, str(t.count), f"{t.bytes} ({format_bytes(t.bytes)})", f"{t.total_us / 1e3:.3f}", f"{gb_per_s(t.bytes, t.total_us / 1e6):.2f}")
+        )
+    lines += format_table(rows, "  ") if len(rows) > 1 else ["  (none)"]
+    lines.append("idle gaps per queue")
+    rows = [("QUEUE", "SPANS", "BUSY ms", "IDLE ms", "GAPS", "LARGEST GAP us")]
+    for q in summary.queues:
+        rows.append((q.track, str(q.spans), f"{q.busy_us / 1e3:.3f}", f"{q.idle_us / 1e3:.3f}", str(q.gaps), f"{q.largest_gap_us:.1f}"))
+    lines += format_table(rows, "  ") if len(rows) > 1 else ["  (none)"]
+    return lines
+
+
+def cmd_trace(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        events = load_events(args.file)
+    except (OSError, ValueError) as error:  # json.JSONDecodeError is a ValueError
+        print(f"{_ERROR_PREFIX}cannot read trace {args.file!r}: {error}", file=sys.stderr)
+        return EXIT_NOTHING
+    summary = summarise(events)
+    if args.json:
+        _print_json(asdict(summary), out)
+    else:
+        print(f"offload trace: {args.file}", file=out)
+        for line in format_summary(summary):
+            print(line, file=out)
+    return EXIT_OK

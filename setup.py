@@ -1,0 +1,38 @@
+"""The user-facing distribution ``offload``: offload-core and offload-host, and an extra per GPU
+backend (``offload[cuda]``, ``offload[amdgpu]``). It holds no code, only requirements.
+
+The version is ``VERSION`` (a link to ``core/src/offload/VERSION``, the one place). From a checkout
+each requirement is the folder itself (``offload-core @ file:///…/core``), so ``pip install .``
+installs everything from the checkout; an sdist, or a build with ``OFFLOAD_PIN_REQUIREMENTS=1``
+(``scripts/wheelhouse.sh``), pins ``==VERSION`` for an index or a wheelhouse instead.
+"""
+
+import os
+from pathlib import Path
+
+from setuptools import setup
+
+HERE = Path(__file__).resolve().parent
+VERSION = (HERE / "VERSION").read_text().strip()
+GPU_BACKENDS = ("cuda", "amdgpu")  # extras named even before their backend folder lands
+
+
+def requirement(name: str, folder: str) -> str:
+    path = HERE / folder
+    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") != "1" and (path / "pyproject.toml").is_file():
+        return f"{name} @ {path.resolve().as_uri()}"
+    return f"{name}=={VERSION}"
+
+
+def backend_names() -> list[str]:
+    found = {p.parent.name for p in (HERE / "backends").glob("*/pyproject.toml")} - {"host"}
+    return sorted(found | set(GPU_BACKENDS))
+
+
+setup(
+    install_requires=[requirement("offload-core", "core"), requirement("offload-host", "backends/host")],
+    extras_require={
+        **{name: [requirement(f"offload-{name}", f"backends/{name}")] for name in backend_names()},
+        "test": ["pytest>=8"],
+    },
+)

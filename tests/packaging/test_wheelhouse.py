@@ -1,0 +1,175 @@
+"""Distributions as users get them: ``scripts/wheelhouse.sh`` builds an sdist and a wheel of every
+distribution with ``python -m build``; each backend installs by itself from that wheelhouse alone
+(``--no-index``) into a fresh venv, pulling offload-core and nothing else of ours; the root installs
+with each extra whose backend exists; ``pip install .`` works from a fresh checkout.
+
+Third-party requirements (pluggy, structlog, a GPU backend's bindings, setuptools to build from
+source) cannot come from the wheelhouse: the script downloads them into a second folder
+(``thirdparty``), which every install here names as a second ``--find-links``. A backend whose
+third-party wheels could not be downloaded is skipped with the download's error. pip runs with
+no configuration file and no ``PIP_*`` variables, so nothing but the two folders is visible.
+
+Set ``OFFLOAD_WHEELHOUSE=DIR`` to reuse a folder the script already filled.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+VERSION = (ROOT / "core" / "src" / "offload" / "VERSION").read_text().strip()
+BACKENDS = sorted(p.parent.name for p in (ROOT / "backends").glob("*/pyproject.toml"))
+
+
+def _project_name(folder: pathlib.Path) -> str:
+    return str(tomllib.loads((folder / "pyproject.toml").read_text())["project"]["name"])
+
+
+DISTRIBUTIONS = {
+    "offload-core": ROOT / "core",
+    **{_project_name(ROOT / "backends" / b): ROOT / "backends" / b for b in BACKENDS},
+    "offload": ROOT,
+}
+EXTRAS = [b for b in BACKENDS if b != "host"]
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pip_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "OFFLOAD_", "PYTHONPATH"))}
+    env["PIP_CONFIG_FILE"] = os.devnull  # no configured index or find-links: only what we name
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    reuse = os.environ.get("OFFLOAD_WHEELHOUSE")
+    if reuse:
+        return pathlib.Path(reuse)
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "wheelhouse.sh"), str(out)], capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def _missing(wheelhouse: pathlib.Path, dist: str) -> str | None:
+    for name in (dist, "setuptools"):
+        report = wheelhouse / "thirdparty" / f"MISSING-{name.replace('-', '_')}.txt"
+        if report.exists():
+            return report.read_text().strip()[-500:] or "download failed"
+    return None
+
+
+def _fresh_venv(path: pathlib.Path) -> pathlib.Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
+    return path / "bin" / "python"
+
+
+def _install(python: pathlib.Path, wheelhouse: pathlib.Path | None, thirdparty: pathlib.Path, *what: str, cwd: pathlib.Path | None = None) -> None:
+    links = ["--find-links", str(wheelhouse)] if wheelhouse is not None else []
+    cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-index", *links, "--find-links", str(thirdparty), *what]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_pip_env(), cwd=cwd, timeout=600)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+
+
+def _ours(python: pathlib.Path) -> set[str]:
+    code = "import importlib.metadata as m; print('\\n'.join(d.metadata['Name'] for d in m.distributions()))"
+    names = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    return {_normalise(n) for n in names if _normalise(n).startswith("offload")}
+
+
+def _offload_backends(python: pathlib.Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "PYTHONPATH"))}
+    proc = subprocess.run([str(python.parent / "offload"), "backends"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    print(f"\n$ offload backends  # {python.parent.parent.name}\n{proc.stdout}", end="")
+    return proc.stdout
+
+
+def _row(listing: str, backend: str) -> list[str]:
+    (row,) = [line.split() for line in listing.splitlines() if line.split()[:1] == [backend]]
+    return row
+
+
+def test_every_distribution_has_an_sdist_and_a_wheel(wheelhouse: pathlib.Path) -> None:
+    files = sorted(p.name for p in (wheelhouse / "wheelhouse").iterdir())
+    for dist in DISTRIBUTIONS:
+        stem = f"{dist.replace('-', '_')}-{VERSION}"
+        assert [f for f in files if f.startswith(stem) and f.endswith(".whl")], f"no wheel of {dist}: {files}"
+        assert f"{stem}.tar.gz" in files or f"{dist}-{VERSION}.tar.gz" in files, f"no sdist of {dist}: {files}"
+
+
+def test_versions_and_pins_come_from_one_place(wheelhouse: pathlib.Path) -> None:
+    for wheel in (wheelhouse / "wheelhouse").glob("*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+        assert f"\nVersion: {VERSION}\n" in meta, wheel.name
+        for line in meta.splitlines():
+            if line.startswith("Requires-Dist: offload"):
+                assert f"=={VERSION}" in line, f"{wheel.name}: {line} is not pinned to VERSION {VERSION}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backend_installs_alone_from_the_wheelhouse(backend: str, wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    dist = _project_name(ROOT / "backends" / backend)
+    missing = _missing(wheelhouse, dist)
+    if missing:
+        pytest.skip(f"the third-party wheels {dist} needs could not be downloaded: {missing}")
+    python = _fresh_venv(tmp_path / f"venv-{backend}")
+    _install(python, wheelhouse / "wheelhouse", wheelhouse / "thirdparty", dist)
+    assert _ours(python) == {"offload-core", _normalise(dist)}  # offload-core, nothing else of ours
+    row = _row(_offload_backends(python), backend)
+    assert row[1:3] == [dist, VERSION] and row[3] in ("loaded", "skipped")
+
+
+@pytest.mark.parametrize("extra", ["", *EXTRAS])
+def test_the_root_installs_with_each_extra(extra: str, wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    if extra:
+        missing = _missing(wheelhouse, f"offload-{extra}")
+        if missing:
+            pytest.skip(f"the third-party wheels offload-{extra} needs could not be downloaded: {missing}")
+    python = _fresh_venv(tmp_path / f"venv-offload-{extra or 'plain'}")
+    _install(python, wheelhouse / "wheelhouse", wheelhouse / "thirdparty", f"offload[{extra}]" if extra else "offload")
+    expected = {"offload", "offload-core", "offload-host"} | ({f"offload-{extra}"} if extra else set())
+    assert _ours(python) == expected
+    listing = _offload_backends(python)
+    assert _row(listing, "host")[3] == "loaded"
+    if extra:
+        assert _row(listing, extra)[1] == f"offload-{extra}"
+
+
+def test_pip_install_dot_from_a_fresh_checkout(wheelhouse: pathlib.Path, fresh_checkout: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """The checkout needs no index for our distributions: the root requires its own folders."""
+    missing = _missing(wheelhouse, "offload-core")
+    if missing:
+        pytest.skip(f"pluggy/structlog/setuptools could not be downloaded: {missing}")
+    python = _fresh_venv(tmp_path / "venv-checkout")
+    _install(python, None, wheelhouse / "thirdparty", ".", cwd=fresh_checkout)
+    assert {"offload", "offload-core", "offload-host"} <= _ours(python)
+    assert _row(_offload_backends(python), "host")[3] == "loaded"
+
+
+def test_the_installed_version_is_the_one_place() -> None:
+    import importlib.metadata
+
+    import offload
+
+    assert offload.__version__ == VERSION
+    for dist in ("offload-core", "offload-host", "offload"):
+        assert importlib.metadata.version(dist) == VERSION
+    for link in (ROOT / "VERSION", ROOT / "backends" / "host" / "VERSION"):
+        assert link.is_symlink() and link.resolve() == (ROOT / "core" / "src" / "offload" / "VERSION").resolve()

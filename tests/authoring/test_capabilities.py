@@ -14,7 +14,12 @@ EVERYTHING = frozenset(HOOK_NAMES)
 def test_every_optional_hook_belongs_to_a_feature() -> None:
     covered = {hook for feature in FEATURES for hook in feature.hooks}
     # the core has a fallback for these (hookspecs' docstring): nothing to declare
-    assert set(HOOK_NAMES) - REQUIRED_HOOKS - covered == {"deinit_device", "destroy_event", "is_valid_binary"}
+    assert set(HOOK_NAMES) - REQUIRED_HOOKS - covered == {
+        "deinit_device",
+        "destroy_event",
+        "is_valid_binary",
+        "no_devices_reason",
+    }
 
 
 def test_all_hooks_make_every_flag_true() -> None:

@@ -146,12 +146,18 @@ def _shutdown_skips_deinit_device(w: World) -> None:
     ol.olShutDown()  # not the last reference; the fixture's olShutDown tears down without the hook
 
 
+def _no_note_without_hook(w: World) -> None:
+    (status,) = [s for s in ol.backend_status() if s.name == NAME]
+    assert status.loaded and status.note is None
+
+
 FALLBACKS: dict[str, Callable[[World], Any]] = {
     "data_exchange": _exchange_bounces,  # bounced through host memory
     "kernel_params": _launch_without_params,  # the core cannot check sizes; launches still run
     "destroy_event": _destroy_without_hook,  # nothing to release
     "is_valid_binary": _no_binary_is_valid,
     "deinit_device": _shutdown_skips_deinit_device,
+    "no_devices_reason": _no_note_without_hook,  # offload backends shows no note
 }
 
 

@@ -16,7 +16,7 @@ from offload_cuda import CudaBackend
 backend = CudaBackend()
 direct = backend.init()
 ol.olInit()
-status = {s.name: [s.loaded, s.device_count, s.reason] for s in ol.backend_status()}
+status = {s.name: [s.loaded, s.device_count, s.reason, s.note] for s in ol.backend_status()}
 devices = platform_devices()
 host = devices["host"][0]
 address = ol.olMemAlloc(host, ol.AllocType.HOST, 64)
@@ -42,6 +42,7 @@ def test_no_driver_loads_with_zero_devices(run_child: Any, child_env: Any) -> No
     assert out["direct"] == 0 and out["cuda_devices"] == 0
     assert "no CUDA driver" in out["reason"] and "cuda" in out["reason"].lower()
     assert out["status"]["cuda"][:2] == [True, 0]
+    assert out["status"]["cuda"][3] == out["reason"]  # the note offload backends shows
     assert out["status"]["host"][0] is True
 
 
@@ -50,6 +51,13 @@ def test_driver_without_devices(run_child: Any, child_env: Any, simulated: Any) 
     assert out["cuda_devices"] == 0
     assert "CUDA_ERROR_NO_DEVICE" in out["reason"]
     assert out["status"]["cuda"][:2] == [True, 0]
+    assert "CUDA_ERROR_NO_DEVICE" in out["status"]["cuda"][3]
+
+
+def test_offload_backends_shows_why_cuda_has_no_device(run_child: Any, child_env: Any, simulated: Any) -> None:
+    code = "import runpy, sys; sys.argv = ['offload', 'backends']; runpy.run_module('offload', run_name='__main__')"
+    out = run_child(code, child_env(devices=0)).stdout
+    assert any(l.startswith("cuda: no devices:") and "CUDA_ERROR_NO_DEVICE" in l for l in out.splitlines()), out
 
 
 def test_offload_backends_cli_lists_cuda(run_child: Any, child_env: Any, simulated: Any) -> None:

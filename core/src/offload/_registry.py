@@ -56,6 +56,7 @@ class BackendStatus:
     loaded: bool = False
     reason: str | None = None  # why it was not loaded
     device_count: int = 0
+    note: str | None = None  # a loaded backend's word on why it has no devices (``no_devices_reason``)
 
 
 @dataclass(frozen=True)
@@ -290,6 +291,11 @@ def load_backends() -> tuple[list[Loaded], list[BackendStatus]]:
                 continue
             status.loaded = True
             status.device_count = len(devices)
+            if not devices and "no_devices_reason" in bound.implemented:
+                try:
+                    status.note = bound.no_devices_reason() or None
+                except Exception as exc:  # the note is informative only: keep what went wrong
+                    status.note = f"no_devices_reason failed: {as_offload_error(exc, 'no_devices_reason')}"
             loaded.append((bound, devices, infos))
     except BaseException:
         for bound, devices, _ in loaded:

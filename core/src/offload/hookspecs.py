@@ -77,7 +77,8 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
   ``INVALID_BINARY``, and ``unload_binary``, which is then never called.
 - launches: ``launch_kernel`` with ``kernel_params`` (``kernel_launch``, ``kernel_params``);
   occupancy: ``max_group_size`` (``occupancy``).
-- ``deinit_device``: absent, the core skips it.
+- ``deinit_device``: absent, the core skips it. ``no_devices_reason``: absent, ``offload backends``
+  shows a zero-device backend without a note.
 
 A hook that exists but cannot serve a case (a limited feature) raises ``OffloadError(
 ErrorCode.UNSUPPORTED, ...)`` itself; the backend's ``Capabilities`` then declares that flag False.
@@ -114,6 +115,12 @@ def init() -> Sequence[Any]:
     Returning no devices is fine (no hardware): the platform then shows zero devices. Raise when
     the driver is present but broken; the backend is then skipped with that reason.
     """
+
+
+@hookspec
+def no_devices_reason() -> str | None:
+    """Why ``init`` returned no devices (no driver library, a driver with no GPU, ...), in words
+    for ``offload backends``. Asked once, right after an ``init`` that returned none. Optional."""
 
 
 @hookspec

@@ -45,6 +45,10 @@ class CudaBackend:
     # --- lifecycle -----------------------------------------------------------------------------
 
     @hookimpl
+    def no_devices_reason(self) -> str | None:
+        return self.unavailable_reason
+
+    @hookimpl
     def init(self) -> list[_DeviceState]:
         try:
             self.driver, count = load()

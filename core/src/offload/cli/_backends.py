@@ -38,6 +38,8 @@ def format_backends(statuses: Sequence[ol.BackendStatus], selection: Selection |
     for s in statuses:
         if not s.loaded:
             lines.append(f"{s.name}: skipped: {s.reason or 'no reason given'}")
+        elif s.note:
+            lines.append(f"{s.name}: no devices: {s.note}")
     if selection.setting is not None:
         lines.append(f"{SELECT_ENV}={selection.setting!r}")
     for name in selection.filtered_out:

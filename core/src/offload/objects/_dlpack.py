@@ -1,0 +1,240 @@
+"""DLPack with ctypes: capsules for ``__dlpack__`` and reading any producer's capsule.
+
+Export: ``export(...)`` builds a ``DLManagedTensor`` (or, when the consumer asks for
+``max_version >= (1, 0)``, a ``DLManagedTensorVersioned``) whose ``manager_ctx`` keeps the
+exporting object alive until the consumer calls the deleter; an unconsumed capsule calls it from
+its destructor. Import: ``consume(obj)`` takes ``obj.__dlpack__()``, marks the capsule used, and
+returns the tensor's fields with an owner object that calls the producer's deleter when dropped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+# DLDeviceType
+CPU = 1
+CUDA = 2
+CUDA_HOST = 3
+ROCM = 10
+ROCM_HOST = 11
+EXT_DEV = 12
+CUDA_MANAGED = 13
+ONE_API = 14
+HOST_ACCESSIBLE = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED})
+
+# DLDataTypeCode
+INT, UINT, FLOAT, BFLOAT, COMPLEX, BOOL = 0, 1, 2, 4, 5, 6
+
+VERSION = (1, 0)
+FLAG_READ_ONLY = 1 << 0
+FLAG_IS_COPIED = 1 << 1
+
+_NAME = b"dltensor"
+_USED_NAME = b"used_dltensor"
+_NAME_V = b"dltensor_versioned"
+_USED_NAME_V = b"used_dltensor_versioned"
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", _Deleter),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi)
+)
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi)
+)
+_capsule_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
+_capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi)
+)
+_capsule_is_valid_obj = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi)
+)
+
+# --- export ------------------------------------------------------------------------------------
+
+_exported: dict[int, tuple[Any, ...]] = {}  # address of the managed struct -> what it keeps alive
+_exported_lock = threading.Lock()
+
+
+@_Deleter
+def _delete_exported(address: int | None) -> None:
+    with _exported_lock:
+        _exported.pop(address or 0, None)
+
+
+def _capsule_destructor_impl(capsule: int | None) -> None:
+    for name in (_NAME, _NAME_V):
+        if _capsule_is_valid(capsule, name):  # never consumed: release it ourselves
+            _delete_exported(_capsule_pointer_raw(capsule, name))
+            return
+
+
+_capsule_destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_capsule_destructor_impl)
+_capsule_destructor_address = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+
+
+def exported_count() -> int:
+    """How many exported tensors are still held by consumers (tests check it drops to 0)."""
+    with _exported_lock:
+        return len(_exported)
+
+
+def export(
+    owner: Any,
+    address: int,
+    device: tuple[int, int],
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    dtype: tuple[int, int],
+    versioned: bool,
+    read_only: bool = False,
+    copied: bool = False,
+) -> Any:
+    """A DLPack capsule over ``address`` (``strides`` in elements) keeping ``owner`` alive."""
+    ndim = len(shape)
+    shape_array = (ctypes.c_int64 * max(ndim, 1))(*shape)
+    strides_array = (ctypes.c_int64 * max(ndim, 1))(*strides)
+    managed: DLManagedTensor | DLManagedTensorVersioned
+    managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
+    tensor = managed.dl_tensor
+    tensor.data = address or None
+    tensor.device = DLDevice(*device)
+    tensor.ndim = ndim
+    tensor.dtype = DLDataType(dtype[0], dtype[1], 1)
+    tensor.shape = ctypes.cast(shape_array, ctypes.POINTER(ctypes.c_int64))
+    tensor.strides = ctypes.cast(strides_array, ctypes.POINTER(ctypes.c_int64))
+    tensor.byte_offset = 0
+    managed.deleter = _delete_exported
+    if isinstance(managed, DLManagedTensorVersioned):
+        managed.version = DLPackVersion(*VERSION)
+        managed.flags = (FLAG_READ_ONLY if read_only else 0) | (FLAG_IS_COPIED if copied else 0)
+    key = ctypes.addressof(managed)
+    with _exported_lock:
+        _exported[key] = (managed, shape_array, strides_array, owner)
+    return _capsule_new(key, _NAME_V if versioned else _NAME, _capsule_destructor_address)
+
+
+# --- import ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The fields of a consumed DLPack tensor; ``owner`` calls the producer's deleter when dropped."""
+
+    address: int  # data + byte_offset
+    device_type: int
+    device_id: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None  # in elements; None: C-contiguous
+    code: int
+    bits: int
+    lanes: int
+    read_only: bool
+    owner: Any
+
+
+class _ProducerRef:
+    """Holds a consumed tensor; calls its deleter once, when garbage-collected."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _call_deleter(deleter_address: int, managed: int) -> None:
+    _Deleter(deleter_address)(managed)
+
+
+def consume(obj: Any, stream: Any = None) -> Imported:
+    """Take a DLPack tensor from ``obj`` (an object with ``__dlpack__``, or a capsule)."""
+    if type(obj).__name__ == "PyCapsule":
+        capsule = obj
+    else:
+        try:
+            capsule = obj.__dlpack__(stream=stream, max_version=VERSION)
+        except TypeError:  # a producer predating the versioned protocol
+            capsule = obj.__dlpack__(stream=stream)
+    if _capsule_is_valid_obj(capsule, _NAME_V):
+        name, used, versioned = _NAME_V, _USED_NAME_V, True
+    elif _capsule_is_valid_obj(capsule, _NAME):
+        name, used, versioned = _NAME, _USED_NAME, False
+    else:
+        raise BufferError("not an unconsumed DLPack capsule (was it used already?)")
+    pointer = _capsule_pointer(capsule, name) or 0
+    managed: DLManagedTensor | DLManagedTensorVersioned
+    if versioned:
+        managed = DLManagedTensorVersioned.from_address(pointer)
+        if managed.version.major > VERSION[0]:
+            raise BufferError(f"DLPack {managed.version.major}.{managed.version.minor} is newer than 1.x")
+        read_only = bool(managed.flags & FLAG_READ_ONLY)
+    else:
+        managed = DLManagedTensor.from_address(pointer)
+        read_only = False
+    tensor = managed.dl_tensor
+    ndim = tensor.ndim
+    shape = tuple(tensor.shape[i] for i in range(ndim))
+    strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else None
+    deleter = ctypes.cast(managed.deleter, ctypes.c_void_p).value
+    _capsule_set_name(capsule, used)
+    owner = _ProducerRef()
+    if deleter:
+        weakref.finalize(owner, _call_deleter, deleter, pointer)
+    return Imported(
+        address=(tensor.data or 0) + tensor.byte_offset,
+        device_type=tensor.device.device_type,
+        device_id=tensor.device.device_id,
+        shape=shape,
+        strides=strides,
+        code=tensor.dtype.code,
+        bits=tensor.dtype.bits,
+        lanes=tensor.dtype.lanes,
+        read_only=read_only,
+        owner=owner,
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .. import _handles
 from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
@@ -38,7 +38,7 @@ class InfoMapping(Mapping[E, Any], Generic[E]):
             except OffloadError as error:
                 if error.code not in _SKIPPED:
                     raise
-        self._values = values
+        self._values: dict[E, Any] = values
 
     def __getitem__(self, prop: E) -> Any:
         return self._values[prop]
@@ -127,6 +127,8 @@ class Device:
     def _get(self, prop: DeviceInfo) -> Any:
         return self.info.get(prop)
 
+    # the common properties (None when the backend does not report one); ``info`` has them all
+
     @property
     def platform(self) -> Platform:
         return _platform(self._handle.platform)
@@ -152,55 +154,55 @@ class Device:
 
     @property
     def product_name(self) -> str | None:
-        return self._get(DeviceInfo.PRODUCT_NAME)
+        return cast("str | None", self._get(DeviceInfo.PRODUCT_NAME))
 
     @property
     def vendor(self) -> str | None:
-        return self._get(DeviceInfo.VENDOR)
+        return cast("str | None", self._get(DeviceInfo.VENDOR))
 
     @property
     def driver_version(self) -> str | None:
-        return self._get(DeviceInfo.DRIVER_VERSION)
+        return cast("str | None", self._get(DeviceInfo.DRIVER_VERSION))
 
     @property
     def uid(self) -> str | None:
-        return self._get(DeviceInfo.UID)
+        return cast("str | None", self._get(DeviceInfo.UID))
 
     @property
     def type(self) -> DeviceType | None:
-        return self._get(DeviceInfo.TYPE)
+        return cast("DeviceType | None", self._get(DeviceInfo.TYPE))
 
     @property
     def num_compute_units(self) -> int | None:
-        return self._get(DeviceInfo.NUM_COMPUTE_UNITS)
+        return cast("int | None", self._get(DeviceInfo.NUM_COMPUTE_UNITS))
 
     @property
     def max_work_group_size(self) -> int | None:
-        return self._get(DeviceInfo.MAX_WORK_GROUP_SIZE)
+        return cast("int | None", self._get(DeviceInfo.MAX_WORK_GROUP_SIZE))
 
     @property
     def max_work_group_size_per_dimension(self) -> Dimensions | None:
-        return self._get(DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION)
+        return cast("Dimensions | None", self._get(DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION))
 
     @property
     def global_mem_size(self) -> int | None:
-        return self._get(DeviceInfo.GLOBAL_MEM_SIZE)
+        return cast("int | None", self._get(DeviceInfo.GLOBAL_MEM_SIZE))
 
     @property
     def max_mem_alloc_size(self) -> int | None:
-        return self._get(DeviceInfo.MAX_MEM_ALLOC_SIZE)
+        return cast("int | None", self._get(DeviceInfo.MAX_MEM_ALLOC_SIZE))
 
     @property
     def work_group_local_mem_size(self) -> int | None:
-        return self._get(DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE)
+        return cast("int | None", self._get(DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE))
 
     @property
     def max_clock_frequency(self) -> int | None:
-        return self._get(DeviceInfo.MAX_CLOCK_FREQUENCY)
+        return cast("int | None", self._get(DeviceInfo.MAX_CLOCK_FREQUENCY))
 
     @property
     def address_bits(self) -> int | None:
-        return self._get(DeviceInfo.ADDRESS_BITS)
+        return cast("int | None", self._get(DeviceInfo.ADDRESS_BITS))
 
     # --- factories -------------------------------------------------------------------------
 

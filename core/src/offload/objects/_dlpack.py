@@ -105,10 +105,12 @@ _exported: dict[int, tuple[Any, ...]] = {}  # address of the managed struct -> w
 _exported_lock = threading.Lock()
 
 
-@_Deleter
-def _delete_exported(address: int | None) -> None:
+def _delete_exported_impl(address: int | None) -> None:
     with _exported_lock:
         _exported.pop(address or 0, None)
+
+
+_delete_exported = _Deleter(_delete_exported_impl)
 
 
 def _capsule_destructor_impl(capsule: int | None) -> None:

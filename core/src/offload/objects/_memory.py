@@ -14,7 +14,9 @@ from ._hostbuf import host_span
 
 if TYPE_CHECKING:
     from .._runtime import Context
-    from ._array import Array, DTypeLike
+    from numpy.typing import DTypeLike
+
+    from ._array import Array
     from ._queue import Queue
 
 
@@ -74,7 +76,7 @@ class Buffer:
     _size: int
     _device: Device
     _kind: AllocType
-    _finalizer: weakref.finalize | None
+    _finalizer: weakref.finalize[Any, Any] | None
     _keepalive: Any
 
     def __init__(self, size: int, device: Device | str | None = None, kind: AllocType = AllocType.DEVICE) -> None:

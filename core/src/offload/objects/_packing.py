@@ -167,7 +167,7 @@ def _pointer_converter(label: str) -> Callable[[Any], int]:
 def _int_converter(label: str) -> Callable[[Any], int]:
     def convert(value: Any) -> int:
         if value.__class__ is int:
-            return value  # type: ignore[no-any-return]
+            return value
         try:
             return operator.index(value)
         except TypeError:
@@ -179,8 +179,8 @@ def _int_converter(label: str) -> Callable[[Any], int]:
 def _float_converter(label: str) -> Callable[[Any], float]:
     def convert(value: Any) -> float:
         if value.__class__ is float:
-            return value  # type: ignore[no-any-return]
-        if isinstance(value, str | bytes) or getattr(value, "ndim", 0):
+            return value
+        if isinstance(value, str | bytes) or getattr(value, "ndim", False):
             raise _fail(f"{label}: expects a number, got {value.__class__.__name__} {value!r}")
         try:
             return float(value)

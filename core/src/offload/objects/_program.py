@@ -51,6 +51,7 @@ class Program:
 
         dev = as_device(device)
         ctx = _session.acquire()
+        data: bytes | bytearray | memoryview
         if isinstance(image, str | os.PathLike):
             try:
                 with open(image, "rb") as f:
@@ -83,7 +84,7 @@ class Program:
         A declared signature that disagrees with the reported layout is an INVALID_ARGUMENT naming
         the first differing parameter.
         """
-        key = (name, signature if signature is None or isinstance(signature, str) else tuple(signature))
+        key: tuple[str, Any] = (name, signature if signature is None or isinstance(signature, str) else tuple(signature))
         try:
             found = self._kernels.get(key)
         except TypeError:  # an unhashable item in the signature

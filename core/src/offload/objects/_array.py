@@ -217,7 +217,7 @@ class Array:
                 )
             self._buffer.copy_from(source, offset=self._offset, queue=queue)
             return
-        host = np.ascontiguousarray(source, dtype=self._dtype)
+        host = np.asarray(source, dtype=self._dtype, order="C")
         if host.shape != self._shape:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
@@ -331,7 +331,7 @@ def to_device(
         out = empty(source.shape, source.dtype, device, kind)
         out.copy_from(source if source.is_contiguous else source.to_numpy(), queue=queue)
         return out
-    host = np.ascontiguousarray(source)
+    host = np.asarray(source, order="C")
     out = empty(host.shape, host.dtype, device, kind)
     out.copy_from(host, queue=queue)
     return out

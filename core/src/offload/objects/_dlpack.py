@@ -10,6 +10,8 @@ returns the tensor's fields with an owner object that calls the producer's delet
 from __future__ import annotations
 
 import ctypes
+import gc
+import sys
 import threading
 import weakref
 from dataclasses import dataclass
@@ -83,12 +85,6 @@ class DLManagedTensorVersioned(ctypes.Structure):
 _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
     ("PyCapsule_New", ctypes.pythonapi)
 )
-_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", ctypes.pythonapi)
-)
-_capsule_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi)
-)
 _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi)
 )
@@ -100,9 +96,17 @@ _capsule_is_valid_obj = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes
 )
 
 # --- export ------------------------------------------------------------------------------------
+#
+# Our capsules have no destructor: a destructor written in Python cannot run cleanly while the
+# consumer's exception is pending (a consumer that refuses a tensor raises, then drops the
+# capsule), since every Python call made then fails. Instead each export holds its capsule, and
+# ``_sweep`` (at every export, after every garbage collection, and in ``exported_count``) releases
+# the exports whose capsule nobody else holds and nobody consumed. A consumed capsule is the
+# consumer's: it calls the deleter, which drops the export.
 
-_exported: dict[int, tuple[Any, ...]] = {}  # address of the managed struct -> what it keeps alive
-_exported_lock = threading.Lock()
+_exported: dict[int, list[Any]] = {}  # address of the managed struct -> [what it keeps alive..., capsule]
+_exported_lock = threading.RLock()
+_CAPSULE_ONLY_OURS = 3  # references to a capsule held by nobody else: the entry, a local, the call's argument
 
 
 def _delete_exported_impl(address: int | None) -> None:
@@ -113,19 +117,31 @@ def _delete_exported_impl(address: int | None) -> None:
 _delete_exported = _Deleter(_delete_exported_impl)
 
 
-def _capsule_destructor_impl(capsule: int | None) -> None:
-    for name in (_NAME, _NAME_V):
-        if _capsule_is_valid(capsule, name):  # never consumed: release it ourselves
-            _delete_exported(_capsule_pointer_raw(capsule, name))
-            return
+def _sweep() -> None:
+    """Drop our hold on consumed capsules; release the exports of capsules dropped unconsumed."""
+    with _exported_lock:
+        for address, entry in list(_exported.items()):
+            capsule = entry[-1]
+            if capsule is None:
+                continue
+            if not (_capsule_is_valid_obj(capsule, _NAME) or _capsule_is_valid_obj(capsule, _NAME_V)):
+                entry[-1] = None  # consumed: the consumer calls the deleter when done
+            elif sys.getrefcount(capsule) <= _CAPSULE_ONLY_OURS:
+                del _exported[address]
+            del capsule
 
 
-_capsule_destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_capsule_destructor_impl)
-_capsule_destructor_address = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+def _sweep_after_gc(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop" and _exported:
+        _sweep()
+
+
+gc.callbacks.append(_sweep_after_gc)
 
 
 def exported_count() -> int:
     """How many exported tensors are still held by consumers (tests check it drops to 0)."""
+    _sweep()
     with _exported_lock:
         return len(_exported)
 
@@ -159,10 +175,14 @@ def export(
     if isinstance(managed, DLManagedTensorVersioned):
         managed.version = DLPackVersion(*VERSION)
         managed.flags = (FLAG_READ_ONLY if read_only else 0) | (FLAG_IS_COPIED if copied else 0)
+    _sweep()
     key = ctypes.addressof(managed)
     with _exported_lock:
-        _exported[key] = (managed, shape_array, strides_array, owner)
-    return _capsule_new(key, _NAME_V if versioned else _NAME, _capsule_destructor_address)
+        _exported[key] = [managed, shape_array, strides_array, owner]
+    capsule = _capsule_new(key, _NAME_V if versioned else _NAME, None)
+    with _exported_lock:
+        _exported[key].append(capsule)
+    return capsule
 
 
 # --- import ------------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ from offload.objects._dlpack import exported_count
 SAXPY_SIGNATURE = "float a, const float *x, float *y, uint64_t n"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "layouts(table): kernel layouts the test's reporting backend answers")
+
+
 def _release() -> None:
     _session.release()
     while STATE.ctx is not None:

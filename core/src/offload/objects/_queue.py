@@ -139,8 +139,11 @@ class Queue:
     # --- lifetime --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Synchronise, then destroy the queue (idempotent)."""
+        """Synchronise, then destroy the queue (idempotent; a queue of an ended session just lets go)."""
         if not self._finalizer.alive:
+            return
+        if self._handle._ctx is None or not _session.is_current(self._handle._ctx):
+            self._finalizer()
             return
         try:
             self.sync()

@@ -246,6 +246,54 @@ class Packer:
         self._labels = tuple(labels)
         self._struct = struct.Struct(fmt) if in_order else None
 
+    def compile_launcher(self, device: Any, kernel: Any) -> Callable[[Any, tuple[Any, ...], Any], None]:
+        """``launcher(queue, args, sizes)``: pack ``args`` and ``olLaunchKernel`` in one frame.
+
+        Each parameter's common case is inlined. A wrong argument count raises ``ValueError``
+        and a value out of range ``struct.error`` before anything is launched; the caller then
+        calls ``pack`` for the error naming the parameter.
+        """
+        from .. import olLaunchKernel
+        from ._array import Array
+        from ._memory import Buffer
+
+        namespace: dict[str, Any] = {
+            "_launch": olLaunchKernel,
+            "_device": device,
+            "_kernel": kernel,
+            "_Buffer": Buffer,
+            "_Array": Array,
+            "_pack_slow": self.pack,
+        }
+        names = [f"a{i}" for i in range(len(self.params))]
+        if self._struct is None:  # parameters not in offset order: the general packer
+            body = ["    _launch(queue, _device, _kernel, _pack_slow(args), sizes)"]
+        elif not names:
+            body = ["    if args:", "        raise ValueError", "    _launch(queue, _device, _kernel, None, sizes)"]
+        else:
+            namespace["_pack"] = self._struct.pack
+            namespace.update({f"_c{i}": c for i, c in enumerate(self._converters)})
+            values = []
+            for i, (param, a) in enumerate(zip(self.params, names)):
+                if param.kind == "pointer":  # 0 is a closed buffer: the converter raises the named error
+                    values.append(
+                        f"(((p{i} := {a}._buffer._address) and p{i} + {a}._offset or _c{i}({a})) "
+                        f"if {a}.__class__ is _Array else ({a}._address or _c{i}({a})) "
+                        f"if {a}.__class__ is _Buffer else _c{i}({a}))"
+                    )
+                elif param.kind == "float":
+                    values.append(f"({a} if {a}.__class__ is float else _c{i}({a}))")
+                elif param.kind in ("int", "uint"):
+                    values.append(f"({a} if {a}.__class__ is int else _c{i}({a}))")
+                else:
+                    values.append(f"_c{i}({a})")
+            unpack = f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args"
+            body = [unpack, f"    _launch(queue, _device, _kernel, _pack({', '.join(values)}), sizes)"]
+        source = "def launcher(queue, args, sizes):\n" + "\n".join(body) + "\n"
+        exec(compile(source, f"<offload launcher of {self.kernel}>", "exec"), namespace)
+        launcher: Callable[[Any, tuple[Any, ...], Any], None] = namespace["launcher"]
+        return launcher
+
     def pack(self, args: Sequence[Any]) -> bytes | None:
         """The argument buffer for ``args`` (None for a kernel without parameters)."""
         converters = self._converters

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import struct
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -145,7 +146,10 @@ def launch_size(grid: Extent, block: Extent, shared_memory: int) -> KernelLaunch
 class Kernel:
     """A kernel of a ``Program``, with its parameter layout and a cached argument packer."""
 
-    __slots__ = ("_handle", "_program", "_packer", "_sizes", "_device_handle", "__weakref__")
+    __slots__ = (
+        "_handle", "_program", "_packer", "_launcher", "_sizes", "_device_handle",
+        "_last_grid", "_last_block", "_last_shared", "_last_sizes", "__weakref__",
+    )
 
     def __init__(self, program: Program, name: str, signature: Signature | None = None) -> None:
         from .. import olGetSymbol
@@ -154,12 +158,18 @@ class Kernel:
         self._program = program
         self._device_handle = program.device.handle
         self._sizes: dict[Any, KernelLaunchSizeArgs] = {}
+        self._last_grid: Any = None  # the arguments of the last launch_size, and its answer
+        self._last_block: Any = None
+        self._last_shared: Any = None
+        self._last_sizes: KernelLaunchSizeArgs | None = None
         reported = kernel_params(self._handle)
         declared = None if signature is None else declared_params(signature, f"kernel {name!r} signature")
         if reported is not None and declared is not None:
             _check_agreement(name, reported, declared)
         params = reported if reported is not None else declared
         self._packer = None if params is None else Packer(name, params)
+        packer = self._packer if self._packer is not None else Packer(name, ())
+        self._launcher = packer.compile_launcher(self._device_handle, self._handle)
 
     @property
     def handle(self) -> _handles.Symbol:
@@ -196,13 +206,14 @@ class Kernel:
         try:
             key = (grid, block, shared_memory)
             found = self._sizes.get(key)
-        except TypeError:  # lists: not hashable, not cached
+        except TypeError:  # lists: not hashable (and mutable), never cached
             return launch_size(grid, block, shared_memory)
         if found is None:
             found = launch_size(grid, block, shared_memory)
             if len(self._sizes) >= _SIZES_CACHE_LIMIT:
                 self._sizes.clear()
             self._sizes[key] = found
+        self._last_grid, self._last_block, self._last_shared, self._last_sizes = grid, block, shared_memory, found
         return found
 
     def max_group_size(self, shared_memory: int = 0) -> int:
@@ -218,9 +229,24 @@ class Kernel:
         if queue is not None:
             queue.launch(self, grid, block, *args, shared_memory=shared_memory)
             return
-        from .. import olLaunchKernel
+        if grid is self._last_grid and block is self._last_block and shared_memory is self._last_shared:
+            sizes = self._last_sizes  # the same launch shape as last time (literals are the same objects)
+        else:
+            sizes = self.launch_size(grid, block, shared_memory)
+        try:
+            self._launcher(None, args, sizes)
+        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+            _launch(None, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
 
-        olLaunchKernel(None, self._device_handle, self._handle, self.pack(*args), self.launch_size(grid, block, shared_memory))
+    def _launch(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> None:
+        if grid is self._last_grid and block is self._last_block and shared_memory is self._last_shared:
+            sizes = self._last_sizes
+        else:
+            sizes = self.launch_size(grid, block, shared_memory)
+        try:
+            self._launcher(queue, args, sizes)
+        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+            _launch(queue, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
 
     def __repr__(self) -> str:
         return f"<offload.Kernel {self.name!r} on {self._program.device.id}>"
@@ -240,3 +266,12 @@ def _check_agreement(name: str, reported: Sequence[KernelParam], declared: Seque
                 f"kernel {name!r} parameter {label!r}: declared {d.kind}{d.size * 8} at offset {d.offset}, "
                 f"the backend reports {r.kind}{r.size * 8} at offset {r.offset}",
             )
+
+
+def _launch(*args: Any) -> None:
+    """``olLaunchKernel``, bound on first use (the flat API exists once ``offload`` is imported)."""
+    global _launch
+    from .. import olLaunchKernel
+
+    _launch = olLaunchKernel
+    olLaunchKernel(*args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,7 @@ class Queue:
     queue is synchronised. ``close()`` and the end of a ``with`` block synchronise, then destroy.
     """
 
-    __slots__ = ("_handle", "_device", "_inflight", "_finalizer", "__weakref__")
+    __slots__ = ("_handle", "_device", "_inflight", "_last_kernel", "_finalizer", "__weakref__")
 
     def __init__(self, device: Device | str | None = None) -> None:
         from .. import olCreateQueue
@@ -62,6 +63,7 @@ class Queue:
         self._handle = olCreateQueue(dev.handle)
         self._device = dev
         self._inflight: list[Any] = []
+        self._last_kernel: Any = None  # the last kernel put in _inflight
         self._finalizer = weakref.finalize(self, _destroy_queue, ctx, self._handle, self._inflight)
         self._finalizer.atexit = False
         register_queue(self)
@@ -85,8 +87,19 @@ class Queue:
 
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
-        _launch(self._handle, kernel._device_handle, kernel._handle, kernel.pack(*args), kernel.launch_size(grid, block, shared_memory))
-        self._inflight.append((kernel, args))
+        if grid is kernel._last_grid and block is kernel._last_block and shared_memory is kernel._last_shared:
+            sizes = kernel._last_sizes  # the same launch shape as last time (literals are the same objects)
+        else:
+            sizes = kernel.launch_size(grid, block, shared_memory)
+        try:
+            kernel._launcher(self._handle, args, sizes)
+        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+            kernel._launch(self._handle, grid, block, shared_memory, args)  # names the parameter
+        inflight = self._inflight
+        if kernel is not self._last_kernel:  # the kernel (and so its program) stays alive too
+            inflight.append(kernel)
+            self._last_kernel = kernel
+        inflight.append(args)
 
     def copy(self, dst: Any, src: Any) -> None:
         """Enqueue a copy of all of ``src`` into ``dst`` (Buffers, contiguous Arrays, host buffers)."""
@@ -127,6 +140,7 @@ class Queue:
             olSyncQueue(self._handle)
         finally:
             self._inflight.clear()
+            self._last_kernel = None
 
     @property
     def is_idle(self) -> bool:
@@ -224,12 +238,3 @@ class Event:
 
     def __repr__(self) -> str:
         return f"<offload.objects.Event of queue #{self._queue.handle.id}>"
-
-
-def _launch(*args: Any) -> None:
-    """``olLaunchKernel``, bound on first use (the flat API exists once ``offload`` is imported)."""
-    global _launch
-    from .. import olLaunchKernel
-
-    _launch = olLaunchKernel
-    olLaunchKernel(*args)

@@ -6,9 +6,10 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .. import _handles
+from .. import _handles, olGetDeviceInfo, olGetPlatformInfo
 from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
 from .._errors import OffloadError
+from .._runtime import STATE
 from .._types import Dimensions
 from . import _session
 
@@ -71,7 +72,6 @@ class Platform:
     def info(self) -> InfoMapping[PlatformInfo]:
         """Every ``PlatformInfo`` property."""
         if self._info is None:
-            from .. import olGetPlatformInfo
 
             self._info = InfoMapping(PlatformInfo, olGetPlatformInfo, self._handle)
         return self._info
@@ -119,7 +119,6 @@ class Device:
     def info(self) -> InfoMapping[DeviceInfo]:
         """Every ``DeviceInfo`` property the backend reports."""
         if self._info is None:
-            from .. import olGetDeviceInfo
 
             self._info = InfoMapping(DeviceInfo, olGetDeviceInfo, self._handle)
         return self._info
@@ -303,11 +302,19 @@ def default_device() -> Device:
     return found[0]
 
 
+_host: tuple[Any, Device] | None = None  # (session, its host device)
+
+
 def host_device() -> Device:
     """The device that stands for host memory in copies (a device of the host platform)."""
+    global _host
+    cached = _host
+    if cached is not None and cached[0] is STATE.ctx is not None:
+        return cached[1]
     found = devices(backend=PlatformBackend.HOST)
     if not found:
         raise OffloadError(
             ErrorCode.UNSUPPORTED, "copies with host memory need the host platform (install offload-host)"
         )
+    _host = (STATE.ctx, found[0])
     return found[0]

@@ -6,6 +6,7 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from .. import olMemAlloc, olMemFill, olMemFree, olMemcpy
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _session
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 def _free(ctx: Context, address: int) -> None:
     """The finalizer: free the allocation if its session is still live (a later one freed it)."""
     if _session.is_current(ctx):
-        from .. import olMemFree
 
         try:
             olMemFree(address)
@@ -80,7 +80,6 @@ class Buffer:
     _keepalive: Any
 
     def __init__(self, size: int, device: Device | str | None = None, kind: AllocType = AllocType.DEVICE) -> None:
-        from .. import olMemAlloc
 
         dev = as_device(device)
         ctx = _session.acquire()
@@ -197,7 +196,6 @@ class Buffer:
 
     def fill(self, pattern: Any, *, queue: Queue | None = None) -> None:
         """Fill the buffer with the repeated bytes of ``pattern`` (bytes-like, or a numpy scalar)."""
-        from .. import olMemFill
 
         try:
             data = memoryview(pattern).tobytes()
@@ -219,9 +217,7 @@ class Buffer:
         offset: int = 0,
     ) -> Array:
         """A typed array view of this buffer (``strides`` in bytes; default C-contiguous, filling it)."""
-        from ._array import Array
-
-        return Array(self, shape, dtype, strides, offset)
+        return _array.Array(self, shape, dtype, strides, offset)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return dlpack_device(self._device, self._kind)
@@ -240,11 +236,9 @@ class Buffer:
 
 def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any]:
     """``(address, nbytes, device, keepalive)`` of a copy's source or destination."""
-    from ._array import Array
-
     if isinstance(obj, Buffer):
         return obj.address, obj._size, obj._device, obj
-    if isinstance(obj, Array):
+    if isinstance(obj, _array.Array):
         if not obj.is_contiguous:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous Array")
         return obj.address, obj.nbytes, obj.device, obj
@@ -256,7 +250,6 @@ def memcpy(
     queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, nbytes: int, keep: Any
 ) -> None:
     """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
-    from .. import olMemcpy
 
     if not nbytes:
         return
@@ -265,3 +258,6 @@ def memcpy(
         return
     olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
     queue._hold(keep)
+
+
+from . import _array  # noqa: E402  (a cycle: Arrays view Buffers)

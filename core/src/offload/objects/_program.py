@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import _handles
+from .. import _handles, olCalculateOptimalOccupancy, olCreateProgram, olDestroyProgram, olGetSymbol, olLaunchKernel
 from .._enums import AllocType, ErrorCode, SymbolKind
 from .._errors import OffloadError
 from .._types import KernelLaunchSizeArgs, KernelParam
@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 Signature = str | Sequence[Any]
 Extent = int | Sequence[int]
 _SIZES_CACHE_LIMIT = 256
+_NEVER = object()  # no launch size asked yet
 
 
 def _unload(ctx: Context, handle: _handles.Program) -> None:
     if _session.is_current(ctx) and handle._ctx is ctx:
-        from .. import olDestroyProgram
 
         try:
             olDestroyProgram(handle)
@@ -48,7 +48,6 @@ class Program:
     __slots__ = ("_handle", "_device", "_finalizer", "_kernels", "__weakref__")
 
     def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
-        from .. import olCreateProgram
 
         dev = as_device(device)
         ctx = _session.acquire()
@@ -96,7 +95,6 @@ class Program:
 
     def global_variable(self, name: str) -> Buffer:
         """The global variable ``name`` as a Buffer that does not own its memory."""
-        from .. import olGetSymbol
 
         symbol = olGetSymbol(self._handle, name, SymbolKind.GLOBAL_VARIABLE)
         return Buffer.wrap(symbol.address, symbol.size, self._device, AllocType.DEVICE, owner=self)
@@ -152,16 +150,15 @@ class Kernel:
     )
 
     def __init__(self, program: Program, name: str, signature: Signature | None = None) -> None:
-        from .. import olGetSymbol
 
         self._handle = olGetSymbol(program.handle, name, SymbolKind.KERNEL)
         self._program = program
         self._device_handle = program.device.handle
         self._sizes: dict[Any, KernelLaunchSizeArgs] = {}
-        self._last_grid: Any = None  # the arguments of the last launch_size, and its answer
-        self._last_block: Any = None
-        self._last_shared: Any = None
-        self._last_sizes: KernelLaunchSizeArgs | None = None
+        self._last_grid: Any = _NEVER  # the arguments of the last launch_size, and its answer
+        self._last_block: Any = _NEVER
+        self._last_shared: Any = _NEVER
+        self._last_sizes = KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
         reported = kernel_params(self._handle)
         declared = None if signature is None else declared_params(signature, f"kernel {name!r} signature")
         if reported is not None and declared is not None:
@@ -218,7 +215,6 @@ class Kernel:
 
     def max_group_size(self, shared_memory: int = 0) -> int:
         """``olCalculateOptimalOccupancy``: the group size for best occupancy."""
-        from .. import olCalculateOptimalOccupancy
 
         return olCalculateOptimalOccupancy(self._device_handle, self._handle, shared_memory)
 
@@ -236,7 +232,7 @@ class Kernel:
         try:
             self._launcher(None, args, sizes)
         except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
-            _launch(None, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
+            olLaunchKernel(None, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
 
     def _launch(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> None:
         if grid is self._last_grid and block is self._last_block and shared_memory is self._last_shared:
@@ -246,7 +242,7 @@ class Kernel:
         try:
             self._launcher(queue, args, sizes)
         except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
-            _launch(queue, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
+            olLaunchKernel(queue, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
 
     def __repr__(self) -> str:
         return f"<offload.Kernel {self.name!r} on {self._program.device.id}>"
@@ -267,11 +263,3 @@ def _check_agreement(name: str, reported: Sequence[KernelParam], declared: Seque
                 f"the backend reports {r.kind}{r.size * 8} at offset {r.offset}",
             )
 
-
-def _launch(*args: Any) -> None:
-    """``olLaunchKernel``, bound on first use (the flat API exists once ``offload`` is imported)."""
-    global _launch
-    from .. import olLaunchKernel
-
-    _launch = olLaunchKernel
-    olLaunchKernel(*args)

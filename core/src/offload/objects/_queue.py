@@ -7,7 +7,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import _handles
+from .. import _handles, olCreateEvent, olCreateQueue, olDestroyEvent, olDestroyQueue, olGetEventElapsedTime, olGetEventInfo, olLaunchHostFunction, olQueryQueue, olSyncEvent, olSyncQueue, olWaitEvents
+from .._enums import ErrorCode, EventInfo
 from .._errors import OffloadError
 from . import _session
 from ._array import register_queue
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) -> None:
     """Finalizer: wait for work that holds objects alive, then destroy (nothing after shutdown)."""
     if _session.is_current(ctx) and handle._ctx is ctx:
-        from .. import olDestroyQueue, olSyncQueue
 
         try:
             if inflight:
@@ -38,7 +38,6 @@ def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) ->
 
 def _destroy_event(ctx: Context, handle: _handles.Event) -> None:
     if _session.is_current(ctx) and handle._ctx is ctx:
-        from .. import olDestroyEvent
 
         try:
             olDestroyEvent(handle)
@@ -56,7 +55,6 @@ class Queue:
     __slots__ = ("_handle", "_device", "_inflight", "_last_kernel", "_finalizer", "__weakref__")
 
     def __init__(self, device: Device | str | None = None) -> None:
-        from .. import olCreateQueue
 
         dev = as_device(device)
         ctx = _session.acquire()
@@ -106,7 +104,6 @@ class Queue:
         dst_address, dst_size, dst_device, keep_dst = endpoint(dst, True, "dst")
         src_address, nbytes, src_device, keep_src = endpoint(src, False, "src")
         if nbytes > dst_size:
-            from .._enums import ErrorCode
 
             raise OffloadError(ErrorCode.INVALID_SIZE, f"src has {nbytes} bytes, dst only {dst_size}")
         memcpy(self, dst_address, dst_device, src_address, src_device, nbytes, (keep_dst, keep_src))
@@ -117,7 +114,6 @@ class Queue:
 
     def host_function(self, function: Callable[..., object], *args: Any) -> None:
         """Run ``function(*args)`` on the host in queue order (an exception fails the next sync)."""
-        from .. import olLaunchHostFunction
 
         olLaunchHostFunction(self._handle, _call, (function, args))
 
@@ -127,14 +123,12 @@ class Queue:
 
     def wait(self, *events: Event) -> None:
         """Make later work on this queue wait for ``events`` (of any queue, any device)."""
-        from .. import olWaitEvents
 
         olWaitEvents(self._handle, [e.handle for e in events])
         self._inflight.append(events)
 
     def sync(self) -> None:
         """Block until every piece of work is done; raise the first asynchronous error."""
-        from .. import olSyncQueue
 
         try:
             olSyncQueue(self._handle)
@@ -145,7 +139,6 @@ class Queue:
     @property
     def is_idle(self) -> bool:
         """Whether all enqueued work is complete (does not block)."""
-        from .. import olQueryQueue
 
         done = olQueryQueue(self._handle)
         return bool(done)
@@ -192,7 +185,6 @@ class Event:
     __slots__ = ("_handle", "_queue", "_finalizer", "__weakref__")
 
     def __init__(self, queue: Queue) -> None:
-        from .. import olCreateEvent
 
         ctx = _session.acquire()
         self._handle = olCreateEvent(queue.handle)
@@ -210,20 +202,16 @@ class Event:
 
     @property
     def is_complete(self) -> bool:
-        from .. import olGetEventInfo
-        from .._enums import EventInfo
 
         return bool(olGetEventInfo(self._handle, EventInfo.IS_COMPLETE))
 
     def sync(self) -> None:
         """Block until the event is complete."""
-        from .. import olSyncEvent
 
         olSyncEvent(self._handle)
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds from this event to ``end`` (both complete, same device)."""
-        from .. import olGetEventElapsedTime
 
         return olGetEventElapsedTime(self._handle, end.handle)
 

@@ -14,6 +14,7 @@ import atexit
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .._entrypoints import olInit, olShutDown
 from .._errors import OffloadError
 from .._runtime import STATE
 
@@ -36,7 +37,6 @@ def acquire() -> Context:
 
 def _take_reference() -> Context:
     global _held, _atexit_registered
-    from .. import olInit
 
     with _lock:
         ctx = STATE.ctx
@@ -55,7 +55,6 @@ def _take_reference() -> Context:
 def release() -> None:
     """Drop the layer's reference if it still holds one (objects of the session go stale)."""
     global _held
-    from .. import olShutDown
 
     with _lock:
         ctx, _held = _held, None

@@ -72,7 +72,6 @@ class Platform:
     def info(self) -> InfoMapping[PlatformInfo]:
         """Every ``PlatformInfo`` property."""
         if self._info is None:
-
             self._info = InfoMapping(PlatformInfo, olGetPlatformInfo, self._handle)
         return self._info
 
@@ -119,7 +118,6 @@ class Device:
     def info(self) -> InfoMapping[DeviceInfo]:
         """Every ``DeviceInfo`` property the backend reports."""
         if self._info is None:
-
             self._info = InfoMapping(DeviceInfo, olGetDeviceInfo, self._handle)
         return self._info
 

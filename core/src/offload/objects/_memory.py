@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 def _free(ctx: Context, address: int) -> None:
     """The finalizer: free the allocation if its session is still live (a later one freed it)."""
     if _session.is_current(ctx):
-
         try:
             olMemFree(address)
         except OffloadError:
@@ -80,7 +79,6 @@ class Buffer:
     _keepalive: Any
 
     def __init__(self, size: int, device: Device | str | None = None, kind: AllocType = AllocType.DEVICE) -> None:
-
         dev = as_device(device)
         ctx = _session.acquire()
         nbytes = as_size(size, "size")
@@ -196,7 +194,6 @@ class Buffer:
 
     def fill(self, pattern: Any, *, queue: Queue | None = None) -> None:
         """Fill the buffer with the repeated bytes of ``pattern`` (bytes-like, or a numpy scalar)."""
-
         try:
             data = memoryview(pattern).tobytes()
         except TypeError:
@@ -250,7 +247,6 @@ def memcpy(
     queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, nbytes: int, keep: Any
 ) -> None:
     """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
-
     if not nbytes:
         return
     if queue is None:

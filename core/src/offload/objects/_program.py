@@ -9,7 +9,14 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import _handles, olCalculateOptimalOccupancy, olCreateProgram, olDestroyProgram, olGetSymbol, olLaunchKernel
+from .. import (
+    _handles,
+    olCalculateOptimalOccupancy,
+    olCreateProgram,
+    olDestroyProgram,
+    olGetSymbol,
+    olLaunchKernel,
+)
 from .._enums import AllocType, ErrorCode, SymbolKind
 from .._errors import OffloadError
 from .._types import KernelLaunchSizeArgs, KernelParam
@@ -31,7 +38,6 @@ _NEVER = object()  # no launch size asked yet
 
 def _unload(ctx: Context, handle: _handles.Program) -> None:
     if _session.is_current(ctx) and handle._ctx is ctx:
-
         try:
             olDestroyProgram(handle)
         except OffloadError:
@@ -48,7 +54,6 @@ class Program:
     __slots__ = ("_handle", "_device", "_finalizer", "_kernels", "__weakref__")
 
     def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
-
         dev = as_device(device)
         ctx = _session.acquire()
         data: bytes | bytearray | memoryview
@@ -95,7 +100,6 @@ class Program:
 
     def global_variable(self, name: str) -> Buffer:
         """The global variable ``name`` as a Buffer that does not own its memory."""
-
         symbol = olGetSymbol(self._handle, name, SymbolKind.GLOBAL_VARIABLE)
         return Buffer.wrap(symbol.address, symbol.size, self._device, AllocType.DEVICE, owner=self)
 
@@ -146,19 +150,17 @@ class Kernel:
 
     __slots__ = (
         "_handle", "_program", "_packer", "_launcher", "_sizes", "_device_handle",
-        "_last_grid", "_last_block", "_last_shared", "_last_sizes", "__weakref__",
+        "_last_shape", "__weakref__",
     )
 
     def __init__(self, program: Program, name: str, signature: Signature | None = None) -> None:
-
         self._handle = olGetSymbol(program.handle, name, SymbolKind.KERNEL)
         self._program = program
         self._device_handle = program.device.handle
         self._sizes: dict[Any, KernelLaunchSizeArgs] = {}
-        self._last_grid: Any = _NEVER  # the arguments of the last launch_size, and its answer
-        self._last_block: Any = _NEVER
-        self._last_shared: Any = _NEVER
-        self._last_sizes = KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
+        # (grid, block, shared_memory, answer) of the last launch_size: one tuple, replaced whole,
+        # so that threads launching at once never see one launch's grid with another's answer
+        self._last_shape: tuple[Any, Any, Any, KernelLaunchSizeArgs] = (_NEVER, _NEVER, _NEVER, launch_size(1, 1, 0))
         reported = kernel_params(self._handle)
         declared = None if signature is None else declared_params(signature, f"kernel {name!r} signature")
         if reported is not None and declared is not None:
@@ -210,12 +212,11 @@ class Kernel:
             if len(self._sizes) >= _SIZES_CACHE_LIMIT:
                 self._sizes.clear()
             self._sizes[key] = found
-        self._last_grid, self._last_block, self._last_shared, self._last_sizes = grid, block, shared_memory, found
+        self._last_shape = (grid, block, shared_memory, found)
         return found
 
     def max_group_size(self, shared_memory: int = 0) -> int:
         """``olCalculateOptimalOccupancy``: the group size for best occupancy."""
-
         return olCalculateOptimalOccupancy(self._device_handle, self._handle, shared_memory)
 
     def launch(
@@ -225,8 +226,9 @@ class Kernel:
         if queue is not None:
             queue.launch(self, grid, block, *args, shared_memory=shared_memory)
             return
-        if grid is self._last_grid and block is self._last_block and shared_memory is self._last_shared:
-            sizes = self._last_sizes  # the same launch shape as last time (literals are the same objects)
+        last = self._last_shape
+        if grid is last[0] and block is last[1] and shared_memory is last[2]:
+            sizes = last[3]  # the same launch shape as last time (literals are the same objects)
         else:
             sizes = self.launch_size(grid, block, shared_memory)
         try:
@@ -235,8 +237,9 @@ class Kernel:
             olLaunchKernel(None, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
 
     def _launch(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> None:
-        if grid is self._last_grid and block is self._last_block and shared_memory is self._last_shared:
-            sizes = self._last_sizes
+        last = self._last_shape
+        if grid is last[0] and block is last[1] and shared_memory is last[2]:
+            sizes = last[3]
         else:
             sizes = self.launch_size(grid, block, shared_memory)
         try:

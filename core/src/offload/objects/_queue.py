@@ -7,7 +7,20 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import _handles, olCreateEvent, olCreateQueue, olDestroyEvent, olDestroyQueue, olGetEventElapsedTime, olGetEventInfo, olLaunchHostFunction, olQueryQueue, olSyncEvent, olSyncQueue, olWaitEvents
+from .. import (
+    _handles,
+    olCreateEvent,
+    olCreateQueue,
+    olDestroyEvent,
+    olDestroyQueue,
+    olGetEventElapsedTime,
+    olGetEventInfo,
+    olLaunchHostFunction,
+    olQueryQueue,
+    olSyncEvent,
+    olSyncQueue,
+    olWaitEvents,
+)
 from .._enums import ErrorCode, EventInfo
 from .._errors import OffloadError
 from . import _session
@@ -23,7 +36,6 @@ if TYPE_CHECKING:
 def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) -> None:
     """Finalizer: wait for work that holds objects alive, then destroy (nothing after shutdown)."""
     if _session.is_current(ctx) and handle._ctx is ctx:
-
         try:
             if inflight:
                 olSyncQueue(handle)
@@ -38,7 +50,6 @@ def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) ->
 
 def _destroy_event(ctx: Context, handle: _handles.Event) -> None:
     if _session.is_current(ctx) and handle._ctx is ctx:
-
         try:
             olDestroyEvent(handle)
         except OffloadError:
@@ -52,16 +63,14 @@ class Queue:
     queue is synchronised. ``close()`` and the end of a ``with`` block synchronise, then destroy.
     """
 
-    __slots__ = ("_handle", "_device", "_inflight", "_last_kernel", "_finalizer", "__weakref__")
+    __slots__ = ("_handle", "_device", "_inflight", "_finalizer", "__weakref__")
 
     def __init__(self, device: Device | str | None = None) -> None:
-
         dev = as_device(device)
         ctx = _session.acquire()
         self._handle = olCreateQueue(dev.handle)
         self._device = dev
         self._inflight: list[Any] = []
-        self._last_kernel: Any = None  # the last kernel put in _inflight
         self._finalizer = weakref.finalize(self, _destroy_queue, ctx, self._handle, self._inflight)
         self._finalizer.atexit = False
         register_queue(self)
@@ -85,26 +94,22 @@ class Queue:
 
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
-        if grid is kernel._last_grid and block is kernel._last_block and shared_memory is kernel._last_shared:
-            sizes = kernel._last_sizes  # the same launch shape as last time (literals are the same objects)
+        last = kernel._last_shape
+        if grid is last[0] and block is last[1] and shared_memory is last[2]:
+            sizes = last[3]  # the same launch shape as last time (literals are the same objects)
         else:
             sizes = kernel.launch_size(grid, block, shared_memory)
         try:
             kernel._launcher(self._handle, args, sizes)
         except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
             kernel._launch(self._handle, grid, block, shared_memory, args)  # names the parameter
-        inflight = self._inflight
-        if kernel is not self._last_kernel:  # the kernel (and so its program) stays alive too
-            inflight.append(kernel)
-            self._last_kernel = kernel
-        inflight.append(args)
+        self._inflight.append((kernel, args))  # kept alive (the kernel keeps its program) until a sync
 
     def copy(self, dst: Any, src: Any) -> None:
         """Enqueue a copy of all of ``src`` into ``dst`` (Buffers, contiguous Arrays, host buffers)."""
         dst_address, dst_size, dst_device, keep_dst = endpoint(dst, True, "dst")
         src_address, nbytes, src_device, keep_src = endpoint(src, False, "src")
         if nbytes > dst_size:
-
             raise OffloadError(ErrorCode.INVALID_SIZE, f"src has {nbytes} bytes, dst only {dst_size}")
         memcpy(self, dst_address, dst_device, src_address, src_device, nbytes, (keep_dst, keep_src))
 
@@ -114,7 +119,6 @@ class Queue:
 
     def host_function(self, function: Callable[..., object], *args: Any) -> None:
         """Run ``function(*args)`` on the host in queue order (an exception fails the next sync)."""
-
         olLaunchHostFunction(self._handle, _call, (function, args))
 
     def record(self) -> Event:
@@ -123,23 +127,21 @@ class Queue:
 
     def wait(self, *events: Event) -> None:
         """Make later work on this queue wait for ``events`` (of any queue, any device)."""
-
         olWaitEvents(self._handle, [e.handle for e in events])
         self._inflight.append(events)
 
     def sync(self) -> None:
         """Block until every piece of work is done; raise the first asynchronous error."""
-
+        inflight = self._inflight
+        done = len(inflight)  # work enqueued by other threads meanwhile keeps its objects
         try:
             olSyncQueue(self._handle)
         finally:
-            self._inflight.clear()
-            self._last_kernel = None
+            del inflight[:done]
 
     @property
     def is_idle(self) -> bool:
         """Whether all enqueued work is complete (does not block)."""
-
         done = olQueryQueue(self._handle)
         return bool(done)
 
@@ -185,7 +187,6 @@ class Event:
     __slots__ = ("_handle", "_queue", "_finalizer", "__weakref__")
 
     def __init__(self, queue: Queue) -> None:
-
         ctx = _session.acquire()
         self._handle = olCreateEvent(queue.handle)
         self._queue = queue
@@ -202,17 +203,14 @@ class Event:
 
     @property
     def is_complete(self) -> bool:
-
         return bool(olGetEventInfo(self._handle, EventInfo.IS_COMPLETE))
 
     def sync(self) -> None:
         """Block until the event is complete."""
-
         olSyncEvent(self._handle)
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds from this event to ``end`` (both complete, same device)."""
-
         return olGetEventElapsedTime(self._handle, end.handle)
 
     def close(self) -> None:

@@ -10,20 +10,13 @@ import pytest
 import offload
 import offload_host
 from offload._runtime import STATE
-from offload.objects import _session
 from offload.objects._dlpack import exported_count
 
-SAXPY_SIGNATURE = "float a, const float *x, float *y, uint64_t n"
+from objects_support import platform_ids, release_library
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "layouts(table): kernel layouts the test's reporting backend answers")
-
-
-def _release() -> None:
-    _session.release()
-    while STATE.ctx is not None:
-        offload.olShutDown()
 
 
 @pytest.fixture(autouse=True)
@@ -32,18 +25,7 @@ def idle_library() -> Iterator[None]:
     assert STATE.ctx is None, "a previous test left the library initialised"
     yield
     gc.collect()
-    _release()
-
-
-def platform_ids() -> list[str]:
-    """``platform:index`` of every device present (asked with the flat API, then released)."""
-    offload.olInit()
-    try:
-        found: list[str] = []
-        offload.olIterateDevices(lambda d, _: found.append(f"{d.platform.name}:{d.index}") is None)
-        return found
-    finally:
-        offload.olShutDown()
+    release_library()
 
 
 @pytest.fixture(params=platform_ids())

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import platform_ids
+from objects_support import platform_ids
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 

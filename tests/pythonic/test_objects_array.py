@@ -12,7 +12,8 @@ import offload
 from offload import AllocType, ErrorCode, OffloadError
 from offload.objects import _dlpack
 
-from backends import ReportingHostBackend
+from objects_backends import ReportingHostBackend
+from objects_support import release_library
 
 DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64", "complex64", "complex128"]
 SHAPES = [(), (0,), (7,), (3, 4), (2, 3, 4)]
@@ -197,9 +198,7 @@ def gpu_named(request: pytest.FixtureRequest) -> Iterator[offload.objects.Device
     try:
         yield offload.devices(name)[0]
     finally:
-        from conftest import _release
-
-        _release()
+        release_library()
         offload.unregister_backend(name)
 
 

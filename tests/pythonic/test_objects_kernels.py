@@ -18,8 +18,8 @@ import offload_host
 from offload import ErrorCode, KernelParam, OffloadError
 from offload._runtime import STATE
 
-from backends import ReportingHostBackend
-from conftest import SAXPY_SIGNATURE, _release
+from objects_backends import ReportingHostBackend
+from objects_support import SAXPY_SIGNATURE, release_library
 
 # Every scalar type, ordered so that the C compiler pads between them; the kernel copies each
 # field into its own 8-byte slot of `out`, so the test sees exactly the bytes the kernel got.
@@ -254,7 +254,7 @@ def reporting(request: pytest.FixtureRequest) -> Iterator[offload.objects.Device
     try:
         yield offload.devices("reporting")[0]
     finally:
-        _release()
+        release_library()
         offload.unregister_backend("reporting")
 
 

@@ -1,5 +1,6 @@
 """Where a kernel's parameter layout comes from: the backend's ``kernel_params`` hook, asked once
-per kernel symbol (until the core caches it per Symbol, this module does)."""
+per kernel symbol. A core that caches the answer on the Symbol (``symbol.params``) is read;
+otherwise this module asks the bound backend itself and caches the answer per Symbol."""
 
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ def checked_params(params: Sequence[Any], where: str) -> tuple[KernelParam, ...]
     return tuple(checked)
 
 
+_MISSING: Any = object()
+
+
 def kernel_params(symbol: Symbol) -> tuple[KernelParam, ...] | None:
     """The kernel's parameters as its backend reports them, or None when it cannot tell."""
     with _lock:
@@ -47,7 +51,11 @@ def kernel_params(symbol: Symbol) -> tuple[KernelParam, ...] | None:
             return _cache[symbol]
     device = symbol.program.device
     backend = device.backend
-    if "kernel_params" not in backend.implemented:
+    cached_by_core = getattr(symbol, "params", _MISSING)
+    if cached_by_core is not _MISSING:
+        reported = cached_by_core
+        params = None if reported is None else checked_params(reported, f"{backend.name}: kernel_params of {symbol.name!r}")
+    elif "kernel_params" not in backend.implemented:
         params = None
     else:
         try:

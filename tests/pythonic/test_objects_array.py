@@ -134,6 +134,25 @@ def test_unconsumed_capsules_release_their_export(host: offload.objects.Device) 
     del capsules
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.usefixtures("no_exports_left")
+@pytest.mark.parametrize("legacy", [False, True], ids=["versioned", "legacy"])
+def test_consumer_releasing_while_its_exception_is_pending(host: offload.objects.Device, legacy: bool) -> None:
+    """numpy frees the imported array after setting the TypeError: releasing runs no Python."""
+    array = offload.to_device(np.arange(4.0), host)
+    with pytest.raises(TypeError):  # numpy's UFuncTypeError, not a SystemError from a callback
+        np.from_dlpack(LegacyProducer(array) if legacy else array) + "x"
+
+
+@pytest.mark.usefixtures("no_exports_left")
+def test_export_at_an_address_ending_in_ones() -> None:
+    capsule = _dlpack.export(None, 0x1_FFFF_FFFF, (_dlpack.CPU, 0), (1,), (1,), (_dlpack.UINT, 8), versioned=False)
+    imported = _dlpack.consume(capsule)  # reads the struct only, never the (made-up) memory
+    assert imported.address == 0x1_FFFF_FFFF and imported.shape == (1,) and imported.strides == (1,)
+    assert _dlpack.exported_count() == 1
+    del imported, capsule  # our consumer calls the deleter
+
+
 def test_export_requests(host: offload.objects.Device) -> None:
     array = offload.to_device(np.arange(6.0), host)
     with pytest.raises(BufferError, match="stream"):

@@ -1,9 +1,8 @@
 """DLPack with ctypes: capsules for ``__dlpack__`` and reading any producer's capsule.
 
 Export: ``export(...)`` builds a ``DLManagedTensor`` (or, when the consumer asks for
-``max_version >= (1, 0)``, a ``DLManagedTensorVersioned``) whose ``manager_ctx`` keeps the
-exporting object alive until the consumer calls the deleter; an unconsumed capsule calls it from
-its destructor. Import: ``consume(obj)`` takes ``obj.__dlpack__()``, marks the capsule used, and
+``max_version >= (1, 0)``, a ``DLManagedTensorVersioned``) and keeps the exporting object alive
+until the consumer calls the deleter or drops the capsule unconsumed (see "export" below). Import: ``consume(obj)`` takes ``obj.__dlpack__()``, marks the capsule used, and
 returns the tensor's fields with an owner object that calls the producer's deleter when dropped.
 """
 
@@ -12,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
+import sysconfig
 import threading
 import weakref
 from dataclasses import dataclass
@@ -97,14 +97,22 @@ _capsule_is_valid_obj = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes
 
 # --- export ------------------------------------------------------------------------------------
 #
-# Our capsules have no destructor: a destructor written in Python cannot run cleanly while the
-# consumer's exception is pending (a consumer that refuses a tensor raises, then drops the
-# capsule), since every Python call made then fails. Instead each export holds its capsule, and
-# ``_sweep`` (at every export, after every garbage collection, and in ``exported_count``) releases
-# the exports whose capsule nobody else holds and nobody consumed. A consumed capsule is the
-# consumer's: it calls the deleter, which drops the export.
+# No Python code may run when a consumer releases a tensor: consumers drop capsules and call
+# deleters while their own exception is pending (``np.from_dlpack(x) + "a"`` frees the array
+# after the TypeError is set), and a Python callback then fails on entry, replacing that
+# exception with a SystemError. So, on CPython with the GIL:
+#
+# * the deleter is a C function, ``Py_IncRef``: it adds one to the first word of the managed
+#   struct (the DLPack version, or the data pointer), which the consumer no longer reads by then;
+# * capsules have no destructor: each export holds its capsule;
+# * ``_sweep`` (at every export, after every garbage collection, and in ``exported_count``)
+#   releases the exports whose first word changed (deleted by their consumer) and those whose
+#   capsule nobody else holds and nobody consumed.
+#
+# Where Py_IncRef does not touch the first word (free-threaded builds, other interpreters) the
+# deleter is a ctypes callback instead (it fails only in the pending-exception case above).
 
-_exported: dict[int, list[Any]] = {}  # address of the managed struct -> [what it keeps alive..., capsule]
+_exported: dict[int, list[Any]] = {}  # managed struct address -> [first word, ..., capsule]
 _exported_lock = threading.RLock()
 _CAPSULE_ONLY_OURS = 3  # references to a capsule held by nobody else: the entry, a local, the call's argument
 
@@ -114,13 +122,24 @@ def _delete_exported_impl(address: int | None) -> None:
         _exported.pop(address or 0, None)
 
 
-_delete_exported = _Deleter(_delete_exported_impl)
+_python_deleter = _Deleter(_delete_exported_impl)
+_C_DELETER = sys.implementation.name == "cpython" and not sysconfig.get_config_var("Py_GIL_DISABLED")
+_PY_INCREF = ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value or 0
+_delete_exported = _Deleter(_PY_INCREF) if _C_DELETER else _python_deleter
+_U32 = 0xFFFFFFFF
+
+
+def _first_word(address: int) -> int:
+    return ctypes.c_uint64.from_address(address).value
 
 
 def _sweep() -> None:
-    """Drop our hold on consumed capsules; release the exports of capsules dropped unconsumed."""
+    """Release the exports their consumers deleted, and those of capsules dropped unconsumed."""
     with _exported_lock:
         for address, entry in list(_exported.items()):
+            if _C_DELETER and _first_word(address) != entry[0]:
+                del _exported[address]  # the consumer called the deleter
+                continue
             capsule = entry[-1]
             if capsule is None:
                 continue
@@ -164,13 +183,15 @@ def export(
     managed: DLManagedTensor | DLManagedTensorVersioned
     managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     tensor = managed.dl_tensor
-    tensor.data = address or None
+    if (address & _U32) == _U32:  # Py_IncRef leaves a 32-bit half of all ones as it is: step back a byte
+        tensor.data, tensor.byte_offset = address - 1, 1
+    else:
+        tensor.data, tensor.byte_offset = address or None, 0
     tensor.device = DLDevice(*device)
     tensor.ndim = ndim
     tensor.dtype = DLDataType(dtype[0], dtype[1], 1)
     tensor.shape = ctypes.cast(shape_array, ctypes.POINTER(ctypes.c_int64))
     tensor.strides = ctypes.cast(strides_array, ctypes.POINTER(ctypes.c_int64))
-    tensor.byte_offset = 0
     managed.deleter = _delete_exported
     if isinstance(managed, DLManagedTensorVersioned):
         managed.version = DLPackVersion(*VERSION)
@@ -178,7 +199,7 @@ def export(
     _sweep()
     key = ctypes.addressof(managed)
     with _exported_lock:
-        _exported[key] = [managed, shape_array, strides_array, owner]
+        _exported[key] = [_first_word(key), managed, shape_array, strides_array, owner]
     capsule = _capsule_new(key, _NAME_V if versioned else _NAME, None)
     with _exported_lock:
         _exported[key].append(capsule)

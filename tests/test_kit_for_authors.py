@@ -35,3 +35,43 @@ def test_suite_runs_against_an_in_process_backend(pytester, monkeypatch) -> None
     assert "failed" not in summary and "error" not in summary
     assert passed > 250, summary
     assert "cpu2_0" in "\n".join(pytester.runpytest_subprocess("--co", "-q").stdout.lines)
+
+
+def _docstring_blocks(doc: str) -> list[str]:
+    """The literal blocks (after a line ending in ``::``) of a reST docstring, dedented."""
+    import textwrap
+
+    blocks, lines, i = [], doc.splitlines(), 0
+    while i < len(lines):
+        if lines[i].rstrip().endswith("::"):
+            i += 1
+            body = []
+            while i < len(lines) and (not lines[i].strip() or lines[i].startswith("       ")):
+                body.append(lines[i])
+                i += 1
+            blocks.append(textwrap.dedent("\n".join(body)).strip() + "\n")
+        else:
+            i += 1
+    return blocks
+
+
+def test_docstring_example_runs_as_written(pytester, monkeypatch) -> None:
+    """offload.testing's example, file by file, against a generated (not installed) backend."""
+    import offload.testing
+    from offload.cli._new_backend import write_package
+
+    write_package("mydev", pytester.path)
+    blocks = _docstring_blocks(offload.testing.__doc__)
+    files = {b.splitlines()[0][2:]: b for b in blocks if b.startswith("# ")}
+    assert set(files) == {"src/offload_mydev/conformance.py", "tests/conftest.py", "tests/test_conformance.py"}
+    for path, text in files.items():
+        (pytester.path / path).write_text(text)
+    entry_point = next(b for b in blocks if b.startswith('[project.entry-points."offload.conformance"]'))
+    assert entry_point in (pytester.path / "pyproject.toml").read_text()
+
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path / "src"))
+    monkeypatch.setenv("OFFLOAD_TEST_PLATFORM", "mydev")
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "tests")
+    outcomes = result.parseoutcomes()
+    assert result.ret == 0, "\n".join(result.outlines[-30:])
+    assert outcomes.get("failed", 0) == 0 and outcomes["passed"] > 150, outcomes

@@ -173,7 +173,9 @@ def teardown(ctx: Context) -> list[OffloadError]:
 
 
 def device_info_value(device: Device, prop: DeviceInfo) -> Any:
-    """A device property: the backend's answer, or liboffload R1's synthesised default."""
+    """A device property: the backend's answer, else the default documented at
+    ``hookspecs.get_device_info`` (liboffload R1's synthesised ones, plus those that follow from
+    another answer), else ``UNIMPLEMENTED``."""
     try:
         return device.info[prop]
     except KeyError:
@@ -188,10 +190,14 @@ def device_info_value(device: Device, prop: DeviceInfo) -> Any:
         return DeviceFpCapabilityFlag(127)
     if prop is DeviceInfo.HALF_FP_CONFIG:
         return DeviceFpCapabilityFlag(0)
+    if prop in (DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT):
+        return bool(device_info_value(device, DeviceInfo[prop.name.replace("_SUPPORT", "_CONFIG")]))
     if DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR <= prop <= DeviceInfo.NATIVE_VECTOR_WIDTH_HALF:
         return 0 if prop is DeviceInfo.NATIVE_VECTOR_WIDTH_HALF else 1
     if prop is DeviceInfo.MAX_MEM_ALLOC_SIZE and DeviceInfo.GLOBAL_MEM_SIZE in device.info:
         return device.info[DeviceInfo.GLOBAL_MEM_SIZE]
+    if prop is DeviceInfo.PRODUCT_NAME and DeviceInfo.NAME in device.info:
+        return device.info[DeviceInfo.NAME]
     raise OffloadError(
         ErrorCode.UNIMPLEMENTED,
         f"OL_DEVICE_INFO_{prop.name}: plugin did not provide a response for this information",

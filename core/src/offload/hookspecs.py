@@ -37,8 +37,33 @@ other exception is mapped with the exception as its cause: ``MemoryError`` to ``
 ``synchronize`` of that queue (or ``sync_event`` of a later event).
 
 Required hooks: ``init``, ``deinit``, ``get_device_info``, ``load_binary``, ``unload_binary``,
-``synchronize``, ``has_pending_work``. Every other hook is optional: a call that needs a missing
-one fails with ``OL_ERRC_UNSUPPORTED`` naming the backend and the hook.
+``synchronize``, ``has_pending_work``. Every other hook is optional, in groups a backend
+implements whole or leaves out; a call that needs a missing one fails with ``OL_ERRC_UNSUPPORTED``
+naming the backend and the hook. The conformance kit (``offload.testing``) derives one
+``Capabilities`` flag per group from the hooks implemented (in brackets), tests the groups that
+are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
+
+- memory: ``mem_alloc``, ``mem_free`` (``memory``). For an allocation kind the device lacks,
+  ``mem_alloc`` raises ``UNSUPPORTED`` and the capabilities declare ``managed_memory`` or
+  ``host_memory`` False.
+- copies: ``data_submit``, ``data_retrieve`` (``copies``); ``data_exchange``
+  (``device_to_device``: without it the core copies between devices through host memory).
+- fill: ``data_fill`` (``fill``). Registration: ``mem_register``, ``mem_unregister``
+  (``mem_register``).
+- queues: ``create_queue`` (``queues``); host functions: ``enqueue_host_call``
+  (``host_functions``; the core also uses it to order a host-to-host ``olMemcpy`` on a queue and
+  to wait on another backend's event, which are ``UNSUPPORTED`` without it).
+- events: ``create_event``, ``wait_event``, ``is_event_complete``, ``sync_event`` and, if events
+  need releasing, ``destroy_event`` (``events``); ``event_elapsed_time`` (``events_elapsed_time``).
+- programs: ``get_kernel``, ``get_global`` (``programs``), ``is_valid_binary`` (absent: False).
+  A backend without programs still implements ``load_binary``, refusing every image with
+  ``INVALID_BINARY``, and ``unload_binary``, which is then never called.
+- launches: ``launch_kernel`` with ``kernel_params`` (``kernel_launch``, ``kernel_params``);
+  occupancy: ``max_group_size`` (``occupancy``).
+- ``deinit_device``: absent, the core skips it.
+
+A hook that exists but cannot serve a case (a limited feature) raises ``OffloadError(
+ErrorCode.UNSUPPORTED, ...)`` itself; the backend's ``Capabilities`` then declares that flag False.
 
 Threads. Hooks may be called from many threads at once; per-object locking is the backend's job.
 """
@@ -91,8 +116,15 @@ def get_device_info(device: Any) -> Mapping[DeviceInfo, Any]:
     Values: ``str`` for NAME, PRODUCT_NAME, UID, VENDOR, DRIVER_VERSION; ``int`` for the uint32
     and uint64 properties; ``bool`` for the *_FP_SUPPORT ones; a ``DeviceFpCapabilityFlag`` (or
     int) for the FP configs; ``offload.Dimensions`` (or a 3-tuple) for the *_PER_DIMENSION ones.
-    PLATFORM is the core's. TYPE defaults to HOST for the host platform and GPU otherwise; the FP
-    configs, native vector widths and MAX_MEM_ALLOC_SIZE default as in liboffload R1 when absent.
+    PLATFORM is the core's. Defaults for a property left out of the mapping:
+
+    - TYPE: HOST for the ``host`` platform, GPU otherwise;
+    - SINGLE_FP_CONFIG and DOUBLE_FP_CONFIG: 127 (every flag), HALF_FP_CONFIG: 0 (liboffload R1);
+    - SINGLE/DOUBLE/HALF_FP_SUPPORT: whether that FP config (given or defaulted) is non-zero;
+    - NATIVE_VECTOR_WIDTH_*: 1, and 0 for HALF (liboffload R1);
+    - MAX_MEM_ALLOC_SIZE: GLOBAL_MEM_SIZE, when that is given;
+    - PRODUCT_NAME: NAME, when that is given.
+
     Any other property left out makes ``olGetDeviceInfo`` fail with ``OL_ERRC_UNIMPLEMENTED``.
     """
 

@@ -35,6 +35,7 @@ from ._common import (
     json_value,
 )
 from ._devices import cmd_devices
+from ._new_backend import add_parser as _add_new_backend
 from ._selfcheck import cmd_selfcheck, saxpy_expected
 
 __all__ = ["main", "build_parser", "PropertyError", "format_value", "json_value", "saxpy_expected"]
@@ -59,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--size", type=int, default=DEFAULT_SIZE, metavar="N", help="floats per vector (default 2**20)"
     )
     selfcheck.set_defaults(run=cmd_selfcheck)
+
+    _add_new_backend(commands)
     return parser
 
 

@@ -3,50 +3,62 @@
 A backend author runs the whole suite, every case of liboffload's unit tests that applies to the
 Python API, against their backend with one or two small files and pytest (the kit's pytest plugin,
 ``offload.testing.plugin``, is loaded automatically through the ``pytest11`` entry point of
-offload-core).
+offload-core). ``offload new-backend mydev`` writes a package laid out like this example, which
+runs as written against it.
 
-1. Describe what the backend can do, by subclassing ``Capabilities``::
+1. Describe what the backend can do by subclassing ``Capabilities``. Each optional feature's flag
+   (memory, copies, fill, queues, events, host functions, programs, launches, occupancy, ...) is
+   derived from the hooks the backend implements, so declare only what the hooks cannot show: a
+   flag set False when the hook exists but the device cannot do it, properties that honestly read
+   0, and liboffload's test programs built for the device::
 
-       # mybackend/conformance.py (or the conftest.py below)
+       # src/offload_mydev/conformance.py
+       from pathlib import Path
+
+       from offload import DeviceInfo
        from offload.testing import Capabilities
 
-       class MyCapabilities(Capabilities):
-           kernel_launch = True
-           host_functions = True
-           queued_fill = True
-           zero_info = frozenset({DeviceInfo.MEMORY_CLOCK_RATE})
+       PROGRAMS = Path(__file__).parent / "test_programs"
 
-           def binary(self, name):   # liboffload's test programs, built for this backend
-               path = DATA / f"{name}.mydev.bin"
+       class MydevCapabilities(Capabilities):
+           zero_info = frozenset({DeviceInfo.VENDOR_ID, DeviceInfo.MAX_CLOCK_FREQUENCY,
+                                  DeviceInfo.MEMORY_CLOCK_RATE, DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE})
+
+           def binary(self, name):  # None: the tests that need program `name` skip
+               path = PROGRAMS / f"{name}.mydev.bin"
                return path.read_bytes() if path.exists() else None
 
    An installed backend declares it as an entry point, name = the backend's name::
 
        [project.entry-points."offload.conformance"]
-       mydev = "mybackend.conformance:MyCapabilities"
+       mydev = "offload_mydev.conformance:MydevCapabilities"
 
-2. ``conftest.py`` (only needed when the backend is not installed, or to declare capabilities
-   in place of the entry point)::
+2. ``conftest.py``, only needed when the backend is not installed or declares its capabilities
+   here in place of the entry point::
 
+       # tests/conftest.py
        import offload
        from offload.testing import register_capabilities
-       from mybackend import MyBackend, MyCapabilities
+       from offload_mydev import MydevBackend
+       from offload_mydev.conformance import MydevCapabilities
 
-       offload.register_backend("mydev", MyBackend)        # only if not installed
-       register_capabilities("mydev", MyCapabilities)      # or override the fixture:
-       # @pytest.fixture
-       # def capabilities(device): return MyCapabilities()
+       offload.register_backend("mydev", MydevBackend)  # only if not installed
+       register_capabilities("mydev", MydevCapabilities)  # only without the entry point
 
 3. ``test_conformance.py``::
 
+       # tests/test_conformance.py
        from offload.testing.suite import *  # noqa: F401,F403
 
-Then ``pytest test_conformance.py``. The tests are parametrised over every device of every
-platform (ids ``<platform>_<index>``, e.g. ``host_0``); ``OFFLOAD_TEST_PLATFORM=mydev,host``
-restricts them to the named platforms (as liboffload's ``OFFLOAD_UNITTEST_PLATFORM``). A test that
-needs a program ``binary()`` does not provide, or an optional feature the capabilities leave off,
-is skipped with the reason. Host memory is memory of the first device whose platform backend is
-HOST (the host backend's CPU device); tests that copy to or from host memory skip without one.
+Then ``pytest tests``. The tests are parametrised over every device of every platform (ids
+``<platform>_<index>``, e.g. ``host_0``); ``OFFLOAD_TEST_PLATFORM=mydev,host`` restricts them to
+the named platforms (as liboffload's ``OFFLOAD_UNITTEST_PLATFORM``). A test that needs an optional
+feature the capabilities leave off, or a program ``binary()`` does not provide, is skipped with a
+reason naming the flag and why it is False (``capabilities.events is False (the backend does not
+implement create_event, ...)``); ``TestAbsentFeatures`` then checks that each absent feature
+answers ``OL_ERRC_UNSUPPORTED``, and ``TestCapabilities`` that no flag declared True lacks its
+hooks. Host memory is memory of the first device whose platform backend is HOST (the host
+backend's CPU device); tests that copy to or from host memory skip without one.
 
 When pytest plugin autoloading is disabled (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), add
 ``pytest_plugins = ["offload.testing.plugin"]`` to the conftest.
@@ -66,15 +78,16 @@ the C compiler lays it out (natural alignment).
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from offload import DeviceInfo
+from ._capabilities import FEATURES, Capabilities, Feature
 
 __all__ = [
     "CONFORMANCE_ENTRY_POINT_GROUP",
+    "FEATURES",
     "TEST_PROGRAMS",
     "Capabilities",
+    "Feature",
     "capabilities_for",
     "register_capabilities",
     "unregister_capabilities",
@@ -99,44 +112,6 @@ TEST_PROGRAMS: tuple[str, ...] = (
     "sequence",
     "single_counter",
 )
-
-
-class Capabilities:
-    """What a backend supports, for the conformance suite (subclass it; defaults are conservative).
-
-    Feature flags left False make the tests that need the feature skip with a reason; a flag set
-    True makes the suite insist (an ``OL_ERRC_UNSUPPORTED`` then fails the test).
-    """
-
-    #: ``olLaunchKernel`` runs kernels (with ``binary()`` programs).
-    kernel_launch: bool = False
-    #: ``olLaunchHostFunction`` runs callbacks in queue order.
-    host_functions: bool = False
-    #: ``olGetEventElapsedTime`` works.
-    events_elapsed_time: bool = False
-    #: ``olCalculateOptimalOccupancy`` works (else ``OL_ERRC_UNSUPPORTED`` is accepted as a skip).
-    occupancy: bool = False
-    #: ``olMemRegister`` / ``olMemUnregister`` work.
-    mem_register: bool = False
-    #: ``OL_ALLOC_TYPE_MANAGED`` memory exists and is readable from the host.
-    managed_memory: bool = True
-    #: ``OL_ALLOC_TYPE_HOST`` memory exists.
-    host_memory: bool = True
-    #: ``olMemFill`` on a queue is ordered behind earlier work of the queue (the Enqueue cases).
-    queued_fill: bool = False
-    #: the ``global_dtor`` program exports ``uint32_t *dtor_out`` and its destructor writes 64
-    #: ones there, so the suite can observe that ``olDestroyProgram`` ran the destructor.
-    dtor_out: bool = False
-    #: Device properties that may legitimately read 0 on this device (value checks are ``> 0``
-    #: otherwise), e.g. ``MEMORY_CLOCK_RATE`` when the firmware hides it.
-    zero_info: frozenset[DeviceInfo] = frozenset()
-
-    def binary(self, name: str) -> bytes | None:
-        """The program bytes of liboffload's test program ``name`` for this backend, or None."""
-        return None
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__}>"
 
 
 _registered: dict[str, type[Capabilities] | Capabilities] = {}

@@ -10,8 +10,9 @@ module, which may check that nothing left it initialised) and ``device`` maps ea
 live handle.
 
 Fixtures: ``ol_session`` (the device list), ``device`` (parametrised, ids ``<platform>_<index>``,
-filtered by ``OFFLOAD_TEST_PLATFORM``), ``platform``, ``host_device``, ``capabilities``,
-``queue``, ``program_binary``, ``load_program``, ``alloc``.
+filtered by ``OFFLOAD_TEST_PLATFORM``), ``platform``, ``host_device``, ``capabilities`` (resolved:
+every flag a bool), ``queue``, ``program_binary``, ``load_program``, ``alloc``. Each skips, naming
+the capability flag and why it is False, when the feature it needs is absent.
 """
 
 from __future__ import annotations
@@ -127,23 +128,38 @@ def host_device(ol_session: list[Any]) -> Any:
         platform = ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM)
         if ol.olGetPlatformInfo(platform, ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST:
             return dev
-    pytest.skip("no device of a HOST platform (host memory) is available")
+    pytest.skip("no device of a HOST platform (host memory) is loaded: install offload-host to test copies")
 
 
 @pytest.fixture
 def capabilities(platform: Any) -> Any:
-    """The ``Capabilities`` of the device's platform (register_capabilities / entry point)."""
+    """The resolved ``Capabilities`` of the device's platform (register_capabilities / entry
+    point), every flag a bool: ``None`` flags derived from the hooks the backend implements."""
     import offload as ol
     from offload.testing import capabilities_for
 
-    return capabilities_for(ol.olGetPlatformInfo(platform, ol.PlatformInfo.NAME))
+    declared = capabilities_for(ol.olGetPlatformInfo(platform, ol.PlatformInfo.NAME))
+    return declared.resolve(implemented_hooks(platform))
+
+
+def implemented_hooks(platform: Any) -> frozenset[str]:
+    """The hooks of ``offload.hookspecs`` that the platform's backend implements."""
+    return frozenset(platform.backend.implemented)
+
+
+def require(capabilities: Any, flag: str) -> None:
+    """Skip the test, naming the flag and why it is False, unless ``capabilities.<flag>``."""
+    if not getattr(capabilities, flag):
+        pytest.skip(f"{capabilities!r}: {capabilities.why_absent(flag)}")
 
 
 @pytest.fixture
-def queue(device: Any) -> Iterator[Any]:
-    """A queue of the device under test, synchronised and destroyed after the test."""
+def queue(device: Any, capabilities: Any) -> Iterator[Any]:
+    """A queue of the device under test, synchronised and destroyed after the test
+    (skips without ``capabilities.queues``)."""
     import offload as ol
 
+    require(capabilities, "queues")
     q = ol.olCreateQueue(device)
     yield q
     try:
@@ -157,9 +173,10 @@ def program_binary(capabilities: Any) -> Callable[[str], bytes]:
     """``program_binary(name)``: the bytes of a test program; skips the test when there are none."""
 
     def get(name: str) -> bytes:
+        require(capabilities, "programs")
         data = capabilities.binary(name)
         if data is None:
-            pytest.skip(f"{capabilities!r} provides no binary of the test program {name!r}")
+            pytest.skip(f"{capabilities!r}: capabilities.binary({name!r}) provides no binary of this test program")
         return data
 
     return get
@@ -190,7 +207,8 @@ def load_program(device: Any, program_binary: Callable[[str], bytes]) -> Iterato
 def alloc(device: Any, capabilities: Any) -> Iterator[Callable[..., int]]:
     """``alloc(size, alloc_type=MANAGED)``: olMemAlloc on the device, freed after the test.
 
-    Skips when the capabilities lack MANAGED (``managed_memory``) or HOST (``host_memory``) memory.
+    Skips without ``memory``, or without MANAGED (``managed_memory``) or HOST (``host_memory``)
+    memory when that kind is asked for.
     """
     import offload as ol
 
@@ -198,10 +216,11 @@ def alloc(device: Any, capabilities: Any) -> Iterator[Callable[..., int]]:
 
     def allocate(size: int, alloc_type: Any = None) -> int:
         kind = ol.AllocType.MANAGED if alloc_type is None else ol.AllocType(alloc_type)
-        if kind is ol.AllocType.MANAGED and not capabilities.managed_memory:
-            pytest.skip("capabilities.managed_memory is False")
-        if kind is ol.AllocType.HOST and not capabilities.host_memory:
-            pytest.skip("capabilities.host_memory is False")
+        require(capabilities, "memory")
+        if kind is ol.AllocType.MANAGED:
+            require(capabilities, "managed_memory")
+        if kind is ol.AllocType.HOST:
+            require(capabilities, "host_memory")
         address = ol.olMemAlloc(device, kind, size)
         made.append(address)
         return address

@@ -3,15 +3,18 @@
 Every test class is re-exported here (and only test classes), so that pytest collects them in
 the module that star-imports this package. See ``offload.testing`` for the setup. The classes
 follow liboffload's ``offload/unittests/OffloadAPI`` directories: init, platform, device, memory,
-queue, event, program, symbol, kernel.
+queue, event, program, symbol, kernel; and two of its own: ``TestCapabilities`` (the declared
+flags agree with the hooks) and ``TestAbsentFeatures`` (each absent optional feature answers
+``OL_ERRC_UNSUPPORTED``).
 """
 
 from __future__ import annotations
 
+from ._absent import TestAbsentFeatures, TestCapabilities
 from ._device import TestDeviceInfo, TestDeviceInfoSize, TestIterateDevices
 from ._event import TestEvent, TestEventElapsedTime, TestEventInfo
 from ._init import TestInit
-from ._kernel import TestLaunchKernel, TestOccupancy, TestSingleCounter
+from ._kernel import TestKernelParams, TestLaunchKernel, TestOccupancy, TestSingleCounter
 from ._memory import (
     TestMemAlloc,
     TestMemcpy,
@@ -56,4 +59,7 @@ __all__ = [
     "TestLaunchKernel",
     "TestSingleCounter",
     "TestOccupancy",
+    "TestKernelParams",
+    "TestCapabilities",
+    "TestAbsentFeatures",
 ]

@@ -28,6 +28,11 @@ E = ol.EventInfo
 
 
 class _EventBase(Base):
+    @pytest.fixture(autouse=True)
+    def _needs_events(self, capabilities: Any) -> None:
+        require(capabilities, "queues")
+        require(capabilities, "events")
+
     @pytest.fixture
     def event(self, queue: Any) -> Iterator[Any]:
         """OffloadEventTest: an event of ``queue``, after olSyncQueue."""
@@ -37,7 +42,7 @@ class _EventBase(Base):
         ol.olDestroyEvent(created)
 
 
-class TestEvent(Base):
+class TestEvent(_EventBase):
     def test_create_success(self, queue: Any) -> None:
         created = ol.olCreateEvent(queue)
         assert isinstance(created, ol.Event)
@@ -137,7 +142,7 @@ class TestEventInfo(_EventBase):
             ol.olGetEventInfoSize(event, FORCE_UINT32)
 
 
-class TestEventElapsedTime(Base):
+class TestEventElapsedTime(_EventBase):
     @pytest.fixture
     def events(
         self,
@@ -147,13 +152,15 @@ class TestEventElapsedTime(Base):
         load_program: Callable[[str], Any],
         alloc: Callable[..., int],
     ) -> Iterator[tuple[Any, Any]]:
-        """A start event, a ``foo`` launch, an end event (synchronised)."""
+        """A start event, some work (a ``foo`` launch, else a fill, else none), an end event
+        (synchronised)."""
         require(capabilities, "events_elapsed_time")
-        require(capabilities, "kernel_launch")
-        foo = kernel(load_program("foo"), "foo")
-        data = alloc(64 * 4)
         start = ol.olCreateEvent(queue)
-        ol.olLaunchKernel(queue, device, foo, ptr_arg(data), launch())
+        if capabilities.kernel_launch:
+            foo = kernel(load_program("foo"), "foo")
+            ol.olLaunchKernel(queue, device, foo, ptr_arg(alloc(64 * 4)), launch())
+        elif capabilities.fill and capabilities.memory:
+            ol.olMemFill(queue, alloc(1 << 20, ol.AllocType.DEVICE), b"\x01", 1 << 20)
         end = ol.olCreateEvent(queue)
         ol.olSyncEvent(end)
         yield start, end

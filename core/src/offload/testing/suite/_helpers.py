@@ -7,12 +7,13 @@ import ctypes
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
 import offload as ol
+from offload.testing.plugin import implemented_hooks, require  # noqa: F401 (require: re-exported to the suite)
 
 #: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
 conformance = pytest.mark.offload_conformance
@@ -27,23 +28,35 @@ def raises(code: ol.ErrorCode) -> Iterator[pytest.ExceptionInfo[ol.OffloadError]
     """Expect an ``OffloadError`` with ``code`` (liboffload's ASSERT_ERROR)."""
     with pytest.raises(ol.OffloadError) as info:
         yield info
-    assert info.value.code == code, f"expected {code!r}, got {info.value.code!r}: {info.value}"
+    assert info.value.code == code, f"expected OL_ERRC_{code.name}, got {info.value}"
 
 
-def require(capabilities: Any, flag: str) -> None:
-    """Skip unless ``capabilities.<flag>`` is true."""
-    if not getattr(capabilities, flag):
-        pytest.skip(f"{capabilities!r}: capabilities.{flag} is False")
+def implemented(device: Any) -> frozenset[str]:
+    """The hooks the backend of ``device`` implements."""
+    return implemented_hooks(device.platform)
 
 
-def call_or_skip_unsupported(capabilities: Any, flag: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)``; UNSUPPORTED skips unless the capabilities claim ``flag`` (then it fails)."""
+def expect_unsupported(device: Any, hooks: Sequence[str], fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` must fail with ``OL_ERRC_UNSUPPORTED`` (the feature is absent); when the
+    backend lacks one of ``hooks``, the message must name the backend and that hook (the core's
+    answer)."""
     try:
-        return fn(*args)
+        fn(*args)
     except ol.OffloadError as exc:
-        if exc.code == ol.ErrorCode.UNSUPPORTED and not getattr(capabilities, flag):
-            pytest.skip(f"{fn.__name__} is UNSUPPORTED on this device (capabilities.{flag} is False)")
-        raise
+        error = exc
+    else:
+        pytest.fail(
+            f"{fn.__name__} succeeded, but the capabilities say its feature is absent: "
+            "drop the False declaration (or make the hook raise UNSUPPORTED)"
+        )
+    assert error.code == ol.ErrorCode.UNSUPPORTED, f"{fn.__name__}: expected OL_ERRC_UNSUPPORTED, got {error}"
+    lacking = [hook for hook in hooks if hook not in implemented(device)]
+    if lacking:
+        name = device.platform.name
+        assert name in error.details, f"{fn.__name__}: the UNSUPPORTED message does not name backend {name!r}: {error}"
+        assert any(hook in error.details for hook in lacking), (
+            f"{fn.__name__}: the UNSUPPORTED message names none of the missing hooks {lacking}: {error}"
+        )
 
 
 def launch(groups: int = 1, group_size: int = 64, dyn: int = 0) -> ol.KernelLaunchSizeArgs:

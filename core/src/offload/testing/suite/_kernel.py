@@ -18,7 +18,6 @@ from ._helpers import (
     Base,
     MultiArgs,
     SingleCounterArgs,
-    call_or_skip_unsupported,
     global_variable,
     kernel,
     launch,
@@ -224,7 +223,7 @@ class TestLaunchKernel(_KernelBase):
     def test_invalid_queue_of_another_device(self, device: Any, ol_session: list[Any], foo: Any, out: int) -> None:
         others = [d for d in ol_session if d is not device]
         if not others:
-            pytest.skip("needs a second device")
+            pytest.skip("needs a second device: this session has only the device under test")
         queue = ol.olCreateQueue(others[0])
         try:
             with raises(ol.ErrorCode.INVALID_DEVICE):
@@ -293,7 +292,8 @@ class TestOccupancy(Base):
 
     @pytest.mark.parametrize("shared", [0, 1024], ids=["Success", "SuccessMem"])
     def test_success(self, device: Any, capabilities: Any, foo: Any, shared: int) -> None:
-        size = call_or_skip_unsupported(capabilities, "occupancy", ol.olCalculateOptimalOccupancy, device, foo, shared)
+        require(capabilities, "occupancy")
+        size = ol.olCalculateOptimalOccupancy(device, foo, shared)
         assert type(size) is int and size > 0
 
     def test_null_kernel(self, device: Any) -> None:
@@ -308,3 +308,36 @@ class TestOccupancy(Base):
         symbol = global_variable(load_program("global"), "global")
         with raises(ol.ErrorCode.SYMBOL_KIND):
             ol.olCalculateOptimalOccupancy(device, symbol, 0)
+
+
+#: The parameters of the test programs' kernels: (program, kernel) -> [(offset, size)].
+_PARAMS = {
+    ("foo", "foo"): [(0, 8)],
+    ("noargs", "noargs"): [],
+    ("byte", "byte"): [(0, 1)],
+    ("multiargs", "multiargs"): [(0, 1), (8, 8), (16, 2)],
+    ("sequence", "sequence"): [(0, 4), (8, 8)],
+    ("single_counter", "single_counter"): [(0, 4), (4, 4), (8, 8), (16, 8)],
+}
+
+
+class TestKernelParams(Base):
+    """The ``kernel_params`` hook (the core checks argument sizes with it) describes each test
+    kernel's packed argument struct: offsets and sizes as the C compiler lays them out."""
+
+    @pytest.mark.parametrize(("program", "name"), list(_PARAMS), ids=[p for p, _ in _PARAMS])
+    def test_layout(
+        self, device: Any, capabilities: Any, load_program: Callable[[str], Any], program: str, name: str
+    ) -> None:
+        require(capabilities, "kernel_params")
+        symbol = kernel(load_program(program), name)
+        params = device.backend.kernel_params(device.native, symbol.native)
+        if params is None:
+            pytest.skip(f"kernel_params answers None for {name!r}: the image does not describe its parameters")
+        assert [(p.offset, p.size) for p in params] == _PARAMS[(program, name)]
+        for param in params:
+            assert isinstance(param, ol.KernelParam), f"{param!r} is not an offload.KernelParam"
+            assert param.kind in ("pointer", "int", "uint", "float", "bytes"), param
+        if program in ("foo", "sequence", "single_counter"):
+            assert params[-1].kind in ("pointer", "bytes"), f"the last parameter of {name} is a pointer: {params}"
+

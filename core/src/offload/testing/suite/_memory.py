@@ -44,6 +44,10 @@ def _require_type(capabilities: Any, alloc_type: Any) -> None:
 
 
 class TestMemAlloc(Base):
+    @pytest.fixture(autouse=True)
+    def _needs_memory(self, capabilities: Any) -> None:
+        require(capabilities, "memory")
+
     @pytest.mark.parametrize("alloc_type", _TYPES, ids=_type_id)
     def test_success(self, device: Any, capabilities: Any, alloc_type: Any) -> None:
         _require_type(capabilities, alloc_type)
@@ -76,6 +80,10 @@ class TestMemAlloc(Base):
 
 
 class TestMemFree(Base):
+    @pytest.fixture(autouse=True)
+    def _needs_memory(self, capabilities: Any) -> None:
+        require(capabilities, "memory")
+
     @pytest.mark.parametrize("alloc_type", _TYPES, ids=_type_id)
     def test_success(self, device: Any, capabilities: Any, alloc_type: Any) -> None:
         _require_type(capabilities, alloc_type)
@@ -101,13 +109,19 @@ def _host_buffer(value: int, size: int = _SIZE) -> Any:
 
 
 class TestMemcpy(Base):
-    def test_success_htod(self, device: Any, host_device: Any, queue: Any, alloc: Callable[..., int]) -> None:
+    def test_success_htod(
+        self, device: Any, host_device: Any, capabilities: Any, queue: Any, alloc: Callable[..., int]
+    ) -> None:
+        require(capabilities, "copies")
         src = _host_buffer(42)
         dst = alloc(_SIZE, A.DEVICE)
         ol.olMemcpy(queue, dst, device, ctypes.addressof(src), host_device, _SIZE)
         ol.olSyncQueue(queue)
 
-    def test_success_dtoh(self, device: Any, host_device: Any, queue: Any, alloc: Callable[..., int]) -> None:
+    def test_success_dtoh(
+        self, device: Any, host_device: Any, capabilities: Any, queue: Any, alloc: Callable[..., int]
+    ) -> None:
+        require(capabilities, "copies")
         src, out = _host_buffer(42), _host_buffer(0)
         mem = alloc(_SIZE, A.DEVICE)
         ol.olMemcpy(queue, mem, device, ctypes.addressof(src), host_device, _SIZE)
@@ -115,7 +129,11 @@ class TestMemcpy(Base):
         ol.olSyncQueue(queue)
         assert list(out) == [42] * _SIZE
 
-    def test_success_dtod(self, device: Any, host_device: Any, queue: Any, alloc: Callable[..., int]) -> None:
+    def test_success_dtod(
+        self, device: Any, host_device: Any, capabilities: Any, queue: Any, alloc: Callable[..., int]
+    ) -> None:
+        require(capabilities, "copies")
+        require(capabilities, "device_to_device")
         src, out = _host_buffer(42), _host_buffer(0)
         first, second = alloc(_SIZE, A.DEVICE), alloc(_SIZE, A.DEVICE)
         ol.olMemcpy(queue, first, device, ctypes.addressof(src), host_device, _SIZE)
@@ -129,7 +147,10 @@ class TestMemcpy(Base):
         ol.olMemcpy(None, ctypes.addressof(dst), host_device, ctypes.addressof(src), host_device, _SIZE)
         assert list(dst) == [42] * _SIZE  # no queue: done on return
 
-    def test_success_dtoh_sync(self, device: Any, host_device: Any, alloc: Callable[..., int]) -> None:
+    def test_success_dtoh_sync(
+        self, device: Any, host_device: Any, capabilities: Any, alloc: Callable[..., int]
+    ) -> None:
+        require(capabilities, "copies")
         src, out = _host_buffer(42), _host_buffer(0)
         mem = alloc(_SIZE, A.DEVICE)
         ol.olMemcpy(None, mem, device, ctypes.addressof(src), host_device, _SIZE)
@@ -169,7 +190,10 @@ class TestMemcpyGlobal(Base):
     def global_address(self, program: Any) -> int:
         return ol.olGetSymbolInfo(global_variable(program, "global"), ol.SymbolInfo.GLOBAL_VARIABLE_ADDRESS)
 
-    def test_success_round_trip(self, device: Any, host_device: Any, queue: Any, global_address: int) -> None:
+    def test_success_round_trip(
+        self, device: Any, host_device: Any, capabilities: Any, queue: Any, global_address: int
+    ) -> None:
+        require(capabilities, "copies")
         src = (ctypes.c_uint32 * 64)(*range(64))
         out = (ctypes.c_uint32 * 64)()
         ol.olMemcpy(queue, global_address, device, ctypes.addressof(src), host_device, 64 * 4)
@@ -188,6 +212,7 @@ class TestMemcpyGlobal(Base):
         alloc: Callable[..., int],
     ) -> None:
         require(capabilities, "kernel_launch")
+        require(capabilities, "copies")
         src = (ctypes.c_uint32 * 64)(*range(64))
         out = alloc(64 * 4)
         zero(out, 64 * 4)
@@ -200,6 +225,7 @@ class TestMemcpyGlobal(Base):
         self, device: Any, host_device: Any, capabilities: Any, queue: Any, program: Any, global_address: int
     ) -> None:
         require(capabilities, "kernel_launch")
+        require(capabilities, "copies")
         out = (ctypes.c_uint32 * 64)()
         ol.olLaunchKernel(queue, device, kernel(program, "write"), None, launch())
         ol.olMemcpy(queue, ctypes.addressof(out), host_device, global_address, device, 64 * 4)
@@ -234,7 +260,10 @@ def _read_back(address: int, size: int) -> bytes:
 
 class TestMemFill(Base):
     @pytest.mark.parametrize(("name", "pattern", "size"), _FILLS, ids=_FILL_IDS)
-    def test_success(self, queue: Any, alloc: Callable[..., int], name: str, pattern: bytes, size: int) -> None:
+    def test_success(
+        self, capabilities: Any, queue: Any, alloc: Callable[..., int], name: str, pattern: bytes, size: int
+    ) -> None:
+        require(capabilities, "fill")
         mem = alloc(size + 16)
         zero(mem, size + 16)
         ol.olMemFill(queue, mem, pattern, size)
@@ -243,7 +272,10 @@ class TestMemFill(Base):
         assert _read_back(mem + size, 16) == bytes(16), "olMemFill wrote past FillSize"
 
     @pytest.mark.parametrize(("name", "pattern", "size"), _FILLS, ids=_FILL_IDS)
-    def test_success_synchronous(self, alloc: Callable[..., int], name: str, pattern: bytes, size: int) -> None:
+    def test_success_synchronous(
+        self, capabilities: Any, alloc: Callable[..., int], name: str, pattern: bytes, size: int
+    ) -> None:
+        require(capabilities, "fill")
         mem = alloc(size)
         zero(mem, size)
         ol.olMemFill(None, mem, pattern, size)
@@ -258,12 +290,15 @@ class TestMemFill(Base):
         self,
         device: Any,
         host_device: Any,
+        capabilities: Any,
         queue: Any,
         alloc: Callable[..., int],
         name: str,
         pattern: bytes,
         size: int,
     ) -> None:
+        require(capabilities, "fill")
+        require(capabilities, "copies")
         mem = alloc(size, A.DEVICE)
         out = (ctypes.c_uint8 * size)()
         ol.olMemFill(queue, mem, pattern, size)
@@ -282,6 +317,7 @@ class TestMemFill(Base):
         size: int,
     ) -> None:
         """The fill waits behind a blocked host task on the queue (ManuallyTriggeredTask)."""
+        require(capabilities, "fill")
         require(capabilities, "host_functions")
         require(capabilities, "queued_fill")
         mem = alloc(size)
@@ -344,7 +380,8 @@ class TestMemInfo(Base):
         with raises(ol.ErrorCode.NOT_FOUND):
             ol.olGetMemInfo(0x1234, M.BASE)
 
-    def test_invalid_after_free(self, device: Any) -> None:
+    def test_invalid_after_free(self, device: Any, capabilities: Any) -> None:
+        require(capabilities, "memory")
         address = ol.olMemAlloc(device, A.DEVICE, 1024)
         ol.olMemFree(address)
         with raises(ol.ErrorCode.NOT_FOUND):

@@ -34,12 +34,14 @@ Q = ol.QueueInfo
 
 
 class TestQueue(Base):
-    def test_create_success(self, device: Any) -> None:
+    def test_create_success(self, device: Any, capabilities: Any) -> None:
+        require(capabilities, "queues")
         queue = ol.olCreateQueue(device)
         assert isinstance(queue, ol.Queue)
         ol.olDestroyQueue(queue)
 
-    def test_create_many(self, device: Any) -> None:
+    def test_create_many(self, device: Any, capabilities: Any) -> None:
+        require(capabilities, "queues")
         queues = [ol.olCreateQueue(device) for _ in range(16)]
         assert len(set(map(id, queues))) == 16
         for queue in queues:
@@ -49,11 +51,13 @@ class TestQueue(Base):
         with raises(NULL_HANDLE):
             ol.olCreateQueue(None)
 
-    def test_destroy_success(self, device: Any) -> None:
+    def test_destroy_success(self, device: Any, capabilities: Any) -> None:
+        require(capabilities, "queues")
         queue = ol.olCreateQueue(device)
         ol.olDestroyQueue(queue)
 
-    def test_destroy_twice(self, device: Any) -> None:
+    def test_destroy_twice(self, device: Any, capabilities: Any) -> None:
+        require(capabilities, "queues")
         queue = ol.olCreateQueue(device)
         ol.olDestroyQueue(queue)
         with raises(ol.ErrorCode.INVALID_QUEUE):
@@ -130,6 +134,11 @@ class TestWaitEvents(Base):
     def sequence(self, capabilities: Any, load_program: Callable[[str], Any]) -> Any:
         require(capabilities, "kernel_launch")
         return kernel(load_program("sequence"), "sequence")
+
+    @pytest.fixture(autouse=True)
+    def _needs_events(self, capabilities: Any) -> None:
+        require(capabilities, "queues")
+        require(capabilities, "events")
 
     def _run(self, device: Any, queues: list[Any], sequence: Any, data: int, wait_all: bool) -> None:
         events: list[Any] = []

@@ -1,0 +1,7 @@
+"""``python -m offload.cli``: the ``offload`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,97 @@
+"""``offload new-backend NAME [--dir DIR]``: write a complete, installable backend package.
+
+The package (default directory ``./offload-NAME``) holds ``pyproject.toml`` with both entry points
+(``offload.backends`` and ``offload.conformance``), a backend module whose required and memory
+hooks work for an in-memory device, its ``Capabilities``, the two test files that run the whole
+conformance kit, and a README. Freshly generated it installs, shows in ``offload backends`` and
+passes the kit. The files come from ``templates/new_backend/*.tmpl`` (``string.Template``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import string
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+from ._common import EXIT_NOTHING, EXIT_OK
+
+#: Template file -> where it goes in the package (``{package}`` is the import package).
+FILES = {
+    "pyproject.toml.tmpl": "pyproject.toml",
+    "README.md.tmpl": "README.md",
+    "__init__.py.tmpl": "src/{package}/__init__.py",
+    "backend.py.tmpl": "src/{package}/_backend.py",
+    "conformance.py.tmpl": "src/{package}/conformance.py",
+    "conftest.py.tmpl": "tests/conftest.py",
+    "test_conformance.py.tmpl": "tests/test_conformance.py",
+}
+#: Platform names with a meaning of their own: "host" devices are host memory, the others are
+#: the GPU backends' names (``PlatformBackend``).
+RESERVED = frozenset({"host", "cuda", "amdgpu", "level_zero"})
+_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+
+class NewBackendError(ValueError):
+    """The name or the target directory cannot be used (nothing was written)."""
+
+
+def substitutions(name: str) -> dict[str, str]:
+    """The template values for platform ``name``: package ``offload_<name>``, class prefix."""
+    from offload import __version__
+
+    if not _NAME.match(name):
+        raise NewBackendError(f"NAME must be lower case letters, digits and '_', starting with a letter: {name!r}")
+    if name in RESERVED:
+        raise NewBackendError(f"{name!r} is reserved (it names a PlatformBackend); choose another name")
+    return {
+        "name": name,
+        "package": f"offload_{name}",
+        "Class": "".join(part.capitalize() for part in name.split("_")),
+        "core_version": __version__,
+    }
+
+
+def write_package(name: str, directory: Path) -> list[Path]:
+    """Write the package for backend ``name`` into ``directory``; return the files written.
+
+    ``directory`` must not exist or be empty (``NewBackendError`` otherwise).
+    """
+    values = substitutions(name)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise NewBackendError(f"{directory} already exists and is not an empty directory")
+    templates = resources.files("offload.cli") / "templates" / "new_backend"
+    written = []
+    for template, target in FILES.items():
+        text = string.Template((templates / template).read_text(encoding="utf-8")).substitute(values)
+        path = directory / target.format(**values)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``new-backend`` on the ``offload`` command's subparsers."""
+    parser = commands.add_parser("new-backend", help="write a new backend package that passes the conformance kit")
+    parser.add_argument("name", metavar="NAME", help="the platform name (lower case, e.g. mydev)")
+    parser.add_argument("--dir", type=Path, metavar="DIR", help="where to write it (default ./offload-NAME)")
+    parser.set_defaults(run=cmd_new_backend)
+
+
+def cmd_new_backend(args: argparse.Namespace, out: TextIO) -> int:
+    directory = args.dir if args.dir is not None else Path(f"offload-{args.name}")
+    try:
+        written = write_package(args.name, directory)
+    except NewBackendError as error:
+        print(f"offload new-backend: {error}", file=sys.stderr)
+        return EXIT_NOTHING
+    print(f"Wrote the {args.name} backend package to {directory}:", file=out)
+    for path in written:
+        print(f"  {path.relative_to(directory)}", file=out)
+    shown = str(directory) if directory.is_absolute() else f"./{directory}"
+    print(f"Next: pip install -e '{shown}[test]' && offload backends && pytest {shown}", file=out)
+    return EXIT_OK

@@ -1,0 +1,183 @@
+"""Each optional hook, missing: the call that needs it answers ``OL_ERRC_UNSUPPORTED`` naming the
+backend and the hook, or the core's documented fallback runs (``hookspecs``' module docstring).
+
+The backend under test is the host backend with one hook taken away, registered in-process as
+"partial" (not a HOST platform, so copies to and from host memory reach its hooks); the real host
+backend supplies host memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import offload as ol
+import offload_host
+from offload.hookspecs import HOOK_NAMES, REQUIRED_HOOKS
+from offload_host import HostBackend
+
+from helpers import devices
+
+OPTIONAL = sorted(set(HOOK_NAMES) - REQUIRED_HOOKS)
+NAME = "partial"
+A = ol.AllocType
+
+
+def without(hook: str) -> type:
+    """HostBackend's class body less ``hook`` (the other hookimpls and helpers unchanged)."""
+    body = {k: v for k, v in vars(HostBackend).items() if k != hook and not k.startswith("__")}
+    body["__init__"] = HostBackend.__init__ if "__init__" in vars(HostBackend) else object.__init__
+    return type(f"HostWithout_{hook}", (), body)
+
+
+class World:
+    """An olInit session with the partial backend and the host backend."""
+
+    def __init__(self) -> None:
+        found = devices()
+        self.device = next(d for d in found if d.platform.name == NAME)
+        self.host = next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
+        self.made: list[Callable[[], None]] = []
+
+    def alloc(self, size: int = 256, kind: Any = A.MANAGED) -> int:
+        address = ol.olMemAlloc(self.device, kind, size)
+        self.made.append(lambda: ol.olMemFree(address))
+        return address
+
+    def buffer(self, size: int = 256) -> int:
+        """The address of host memory kept alive until the session ends."""
+        array = (ctypes.c_uint8 * size)()
+        self.made.append(lambda: array)
+        return ctypes.addressof(array)
+
+    def queue(self) -> Any:
+        queue = ol.olCreateQueue(self.device)
+        self.made.append(lambda: ol.olDestroyQueue(queue))
+        return queue
+
+    def program(self, name: str) -> Any:
+        program = ol.olCreateProgram(self.device, offload_host.build_test_kernel(name))
+        self.made.append(lambda: ol.olDestroyProgram(program))
+        return program
+
+    def foo(self) -> Any:
+        return ol.olGetSymbol(self.program("foo"), "foo", ol.SymbolKind.KERNEL)
+
+    def event(self, queue: Any) -> Any:
+        event = ol.olCreateEvent(queue)
+        self.made.append(lambda: ol.olDestroyEvent(event))
+        return event
+
+
+@pytest.fixture
+def world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    hook = request.node.callspec.params["hook"]
+    monkeypatch.setenv("OFFLOAD_BACKENDS", f"{NAME},host")
+    ol.register_backend(NAME, without(hook))
+    ol.olInit()
+    try:
+        made = World()
+        yield made
+        for undo in reversed(made.made):
+            undo()
+    finally:
+        ol.olShutDown()
+        ol.unregister_backend(NAME)
+
+
+def _launch() -> ol.KernelLaunchSizeArgs:
+    return ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1))
+
+
+# hook -> the call that needs it (None: the core has a fallback, checked in FALLBACKS)
+CALLS: dict[str, Callable[[World], Any]] = {
+    "get_kernel": lambda w: ol.olGetSymbol(w.program("foo"), "foo", ol.SymbolKind.KERNEL),
+    "get_global": lambda w: ol.olGetSymbol(w.program("global"), "global", ol.SymbolKind.GLOBAL_VARIABLE),
+    "launch_kernel": lambda w: ol.olLaunchKernel(None, w.device, w.foo(), struct.pack("P", w.alloc()), _launch()),
+    "max_group_size": lambda w: ol.olCalculateOptimalOccupancy(w.device, w.foo(), 0),
+    "mem_alloc": lambda w: ol.olMemAlloc(w.device, A.DEVICE, 64),
+    "mem_free": lambda w: ol.olMemFree(ol.olMemAlloc(w.device, A.DEVICE, 64)),
+    "mem_register": lambda w: ol.olMemRegister(w.device, w.buffer(), 256, 0),
+    "mem_unregister": lambda w: ol.olMemUnregister(w.device, w.buffer(), 0),
+    "data_submit": lambda w: ol.olMemcpy(None, w.alloc(), w.device, w.buffer(), w.host, 256),
+    "data_retrieve": lambda w: ol.olMemcpy(None, w.buffer(), w.host, w.alloc(), w.device, 256),
+    "data_fill": lambda w: ol.olMemFill(None, w.alloc(), b"\x01", 256),
+    "create_queue": lambda w: ol.olCreateQueue(w.device),
+    "enqueue_host_call": lambda w: ol.olLaunchHostFunction(w.queue(), lambda _: None, None),
+    "create_event": lambda w: ol.olCreateEvent(w.queue()),
+    "wait_event": lambda w: ol.olWaitEvents(w.queue(), [w.event(w.queue())]),
+    "is_event_complete": lambda w: ol.olGetEventInfo(w.event(w.queue()), ol.EventInfo.IS_COMPLETE),
+    "sync_event": lambda w: ol.olSyncEvent(w.event(w.queue())),
+    "event_elapsed_time": lambda w: ol.olGetEventElapsedTime(w.event(q := w.queue()), w.event(q)),
+}
+
+
+def _exchange_bounces(w: World) -> None:
+    src, dst, out = w.alloc(256, A.DEVICE), w.alloc(256, A.DEVICE), (ctypes.c_uint8 * 256)()
+    ol.olMemFill(None, src, b"\x2a", 256)
+    ol.olMemcpy(None, dst, w.device, src, w.device, 256)
+    ol.olMemcpy(None, ctypes.addressof(out), w.host, dst, w.device, 256)
+    assert bytes(out) == b"\x2a" * 256
+
+
+def _launch_without_params(w: World) -> None:
+    out = w.alloc(64 * 4)
+    ol.olLaunchKernel(None, w.device, w.foo(), struct.pack("P", out), _launch())
+    assert list((ctypes.c_uint32 * 64).from_address(out)) == list(range(64))
+
+
+def _destroy_without_hook(w: World) -> None:
+    event = ol.olCreateEvent(w.queue())
+    ol.olSyncEvent(event)
+    ol.olDestroyEvent(event)
+
+
+def _no_binary_is_valid(w: World) -> None:
+    assert ol.olIsValidBinary(w.device, offload_host.build_test_kernel("foo")) is False
+
+
+def _shutdown_skips_deinit_device(w: World) -> None:
+    ol.olInit()
+    ol.olMemAlloc(w.device, A.DEVICE, 64)  # left over: freed by the teardown
+    ol.olShutDown()  # not the last reference; the fixture's olShutDown tears down without the hook
+
+
+FALLBACKS: dict[str, Callable[[World], Any]] = {
+    "data_exchange": _exchange_bounces,  # bounced through host memory
+    "kernel_params": _launch_without_params,  # the core cannot check sizes; launches still run
+    "destroy_event": _destroy_without_hook,  # nothing to release
+    "is_valid_binary": _no_binary_is_valid,
+    "deinit_device": _shutdown_skips_deinit_device,
+}
+
+
+def test_every_optional_hook_is_covered() -> None:
+    assert set(CALLS) | set(FALLBACKS) == set(OPTIONAL)
+
+
+@pytest.mark.parametrize("hook", sorted(CALLS))
+def test_missing_hook_answers_unsupported(world: World, hook: str) -> None:
+    with pytest.raises(ol.OffloadError) as info:
+        CALLS[hook](world)
+    assert info.value.code is ol.ErrorCode.UNSUPPORTED, info.value
+    assert repr(NAME) in info.value.details and repr(hook) in info.value.details, info.value.details
+
+
+@pytest.mark.parametrize("hook", sorted(FALLBACKS))
+def test_missing_hook_has_a_fallback(world: World, hook: str) -> None:
+    FALLBACKS[hook](world)
+
+
+@pytest.mark.parametrize("hook", ["enqueue_host_call"])
+def test_host_to_host_copy_on_a_queue_needs_host_calls(world: World, hook: str) -> None:
+    """hookspecs: a host-to-host olMemcpy on a queue is ordered with ``enqueue_host_call``."""
+    with pytest.raises(ol.OffloadError) as info:
+        ol.olMemcpy(world.queue(), world.buffer(), world.host, world.buffer(), world.host, 64)
+    assert info.value.code is ol.ErrorCode.UNSUPPORTED and repr(hook) in info.value.details, info.value
+    dst, src = (ctypes.c_uint8 * 64)(), (ctypes.c_uint8 * 64)(*range(64))
+    ol.olMemcpy(None, ctypes.addressof(dst), world.host, ctypes.addressof(src), world.host, 64)
+    assert list(dst) == list(range(64))  # without a queue it needs no hook

@@ -14,9 +14,9 @@ PRELUDE = textwrap.dedent(
     import gc, threading, time
     import numpy as np
     import offload, offload_host
-    dev = offload.default_device()
-    buffers = [offload.Buffer(64) for _ in range(2000)]
-    arrays = [offload.to_device(np.arange(10)) for _ in range(100)]
+    dev = offload.devices("host")[0]  # the kernel below is a host build
+    buffers = [offload.Buffer(64) for _ in range(2000)]  # on the default device, whichever it is
+    arrays = [offload.to_device(np.arange(10), dev) for _ in range(100)]
     queue = dev.queue()
     program = dev.load_program(offload_host.build_test_kernel("saxpy"))
     kernel = program.kernel("saxpy", "float a, const float *x, float *y, uint64_t n")
@@ -63,7 +63,7 @@ def _run(body: str) -> subprocess.CompletedProcess[str]:
             assert offload._runtime.STATE.ctx is None
             del buffers, arrays, queue, program, kernel, event, view, capsule, imported
             gc.collect()
-            fresh = offload.Buffer(16)  # a new session works after the old objects died
+            fresh = offload.Buffer(16, "host")  # a new session works after the old objects died
             print('gc after the layer released')
             """,
             id="gc-after-layer-release",

@@ -313,3 +313,34 @@ def test_nothing_left_after_the_layer_releases(host: offload.objects.Device, sax
     del program
     gc.collect()
     assert not any(d.programs for d in STATE.ctx.devices)
+
+
+# Offsets and sizes only, as CUDA's cuFuncGetParamInfo reports them.
+SAXPY_OPAQUE = [KernelParam(p.offset, p.size, "bytes", "") for p in SAXPY_PARAMS]
+
+
+@pytest.mark.layouts({"saxpy": SAXPY_OPAQUE})
+def test_opaque_reported_layout_takes_sized_values(reporting: offload.objects.Device, saxpy_image: bytes) -> None:
+    x = np.arange(64, dtype=np.float32)
+    with reporting.load_program(saxpy_image) as program:
+        saxpy = program.kernel("saxpy")
+        dx, dy = offload.to_device(x, reporting), offload.to_device(np.zeros(64, np.float32), reporting)
+        saxpy.launch(1, 64, np.float32(3), dx, dy.buffer, np.uint64(64))  # numpy scalars carry their size
+        np.testing.assert_array_equal(dy.to_numpy(), 3 * x)
+        with pytest.raises(OffloadError, match=r"parameter #0 \(bytes\): expects 4 bytes .*got float; its type is not known"):
+            saxpy.launch(1, 64, 3.0, dx, dy, np.uint64(64))
+        with pytest.raises(OffloadError, match=r"parameter #3 \(bytes\): expects 8 bytes, got 4"):
+            saxpy.launch(1, 64, np.float32(3), dx, dy, np.uint32(64))
+
+
+@pytest.mark.layouts({"saxpy": SAXPY_OPAQUE})
+def test_declared_signature_refines_an_opaque_layout(reporting: offload.objects.Device, saxpy_image: bytes) -> None:
+    x = np.arange(64, dtype=np.float32)
+    with reporting.load_program(saxpy_image) as program:
+        saxpy = program.kernel("saxpy", SAXPY_SIGNATURE)
+        assert saxpy.params == tuple(SAXPY_PARAMS)  # the declared kinds and names
+        dx, dy = offload.to_device(x, reporting), offload.to_device(np.ones(64, np.float32), reporting)
+        saxpy.launch(1, 64, 2.0, dx, dy, 64)  # plain Python values, as with a typed layout
+        np.testing.assert_array_equal(dy.to_numpy(), 2 * x + 1)
+        with pytest.raises(OffloadError, match=r"parameter 'n': declared uint32 at offset 24, the backend reports bytes64"):
+            program.kernel("saxpy", "float a, float *x, float *y, uint32_t n")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 import re
 import struct
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -191,11 +192,25 @@ def _float_converter(label: str) -> Callable[[Any], float]:
 
 
 def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
+    """An opaque parameter (an aggregate, or one whose backend reports only offset and size):
+    a bytes-like value of exactly ``size`` bytes (numpy scalars are), or, for a pointer-sized one,
+    a Buffer, Array or ``__offload_ptr__`` object (its address)."""
+    pointer = _pointer_converter(label) if size == POINTER_SIZE else None
+
     def convert(value: Any) -> bytes:
+        if pointer is not None and (
+            value.__class__.__name__ in ("Buffer", "Array") or hasattr(value, "__offload_ptr__")
+        ):
+            return pointer(value).to_bytes(POINTER_SIZE, sys.byteorder)
         try:
             data = memoryview(value).tobytes()
         except TypeError:
-            raise _fail(f"{label}: expects {size} bytes (a bytes-like object), got {value.__class__.__name__}") from None
+            hint = (
+                "; its type is not known: pass a numpy scalar of that type, or declare the kernel's signature"
+                if isinstance(value, int | float)
+                else ""
+            )
+            raise _fail(f"{label}: expects {size} bytes (a bytes-like object), got {value.__class__.__name__}{hint}") from None
         if len(data) != size:
             raise _fail(f"{label}: expects {size} bytes, got {len(data)}")
         return data

@@ -163,9 +163,9 @@ class Kernel:
         self._last_shape: tuple[Any, Any, Any, KernelLaunchSizeArgs] = (_NEVER, _NEVER, _NEVER, launch_size(1, 1, 0))
         reported = kernel_params(self._handle)
         declared = None if signature is None else declared_params(signature, f"kernel {name!r} signature")
+        params = reported if declared is None else declared
         if reported is not None and declared is not None:
-            _check_agreement(name, reported, declared)
-        params = reported if reported is not None else declared
+            params = _merge(name, reported, declared)
         self._packer = None if params is None else Packer(name, params)
         packer = self._packer if self._packer is not None else Packer(name, ())
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
@@ -251,12 +251,16 @@ class Kernel:
         return f"<offload.Kernel {self.name!r} on {self._program.device.id}>"
 
 
-def _check_agreement(name: str, reported: Sequence[KernelParam], declared: Sequence[KernelParam]) -> None:
+def _merge(name: str, reported: Sequence[KernelParam], declared: Sequence[KernelParam]) -> tuple[KernelParam, ...]:
+    """The declared parameters where they agree with the reported layout (a declared kind refines
+    a reported ``bytes``; a reported name fills a declared blank); INVALID_ARGUMENT naming the
+    first parameter that disagrees."""
     if len(reported) != len(declared):
         raise OffloadError(
             ErrorCode.INVALID_ARGUMENT,
             f"kernel {name!r}: the declared signature has {len(declared)} parameters, the backend reports {len(reported)}",
         )
+    merged = []
     for i, (r, d) in enumerate(zip(reported, declared)):
         if (r.offset, r.size) != (d.offset, d.size) or (r.kind != "bytes" and d.kind != r.kind):
             label = r.name or d.name or f"#{i}"
@@ -265,4 +269,5 @@ def _check_agreement(name: str, reported: Sequence[KernelParam], declared: Seque
                 f"kernel {name!r} parameter {label!r}: declared {d.kind}{d.size * 8} at offset {d.offset}, "
                 f"the backend reports {r.kind}{r.size * 8} at offset {r.offset}",
             )
-
+        merged.append(KernelParam(d.offset, d.size, d.kind, r.name or d.name))
+    return tuple(merged)

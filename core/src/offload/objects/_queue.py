@@ -60,7 +60,8 @@ class Queue:
     """An in-order queue of one device.
 
     Objects used by enqueued work (buffers, arrays, host memory, kernels) are kept alive until the
-    queue is synchronised. ``close()`` and the end of a ``with`` block synchronise, then destroy.
+    queue is synchronised. ``close()`` and the end of a ``with`` block synchronise, then destroy;
+    so does the garbage collector when it finds a queue whose work still holds objects.
     """
 
     __slots__ = ("_handle", "_device", "_inflight", "_finalizer", "__weakref__")

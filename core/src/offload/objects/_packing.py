@@ -221,7 +221,7 @@ def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
 class Packer:
     """Packs one kernel's arguments; compiled once from its parameter layout."""
 
-    __slots__ = ("kernel", "params", "size", "_struct", "_converters", "_codes", "_labels")
+    __slots__ = ("kernel", "params", "size", "fast_pack", "_struct", "_converters", "_codes", "_labels")
 
     def __init__(self, kernel: str, params: Sequence[KernelParam]) -> None:
         self.kernel = kernel
@@ -260,9 +260,11 @@ class Packer:
         self._codes = tuple(codes)
         self._labels = tuple(labels)
         self._struct = struct.Struct(fmt) if in_order else None
+        self.fast_pack: Callable[[tuple[Any, ...]], bytes | None] = self.pack  # until compile_launcher
 
     def compile_launcher(self, device: Any, kernel: Any) -> Callable[[Any, tuple[Any, ...], Any], None]:
-        """``launcher(queue, args, sizes)``: pack ``args`` and ``olLaunchKernel`` in one frame.
+        """``launcher(queue, args, sizes)``: pack ``args`` and ``olLaunchKernel`` in one frame
+        (and ``self.fast_pack(args)``: the same packing alone).
 
         Each parameter's common case is inlined. A wrong argument count raises ``ValueError``
         and a value out of range ``struct.error`` before anything is launched; the caller then
@@ -282,9 +284,11 @@ class Packer:
         }
         names = [f"a{i}" for i in range(len(self.params))]
         if self._struct is None:  # parameters not in offset order: the general packer
-            body = ["    _launch(queue, _device, _kernel, _pack_slow(args), sizes)"]
+            packed = "_pack_slow(args)"
+            unpack = ""
         elif not names:
-            body = ["    if args:", "        raise ValueError", "    _launch(queue, _device, _kernel, None, sizes)"]
+            packed = "None"
+            unpack = "    if args:\n        raise ValueError\n"
         else:
             namespace["_pack"] = self._struct.pack
             namespace.update({f"_c{i}": c for i, c in enumerate(self._converters)})
@@ -302,10 +306,14 @@ class Packer:
                     values.append(f"({a} if {a}.__class__ is int else _c{i}({a}))")
                 else:
                     values.append(f"_c{i}({a})")
-            unpack = f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args"
-            body = [unpack, f"    _launch(queue, _device, _kernel, _pack({', '.join(values)}), sizes)"]
-        source = "def launcher(queue, args, sizes):\n" + "\n".join(body) + "\n"
+            unpack = f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args\n"
+            packed = f"_pack({', '.join(values)})"
+        source = (
+            f"def launcher(queue, args, sizes):\n{unpack}    _launch(queue, _device, _kernel, {packed}, sizes)\n\n"
+            f"def pack(args):\n{unpack}    return {packed}\n"
+        )
         exec(compile(source, f"<offload launcher of {self.kernel}>", "exec"), namespace)
+        self.fast_pack = namespace["pack"]
         launcher: Callable[[Any, tuple[Any, ...], Any], None] = namespace["launcher"]
         return launcher
 

@@ -198,7 +198,10 @@ class Kernel:
                     f"program.kernel({self.name!r}, signature=...)",
                 )
             return None
-        return packer.pack(args)
+        try:
+            return packer.fast_pack(args)
+        except (ValueError, struct.error):  # a count or range mismatch
+            return packer.pack(args)  # raises the error naming the parameter
 
     def launch_size(self, grid: Extent, block: Extent, shared_memory: int = 0) -> KernelLaunchSizeArgs:
         """The (cached) ``KernelLaunchSizeArgs`` of a grid and block."""

@@ -4,8 +4,10 @@ Sections (variants timed in interleaved repeats, GC off while timing; medians, a
 median of per-round ratios so that drift between rounds cancels out):
 
 * launch    ``queue.launch(saxpy, 1, 1, 2.0, x, y, 1)`` (arguments packed from Python values and
-            Buffers by the kernel's layout, cached per kernel) against the flat ``olLaunchKernel``
-            with a prebuilt argument buffer and launch size, N launches then one sync; and the
+            Arrays by the kernel's layout; the packing is compiled once per kernel, and the last
+            argument buffer is reused for the very same argument objects) against the flat
+            ``olLaunchKernel`` with a prebuilt argument buffer and launch size, N launches then
+            one sync; the same with x and y swapped every launch (packed every time); and the
             synchronous ``kernel.launch(...)`` against ``olLaunchKernel(None, ...)``.
             Target: enqueued object launch <= 1.5x flat.
 * pack      ``Kernel.pack`` of four arguments against ``struct.pack`` of the already-converted values.
@@ -62,8 +64,11 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def _timed(body: Callable[[int], None], calls: int, after: Callable[[], None] | None = None) -> Callable[[], float]:
-    """A sample: ns per call of ``body(calls)`` (then ``after()``, inside the timing)."""
+def _timed(
+    body: Callable[[int], None], calls: int, after: Callable[[], None] | None = None, per: int = 1
+) -> Callable[[], float]:
+    """A sample: ns per call of ``body(calls)``, which makes ``per`` calls a round (then ``after()``,
+    inside the timing)."""
     import gc
     import time
 
@@ -75,7 +80,7 @@ def _timed(body: Callable[[int], None], calls: int, after: Callable[[], None] | 
             body(calls)
             if after is not None:
                 after()
-            return (time.perf_counter_ns() - start) / calls
+            return (time.perf_counter_ns() - start) / (calls * per)
         finally:
             if enabled:
                 gc.enable()
@@ -107,6 +112,18 @@ def run(config: Config) -> dict[str, Any]:
                 config.launches,
                 queue.sync,
             ),
+            "objects_enqueued_alternating": _timed(
+                call_loop(
+                    "launch(kernel, 1, 1, 2.0, x, y, 1); launch(kernel, 1, 1, 2.0, y, x, 1)",
+                    launch=queue.launch,
+                    kernel=kernel,
+                    x=x,
+                    y=y,
+                ),
+                config.launches // 2,
+                queue.sync,
+                per=2,
+            ),
             "flat_sync": _timed(
                 call_loop("launch(None, dh, kh, args, size)", launch=flat_launch, dh=device.handle, kh=kernel.handle, args=prebuilt, size=one_item),
                 config.launches,
@@ -120,6 +137,7 @@ def run(config: Config) -> dict[str, Any]:
     results["launch"] = {name: _median(values) for name, values in samples.items()}
     results["launch"]["enqueued_ratio"] = _ratio(samples["objects_enqueued"], samples["flat_enqueued"])
     results["launch"]["sync_ratio"] = _ratio(samples["objects_sync"], samples["flat_sync"])
+    results["launch"]["alternating_ratio"] = _ratio(samples["objects_enqueued_alternating"], samples["flat_enqueued"])
 
     log("pack ...")
     converted = (2.0, x.address, y.address, 1)
@@ -175,9 +193,10 @@ def report(results: dict[str, Any]) -> str:
     lines = [
         "launch (saxpy, 1 item; ns per launch, median)",
         f"  olLaunchKernel enqueued, prebuilt args   {launch['flat_enqueued']:9.0f} ns",
-        f"  queue.launch enqueued, packed per call   {launch['objects_enqueued']:9.0f} ns   {launch['enqueued_ratio']:.2f}x",
+        f"  queue.launch enqueued, same arguments    {launch['objects_enqueued']:9.0f} ns   {launch['enqueued_ratio']:.2f}x",
+        f"  queue.launch enqueued, x/y alternating   {launch['objects_enqueued_alternating']:9.0f} ns   {launch['alternating_ratio']:.2f}x",
         f"  olLaunchKernel sync, prebuilt args       {launch['flat_sync']:9.0f} ns",
-        f"  kernel.launch sync, packed per call      {launch['objects_sync']:9.0f} ns   {launch['sync_ratio']:.2f}x",
+        f"  kernel.launch sync, same arguments       {launch['objects_sync']:9.0f} ns   {launch['sync_ratio']:.2f}x",
         "pack (4 arguments)",
         f"  struct.pack of converted values          {pack['struct_pack']:9.0f} ns",
         f"  Kernel.pack of Python values, Buffers    {pack['kernel_pack']:9.0f} ns   {pack['ratio']:.2f}x",

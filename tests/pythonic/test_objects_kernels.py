@@ -344,3 +344,44 @@ def test_declared_signature_refines_an_opaque_layout(reporting: offload.objects.
         np.testing.assert_array_equal(dy.to_numpy(), 2 * x + 1)
         with pytest.raises(OffloadError, match=r"parameter 'n': declared uint32 at offset 24, the backend reports bytes64"):
             program.kernel("saxpy", "float a, float *x, float *y, uint32_t n")
+
+
+# --- the remembered argument buffer (the very same objects launch without repacking) -----------
+
+
+def test_same_arguments_reuse_the_buffer_until_one_is_closed(host: offload.objects.Device, saxpy_image: bytes) -> None:
+    x = np.arange(64, dtype=np.float32)
+    with host.load_program(saxpy_image) as program:
+        saxpy = program.kernel("saxpy", SAXPY_SIGNATURE)
+        dx, dy = offload.to_device(x, host), offload.to_device(np.zeros(64, np.float32), host)
+        for _ in range(3):
+            saxpy.launch(1, 64, 1.0, dx, dy, 64)
+        np.testing.assert_array_equal(dy.to_numpy(), 3 * x)
+        dy.buffer.close()
+        with pytest.raises(OffloadError, match=r"parameter 'y' .*closed"):
+            saxpy.launch(1, 64, 1.0, dx, dy, 64)  # the same objects, but one was closed since
+
+
+def test_objects_that_may_change_are_packed_every_time(host: offload.objects.Device, echo_image: bytes) -> None:
+    class Pointer:
+        """A user's object whose address changes between launches."""
+
+        def __init__(self, address: int) -> None:
+            self.__offload_ptr__ = address
+
+    layout = "void *p, unsigned char *out"
+    source = (
+        "#include <offload_host.h>\n#include <string.h>\n"
+        "struct a { void *p; unsigned char *out; };\n"
+        "OFFLOAD_KERNEL(ptr) { const struct a *q = OFFLOAD_ARGS(struct a); memcpy(q->out, &q->p, sizeof q->p); }\n"
+    )
+    with host.load_program(offload_host.build_program(source, name="ptr")) as program, host.alloc(8) as out:
+        kernel = program.kernel("ptr", layout)
+        pointer = Pointer(0x1000)
+        for address in (0x1000, 0x2000, 0x3000):
+            pointer.__offload_ptr__ = address
+            kernel.launch(1, 1, pointer, out)
+            assert struct.unpack("=Q", out.to_bytes())[0] == address
+        value = np.uint64(5)  # numpy scalars are packed every time too (not remembered)
+        kernel.launch(1, 1, value, out)
+        assert struct.unpack("=Q", out.to_bytes())[0] == 5

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from ._queue import Queue
 
 
+CLOSES = [0]  # how many Buffers were closed: a remembered argument buffer holding an address is stale once it moves
+
+
 def _free(ctx: Context, address: int) -> None:
     """The finalizer: free the allocation if its session is still live (a later one freed it)."""
     if _session.is_current(ctx):
@@ -150,6 +153,7 @@ class Buffer:
         """Free the allocation now (idempotent). A non-owning buffer just drops its reference."""
         finalizer = self._finalizer
         self._address = 0
+        CLOSES[0] += 1
         self._keepalive = None
         if finalizer is not None:
             finalizer()

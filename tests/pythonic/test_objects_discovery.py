@@ -112,3 +112,13 @@ def test_as_device_accepts_flat_handles_and_ids() -> None:
     with pytest.raises(OffloadError) as info:
         as_device(3.5)  # type: ignore[arg-type]
     assert info.value.code is ErrorCode.INVALID_DEVICE
+
+
+def test_importing_offload_stays_light() -> None:
+    """The core needs no numpy: the layer imports it only when an Array is made."""
+    import subprocess
+    import sys
+
+    code = "import sys, offload; offload.devices(); offload.Buffer(8).close(); print('numpy' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr

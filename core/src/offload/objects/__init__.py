@@ -19,6 +19,10 @@ from ._memory import Buffer
 from ._program import Kernel, Program
 from ._queue import Event, Queue
 
+for _public in (Array, Buffer, Device, Event, InfoMapping, Kernel, Platform, Program, Queue):
+    _public.__module__ = __name__  # help() and reprs name offload.objects, not the private module
+del _public
+
 __all__ = [
     "Array",
     "Buffer",

@@ -8,9 +8,11 @@ addresses, handles are opaque objects made only by the API, and every failure ra
 
 from __future__ import annotations
 
+import atexit as _atexit
 from typing import TYPE_CHECKING
 
 from . import _enums
+from ._api import finish_queued_work_at_exit as _finish_queued_work_at_exit
 from ._entrypoints import generate as _generate
 from ._entrypoints import olInit, olShutDown
 from ._enums import (
@@ -40,6 +42,7 @@ __version__ = "0.1.0"
 
 _api = _generate()
 globals().update(_api)
+_atexit.register(_finish_queued_work_at_exit)
 globals().update(_enums.c_constants())
 
 if TYPE_CHECKING:  # the generated functions and C constants, typed (generated: python -m offload._stubgen)

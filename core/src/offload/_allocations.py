@@ -1,12 +1,17 @@
 """The allocation map: every live olMemAlloc range, so that olMemFree and olGetMemInfo find the
-owning device from a pointer alone, and so that allocations of all devices share one address
-range (an allocation overlapping a live one is rejected and retried, as liboffload R1 does)."""
+owning device from a pointer alone, so that copies and fills can check their ranges, and so that
+allocations of all devices share one address range (an allocation overlapping a live one is
+rejected and retried, as liboffload R1 does).
+
+Writers take a lock and publish a new immutable snapshot; readers (every olMemcpy) read the
+current snapshot without locking, so a lookup is one attribute read and one bisect.
+"""
 
 from __future__ import annotations
 
 import bisect
 import threading
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._enums import AllocType
 
@@ -16,67 +21,92 @@ if TYPE_CHECKING:
 
 class Allocation(NamedTuple):
     device: Device
-    alloc_type: AllocType
+    alloc_type: AllocType | None  # None: a global variable of a program (not an olMemAlloc range)
     start: int
     end: int  # one past the last byte
+    owner: Any = None  # for a global variable: its Program
+
+
+def _empty() -> tuple[tuple[int, ...], tuple[Allocation, ...]]:
+    """A fresh empty snapshot: each map's snapshots are its own objects (HOT compares identity)."""
+    return tuple([(), ()])  # type: ignore[return-value]
 
 
 class AllocationMap:
-    """Live allocations keyed by base address, with a sorted base list for interior lookups."""
+    """Live ranges keyed by base address, published as a sorted (bases, ranges) snapshot."""
 
-    __slots__ = ("_by_base", "_bases", "_lock")
+    __slots__ = ("_by_base", "_lock", "snapshot")
+
+    snapshot: tuple[tuple[int, ...], tuple[Allocation, ...]]  # sorted bases, their ranges
 
     def __init__(self) -> None:
         self._by_base: dict[int, Allocation] = {}
-        self._bases: list[int] = []
         self._lock = threading.Lock()
+        self.snapshot = _empty()
 
     def __len__(self) -> int:
         return len(self._by_base)
 
-    def overlaps(self, start: int, end: int) -> bool:
-        """Whether [start, end) intersects a live allocation."""
-        with self._lock:
-            return self._overlaps(start, end)
+    def _publish(self) -> None:
+        bases = sorted(self._by_base)
+        self.snapshot = (tuple(bases), tuple(self._by_base[b] for b in bases))
 
-    def _overlaps(self, start: int, end: int) -> bool:
-        i = bisect.bisect_left(self._bases, end)
-        return i > 0 and self._by_base[self._bases[i - 1]].end > start
+    def overlaps(self, start: int, end: int) -> bool:
+        """Whether [start, end) intersects a live range."""
+        return touching(self.snapshot, start, end) is not None
 
     def insert(self, allocation: Allocation) -> bool:
-        """Record an allocation; False (nothing recorded) if it overlaps a live one."""
+        """Record a range; False (nothing recorded) if it overlaps a live one."""
         with self._lock:
-            if self._overlaps(allocation.start, allocation.end):
+            if touching(self.snapshot, allocation.start, max(allocation.end, allocation.start + 1)) is not None:
                 return False
             self._by_base[allocation.start] = allocation
-            bisect.insort(self._bases, allocation.start)
+            self._publish()
             return True
 
     def pop(self, base: int) -> Allocation | None:
-        """Remove and return the allocation starting exactly at ``base`` (None if there is none)."""
+        """Remove and return the range starting exactly at ``base`` (None if there is none)."""
         with self._lock:
             allocation = self._by_base.pop(base, None)
             if allocation is not None:
-                del self._bases[bisect.bisect_left(self._bases, base)]
+                self._publish()
             return allocation
 
-    def find(self, address: int) -> Allocation | None:
-        """The allocation containing ``address`` (any interior pointer), or None."""
+    def remove_owned_by(self, owner: Any) -> None:
+        """Remove every range recorded for ``owner`` (a program's global variables)."""
         with self._lock:
-            allocation = self._by_base.get(address)
-            if allocation is not None:
+            for base in [b for b, a in self._by_base.items() if a.owner is owner]:
+                del self._by_base[base]
+            self._publish()
+
+    def find(self, address: int) -> Allocation | None:
+        """The range containing ``address`` (any interior pointer), or None."""
+        bases, ranges = self.snapshot
+        i = bisect.bisect_right(bases, address)
+        if i:
+            allocation = ranges[i - 1]
+            if allocation.end > address:
                 return allocation
-            i = bisect.bisect_right(self._bases, address)
-            if i:
-                allocation = self._by_base[self._bases[i - 1]]
-                if allocation.end > address:
-                    return allocation
-            return None
+        return None
 
     def drain(self) -> list[Allocation]:
-        """Remove and return every allocation (used by the final shutdown)."""
+        """Remove and return every range (used by the final shutdown)."""
         with self._lock:
             allocations = list(self._by_base.values())
             self._by_base.clear()
-            self._bases.clear()
+            self.snapshot = _empty()
             return allocations
+
+
+def touching(snapshot: tuple[tuple[int, ...], tuple[Allocation, ...]], start: int, end: int) -> Allocation | None:
+    """A range of ``snapshot`` that [start, end) touches: the one holding ``start``, else the
+    first one beginning inside [start, end); None when the range touches none."""
+    bases, ranges = snapshot
+    i = bisect.bisect_right(bases, start)
+    if i:
+        allocation = ranges[i - 1]
+        if allocation.end > start:
+            return allocation
+    if i < len(bases) and bases[i] < end:
+        return ranges[i]
+    return None

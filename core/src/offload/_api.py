@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import operator
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,10 +30,11 @@ from ._enums import (
     SymbolInfo,
     SymbolKind,
 )
-from ._errors import OffloadError
+from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
-from ._runtime import PARKED_IDLE_LIMIT, Context, device_info_value
-from ._types import KernelLaunchSizeArgs
+from ._runtime import LOCAL, PARKED_IDLE_LIMIT, STATE, Context, device_info_value
+from ._memory import ADDRESS_LIMIT, HOST_MAPPINGS, READ, WRITE, HOT as _HOT, as_address, as_size, check_range, end_of
+from ._types import KernelLaunchSizeArgs, KernelParam
 
 MAX_ALLOC_TRIES = 50
 OL_VERSION = "v0.0.1"
@@ -42,20 +45,23 @@ _ALLOC_TYPES = frozenset(AllocType)
 _SYMBOL_KINDS = frozenset(SymbolKind)
 
 
+ctx_lock = threading.Lock()  # guards Context.orphan_errors
+
+
 def _fail(code: ErrorCode, details: str) -> OffloadError:
     return OffloadError(code, details)
 
 
 def _address(value: Any, name: str) -> int:
-    if type(value) is int and value >= 0:
+    if type(value) is int and 0 <= value < ADDRESS_LIMIT:
         return value
-    raise _fail(ErrorCode.INVALID_ARGUMENT, f"{name} must be a non-negative int address, got {value!r}")
+    return as_address(value, name)
 
 
 def _size(value: Any, name: str) -> int:
-    if type(value) is int and value >= 0:
+    if type(value) is int and 0 <= value < ADDRESS_LIMIT:
         return value
-    raise _fail(ErrorCode.INVALID_SIZE, f"{name} must be a non-negative int, got {value!r}")
+    return as_size(value, name)
 
 
 def _bytes(value: Any, name: str) -> bytes:
@@ -70,9 +76,16 @@ def _bytes(value: Any, name: str) -> bytes:
 
 
 def olIterateDevices(ctx: Context, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
-    for device in list(ctx.devices):
-        if not callback(device, user_data):
-            return
+    """Call ``callback`` per device; it may call any function, the final ``olShutDown`` included."""
+    if not callable(callback):
+        raise _fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+    LOCAL.iterating += 1
+    try:
+        for device in list(ctx.devices):
+            if not callback(device, user_data):
+                return
+    finally:
+        LOCAL.iterating -= 1
 
 
 def _platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
@@ -127,11 +140,46 @@ def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size: Any) -> int:
 
 
 def olMemFree(ctx: Context, address: Any) -> None:
+    """Free an allocation once no queued work can still use it: every busy queue (live or
+    parked, of every device) is waited for first, as the CUDA driver's implicit synchronisation
+    does. Called from a host function, the free is queued behind its own queue's work instead."""
     allocation = ctx.allocations.pop(address) if type(address) is int else None
     if allocation is None:
         raise _fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({address!r})")
     device = allocation.device
-    device.backend.mem_free(device.native, address, allocation.alloc_type)
+    release = functools.partial(device.backend.mem_free, device.native, address, allocation.alloc_type)
+    _release_after_queued_work(ctx, ctx.devices, release)
+    HOST_MAPPINGS.forget()
+
+
+def _release_after_queued_work(ctx: Context, devices: Sequence[Device], release: Callable[[], None]) -> None:
+    """Wait for every busy queue of ``devices``, then call ``release``; inside a host function,
+    ``release`` is enqueued on its own queue instead (which cannot be waited for from inside)."""
+    own = LOCAL.queue
+    for device in devices:
+        live, parked = tuple(device.queues), tuple(device.parked)  # copied atomically (GIL)
+        if not live and not parked:
+            continue
+        backend, native = device.backend, device.native
+        has_pending_work = backend.has_pending_work
+        for native_queue in (*(q.native for q in live), *parked):
+            if native_queue is not own and has_pending_work(native, native_queue):
+                _wait_for_queue(ctx, device, native_queue)
+    if own is None:
+        release()
+    else:
+        own_device = LOCAL.device
+        own_device.backend.enqueue_host_call(own_device.native, own, release)
+
+
+def _wait_for_queue(ctx: Context, device: Device, native_queue: Any) -> None:
+    """Wait until a queue has no pending work. Polls ``has_pending_work`` (with a growing sleep):
+    nothing is enqueued on a queue this caller does not own, and its errors stay its owner's."""
+    backend, native = device.backend, device.native
+    delay = 0.00005
+    while backend.has_pending_work(native, native_queue):
+        time.sleep(delay)
+        delay = min(delay * 2, 0.005)
 
 
 def _mem_info(ctx: Context, ptr: Any, prop: Any) -> tuple[Any, _info.Kind]:
@@ -152,6 +200,8 @@ def _mem_info(ctx: Context, ptr: Any, prop: Any) -> tuple[Any, _info.Kind]:
 
 
 def _register_flags(flags: Any) -> MemoryRegisterFlag:
+    if not isinstance(flags, int) and hasattr(type(flags), "__index__"):
+        flags = operator.index(flags)
     if not isinstance(flags, int) or flags & ~0b11:
         raise _fail(ErrorCode.INVALID_ENUMERATION, f"memory register flags '{flags}' are invalid")
     return MemoryRegisterFlag(flags)
@@ -160,6 +210,7 @@ def _register_flags(flags: Any) -> MemoryRegisterFlag:
 def olMemRegister(ctx: Context, device: Device, ptr: Any, size: Any, flags: Any) -> int:
     flags = _register_flags(flags)
     ptr, size = _address(ptr, "Ptr"), _size(size, "Size")
+    end_of(ptr, size, "Ptr")
     return int(device.backend.mem_register(device.native, ptr, size, bool(flags & MemoryRegisterFlag.LOCK_MEMORY)))
 
 
@@ -170,10 +221,47 @@ def olMemUnregister(ctx: Context, device: Device, ptr: Any, flags: Any) -> None:
     )
 
 
+def _range_values(dst: int, src: int, size: int) -> None:
+    """Raise the error for a copy whose addresses or size are out of range or whose ends wrap."""
+    _address(dst, "DstPtr")
+    _address(src, "SrcPtr")
+    _size(size, "Size")
+    end_of(dst, size, "DstPtr")
+    end_of(src, size, "SrcPtr")
+
+
 def olMemcpy(
     ctx: Context, queue: Queue | None, dst: Any, dst_device: Device, src: Any, src_device: Device, size: Any
 ) -> None:
-    dst, src, size = _address(dst, "DstPtr"), _address(src, "SrcPtr"), _size(size, "Size")
+    """Copy ``size`` bytes. Both ranges are checked first (``_memory``); with a queue the copy runs
+    in queue order, and the memory it uses is kept alive until it has run (``olMemFree`` waits).
+    A zero-byte copy does nothing."""
+    if size > 0 and queue is None and dst_device.is_host and src_device.is_host:
+        # the hot path: both ranges inside the host segments last found safe (see _memory.HOT)
+        hot_dst, hot_src = _HOT[WRITE], _HOT[READ]
+        snapshot = ctx.allocations.snapshot
+        try:
+            if (
+                hot_dst[2] is snapshot
+                and hot_src[2] is snapshot
+                and hot_dst[0] <= dst
+                and dst + size <= hot_dst[1]
+                and hot_src[0] <= src
+                and src + size <= hot_src[1]
+            ):
+                _memmove(dst, src, size)
+                return
+        except TypeError:  # a NULL (None) pointer with validation off: checked below
+            pass
+    if dst.__class__ is not int or src.__class__ is not int:
+        dst, src = _address(dst, "DstPtr"), _address(src, "SrcPtr")
+    bits = dst | src | size
+    if bits < 0 or bits >= ADDRESS_LIMIT or dst + size > ADDRESS_LIMIT or src + size > ADDRESS_LIMIT:
+        _range_values(dst, src, size)
+    if not size:
+        return  # nothing to copy, nothing to order
+    check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
+    check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:
             _memmove(dst, src, size)
@@ -219,16 +307,13 @@ def _memcpy_device_to_device(
 
 
 def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_size: Any) -> None:
+    """Fill ``fill_size`` bytes at ``ptr``; the range is checked first, as for ``olMemcpy``."""
     ptr, fill_size = _address(ptr, "Ptr"), _size(fill_size, "FillSize")
+    end = end_of(ptr, fill_size, "Ptr")
     pattern = _bytes(pattern, "PatternPtr")
     if not pattern or fill_size % len(pattern):
         raise _fail(ErrorCode.INVALID_SIZE, f"FillSize {fill_size} is not a multiple of PatternSize {len(pattern)}")
     allocation = ctx.allocations.find(ptr)
-    if allocation is not None and ptr + fill_size > allocation.end:
-        raise _fail(
-            ErrorCode.INVALID_SIZE,
-            f"filling {fill_size} bytes at {ptr:#x} overruns its allocation [{allocation.start:#x}, {allocation.end:#x})",
-        )
     if queue is not None:
         device = queue.device
         if allocation is not None and allocation.device is not device and not (allocation.device.is_host and device.is_host):
@@ -242,6 +327,7 @@ def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_si
             f"{ptr:#x} is not an olMemAlloc allocation, so a synchronous olMemFill cannot tell its device; pass a queue",
         )
     if fill_size:
+        check_range(ctx, "Ptr", ptr, end, device if allocation is None else allocation.device, WRITE)
         device.backend.data_fill(device.native, ptr, pattern, fill_size, native_queue)
 
 
@@ -249,31 +335,52 @@ def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_si
 
 
 def olCreateQueue(ctx: Context, device: Device) -> Queue:
+    """A new queue, or a finished parked one reused; an asynchronous error that a parked queue
+    still holds belongs to its destroyed owner, so it is kept for the final ``olShutDown``, never
+    given to this caller (and that queue is released instead of reused)."""
     backend, native = device.backend, device.native
-    reused = None
-    with device.lock:
-        for i in range(len(device.parked) - 1, -1, -1):  # newest first: long runners drift to the front
-            if not backend.has_pending_work(native, device.parked[i]):
-                reused = device.parked.pop(i)
-                break
-    if reused is not None:
+    native_queue = None
+    while native_queue is None:
+        reused = None
+        with device.lock:
+            for i in range(len(device.parked) - 1, -1, -1):  # newest first: long runners drift to the front
+                if not backend.has_pending_work(native, device.parked[i]):
+                    reused = device.parked.pop(i)
+                    break
+        if reused is None:
+            native_queue = backend.create_queue(native)
+            break
         try:
             backend.synchronize(native, reused, False)
-        except BaseException:
-            backend.synchronize(native, reused, True)
-            raise
-        native_queue = reused
-    else:
-        native_queue = backend.create_queue(native)
+            native_queue = reused
+        except Exception as exc:
+            _orphan(ctx, exc, f"{device.platform.name}: a destroyed queue failed")
+            _release_native_queue(ctx, device, reused)
     queue: Queue = Queue._make(ctx, device=device, native=native_queue, id=next(ctx.queue_ids))
     with device.lock:
         device.queues.add(queue)
     if device.parked:
-        _release_surplus_parked(device)
+        _release_surplus_parked(ctx, device)
     return queue
 
 
+def _orphan(ctx: Context, exc: BaseException, what: str) -> None:
+    """Keep an error that no live caller owns (a destroyed queue's) for the final olShutDown."""
+    error = as_offload_error(exc, what)
+    with ctx_lock:
+        ctx.orphan_errors.append(error)
+
+
+def _release_native_queue(ctx: Context, device: Device, native_queue: Any) -> None:
+    try:
+        device.backend.synchronize(device.native, native_queue, True)
+    except Exception as exc:
+        _orphan(ctx, exc, f"{device.platform.name}: releasing a destroyed queue")
+
+
 def olDestroyQueue(ctx: Context, queue: Queue) -> None:
+    """Destroy a queue: its enqueued work still runs (the queue is parked until it has), and an
+    error of that work reaches the final ``olShutDown``. A finished queue's errors are raised here."""
     device = queue.device
     backend, native = device.backend, device.native
     with device.lock:
@@ -281,24 +388,25 @@ def olDestroyQueue(ctx: Context, queue: Queue) -> None:
             raise _fail(ErrorCode.INVALID_QUEUE, f"{queue!r} was destroyed")
         queue._ctx = None
         device.queues.discard(queue)
-    if not backend.has_pending_work(native, queue.native):
+    if not backend.has_pending_work(native, queue.native) and LOCAL.queue is not queue.native:
         backend.synchronize(native, queue.native, True)
         return
     with device.lock:
         device.parked.append(queue.native)
-    _release_surplus_parked(device)
+    _release_surplus_parked(ctx, device)
 
 
-def _release_surplus_parked(device: Device) -> None:
-    """Release the oldest finished parked queues beyond PARKED_IDLE_LIMIT (kept for reuse)."""
+def _release_surplus_parked(ctx: Context, device: Device) -> None:
+    """Release the oldest finished parked queues beyond PARKED_IDLE_LIMIT (kept for reuse); every
+    one is released whatever fails, and failures are kept for the final olShutDown."""
     backend, native = device.backend, device.native
     with device.lock:
-        idle = [q for q in device.parked if not backend.has_pending_work(native, q)]
+        idle = [q for q in device.parked if q is not LOCAL.queue and not backend.has_pending_work(native, q)]
         surplus = idle[: max(0, len(idle) - PARKED_IDLE_LIMIT)]
         for q in surplus:
             device.parked.remove(q)
     for q in surplus:
-        backend.synchronize(native, q, True)
+        _release_native_queue(ctx, device, q)
 
 
 def olSyncQueue(ctx: Context, queue: Queue) -> None:
@@ -349,7 +457,21 @@ def olLaunchHostFunction(ctx: Context, queue: Queue, callback: Callable[[Any], N
     if not callable(callback):
         raise _fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
     device = queue.device
-    device.backend.enqueue_host_call(device.native, queue.native, functools.partial(callback, user_data))
+    device.backend.enqueue_host_call(
+        device.native, queue.native, functools.partial(_run_host_function, device, queue.native, callback, user_data)
+    )
+
+
+def _run_host_function(device: Device, native_queue: Any, callback: Callable[[Any], None], user_data: Any) -> None:
+    """Run a host function, marking its thread as running ``native_queue``'s work (calls made from
+    it then never wait for that queue, which could not finish before they return)."""
+    local = LOCAL
+    previous = local.queue, local.device
+    local.queue, local.device = native_queue, device
+    try:
+        callback(user_data)
+    finally:
+        local.queue, local.device = previous
 
 
 # --- events ----------------------------------------------------------------------------------
@@ -403,7 +525,9 @@ def olCreateProgram(ctx: Context, device: Device, data: Any) -> Program:
     if not data:
         raise _fail(ErrorCode.INVALID_BINARY, "the binary is empty (ProgDataSize == 0)")
     image = device.backend.load_binary(device.native, data)
-    program: Program = Program._make(ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock())
+    program: Program = Program._make(
+        ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock(), launching=[]
+    )
     with device.lock:
         device.programs.add(program)
     return program
@@ -417,6 +541,9 @@ def olIsValidBinary(ctx: Context, device: Device, data: Any) -> bool:
 
 
 def olDestroyProgram(ctx: Context, program: Program) -> None:
+    """Unload a program once no work uses it: launches of its kernels running in other threads
+    are waited for, then every busy queue of its device (the unload is queued behind the calling
+    host function's own queue when called from one)."""
     device = program.device
     with device.lock:
         if program._ctx is None:
@@ -426,7 +553,13 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
     with program.lock:
         for symbol in program.symbols.values():
             symbol._ctx = None
-    device.backend.unload_binary(device.native, program.image)
+    ctx.globals.remove_owned_by(program)
+    delay = 0.0002
+    while program.launching:  # launches that passed their liveness check before it failed
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+    release = functools.partial(device.backend.unload_binary, device.native, program.image)
+    _release_after_queued_work(ctx, [device], release)
 
 
 def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
@@ -441,14 +574,42 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
         symbol = program.symbols.get(key)
         if symbol is not None:
             return symbol
+        params: tuple[KernelParam, ...] | None = None
+        args_size = None
         if kind is SymbolKind.KERNEL:
             native, address, size = device.backend.get_kernel(device.native, program.image, name), 0, 0
+            params = _kernel_params(device, native, name)
+            if params is not None:
+                args_size = max((p.offset + p.size for p in params), default=0)
         else:
             native = None
             address, size = device.backend.get_global(device.native, program.image, name)
-        symbol = Symbol._make(ctx, program=program, kind=kind, name=name, native=native, address=address, size=size)
+            address, size = int(address), int(size)
+            if not device.is_host and size > 0:
+                ctx.globals.insert(Allocation(device, None, address, address + size, program))
+        symbol = Symbol._make(
+            ctx, program=program, kind=kind, name=name, native=native, address=address, size=size,
+            params=params, args_size=args_size,
+        )
         program.symbols[key] = symbol
         return symbol
+
+
+def _kernel_params(device: Device, kernel: Any, name: str) -> tuple[KernelParam, ...] | None:
+    """The backend's ``kernel_params`` answer, checked (None: unknown, or no such hook)."""
+    backend = device.backend
+    if "kernel_params" not in backend.implemented:
+        return None
+    answer = backend.kernel_params(device.native, kernel)
+    if answer is None:
+        return None
+    params = []
+    for param in answer:
+        param = param if isinstance(param, KernelParam) else KernelParam(*param)
+        if type(param.offset) is not int or type(param.size) is not int or param.offset < 0 or param.size < 0:
+            raise _fail(ErrorCode.BACKEND_FAILURE, f"kernel_params of {name!r} gave an invalid parameter {param!r}")
+        params.append(param)
+    return tuple(params)
 
 
 def _symbol_info(ctx: Context, symbol: Symbol, prop: Any) -> tuple[Any, _info.Kind]:
@@ -473,22 +634,88 @@ def _symbol_info(ctx: Context, symbol: Symbol, prop: Any) -> tuple[Any, _info.Ki
 def olLaunchKernel(
     ctx: Context, queue: Queue | None, device: Device, kernel: Symbol, args: Any, launch: KernelLaunchSizeArgs
 ) -> None:
+    """Launch a kernel. The argument buffer must hold every parameter the backend reports
+    (``kernel_params``); the grid must fit the device's limits. Its program is not unloaded while
+    the launch is being made, and not before queued launches have run (``olDestroyProgram``)."""
     if queue is not None and queue.device is not device:
         raise _fail(ErrorCode.INVALID_DEVICE, "device specified does not match the device of the given queue")
     if kernel.kind is not SymbolKind.KERNEL:
         raise _fail(ErrorCode.SYMBOL_KIND, "provided symbol is not a kernel")
-    if kernel.program.device is not device:
+    program = kernel.program
+    if program.device is not device:
         raise _fail(ErrorCode.INVALID_DEVICE, "the kernel's program was created on another device")
     if launch.__class__ is not KernelLaunchSizeArgs:
         raise _fail(ErrorCode.INVALID_ARGUMENT, f"LaunchSizeArgs must be KernelLaunchSizeArgs, got {launch!r}")
+    if launch.checked_for is not device.limits:
+        _check_launch_size(launch, device)
+    if args is None:
+        if kernel.params:
+            raise _fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"kernel {kernel.name!r} takes {len(kernel.params)} parameter(s) ({kernel.args_size} bytes) "
+                "but ArgumentsData is NULL",
+            )
+    else:
+        if args.__class__ is bytes:
+            size = len(args)
+        else:
+            try:
+                view = memoryview(args)
+            except TypeError:
+                raise _fail(
+                    ErrorCode.INVALID_ARGUMENT, f"ArgumentsData must be bytes-like or None, got {type(args).__name__}"
+                ) from None
+            if not view.c_contiguous:
+                raise _fail(ErrorCode.INVALID_ARGUMENT, "ArgumentsData must be a contiguous buffer")
+            size = view.nbytes
+        needed = kernel.args_size
+        if needed is not None and size < needed:
+            raise _fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"ArgumentsSize {size} is shorter than the {needed} bytes of kernel {kernel.name!r}'s parameters",
+            )
+    launching = program.launching
+    launching.append(None)
+    try:
+        if kernel._ctx is None:
+            raise _fail(ErrorCode.INVALID_ARGUMENT, f"Kernel {kernel!r} was destroyed with its program")
+        device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
+    finally:
+        launching.pop()
+
+
+def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:
+    """Refuse a zero extent, a grid of 2**64 groups or more, or one beyond the device's limits
+    (INVALID_SIZE); remember a launch found within them."""
     if launch.zero_extent is not None:
         raise _fail(ErrorCode.INVALID_SIZE, f"launch size {launch.zero_extent} is 0")
-    if args is not None and args.__class__ is not bytes:
-        try:
-            memoryview(args)
-        except TypeError:
-            raise _fail(ErrorCode.INVALID_ARGUMENT, f"ArgumentsData must be bytes-like or None, got {type(args).__name__}") from None
-    device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
+    if launch.total_groups >= ADDRESS_LIMIT:
+        raise _fail(ErrorCode.INVALID_SIZE, f"the grid has {launch.total_groups} groups, more than 2**64 - 1")
+    max_group, max_group_dims, max_work, max_work_dims = device.limits
+    groups, items = launch.num_groups, launch.group_size
+    if max_group is not None and launch.group_items > max_group:
+        raise _fail(
+            ErrorCode.INVALID_SIZE,
+            f"a group of {launch.group_items} work-items exceeds MAX_WORK_GROUP_SIZE {max_group}",
+        )
+    for axis, extent, work, group_limit, work_limit in zip(
+        "xyz", items, (g * i for g, i in zip(groups, items)), max_group_dims or (None,) * 3, max_work_dims or (None,) * 3
+    ):
+        if group_limit is not None and extent > group_limit:
+            raise _fail(
+                ErrorCode.INVALID_SIZE,
+                f"GroupSize.{axis} = {extent} exceeds the device's MAX_WORK_GROUP_SIZE_PER_DIMENSION.{axis} = {group_limit}",
+            )
+        if work_limit is not None and work > work_limit:
+            raise _fail(
+                ErrorCode.INVALID_SIZE,
+                f"NumGroups.{axis} * GroupSize.{axis} = {work} work-items exceed the device's "
+                f"MAX_WORK_SIZE_PER_DIMENSION.{axis} = {work_limit}",
+            )
+    total = launch.total_groups * launch.group_items
+    if max_work is not None and total > max_work:
+        raise _fail(ErrorCode.INVALID_SIZE, f"the grid's {total} work-items exceed MAX_WORK_SIZE {max_work}")
+    launch.checked_for = device.limits
 
 
 def olCalculateOptimalOccupancy(ctx: Context, device: Device, kernel: Symbol, shared_memory: Any) -> int:
@@ -528,3 +755,33 @@ def info_size(query: InfoQuery) -> Callable[[Context, Any, Any], int]:
         return _info.c_size(kind, value)
 
     return size
+
+
+# --- interpreter exit ------------------------------------------------------------------------
+
+
+def finish_queued_work_at_exit() -> None:
+    """At interpreter exit without the final ``olShutDown``, let every queue (live or parked)
+    finish the work already enqueued on it; release nothing, since atexit handlers that run later
+    may still use the library. What cannot be finished is named in a warning on stderr."""
+    import sys
+
+    ctx = STATE.ctx
+    if ctx is None:
+        return
+    dropped: list[str] = []
+    for device in list(ctx.devices):
+        with device.lock:
+            natives = [(f"queue #{q.id}", q.native) for q in device.queues]
+            natives += [("a destroyed (parked) queue", q) for q in device.parked]
+        for label, native_queue in natives:
+            try:
+                if device.backend.has_pending_work(device.native, native_queue):
+                    _wait_for_queue(ctx, device, native_queue)
+            except BaseException as exc:  # noqa: B036 - exit goes on; say what was lost
+                dropped.append(f"{label} of {device._describe()}: {type(exc).__name__}: {exc}")
+    if dropped:
+        print(
+            "offload: at exit without olShutDown, queued work was not finished on " + "; ".join(dropped),
+            file=sys.stderr,
+        )

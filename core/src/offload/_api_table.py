@@ -97,7 +97,12 @@ FUNCTIONS: tuple[Function, ...] = (
         checks=(Check(ErrorCode.INVALID_SIZE, "Size == 0", "size == 0"),),
         out=Out("AllocationOut", "pointer"),
     ),
-    Function("olMemFree", (Param("address", "Address", "pointer"),), "Free an olMemAlloc allocation (its owner is found)."),
+    Function(
+        "olMemFree",
+        (Param("address", "Address", "pointer"),),
+        "Free an olMemAlloc allocation (its owner is found), once every busy queue (live or parked) has "
+        "finished its work (from a host function: queued behind its own queue).",
+    ),
     Function(
         "olGetMemInfo",
         (Param("ptr", "Ptr", "pointer"), Param("prop", "PropName", "enum")),
@@ -132,7 +137,9 @@ FUNCTIONS: tuple[Function, ...] = (
             _handle("src_device", "SrcDevice", Device),
             Param("size", "Size", "size"),
         ),
-        "Copy ``size`` bytes; host pointers use a device of the host platform. No queue: synchronous.",
+        "Copy ``size`` bytes; host pointers use a device of the host platform. No queue: synchronous. "
+        "Both ranges are checked first: inside the allocation they touch (INVALID_SIZE), live device memory "
+        "and mapped host memory (INVALID_ARGUMENT), no wrapping past 2**64.",
     ),
     Function(
         "olMemFill",
@@ -142,7 +149,8 @@ FUNCTIONS: tuple[Function, ...] = (
             Param("pattern", "PatternPtr", "data", size_name="PatternSize", size_first=True),
             Param("fill_size", "FillSize", "size"),
         ),
-        "Fill ``fill_size`` bytes at ``ptr`` with the repeated ``pattern``. No queue: synchronous.",
+        "Fill ``fill_size`` bytes at ``ptr`` with the repeated ``pattern``. No queue: synchronous. The range "
+        "is checked as olMemcpy's are.",
         checks=(
             Check(ErrorCode.INVALID_SIZE, "PatternSize == 0", "pattern is not None and _nbytes(pattern) == 0"),
             Check(
@@ -152,8 +160,17 @@ FUNCTIONS: tuple[Function, ...] = (
             ),
         ),
     ),
-    Function("olCreateQueue", (_DEVICE,), "Create a queue (reusing a finished parked one).", out=Out("Queue", "handle")),
-    Function("olDestroyQueue", (_QUEUE,), "Destroy a queue; work already enqueued still runs."),
+    Function(
+        "olCreateQueue",
+        (_DEVICE,),
+        "Create a queue (reusing a finished parked one; an error it still held goes to the final olShutDown).",
+        out=Out("Queue", "handle"),
+    ),
+    Function(
+        "olDestroyQueue",
+        (_QUEUE,),
+        "Destroy a queue; work already enqueued still runs, and its errors reach the final olShutDown.",
+    ),
     Function("olSyncQueue", (_QUEUE,), "Block until the queue's work is complete."),
     Function(
         "olQueryQueue",
@@ -194,7 +211,12 @@ FUNCTIONS: tuple[Function, ...] = (
         "Whether ``data`` could be loaded on ``device``.",
         out=Out("IsValid", "bool"),
     ),
-    Function("olDestroyProgram", (_handle("program", "Program", Program),), "Unload a program from its device."),
+    Function(
+        "olDestroyProgram",
+        (_handle("program", "Program", Program),),
+        "Unload a program from its device once no launch of its kernels is being made or queued on its "
+        "device (from a host function: queued behind its own queue).",
+    ),
     Function(
         "olGetSymbol",
         (_handle("program", "Program", Program), Param("name", "Name", "string"), Param("kind", "Kind", "enum")),
@@ -211,7 +233,9 @@ FUNCTIONS: tuple[Function, ...] = (
             Param("args", "ArgumentsData", "data", optional=True, size_name="ArgumentsSize"),
             Param("launch_size_args", "LaunchSizeArgs", "struct"),
         ),
-        "Launch a kernel with the packed argument struct ``args``. No queue: synchronous.",
+        "Launch a kernel with the packed argument struct ``args``. No queue: synchronous. ``args`` must hold "
+        "every parameter the backend reports (INVALID_ARGUMENT), the grid must fit the device's limits "
+        "(INVALID_SIZE).",
     ),
     Function(
         "olCalculateOptimalOccupancy",

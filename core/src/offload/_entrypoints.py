@@ -1,9 +1,11 @@
 """Generates the public ol* functions from ``_api_table`` (liboffload's EntryPointGen, for Python).
 
 Each function is generated as source and compiled once at import, so the per-call path holds
-only what that function needs: one read of the runtime state, one boolean test for tracing, the
-validation conditions (skipped by one test when ``OFFLOAD_DISABLE_VALIDATION`` was set), one
-class-and-context test per handle, and the implementation call.
+only what that function needs: one read of the runtime state, one boolean test for tracing, one
+class test per address or size argument (anything else is converted: ``__offload_ptr__``,
+``__index__``), the validation conditions (skipped by one test when ``OFFLOAD_DISABLE_VALIDATION``
+was set), one class-and-context test per handle, and the implementation call, registered in
+``ctx.calls`` while it runs (so the final ``olShutDown`` waits for it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ._api_table import _NO_DEFAULT, Function, Param
 from ._enums import ErrorCode
 from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol, _Handle
+from ._memory import as_address, as_size
 from ._runtime import STATE, uninitialized
 from ._types import buffer_size
 
@@ -50,6 +53,13 @@ def _is_null_condition(param: Param) -> str:
 def _body_lines(fn: Function) -> list[str]:
     """Validation, liveness checks and the implementation call (indented for a function body)."""
     lines = []
+    for p in fn.params:  # numbers of other types become ints first, so checks see ints only
+        if p.kind == "pointer":
+            lines.append(f"    if {p.py}.__class__ is not int and {p.py} is not None:")
+            lines.append(f"        {p.py} = _as_address({p.py}, {p.c!r})")
+        elif p.kind == "size":
+            lines.append(f"    if {p.py}.__class__ is not int:")
+            lines.append(f"        {p.py} = _as_size({p.py}, {p.c!r})")
     checks = [(c.code, c.c_text, c.py_expr) for c in fn.checks]
     checks += [
         (ErrorCode.INVALID_NULL_HANDLE, f"NULL == {p.c}", f"{p.py} is None")
@@ -77,12 +87,18 @@ def _body_lines(fn: Function) -> list[str]:
         lines.append(f"        raise _stale({p.py}, _{cls}, {p.c!r})")
     call_args = ", ".join(["ctx"] + [p.py for p in fn.params])
     lines += [
+        "    calls = ctx.calls",
+        f"    calls.append({fn.name!r})",
         "    try:",
+        "        if _STATE.ctx is not ctx:",
+        "            raise _uninitialized()",
         f"        return _impl_{fn.name}({call_args})",
         "    except _OffloadError:",
         "        raise",
         "    except Exception as exc:",
         f"        raise _as_offload_error(exc, {fn.name!r}) from exc",
+        "    finally:",
+        f"        calls.remove({fn.name!r})",
     ]
     return lines
 
@@ -136,6 +152,8 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
         "_stale": _stale,
         "_traced": _traced,
         "_nbytes": buffer_size,
+        "_as_address": as_address,
+        "_as_size": as_size,
         **{f"_{cls.__name__}": cls for cls in _STALE_CODES},
     }
     functions = {}
@@ -163,7 +181,14 @@ def olInit() -> None:
 
 
 def olShutDown() -> None:
-    """Drop one reference; the last one releases everything, joining every error."""
+    """Drop one reference; the last one releases everything, joining every error.
+
+    The last one first waits for the calls other threads are inside (a long synchronous launch
+    included), keeps going whatever is raised during the teardown (a ``KeyboardInterrupt`` is
+    re-raised once it is done) and raises the errors of destroyed queues too. Inside a host
+    function it releases that function's own queue from inside (the work queued behind it is
+    dropped) without waiting for other threads' ``olSyncQueue`` / ``olSyncEvent``.
+    """
     from time import perf_counter_ns
 
     ctx = STATE.ctx

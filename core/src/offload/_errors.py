@@ -11,6 +11,8 @@ are those of the *last* error, and ``.errors`` holds every error in order, none 
 Backends raise ``OffloadError`` for failures they can name; anything else a backend raises is
 mapped at the core boundary (``MemoryError``: ``OUT_OF_RESOURCES``; ``ValueError``, ``TypeError``:
 ``INVALID_ARGUMENT``; anything else: ``UNKNOWN``) with the original exception kept as ``__cause__``.
+An ``ExceptionGroup`` (a backend reporting several failures at once) is joined: each of its
+members, nested groups flattened, is mapped and kept in ``.errors``.
 """
 
 from __future__ import annotations
@@ -64,6 +66,13 @@ def as_offload_error(exc: BaseException, what: str) -> OffloadError:
     """Map any exception raised by a backend to an OffloadError (kept as the cause)."""
     if isinstance(exc, OffloadError):
         return exc
+    if isinstance(exc, BaseExceptionGroup):
+        joined = join_errors(as_offload_error(member, what) for member in exc.exceptions)
+        if joined is None:
+            joined = OffloadError(ErrorCode.UNKNOWN, f"{what}: an empty exception group")
+        if joined.__cause__ is None:
+            joined.__cause__ = exc
+        return joined
     if isinstance(exc, MemoryError):
         code = ErrorCode.OUT_OF_RESOURCES
     elif isinstance(exc, (ValueError, TypeError)):

@@ -68,7 +68,7 @@ def olMemAlloc(device: Device, alloc_type: AllocType | int, size: SupportsIndex)
     """Allocate ``size`` bytes of HOST, DEVICE or MANAGED memory; return the address."""
 
 def olMemFree(address: _Address) -> None:
-    """Free an olMemAlloc allocation (its owner is found)."""
+    """Free an olMemAlloc allocation (its owner is found), once every busy queue (live or parked) has finished its work (from a host function: queued behind its own queue)."""
 
 @overload
 def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.DEVICE]) -> Device: ...
@@ -90,16 +90,16 @@ def olMemUnregister(device: Device, ptr: _Address, flags: MemoryRegisterFlag | i
     """Unregister (and optionally unlock) host memory registered with olMemRegister."""
 
 def olMemcpy(queue: Queue | None, dst: _Address, dst_device: Device, src: _Address, src_device: Device, size: SupportsIndex) -> None:
-    """Copy ``size`` bytes; host pointers use a device of the host platform. No queue: synchronous."""
+    """Copy ``size`` bytes; host pointers use a device of the host platform. No queue: synchronous. Both ranges are checked first: inside the allocation they touch (INVALID_SIZE), live device memory and mapped host memory (INVALID_ARGUMENT), no wrapping past 2**64."""
 
 def olMemFill(queue: Queue | None, ptr: _Address, pattern: _BytesLike, fill_size: SupportsIndex) -> None:
-    """Fill ``fill_size`` bytes at ``ptr`` with the repeated ``pattern``. No queue: synchronous."""
+    """Fill ``fill_size`` bytes at ``ptr`` with the repeated ``pattern``. No queue: synchronous. The range is checked as olMemcpy's are."""
 
 def olCreateQueue(device: Device) -> Queue:
-    """Create a queue (reusing a finished parked one)."""
+    """Create a queue (reusing a finished parked one; an error it still held goes to the final olShutDown)."""
 
 def olDestroyQueue(queue: Queue) -> None:
-    """Destroy a queue; work already enqueued still runs."""
+    """Destroy a queue; work already enqueued still runs, and its errors reach the final olShutDown."""
 
 def olSyncQueue(queue: Queue) -> None:
     """Block until the queue's work is complete."""
@@ -154,7 +154,7 @@ def olIsValidBinary(device: Device, data: _BytesLike) -> bool:
     """Whether ``data`` could be loaded on ``device``."""
 
 def olDestroyProgram(program: Program) -> None:
-    """Unload a program from its device."""
+    """Unload a program from its device once no launch of its kernels is being made or queued on its device (from a host function: queued behind its own queue)."""
 
 def olGetSymbol(program: Program, name: str | bytes, kind: SymbolKind | int) -> Symbol:
     """The kernel or global variable ``name`` (the same handle each time)."""
@@ -171,7 +171,7 @@ def olGetSymbolInfoSize(symbol: Symbol, prop: SymbolInfo | int) -> int:
     """The C size in bytes of one symbol property."""
 
 def olLaunchKernel(queue: Queue | None, device: Device, kernel: Symbol, args: _BytesLike | None, launch_size_args: KernelLaunchSizeArgs) -> None:
-    """Launch a kernel with the packed argument struct ``args``. No queue: synchronous."""
+    """Launch a kernel with the packed argument struct ``args``. No queue: synchronous. ``args`` must hold every parameter the backend reports (INVALID_ARGUMENT), the grid must fit the device's limits (INVALID_SIZE)."""
 
 def olCalculateOptimalOccupancy(device: Device, kernel: Symbol, shared_memory: SupportsIndex) -> int:
     """The group size giving optimal occupancy with ``shared_memory`` bytes of dynamic memory."""

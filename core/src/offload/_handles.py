@@ -57,7 +57,8 @@ class Device(_Handle):
     """``ol_device_handle_t``."""
 
     __slots__ = (
-        "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs"
+        "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
+        "limits",
     )
     backend: BoundBackend
     native: Any
@@ -70,6 +71,7 @@ class Device(_Handle):
     parked: list[Any]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
     programs: set[Program]  # live program handles
+    limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
 
     def _describe(self) -> str:
         return f"{self.platform.name}:{self.index}"
@@ -103,12 +105,13 @@ class Event(_Handle):
 class Program(_Handle):
     """``ol_program_handle_t``: one image loaded on one device."""
 
-    __slots__ = ("device", "image", "data", "symbols", "lock")
+    __slots__ = ("device", "image", "data", "symbols", "lock", "launching")
     device: Device
     image: Any
     data: bytes  # the core's private copy of the binary
     symbols: dict[tuple[SymbolKind, str], Symbol]
     lock: threading.Lock
+    launching: list[None]  # one entry per olLaunchKernel of its kernels inside the backend now
 
     def _describe(self) -> str:
         return f"{len(self.data)} bytes on {self.device._describe()}"
@@ -117,13 +120,15 @@ class Program(_Handle):
 class Symbol(_Handle):
     """``ol_symbol_handle_t``: a kernel or global variable, owned by its program."""
 
-    __slots__ = ("program", "kind", "name", "native", "address", "size")
+    __slots__ = ("program", "kind", "name", "native", "address", "size", "params", "args_size")
     program: Program
     kind: SymbolKind
     name: str
     native: Any  # the backend's kernel object (kernels only)
     address: int  # global variables only
     size: int  # global variables only
+    params: tuple[Any, ...] | None  # kernels: their KernelParams (None: the backend cannot tell)
+    args_size: int | None  # kernels: the end of the last parameter (None: unknown, not checked)
 
     def _describe(self) -> str:
         return f"{self.kind.name.lower()} {self.name!r}"

@@ -5,6 +5,7 @@ handles 8, ol_dimensions_t 12, bool 1)."""
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Container
 from typing import Any
 
@@ -113,7 +114,7 @@ def lookup(table: Container[Any], enum_type: type, prop: Any, what: str) -> Any:
     if type(prop) is enum_type:
         return prop
     try:
-        member = enum_type(prop)
+        member = enum_type(prop if type(prop) is int or isinstance(prop, bool) else operator.index(prop))
     except (ValueError, TypeError):
         member = None
     if member is None or member not in table:

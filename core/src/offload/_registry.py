@@ -182,8 +182,13 @@ def _skip(status: BackendStatus, error: BaseException, strict: bool) -> None:
         warnings.warn(f"offload backend {status.name!r} skipped: {status.reason}", OffloadBackendWarning, stacklevel=4)
 
 
-def release_backend(bound: BoundBackend, natives: list[Any]) -> list[OffloadError]:
-    """``deinit_device`` every device, then ``deinit``; return every failure (none dropped)."""
+def release_backend(
+    bound: BoundBackend, natives: list[Any], interrupts: list[BaseException] | None = None
+) -> list[OffloadError]:
+    """``deinit_device`` every device, then ``deinit``; return every failure (none dropped).
+
+    With ``interrupts``, a ``BaseException`` from a hook is kept there and the release goes on.
+    """
     errors: list[OffloadError] = []
     calls: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
     if "deinit_device" in bound.implemented:
@@ -194,6 +199,15 @@ def release_backend(bound: BoundBackend, natives: list[Any]) -> list[OffloadErro
             call(*args)
         except Exception as exc:
             errors.append(as_offload_error(exc, f"{bound.name}: {hook}"))
+        except BaseException as exc:  # noqa: B036 - kept for the caller to re-raise
+            if interrupts is None:
+                raise
+            if isinstance(exc, BaseExceptionGroup):
+                matched, rest = exc.split(Exception)
+                if matched is not None:
+                    errors.append(as_offload_error(matched, f"{bound.name}: {hook}"))
+                exc = rest if rest is not None else exc
+            interrupts.append(exc)
     return errors
 
 

@@ -3,20 +3,32 @@
 
 Readers never lock: ``STATE.ctx`` is either None or a fully built context (it is published only
 after every backend is initialised, and cleared before teardown starts), so the per-call check is
-one attribute read.
+one attribute read. Every generated call registers itself in ``ctx.calls`` while it runs (and
+re-reads ``STATE.ctx`` after registering), so the final ``olShutDown`` first waits for the calls
+other threads are inside, and nothing is released under a running call.
+
+While the final ``olShutDown`` runs on the main thread, SIGINT is held: a ``KeyboardInterrupt``
+(Ctrl-C) arriving meanwhile is delivered once the teardown has finished, and a ``BaseException``
+raised by a backend hook is kept and re-raised the same way, so no queue thread, program or
+allocation is leaked whatever is raised.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import signal
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from ._allocations import AllocationMap
 from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 from ._handles import Device, Platform
+from ._memory import HOST_MAPPINGS
 from ._registry import BackendStatus, BoundBackend, load_backends, release_backend
 
 TRACE_ENV = "OFFLOAD_TRACE"
@@ -27,7 +39,10 @@ PARKED_IDLE_LIMIT = 8  # finished parked queues kept per device for reuse; more 
 class Context:
     """Everything one init..shutdown session owns."""
 
-    __slots__ = ("trace", "validate", "tracer", "platforms", "devices", "statuses", "allocations", "queue_ids")
+    __slots__ = (
+        "trace", "validate", "tracer", "platforms", "devices", "statuses", "allocations", "globals", "queue_ids",
+        "calls", "orphan_errors",
+    )
 
     trace: bool
     validate: bool
@@ -36,7 +51,10 @@ class Context:
     devices: list[Device]
     statuses: list[BackendStatus]
     allocations: AllocationMap
+    globals: AllocationMap  # global variables of live programs on non-host devices
     queue_ids: itertools.count[int]
+    calls: list[str]  # the name of every generated call running now (any thread)
+    orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
 
     def __init__(self) -> None:
         from . import _tracing
@@ -48,7 +66,10 @@ class Context:
         self.devices = []
         self.statuses = []
         self.allocations = AllocationMap()
+        self.globals = AllocationMap()
         self.queue_ids = itertools.count(1)
+        self.calls = []
+        self.orphan_errors = []
 
 
 class _State:
@@ -86,9 +107,35 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             parked=[],
             queues=set(),
             programs=set(),
+            limits=launch_limits(info),
         )
         platform.devices.append(device)
     return platform
+
+
+def launch_limits(info: dict[Any, Any]) -> tuple[Any, ...]:
+    """(MAX_WORK_GROUP_SIZE, its per-dimension Dimensions, MAX_WORK_SIZE, its per-dimension
+    Dimensions) from a device's info; each None where the backend does not give it."""
+    from ._types import Dimensions
+
+    def scalar(prop: DeviceInfo) -> int | None:
+        try:
+            return int(info[prop])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def dims(prop: DeviceInfo) -> Dimensions | None:
+        try:
+            return Dimensions(*(int(v) for v in info[prop]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    return (
+        scalar(DeviceInfo.MAX_WORK_GROUP_SIZE),
+        dims(DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION),
+        scalar(DeviceInfo.MAX_WORK_SIZE),
+        dims(DeviceInfo.MAX_WORK_SIZE_PER_DIMENSION),
+    )
 
 
 def init() -> None:
@@ -109,34 +156,123 @@ def init() -> None:
         STATE.refcount = 1
 
 
-def _collect(errors: list[OffloadError], what: str, call: Any, *args: Any) -> None:
+class _Local(threading.local):
+    queue: Any = None  # the native queue whose host function this thread is running
+    device: Any = None  # that queue's Device
+    iterating: int = 0  # olIterateDevices callbacks this thread is inside
+
+
+LOCAL = _Local()
+
+
+def _collect(errors: list[OffloadError], interrupts: list[BaseException], what: str, call: Any, *args: Any) -> None:
     """Call a backend hook during teardown, keeping its failure instead of raising it."""
     try:
         call(*args)
-    except Exception as exc:
+    except BaseException as exc:  # noqa: B036 - kept and re-raised after the teardown
+        keep(errors, interrupts, exc, what)
+
+
+def keep(errors: list[OffloadError], interrupts: list[BaseException], exc: BaseException, what: str) -> None:
+    """Sort one raised exception into errors (every member of a group) and interrupts."""
+    if isinstance(exc, BaseExceptionGroup):
+        matched, rest = exc.split(Exception)
+        if matched is not None:
+            errors.append(as_offload_error(matched, what))
+        if rest is not None:
+            interrupts.append(rest)
+    elif isinstance(exc, Exception):
         errors.append(as_offload_error(exc, what))
+    else:
+        interrupts.append(exc)
 
 
 def shutdown() -> None:
-    """``olShutDown``: the last call tears everything down, every failure joined, none dropped."""
-    with STATE.lock:
-        ctx = STATE.ctx
-        if ctx is None:
-            raise uninitialized()
-        STATE.refcount -= 1
-        if STATE.refcount:
-            return
-        STATE.ctx = None
-        errors = teardown(ctx)
+    """``olShutDown``: the last call tears everything down, every failure joined, none dropped.
+
+    The final call waits for calls that other threads are inside, then releases everything. Inside
+    a host function it runs on that function's thread, does not wait for other threads' waits
+    (``olSyncQueue``, ``olSyncEvent``: they may be waiting for this very function), and releases
+    the function's own queue from inside it (``synchronize(release=True)`` on the queue's own
+    thread: the backend drops the work queued behind the function, see ``hookspecs``).
+    """
+    errors: list[OffloadError] = []
+    interrupts: list[BaseException] = []
+    with _sigint_held(interrupts):
+        with STATE.lock:
+            ctx = STATE.ctx
+            if ctx is None:
+                raise uninitialized()
+            STATE.refcount -= 1
+            if STATE.refcount:
+                return
+            STATE.ctx = None
+        teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS if LOCAL.queue is not None else frozenset())
     error = join_errors(errors)
+    if interrupts:
+        interrupt = interrupts[0]
+        if error is not None:
+            interrupt.__context__ = error
+        raise interrupt
     if error is not None:
         raise error
 
 
-def teardown(ctx: Context) -> list[OffloadError]:
-    """Release every queue, program, allocation, device and backend of ``ctx``; return the errors."""
-    errors: list[OffloadError] = []
+@contextlib.contextmanager
+def _sigint_held(interrupts: list[BaseException]) -> Iterator[None]:
+    """On the main thread, hold SIGINT: its Python handler runs when the block ends (a
+    ``KeyboardInterrupt`` it raises is appended to ``interrupts``). Elsewhere, nothing to do:
+    Python runs signal handlers on the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    held: list[tuple[int, Any]] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: held.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for signum, frame in held[:1]:
+            try:
+                previous(signum, frame)
+            except BaseException as exc:  # noqa: B036 - re-raised by shutdown after its errors
+                interrupts.append(exc)
+
+
+_WAITS = frozenset({"olSyncQueue", "olSyncEvent"})
+
+
+def wait_for_calls(ctx: Context, own: int, ignore: frozenset[str] = frozenset()) -> None:
+    """Wait until no thread but this one (``own`` calls deep) is inside a call of ``ctx`` (calls
+    named in ``ignore`` aside)."""
+    delay = 0.0002
+    while True:
+        calls = list(ctx.calls)
+        if len(calls) - sum(name in ignore for name in calls) <= own:
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+
+
+def teardown(
+    ctx: Context,
+    errors: list[OffloadError],
+    interrupts: list[BaseException],
+    own_calls: int = 0,
+    ignore: frozenset[str] = frozenset(),
+) -> None:
+    """Release every queue, program, allocation, device and backend of ``ctx`` (after the calls
+    other threads are inside have returned), keeping every error and interrupt."""
+    wait_for_calls(ctx, own_calls, ignore)
+    errors.extend(ctx.orphan_errors)
+    ctx.orphan_errors = []
     leftover = ctx.allocations.drain()
+    ctx.globals.drain()
+    HOST_MAPPINGS.forget()
     for platform in ctx.platforms:
         bound = platform.backend
         for device in platform.devices:
@@ -149,17 +285,18 @@ def teardown(ctx: Context) -> list[OffloadError]:
                 programs = list(device.programs)
                 device.programs.clear()
             for native_queue in queues:
-                _collect(errors, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
+                _collect(errors, interrupts, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
             for program in programs:
                 program._ctx = None
                 for symbol in program.symbols.values():
                     symbol._ctx = None
-                _collect(errors, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
+                _collect(errors, interrupts, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
             if "mem_free" in bound.implemented:
                 for allocation in leftover:
                     if allocation.device is device:
                         _collect(
                             errors,
+                            interrupts,
                             f"{bound.name}: mem_free",
                             bound.mem_free,
                             device.native,
@@ -167,9 +304,8 @@ def teardown(ctx: Context) -> list[OffloadError]:
                             allocation.alloc_type,
                         )
             device._ctx = None
-        errors.extend(release_backend(bound, [d.native for d in platform.devices]))
+        errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
         platform._ctx = None
-    return errors
 
 
 def device_info_value(device: Device, prop: DeviceInfo) -> Any:

@@ -72,7 +72,7 @@ def format_value(value: Any) -> str:
 
 
 def _pointer(value: Any) -> str:
-    if value is None or value == 0:
+    if value is None or (type(value) is int and value == 0):
         return "nullptr"
     return f"{value:#x}" if isinstance(value, int) else _hex(value)
 
@@ -93,7 +93,10 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
                 params[param.size_name or ""] = size
             continue
         elif kind == "events":
-            events = list(value) if value is not None else []
+            try:
+                events = list(value) if value is not None else []
+            except TypeError:  # not a sequence: the call itself reports it
+                events = []
             params[param.c] = "nullptr" if value is None else f"{_hex(value)} {{{', '.join(map(format_value, events))}}}"
             params[param.size_name or ""] = str(len(events))
             continue
@@ -147,7 +150,10 @@ class Tracer:
         self._logger = logger
 
     def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
-        params = trace_params(fn, args, result, error is None) if fn is not None else {}
+        try:
+            params = trace_params(fn, args, result, error is None) if fn is not None else {}
+        except Exception as exc:  # an argument the format cannot show must not change the call's result
+            params = {"<unprintable>": f"{type(exc).__name__}: {exc}"}
         self._logger.info(
             api or (fn.name if fn else ""),
             api=api or (fn.name if fn else ""),

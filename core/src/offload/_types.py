@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import operator
+from typing import Any, NamedTuple
 
 from ._enums import ErrorCode
 from ._errors import OffloadError
 
 _U32_MAX = 0xFFFFFFFF
+_U64_LIMIT = 1 << 64
+
+
+def _integer(value: Any) -> Any:
+    """``value`` as an int when it is an integer of another type (``__index__``), else unchanged."""
+    if type(value) is int or isinstance(value, bool):
+        return value
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
 
 
 def buffer_size(value: object) -> int:
@@ -35,6 +47,8 @@ def _dimensions(value: Dimensions | tuple[int, int, int], what: str) -> Dimensio
                 ErrorCode.INVALID_ARGUMENT, f"{what} must be Dimensions or a 3-tuple, got {value!r}"
             ) from None
         value = Dimensions(x, y, z)
+    if type(value.x) is not int or type(value.y) is not int or type(value.z) is not int:
+        value = Dimensions(*map(_integer, value))
     for axis, extent in zip("xyz", value):
         if type(extent) is not int:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what}.{axis} must be an int, got {extent!r}")
@@ -46,17 +60,24 @@ def _dimensions(value: Dimensions | tuple[int, int, int], what: str) -> Dimensio
 class KernelLaunchSizeArgs:
     """``ol_kernel_launch_size_args_t``: the grid of a launch.
 
-    ``num_groups`` and ``group_size`` accept ``Dimensions`` or 3-tuples. Construction checks the
-    types; a zero extent is reported by ``olLaunchKernel`` as ``OL_ERRC_INVALID_SIZE``.
+    ``num_groups`` and ``group_size`` accept ``Dimensions`` or 3-tuples (of ints or ``__index__``
+    integers). Construction checks the types; a zero extent, and a grid of 2**64 groups or more,
+    are reported by ``olLaunchKernel`` as ``OL_ERRC_INVALID_SIZE``. Treat it as immutable.
     """
 
-    __slots__ = ("dimensions", "num_groups", "group_size", "dyn_shared_memory", "zero_extent")
+    __slots__ = (
+        "dimensions", "num_groups", "group_size", "dyn_shared_memory", "zero_extent", "group_items", "total_groups",
+        "checked_for",
+    )
 
     dimensions: int
     num_groups: Dimensions
     group_size: Dimensions
     dyn_shared_memory: int
     zero_extent: str | None  # the first zero extent ("NumGroups.y"), None when every extent > 0
+    group_items: int  # work-items per group
+    total_groups: int  # groups in the grid (may exceed 2**64: refused at launch)
+    checked_for: Any  # the device limits this launch was last found within (olLaunchKernel's cache)
 
     def __init__(
         self,
@@ -65,6 +86,7 @@ class KernelLaunchSizeArgs:
         group_size: Dimensions | tuple[int, int, int],
         dyn_shared_memory: int = 0,
     ) -> None:
+        dimensions, dyn_shared_memory = _integer(dimensions), _integer(dyn_shared_memory)
         if type(dimensions) is not int or not 1 <= dimensions <= 3:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"Dimensions must be 1, 2 or 3, got {dimensions!r}")
         if type(dyn_shared_memory) is not int or dyn_shared_memory < 0:
@@ -84,6 +106,9 @@ class KernelLaunchSizeArgs:
             ),
             None,
         )
+        self.group_items = self.group_size.x * self.group_size.y * self.group_size.z
+        self.total_groups = self.num_groups.x * self.num_groups.y * self.num_groups.z
+        self.checked_for = None
 
     def __repr__(self) -> str:
         return (

@@ -33,8 +33,25 @@ operation, which must be complete when the hook returns.
 
 Errors. Raise ``offload.OffloadError(code, details)`` for a failure with a known ``ErrorCode``. Any
 other exception is mapped with the exception as its cause: ``MemoryError`` to ``OUT_OF_RESOURCES``,
-``ValueError`` and ``TypeError`` to ``INVALID_ARGUMENT``, the rest to ``OL_ERRC_UNKNOWN``. Work that fails asynchronously on a queue is reported by the next
-``synchronize`` of that queue (or ``sync_event`` of a later event).
+``ValueError`` and ``TypeError`` to ``INVALID_ARGUMENT``, the rest to ``OL_ERRC_UNKNOWN``. A hook
+may raise an ``ExceptionGroup`` of several errors (``synchronize`` reporting several failed host
+functions, say): each is kept, joined into the ``OffloadError``'s ``.errors``. Work that fails
+asynchronously on a queue is reported by the next ``synchronize`` of that queue (or ``sync_event``
+of a later event); errors of a queue destroyed while busy are kept by the core and raised by the
+final ``olShutDown``. A ``BaseException`` (``KeyboardInterrupt``) raised by a hook during the final
+``olShutDown`` is re-raised once the rest of the teardown has run.
+
+Memory and lifetimes (the core's side, so a backend can rely on it). Before ``data_submit``,
+``data_retrieve``, ``data_exchange`` or ``data_fill`` is called, every range lies inside a live
+allocation (or global variable) of its device, host ranges are mapped with the access needed, no
+range passes 2**64, and ``size`` is above 0. ``mem_free`` (at ``olMemFree``) is called only once every queue
+(live or parked) has been seen without pending work, and ``unload_binary`` (at
+``olDestroyProgram``) once every queue of its device has and no launch of the image's kernels is
+being made; called from a host function, the release is enqueued (``enqueue_host_call``) behind
+that function's own queue instead. A backend never frees or unloads under work in flight. Launches reach
+``launch_kernel`` only with an argument buffer at least as long as ``kernel_params`` says, and a
+grid within the MAX_WORK_GROUP_SIZE / MAX_WORK_SIZE (and per-dimension) limits the device info
+gives, and of fewer than 2**64 groups.
 
 Required hooks: ``init``, ``deinit``, ``get_device_info``, ``load_binary``, ``unload_binary``,
 ``synchronize``, ``has_pending_work``. Every other hook is optional, in groups a backend
@@ -165,11 +182,13 @@ def get_global(device: Any, image: Any, name: str) -> tuple[int, int]:
 def kernel_params(device: Any, kernel: Any) -> Sequence[KernelParam] | None:
     """The explicit parameters of ``kernel`` in order, as laid out in the packed argument buffer.
 
-    The core asks once per kernel symbol and refuses a launch whose argument buffer is shorter
-    than the end of the last parameter (``INVALID_ARGUMENT``, naming both sizes); a longer buffer
-    (a C struct with tail padding) is accepted. Return ``None`` only when the image does not say
-    (the core then cannot check, and the backend documents its rule). A backend that implements
-    ``launch_kernel`` implements this too.
+    The core asks once per kernel symbol (at ``olGetSymbol``; the answer is kept on the symbol) and
+    refuses a launch whose argument buffer is shorter than the end of the last parameter
+    (``INVALID_ARGUMENT``, naming both sizes), and ``args=None`` for a kernel with parameters; a
+    longer buffer (a C struct with tail padding) is accepted. Items may be ``KernelParam`` or
+    ``(offset, size[, kind, name])`` tuples. Return ``None`` only when the image does not say (the
+    core then cannot check, and the backend documents its rule). A backend that implements
+    ``launch_kernel`` implements this too; one that does not is treated as answering ``None``.
     """
 
 
@@ -241,16 +260,24 @@ def create_queue(device: Any) -> Any:
 
 @hookspec
 def synchronize(device: Any, queue: Any, release: bool) -> None:
-    """Block until ``queue`` has no pending work, then raise the first asynchronous error, if any.
+    """Block until ``queue`` has no pending work, then raise its asynchronous errors, if any (one
+    exception, or an ``ExceptionGroup`` of all of them: each is kept).
 
     With ``release`` the queue is finished: free it (no thread of it may outlive this call). Without
-    it the queue stays usable; the core uses that before reusing a parked queue.
+    it the queue stays usable; the core uses that before reusing a parked queue. ``release`` may be
+    called from a host function running on the queue itself (the final ``olShutDown`` called there):
+    then drop the work queued behind that function, do not wait for it, and let the queue's thread
+    end as soon as the function returns.
     """
 
 
 @hookspec
 def has_pending_work(device: Any, queue: Any) -> bool:
-    """Whether ``queue`` has work queued or running. Must not block. If unknowable, return True."""
+    """Whether ``queue`` has work queued or running. Must not block. If unknowable, return True.
+
+    The core polls it (``olMemFree``, ``olDestroyProgram``, interpreter exit) to wait for a queue
+    it does not own without enqueuing anything on it or taking its errors.
+    """
 
 
 @hookspec

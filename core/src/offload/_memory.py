@@ -1,0 +1,230 @@
+"""Memory-range safety of copies and fills, checked by the core for every backend.
+
+Every range an ``olMemcpy`` or ``olMemFill`` touches is checked before anything is copied or
+enqueued, whatever ``OFFLOAD_DISABLE_VALIDATION`` says:
+
+* no arithmetic wraps: addresses and sizes are below 2**64 and so is every range's end;
+* a range that touches a live allocation (or a program's global variable) lies inside it
+  (``INVALID_SIZE`` naming the range and the allocation);
+* device memory of a non-host device must be a live allocation or global variable of that
+  device, so freed or never-allocated device pointers are ``INVALID_ARGUMENT``;
+* host memory that is not an allocation (and the host backend's memory is host memory) must be
+  mapped readable (a source) or writable (a destination), read from a cached view of
+  ``/proc/self/maps`` that is re-read whenever a range is not found in it, so a bad pointer is an
+  ``INVALID_ARGUMENT`` instead of a fault. ``olMemFree`` drops the view, so a freed allocation
+  whose memory the backend unmapped is refused; freed memory that stays mapped (a small host
+  allocation back in the C heap) is host memory like any other and cannot be told apart. A range
+  unmapped by its owner after it was last seen mapped is the owner's use after free (as with any
+  C library) and is not detected.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ._allocations import Allocation, touching
+from ._enums import AllocType, ErrorCode
+from ._errors import OffloadError
+
+if TYPE_CHECKING:
+    from ._handles import Device
+    from ._runtime import Context
+
+ADDRESS_LIMIT = 1 << 64
+READ = 1
+WRITE = 2
+
+_MAPS = "/proc/self/maps"
+
+
+# --- values of the flat API --------------------------------------------------------------------
+
+
+def as_address(value: Any, name: str) -> int:
+    """An address argument as an int: an int, an ``__offload_ptr__`` object or an ``__index__``
+    integer (numpy integers); ``INVALID_ARGUMENT`` naming ``name`` for anything else."""
+    result: int
+    if type(value) is int:
+        result = value
+    elif value is None:
+        return 0
+    else:
+        try:
+            candidate: Any = getattr(value, "__offload_ptr__", None)
+            if candidate is None:
+                candidate = value
+            if isinstance(candidate, bool):
+                raise TypeError("a bool is not an address")
+            result = candidate if type(candidate) is int else operator.index(candidate)
+        except Exception:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{name} must be an int address (or have __offload_ptr__), got {type(value).__name__}",
+            ) from None
+    if not 0 <= result < ADDRESS_LIMIT:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} = {result:#x} is not a 64-bit address")
+    return result
+
+
+def as_size(value: Any, name: str) -> int:
+    """A size argument as an int: an int or an ``__index__`` integer below 2**64
+    (``INVALID_ARGUMENT`` for another type, ``INVALID_SIZE`` for a negative or too large value)."""
+    if type(value) is not int:
+        try:
+            if isinstance(value, bool):
+                raise TypeError("a bool is not a size")
+            value = operator.index(value)
+        except Exception:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} must be an int, got {type(value).__name__}") from None
+    if not 0 <= value < ADDRESS_LIMIT:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"{name} = {value} is not a size (0 <= size < 2**64)")
+    return value
+
+
+def end_of(address: int, size: int, name: str) -> int:
+    """``address + size``, refused (``INVALID_SIZE``) when the range passes the address space."""
+    end = address + size
+    if end > ADDRESS_LIMIT:
+        raise OffloadError(
+            ErrorCode.INVALID_SIZE, f"{name} range [{address:#x}, +{size}) passes the end of the 64-bit address space"
+        )
+    return end
+
+
+# --- the host's mappings -------------------------------------------------------------------------
+
+
+class HostMappings:
+    """A cached view of this process's mappings (start, end, permissions), re-read on a miss."""
+
+    __slots__ = ("view", "_lock", "available")
+
+    view: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]  # starts, ends, READ|WRITE flags
+
+    def __init__(self) -> None:
+        self.view = ((), (), ())
+        self._lock = threading.Lock()
+        self.available = True
+
+    def refresh(self) -> None:
+        starts: list[int] = []
+        ends: list[int] = []
+        flags: list[int] = []
+        try:
+            with open(_MAPS, "rb") as maps:
+                data = maps.read()
+        except OSError:
+            self.available = False  # no /proc: nothing can be checked
+            return
+        for line in data.splitlines():
+            span, perms = line.split(b" ", 2)[:2]
+            lo, _, hi = span.partition(b"-")
+            start, end = int(lo, 16), int(hi, 16)
+            flag = (READ if perms[:1] == b"r" else 0) | (WRITE if perms[1:2] == b"w" else 0)
+            if starts and ends[-1] == start and flags[-1] == flag:
+                ends[-1] = end  # adjacent mappings of the same permissions: one interval
+            else:
+                starts.append(start)
+                ends.append(end)
+                flags.append(flag)
+        self.view = (tuple(starts), tuple(ends), tuple(flags))
+
+    def forget(self) -> None:
+        """Drop the view and HOT (memory was just released): the next check reads the mappings afresh."""
+        self.view = ((), (), ())
+        HOT[:] = [(0, 0, None)] * 3
+
+    def covers(self, start: int, end: int, need: int) -> bool:
+        """Whether [start, end) is mapped with ``need`` (READ, WRITE) in the current view."""
+        starts, ends, flags = self.view
+        i = bisect.bisect_right(starts, start) - 1
+        if i < 0:
+            return False
+        while True:
+            if flags[i] & need != need:
+                return False
+            if end <= ends[i]:
+                return True
+            if i + 1 == len(starts) or starts[i + 1] != ends[i]:
+                return False
+            i += 1
+
+    def check(self, start: int, end: int, need: int) -> bool:
+        """Whether [start, end) is mapped with ``need``: the view, then a fresh one on a miss."""
+        if self.covers(start, end, need):
+            return True
+        with self._lock:
+            self.refresh()
+        return not self.available or self.covers(start, end, need)
+
+
+HOST_MAPPINGS = HostMappings()
+
+# The last host segment found safe for reading (HOT[READ]) and writing (HOT[WRITE]), with the
+# allocation snapshot it was found in: (lo, hi, snapshot). A range inside it needs no lookup while
+# that snapshot is current (any olMemAlloc or olMemFree publishes a new one).
+HOT: list[tuple[int, int, Any]] = [(0, 0, None), (0, 0, None), (0, 0, None)]
+
+
+# --- range checks --------------------------------------------------------------------------------
+
+
+def _describe(allocation: Allocation) -> str:
+    what = "global variable" if allocation.alloc_type is None else f"{allocation.alloc_type.name} allocation"
+    return f"the {what} [{allocation.start:#x}, {allocation.end:#x}) of {allocation.device._describe()}"
+
+
+def check_range(ctx: Context, name: str, start: int, end: int, device: Device, need: int) -> Allocation | None:
+    """Check one range that an operation reads (``need=READ``) or writes (``WRITE``) as memory
+    of ``device``; return the allocation holding it (None for plain host memory)."""
+    allocation = touching(ctx.allocations.snapshot, start, end)
+    if allocation is None and not device.is_host:
+        allocation = touching(ctx.globals.snapshot, start, end)
+    if allocation is not None:
+        if start < allocation.start or end > allocation.end:
+            raise OffloadError(
+                ErrorCode.INVALID_SIZE, f"{name} range [{start:#x}, {end:#x}) overruns {_describe(allocation)}"
+            )
+        if device.is_host:
+            if allocation.alloc_type is AllocType.DEVICE and not allocation.device.is_host:
+                raise OffloadError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{name} {start:#x} lies in {_describe(allocation)}, which the host cannot access; pass its device",
+                )
+            HOT[need] = (allocation.start, allocation.end, ctx.allocations.snapshot)
+        return allocation
+    if not device.is_host:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{name} {start:#x} is not a live allocation of {device._describe()} (freed, or never allocated)",
+        )
+    if end > start:
+        if not HOST_MAPPINGS.check(start, end, need):
+            access = "readable" if need == READ else "writable"
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT, f"{name} range [{start:#x}, {end:#x}) is not mapped {access} host memory"
+            )
+        _remember(ctx, start, end, need)
+    return None
+
+
+def _remember(ctx: Context, start: int, end: int, need: int) -> None:
+    """Record in HOT the largest safe segment around [start, end): its mapping interval, clipped
+    by the allocations on either side (when one interval of the view covers the range)."""
+    snapshot = ctx.allocations.snapshot
+    starts, ends, _ = HOST_MAPPINGS.view
+    i = bisect.bisect_right(starts, start) - 1
+    if i < 0 or end > ends[i]:
+        return
+    lo, hi = starts[i], ends[i]
+    bases, ranges = snapshot
+    k = bisect.bisect_right(bases, start)
+    if k:
+        lo = max(lo, ranges[k - 1].end)
+    if k < len(bases):
+        hi = min(hi, bases[k])
+    if lo <= start and end <= hi:
+        HOT[need] = (lo, hi, snapshot)

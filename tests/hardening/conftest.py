@@ -1,0 +1,55 @@
+"""Fixtures of the hardening tests: the in-process ``simdev`` backend next to the host backend."""
+
+from __future__ import annotations
+
+import collections.abc
+import threading
+
+import pytest
+
+import offload as ol
+from offload._runtime import STATE
+
+import simdev
+from helpers import devices
+
+
+def offload_threads() -> list[threading.Thread]:
+    """Threads of the library or its backends still alive (queue workers, teardown)."""
+    names = ("offload", "simdev")
+    return [t for t in threading.enumerate() if t.name.startswith(names)]
+
+
+@pytest.fixture
+def sim_backend() -> collections.abc.Iterator[type]:
+    """Registers simdev (the class: override it with ``sim_backend_class``) for one test."""
+    yield simdev.SimBackend
+
+
+@pytest.fixture
+def sim_session(sim_backend: type) -> collections.abc.Iterator[tuple[ol.Device, ol.Device]]:
+    """(simdev device, host device) in a session of this test; no rule broken, no thread left."""
+    assert STATE.ctx is None, "a previous test left the library initialised"
+    simdev.VIOLATIONS.clear()
+    ol.register_backend("simdev", sim_backend)
+    try:
+        ol.olInit()
+        try:
+            found = devices()
+            sim = next(d for d in found if d.platform.name == "simdev")
+            host = next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
+            yield sim, host
+        finally:
+            while STATE.ctx is not None:
+                try:
+                    ol.olShutDown()
+                except ol.OffloadError:
+                    pass
+    finally:
+        ol.unregister_backend("simdev")
+    assert not simdev.VIOLATIONS, simdev.VIOLATIONS
+    assert not [i for i in simdev.IMAGES if i.loaded], "a simdev program outlived the final olShutDown"
+    leftover = offload_threads()
+    for thread in leftover:
+        thread.join(5)
+    assert not [t for t in leftover if t.is_alive()], leftover

@@ -24,8 +24,10 @@ def test_devices_and_platforms_are_objects_with_readable_names() -> None:
 
 
 def test_same_object_for_the_same_device() -> None:
-    assert offload.devices()[0] is offload.devices()[0]
-    assert offload.platforms()[0] is offload.devices()[0].platform
+    device = offload.devices()[0]
+    assert offload.devices()[0] is device
+    assert [p for p in offload.platforms() if p.name == device.platform.name] == [device.platform]
+    assert next(p for p in offload.platforms() if p.name == device.platform.name) is device.platform
 
 
 def test_every_info_property_as_mapping_and_attributes(device: offload.objects.Device) -> None:

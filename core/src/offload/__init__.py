@@ -9,7 +9,7 @@ addresses, handles are opaque objects made only by the API, and every failure ra
 from __future__ import annotations
 
 import atexit as _atexit
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import _enums
 from ._api import finish_queued_work_at_exit as _finish_queued_work_at_exit
@@ -45,6 +45,12 @@ globals().update(_api)
 _atexit.register(_finish_queued_work_at_exit)
 globals().update(_enums.c_constants())
 
+if TYPE_CHECKING:  # the generated functions and C constants, typed (generated: python -m offload._stubgen)
+    from ._flat_api import *  # noqa: F403
+
+from . import objects  # noqa: E402  (the object layer calls the functions generated above)
+from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device  # noqa: E402
+
 
 def backend_status() -> list[BackendStatus]:
     """What happened to every discovered backend at the last fresh ``olInit`` (empty before one)."""
@@ -53,10 +59,6 @@ def backend_status() -> list[BackendStatus]:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-def __getattr__(name: str) -> Any:  # only for type checkers' benefit on the generated names
-    raise AttributeError(f"module 'offload' has no attribute {name!r}")
 
 
 __all__ = [
@@ -98,4 +100,15 @@ __all__ = [
     "unregister_backend",
     "hookimpl",
     "set_trace_logger",
+    # the object layer (offload.objects holds the rest)
+    "objects",
+    "devices",
+    "platforms",
+    "default_device",
+    "Buffer",
+    "Array",
+    "Kernel",
+    "empty",
+    "to_device",
+    "from_dlpack",
 ]

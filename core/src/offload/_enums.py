@@ -14,7 +14,18 @@ from typing import Any
 FORCE_UINT32 = 0x7FFFFFFF
 
 
-class ErrorCode(enum.IntEnum):
+class _EnumType(enum.EnumType):
+    """``enum.EnumType`` whose ``dir()`` lists the members, not every method inherited from int.
+
+    Only presentation changes: ``help(offload)`` and IDE completion show the enumerators instead
+    of int's methods (``from_bytes``, ``bit_length``, ...), which members still have.
+    """
+
+    def __dir__(cls) -> list[str]:
+        return sorted({"__class__", "__doc__", "__members__", "__module__", *cls._member_names_})
+
+
+class ErrorCode(enum.IntEnum, metaclass=_EnumType):
     """``ol_errc_t``."""
 
     SUCCESS = 0
@@ -44,7 +55,7 @@ class ErrorCode(enum.IntEnum):
     SYMBOL_KIND = 24
 
 
-class PlatformInfo(enum.IntEnum):
+class PlatformInfo(enum.IntEnum, metaclass=_EnumType):
     """``ol_platform_info_t``."""
 
     NAME = 0
@@ -53,7 +64,7 @@ class PlatformInfo(enum.IntEnum):
     BACKEND = 3
 
 
-class PlatformBackend(enum.IntEnum):
+class PlatformBackend(enum.IntEnum, metaclass=_EnumType):
     """``ol_platform_backend_t``."""
 
     UNKNOWN = 0
@@ -63,7 +74,7 @@ class PlatformBackend(enum.IntEnum):
     HOST = 4
 
 
-class DeviceType(enum.IntEnum):
+class DeviceType(enum.IntEnum, metaclass=_EnumType):
     """``ol_device_type_t``."""
 
     DEFAULT = 0
@@ -73,7 +84,7 @@ class DeviceType(enum.IntEnum):
     HOST = 4
 
 
-class DeviceInfo(enum.IntEnum):
+class DeviceInfo(enum.IntEnum, metaclass=_EnumType):
     """``ol_device_info_t`` (R1 order; NUM_LANES precedes the FP configuration entries)."""
 
     TYPE = 0
@@ -111,7 +122,7 @@ class DeviceInfo(enum.IntEnum):
     HALF_FP_SUPPORT = 32
 
 
-class DeviceFpCapabilityFlag(enum.IntFlag):
+class DeviceFpCapabilityFlag(enum.IntFlag, metaclass=_EnumType):
     """``ol_device_fp_capability_flag_t`` (bit field)."""
 
     CORRECTLY_ROUNDED_DIVIDE_SQRT = 1 << 0
@@ -124,7 +135,7 @@ class DeviceFpCapabilityFlag(enum.IntFlag):
     SOFT_FLOAT = 1 << 7
 
 
-class AllocType(enum.IntEnum):
+class AllocType(enum.IntEnum, metaclass=_EnumType):
     """``ol_alloc_type_t``."""
 
     HOST = 0
@@ -132,7 +143,7 @@ class AllocType(enum.IntEnum):
     MANAGED = 2
 
 
-class MemInfo(enum.IntEnum):
+class MemInfo(enum.IntEnum, metaclass=_EnumType):
     """``ol_mem_info_t``."""
 
     DEVICE = 0
@@ -141,35 +152,35 @@ class MemInfo(enum.IntEnum):
     TYPE = 3
 
 
-class MemoryRegisterFlag(enum.IntFlag):
+class MemoryRegisterFlag(enum.IntFlag, metaclass=_EnumType):
     """``ol_memory_register_flag_t`` (bit field)."""
 
     LOCK_MEMORY = 1 << 0
     UNLOCK_MEMORY = 1 << 1
 
 
-class QueueInfo(enum.IntEnum):
+class QueueInfo(enum.IntEnum, metaclass=_EnumType):
     """``ol_queue_info_t``."""
 
     DEVICE = 0
     EMPTY = 1
 
 
-class EventInfo(enum.IntEnum):
+class EventInfo(enum.IntEnum, metaclass=_EnumType):
     """``ol_event_info_t``."""
 
     QUEUE = 0
     IS_COMPLETE = 1
 
 
-class SymbolKind(enum.IntEnum):
+class SymbolKind(enum.IntEnum, metaclass=_EnumType):
     """``ol_symbol_kind_t``."""
 
     KERNEL = 0
     GLOBAL_VARIABLE = 1
 
 
-class SymbolInfo(enum.IntEnum):
+class SymbolInfo(enum.IntEnum, metaclass=_EnumType):
     """``ol_symbol_info_t``."""
 
     KIND = 0

@@ -1,0 +1,42 @@
+"""offload.objects: the Pythonic layer over the flat ``ol*`` API.
+
+Devices, buffers, typed arrays, queues, events, programs and kernels as objects with context
+managers and garbage collection; numpy and DLPack in and out; kernels that pack their own
+arguments. The layer holds one ``olInit`` reference of its own (taken when the first object is
+made, dropped at exit), so it can be mixed freely with the flat API: every object exposes its flat
+handle as ``.handle`` and buffers their address as ``__offload_ptr__``.
+
+The most used names are also in ``offload`` itself: ``offload.devices()``, ``offload.Buffer``,
+``offload.Array``, ``offload.to_device``, ... The classes that share a name with a flat handle
+(``Device``, ``Platform``, ``Queue``, ``Event``, ``Program``) live here only.
+"""
+
+from __future__ import annotations
+
+from ._array import Array, empty, from_dlpack, to_device
+from ._discovery import Device, InfoMapping, Platform, default_device, devices, platforms
+from ._memory import Buffer
+from ._program import Kernel, Program
+from ._queue import Event, Queue
+
+for _public in (Array, Buffer, Device, Event, InfoMapping, Kernel, Platform, Program, Queue):
+    _public.__module__ = __name__  # help() and reprs name offload.objects, not the private module
+del _public
+
+__all__ = [
+    "Array",
+    "Buffer",
+    "Device",
+    "Event",
+    "InfoMapping",
+    "Kernel",
+    "Platform",
+    "Program",
+    "Queue",
+    "default_device",
+    "devices",
+    "empty",
+    "from_dlpack",
+    "platforms",
+    "to_device",
+]

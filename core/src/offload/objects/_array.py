@@ -1,0 +1,405 @@
+"""``Array``: a typed view (shape, dtype, byte strides, offset) over a ``Buffer``; numpy and DLPack.
+
+This is not an array library: an Array describes memory so that it can be copied to and from
+numpy, handed to DLPack consumers (numpy views host-accessible memory without a copy) and passed
+to kernels as a pointer. ``numpy`` is imported when an Array is made (the core does not need it).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from .._enums import AllocType, ErrorCode, PlatformBackend
+from .._errors import OffloadError
+from . import _dlpack, _session
+from ._discovery import Device, as_device, devices, host_device
+from ._memory import Buffer, as_size, dlpack_device, keep_for_the_call
+
+if TYPE_CHECKING:
+    import numpy
+    from numpy.typing import DTypeLike, NDArray
+
+    from ._queue import Queue
+else:
+    DTypeLike = Any
+
+_DL_CODES = {"b": _dlpack.BOOL, "i": _dlpack.INT, "u": _dlpack.UINT, "f": _dlpack.FLOAT, "c": _dlpack.COMPLEX}
+_NUMPY_KINDS = {_dlpack.INT: "int", _dlpack.UINT: "uint", _dlpack.FLOAT: "float", _dlpack.COMPLEX: "complex"}
+_live_queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the layer's queues, synchronised by exports
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - the test environment has numpy
+        raise OffloadError(ErrorCode.UNSUPPORTED, "offload.Array needs numpy (pip install numpy)") from None
+    return numpy
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, tuple | list):
+        return tuple(as_size(n, f"shape[{i}]") for i, n in enumerate(shape))
+    return (as_size(shape, "shape"),)
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def byte_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
+    """``(low, high)`` byte offsets touched by a strided view (high is one past the end)."""
+    if any(n == 0 for n in shape):
+        return 0, 0
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
+    return low, high
+
+
+class Array:
+    """A typed view of ``buffer``: ``shape``, ``dtype``, ``strides`` (bytes) from byte ``offset``."""
+
+    __slots__ = ("_buffer", "_shape", "_dtype", "_strides", "_offset")
+
+    def __init__(
+        self,
+        buffer: Buffer,
+        shape: int | tuple[int, ...] | None = None,
+        dtype: DTypeLike = "uint8",
+        strides: tuple[int, ...] | None = None,
+        offset: int = 0,
+    ) -> None:
+        np = _numpy()
+        if not isinstance(buffer, Buffer):
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"buffer must be an offload Buffer, got {type(buffer).__name__}")
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as error:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r}: {error}") from None
+        if dt.itemsize == 0:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
+        offset = as_size(offset, "offset")
+        if shape is None:
+            if offset > buffer.size:
+                raise OffloadError(ErrorCode.INVALID_SIZE, f"offset {offset} is past the {buffer.size}-byte buffer")
+            shape = ((buffer.size - offset) // dt.itemsize,)
+        dims = _shape(shape)
+        if strides is None:
+            byte_strides = c_strides(dims, dt.itemsize)
+        else:
+            byte_strides = tuple(int(s) for s in strides)
+            if len(byte_strides) != len(dims):
+                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"strides {strides} do not match shape {dims}")
+        low, high = byte_span(dims, byte_strides, dt.itemsize)
+        if offset + low < 0 or offset + high > buffer.size:
+            raise OffloadError(
+                ErrorCode.INVALID_SIZE,
+                f"a {dt} view of shape {dims}, strides {byte_strides} at offset {offset} "
+                f"does not fit the {buffer.size}-byte buffer",
+            )
+        self._buffer = buffer
+        self._shape = dims
+        self._dtype = dt
+        self._strides = byte_strides
+        self._offset = offset
+
+    # --- description -------------------------------------------------------------------------
+
+    @property
+    def buffer(self) -> Buffer:
+        return self._buffer
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> numpy.dtype[Any]:
+        return self._dtype  # type: ignore[no-any-return]
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Byte strides, as numpy spells them."""
+        return self._strides
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return int(self._dtype.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def address(self) -> int:
+        """The device address of the element at index 0 (what a kernel's pointer parameter gets)."""
+        return self._buffer.address + self._offset
+
+    @property
+    def __offload_ptr__(self) -> int:
+        """The address, for flat ``ol*`` calls (kept allocated for the call, as Buffer's)."""
+        address = self.address
+        keep_for_the_call(self)
+        return address
+
+    @property
+    def device(self) -> Device:
+        return self._buffer.device
+
+    @property
+    def kind(self) -> AllocType:
+        return self._buffer.kind
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Whether the elements are C-contiguous (size-1 dimensions may have any stride)."""
+        expected = c_strides(self._shape, self.itemsize)
+        return all(n <= 1 or s == e for n, s, e in zip(self._shape, self._strides, expected))
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d offload.Array")
+        return self._shape[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"<offload.Array shape={self._shape} dtype={self._dtype} strides={self._strides} "
+            f"{self.kind.name} on {self.device.id}>"
+        )
+
+    # --- numpy ---------------------------------------------------------------------------------
+
+    def to_numpy(self, *, queue: Queue | None = None) -> NDArray[Any]:
+        """A host copy as a numpy array of the same shape and dtype (C-contiguous).
+
+        With ``queue`` the copy is enqueued: the array is complete once the queue is synchronised.
+        """
+        np = _numpy()
+        out = np.empty(self._shape, self._dtype)
+        if self.is_contiguous:
+            if out.nbytes:
+                self._buffer.copy_to(out, offset=self._offset, queue=queue)
+            return out  # type: ignore[no-any-return]
+        low, high = byte_span(self._shape, self._strides, self.itemsize)
+        raw = np.empty(high - low, np.uint8)
+        self._buffer.copy_to(raw, offset=self._offset + low, queue=queue)
+        if queue is not None:
+            queue.sync()
+        out[...] = np.ndarray(self._shape, self._dtype, buffer=raw, offset=-low, strides=self._strides)
+        return out  # type: ignore[no-any-return]
+
+    def copy_from(self, source: Any, *, queue: Queue | None = None) -> None:
+        """Copy a numpy array (or anything ``numpy.asarray`` takes) of the same shape into this view."""
+        np = _numpy()
+        if not self.is_contiguous:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, "copy_from needs a C-contiguous Array")
+        if isinstance(source, Array):
+            if source.shape != self._shape or source.dtype != self._dtype:
+                raise OffloadError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"source {source.dtype}{list(source.shape)} does not match {self._dtype}{list(self._shape)}",
+                )
+            self._buffer.copy_from(source, offset=self._offset, queue=queue)
+            return
+        host = np.asarray(source, dtype=self._dtype, order="C")
+        if host.shape != self._shape:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
+            )
+        if host.nbytes:
+            self._buffer.copy_from(host, offset=self._offset, queue=queue)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray[Any]:
+        """numpy conversion: a view of host-accessible memory (no copy), else a host copy."""
+        np = _numpy()
+        if self._buffer.host_accessible and copy is not True:
+            out = np.from_dlpack(self)
+        elif copy is False:
+            raise ValueError(f"{self!r} is not host-accessible: numpy needs a copy")
+        else:
+            out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)  # type: ignore[no-any-return]
+
+    # --- DLPack ----------------------------------------------------------------------------------
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return dlpack_device(self._buffer.device, self._buffer.kind)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of this view (zero-copy unless ``copy`` or another ``dl_device`` asks)."""
+        device = self.__dlpack_device__()
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        if dl_device is not None and tuple(dl_device) != device:
+            if tuple(dl_device) != (_dlpack.CPU, 0) or copy is False:
+                raise BufferError(f"cannot export {self!r} to DLPack device {tuple(dl_device)} without a copy")
+            return _export(self.to_numpy(), versioned, copied=True)
+        if device[0] == _dlpack.CPU and stream not in (None, -1):
+            raise BufferError(f"host memory takes stream=None, got {stream!r}")
+        if stream != -1:
+            _sync_queues_of(self.device)
+        if copy:
+            duplicate = empty(self._shape, self._dtype, self.device, self.kind)
+            duplicate.copy_from(self if self.is_contiguous else self.to_numpy())
+            return duplicate._export(versioned, copied=True)
+        return self._export(versioned, copied=False)
+
+    def _export(self, versioned: bool, copied: bool) -> Any:
+        code = _DL_CODES.get(self._dtype.kind)
+        if code is None or not self._dtype.isnative:
+            raise BufferError(f"dtype {self._dtype} has no DLPack equivalent")
+        itemsize = self.itemsize
+        if any(s % itemsize for s in self._strides):
+            raise BufferError(f"strides {self._strides} are not multiples of the item size {itemsize}")
+        return _dlpack.export(
+            self,
+            self.address if self.nbytes else self._buffer._address,
+            self.__dlpack_device__(),
+            self._shape,
+            tuple(s // itemsize for s in self._strides),
+            (code, itemsize * 8),
+            versioned,
+            copied=copied,
+        )
+
+
+def _export(host: Any, versioned: bool, copied: bool) -> Any:
+    """Export a numpy array's memory (a host copy we made) as a CPU tensor."""
+    holder = Buffer.wrap(host.ctypes.data, max(host.nbytes, 1), host_device(), AllocType.HOST, owner=host)
+    return Array(holder, host.shape, host.dtype, host.strides)._export(versioned, copied)
+
+
+def _sync_queues_of(device: Device) -> None:
+    for queue in list(_live_queues):
+        if queue.device == device and not queue.closed:
+            queue.sync()
+
+
+def register_queue(queue: Any) -> None:
+    """Record one of the layer's queues (DLPack exports of its device wait for it)."""
+    _live_queues.add(queue)
+
+
+# --- constructors -----------------------------------------------------------------------------
+
+
+def empty(
+    shape: int | tuple[int, ...],
+    dtype: DTypeLike = "float32",
+    device: Device | str | None = None,
+    kind: AllocType = AllocType.DEVICE,
+) -> Array:
+    """A new uninitialised Array on ``device`` (its Buffer owns the allocation)."""
+    np = _numpy()
+    dims = _shape(shape)
+    dt = np.dtype(dtype)
+    nbytes = dt.itemsize
+    for n in dims:
+        nbytes *= n
+    buffer = Buffer(max(nbytes, 1), as_device(device), kind)
+    return Array(buffer, dims, dt)
+
+
+def to_device(
+    source: Any, device: Device | str | None = None, kind: AllocType = AllocType.DEVICE, *, queue: Queue | None = None
+) -> Array:
+    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on ``device``."""
+    np = _numpy()
+    if isinstance(source, Array):
+        out = empty(source.shape, source.dtype, device, kind)
+        out.copy_from(source if source.is_contiguous else source.to_numpy(), queue=queue)
+        return out
+    host = np.asarray(source, order="C")
+    out = empty(host.shape, host.dtype, device, kind)
+    out.copy_from(host, queue=queue)
+    return out
+
+
+def _device_for(device_type: int, device_id: int) -> tuple[Device, AllocType]:
+    """The offload device and memory kind of a DLPack device."""
+    backends = {
+        _dlpack.CUDA: (PlatformBackend.CUDA, AllocType.DEVICE),
+        _dlpack.CUDA_HOST: (PlatformBackend.CUDA, AllocType.HOST),
+        _dlpack.CUDA_MANAGED: (PlatformBackend.CUDA, AllocType.MANAGED),
+        _dlpack.ROCM: (PlatformBackend.AMDGPU, AllocType.DEVICE),
+        _dlpack.ROCM_HOST: (PlatformBackend.AMDGPU, AllocType.HOST),
+    }
+    if device_type == _dlpack.CPU:
+        return host_device(), AllocType.HOST
+    if device_type in backends:
+        backend, kind = backends[device_type]
+        found = devices(backend=backend)
+        index = 0 if kind is AllocType.HOST else device_id
+        if index < len(found):
+            return found[index], kind
+        if device_type in _dlpack.HOST_ACCESSIBLE:
+            return host_device(), AllocType.HOST
+        raise BufferError(f"no {backend.name} device {device_id} for DLPack device type {device_type}")
+    raise BufferError(f"DLPack device type {device_type} has no offload backend")
+
+
+def from_dlpack(source: Any, device: Device | str | None = None, *, copy: bool | None = None) -> Array:
+    """An Array over a DLPack producer's memory (numpy, CuPy, torch, another offload Array, ...).
+
+    Zero-copy unless ``copy=True`` or ``device`` names another device than the producer's
+    (``copy=False`` then raises ``BufferError``). numpy arrays and other buffer-protocol
+    objects that lack ``__dlpack__`` are taken through ``numpy.asarray``.
+    """
+    np = _numpy()
+    _session.acquire()
+    if not hasattr(source, "__dlpack__") and type(source).__name__ != "PyCapsule":
+        source = np.asarray(source)
+    imported = _dlpack.consume(source)
+    if imported.lanes != 1:
+        raise BufferError(f"DLPack tensors with {imported.lanes} lanes are not supported")
+    if imported.code == _dlpack.BOOL and imported.bits == 8:
+        dtype = np.dtype(bool)
+    elif imported.code in _NUMPY_KINDS:
+        dtype = np.dtype(f"{_NUMPY_KINDS[imported.code]}{imported.bits}")
+    else:
+        raise BufferError(f"DLPack dtype code {imported.code} ({imported.bits} bits) has no numpy equivalent")
+    src_device, kind = _device_for(imported.device_type, imported.device_id)
+    shape = imported.shape
+    itemsize = dtype.itemsize
+    if imported.strides is None:
+        byte_strides = c_strides(shape, itemsize)
+    else:
+        byte_strides = tuple(s * itemsize for s in imported.strides)
+    low, high = byte_span(shape, byte_strides, itemsize)
+    holder = Buffer.wrap(imported.address + low, max(high - low, 1), src_device, kind, owner=imported.owner)
+    view = Array(holder, shape, dtype, byte_strides, -low)
+    target = src_device if device is None else as_device(device)
+    if target == src_device and not copy:
+        return view
+    if copy is False:
+        raise BufferError(f"taking {view!r} to {target.id} needs a copy (copy=False)")
+    if not view.is_contiguous:
+        if not holder.host_accessible:
+            raise BufferError("a strided tensor in device memory cannot be copied; make it contiguous first")
+        return to_device(np.from_dlpack(view), target)
+    return to_device(view, target)

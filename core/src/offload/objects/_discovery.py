@@ -1,0 +1,318 @@
+"""Platforms and devices as objects: readable names, every info property, a default device."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from .. import _handles, olGetDeviceInfo, olGetPlatformInfo
+from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
+from .._errors import OffloadError
+from .._runtime import STATE
+from .._types import Dimensions
+from . import _session
+
+if TYPE_CHECKING:
+    from os import PathLike
+
+    from ._memory import Buffer
+    from ._program import Program
+    from ._queue import Queue
+
+DEFAULT_DEVICE_ENV = "OFFLOAD_DEVICE"
+
+E = TypeVar("E", PlatformInfo, DeviceInfo)
+_SKIPPED = (ErrorCode.UNIMPLEMENTED, ErrorCode.UNSUPPORTED)
+
+
+class InfoMapping(Mapping[E, Any], Generic[E]):
+    """Every property a platform or device reports, asked once (those it cannot tell are absent)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, enum_type: type[E], query: Any, handle: Any) -> None:
+        values: dict[E, Any] = {}
+        for prop in enum_type:
+            try:
+                values[prop] = query(handle, prop)
+            except OffloadError as error:
+                if error.code not in _SKIPPED:
+                    raise
+        self._values: dict[E, Any] = values
+
+    def __getitem__(self, prop: E) -> Any:
+        return self._values[prop]
+
+    def __iter__(self) -> Iterator[E]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{p.name}: {v!r}" for p, v in self._values.items()) + "}"
+
+
+class Platform:
+    """One loaded backend (``ol_platform_handle_t``) and its devices."""
+
+    __slots__ = ("_handle", "_info")
+
+    def __init__(self, handle: _handles.Platform) -> None:
+        self._handle = handle
+        self._info: InfoMapping[PlatformInfo] | None = None
+
+    @property
+    def handle(self) -> _handles.Platform:
+        """The flat API's handle."""
+        return self._handle
+
+    @property
+    def info(self) -> InfoMapping[PlatformInfo]:
+        """Every ``PlatformInfo`` property."""
+        if self._info is None:
+            self._info = InfoMapping(PlatformInfo, olGetPlatformInfo, self._handle)
+        return self._info
+
+    @property
+    def name(self) -> str:
+        """The platform name ("host", "cuda", "amdgpu", ...)."""
+        return self._handle.name
+
+    @property
+    def backend(self) -> PlatformBackend:
+        return self._handle.kind
+
+    @property
+    def vendor_name(self) -> str:
+        return str(self.info[PlatformInfo.VENDOR_NAME])
+
+    @property
+    def version(self) -> str:
+        return str(self.info[PlatformInfo.VERSION])
+
+    @property
+    def devices(self) -> list[Device]:
+        return [_device(d) for d in self._handle.devices]
+
+    def __repr__(self) -> str:
+        return f"<offload.objects.Platform {self.name!r} ({len(self._handle.devices)} devices)>"
+
+
+class Device:
+    """One device (``ol_device_handle_t``): its properties, and the factory of its objects."""
+
+    __slots__ = ("_handle", "_info", "__weakref__")
+
+    def __init__(self, handle: _handles.Device) -> None:
+        self._handle = handle
+        self._info: InfoMapping[DeviceInfo] | None = None
+
+    @property
+    def handle(self) -> _handles.Device:
+        """The flat API's handle."""
+        return self._handle
+
+    @property
+    def info(self) -> InfoMapping[DeviceInfo]:
+        """Every ``DeviceInfo`` property the backend reports."""
+        if self._info is None:
+            self._info = InfoMapping(DeviceInfo, olGetDeviceInfo, self._handle)
+        return self._info
+
+    def _get(self, prop: DeviceInfo) -> Any:
+        return self.info.get(prop)
+
+    # the common properties (None when the backend does not report one); ``info`` has them all
+
+    @property
+    def platform(self) -> Platform:
+        return _platform(self._handle.platform)
+
+    @property
+    def index(self) -> int:
+        """The device's position within its platform (its DLPack ``device_id``)."""
+        return self._handle.index
+
+    @property
+    def id(self) -> str:
+        """``"<platform>:<index>"``, as ``OFFLOAD_DEVICE`` and ``offload.devices`` spell it."""
+        return f"{self._handle.platform.name}:{self._handle.index}"
+
+    @property
+    def is_host(self) -> bool:
+        """Whether this is a device of the host platform (its memory is the process's memory)."""
+        return self._handle.is_host
+
+    @property
+    def name(self) -> str:
+        return str(self._get(DeviceInfo.NAME) or self.id)
+
+    @property
+    def product_name(self) -> str | None:
+        return cast("str | None", self._get(DeviceInfo.PRODUCT_NAME))
+
+    @property
+    def vendor(self) -> str | None:
+        return cast("str | None", self._get(DeviceInfo.VENDOR))
+
+    @property
+    def driver_version(self) -> str | None:
+        return cast("str | None", self._get(DeviceInfo.DRIVER_VERSION))
+
+    @property
+    def uid(self) -> str | None:
+        return cast("str | None", self._get(DeviceInfo.UID))
+
+    @property
+    def type(self) -> DeviceType | None:
+        return cast("DeviceType | None", self._get(DeviceInfo.TYPE))
+
+    @property
+    def num_compute_units(self) -> int | None:
+        return cast("int | None", self._get(DeviceInfo.NUM_COMPUTE_UNITS))
+
+    @property
+    def max_work_group_size(self) -> int | None:
+        return cast("int | None", self._get(DeviceInfo.MAX_WORK_GROUP_SIZE))
+
+    @property
+    def max_work_group_size_per_dimension(self) -> Dimensions | None:
+        return cast("Dimensions | None", self._get(DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION))
+
+    @property
+    def global_mem_size(self) -> int | None:
+        return cast("int | None", self._get(DeviceInfo.GLOBAL_MEM_SIZE))
+
+    @property
+    def max_mem_alloc_size(self) -> int | None:
+        return cast("int | None", self._get(DeviceInfo.MAX_MEM_ALLOC_SIZE))
+
+    @property
+    def work_group_local_mem_size(self) -> int | None:
+        return cast("int | None", self._get(DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE))
+
+    @property
+    def max_clock_frequency(self) -> int | None:
+        return cast("int | None", self._get(DeviceInfo.MAX_CLOCK_FREQUENCY))
+
+    @property
+    def address_bits(self) -> int | None:
+        return cast("int | None", self._get(DeviceInfo.ADDRESS_BITS))
+
+    # --- factories -------------------------------------------------------------------------
+
+    def alloc(self, size: int, kind: AllocType = AllocType.DEVICE) -> Buffer:
+        """A new ``Buffer`` of ``size`` bytes of ``kind`` memory on this device."""
+        from ._memory import Buffer
+
+        return Buffer(size, device=self, kind=kind)
+
+    def queue(self) -> Queue:
+        """A new queue on this device."""
+        from ._queue import Queue
+
+        return Queue(self)
+
+    def load_program(self, image: bytes | bytearray | memoryview | str | PathLike[str]) -> Program:
+        """Load a program image (bytes, or a path to a file holding it) on this device."""
+        from ._program import Program
+
+        return Program(self, image)
+
+    def __repr__(self) -> str:
+        return f"<offload.objects.Device {self.id} {self.name!r}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Device) and other._handle is self._handle
+
+    def __hash__(self) -> int:
+        return hash(self._handle)
+
+
+def _platform(handle: _handles.Platform) -> Platform:
+    return _session.wrapper(handle, lambda: Platform(handle))  # type: ignore[no-any-return]
+
+
+def _device(handle: _handles.Device) -> Device:
+    return _session.wrapper(handle, lambda: Device(handle))  # type: ignore[no-any-return]
+
+
+def as_device(device: Device | _handles.Device | str | None) -> Device:
+    """A ``Device`` from a Device, a flat handle, a ``"platform[:index]"`` id, or None (the default)."""
+    if device is None:
+        return default_device()
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, _handles.Device):
+        _session.acquire()
+        return _device(device)
+    if isinstance(device, str):
+        return _by_id(device)
+    raise OffloadError(ErrorCode.INVALID_DEVICE, f"device must be an offload Device or 'platform:index', got {device!r}")
+
+
+def _by_id(text: str) -> Device:
+    name, _, index = text.partition(":")
+    found = devices(name)
+    try:
+        return found[int(index or 0)]
+    except (ValueError, IndexError):
+        raise OffloadError(
+            ErrorCode.INVALID_DEVICE, f"no device {text!r} (platform {name!r} has {len(found)} devices)"
+        ) from None
+
+
+def platforms() -> list[Platform]:
+    """Every loaded platform (the host platform last)."""
+    ctx = _session.acquire()
+    return [_platform(p) for p in ctx.platforms]
+
+
+def devices(platform: str | Platform | None = None, backend: PlatformBackend | str | None = None) -> list[Device]:
+    """Every device, or those of one platform (by name or object) or backend (``PlatformBackend`` or name)."""
+    ctx = _session.acquire()
+    chosen = list(ctx.devices)
+    if platform is not None:
+        name = platform.name if isinstance(platform, Platform) else platform
+        if not isinstance(name, str):
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"platform must be a name or Platform, got {platform!r}")
+        chosen = [d for d in chosen if d.platform.name == name]
+    if backend is not None:
+        if isinstance(backend, str):
+            try:
+                backend = PlatformBackend[backend.upper()]
+            except KeyError:
+                raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"unknown backend {backend!r}") from None
+        chosen = [d for d in chosen if d.platform.kind == backend]
+    return [_device(d) for d in chosen]
+
+
+def default_device() -> Device:
+    """``$OFFLOAD_DEVICE`` ("platform[:index]") if set, else the first accelerator, else the host device."""
+    wanted = os.environ.get(DEFAULT_DEVICE_ENV)
+    if wanted:
+        return _by_id(wanted)
+    found = devices()
+    if not found:
+        raise OffloadError(ErrorCode.NOT_FOUND, "no offload device: no backend is loaded (see `offload backends`)")
+    return found[0]
+
+
+_host: tuple[Any, Device] | None = None  # (session, its host device)
+
+
+def host_device() -> Device:
+    """The device that stands for host memory in copies (a device of the host platform)."""
+    global _host
+    cached = _host
+    if cached is not None and cached[0] is STATE.ctx is not None:
+        return cached[1]
+    found = devices(backend=PlatformBackend.HOST)
+    if not found:
+        raise OffloadError(
+            ErrorCode.UNSUPPORTED, "copies with host memory need the host platform (install offload-host)"
+        )
+    _host = (STATE.ctx, found[0])
+    return found[0]

@@ -1,0 +1,65 @@
+"""The address of any buffer-protocol object (bytes, bytearray, memoryview, numpy arrays, ...).
+
+``host_span(obj, writable)`` returns ``(address, nbytes, keepalive)``: ``keepalive`` is a
+``memoryview`` holding the object's buffer export, so the memory stays put while it lives
+(numpy cannot resize an array with an export). Only C-contiguous memory is accepted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from .._enums import ErrorCode
+from .._errors import OffloadError
+
+PyBUF_WRITABLE = 0x0001
+PyBUF_ND = 0x0008
+PyBUF_STRIDES = 0x0010 | PyBUF_ND
+PyBUF_C_CONTIGUOUS = 0x0020 | PyBUF_STRIDES
+
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    ]
+
+
+_get_buffer = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int)(
+    ("PyObject_GetBuffer", ctypes.pythonapi)
+)
+_release_buffer = ctypes.PYFUNCTYPE(None, ctypes.POINTER(_PyBuffer))(("PyBuffer_Release", ctypes.pythonapi))
+
+
+def host_span(obj: Any, writable: bool, what: str) -> tuple[int, int, memoryview]:
+    """``(address, nbytes, keepalive)`` of a C-contiguous buffer-protocol object."""
+    try:
+        view = obj if type(obj) is memoryview else memoryview(obj)
+    except TypeError:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT, f"{what} must support the buffer protocol, got {type(obj).__name__}"
+        ) from None
+    if not view.c_contiguous:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be C-contiguous")
+    if writable and view.readonly:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} is read-only")
+    if view.nbytes == 0:
+        return 0, 0, view
+    raw = _PyBuffer()
+    try:
+        _get_buffer(view, ctypes.byref(raw), PyBUF_C_CONTIGUOUS)
+    except BufferError as error:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what}: {error}") from None
+    address = raw.buf or 0
+    _release_buffer(ctypes.byref(raw))
+    return address, view.nbytes, view

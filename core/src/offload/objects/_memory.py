@@ -1,0 +1,286 @@
+"""``Buffer``: one allocation owned by one object, freed by ``close()``, ``with`` or the GC."""
+
+from __future__ import annotations
+
+import collections
+import operator
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from .. import olMemAlloc, olMemFill, olMemFree, olMemcpy
+from .._enums import AllocType, ErrorCode, PlatformBackend
+from .._errors import OffloadError
+from . import _dlpack, _session
+from ._discovery import Device, as_device, host_device
+from ._hostbuf import host_span
+
+if TYPE_CHECKING:
+    from .._runtime import Context
+    from numpy.typing import DTypeLike
+
+    from ._array import Array
+    from ._queue import Queue
+
+
+_recent = threading.local()  # per thread: the last objects whose __offload_ptr__ was read
+_RECENT_KEPT = 4  # more than the pointer parameters of any one flat call (olMemcpy has two)
+
+
+def keep_for_the_call(obj: object) -> None:
+    """Keep ``obj`` referenced while the flat call that reads its ``__offload_ptr__`` runs.
+
+    The flat API turns such an argument into an int by rebinding the parameter, which drops the
+    last reference to a temporary (``olMemcpy(..., offload.to_device(x), ...)``): its finalizer
+    would free the memory before the copy. The last few objects read on each thread stay
+    referenced until later reads replace them.
+    """
+    ring = getattr(_recent, "ring", None)
+    if ring is None:
+        ring = _recent.ring = collections.deque(maxlen=_RECENT_KEPT)
+    ring.append(obj)
+
+
+CLOSES = [0]  # how many Buffers were closed: a remembered argument buffer holding an address is stale once it moves
+
+
+def _free(ctx: Context, address: int) -> None:
+    """The finalizer: free the allocation if its session is still live (a later one freed it)."""
+    if _session.is_current(ctx):
+        try:
+            olMemFree(address)
+        except OffloadError:
+            pass  # freed through the flat API meanwhile, or the session ended under us
+
+
+def as_size(value: Any, what: str) -> int:
+    """``operator.index(value)`` as a non-negative size, INVALID_SIZE naming ``what`` otherwise."""
+    try:
+        size = operator.index(value)
+    except TypeError:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be an integer, got {type(value).__name__}") from None
+    if size < 0:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be non-negative, got {size}")
+    return size
+
+
+def dlpack_device(device: Device, kind: AllocType) -> tuple[int, int]:
+    """The DLPack ``(device_type, device_id)`` of ``kind`` memory of ``device``."""
+    backend = device.handle.platform.kind
+    if backend is PlatformBackend.HOST:
+        return (_dlpack.CPU, 0)
+    if backend is PlatformBackend.CUDA:
+        if kind is AllocType.HOST:
+            return (_dlpack.CUDA_HOST, 0)
+        return (_dlpack.CUDA_MANAGED if kind is AllocType.MANAGED else _dlpack.CUDA, device.index)
+    if backend is PlatformBackend.AMDGPU:
+        return (_dlpack.ROCM_HOST, 0) if kind is AllocType.HOST else (_dlpack.ROCM, device.index)
+    if kind is AllocType.HOST:
+        return (_dlpack.CPU, 0)
+    if backend is PlatformBackend.LEVEL_ZERO:
+        return (_dlpack.ONE_API, device.index)
+    return (_dlpack.EXT_DEV, device.index)
+
+
+class Buffer:
+    """``size`` bytes of ``kind`` memory on ``device`` (default: ``offload.default_device()``).
+
+    The allocation is freed by ``close()``, by leaving a ``with`` block, or when the object is
+    garbage-collected; a finalizer that runs after the session ended (``olShutDown``, interpreter
+    exit) does nothing, since shutdown frees every allocation. ``__offload_ptr__`` and ``address``
+    are the device address; copies take numpy arrays, any buffer-protocol object, other buffers
+    and arrays, synchronously or on a ``Queue``.
+    """
+
+    __slots__ = ("_address", "_size", "_device", "_kind", "_finalizer", "_keepalive", "__weakref__")
+
+    _address: int
+    _size: int
+    _device: Device
+    _kind: AllocType
+    _finalizer: weakref.finalize[Any, Any] | None
+    _keepalive: Any
+
+    def __init__(self, size: int, device: Device | str | None = None, kind: AllocType = AllocType.DEVICE) -> None:
+        dev = as_device(device)
+        ctx = _session.acquire()
+        nbytes = as_size(size, "size")
+        self._address = olMemAlloc(dev.handle, kind, nbytes)
+        self._size = nbytes
+        self._device = dev
+        self._kind = AllocType(kind)
+        self._keepalive = None
+        self._finalizer = weakref.finalize(self, _free, ctx, self._address)
+        self._finalizer.atexit = False  # at exit the layer's olShutDown frees everything at once
+
+    @classmethod
+    def wrap(cls, address: int, size: int, device: Device | str | None, kind: AllocType, owner: Any = None) -> Buffer:
+        """A non-owning Buffer over memory someone else owns (``owner`` is kept alive)."""
+        self = object.__new__(cls)
+        self._address = operator.index(address)
+        self._size = as_size(size, "size")
+        self._device = as_device(device)
+        self._kind = AllocType(kind)
+        self._keepalive = owner
+        self._finalizer = None
+        return self
+
+    # --- properties --------------------------------------------------------------------------
+
+    @property
+    def address(self) -> int:
+        """The device address of the first byte (OffloadError once closed)."""
+        if not self._address and self._size:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{self!r} is closed")
+        return self._address
+
+    @property
+    def __offload_ptr__(self) -> int:
+        """The address, for flat ``ol*`` calls that take a pointer (the Buffer stays allocated
+        for the call even when it is a temporary)."""
+        address = self.address
+        keep_for_the_call(self)
+        return address
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    nbytes = size
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def kind(self) -> AllocType:
+        return self._kind
+
+    @property
+    def owns_memory(self) -> bool:
+        """False for a view of memory owned elsewhere (``Buffer.wrap``, imported DLPack memory)."""
+        return self._finalizer is not None
+
+    @property
+    def closed(self) -> bool:
+        return not self._address and bool(self._size)
+
+    @property
+    def host_accessible(self) -> bool:
+        """Whether the host can read and write this memory directly (numpy views it without a copy)."""
+        return dlpack_device(self._device, self._kind)[0] in _dlpack.HOST_ACCESSIBLE
+
+    # --- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Free the allocation now (idempotent). A non-owning buffer just drops its reference."""
+        finalizer = self._finalizer
+        self._address = 0
+        CLOSES[0] += 1
+        self._keepalive = None
+        if finalizer is not None:
+            finalizer()
+
+    def __enter__(self) -> Buffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"at {self._address:#x}"
+        return f"<offload.Buffer {self._size} bytes {self._kind.name} on {self._device.id} {state}>"
+
+    # --- copies ------------------------------------------------------------------------------
+
+    def copy_from(self, src: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
+        """Copy all of ``src`` (a Buffer, a contiguous Array or any buffer-protocol object) to ``offset``."""
+        src_address, nbytes, src_device, keep = endpoint(src, False, "src")
+        offset = as_size(offset, "offset")
+        if offset + nbytes > self._size:
+            raise OffloadError(
+                ErrorCode.INVALID_SIZE, f"copying {nbytes} bytes to offset {offset} overruns the {self._size}-byte buffer"
+            )
+        memcpy(queue, self.address + offset, self._device, src_address, src_device, nbytes, (keep, self))
+
+    def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
+        """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
+        dst_address, nbytes, dst_device, keep = endpoint(dst, True, "dst")
+        offset = as_size(offset, "offset")
+        if offset + nbytes > self._size:
+            raise OffloadError(
+                ErrorCode.INVALID_SIZE, f"copying {nbytes} bytes from offset {offset} overruns the {self._size}-byte buffer"
+            )
+        memcpy(queue, dst_address, dst_device, self.address + offset, self._device, nbytes, (keep, self))
+
+    def to_bytes(self) -> bytes:
+        """A synchronous copy of the whole buffer into host memory."""
+        out = bytearray(self._size)
+        self.copy_to(out)
+        return bytes(out)
+
+    def fill(self, pattern: Any, *, queue: Queue | None = None) -> None:
+        """Fill the buffer with the repeated bytes of ``pattern`` (bytes-like, or a numpy scalar)."""
+        try:
+            data = memoryview(pattern).tobytes()
+        except TypeError:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"
+            ) from None
+        olMemFill(None if queue is None else queue.handle, self.address, data, self._size)
+        if queue is not None:
+            queue._hold(self)
+
+    # --- typed views and DLPack --------------------------------------------------------------
+
+    def view(
+        self,
+        dtype: DTypeLike = "uint8",
+        shape: int | tuple[int, ...] | None = None,
+        strides: tuple[int, ...] | None = None,
+        offset: int = 0,
+    ) -> Array:
+        """A typed array view of this buffer (``strides`` in bytes; default C-contiguous, filling it)."""
+        return _array.Array(self, shape, dtype, strides, offset)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return dlpack_device(self._device, self._kind)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """The whole buffer as a 1-D uint8 DLPack tensor."""
+        return self.view().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+
+def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any]:
+    """``(address, nbytes, device, keepalive)`` of a copy's source or destination."""
+    if isinstance(obj, Buffer):
+        return obj.address, obj._size, obj._device, obj
+    if isinstance(obj, _array.Array):
+        if not obj.is_contiguous:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous Array")
+        return obj.address, obj.nbytes, obj.device, obj
+    address, nbytes, keep = host_span(obj, writable, what)
+    return address, nbytes, host_device(), keep
+
+
+def memcpy(
+    queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, nbytes: int, keep: Any
+) -> None:
+    """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
+    if not nbytes:
+        return
+    if queue is None:
+        olMemcpy(None, dst, dst_device.handle, src, src_device.handle, nbytes)
+        return
+    olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
+    queue._hold(keep)
+
+
+from . import _array  # noqa: E402  (a cycle: Arrays view Buffers)

@@ -1,0 +1,387 @@
+"""Argument packing: Python values into a kernel's packed argument buffer, by its parameter layout.
+
+A ``Packer`` is compiled once per kernel from its ``KernelParam`` list (reported by the backend or
+declared in Python) into one ``struct.Struct`` with explicit padding and one converter per
+parameter. Every mismatch (count, type, range, size) is an ``OffloadError`` naming the kernel and
+the parameter; nothing reaches the device.
+
+Declared signatures: a C-like string (``"float a, const float *x, float *y, uint64_t n"``), or a
+sequence whose items are type names (``"float32"``, ``"uint64_t"``, ``"pointer"``), numpy dtypes,
+``(name, type)`` pairs, or ``KernelParam`` (an explicit offset). Scalars and pointers are laid
+out with their natural alignment, as a C compiler lays out the kernel's argument struct.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._enums import ErrorCode
+from .._errors import OffloadError
+from .._types import KernelParam
+from ._params import checked_params
+
+POINTER_SIZE = struct.calcsize("P")
+
+_SCALARS: dict[str, tuple[str, int]] = {}
+for _names, _kind, _size in (
+    ("int8, i8, int8_t, char, signed char", "int", 1),
+    ("uint8, u8, uint8_t, unsigned char, bool, _Bool", "uint", 1),
+    ("int16, i16, int16_t, short, short int, signed short", "int", 2),
+    ("uint16, u16, uint16_t, unsigned short, unsigned short int", "uint", 2),
+    ("int32, i32, int32_t, int, signed, signed int", "int", 4),
+    ("uint32, u32, uint32_t, unsigned, unsigned int", "uint", 4),
+    ("int64, i64, int64_t, long, long int, long long, ssize_t, ptrdiff_t, intptr_t", "int", 8),
+    ("uint64, u64, uint64_t, unsigned long, unsigned long long, size_t, uintptr_t", "uint", 8),
+    ("float16, f16, half, _Float16", "float", 2),
+    ("float32, f32, float", "float", 4),
+    ("float64, f64, double", "float", 8),
+    ("pointer, ptr, void*", "pointer", POINTER_SIZE),
+):
+    for _name in _names.split(", "):
+        _SCALARS[_name] = (_kind, _size)
+
+_QUALIFIERS = {"const", "volatile", "restrict", "__restrict", "__restrict__", "struct"}
+_NUMPY_KINDS = {"i": "int", "u": "uint", "f": "float", "b": "uint"}
+_CODES = {
+    ("pointer", 8): "Q",
+    ("pointer", 4): "I",
+    ("int", 1): "b",
+    ("int", 2): "h",
+    ("int", 4): "i",
+    ("int", 8): "q",
+    ("uint", 1): "B",
+    ("uint", 2): "H",
+    ("uint", 4): "I",
+    ("uint", 8): "Q",
+    ("float", 2): "e",
+    ("float", 4): "f",
+    ("float", 8): "d",
+}
+
+
+def _fail(details: str) -> OffloadError:
+    return OffloadError(ErrorCode.INVALID_ARGUMENT, details)
+
+
+# --- declared signatures -------------------------------------------------------------------
+
+
+def _scalar(spec: Any, where: str) -> tuple[str, int]:
+    """(kind, size) of one declared type: a name, a numpy dtype or scalar type."""
+    if isinstance(spec, str):
+        key = " ".join(t for t in spec.replace("*", " * ").split() if t not in _QUALIFIERS)
+        if "*" in key:
+            return ("pointer", POINTER_SIZE)
+        if key in _SCALARS:
+            return _SCALARS[key]
+    try:
+        import numpy
+
+        dtype = numpy.dtype(spec)
+    except Exception:
+        dtype = None
+    if dtype is not None and dtype.kind in _NUMPY_KINDS and dtype.itemsize in (1, 2, 4, 8):
+        return (_NUMPY_KINDS[dtype.kind], dtype.itemsize)
+    raise _fail(f"{where}: unknown parameter type {spec!r}")
+
+
+def _parse_c(entry: str, where: str) -> tuple[str, Any]:
+    """``"const float *x"`` -> ("x", "pointer"); ``"uint64_t n"`` -> ("n", "uint64_t")."""
+    text = entry.strip()
+    match = re.fullmatch(r"(.*?[\s*])([A-Za-z_]\w*)", text)
+    if match and match[1].strip() and (("*" in match[1]) or _known(match[1])):
+        return match[2], match[1]
+    return "", text
+
+
+def _known(type_text: str) -> bool:
+    try:
+        _scalar(type_text, "")
+    except OffloadError:
+        return False
+    return True
+
+
+def declared_params(signature: str | Sequence[Any], where: str) -> tuple[KernelParam, ...]:
+    """The C layout of a declared signature (natural alignment)."""
+    entries: list[Any]
+    if isinstance(signature, str):
+        entries = [_parse_c(e, where) for e in signature.split(",") if e.strip()] if signature.strip() else []
+    else:
+        entries = list(signature)
+    params: list[KernelParam] = []
+    offset = 0
+    for i, entry in enumerate(entries):
+        if isinstance(entry, KernelParam):
+            params.append(entry)
+            offset = entry.offset + entry.size
+            continue
+        name, spec = entry if isinstance(entry, tuple) else ("", entry)
+        kind, size = _scalar(spec, f"{where}: parameter #{i} {name}".rstrip())
+        offset = (offset + size - 1) // size * size
+        params.append(KernelParam(offset, size, kind, str(name)))
+        offset += size
+    return checked_params(params, where)
+
+
+# --- the packer ------------------------------------------------------------------------------
+
+
+def _label(kernel: str, index: int, param: KernelParam) -> str:
+    name = f"{param.name!r}" if param.name else f"#{index}"
+    return f"kernel {kernel!r} parameter {name} ({param.kind}{param.size * 8 if param.kind != 'bytes' else ''})"
+
+
+def _pointer_converter(label: str) -> Callable[[Any], int]:
+    from ._array import Array
+    from ._memory import Buffer
+
+    def convert(value: Any) -> int:
+        cls = value.__class__
+        if cls is Buffer or cls is Array:
+            try:
+                return value.address  # type: ignore[no-any-return]
+            except OffloadError as error:  # closed
+                raise _fail(f"{label}: {error.details}") from None
+        if cls is int:
+            return value  # type: ignore[no-any-return]
+        if value is None:
+            return 0
+        ptr = getattr(value, "__offload_ptr__", None)
+        if ptr is not None:
+            return operator.index(ptr)
+        if getattr(value, "ndim", 0) != 0 or (hasattr(value, "__dlpack__") and not hasattr(value, "__index__")):  # arrays
+            raise _fail(
+                f"{label}: got a {cls.__name__}; pass an offload Buffer or Array "
+                "(offload.to_device copies a numpy array to a device)"
+            )
+        try:
+            return operator.index(value)
+        except TypeError:
+            raise _fail(f"{label}: expects a Buffer, Array or int address, got {cls.__name__}") from None
+
+    return convert
+
+
+def _int_converter(label: str) -> Callable[[Any], int]:
+    def convert(value: Any) -> int:
+        if value.__class__ is int:
+            return value
+        try:
+            return operator.index(value)
+        except TypeError:
+            raise _fail(f"{label}: expects an integer, got {value.__class__.__name__} {value!r}") from None
+
+    return convert
+
+
+def _float_converter(label: str) -> Callable[[Any], float]:
+    def convert(value: Any) -> float:
+        if value.__class__ is float:
+            return value
+        if isinstance(value, str | bytes) or getattr(value, "ndim", False):
+            raise _fail(f"{label}: expects a number, got {value.__class__.__name__} {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise _fail(f"{label}: expects a number, got {value.__class__.__name__}") from None
+
+    return convert
+
+
+def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
+    """An opaque parameter (an aggregate, or one whose backend reports only offset and size):
+    a bytes-like value of exactly ``size`` bytes (numpy scalars are), or, for a pointer-sized one,
+    a Buffer, Array or ``__offload_ptr__`` object (its address)."""
+    pointer = _pointer_converter(label) if size == POINTER_SIZE else None
+
+    def convert(value: Any) -> bytes:
+        if pointer is not None and (
+            value.__class__.__name__ in ("Buffer", "Array") or hasattr(value, "__offload_ptr__")
+        ):
+            return pointer(value).to_bytes(POINTER_SIZE, sys.byteorder)
+        try:
+            data = memoryview(value).tobytes()
+        except TypeError:
+            hint = (
+                "; its type is not known: pass a numpy scalar of that type, or declare the kernel's signature"
+                if isinstance(value, int | float)
+                else ""
+            )
+            raise _fail(f"{label}: expects {size} bytes (a bytes-like object), got {value.__class__.__name__}{hint}") from None
+        if len(data) != size:
+            raise _fail(f"{label}: expects {size} bytes, got {len(data)}")
+        return data
+
+    return convert
+
+
+class Packer:
+    """Packs one kernel's arguments; compiled once from its parameter layout."""
+
+    __slots__ = ("kernel", "params", "size", "fast_pack", "_struct", "_converters", "_codes", "_labels")
+
+    def __init__(self, kernel: str, params: Sequence[KernelParam]) -> None:
+        self.kernel = kernel
+        self.params = tuple(params)
+        converters: list[Callable[[Any], Any]] = []
+        codes, labels = [], []
+        for index, param in enumerate(self.params):
+            label = _label(kernel, index, param)
+            if param.kind == "bytes":
+                code = f"{param.size}s"
+                converters.append(_bytes_converter(label, param.size))
+            else:
+                found = _CODES.get((param.kind, param.size))
+                if found is None:
+                    raise _fail(f"{label}: a {param.size}-byte {param.kind} cannot be packed")
+                code = found
+                if param.kind == "pointer":
+                    converters.append(_pointer_converter(label))
+                elif param.kind == "float":
+                    converters.append(_float_converter(label))
+                else:
+                    converters.append(_int_converter(label))
+            codes.append(code)
+            labels.append(label)
+        fmt, position = "=", 0
+        for index, param in sorted(enumerate(self.params), key=lambda item: item[1].offset):
+            if param.offset < position:
+                raise _fail(f"{labels[index]} at offset {param.offset} overlaps the parameter before it (ends at {position})")
+            if param.offset > position:
+                fmt += f"{param.offset - position}x"
+            fmt += codes[index]
+            position = param.offset + param.size
+        in_order = all(a.offset < b.offset for a, b in zip(self.params, self.params[1:]))
+        self.size = position
+        self._converters = tuple(converters)
+        self._codes = tuple(codes)
+        self._labels = tuple(labels)
+        self._struct = struct.Struct(fmt) if in_order else None
+        self.fast_pack: Callable[[tuple[Any, ...]], bytes | None] = self.pack  # until compile_launcher
+
+    def compile_launcher(self, device: Any, kernel: Any) -> Callable[[Any, tuple[Any, ...], Any], None]:
+        """``launcher(queue, args, sizes)``: pack ``args`` and ``olLaunchKernel`` in one frame
+        (and ``self.fast_pack(args)``: the same packing alone).
+
+        Each parameter's common case is inlined. A wrong argument count raises ``ValueError``
+        and a value out of range ``struct.error`` before anything is launched; the caller then
+        calls ``pack`` for the error naming the parameter.
+        """
+        from .. import olLaunchKernel
+        from ._array import Array
+        from ._memory import Buffer
+
+        namespace: dict[str, Any] = {
+            "_launch": olLaunchKernel,
+            "_device": device,
+            "_kernel": kernel,
+            "_Buffer": Buffer,
+            "_Array": Array,
+            "_pack_slow": self.pack,
+        }
+        names = [f"a{i}" for i in range(len(self.params))]
+        if self._struct is None:  # parameters not in offset order: the general packer
+            packed = "_pack_slow(args)"
+            unpack = ""
+        elif not names:
+            packed = "None"
+            unpack = "    if args:\n        raise ValueError\n"
+        else:
+            namespace["_pack"] = self._struct.pack
+            namespace.update({f"_c{i}": c for i, c in enumerate(self._converters)})
+            values = []
+            for i, (param, a) in enumerate(zip(self.params, names)):
+                if param.kind == "pointer":  # 0 is a closed buffer: the converter raises the named error
+                    values.append(
+                        f"(((p{i} := {a}._buffer._address) and p{i} + {a}._offset or _c{i}({a})) "
+                        f"if {a}.__class__ is _Array else ({a}._address or _c{i}({a})) "
+                        f"if {a}.__class__ is _Buffer else _c{i}({a}))"
+                    )
+                elif param.kind == "float":
+                    values.append(f"({a} if {a}.__class__ is float else _c{i}({a}))")
+                elif param.kind in ("int", "uint"):
+                    values.append(f"({a} if {a}.__class__ is int else _c{i}({a}))")
+                else:
+                    values.append(f"_c{i}({a})")
+            unpack = f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args\n"
+            packed = f"_pack({', '.join(values)})"
+        source = f"def pack(args):\n{unpack}    return {packed}\n\n"
+        if self._struct is not None and names and all(p.kind != "bytes" for p in self.params):
+            source += self._cached_launcher_source(names, unpack, packed, namespace)
+        else:
+            source += f"def launcher(queue, args, sizes):\n{unpack}    _launch(queue, _device, _kernel, {packed}, sizes)\n"
+        exec(compile(source, f"<offload launcher of {self.kernel}>", "exec"), namespace)
+        self.fast_pack = namespace["pack"]
+        launcher: Callable[[Any, tuple[Any, ...], Any], None] = namespace["launcher"]
+        return launcher
+
+    def _cached_launcher_source(self, names: list[str], unpack: str, packed: str, namespace: dict[str, Any]) -> str:
+        """A launcher that reuses the last argument buffer when called with the very same objects.
+
+        A call is remembered only when every argument is a Python ``int`` or ``float`` (immutable)
+        or a ``Buffer`` or ``Array`` (whose address changes only by ``close()``, which bumps
+        ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never mix
+        two calls); the kernel keeps its last arguments alive until its next different call.
+        """
+        from ._memory import CLOSES
+
+        namespace["_closes"] = CLOSES
+        namespace["_last"] = [(None,) * (len(names) + 2)]
+        same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))
+        plain = " and ".join(
+            f"({a}.__class__ is _Buffer or {a}.__class__ is _Array or {a}.__class__ is int)"
+            if param.kind == "pointer"
+            else f"({a}.__class__ is float or {a}.__class__ is int)"
+            if param.kind == "float"
+            else f"{a}.__class__ is int"
+            for param, a in zip(self.params, names)
+        )
+        return (
+            "def launcher(queue, args, sizes):\n"
+            f"{unpack}"
+            "    last = _last[0]\n"
+            f"    if {same} and last[0] == _closes[0]:\n"
+            "        _launch(queue, _device, _kernel, last[1], sizes)\n"
+            "        return\n"
+            "    closes = _closes[0]\n"
+            f"    data = {packed}\n"
+            f"    if {plain}:\n"
+            f"        _last[0] = (closes, data, {', '.join(names)})\n"
+            "    _launch(queue, _device, _kernel, data, sizes)\n"
+        )
+
+    def pack(self, args: Sequence[Any]) -> bytes | None:
+        """The argument buffer for ``args`` (None for a kernel without parameters)."""
+        converters = self._converters
+        if len(args) != len(converters):
+            names = ", ".join(p.name or f"#{i}" for i, p in enumerate(self.params))
+            raise _fail(f"kernel {self.kernel!r} takes {len(converters)} arguments ({names}), got {len(args)}")
+        if not converters:
+            return None
+        values = [convert(value) for convert, value in zip(converters, args)]
+        try:
+            if self._struct is not None:
+                return self._struct.pack(*values)
+            return self._pack_unordered(values)
+        except struct.error:
+            self._diagnose(values, args)
+            raise
+
+    def _pack_unordered(self, values: list[Any]) -> bytes:
+        out = bytearray(self.size)
+        for param, code, value in zip(self.params, self._codes, values):
+            struct.pack_into("=" + code, out, param.offset, value)
+        return bytes(out)
+
+    def _diagnose(self, values: list[Any], args: Sequence[Any]) -> None:
+        for code, label, value, arg in zip(self._codes, self._labels, values, args):
+            try:
+                struct.pack("=" + code, value)
+            except struct.error:
+                raise _fail(f"{label}: {arg!r} is out of range") from None

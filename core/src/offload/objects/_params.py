@@ -1,0 +1,68 @@
+"""Where a kernel's parameter layout comes from: the backend's ``kernel_params`` hook, asked once
+per kernel symbol. A core that caches the answer on the Symbol (``symbol.params``) is read;
+otherwise this module asks the bound backend itself and caches the answer per Symbol."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from .._enums import ErrorCode
+from .._errors import OffloadError, as_offload_error
+from .._handles import Symbol
+from .._types import KernelParam
+
+PARAM_KINDS = frozenset({"pointer", "int", "uint", "float", "bytes"})
+
+_cache: weakref.WeakKeyDictionary[Symbol, tuple[KernelParam, ...] | None] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def checked_params(params: Sequence[Any], where: str) -> tuple[KernelParam, ...]:
+    """``params`` as KernelParams, INVALID_ARGUMENT naming the first malformed one."""
+    checked = []
+    for i, p in enumerate(params):
+        try:
+            offset, size, kind, name = KernelParam(*p)
+        except TypeError:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{where}: parameter #{i} {p!r} is not a KernelParam") from None
+        if (
+            type(offset) is not int
+            or type(size) is not int
+            or offset < 0
+            or size <= 0
+            or kind not in PARAM_KINDS
+            or not isinstance(name, str)
+        ):
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{where}: parameter #{i} {p!r} is malformed")
+        checked.append(KernelParam(offset, size, kind, name))
+    return tuple(checked)
+
+
+_MISSING: Any = object()
+
+
+def kernel_params(symbol: Symbol) -> tuple[KernelParam, ...] | None:
+    """The kernel's parameters as its backend reports them, or None when it cannot tell."""
+    with _lock:
+        if symbol in _cache:
+            return _cache[symbol]
+    device = symbol.program.device
+    backend = device.backend
+    cached_by_core = getattr(symbol, "params", _MISSING)
+    if cached_by_core is not _MISSING:
+        reported = cached_by_core
+        params = None if reported is None else checked_params(reported, f"{backend.name}: kernel_params of {symbol.name!r}")
+    elif "kernel_params" not in backend.implemented:
+        params = None
+    else:
+        try:
+            reported = backend.kernel_params(device.native, symbol.native)
+        except Exception as error:
+            raise as_offload_error(error, f"{backend.name}: kernel_params") from error
+        params = None if reported is None else checked_params(reported, f"{backend.name}: kernel_params of {symbol.name!r}")
+    with _lock:
+        _cache[symbol] = params
+    return params

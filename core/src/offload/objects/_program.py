@@ -1,0 +1,276 @@
+"""Programs and kernels: load from bytes or a path (``with`` unloads); kernels pack their arguments."""
+
+from __future__ import annotations
+
+import operator
+import os
+import struct
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import (
+    _handles,
+    olCalculateOptimalOccupancy,
+    olCreateProgram,
+    olDestroyProgram,
+    olGetSymbol,
+    olLaunchKernel,
+)
+from .._enums import AllocType, ErrorCode, SymbolKind
+from .._errors import OffloadError
+from .._types import KernelLaunchSizeArgs, KernelParam
+from . import _session
+from ._discovery import Device, as_device
+from ._memory import Buffer
+from ._packing import Packer, declared_params
+from ._params import kernel_params
+
+if TYPE_CHECKING:
+    from .._runtime import Context
+    from ._queue import Queue
+
+Signature = str | Sequence[Any]
+Extent = int | Sequence[int]
+_SIZES_CACHE_LIMIT = 256
+_NEVER = object()  # no launch size asked yet
+
+
+def _unload(ctx: Context, handle: _handles.Program) -> None:
+    if _session.is_current(ctx) and handle._ctx is ctx:
+        try:
+            olDestroyProgram(handle)
+        except OffloadError:
+            pass  # destroyed through the flat API meanwhile
+
+
+class Program:
+    """A program image loaded on one device; unloaded by ``close()``, ``with`` or the GC.
+
+    A kernel launched through the layer keeps its program alive until the launching queue is
+    synchronised, so the GC never unloads code that a queue may still run.
+    """
+
+    __slots__ = ("_handle", "_device", "_finalizer", "_kernels", "__weakref__")
+
+    def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
+        dev = as_device(device)
+        ctx = _session.acquire()
+        data: bytes | bytearray | memoryview
+        if isinstance(image, str | os.PathLike):
+            try:
+                with open(image, "rb") as f:
+                    data = f.read()
+            except OSError as error:
+                raise OffloadError(ErrorCode.HOST_IO, f"cannot read program {os.fspath(image)!r}: {error}") from None
+        else:
+            data = image
+        self._handle = olCreateProgram(dev.handle, data)
+        self._device = dev
+        self._kernels: dict[tuple[str, Any], Kernel] = {}
+        self._finalizer = weakref.finalize(self, _unload, ctx, self._handle)
+        self._finalizer.atexit = False
+
+    @property
+    def handle(self) -> _handles.Program:
+        return self._handle
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def kernel(self, name: str, signature: Signature | None = None) -> Kernel:
+        """The kernel ``name``; ``signature`` declares its parameters where the backend cannot report them.
+
+        A declared signature that disagrees with the reported layout is an INVALID_ARGUMENT naming
+        the first differing parameter.
+        """
+        key: tuple[str, Any] = (name, signature if signature is None or isinstance(signature, str) else tuple(signature))
+        try:
+            found = self._kernels.get(key)
+        except TypeError:  # an unhashable item in the signature
+            found, key = None, (name, id(signature))
+        if found is None:
+            found = self._kernels[key] = Kernel(self, name, signature)
+        return found
+
+    def global_variable(self, name: str) -> Buffer:
+        """The global variable ``name`` as a Buffer that does not own its memory."""
+        symbol = olGetSymbol(self._handle, name, SymbolKind.GLOBAL_VARIABLE)
+        return Buffer.wrap(symbol.address, symbol.size, self._device, AllocType.DEVICE, owner=self)
+
+    def close(self) -> None:
+        """Unload the program now (idempotent)."""
+        self._kernels.clear()
+        self._finalizer()
+
+    def __enter__(self) -> Program:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " (closed)" if self.closed else ""
+        return f"<offload.objects.Program {len(self._handle.data)} bytes on {self._device.id}{state}>"
+
+
+def _extent(value: Extent, what: str) -> tuple[int, ...]:
+    try:
+        if isinstance(value, Sequence):
+            dims = tuple(operator.index(v) for v in value)
+        else:
+            dims = (operator.index(value),)
+    except TypeError:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be an int or 1-3 ints, got {value!r}") from None
+    if not 1 <= len(dims) <= 3:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must have 1-3 extents, got {value!r}")
+    return dims
+
+
+def launch_size(grid: Extent, block: Extent, shared_memory: int) -> KernelLaunchSizeArgs:
+    """``KernelLaunchSizeArgs`` from 1-3 dimensional grid (in groups) and block (items per group)."""
+    groups, items = _extent(grid, "grid"), _extent(block, "block")
+    dims = max(len(groups), len(items))
+    g = (groups + (1, 1))[:3]
+    b = (items + (1, 1))[:3]
+    try:
+        shared = operator.index(shared_memory)
+    except TypeError:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"shared_memory must be an int, got {shared_memory!r}") from None
+    return KernelLaunchSizeArgs(dims, g, b, shared)  # type: ignore[arg-type]
+
+
+class Kernel:
+    """A kernel of a ``Program``, with its parameter layout and a cached argument packer."""
+
+    __slots__ = (
+        "_handle", "_program", "_packer", "_launcher", "_sizes", "_device_handle",
+        "_last_shape", "__weakref__",
+    )
+
+    def __init__(self, program: Program, name: str, signature: Signature | None = None) -> None:
+        self._handle = olGetSymbol(program.handle, name, SymbolKind.KERNEL)
+        self._program = program
+        self._device_handle = program.device.handle
+        self._sizes: dict[Any, KernelLaunchSizeArgs] = {}
+        # (grid, block, shared_memory, answer) of the last launch_size: one tuple, replaced whole,
+        # so that threads launching at once never see one launch's grid with another's answer
+        self._last_shape: tuple[Any, Any, Any, KernelLaunchSizeArgs] = (_NEVER, _NEVER, _NEVER, launch_size(1, 1, 0))
+        reported = kernel_params(self._handle)
+        declared = None if signature is None else declared_params(signature, f"kernel {name!r} signature")
+        params = reported if declared is None else declared
+        if reported is not None and declared is not None:
+            params = _merge(name, reported, declared)
+        self._packer = None if params is None else Packer(name, params)
+        packer = self._packer if self._packer is not None else Packer(name, ())
+        self._launcher = packer.compile_launcher(self._device_handle, self._handle)
+
+    @property
+    def handle(self) -> _handles.Symbol:
+        return self._handle
+
+    @property
+    def name(self) -> str:
+        return self._handle.name
+
+    @property
+    def program(self) -> Program:
+        return self._program
+
+    @property
+    def params(self) -> tuple[KernelParam, ...] | None:
+        """The parameter layout used for packing (None: unknown, so launches take no arguments)."""
+        return None if self._packer is None else self._packer.params
+
+    def pack(self, *args: Any) -> bytes | None:
+        """The packed argument buffer for ``args``, as ``olLaunchKernel`` takes it."""
+        packer = self._packer
+        if packer is None:
+            if args:
+                raise OffloadError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"kernel {self.name!r}: its backend does not report its parameters; declare them with "
+                    f"program.kernel({self.name!r}, signature=...)",
+                )
+            return None
+        try:
+            return packer.fast_pack(args)
+        except (ValueError, struct.error):  # a count or range mismatch
+            return packer.pack(args)  # raises the error naming the parameter
+
+    def launch_size(self, grid: Extent, block: Extent, shared_memory: int = 0) -> KernelLaunchSizeArgs:
+        """The (cached) ``KernelLaunchSizeArgs`` of a grid and block."""
+        try:
+            key = (grid, block, shared_memory)
+            found = self._sizes.get(key)
+        except TypeError:  # lists: not hashable (and mutable), never cached
+            return launch_size(grid, block, shared_memory)
+        if found is None:
+            found = launch_size(grid, block, shared_memory)
+            if len(self._sizes) >= _SIZES_CACHE_LIMIT:
+                self._sizes.clear()
+            self._sizes[key] = found
+        self._last_shape = (grid, block, shared_memory, found)
+        return found
+
+    def max_group_size(self, shared_memory: int = 0) -> int:
+        """``olCalculateOptimalOccupancy``: the group size for best occupancy."""
+        return olCalculateOptimalOccupancy(self._device_handle, self._handle, shared_memory)
+
+    def launch(
+        self, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0, queue: Queue | None = None
+    ) -> None:
+        """Launch and wait (no ``queue``), or enqueue on ``queue``."""
+        if queue is not None:
+            queue.launch(self, grid, block, *args, shared_memory=shared_memory)
+            return
+        last = self._last_shape
+        if grid is last[0] and block is last[1] and shared_memory is last[2]:
+            sizes = last[3]  # the same launch shape as last time (literals are the same objects)
+        else:
+            sizes = self.launch_size(grid, block, shared_memory)
+        try:
+            self._launcher(None, args, sizes)
+        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+            olLaunchKernel(None, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
+
+    def _launch(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> None:
+        last = self._last_shape
+        if grid is last[0] and block is last[1] and shared_memory is last[2]:
+            sizes = last[3]
+        else:
+            sizes = self.launch_size(grid, block, shared_memory)
+        try:
+            self._launcher(queue, args, sizes)
+        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+            olLaunchKernel(queue, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
+
+    def __repr__(self) -> str:
+        return f"<offload.Kernel {self.name!r} on {self._program.device.id}>"
+
+
+def _merge(name: str, reported: Sequence[KernelParam], declared: Sequence[KernelParam]) -> tuple[KernelParam, ...]:
+    """The declared parameters where they agree with the reported layout (a declared kind refines
+    a reported ``bytes``; a reported name fills a declared blank); INVALID_ARGUMENT naming the
+    first parameter that disagrees."""
+    if len(reported) != len(declared):
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"kernel {name!r}: the declared signature has {len(declared)} parameters, the backend reports {len(reported)}",
+        )
+    merged = []
+    for i, (r, d) in enumerate(zip(reported, declared)):
+        if (r.offset, r.size) != (d.offset, d.size) or (r.kind != "bytes" and d.kind != r.kind):
+            label = r.name or d.name or f"#{i}"
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"kernel {name!r} parameter {label!r}: declared {d.kind}{d.size * 8} at offset {d.offset}, "
+                f"the backend reports {r.kind}{r.size * 8} at offset {r.offset}",
+            )
+        merged.append(KernelParam(d.offset, d.size, d.kind, r.name or d.name))
+    return tuple(merged)

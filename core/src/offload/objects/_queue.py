@@ -1,0 +1,227 @@
+"""Queues and events as objects: a queue synchronises on leaving its ``with`` block."""
+
+from __future__ import annotations
+
+import struct
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import (
+    _handles,
+    olCreateEvent,
+    olCreateQueue,
+    olDestroyEvent,
+    olDestroyQueue,
+    olGetEventElapsedTime,
+    olGetEventInfo,
+    olLaunchHostFunction,
+    olQueryQueue,
+    olSyncEvent,
+    olSyncQueue,
+    olWaitEvents,
+)
+from .._enums import ErrorCode, EventInfo
+from .._errors import OffloadError
+from . import _session
+from ._array import register_queue
+from ._discovery import Device, as_device
+from ._memory import endpoint, memcpy
+
+if TYPE_CHECKING:
+    from .._runtime import Context
+    from ._program import Extent, Kernel
+
+
+def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) -> None:
+    """Finalizer: wait for work that holds objects alive, then destroy (nothing after shutdown)."""
+    if _session.is_current(ctx) and handle._ctx is ctx:
+        try:
+            if inflight:
+                olSyncQueue(handle)
+        except OffloadError:
+            pass  # an asynchronous error nobody asked for any more
+        try:
+            olDestroyQueue(handle)
+        except OffloadError:
+            pass
+    inflight.clear()
+
+
+def _destroy_event(ctx: Context, handle: _handles.Event) -> None:
+    if _session.is_current(ctx) and handle._ctx is ctx:
+        try:
+            olDestroyEvent(handle)
+        except OffloadError:
+            pass
+
+
+class Queue:
+    """An in-order queue of one device.
+
+    Objects used by enqueued work (buffers, arrays, host memory, kernels) are kept alive until the
+    queue is synchronised. ``close()`` and the end of a ``with`` block synchronise, then destroy;
+    so does the garbage collector when it finds a queue whose work still holds objects.
+    """
+
+    __slots__ = ("_handle", "_device", "_inflight", "_finalizer", "__weakref__")
+
+    def __init__(self, device: Device | str | None = None) -> None:
+        dev = as_device(device)
+        ctx = _session.acquire()
+        self._handle = olCreateQueue(dev.handle)
+        self._device = dev
+        self._inflight: list[Any] = []
+        self._finalizer = weakref.finalize(self, _destroy_queue, ctx, self._handle, self._inflight)
+        self._finalizer.atexit = False
+        register_queue(self)
+
+    @property
+    def handle(self) -> _handles.Queue:
+        return self._handle
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def _hold(self, obj: Any) -> None:
+        self._inflight.append(obj)
+
+    # --- work ------------------------------------------------------------------------------
+
+    def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
+        """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
+        last = kernel._last_shape
+        if grid is last[0] and block is last[1] and shared_memory is last[2]:
+            sizes = last[3]  # the same launch shape as last time (literals are the same objects)
+        else:
+            sizes = kernel.launch_size(grid, block, shared_memory)
+        try:
+            kernel._launcher(self._handle, args, sizes)
+        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+            kernel._launch(self._handle, grid, block, shared_memory, args)  # names the parameter
+        self._inflight.append((kernel, args))  # kept alive (the kernel keeps its program) until a sync
+
+    def copy(self, dst: Any, src: Any) -> None:
+        """Enqueue a copy of all of ``src`` into ``dst`` (Buffers, contiguous Arrays, host buffers)."""
+        dst_address, dst_size, dst_device, keep_dst = endpoint(dst, True, "dst")
+        src_address, nbytes, src_device, keep_src = endpoint(src, False, "src")
+        if nbytes > dst_size:
+            raise OffloadError(ErrorCode.INVALID_SIZE, f"src has {nbytes} bytes, dst only {dst_size}")
+        memcpy(self, dst_address, dst_device, src_address, src_device, nbytes, (keep_dst, keep_src))
+
+    def fill(self, buffer: Any, pattern: Any) -> None:
+        """Enqueue a fill of a Buffer with the repeated bytes of ``pattern``."""
+        buffer.fill(pattern, queue=self)
+
+    def host_function(self, function: Callable[..., object], *args: Any) -> None:
+        """Run ``function(*args)`` on the host in queue order (an exception fails the next sync)."""
+        olLaunchHostFunction(self._handle, _call, (function, args))
+
+    def record(self) -> Event:
+        """An event that completes once every earlier piece of work on this queue has."""
+        return Event(self)
+
+    def wait(self, *events: Event) -> None:
+        """Make later work on this queue wait for ``events`` (of any queue, any device)."""
+        olWaitEvents(self._handle, [e.handle for e in events])
+        self._inflight.append(events)
+
+    def sync(self) -> None:
+        """Block until every piece of work is done; raise the first asynchronous error."""
+        inflight = self._inflight
+        done = len(inflight)  # work enqueued by other threads meanwhile keeps its objects
+        try:
+            olSyncQueue(self._handle)
+        finally:
+            del inflight[:done]
+
+    @property
+    def is_idle(self) -> bool:
+        """Whether all enqueued work is complete (does not block)."""
+        done = olQueryQueue(self._handle)
+        return bool(done)
+
+    # --- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Synchronise, then destroy the queue (idempotent; a queue of an ended session just lets go)."""
+        if not self._finalizer.alive:
+            return
+        if self._handle._ctx is None or not _session.is_current(self._handle._ctx):
+            self._finalizer()
+            return
+        try:
+            self.sync()
+        finally:
+            self._finalizer()
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except OffloadError:
+            pass  # the block's own exception is the one to see
+
+    def __repr__(self) -> str:
+        state = " (closed)" if self.closed else ""
+        return f"<offload.objects.Queue #{self._handle.id} on {self._device.id}{state}>"
+
+
+def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:
+    function, args = packed
+    function(*args)
+
+
+class Event:
+    """A point in a queue's work: complete once everything enqueued before it is."""
+
+    __slots__ = ("_handle", "_queue", "_finalizer", "__weakref__")
+
+    def __init__(self, queue: Queue) -> None:
+        ctx = _session.acquire()
+        self._handle = olCreateEvent(queue.handle)
+        self._queue = queue
+        self._finalizer = weakref.finalize(self, _destroy_event, ctx, self._handle)
+        self._finalizer.atexit = False
+
+    @property
+    def handle(self) -> _handles.Event:
+        return self._handle
+
+    @property
+    def queue(self) -> Queue:
+        return self._queue
+
+    @property
+    def is_complete(self) -> bool:
+        return bool(olGetEventInfo(self._handle, EventInfo.IS_COMPLETE))
+
+    def sync(self) -> None:
+        """Block until the event is complete."""
+        olSyncEvent(self._handle)
+
+    def elapsed_time(self, end: Event) -> float:
+        """Milliseconds from this event to ``end`` (both complete, same device)."""
+        return olGetEventElapsedTime(self._handle, end.handle)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    def __enter__(self) -> Event:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<offload.objects.Event of queue #{self._queue.handle.id}>"

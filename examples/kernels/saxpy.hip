@@ -1,0 +1,8 @@
+// saxpy for the amdgpu platform (HIP): y[i] = a * x[i] + y[i] (the parameters of the host kernel saxpy.c).
+#include <hip/hip_runtime.h>
+#include <cstdint>
+
+extern "C" __global__ void saxpy(float a, const float *x, float *y, uint64_t n) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}

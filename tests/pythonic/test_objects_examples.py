@@ -1,0 +1,36 @@
+"""The example scripts run: the host one always, the cuda and amdgpu ones where those platforms are present."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from objects_support import platform_ids
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def _run(script: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    return subprocess.run(
+        [sys.executable, "-W", "error", str(EXAMPLES / script)], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_host_example() -> None:
+    proc = _run("objects_host.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "ok" and "saxpy over" in proc.stdout
+
+
+@pytest.mark.parametrize("platform", ["cuda", "amdgpu"])
+def test_gpu_examples(platform: str) -> None:
+    if not any(i.startswith(platform + ":") for i in platform_ids()):
+        pytest.skip(f"no {platform} device here (the offload-{platform} backend is not installed or finds none)")
+    proc = _run(f"objects_{platform}.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "ok"

@@ -1,0 +1,85 @@
+"""Finalizers after olShutDown and at interpreter exit: no crash, no warning, nothing printed.
+Each case runs in a child process (a crash there fails one test) with every warning an error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PRELUDE = textwrap.dedent(
+    """
+    import gc, threading, time
+    import numpy as np
+    import offload, offload_host
+    dev = offload.devices("host")[0]  # the kernel below is a host build
+    buffers = [offload.Buffer(64) for _ in range(2000)]  # on the default device, whichever it is
+    arrays = [offload.to_device(np.arange(10), dev) for _ in range(100)]
+    queue = dev.queue()
+    program = dev.load_program(offload_host.build_test_kernel("saxpy"))
+    kernel = program.kernel("saxpy", "float a, const float *x, float *y, uint64_t n")
+    queue.launch(kernel, 1, 1, 1.0, arrays[0], arrays[0], 10)
+    event = queue.record()
+    view = np.from_dlpack(arrays[1])
+    capsule = arrays[2].__dlpack__(max_version=(1, 0))
+    imported = offload.from_dlpack(np.arange(5))
+    """
+)
+
+
+def _run(body: str) -> subprocess.CompletedProcess[str]:
+    code = PRELUDE + textwrap.dedent(body)
+    return subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error", "-c", code], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("print('exit with everything alive')", id="at-exit"),
+        pytest.param(
+            """
+            queue.host_function(time.sleep, 0.2)  # still running when the interpreter exits
+            print('exit with a busy queue')
+            """,
+            id="busy-queue-at-exit",
+        ),
+        pytest.param(
+            """
+            offload.olShutDown()  # the flat API ends the session under the layer
+            del buffers, arrays, queue, program, kernel, event, view, capsule, imported
+            gc.collect()
+            print('gc after olShutDown')
+            """,
+            id="gc-after-flat-shutdown",
+        ),
+        pytest.param(
+            """
+            from offload.objects import _session
+            _session.release()
+            assert offload._runtime.STATE.ctx is None
+            del buffers, arrays, queue, program, kernel, event, view, capsule, imported
+            gc.collect()
+            fresh = offload.Buffer(16, "host")  # a new session works after the old objects died
+            print('gc after the layer released')
+            """,
+            id="gc-after-layer-release",
+        ),
+        pytest.param(
+            """
+            offload.olShutDown()
+            buffers[0].close(); queue.close(); program.close(); event.close(); queue.close()
+            print('explicit close after shutdown')
+            """,
+            id="close-after-shutdown",
+        ),
+    ],
+)
+def test_no_crash_and_no_warning(body: str) -> None:
+    proc = _run(body)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "", proc.stderr
+    assert proc.stdout.strip()

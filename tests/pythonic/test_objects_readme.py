@@ -1,0 +1,19 @@
+"""The README's object-layer example runs as written."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_object_layer_example_runs(capsys: object) -> None:
+    text = README.read_text()
+    section = text[text.index("## The object layer") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    namespace: dict[str, object] = {}
+    exec(compile(code[1], "README.md", "exec"), namespace)
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "[1. 3. 5. 7.]" in out and "ms" in out

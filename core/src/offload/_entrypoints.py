@@ -56,6 +56,9 @@ def _body_lines(fn: Function) -> list[str]:
     for p in fn.params:  # numbers of other types become ints first, so checks see ints only
         if p.kind == "pointer":
             lines.append(f"    if {p.py}.__class__ is not int and {p.py} is not None:")
+            # the original (a Buffer, say) stays referenced until the call returns: a temporary
+            # passed straight in must not be collected, and its memory freed, under the call
+            lines.append(f"        _held_{p.py} = {p.py}")
             lines.append(f"        {p.py} = _as_address({p.py}, {p.c!r})")
         elif p.kind == "size":
             lines.append(f"    if {p.py}.__class__ is not int:")

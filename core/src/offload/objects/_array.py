@@ -14,7 +14,7 @@ from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _session
 from ._discovery import Device, as_device, devices, host_device
-from ._memory import Buffer, as_size, dlpack_device, keep_for_the_call
+from ._memory import Buffer, as_size, dlpack_device
 
 if TYPE_CHECKING:
     import numpy
@@ -156,10 +156,8 @@ class Array:
 
     @property
     def __offload_ptr__(self) -> int:
-        """The address, for flat ``ol*`` calls (kept allocated for the call, as Buffer's)."""
-        address = self.address
-        keep_for_the_call(self)
-        return address
+        """The address, for flat ``ol*`` calls (which keep the argument referenced while they run)."""
+        return self.address
 
     @property
     def device(self) -> Device:

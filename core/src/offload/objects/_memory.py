@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import collections
 import operator
-import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -21,24 +19,6 @@ if TYPE_CHECKING:
 
     from ._array import Array
     from ._queue import Queue
-
-
-_recent = threading.local()  # per thread: the last objects whose __offload_ptr__ was read
-_RECENT_KEPT = 4  # more than the pointer parameters of any one flat call (olMemcpy has two)
-
-
-def keep_for_the_call(obj: object) -> None:
-    """Keep ``obj`` referenced while the flat call that reads its ``__offload_ptr__`` runs.
-
-    The flat API turns such an argument into an int by rebinding the parameter, which drops the
-    last reference to a temporary (``olMemcpy(..., offload.to_device(x), ...)``): its finalizer
-    would free the memory before the copy. The last few objects read on each thread stay
-    referenced until later reads replace them.
-    """
-    ring = getattr(_recent, "ring", None)
-    if ring is None:
-        ring = _recent.ring = collections.deque(maxlen=_RECENT_KEPT)
-    ring.append(obj)
 
 
 CLOSES = [0]  # how many Buffers were closed: a remembered argument buffer holding an address is stale once it moves
@@ -136,11 +116,9 @@ class Buffer:
 
     @property
     def __offload_ptr__(self) -> int:
-        """The address, for flat ``ol*`` calls that take a pointer (the Buffer stays allocated
-        for the call even when it is a temporary)."""
-        address = self.address
-        keep_for_the_call(self)
-        return address
+        """The address, for flat ``ol*`` calls that take a pointer (they keep the argument
+        referenced while they run, so a temporary Buffer stays allocated for the call)."""
+        return self.address
 
     @property
     def size(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -15,7 +16,10 @@ from ._image import HostImage, elf_problem
 from ._queue import HostEvent, HostQueue
 
 _launch = _native.launch
-_fill = _native.fill
+_copy_on = _native.copy_on
+_fill_on = _native.fill_on
+_memmove = ctypes.memmove
+_partial = functools.partial
 
 
 class HostDevice:
@@ -88,10 +92,8 @@ class HostBackend:
             )
         if queue is None:
             _launch(device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
-            return
-        if args is not None and type(args) is not bytes:
-            args = bytes(args)  # the caller may reuse its buffer once we return
-        queue.submit(_launch, device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
+        elif queue.launch(device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local):
+            queue.start_worker()  # the arguments were copied: the caller may reuse its buffer
 
     # --- memory ------------------------------------------------------------------------------
 
@@ -139,32 +141,33 @@ class HostBackend:
 
     @hookimpl
     def data_submit(self, device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
-        self._copy(dst, src, size, queue)
+        self._copy(device, dst, src, size, queue)
 
     @hookimpl
     def data_retrieve(self, device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
-        self._copy(dst, src, size, queue)
+        self._copy(device, dst, src, size, queue)
 
     @hookimpl
     def data_exchange(
         self, src_device: HostDevice, src: int, dst_device: HostDevice, dst: int, size: int, queue: HostQueue | None
     ) -> None:
-        self._copy(dst, src, size, queue)
+        self._copy(src_device, dst, src, size, queue)
 
     @staticmethod
-    def _copy(dst: int, src: int, size: int, queue: HostQueue | None) -> None:
-        """Device memory of this backend is host memory: every copy is a memmove."""
+    def _copy(device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
+        """Device memory of this backend is host memory: every copy is a memmove (big ones split
+        over the device's pool)."""
         if queue is None:
-            _native.copy(dst, src, size)
-        else:
-            queue.submit(_native.copy, dst, src, size)
+            _copy_on(device.pool, dst, src, size)
+        elif queue.copy(device.pool, dst, src, size):
+            queue.start_worker()
 
     @hookimpl
     def data_fill(self, device: HostDevice, address: int, pattern: bytes, size: int, queue: HostQueue | None) -> None:
         if queue is None:
-            _fill(address, pattern, size)
-        else:
-            queue.submit(_fill, address, pattern, size)
+            _fill_on(device.pool, address, pattern, size)
+        elif queue.fill(device.pool, address, pattern, size):
+            queue.start_worker()
 
     # --- queues and events ---------------------------------------------------------------------
 
@@ -182,7 +185,15 @@ class HostBackend:
 
     @hookimpl
     def enqueue_host_call(self, device: HostDevice, queue: HostQueue, callback: Callable[[], None]) -> None:
-        queue.submit(callback)
+        if type(callback) is _partial and callback.func is _memmove and len(callback.args) == 3 and not callback.keywords:
+            # the core's queued host-to-host olMemcpy: a native copy, no Python on the queue
+            dst, src, size = callback.args
+            if type(dst) is int and type(src) is int and type(size) is int:
+                if queue.copy(device.pool, dst, src, size):
+                    queue.start_worker()
+                return
+        if queue.call(callback):
+            queue.start_worker()
 
     @hookimpl
     def create_event(self, device: HostDevice, queue: HostQueue) -> HostEvent:
@@ -190,8 +201,8 @@ class HostBackend:
 
     @hookimpl
     def wait_event(self, device: HostDevice, queue: HostQueue, event: HostEvent) -> None:
-        if not event.is_complete():
-            queue.submit(event.wait)
+        if queue.wait_event(event):
+            queue.start_worker()
 
     @hookimpl
     def is_event_complete(self, device: HostDevice, event: HostEvent) -> bool:

@@ -1,0 +1,858 @@
+/* _hostq.c - the native in-order queues and events of offload-host.
+ *
+ * A queue is a FIFO of operations run one at a time, in submission order, by whichever thread
+ * holds the queue's runner token:
+ *   - its worker: a Python thread (started by _queue.py at the first submission) that spends its
+ *     life inside Queue.work() with the GIL released, taking the GIL only to run a host function;
+ *   - a waiting caller (Queue.sync): instead of sleeping it runs the operations that need no
+ *     Python (launches, copies, fills, event records, satisfied event waits) itself, and hands
+ *     the queue back to the worker at the first host function or unsatisfied event wait.
+ * So host functions always run on the worker thread, in queue order, and a sync of native work
+ * costs no thread wake-up at all.
+ *
+ * Errors of operations are kept (host functions: the exception; native operations: a
+ * MemoryError) and handed out, all of them, by the next sync. Waits slice their sleep so that
+ * the main thread sees Ctrl-C (PyErr_CheckSignals) within WAIT_SLICE_NS.
+ *
+ * Locking: q->mu guards the queue's state; the GIL is never requested while q->mu is held.
+ */
+#define _GNU_SOURCE
+#include "_native.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WAIT_SLICE_NS 20000000L /* 20 ms between checks for a pending signal */
+#define INLINE_ARGS 64          /* kernel argument bytes kept inside the op */
+
+static pthread_t main_thread; /* the thread that imported the module: the one Python signals */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock of time.perf_counter_ns */
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits on cv (mu held) for at most WAIT_SLICE_NS. */
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_nsec += WAIT_SLICE_NS;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec += 1;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void init_cond(pthread_cond_t *cv) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(cv, &attr);
+  pthread_condattr_destroy(&attr);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Event state: shared by the Event object and the ops that record or wait for it.       */
+
+typedef struct {
+  _Atomic long refs;
+  _Atomic int done;
+  uint64_t timestamp_ns; /* written before done is set */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} ev_t;
+
+static ev_t *ev_new(void) {
+  ev_t *ev = calloc(1, sizeof(ev_t));
+  if (ev == NULL) return NULL;
+  atomic_init(&ev->refs, 1);
+  pthread_mutex_init(&ev->mu, NULL);
+  init_cond(&ev->cv);
+  return ev;
+}
+
+static void ev_ref(ev_t *ev) { atomic_fetch_add_explicit(&ev->refs, 1, memory_order_relaxed); }
+
+static void ev_unref(ev_t *ev) {
+  if (atomic_fetch_sub_explicit(&ev->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_cond_destroy(&ev->cv);
+  pthread_mutex_destroy(&ev->mu);
+  free(ev);
+}
+
+static void ev_complete(ev_t *ev) {
+  pthread_mutex_lock(&ev->mu);
+  if (!atomic_load_explicit(&ev->done, memory_order_relaxed)) {
+    ev->timestamp_ns = now_ns();
+    atomic_store_explicit(&ev->done, 1, memory_order_release);
+    pthread_cond_broadcast(&ev->cv);
+  }
+  pthread_mutex_unlock(&ev->mu);
+}
+
+static int ev_is_done(ev_t *ev) { return atomic_load_explicit(&ev->done, memory_order_acquire); }
+
+/* Blocks until done; no Python involved (a worker waiting for another queue's event). */
+static void ev_wait_native(ev_t *ev) {
+  if (ev_is_done(ev)) return;
+  pthread_mutex_lock(&ev->mu);
+  while (!atomic_load_explicit(&ev->done, memory_order_relaxed)) pthread_cond_wait(&ev->cv, &ev->mu);
+  pthread_mutex_unlock(&ev->mu);
+}
+
+/* Called with the GIL held; waits with it released, checking for signals on the main thread.
+ * 0 when done, -1 with the signal handler's exception set. */
+static int ev_wait_interruptible(ev_t *ev) {
+  int is_main = pthread_equal(pthread_self(), main_thread);
+  while (!ev_is_done(ev)) {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&ev->mu);
+    if (!atomic_load_explicit(&ev->done, memory_order_relaxed)) {
+      if (is_main)
+        timed_wait(&ev->cv, &ev->mu);
+      else
+        pthread_cond_wait(&ev->cv, &ev->mu);
+    }
+    pthread_mutex_unlock(&ev->mu);
+    Py_END_ALLOW_THREADS
+    if (is_main && PyErr_CheckSignals() < 0) return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Operations                                                                             */
+
+enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_RECORD, OP_WAIT, OP_CALL };
+
+typedef struct op {
+  struct op *next;
+  int kind;
+  pool_t *pool;
+  union {
+    struct {
+      offload_kernel_fn kernel;
+      offload_dim3_t num_groups, group_size;
+      size_t dyn_mem;
+      void *args; /* NULL, inline_args, or a malloc'd copy */
+    } launch;
+    struct {
+      void *dst;
+      const void *src;
+      size_t size;
+    } copy;
+    struct {
+      void *dst;
+      size_t size, plen;
+      void *pattern; /* inline_args or a malloc'd copy */
+    } fill;
+    ev_t *ev;
+    PyObject *call;
+  } u;
+  unsigned char inline_args[INLINE_ARGS];
+} op_t;
+
+/* A private copy of len bytes for the op: inside it when small. NULL when out of memory. */
+static void *op_keep(op_t *op, const void *data, size_t len) {
+  void *p = len <= INLINE_ARGS ? op->inline_args : malloc(len);
+  if (p != NULL) memcpy(p, data, len);
+  return p;
+}
+
+/* Frees an op that needs no Python (every kind but OP_CALL). */
+static void op_free_native(op_t *op) {
+  switch (op->kind) {
+  case OP_LAUNCH:
+    if (op->u.launch.args != NULL && op->u.launch.args != op->inline_args) free(op->u.launch.args);
+    break;
+  case OP_FILL:
+    if (op->u.fill.pattern != op->inline_args) free(op->u.fill.pattern);
+    break;
+  case OP_RECORD:
+  case OP_WAIT: ev_unref(op->u.ev); break;
+  default: break;
+  }
+  free(op);
+}
+
+/* Runs a native op; 0 on success, -1 on failure (out of memory). */
+static int op_run_native(op_t *op) {
+  switch (op->kind) {
+  case OP_LAUNCH:
+    return pool_run(op->pool, op->u.launch.kernel, op->u.launch.args, op->u.launch.num_groups,
+                    op->u.launch.group_size, op->u.launch.dyn_mem);
+  case OP_COPY: pool_copy(op->pool, op->u.copy.dst, op->u.copy.src, op->u.copy.size); return 0;
+  case OP_FILL:
+    pool_fill(op->pool, op->u.fill.dst, op->u.fill.pattern, op->u.fill.plen, op->u.fill.size);
+    return 0;
+  case OP_RECORD: return 0; /* completed by finish_op, once counted */
+  case OP_WAIT: ev_wait_native(op->u.ev); return 0;
+  default: return 0;
+  }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Queues                                                                                 */
+
+enum { WORKER_NONE, WORKER_WANTED, WORKER_EXITED };
+
+typedef struct {
+  PyObject_HEAD
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv; /* the worker: work arrived, the runner token came free, release */
+  pthread_cond_t done_cv; /* waiters: an op completed, the token came free, the worker exited */
+  op_t *head, *tail;
+  uint64_t submitted, completed; /* op counts; completed <= submitted */
+  int running;                   /* an op is being run by `runner` */
+  int runner_is_worker;
+  pthread_t runner;
+  int worker;          /* WORKER_*: WANTED from the first submission until work() returns */
+  int worker_sleeping; /* the worker waits on work_cv */
+  int waiters;         /* threads waiting on done_cv */
+  int released;        /* no more submissions; the worker ends once the queue is empty */
+  uint64_t failures;   /* native ops that failed since the last sync */
+  PyObject *errors;    /* host-function exceptions since the last sync (GIL-guarded) */
+} QueueObject;
+
+static PyObject *SubmitError; /* _native.QueueReleased */
+
+static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
+  if (PyTuple_GET_SIZE(args) || (kwds && PyDict_GET_SIZE(kwds))) {
+    PyErr_SetString(PyExc_TypeError, "Queue() takes no arguments");
+    return -1;
+  }
+  if (self->errors != NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "Queue is already initialised");
+    return -1;
+  }
+  self->errors = PyList_New(0);
+  if (self->errors == NULL) return -1;
+  pthread_mutex_init(&self->mu, NULL);
+  init_cond(&self->work_cv);
+  init_cond(&self->done_cv);
+  return 0;
+}
+
+/* Frees a detached list of ops; the GIL is held (host functions are dropped unrun). */
+static void free_ops(op_t *op) {
+  while (op != NULL) {
+    op_t *next = op->next;
+    if (op->kind == OP_CALL) {
+      Py_DECREF(op->u.call);
+      free(op);
+    } else {
+      if (op->kind == OP_RECORD) ev_complete(op->u.ev); /* nobody waits forever for dropped work */
+      op_free_native(op);
+    }
+    op = next;
+  }
+}
+
+static void q_dealloc(QueueObject *self) {
+  if (self->errors != NULL) { /* initialised: no worker is left, it holds a reference */
+    free_ops(self->head);
+    Py_CLEAR(self->errors);
+    pthread_cond_destroy(&self->done_cv);
+    pthread_cond_destroy(&self->work_cv);
+    pthread_mutex_destroy(&self->mu);
+  }
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int q_ready(QueueObject *self) {
+  if (self->errors != NULL) return 0;
+  PyErr_SetString(PyExc_RuntimeError, "Queue.__init__ was not called");
+  return -1;
+}
+
+/* Appends op. Returns 1 when the caller must start the worker (Queue.work on a new thread),
+ * 0 otherwise, -1 (op freed, QueueReleased set) when the queue was released. GIL held. */
+static int q_push(QueueObject *self, op_t *op) {
+  op->next = NULL;
+  int start = 0;
+  pthread_mutex_lock(&self->mu);
+  if (self->released) {
+    pthread_mutex_unlock(&self->mu);
+    if (op->kind == OP_CALL) {
+      Py_DECREF(op->u.call);
+      free(op);
+    } else {
+      op_free_native(op);
+    }
+    PyErr_SetString(SubmitError, "the queue was released");
+    return -1;
+  }
+  if (self->tail) self->tail->next = op;
+  else self->head = op;
+  self->tail = op;
+  self->submitted++;
+  if (self->worker == WORKER_NONE) {
+    self->worker = WORKER_WANTED;
+    start = 1;
+  } else if (self->worker_sleeping && !self->running) {
+    pthread_cond_signal(&self->work_cv);
+  }
+  pthread_mutex_unlock(&self->mu);
+  return start;
+}
+
+static PyObject *push_result(QueueObject *self, op_t *op) {
+  int rc = q_push(self, op);
+  if (rc < 0) return NULL;
+  return PyBool_FromLong(rc);
+}
+
+static op_t *op_new(int kind, pool_t *pool) {
+  op_t *op = malloc(sizeof(op_t));
+  if (op == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  op->kind = kind;
+  op->pool = pool;
+  op->next = NULL;
+  return op;
+}
+
+static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
+  if (nargs == expected) return 0;
+  PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", fn, expected, nargs);
+  return -1;
+}
+
+static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (q_ready(self) < 0 || check_nargs("launch", nargs, 10) < 0) return NULL;
+  pool_t *pool = pool_from(args[0]);
+  if (pool == NULL) return NULL;
+  void *kernel;
+  if (parse_ptr(args[1], &kernel) < 0) return NULL;
+  if (kernel == NULL) {
+    PyErr_SetString(PyExc_ValueError, "kernel address is NULL");
+    return NULL;
+  }
+  offload_dim3_t num_groups, group_size;
+  size_t dyn_mem;
+  if (parse_grid(args + 3, &num_groups, &group_size) < 0 || parse_size(args[9], &dyn_mem) < 0)
+    return NULL;
+  op_t *op = op_new(OP_LAUNCH, pool);
+  if (op == NULL) return NULL;
+  op->u.launch.kernel = (offload_kernel_fn)(uintptr_t)kernel;
+  op->u.launch.num_groups = num_groups;
+  op->u.launch.group_size = group_size;
+  op->u.launch.dyn_mem = dyn_mem;
+  op->u.launch.args = NULL;
+  if (args[2] != Py_None) { /* copied: the caller may reuse its buffer once we return */
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+      free(op);
+      return NULL;
+    }
+    if (view.len > 0 && (op->u.launch.args = op_keep(op, view.buf, (size_t)view.len)) == NULL) {
+      PyBuffer_Release(&view);
+      free(op);
+      return PyErr_NoMemory();
+    }
+    PyBuffer_Release(&view);
+  }
+  return push_result(self, op);
+}
+
+static PyObject *q_copy(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (q_ready(self) < 0 || check_nargs("copy", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst, *src;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_ptr(args[2], &src) < 0 || parse_size(args[3], &size) < 0)
+    return NULL;
+  op_t *op = op_new(OP_COPY, pool);
+  if (op == NULL) return NULL;
+  op->u.copy.dst = dst;
+  op->u.copy.src = src;
+  op->u.copy.size = size;
+  return push_result(self, op);
+}
+
+static PyObject *q_fill(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (q_ready(self) < 0 || check_nargs("fill", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_size(args[3], &size) < 0) return NULL;
+  Py_buffer pat;
+  if (PyObject_GetBuffer(args[2], &pat, PyBUF_SIMPLE) < 0) return NULL;
+  if (pat.len == 0) {
+    PyBuffer_Release(&pat);
+    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
+    return NULL;
+  }
+  op_t *op = op_new(OP_FILL, pool);
+  if (op == NULL) {
+    PyBuffer_Release(&pat);
+    return NULL;
+  }
+  op->u.fill.dst = dst;
+  op->u.fill.size = size;
+  op->u.fill.plen = (size_t)pat.len;
+  op->u.fill.pattern = op_keep(op, pat.buf, (size_t)pat.len);
+  PyBuffer_Release(&pat);
+  if (op->u.fill.pattern == NULL) {
+    free(op);
+    return PyErr_NoMemory();
+  }
+  return push_result(self, op);
+}
+
+static PyObject *q_call(QueueObject *self, PyObject *callable) {
+  if (q_ready(self) < 0) return NULL;
+  if (!PyCallable_Check(callable)) {
+    PyErr_Format(PyExc_TypeError, "expected a callable, got %.100s", Py_TYPE(callable)->tp_name);
+    return NULL;
+  }
+  op_t *op = op_new(OP_CALL, NULL);
+  if (op == NULL) return NULL;
+  Py_INCREF(callable);
+  op->u.call = callable;
+  return push_result(self, op);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Events (the Python type)                                                               */
+
+typedef struct {
+  PyObject_HEAD
+  ev_t *ev;
+} EventObject;
+
+static PyTypeObject EventType;
+
+static void e_dealloc(EventObject *self) {
+  if (self->ev != NULL) ev_unref(self->ev);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *e_is_complete(EventObject *self, PyObject *unused) {
+  (void)unused;
+  return PyBool_FromLong(ev_is_done(self->ev));
+}
+
+static PyObject *e_wait(EventObject *self, PyObject *unused) {
+  (void)unused;
+  if (ev_wait_interruptible(self->ev) < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *e_timestamp(EventObject *self, void *closure) {
+  (void)closure;
+  return PyLong_FromUnsignedLongLong(ev_is_done(self->ev) ? self->ev->timestamp_ns : 0);
+}
+
+static PyMethodDef event_methods[] = {
+    {"is_complete", (PyCFunction)e_is_complete, METH_NOARGS, "Whether the event was reached."},
+    {"wait", (PyCFunction)e_wait, METH_NOARGS,
+     "Block until the event is reached (Ctrl-C interrupts the wait, not the work)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef event_getset[] = {
+    {"timestamp_ns", (getter)e_timestamp, NULL, "When the event was reached (perf_counter_ns clock); 0 before.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject EventType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload_host._native.Event",
+    .tp_basicsize = sizeof(EventObject),
+    .tp_dealloc = (destructor)e_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A point in a queue: complete once every operation submitted before it has run.",
+    .tp_methods = event_methods,
+    .tp_getset = event_getset,
+};
+
+static PyObject *q_record(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  EventObject *event = PyObject_New(EventObject, &EventType);
+  if (event == NULL) return NULL;
+  if ((event->ev = ev_new()) == NULL) {
+    Py_DECREF(event);
+    return PyErr_NoMemory();
+  }
+  pthread_mutex_lock(&self->mu);
+  int idle = self->completed == self->submitted && !self->running;
+  pthread_mutex_unlock(&self->mu);
+  int start = 0;
+  if (idle) {
+    ev_complete(event->ev);
+  } else {
+    op_t *op = op_new(OP_RECORD, NULL);
+    if (op == NULL) {
+      Py_DECREF(event);
+      return NULL;
+    }
+    ev_ref(event->ev);
+    op->u.ev = event->ev;
+    if ((start = q_push(self, op)) < 0) {
+      Py_DECREF(event);
+      return NULL;
+    }
+  }
+  return Py_BuildValue("(NO)", (PyObject *)event, start ? Py_True : Py_False);
+}
+
+static PyObject *q_wait_event(QueueObject *self, PyObject *arg) {
+  if (q_ready(self) < 0) return NULL;
+  if (!PyObject_TypeCheck(arg, &EventType)) {
+    PyErr_Format(PyExc_TypeError, "expected an Event, got %.100s", Py_TYPE(arg)->tp_name);
+    return NULL;
+  }
+  ev_t *ev = ((EventObject *)arg)->ev;
+  if (ev_is_done(ev)) Py_RETURN_FALSE;
+  op_t *op = op_new(OP_WAIT, NULL);
+  if (op == NULL) return NULL;
+  ev_ref(ev);
+  op->u.ev = ev;
+  return push_result(self, op);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Running: the worker and helping waiters                                                */
+
+/* Whether a waiting caller may run op (no Python, no blocking). */
+static int helpable(const op_t *op) {
+  return op->kind != OP_CALL && (op->kind != OP_WAIT || ev_is_done(op->u.ev));
+}
+
+/* Counts a run op as complete; mu held on entry and exit. An event is reached only once its
+ * record op counts as complete, so whoever sees the event complete sees the queue idle. */
+static void finish_op(QueueObject *self, op_t *op, int failed) {
+  self->completed++;
+  if (failed) self->failures++;
+  if (op->kind == OP_RECORD) ev_complete(op->u.ev);
+  if (self->waiters) pthread_cond_broadcast(&self->done_cv);
+}
+
+static op_t *pop(QueueObject *self) {
+  op_t *op = self->head;
+  self->head = op->next;
+  if (self->head == NULL) self->tail = NULL;
+  return op;
+}
+
+/* A waiting caller runs helpable ops until `target` ops completed or the head is not helpable.
+ * mu held on entry and exit, GIL released, running == 0 on entry. */
+static void help(QueueObject *self, uint64_t target) {
+  self->running = 1;
+  self->runner_is_worker = 0;
+  self->runner = pthread_self();
+  while (self->completed < target && self->head != NULL && helpable(self->head)) {
+    op_t *op = pop(self);
+    pthread_mutex_unlock(&self->mu);
+    int failed = op_run_native(op) < 0;
+    pthread_mutex_lock(&self->mu);
+    finish_op(self, op, failed);
+    op_free_native(op);
+  }
+  self->running = 0;
+  if (self->worker_sleeping && (self->head != NULL || self->released)) pthread_cond_signal(&self->work_cv);
+  if (self->waiters) pthread_cond_broadcast(&self->done_cv);
+}
+
+/* The worker's loop: Queue.work(), on the thread _queue.py started for it. Returns once the
+ * queue is released and empty. Host functions run here, with the GIL, in queue order. */
+static PyObject *q_work(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  PyThreadState *ts = PyEval_SaveThread();
+  pthread_mutex_lock(&self->mu);
+  for (;;) {
+    while (self->head == NULL || self->running) {
+      if (self->released && self->head == NULL && !self->running) goto out;
+      self->worker_sleeping = 1;
+      pthread_cond_wait(&self->work_cv, &self->mu);
+      self->worker_sleeping = 0;
+    }
+    self->running = 1;
+    self->runner_is_worker = 1;
+    self->runner = pthread_self();
+    while (self->head != NULL) {
+      op_t *op = pop(self);
+      pthread_mutex_unlock(&self->mu);
+      int failed = 0;
+      if (op->kind == OP_CALL) {
+        PyEval_RestoreThread(ts);
+        PyObject *result = PyObject_CallNoArgs(op->u.call);
+        if (result == NULL) {
+          PyObject *type, *value, *tb;
+          PyErr_Fetch(&type, &value, &tb);
+          PyErr_NormalizeException(&type, &value, &tb);
+          if (value != NULL) {
+            if (tb != NULL) PyException_SetTraceback(value, tb);
+            if (PyList_Append(self->errors, value) < 0) PyErr_Clear();
+          }
+          Py_XDECREF(type);
+          Py_XDECREF(value);
+          Py_XDECREF(tb);
+        } else {
+          Py_DECREF(result);
+        }
+        Py_DECREF(op->u.call);
+        op->u.call = NULL;
+        ts = PyEval_SaveThread();
+      } else {
+        failed = op_run_native(op) < 0;
+      }
+      pthread_mutex_lock(&self->mu);
+      finish_op(self, op, failed);
+      if (op->kind == OP_CALL) free(op);
+      else op_free_native(op);
+    }
+    self->running = 0;
+    if (self->waiters) pthread_cond_broadcast(&self->done_cv);
+  }
+out:
+  self->worker = WORKER_EXITED;
+  pthread_cond_broadcast(&self->done_cv);
+  pthread_mutex_unlock(&self->mu);
+  PyEval_RestoreThread(ts);
+  Py_RETURN_NONE;
+}
+
+/* Moves the kept errors out: a list (host-function exceptions, then one MemoryError per failed
+ * native op), or None when there are none. GIL held. */
+static PyObject *take_errors(QueueObject *self) {
+  pthread_mutex_lock(&self->mu);
+  uint64_t failures = self->failures;
+  self->failures = 0;
+  pthread_mutex_unlock(&self->mu);
+  if (failures == 0 && PyList_GET_SIZE(self->errors) == 0) Py_RETURN_NONE;
+  PyObject *errors = self->errors;
+  self->errors = PyList_New(0);
+  if (self->errors == NULL) {
+    self->errors = errors;
+    return NULL;
+  }
+  for (uint64_t i = 0; i < failures; ++i) {
+    PyObject *error = PyObject_CallFunction(
+        PyExc_MemoryError, "s", "a queued launch could not allocate its local memory");
+    if (error == NULL || PyList_Append(errors, error) < 0) {
+      Py_XDECREF(error);
+      Py_DECREF(errors);
+      return NULL;
+    }
+    Py_DECREF(error);
+  }
+  return errors;
+}
+
+/* Queue.sync(): wait for every op submitted so far, helping while the head op needs no Python;
+ * then return the kept errors (list or None). Ctrl-C on the main thread interrupts the wait
+ * (KeyboardInterrupt; the queue keeps going, the errors stay kept). */
+static PyObject *q_sync(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  int is_main = pthread_equal(pthread_self(), main_thread);
+  int interrupted = 0;
+  Py_BEGIN_ALLOW_THREADS
+  pthread_mutex_lock(&self->mu);
+  uint64_t target = self->submitted;
+  while (self->completed < target) {
+    if (!self->running && self->head != NULL && helpable(self->head)) {
+      help(self, target);
+      continue;
+    }
+    self->waiters++;
+    if (is_main) {
+      timed_wait(&self->done_cv, &self->mu);
+    } else {
+      pthread_cond_wait(&self->done_cv, &self->mu);
+    }
+    self->waiters--;
+    if (is_main && self->completed < target) {
+      pthread_mutex_unlock(&self->mu);
+      Py_BLOCK_THREADS
+      interrupted = PyErr_CheckSignals() < 0;
+      Py_UNBLOCK_THREADS
+      pthread_mutex_lock(&self->mu);
+      if (interrupted) break;
+    }
+  }
+  pthread_mutex_unlock(&self->mu);
+  Py_END_ALLOW_THREADS
+  if (interrupted) return NULL;
+  return take_errors(self);
+}
+
+/* Queue.release(discard): no more submissions. Without discard the worker first runs what is
+ * queued; with it the ops not yet started are dropped (events among them complete). Waits for
+ * the worker to leave work() unless called from the worker itself (a host function: the worker
+ * leaves after it). Returns the errors like sync. */
+static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
+  if (q_ready(self) < 0) return NULL;
+  int discard = PyObject_IsTrue(discard_obj);
+  if (discard < 0) return NULL;
+  op_t *dropped = NULL;
+  pthread_mutex_lock(&self->mu);
+  self->released = 1;
+  if (discard && self->head != NULL) {
+    dropped = self->head;
+    self->head = self->tail = NULL;
+    self->completed = self->submitted - (self->running ? 1 : 0);
+  }
+  int on_worker = self->running && self->runner_is_worker && pthread_equal(self->runner, pthread_self());
+  pthread_cond_broadcast(&self->work_cv);
+  pthread_cond_broadcast(&self->done_cv);
+  pthread_mutex_unlock(&self->mu);
+  free_ops(dropped);
+  if (!on_worker) {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    while (self->worker == WORKER_WANTED) {
+      self->waiters++;
+      pthread_cond_wait(&self->done_cv, &self->mu);
+      self->waiters--;
+    }
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+  }
+  return take_errors(self);
+}
+
+/* The worker could not be started: the next submission asks again. */
+static PyObject *q_worker_failed(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  if (self->worker == WORKER_WANTED) self->worker = WORKER_NONE;
+  pthread_cond_broadcast(&self->done_cv);
+  pthread_mutex_unlock(&self->mu);
+  Py_RETURN_NONE;
+}
+
+static PyObject *q_pending(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  int pending = self->completed != self->submitted || self->running;
+  pthread_mutex_unlock(&self->mu);
+  return PyBool_FromLong(pending);
+}
+
+/* Whether the calling thread is this queue's worker running a host function right now. */
+static PyObject *q_on_worker(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  int mine = self->running && self->runner_is_worker && pthread_equal(self->runner, pthread_self());
+  pthread_mutex_unlock(&self->mu);
+  return PyBool_FromLong(mine);
+}
+
+#define QMETHOD(name, flags, doc) {#name, (PyCFunction)(void (*)(void))q_##name, flags, doc}
+
+static PyMethodDef queue_methods[] = {
+    QMETHOD(launch, METH_FASTCALL,
+            "launch(pool, kernel, args, ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem) -> start_worker\n\n"
+            "Enqueue a kernel launch (args copied). True: start a thread running work()."),
+    QMETHOD(copy, METH_FASTCALL, "copy(pool | None, dst, src, size) -> start_worker\n\nEnqueue a memmove."),
+    QMETHOD(fill, METH_FASTCALL,
+            "fill(pool | None, dst, pattern, size) -> start_worker\n\nEnqueue a pattern fill."),
+    QMETHOD(call, METH_O, "call(callable) -> start_worker\n\nEnqueue callable() (run on the worker)."),
+    QMETHOD(record, METH_NOARGS,
+            "record() -> (Event, start_worker)\n\nAn event complete once the work so far is done."),
+    QMETHOD(wait_event, METH_O,
+            "wait_event(event) -> start_worker\n\nLater work waits until event is complete."),
+    QMETHOD(work, METH_NOARGS, "work()\n\nThe worker's loop; returns once released and empty."),
+    QMETHOD(sync, METH_NOARGS,
+            "sync() -> list | None\n\nWait for the work so far (helping); take the kept errors."),
+    QMETHOD(release, METH_O,
+            "release(discard) -> list | None\n\nRefuse more work, end the worker; take the errors."),
+    QMETHOD(worker_failed, METH_NOARGS, "worker_failed()\n\nThe worker thread could not start."),
+    QMETHOD(pending, METH_NOARGS, "pending() -> bool\n\nWhether work is queued or running."),
+    QMETHOD(on_worker, METH_NOARGS,
+            "on_worker() -> bool\n\nWhether the caller is this queue's worker inside a host function."),
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject QueueType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload_host._native.Queue",
+    .tp_basicsize = sizeof(QueueObject),
+    .tp_dealloc = (destructor)q_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A native in-order queue (see _hostq.c); offload_host._queue.HostQueue extends it.",
+    .tp_methods = queue_methods,
+    .tp_init = (initproc)q_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* The synchronous counterparts of the queued copy and fill                               */
+
+static PyObject *py_copy_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  if (check_nargs("copy_on", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst, *src;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_ptr(args[2], &src) < 0 || parse_size(args[3], &size) < 0)
+    return NULL;
+  if (size == 0) Py_RETURN_NONE;
+  Py_BEGIN_ALLOW_THREADS
+  pool_copy(pool, dst, src, size);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_fill_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  if (check_nargs("fill_on", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_size(args[3], &size) < 0) return NULL;
+  Py_buffer pat;
+  if (PyObject_GetBuffer(args[2], &pat, PyBUF_SIMPLE) < 0) return NULL;
+  if (pat.len == 0) {
+    PyBuffer_Release(&pat);
+    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
+    return NULL;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  pool_fill(pool, dst, pat.buf, (size_t)pat.len, size);
+  Py_END_ALLOW_THREADS
+  PyBuffer_Release(&pat);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef hostq_functions[] = {
+    {"copy_on", (PyCFunction)(void (*)(void))py_copy_on, METH_FASTCALL,
+     "copy_on(pool | None, dst, src, size)\n\nmemmove, big copies split over the pool; GIL released."},
+    {"fill_on", (PyCFunction)(void (*)(void))py_fill_on, METH_FASTCALL,
+     "fill_on(pool | None, dst, pattern, size)\n\nPattern fill, big fills split over the pool."},
+    {NULL, NULL, 0, NULL},
+};
+
+int hostq_exec(PyObject *module) {
+  if (PyModule_AddFunctions(module, hostq_functions) < 0) return -1;
+  main_thread = pthread_self();
+  if (PyType_Ready(&QueueType) < 0 || PyType_Ready(&EventType) < 0) return -1;
+  SubmitError = PyErr_NewExceptionWithDoc("offload_host._native.QueueReleased",
+                                          "Work was submitted to a released queue.",
+                                          PyExc_RuntimeError, NULL);
+  if (SubmitError == NULL) return -1;
+  if (PyModule_AddObjectRef(module, "QueueReleased", SubmitError) < 0 ||
+      PyModule_AddObjectRef(module, "Queue", (PyObject *)&QueueType) < 0 ||
+      PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0)
+    return -1;
+  return 0;
+}

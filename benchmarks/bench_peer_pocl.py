@@ -4,7 +4,7 @@ The same four workloads on both, timed in interleaved repeats (medians), printed
 offload / PoCL (lower is better; targets from issue 8):
 
 * roundtrip  one empty kernel (1 group of 1 item) enqueued, then a queue sync           <= 0.5x
-* batch      N empty launches enqueued, then one sync; per launch                       <= 0.7x
+* batch      1000 empty launches enqueued, then one sync; per launch (10 batches a sample) <= 0.7x
 * saxpy      y = a*x + y over 2^24 floats in groups of 256, launch + sync               <= 1.0x
              and offload's default worker count >= 1.6x as fast as one thread on the same launch
 * copy       64 MiB host -> device copy on a queue + sync                               <= 1.0x
@@ -39,16 +39,20 @@ INSTALL_HINT = 'PyOpenCL with PoCL is not installed: pip install "pyopencl[pocl]
 class Config:
     repeats: int
     roundtrips: int  # round trips per sample
-    batch: int  # launches per batch sample
+    batch: int  # launches per batch (then one sync)
+    batches: int  # batches per sample
     saxpy_n: int
     saxpy_runs: int  # launches per saxpy sample
     copy_size: int
     copies: int  # copies per copy sample
 
 
-FULL = Config(repeats=7, roundtrips=2000, batch=1000, saxpy_n=1 << 24, saxpy_runs=5, copy_size=64 << 20, copies=5)
-QUICK = Config(repeats=1, roundtrips=20, batch=20, saxpy_n=1 << 12, saxpy_runs=1, copy_size=1 << 16, copies=1)
+FULL = Config(
+    repeats=7, roundtrips=2000, batch=1000, batches=10, saxpy_n=1 << 24, saxpy_runs=5, copy_size=64 << 20, copies=5
+)
+QUICK = Config(repeats=1, roundtrips=20, batch=20, batches=1, saxpy_n=1 << 12, saxpy_runs=1, copy_size=1 << 16, copies=1)
 GROUP = 256
+SETTLE_S = 0.05
 
 TARGETS = {"roundtrip": 0.5, "batch": 0.7, "saxpy": 1.0, "copy": 1.0}
 TARGET_SAXPY_SCALING = 1.6
@@ -86,6 +90,7 @@ def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict[
     order = list(variants)
     for round_ in range(repeats):
         for name in order if round_ % 2 == 0 else reversed(order):
+            time.sleep(SETTLE_S)  # let the other runtime's threads go idle (PoCL's poll a while)
             samples[name].append(variants[name]())
     return {name: statistics.median(v) for name, v in samples.items()}
 
@@ -143,15 +148,16 @@ class OffloadSide:
 
         return _ns_per(body, count)
 
-    def batch(self, count: int) -> float:
+    def batch(self, count: int, batches: int = 1) -> float:
         launch, sync, q, dev, k, one = ol.olLaunchKernel, ol.olSyncQueue, self.queue, self.device, self.noargs, self.one
 
         def body() -> None:
-            for _ in range(count):
-                launch(q, dev, k, None, one)
-            sync(q)
+            for _ in range(batches):
+                for _ in range(count):
+                    launch(q, dev, k, None, one)
+                sync(q)
 
-        return _ns_per(body, count)
+        return _ns_per(body, count * batches)
 
     def saxpy_run(self, runs: int) -> float:
         launch, sync, q, dev, k = ol.olLaunchKernel, ol.olSyncQueue, self.queue, self.device, self.saxpy
@@ -228,15 +234,16 @@ class PoclSide:
 
         return _ns_per(body, count)
 
-    def batch(self, count: int) -> float:
+    def batch(self, count: int, batches: int = 1) -> float:
         enqueue, q, k, finish = self.cl.enqueue_nd_range_kernel, self.queue, self.noargs, self.queue.finish
 
         def body() -> None:
-            for _ in range(count):
-                enqueue(q, k, (1,), (1,))
-            finish()
+            for _ in range(batches):
+                for _ in range(count):
+                    enqueue(q, k, (1,), (1,))
+                finish()
 
-        return _ns_per(body, count)
+        return _ns_per(body, count * batches)
 
     def saxpy_run(self, runs: int) -> float:
         enqueue, q, k, finish, gs = self.cl.enqueue_nd_range_kernel, self.queue, self.saxpy, self.queue.finish, self.global_size
@@ -279,8 +286,8 @@ def measure(cfg: Config, cl: Any) -> dict[str, Any]:
                 {
                     "roundtrip_offload_ns": lambda: ours.roundtrip(cfg.roundtrips),
                     "roundtrip_pocl_ns": lambda: theirs.roundtrip(cfg.roundtrips),
-                    "batch_offload_ns": lambda: ours.batch(cfg.batch),
-                    "batch_pocl_ns": lambda: theirs.batch(cfg.batch),
+                    "batch_offload_ns": lambda: ours.batch(cfg.batch, cfg.batches),
+                    "batch_pocl_ns": lambda: theirs.batch(cfg.batch, cfg.batches),
                     "saxpy_offload_ns": lambda: ours.saxpy_run(cfg.saxpy_runs),
                     "saxpy_pocl_ns": lambda: theirs.saxpy_run(cfg.saxpy_runs),
                     "saxpy_offload_one_thread_ns": lambda: ours.saxpy_one_thread(cfg.saxpy_runs),

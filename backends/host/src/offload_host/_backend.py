@@ -23,12 +23,18 @@ _partial = functools.partial
 
 
 class HostDevice:
-    """The CPU: a worker pool for kernel groups and the registered (pinned) host ranges."""
+    """The CPU: a worker pool for kernel groups, the executor thread running queues' native work,
+    and the registered (pinned) host ranges."""
 
-    __slots__ = ("pool", "local_memory_limit", "registered", "lock")
+    __slots__ = ("pool", "executor", "local_memory_limit", "registered", "lock")
 
     def __init__(self, threads: int) -> None:
         self.pool = _native.pool_create(threads)
+        try:
+            self.executor = _native.executor_create()
+        except BaseException:
+            _native.pool_destroy(self.pool)
+            raise
         self.local_memory_limit = _device_info.local_memory_limit()
         self.registered: dict[int, list[int]] = {}  # base -> [size, users, locked]
         self.lock = threading.Lock()
@@ -52,7 +58,10 @@ class HostBackend:
 
     @hookimpl
     def deinit_device(self, device: HostDevice) -> None:
-        _native.pool_destroy(device.pool)
+        try:
+            _native.executor_destroy(device.executor)
+        finally:
+            _native.pool_destroy(device.pool)
 
     @hookimpl
     def get_device_info(self, device: HostDevice) -> Mapping[DeviceInfo, Any]:
@@ -173,7 +182,7 @@ class HostBackend:
 
     @hookimpl
     def create_queue(self, device: HostDevice) -> HostQueue:
-        return HostQueue()
+        return HostQueue(device.executor)
 
     @hookimpl
     def synchronize(self, device: HostDevice, queue: HostQueue, release: bool) -> None:

@@ -20,6 +20,7 @@
 #include "_native.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -202,7 +203,28 @@ static int op_run_native(op_t *op) {
 
 enum { WORKER_NONE, WORKER_WANTED, WORKER_EXITED };
 
+typedef struct QueueObject QueueObject;
+
+/* The executor of a device: one native thread that runs the native work of queues that have
+ * no worker thread (a queue gets one only for host functions and event waits), so that native
+ * work progresses without anyone syncing. Refcounted: its device and every queue using it. */
 typedef struct {
+  uint64_t magic;
+  _Atomic long refs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;      /* the service thread: a queue became ready, or stop */
+  pthread_cond_t idle_cv; /* `current` changed */
+  QueueObject *ready_head, *ready_tail; /* queues with native work to run, each once */
+  _Atomic int nready;
+  QueueObject *current; /* the queue being serviced */
+  int sleeping, stop, started;
+  pthread_t thread;
+} exec_t;
+
+#define EXEC_MAGIC 0x6f6c65786563ULL
+#define SPIN_NS 30000 /* the service thread polls this long before sleeping */
+
+struct QueueObject {
   PyObject_HEAD
   pthread_mutex_t mu;
   pthread_cond_t work_cv; /* the worker: work arrived, the runner token came free, release */
@@ -218,19 +240,84 @@ typedef struct {
   int released;        /* no more submissions; the worker ends once the queue is empty */
   uint64_t failures;   /* native ops that failed since the last sync */
   PyObject *errors;    /* host-function exceptions since the last sync (GIL-guarded) */
-} QueueObject;
+  exec_t *exec;        /* NULL: native work waits for the worker or a sync */
+  QueueObject *ready_next; /* in exec's ready list; guarded by exec->mu */
+  int in_ready;            /* guarded by exec->mu */
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static void exec_unref(exec_t *ex) {
+  if (atomic_fetch_sub_explicit(&ex->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_cond_destroy(&ex->idle_cv);
+  pthread_cond_destroy(&ex->cv);
+  pthread_mutex_destroy(&ex->mu);
+  ex->magic = 0;
+  free(ex);
+}
+
+/* Puts q in the ready list (q->mu held). 0 on success, -1 if the executor has stopped. */
+static int exec_push(exec_t *ex, QueueObject *q) {
+  int rc = 0;
+  pthread_mutex_lock(&ex->mu);
+  if (ex->stop) {
+    rc = -1;
+  } else if (!q->in_ready) {
+    q->in_ready = 1;
+    q->ready_next = NULL;
+    if (ex->ready_tail) ex->ready_tail->ready_next = q;
+    else ex->ready_head = q;
+    ex->ready_tail = q;
+    atomic_fetch_add_explicit(&ex->nready, 1, memory_order_release);
+    if (ex->sleeping) pthread_cond_signal(&ex->cv);
+  }
+  pthread_mutex_unlock(&ex->mu);
+  return rc;
+}
+
+/* Takes q out of the ready list and waits until the service thread is not inside it (q->mu
+ * not held): afterwards the executor never touches q again unless q is pushed anew. */
+static void exec_forget(exec_t *ex, QueueObject *q) {
+  pthread_mutex_lock(&ex->mu);
+  if (q->in_ready) {
+    QueueObject **link = &ex->ready_head, *prev = NULL;
+    while (*link != q) {
+      prev = *link;
+      link = &(*link)->ready_next;
+    }
+    *link = q->ready_next;
+    if (ex->ready_tail == q) ex->ready_tail = prev;
+    q->in_ready = 0;
+    atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
+  }
+  while (ex->current == q) pthread_cond_wait(&ex->idle_cv, &ex->mu);
+  pthread_mutex_unlock(&ex->mu);
+}
 
 static PyObject *SubmitError; /* _native.QueueReleased */
 
+static exec_t *exec_from(PyObject *obj);
+
 static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
-  if (PyTuple_GET_SIZE(args) || (kwds && PyDict_GET_SIZE(kwds))) {
-    PyErr_SetString(PyExc_TypeError, "Queue() takes no arguments");
+  PyObject *executor = Py_None;
+  if ((kwds && PyDict_GET_SIZE(kwds)) || !PyArg_UnpackTuple(args, "Queue", 0, 1, &executor)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Queue() takes no keyword arguments");
     return -1;
   }
   if (self->errors != NULL) {
     PyErr_SetString(PyExc_RuntimeError, "Queue is already initialised");
     return -1;
   }
+  exec_t *ex = NULL;
+  if (executor != Py_None && (ex = exec_from(executor)) == NULL) return -1;
+  if (ex != NULL) atomic_fetch_add_explicit(&ex->refs, 1, memory_order_relaxed);
+  self->exec = ex;
   self->errors = PyList_New(0);
   if (self->errors == NULL) return -1;
   pthread_mutex_init(&self->mu, NULL);
@@ -256,6 +343,12 @@ static void free_ops(op_t *op) {
 
 static void q_dealloc(QueueObject *self) {
   if (self->errors != NULL) { /* initialised: no worker is left, it holds a reference */
+    if (self->exec != NULL) {
+      Py_BEGIN_ALLOW_THREADS
+      exec_forget(self->exec, self);
+      Py_END_ALLOW_THREADS
+      exec_unref(self->exec);
+    }
     free_ops(self->head);
     Py_CLEAR(self->errors);
     pthread_cond_destroy(&self->done_cv);
@@ -269,6 +362,20 @@ static int q_ready(QueueObject *self) {
   if (self->errors != NULL) return 0;
   PyErr_SetString(PyExc_RuntimeError, "Queue.__init__ was not called");
   return -1;
+}
+
+static int helpable(const op_t *op);
+
+/* Makes sure someone runs the head op when nobody is running (q->mu held): the worker when
+ * there is one, else the executor. -1 when neither can (then a worker must be started). */
+static int kick(QueueObject *q) {
+  if (q->head == NULL || q->running) return 0;
+  if (q->worker == WORKER_WANTED) {
+    if (q->worker_sleeping) pthread_cond_signal(&q->work_cv);
+    return 0;
+  }
+  if (q->worker == WORKER_NONE && helpable(q->head)) return q->exec ? exec_push(q->exec, q) : -1;
+  return 0;
 }
 
 /* Appends op. Returns 1 when the caller must start the worker (Queue.work on a new thread),
@@ -292,11 +399,13 @@ static int q_push(QueueObject *self, op_t *op) {
   else self->head = op;
   self->tail = op;
   self->submitted++;
-  if (self->worker == WORKER_NONE) {
+  /* Host functions and event waits need the worker thread; native work only needs someone. */
+  int blocking = op->kind == OP_CALL || (op->kind == OP_WAIT && !ev_is_done(op->u.ev));
+  if (self->worker != WORKER_NONE) {
+    kick(self);
+  } else if (blocking || kick(self) < 0) {
     self->worker = WORKER_WANTED;
     start = 1;
-  } else if (self->worker_sleeping && !self->running) {
-    pthread_cond_signal(&self->work_cv);
   }
   pthread_mutex_unlock(&self->mu);
   return start;
@@ -562,7 +671,8 @@ static void help(QueueObject *self, uint64_t target) {
     op_free_native(op);
   }
   self->running = 0;
-  if (self->worker_sleeping && (self->head != NULL || self->released)) pthread_cond_signal(&self->work_cv);
+  if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
+  kick(self);
   if (self->waiters) pthread_cond_broadcast(&self->done_cv);
 }
 
@@ -715,12 +825,17 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
   if (!on_worker) {
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&self->mu);
-    while (self->worker == WORKER_WANTED) {
+    while (self->completed < self->submitted || self->worker == WORKER_WANTED) {
+      if (!self->running && self->head != NULL && helpable(self->head)) {
+        help(self, self->submitted);
+        continue;
+      }
       self->waiters++;
       pthread_cond_wait(&self->done_cv, &self->mu);
       self->waiters--;
     }
     pthread_mutex_unlock(&self->mu);
+    if (self->exec != NULL) exec_forget(self->exec, self);
     Py_END_ALLOW_THREADS
   }
   return take_errors(self);
@@ -794,6 +909,103 @@ static PyTypeObject QueueType = {
 };
 
 /* ------------------------------------------------------------------------------------ */
+/* The executor's service thread and handle                                               */
+
+static void *exec_main(void *arg) {
+  exec_t *ex = arg;
+  pthread_mutex_lock(&ex->mu);
+  for (;;) {
+    if (ex->ready_head == NULL && !ex->stop) {
+      /* Poll a moment first: a stream of submissions then costs no wake-ups. */
+      pthread_mutex_unlock(&ex->mu);
+      uint64_t start = now_ns();
+      while (atomic_load_explicit(&ex->nready, memory_order_acquire) == 0 && now_ns() - start < SPIN_NS)
+        cpu_relax();
+      pthread_mutex_lock(&ex->mu);
+      while (ex->ready_head == NULL && !ex->stop) {
+        ex->sleeping = 1;
+        pthread_cond_wait(&ex->cv, &ex->mu);
+        ex->sleeping = 0;
+      }
+    }
+    if (ex->stop) break;
+    QueueObject *q = ex->ready_head;
+    ex->ready_head = q->ready_next;
+    if (ex->ready_head == NULL) ex->ready_tail = NULL;
+    q->in_ready = 0;
+    atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
+    ex->current = q; /* q stays alive: exec_forget (release, dealloc) waits for us */
+    pthread_mutex_unlock(&ex->mu);
+
+    pthread_mutex_lock(&q->mu);
+    if (!q->running && q->head != NULL && helpable(q->head)) help(q, UINT64_MAX);
+    pthread_mutex_unlock(&q->mu);
+
+    pthread_mutex_lock(&ex->mu);
+    ex->current = NULL;
+    pthread_cond_broadcast(&ex->idle_cv);
+  }
+  pthread_mutex_unlock(&ex->mu);
+  return NULL;
+}
+
+static exec_t *exec_from(PyObject *obj) {
+  void *p;
+  if (parse_ptr(obj, &p) < 0) return NULL;
+  exec_t *ex = p;
+  if (ex == NULL || ex->magic != EXEC_MAGIC) {
+    PyErr_SetString(PyExc_ValueError, "not a live executor handle");
+    return NULL;
+  }
+  return ex;
+}
+
+static PyObject *py_executor_create(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  exec_t *ex = calloc(1, sizeof(exec_t));
+  if (ex == NULL) return PyErr_NoMemory();
+  ex->magic = EXEC_MAGIC;
+  atomic_init(&ex->refs, 1);
+  pthread_mutex_init(&ex->mu, NULL);
+  init_cond(&ex->cv);
+  init_cond(&ex->idle_cv);
+  sigset_t all, old; /* signals go to Python's threads, never to this one */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int err = pthread_create(&ex->thread, NULL, exec_main, ex);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err != 0) {
+    exec_unref(ex);
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  ex->started = 1;
+  return PyLong_FromVoidPtr(ex);
+}
+
+static PyObject *py_executor_destroy(PyObject *m, PyObject *arg) {
+  (void)m;
+  exec_t *ex = exec_from(arg);
+  if (ex == NULL) return NULL;
+  pthread_mutex_lock(&ex->mu);
+  int first = !ex->stop;
+  ex->stop = 1;
+  pthread_cond_broadcast(&ex->cv);
+  pthread_mutex_unlock(&ex->mu);
+  if (!first) {
+    PyErr_SetString(PyExc_ValueError, "executor already destroyed");
+    return NULL;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  pthread_join(ex->thread, NULL);
+  Py_END_ALLOW_THREADS
+  ex->magic = 0; /* queues still holding it find it stopped; the last one frees it */
+  exec_unref(ex);
+  Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
 /* The synchronous counterparts of the queued copy and fill                               */
 
 static PyObject *py_copy_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
@@ -835,6 +1047,10 @@ static PyObject *py_fill_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 }
 
 static PyMethodDef hostq_functions[] = {
+    {"executor_create", (PyCFunction)py_executor_create, METH_NOARGS,
+     "executor_create() -> handle\n\nStart a device's executor: the thread running native queue work."},
+    {"executor_destroy", (PyCFunction)py_executor_destroy, METH_O,
+     "executor_destroy(handle)\n\nStop and join the executor's thread (queues stop using it)."},
     {"copy_on", (PyCFunction)(void (*)(void))py_copy_on, METH_FASTCALL,
      "copy_on(pool | None, dst, src, size)\n\nmemmove, big copies split over the pool; GIL released."},
     {"fill_on", (PyCFunction)(void (*)(void))py_fill_on, METH_FASTCALL,

@@ -33,8 +33,8 @@ class HostQueue(_native.Queue):
 
     __slots__ = ("name", "_thread")
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, executor: int | None = None) -> None:
+        super().__init__(executor)
         self.name = f"offload-host-queue-{next(_names)}"
         self._thread: threading.Thread | None = None
 

@@ -219,7 +219,9 @@ class HostBackend:
 
     @hookimpl
     def sync_event(self, device: HostDevice, event: HostEvent) -> None:
-        event.wait()
+        errors = event.wait()  # the errors of the operations before the event, if any
+        if errors:
+            event.queue.raise_errors(errors)
 
     @hookimpl
     def event_elapsed_time(self, device: HostDevice, start: HostEvent, end: HostEvent) -> float:

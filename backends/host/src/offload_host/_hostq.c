@@ -134,6 +134,7 @@ enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_RECORD, OP_WAIT, OP_CALL };
 
 typedef struct op {
   struct op *next;
+  uint64_t seq; /* 1 for the queue's first op */
   int kind;
   pool_t *pool;
   union {
@@ -238,8 +239,9 @@ struct QueueObject {
   int worker_sleeping; /* the worker waits on work_cv */
   int waiters;         /* threads waiting on done_cv */
   int released;        /* no more submissions; the worker ends once the queue is empty */
-  uint64_t failures;   /* native ops that failed since the last sync */
-  PyObject *errors;    /* host-function exceptions since the last sync (GIL-guarded) */
+  uint64_t *failed;    /* seqs of native ops that failed, not yet reported (mu) */
+  size_t nfailed, capfailed;
+  PyObject *errors;    /* [(seq, exception)] of host functions, not yet reported (GIL) */
   exec_t *exec;        /* NULL: native work waits for the worker or a sync */
   QueueObject *ready_next; /* in exec's ready list; guarded by exec->mu */
   int in_ready;            /* guarded by exec->mu */
@@ -300,7 +302,8 @@ static void exec_forget(exec_t *ex, QueueObject *q) {
   pthread_mutex_unlock(&ex->mu);
 }
 
-static PyObject *SubmitError; /* _native.QueueReleased */
+static PyObject *SubmitError;   /* _native.QueueReleased, an offload.OffloadError */
+static PyObject *InvalidQueue;  /* offload.ErrorCode.INVALID_QUEUE */
 
 static exec_t *exec_from(PyObject *obj);
 
@@ -351,6 +354,7 @@ static void q_dealloc(QueueObject *self) {
     }
     free_ops(self->head);
     Py_CLEAR(self->errors);
+    free(self->failed);
     pthread_cond_destroy(&self->done_cv);
     pthread_cond_destroy(&self->work_cv);
     pthread_mutex_destroy(&self->mu);
@@ -392,13 +396,18 @@ static int q_push(QueueObject *self, op_t *op) {
     } else {
       op_free_native(op);
     }
-    PyErr_SetString(SubmitError, "the queue was released");
+    PyObject *error = PyObject_CallFunction(SubmitError, "Os", InvalidQueue,
+                                            "the queue was destroyed while this work was submitted");
+    if (error != NULL) {
+      PyErr_SetObject(SubmitError, error);
+      Py_DECREF(error);
+    }
     return -1;
   }
   if (self->tail) self->tail->next = op;
   else self->head = op;
   self->tail = op;
-  self->submitted++;
+  op->seq = ++self->submitted;
   /* Host functions and event waits need the worker thread; native work only needs someone. */
   int blocking = op->kind == OP_CALL || (op->kind == OP_WAIT && !ev_is_done(op->u.ev));
   if (self->worker != WORKER_NONE) {
@@ -538,12 +547,16 @@ static PyObject *q_call(QueueObject *self, PyObject *callable) {
 typedef struct {
   PyObject_HEAD
   ev_t *ev;
+  QueueObject *queue; /* the queue it was recorded on */
+  uint64_t seq;       /* the ops of that queue before it: 1..seq */
 } EventObject;
 
 static PyTypeObject EventType;
+static PyObject *take_errors(QueueObject *self, uint64_t limit);
 
 static void e_dealloc(EventObject *self) {
   if (self->ev != NULL) ev_unref(self->ev);
+  Py_XDECREF(self->queue);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -555,7 +568,12 @@ static PyObject *e_is_complete(EventObject *self, PyObject *unused) {
 static PyObject *e_wait(EventObject *self, PyObject *unused) {
   (void)unused;
   if (ev_wait_interruptible(self->ev) < 0) return NULL;
-  Py_RETURN_NONE;
+  return take_errors(self->queue, self->seq);
+}
+
+static PyObject *e_queue(EventObject *self, void *closure) {
+  (void)closure;
+  return Py_NewRef((PyObject *)self->queue);
 }
 
 static PyObject *e_timestamp(EventObject *self, void *closure) {
@@ -566,13 +584,15 @@ static PyObject *e_timestamp(EventObject *self, void *closure) {
 static PyMethodDef event_methods[] = {
     {"is_complete", (PyCFunction)e_is_complete, METH_NOARGS, "Whether the event was reached."},
     {"wait", (PyCFunction)e_wait, METH_NOARGS,
-     "Block until the event is reached (Ctrl-C interrupts the wait, not the work)."},
+     "wait() -> list | None\n\nBlock until the event is reached (Ctrl-C interrupts the wait, not\n"
+     "the work); take the kept errors of the operations before it."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef event_getset[] = {
     {"timestamp_ns", (getter)e_timestamp, NULL, "When the event was reached (perf_counter_ns clock); 0 before.",
      NULL},
+    {"queue", (getter)e_queue, NULL, "The queue the event was recorded on.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -591,12 +611,14 @@ static PyObject *q_record(QueueObject *self, PyObject *unused) {
   if (q_ready(self) < 0) return NULL;
   EventObject *event = PyObject_New(EventObject, &EventType);
   if (event == NULL) return NULL;
+  event->queue = (QueueObject *)Py_NewRef((PyObject *)self);
   if ((event->ev = ev_new()) == NULL) {
     Py_DECREF(event);
     return PyErr_NoMemory();
   }
   pthread_mutex_lock(&self->mu);
   int idle = self->completed == self->submitted && !self->running;
+  event->seq = self->submitted;
   pthread_mutex_unlock(&self->mu);
   int start = 0;
   if (idle) {
@@ -644,7 +666,17 @@ static int helpable(const op_t *op) {
  * record op counts as complete, so whoever sees the event complete sees the queue idle. */
 static void finish_op(QueueObject *self, op_t *op, int failed) {
   self->completed++;
-  if (failed) self->failures++;
+  if (failed) {
+    if (self->nfailed == self->capfailed) {
+      size_t cap = self->capfailed ? 2 * self->capfailed : 8;
+      uint64_t *grown = realloc(self->failed, cap * sizeof(uint64_t));
+      if (grown != NULL) {
+        self->failed = grown;
+        self->capfailed = cap;
+      }
+    }
+    if (self->nfailed < self->capfailed) self->failed[self->nfailed++] = op->seq;
+  }
   if (op->kind == OP_RECORD) ev_complete(op->u.ev);
   if (self->waiters) pthread_cond_broadcast(&self->done_cv);
 }
@@ -706,7 +738,9 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
           PyErr_NormalizeException(&type, &value, &tb);
           if (value != NULL) {
             if (tb != NULL) PyException_SetTraceback(value, tb);
-            if (PyList_Append(self->errors, value) < 0) PyErr_Clear();
+            PyObject *entry = Py_BuildValue("(KO)", (unsigned long long)op->seq, value);
+            if (entry == NULL || PyList_Append(self->errors, entry) < 0) PyErr_Clear();
+            Py_XDECREF(entry);
           }
           Py_XDECREF(type);
           Py_XDECREF(value);
@@ -736,31 +770,61 @@ out:
   Py_RETURN_NONE;
 }
 
-/* Moves the kept errors out: a list (host-function exceptions, then one MemoryError per failed
- * native op), or None when there are none. GIL held. */
-static PyObject *take_errors(QueueObject *self) {
+/* Moves out the kept errors of ops 1..limit, in queue order: a list (a host function's
+ * exception, or a MemoryError for a native op that failed), or None when there are none. GIL
+ * held. */
+static PyObject *take_errors(QueueObject *self, uint64_t limit) {
+  uint64_t *failed = NULL;
+  size_t nfailed = 0;
   pthread_mutex_lock(&self->mu);
-  uint64_t failures = self->failures;
-  self->failures = 0;
-  pthread_mutex_unlock(&self->mu);
-  if (failures == 0 && PyList_GET_SIZE(self->errors) == 0) Py_RETURN_NONE;
-  PyObject *errors = self->errors;
-  self->errors = PyList_New(0);
-  if (self->errors == NULL) {
-    self->errors = errors;
-    return NULL;
-  }
-  for (uint64_t i = 0; i < failures; ++i) {
-    PyObject *error = PyObject_CallFunction(
-        PyExc_MemoryError, "s", "a queued launch could not allocate its local memory");
-    if (error == NULL || PyList_Append(errors, error) < 0) {
-      Py_XDECREF(error);
-      Py_DECREF(errors);
-      return NULL;
+  if (self->nfailed) {
+    failed = malloc(self->nfailed * sizeof(uint64_t));
+    if (failed != NULL) {
+      size_t kept = 0;
+      for (size_t i = 0; i < self->nfailed; ++i) {
+        if (self->failed[i] <= limit) failed[nfailed++] = self->failed[i];
+        else self->failed[kept++] = self->failed[i];
+      }
+      self->nfailed = kept;
     }
-    Py_DECREF(error);
   }
-  return errors;
+  pthread_mutex_unlock(&self->mu);
+  Py_ssize_t n = PyList_GET_SIZE(self->errors);
+  if (nfailed == 0 && n == 0) {
+    free(failed);
+    Py_RETURN_NONE;
+  }
+  PyObject *out = PyList_New(0), *rest = PyList_New(0);
+  if (out == NULL || rest == NULL) goto fail;
+  size_t f = 0;
+  for (Py_ssize_t i = 0; i <= n; ++i) {
+    PyObject *entry = i < n ? PyList_GET_ITEM(self->errors, i) : NULL;
+    unsigned long long seq = entry ? PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(entry, 0)) : UINT64_MAX;
+    for (; f < nfailed && (failed[f] < seq || entry == NULL); ++f) { /* native failures first */
+      PyObject *error = PyObject_CallFunction(
+          PyExc_MemoryError, "s", "a queued launch could not allocate its local memory");
+      if (error == NULL || PyList_Append(out, error) < 0) {
+        Py_XDECREF(error);
+        goto fail;
+      }
+      Py_DECREF(error);
+    }
+    if (entry == NULL) break;
+    if (PyList_Append(seq <= limit ? out : rest, seq <= limit ? PyTuple_GET_ITEM(entry, 1) : entry) < 0)
+      goto fail;
+  }
+  free(failed);
+  Py_SETREF(self->errors, rest);
+  if (PyList_GET_SIZE(out) == 0) {
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+  }
+  return out;
+fail:
+  free(failed);
+  Py_XDECREF(out);
+  Py_XDECREF(rest);
+  return NULL;
 }
 
 /* Queue.sync(): wait for every op submitted so far, helping while the head op needs no Python;
@@ -771,9 +835,10 @@ static PyObject *q_sync(QueueObject *self, PyObject *unused) {
   if (q_ready(self) < 0) return NULL;
   int is_main = pthread_equal(pthread_self(), main_thread);
   int interrupted = 0;
+  uint64_t target;
   Py_BEGIN_ALLOW_THREADS
   pthread_mutex_lock(&self->mu);
-  uint64_t target = self->submitted;
+  target = self->submitted;
   while (self->completed < target) {
     if (!self->running && self->head != NULL && helpable(self->head)) {
       help(self, target);
@@ -798,7 +863,7 @@ static PyObject *q_sync(QueueObject *self, PyObject *unused) {
   pthread_mutex_unlock(&self->mu);
   Py_END_ALLOW_THREADS
   if (interrupted) return NULL;
-  return take_errors(self);
+  return take_errors(self, target);
 }
 
 /* Queue.release(discard): no more submissions. Without discard the worker first runs what is
@@ -838,7 +903,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
     if (self->exec != NULL) exec_forget(self->exec, self);
     Py_END_ALLOW_THREADS
   }
-  return take_errors(self);
+  return take_errors(self, UINT64_MAX);
 }
 
 /* The worker could not be started: the next submission asks again. */
@@ -1062,9 +1127,28 @@ int hostq_exec(PyObject *module) {
   if (PyModule_AddFunctions(module, hostq_functions) < 0) return -1;
   main_thread = pthread_self();
   if (PyType_Ready(&QueueType) < 0 || PyType_Ready(&EventType) < 0) return -1;
-  SubmitError = PyErr_NewExceptionWithDoc("offload_host._native.QueueReleased",
-                                          "Work was submitted to a released queue.",
-                                          PyExc_RuntimeError, NULL);
+  /* QueueReleased is an offload.OffloadError(INVALID_QUEUE, ...); a RuntimeError(None, ...)
+   * where the core cannot be imported (the module used on its own). */
+  PyObject *base = NULL, *codes = NULL, *offload = PyImport_ImportModule("offload");
+  if (offload != NULL) {
+    base = PyObject_GetAttrString(offload, "OffloadError");
+    codes = PyObject_GetAttrString(offload, "ErrorCode");
+    Py_DECREF(offload);
+  }
+  if (base == NULL || codes == NULL) {
+    PyErr_Clear();
+    Py_XDECREF(base);
+    Py_XDECREF(codes);
+    base = Py_NewRef(PyExc_RuntimeError);
+    codes = NULL;
+  }
+  InvalidQueue = codes ? PyObject_GetAttrString(codes, "INVALID_QUEUE") : Py_NewRef(Py_None);
+  Py_XDECREF(codes);
+  SubmitError = InvalidQueue == NULL ? NULL
+                                     : PyErr_NewExceptionWithDoc(
+                                           "offload_host._native.QueueReleased",
+                                           "Work submitted to a released queue (INVALID_QUEUE).", base, NULL);
+  Py_DECREF(base);
   if (SubmitError == NULL) return -1;
   if (PyModule_AddObjectRef(module, "QueueReleased", SubmitError) < 0 ||
       PyModule_AddObjectRef(module, "Queue", (PyObject *)&QueueType) < 0 ||

@@ -73,19 +73,19 @@ class HostQueue(_native.Queue):
                     ErrorCode.INVALID_QUEUE,
                     f"a host function on {self.name} cannot wait for its own queue (it would never finish)",
                 )
-            self._raise(self.release(True))
+            self.raise_errors(self.release(True))
             return
         if not release:
             errors = self.sync()
             if errors:
-                self._raise(errors)
+                self.raise_errors(errors)
             return
         try:
             kept = self.sync() or []
         except BaseException:
             self._finish(discard=True)
             raise
-        self._raise(kept + self._finish(discard=False))
+        self.raise_errors(kept + self._finish(discard=False))
 
     def _finish(self, discard: bool) -> list[BaseException]:
         """Release the native queue and join the worker thread, whatever interrupts the join."""
@@ -103,7 +103,8 @@ class HostQueue(_native.Queue):
                 raise interrupt
         return errors
 
-    def _raise(self, errors: list[BaseException] | None) -> None:
+    def raise_errors(self, errors: list[BaseException] | None) -> None:
+        """Raise kept errors: one OffloadError for one, an ExceptionGroup of them for several."""
         if not errors:
             return
         converted = [self._as_error(error) for error in errors]

@@ -105,7 +105,12 @@ class OffloadSide:
         from offload_host.build import test_kernel_source
 
         found: list[ol.Device] = []
-        ol.olIterateDevices(lambda device, _: found.append(device) or True)
+
+        def collect(device: ol.Device, _: object) -> bool:
+            found.append(device)
+            return True
+
+        ol.olIterateDevices(collect)
         self.device = next(
             d
             for d in found

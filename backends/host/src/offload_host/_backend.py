@@ -7,7 +7,7 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, OffloadError, hookimpl
 
@@ -221,7 +221,7 @@ class HostBackend:
     def sync_event(self, device: HostDevice, event: HostEvent) -> None:
         errors = event.wait()  # the errors of the operations before the event, if any
         if errors:
-            event.queue.raise_errors(errors)
+            cast(HostQueue, event.queue).raise_errors(errors)
 
     @hookimpl
     def event_elapsed_time(self, device: HostDevice, start: HostEvent, end: HostEvent) -> float:

@@ -238,6 +238,7 @@ struct QueueObject {
   int worker;          /* WORKER_*: WANTED from the first submission until work() returns */
   int worker_sleeping; /* the worker waits on work_cv */
   int waiters;         /* threads waiting on done_cv */
+  uint64_t wake_at;    /* the smallest `completed` a waiter waits for (UINT64_MAX: none) */
   int released;        /* no more submissions; the worker ends once the queue is empty */
   uint64_t *failed;    /* seqs of native ops that failed, not yet reported (mu) */
   size_t nfailed, capfailed;
@@ -321,6 +322,7 @@ static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
   if (executor != Py_None && (ex = exec_from(executor)) == NULL) return -1;
   if (ex != NULL) atomic_fetch_add_explicit(&ex->refs, 1, memory_order_relaxed);
   self->exec = ex;
+  self->wake_at = UINT64_MAX;
   self->errors = PyList_New(0);
   if (self->errors == NULL) return -1;
   pthread_mutex_init(&self->mu, NULL);
@@ -678,7 +680,26 @@ static void finish_op(QueueObject *self, op_t *op, int failed) {
     if (self->nfailed < self->capfailed) self->failed[self->nfailed++] = op->seq;
   }
   if (op->kind == OP_RECORD) ev_complete(op->u.ev);
-  if (self->waiters) pthread_cond_broadcast(&self->done_cv);
+  if (self->waiters && self->completed >= self->wake_at) { /* no wake-up per op of a batch */
+    self->wake_at = UINT64_MAX;
+    pthread_cond_broadcast(&self->done_cv);
+  }
+}
+
+/* Wakes every waiter (mu held): the runner token came free, or the worker exited. */
+static void wake_all(QueueObject *self) {
+  if (!self->waiters) return;
+  self->wake_at = UINT64_MAX;
+  pthread_cond_broadcast(&self->done_cv);
+}
+
+/* Waits on done_cv (mu held) until `completed` reaches target or the state changes. */
+static void wait_for(QueueObject *self, uint64_t target, int timed) {
+  if (target < self->wake_at) self->wake_at = target;
+  self->waiters++;
+  if (timed) timed_wait(&self->done_cv, &self->mu);
+  else pthread_cond_wait(&self->done_cv, &self->mu);
+  self->waiters--;
 }
 
 static op_t *pop(QueueObject *self) {
@@ -705,7 +726,7 @@ static void help(QueueObject *self, uint64_t target) {
   self->running = 0;
   if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
   kick(self);
-  if (self->waiters) pthread_cond_broadcast(&self->done_cv);
+  wake_all(self);
 }
 
 /* The worker's loop: Queue.work(), on the thread _queue.py started for it. Returns once the
@@ -760,7 +781,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
       else op_free_native(op);
     }
     self->running = 0;
-    if (self->waiters) pthread_cond_broadcast(&self->done_cv);
+    wake_all(self);
   }
 out:
   self->worker = WORKER_EXITED;
@@ -839,18 +860,23 @@ static PyObject *q_sync(QueueObject *self, PyObject *unused) {
   Py_BEGIN_ALLOW_THREADS
   pthread_mutex_lock(&self->mu);
   target = self->submitted;
+  int spun = 0;
   while (self->completed < target) {
     if (!self->running && self->head != NULL && helpable(self->head)) {
       help(self, target);
       continue;
     }
-    self->waiters++;
-    if (is_main) {
-      timed_wait(&self->done_cv, &self->mu);
-    } else {
-      pthread_cond_wait(&self->done_cv, &self->mu);
+    if (!spun && self->running) { /* the runner is at it: a short poll beats sleeping */
+      spun = 1;
+      pthread_mutex_unlock(&self->mu);
+      uint64_t start = now_ns();
+      while (__atomic_load_n(&self->completed, __ATOMIC_ACQUIRE) < target &&
+             __atomic_load_n(&self->running, __ATOMIC_RELAXED) && now_ns() - start < SPIN_NS)
+        cpu_relax();
+      pthread_mutex_lock(&self->mu);
+      continue;
     }
-    self->waiters--;
+    wait_for(self, target, is_main);
     if (is_main && self->completed < target) {
       pthread_mutex_unlock(&self->mu);
       Py_BLOCK_THREADS
@@ -895,9 +921,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
         help(self, self->submitted);
         continue;
       }
-      self->waiters++;
-      pthread_cond_wait(&self->done_cv, &self->mu);
-      self->waiters--;
+      wait_for(self, self->worker == WORKER_WANTED ? 0 : self->submitted, 0);
     }
     pthread_mutex_unlock(&self->mu);
     if (self->exec != NULL) exec_forget(self->exec, self);

@@ -407,32 +407,41 @@ static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 /* ------------------------------------------------------------------------------------ */
 /* Big copies and fills, split over a pool                                                */
 
-#define SPLIT_MIN (4u << 20)  /* below this one memmove/memset beats waking the pool */
-#define SPLIT_CHUNK (1u << 20) /* bytes per work-group of a split copy or fill */
+#define SPLIT_MIN (4u << 20)      /* below this one memmove/memset beats waking the pool */
+#define SPLIT_MIN_CHUNK (1u << 20) /* bytes per work-group of a split copy or fill, at least */
 
 typedef struct {
   unsigned char *dst;
   const unsigned char *src; /* copy source, or the fill pattern */
   size_t size;
-  size_t plen; /* fill pattern length; SPLIT_CHUNK is a multiple of it */
+  size_t chunk; /* bytes per group: a multiple of plen */
+  size_t plen;  /* fill pattern length */
 } split_args;
 
 static void copy_part(const void *args, const offload_group_t *group) {
   const split_args *a = args;
-  size_t begin = (size_t)group->group_id.x * SPLIT_CHUNK;
-  size_t n = a->size - begin < SPLIT_CHUNK ? a->size - begin : SPLIT_CHUNK;
+  size_t begin = (size_t)group->group_id.x * a->chunk;
+  size_t n = a->size - begin < a->chunk ? a->size - begin : a->chunk;
   memcpy(a->dst + begin, a->src + begin, n);
 }
 
 static void fill_part(const void *args, const offload_group_t *group) {
   const split_args *a = args;
-  size_t begin = (size_t)group->group_id.x * SPLIT_CHUNK;
-  size_t n = a->size - begin < SPLIT_CHUNK ? a->size - begin : SPLIT_CHUNK;
+  size_t begin = (size_t)group->group_id.x * a->chunk;
+  size_t n = a->size - begin < a->chunk ? a->size - begin : a->chunk;
   fill_pattern(a->dst + begin, a->src, a->plen, n);
 }
 
-static int split_over(pool_t *pool, offload_kernel_fn part, split_args *a) {
-  uint64_t groups = (a->size + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
+/* Two big parts per taking thread: big enough for memcpy's non-temporal stores, few enough
+ * to balance. -1 when the pattern does not fit a part (then the caller does it alone). */
+static int split_over(pool_t *pool, offload_kernel_fn part, split_args *a, size_t plen) {
+  size_t chunk = a->size / (2 * (pool->nthreads + 1));
+  if (chunk < SPLIT_MIN_CHUNK) chunk = SPLIT_MIN_CHUNK;
+  chunk = (chunk + 4095) & ~(size_t)4095;
+  chunk -= chunk % plen;
+  if (chunk == 0) return -1;
+  a->chunk = chunk;
+  uint64_t groups = (a->size + chunk - 1) / chunk;
   if (groups > UINT32_MAX) return -1;
   return pool_run(pool, part, a, (offload_dim3_t){(uint32_t)groups, 1, 1}, (offload_dim3_t){1, 1, 1},
                   0);
@@ -443,7 +452,7 @@ void pool_copy(pool_t *pool, void *dst, const void *src, size_t size) {
   int overlap = d < s + size && s < d + size;
   if (pool != NULL && pool->nthreads > 0 && size >= SPLIT_MIN && !overlap) {
     split_args a = {.dst = dst, .src = src, .size = size};
-    if (split_over(pool, copy_part, &a) == 0) return;
+    if (split_over(pool, copy_part, &a, 1) == 0) return;
   }
   if (size) memmove(dst, src, size);
 }
@@ -451,9 +460,9 @@ void pool_copy(pool_t *pool, void *dst, const void *src, size_t size) {
 void pool_fill(pool_t *pool, void *dst, const void *pat, size_t plen, size_t size) {
   const unsigned char *d = dst, *p = pat;
   int overlap = p < d + size && d < p + plen; /* the pattern lives inside the destination */
-  if (pool != NULL && pool->nthreads > 0 && size >= SPLIT_MIN && !overlap && SPLIT_CHUNK % plen == 0) {
+  if (pool != NULL && pool->nthreads > 0 && size >= SPLIT_MIN && !overlap) {
     split_args a = {.dst = dst, .src = pat, .size = size, .plen = plen};
-    if (split_over(pool, fill_part, &a) == 0) return;
+    if (split_over(pool, fill_part, &a, plen) == 0) return;
   }
   fill_pattern(dst, pat, plen, size);
 }

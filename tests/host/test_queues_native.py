@@ -471,3 +471,18 @@ def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: di
     assert peak_parked <= 1024, f"parked queues grew to {peak_parked}"
     assert peak_tasks <= tasks_before + 4, f"threads grew from {tasks_before} to {peak_tasks}"
     assert _rss_kib() - rss_before < 64 * 1024, "RSS grew by more than 64 MiB"
+
+
+@pytest.mark.parametrize("pattern", [b"\x07", b"abc", bytes(range(64)), bytes(range(200)) * 7])
+def test_big_fills_of_any_pattern_length_are_exact(host: ol.Device, pattern: bytes) -> None:
+    size = len(pattern) * ((5 << 20) // len(pattern) + 1)
+    address = ol.olMemAlloc(host, ol.AllocType.DEVICE, size)
+    queue = ol.olCreateQueue(host)
+    ol.olMemFill(queue, address, pattern, size)
+    ol.olSyncQueue(queue)
+    assert ctypes.string_at(address, size) == pattern * (size // len(pattern))
+    ctypes.memset(address, 0, size)
+    ol.olMemFill(None, address, pattern, size)
+    assert ctypes.string_at(address, size) == pattern * (size // len(pattern))
+    ol.olDestroyQueue(queue)
+    ol.olMemFree(address)

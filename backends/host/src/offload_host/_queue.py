@@ -28,6 +28,12 @@ QueueReleased = _native.QueueReleased
 _names = itertools.count(1)
 
 
+def _running(thread: threading.Thread) -> bool:
+    """Whether ``thread``'s OS thread was created, though ``start()`` raised (an interrupt)."""
+    started: threading.Event | None = getattr(thread, "_started", None)  # CPython's start handshake
+    return started.wait(1.0) if started is not None else thread.is_alive()
+
+
 class HostQueue(_native.Queue):
     """An in-order queue: native work runs in C; host functions on a worker thread, in order."""
 
@@ -45,8 +51,9 @@ class HostQueue(_native.Queue):
         try:
             thread.start()
         except BaseException:
-            self._thread = None
-            self.worker_failed()
+            if not _running(thread):  # else (Ctrl-C while start() waited) it serves the queue
+                self._thread = None
+                self.worker_failed()  # the next submission asks again
             raise
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:

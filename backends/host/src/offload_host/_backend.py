@@ -190,7 +190,7 @@ class HostBackend:
 
     @hookimpl
     def has_pending_work(self, device: HostDevice, queue: HostQueue) -> bool:
-        return queue.has_pending_work()
+        return queue.pending()
 
     @hookimpl
     def enqueue_host_call(self, device: HostDevice, queue: HostQueue, callback: Callable[[], None]) -> None:

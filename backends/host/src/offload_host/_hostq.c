@@ -555,6 +555,7 @@ typedef struct {
 
 static PyTypeObject EventType;
 static PyObject *take_errors(QueueObject *self, uint64_t limit);
+static int wait_until(QueueObject *self, uint64_t target);
 
 static void e_dealloc(EventObject *self) {
   if (self->ev != NULL) ev_unref(self->ev);
@@ -569,6 +570,8 @@ static PyObject *e_is_complete(EventObject *self, PyObject *unused) {
 
 static PyObject *e_wait(EventObject *self, PyObject *unused) {
   (void)unused;
+  /* Help the queue up to the event's record op (seq + 1); a dropped record completes too. */
+  if (!ev_is_done(self->ev) && wait_until(self->queue, self->seq + 1) < 0) return NULL;
   if (ev_wait_interruptible(self->ev) < 0) return NULL;
   return take_errors(self->queue, self->seq);
 }
@@ -848,18 +851,14 @@ fail:
   return NULL;
 }
 
-/* Queue.sync(): wait for every op submitted so far, helping while the head op needs no Python;
- * then return the kept errors (list or None). Ctrl-C on the main thread interrupts the wait
- * (KeyboardInterrupt; the queue keeps going, the errors stay kept). */
-static PyObject *q_sync(QueueObject *self, PyObject *unused) {
-  (void)unused;
-  if (q_ready(self) < 0) return NULL;
+/* Waits (GIL held on entry and exit, released meanwhile) until `target` ops completed, helping
+ * while the head op needs no Python. 0 when reached, -1 with the exception of a signal handler
+ * (Ctrl-C on the main thread: the queue keeps going, nothing is lost). */
+static int wait_until(QueueObject *self, uint64_t target) {
   int is_main = pthread_equal(pthread_self(), main_thread);
   int interrupted = 0;
-  uint64_t target;
   Py_BEGIN_ALLOW_THREADS
   pthread_mutex_lock(&self->mu);
-  target = self->submitted;
   int spun = 0;
   while (self->completed < target) {
     if (!self->running && self->head != NULL && helpable(self->head)) {
@@ -888,7 +887,17 @@ static PyObject *q_sync(QueueObject *self, PyObject *unused) {
   }
   pthread_mutex_unlock(&self->mu);
   Py_END_ALLOW_THREADS
-  if (interrupted) return NULL;
+  return interrupted ? -1 : 0;
+}
+
+/* Queue.sync(): wait for every op submitted so far (helping), then take their kept errors. */
+static PyObject *q_sync(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  uint64_t target = self->submitted;
+  pthread_mutex_unlock(&self->mu);
+  if (wait_until(self, target) < 0) return NULL;
   return take_errors(self, target);
 }
 

@@ -160,6 +160,25 @@ def test_a_waiting_caller_runs_native_work_itself(host: ol.Device, kernels: dict
     assert queue.release(False) is None
 
 
+def test_an_event_waiter_runs_native_work_up_to_the_event(host: ol.Device, kernels: dict, word: int) -> None:
+    out = (ctypes.c_long * 1)()
+    pool = host.native.pool
+    queue = HostQueue(None)
+    queue.launch(pool, kernels["tid"].native, struct.pack("P", ctypes.addressof(out)), 1, 1, 1, 1, 1, 1, 0)
+    event, _ = _native.Queue.record(queue)
+    queue.launch(pool, kernels["bump"].native, struct.pack("P", word), 1, 1, 1, 1, 1, 1, 0)
+    result: list[object] = []
+    waiter = threading.Thread(target=lambda: result.append((event.wait(), threading.get_native_id())), daemon=True)
+    waiter.start()
+    waiter.join(10)
+    assert result, "the event waiter did not run the work before the event"
+    assert result[0][0] is None and out[0] == result[0][1] and event.is_complete()
+    assert _u32(word) == 0 and queue.pending(), "work after the event ran too"
+    assert queue.sync() is None and _u32(word) == 1
+    queue.worker_failed()
+    queue.release(False)
+
+
 def test_executor_runs_native_work_without_any_sync(host: ol.Device, kernels: dict, word: int) -> None:
     queue = ol.olCreateQueue(host)
     threads = threading.active_count()

@@ -123,7 +123,8 @@ typedef struct {
   offload_dim3_t group_size;
   size_t dyn_mem;
   uint64_t total;           /* number of groups in the grid */
-  uint64_t chunk;           /* groups claimed per fetch_add */
+  uint64_t chunk;           /* groups claimed at once, at most (guided: fewer near the end) */
+  uint64_t takers;          /* threads that may take part */
   _Atomic uint64_t next;    /* first unclaimed linear group index */
   unsigned refs;            /* workers attached to this job; guarded by the pool lock */
 } job_t;
@@ -159,9 +160,16 @@ static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *loca
 static void run_share(job_t *job, local_buf *buf) {
   void *local_mem = job->dyn_mem ? buf->data : NULL;
   for (;;) {
-    uint64_t begin = atomic_fetch_add_explicit(&job->next, job->chunk, memory_order_relaxed);
-    if (begin >= job->total) return;
-    uint64_t end = job->total - begin < job->chunk ? job->total : begin + job->chunk;
+    /* Guided: a quarter of each taker's share of what is left, at most `chunk`, so that the
+     * last claims are small and a thread that is preempted holding one delays little. */
+    uint64_t begin = atomic_load_explicit(&job->next, memory_order_relaxed), n;
+    do {
+      if (begin >= job->total) return;
+      n = (job->total - begin) / (4 * job->takers);
+      n = n < 1 ? 1 : n > job->chunk ? job->chunk : n;
+    } while (!atomic_compare_exchange_weak_explicit(&job->next, &begin, begin + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    uint64_t end = begin + n;
     run_range(job, begin, end, local_mem);
   }
 }
@@ -352,11 +360,13 @@ int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_d
   };
   if (pool->nthreads == 0 || job.total == 1) {
     job.chunk = job.total;
+    job.takers = 1;
     return launch_inline(&job);
   }
   /* About 16 claims per taking thread balance the load; small grids go one group a claim. */
   uint64_t chunk = job.total / ((uint64_t)(pool->nthreads + 1) * 16);
   job.chunk = chunk < 1 ? 1 : chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
+  job.takers = pool->nthreads + 1;
   return launch_pooled(pool, &job);
 }
 

@@ -2,19 +2,29 @@
  *
  * A queue is a FIFO of operations run one at a time, in submission order, by whichever thread
  * holds the queue's runner token:
- *   - its worker: a Python thread (started by _queue.py at the first submission) that spends its
- *     life inside Queue.work() with the GIL released, taking the GIL only to run a host function;
- *   - a waiting caller (Queue.sync): instead of sleeping it runs the operations that need no
- *     Python (launches, copies, fills, event records, satisfied event waits) itself, and hands
- *     the queue back to the worker at the first host function or unsatisfied event wait.
+ *   - the device's executor: one native thread per device that runs the native work
+ *     (launches, copies, fills, event records, satisfied event waits) of queues that have no
+ *     worker, so that work progresses without anyone waiting for it;
+ *   - the queue's worker: a Python thread, started by _queue.py at the first host function or
+ *     unsatisfied event wait, that lives inside Queue.work() with the GIL released and takes the
+ *     GIL only to run a host function; from then on it runs all of the queue's work;
+ *   - a waiting caller (Queue.sync, Event.wait): instead of sleeping it runs native work up to
+ *     what it waits for itself, and hands the queue back at the first host function or
+ *     unsatisfied event wait.
  * So host functions always run on the worker thread, in queue order, and a sync of native work
- * costs no thread wake-up at all.
+ * needs no thread wake-up at all.
  *
- * Errors of operations are kept (host functions: the exception; native operations: a
- * MemoryError) and handed out, all of them, by the next sync. Waits slice their sleep so that
- * the main thread sees Ctrl-C (PyErr_CheckSignals) within WAIT_SLICE_NS.
+ * Errors of operations are kept with their position (host functions: the exception; native
+ * operations: a MemoryError) and handed out, all of them, by the next sync that covers them (a
+ * queue sync, or the sync of a later event). Waits slice their sleep so that the main thread
+ * sees Ctrl-C (PyErr_CheckSignals) within WAIT_SLICE_NS; a waiter that is running an operation
+ * itself sees it when that operation ends.
  *
- * Locking: q->mu guards the queue's state; the GIL is never requested while q->mu is held.
+ * Release: no more submissions (they fail with QueueReleased, an OffloadError INVALID_QUEUE);
+ * what is queued still runs (or, with discard, is dropped unstarted), the worker leaves work().
+ *
+ * Locking: q->mu, then exec->mu, then an event's mu; the GIL is never requested while one of
+ * them is held.
  */
 #define _GNU_SOURCE
 #include "_native.h"

@@ -1,14 +1,16 @@
 """Asynchronous in-order queues and events of the host device.
 
 The queue itself is native (``_native.Queue``, see ``_hostq.c``): launches, copies, fills, event
-records and event waits are kept and run in C without the GIL; host functions are handed, in queue
-order, to the queue's worker thread, which takes the GIL only to run them. A thread waiting in
-``synchronize`` runs work that needs no Python itself instead of sleeping. This module adds the
-Python parts: starting the worker thread (at the first submission), the release protocol (no
-thread outlives a released queue), and turning kept errors into exceptions.
+records and event waits are kept and run in C without the GIL, by the device's executor thread
+or by a thread waiting for them; host functions are handed, in queue order, to the queue's worker
+thread, which takes the GIL only to run them. This module adds the Python parts: starting the
+worker thread (when the native queue asks for one), the release protocol (no thread outlives a
+released queue; a host function releasing its own queue detaches instead), and turning kept
+errors into exceptions.
 
-Errors: every error kept since the last synchronize is raised by the next one: a single
-``OffloadError`` for one, an ``ExceptionGroup`` of ``OffloadError`` for several (none dropped).
+Errors: every error kept since the last synchronize is raised by the next one (or by the sync of
+a later event): a single ``OffloadError`` for one, an ``ExceptionGroup`` of ``OffloadError`` for
+several, none dropped.
 """
 
 from __future__ import annotations

@@ -234,6 +234,7 @@ typedef struct {
 
 #define EXEC_MAGIC 0x6f6c65786563ULL
 #define SPIN_NS 30000 /* the service thread polls this long before sleeping */
+#define EXEC_TURN 256 /* ops the service thread runs of one queue before the next queue */
 
 struct QueueObject {
   PyObject_HEAD
@@ -1046,7 +1047,9 @@ static void *exec_main(void *arg) {
     pthread_mutex_unlock(&ex->mu);
 
     pthread_mutex_lock(&q->mu);
-    if (!q->running && q->head != NULL && helpable(q->head)) help(q, UINT64_MAX);
+    /* A turn is at most EXEC_TURN ops: a queue fed without pause cannot starve the others
+     * (help() puts it back at the end of the ready list when work is left). */
+    if (!q->running && q->head != NULL && helpable(q->head)) help(q, q->completed + EXEC_TURN);
     pthread_mutex_unlock(&q->mu);
 
     pthread_mutex_lock(&ex->mu);

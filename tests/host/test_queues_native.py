@@ -242,6 +242,23 @@ def test_host_queue_raises_a_group_for_several_errors() -> None:
     queue.synchronize(True)
 
 
+def test_native_failures_and_host_errors_are_reported_in_queue_order(host: ol.Device, kernels: dict, word: int) -> None:
+    queue = HostQueue(host.native.executor)
+    queue.submit(_fail("first"), None)
+    # a launch whose local memory cannot be allocated fails on the queue, not at submission
+    args = struct.pack("P", word)
+    if queue.launch(host.native.pool, kernels["bump"].native, args, 2, 1, 1, 1, 1, 1, 1 << 60):
+        queue.start_worker()
+    queue.submit(_fail("third"), None)
+    with pytest.raises(ExceptionGroup) as info:
+        queue.synchronize(False)
+    errors = info.value.exceptions
+    assert [e.code for e in errors] == [ol.ErrorCode.UNKNOWN, ol.ErrorCode.OUT_OF_RESOURCES, ol.ErrorCode.UNKNOWN]
+    assert "first" in str(errors[0]) and "third" in str(errors[2]) and isinstance(errors[1].__cause__, MemoryError)
+    assert _u32(word) == 0, "no group of the failed launch ran"
+    queue.synchronize(True)
+
+
 # --- release races and the worker's end ---------------------------------------------------------
 
 

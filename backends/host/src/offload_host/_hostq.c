@@ -60,6 +60,17 @@ static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu) {
   pthread_cond_timedwait(cv, mu, &ts);
 }
 
+/* Critical sections here are a few pointer moves: a contended lock spins a little first. */
+static void init_mutex(pthread_mutex_t *mu) {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+#ifdef PTHREAD_MUTEX_ADAPTIVE_NP
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+  pthread_mutex_init(mu, &attr);
+  pthread_mutexattr_destroy(&attr);
+}
+
 static void init_cond(pthread_cond_t *cv) {
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -336,7 +347,7 @@ static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
   self->wake_at = UINT64_MAX;
   self->errors = PyList_New(0);
   if (self->errors == NULL) return -1;
-  pthread_mutex_init(&self->mu, NULL);
+  init_mutex(&self->mu);
   init_cond(&self->work_cv);
   init_cond(&self->done_cv);
   return 0;
@@ -680,24 +691,29 @@ static int helpable(const op_t *op) {
 
 /* Counts a run op as complete; mu held on entry and exit. An event is reached only once its
  * record op counts as complete, so whoever sees the event complete sees the queue idle. */
+static void note_failure(QueueObject *self, const op_t *op);
+
 static void finish_op(QueueObject *self, op_t *op, int failed) {
   self->completed++;
-  if (failed) {
-    if (self->nfailed == self->capfailed) {
-      size_t cap = self->capfailed ? 2 * self->capfailed : 8;
-      uint64_t *grown = realloc(self->failed, cap * sizeof(uint64_t));
-      if (grown != NULL) {
-        self->failed = grown;
-        self->capfailed = cap;
-      }
-    }
-    if (self->nfailed < self->capfailed) self->failed[self->nfailed++] = op->seq;
-  }
+  if (failed) note_failure(self, op);
   if (op->kind == OP_RECORD) ev_complete(op->u.ev);
   if (self->waiters && self->completed >= self->wake_at) { /* no wake-up per op of a batch */
     self->wake_at = UINT64_MAX;
     pthread_cond_broadcast(&self->done_cv);
   }
+}
+
+/* Keeps the position of a native op that failed (mu held). */
+static void note_failure(QueueObject *self, const op_t *op) {
+  if (self->nfailed == self->capfailed) {
+    size_t cap = self->capfailed ? 2 * self->capfailed : 8;
+    uint64_t *grown = realloc(self->failed, cap * sizeof(uint64_t));
+    if (grown != NULL) {
+      self->failed = grown;
+      self->capfailed = cap;
+    }
+  }
+  if (self->nfailed < self->capfailed) self->failed[self->nfailed++] = op->seq;
 }
 
 /* Wakes every waiter (mu held): the runner token came free, or the worker exited. */
@@ -730,12 +746,33 @@ static void help(QueueObject *self, uint64_t target) {
   self->runner_is_worker = 0;
   self->runner = pthread_self();
   while (self->completed < target && self->head != NULL && helpable(self->head)) {
-    op_t *op = pop(self);
+    /* Take a run of helpable ops at once (up to target, ending at an event record), run them
+     * without the lock, and count them complete together: two lock round trips per run. */
+    op_t *first = self->head, *last = first;
+    uint64_t n = 1;
+    while (last->kind != OP_RECORD && last->next != NULL && helpable(last->next) &&
+           self->completed + n < target) {
+      last = last->next;
+      n++;
+    }
+    self->head = last->next;
+    if (self->head == NULL) self->tail = NULL;
+    last->next = NULL;
     pthread_mutex_unlock(&self->mu);
-    int failed = op_run_native(op) < 0;
+    for (op_t *op = first; op != NULL; op = op->next) {
+      if (op_run_native(op) < 0) {
+        pthread_mutex_lock(&self->mu);
+        note_failure(self, op);
+        pthread_mutex_unlock(&self->mu);
+      }
+    }
     pthread_mutex_lock(&self->mu);
-    finish_op(self, op, failed);
-    op_free_native(op);
+    self->completed += n - 1;
+    finish_op(self, last, 0); /* the last one: completes a record, wakes who waits */
+    for (op_t *op = first, *next; op != NULL; op = next) {
+      next = op->next;
+      op_free_native(op);
+    }
   }
   self->running = 0;
   if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
@@ -1078,7 +1115,7 @@ static PyObject *py_executor_create(PyObject *m, PyObject *unused) {
   if (ex == NULL) return PyErr_NoMemory();
   ex->magic = EXEC_MAGIC;
   atomic_init(&ex->refs, 1);
-  pthread_mutex_init(&ex->mu, NULL);
+  init_mutex(&ex->mu);
   init_cond(&ex->cv);
   init_cond(&ex->idle_cv);
   sigset_t all, old; /* signals go to Python's threads, never to this one */

@@ -442,10 +442,11 @@ static void fill_part(const void *args, const offload_group_t *group) {
   fill_pattern(a->dst + begin, a->src, a->plen, n);
 }
 
-/* Two big parts per taking thread: big enough for memcpy's non-temporal stores, few enough
- * to balance. -1 when the pattern does not fit a part (then the caller does it alone). */
+/* Eight parts per taking thread (at least SPLIT_MIN_CHUNK each): few enough that each is one
+ * long memcpy, enough that a thread preempted holding one delays the rest little. -1 when the
+ * pattern does not fit a part (then the caller does it alone). */
 static int split_over(pool_t *pool, offload_kernel_fn part, split_args *a, size_t plen) {
-  size_t chunk = a->size / (2 * (pool->nthreads + 1));
+  size_t chunk = a->size / (8 * (pool->nthreads + 1));
   if (chunk < SPLIT_MIN_CHUNK) chunk = SPLIT_MIN_CHUNK;
   chunk = (chunk + 4095) & ~(size_t)4095;
   chunk -= chunk % plen;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LOCAL_MEM_ALIGN 64
 #define MAX_POOL_THREADS 4096
@@ -197,12 +198,38 @@ struct pool {
   worker_t workers[];
 };
 
+#define POOL_SPIN_NS 100000 /* a worker polls this long for the next launch before sleeping */
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void pool_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 static void *worker_main(void *arg) {
   worker_t *self = arg;
   pool_t *pool = self->pool;
   uint64_t seen = 0;
+  int worked = 0;
   pthread_mutex_lock(&pool->lock);
   for (;;) {
+    if (worked && !pool->stop && pool->generation == seen) {
+      /* Poll a moment before sleeping: back-to-back launches then find their workers awake. */
+      pthread_mutex_unlock(&pool->lock);
+      uint64_t start = mono_ns();
+      while (__atomic_load_n(&pool->generation, __ATOMIC_ACQUIRE) == seen &&
+             !__atomic_load_n(&pool->stop, __ATOMIC_RELAXED) && mono_ns() - start < POOL_SPIN_NS)
+        pool_relax();
+      pthread_mutex_lock(&pool->lock);
+    }
     while (!pool->stop && (pool->job == NULL || pool->generation == seen))
       pthread_cond_wait(&pool->work_cv, &pool->lock);
     if (pool->stop) break;
@@ -214,6 +241,7 @@ static void *worker_main(void *arg) {
     /* A worker that cannot get local memory simply does not take part; the launching
      * thread, which always has its memory, finishes the grid. */
     if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) run_share(job, &self->buf);
+    worked = 1;
 
     pthread_mutex_lock(&pool->lock);
     if (--job->refs == 0) pthread_cond_signal(&pool->done_cv);

@@ -246,6 +246,9 @@ typedef struct {
 #define EXEC_MAGIC 0x6f6c65786563ULL
 #define SPIN_NS 30000 /* the service thread polls this long before sleeping */
 #define EXEC_TURN 256 /* ops the service thread runs of one queue before the next queue */
+#define EXEC_DELAY_NS 20000 /* a ready queue is serviced this long after it became ready: the
+                             * submitter fills it meanwhile without contention, the executor then
+                             * takes a run at once (a waiting caller helps itself without delay) */
 
 struct QueueObject {
   PyObject_HEAD
@@ -267,6 +270,7 @@ struct QueueObject {
   PyObject *errors;    /* [(seq, exception)] of host functions, not yet reported (GIL) */
   exec_t *exec;        /* NULL: native work waits for the worker or a sync */
   QueueObject *ready_next; /* in exec's ready list; guarded by exec->mu */
+  uint64_t ready_since;    /* when it entered the ready list; guarded by exec->mu */
   int in_ready;            /* guarded by exec->mu */
 };
 
@@ -296,6 +300,7 @@ static int exec_push(exec_t *ex, QueueObject *q) {
   } else if (!q->in_ready) {
     q->in_ready = 1;
     q->ready_next = NULL;
+    q->ready_since = now_ns();
     if (ex->ready_tail) ex->ready_tail->ready_next = q;
     else ex->ready_head = q;
     ex->ready_tail = q;
@@ -1081,7 +1086,9 @@ static void *exec_main(void *arg) {
     q->in_ready = 0;
     atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
     ex->current = q; /* q stays alive: exec_forget (release, dealloc) waits for us */
+    uint64_t due = q->ready_since + EXEC_DELAY_NS;
     pthread_mutex_unlock(&ex->mu);
+    while (now_ns() < due) cpu_relax();
 
     pthread_mutex_lock(&q->mu);
     /* A turn is at most EXEC_TURN ops: a queue fed without pause cannot starve the others

@@ -188,8 +188,56 @@ static void *op_keep(op_t *op, const void *data, size_t len) {
   return p;
 }
 
-/* Frees an op that needs no Python (every kind but OP_CALL). */
-static void op_free_native(op_t *op) {
+/* Op nodes are recycled through one process-wide free list: a burst of submissions then
+ * reuses memory instead of growing the heap (whose fresh pages fault, and which glibc trims
+ * again after each burst). At most OP_POOL_MAX nodes (about 2.5 MiB) are kept. */
+#define OP_POOL_MAX 16384
+static pthread_mutex_t op_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static op_t *op_pool;
+static size_t op_pool_size;
+
+static op_t *op_take(void) {
+  pthread_mutex_lock(&op_pool_mu);
+  op_t *op = op_pool;
+  if (op != NULL) {
+    op_pool = op->next;
+    op_pool_size--;
+  }
+  pthread_mutex_unlock(&op_pool_mu);
+  return op != NULL ? op : malloc(sizeof(op_t));
+}
+
+/* Gives back the nodes of a NULL-terminated list (their resources already released). */
+static void op_give_list(op_t *first) {
+  if (first == NULL) return;
+  op_t *last = first;
+  size_t n = 1;
+  while (last->next != NULL) {
+    last = last->next;
+    n++;
+  }
+  pthread_mutex_lock(&op_pool_mu);
+  if (op_pool_size + n <= OP_POOL_MAX) {
+    last->next = op_pool;
+    op_pool = first;
+    op_pool_size += n;
+    first = NULL;
+  }
+  pthread_mutex_unlock(&op_pool_mu);
+  while (first != NULL) {
+    op_t *next = first->next;
+    free(first);
+    first = next;
+  }
+}
+
+static void op_give(op_t *op) {
+  op->next = NULL;
+  op_give_list(op);
+}
+
+/* Releases what an op that needs no Python holds (every kind but OP_CALL), not the node. */
+static void op_clear_native(op_t *op) {
   switch (op->kind) {
   case OP_LAUNCH:
     if (op->u.launch.args != NULL && op->u.launch.args != op->inline_args) free(op->u.launch.args);
@@ -201,7 +249,12 @@ static void op_free_native(op_t *op) {
   case OP_WAIT: ev_unref(op->u.ev); break;
   default: break;
   }
-  free(op);
+}
+
+/* Frees an op that needs no Python. */
+static void op_free_native(op_t *op) {
+  op_clear_native(op);
+  op_give(op);
 }
 
 /* Runs a native op; 0 on success, -1 on failure (out of memory). */
@@ -364,7 +417,7 @@ static void free_ops(op_t *op) {
     op_t *next = op->next;
     if (op->kind == OP_CALL) {
       Py_DECREF(op->u.call);
-      free(op);
+      op_give(op);
     } else {
       if (op->kind == OP_RECORD) ev_complete(op->u.ev); /* nobody waits forever for dropped work */
       op_free_native(op);
@@ -421,7 +474,7 @@ static int q_push(QueueObject *self, op_t *op) {
     pthread_mutex_unlock(&self->mu);
     if (op->kind == OP_CALL) {
       Py_DECREF(op->u.call);
-      free(op);
+      op_give(op);
     } else {
       op_free_native(op);
     }
@@ -456,7 +509,7 @@ static PyObject *push_result(QueueObject *self, op_t *op) {
 }
 
 static op_t *op_new(int kind, pool_t *pool) {
-  op_t *op = malloc(sizeof(op_t));
+  op_t *op = op_take();
   if (op == NULL) {
     PyErr_NoMemory();
     return NULL;
@@ -497,12 +550,12 @@ static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t n
   if (args[2] != Py_None) { /* copied: the caller may reuse its buffer once we return */
     Py_buffer view;
     if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
-      free(op);
+      op_give(op);
       return NULL;
     }
     if (view.len > 0 && (op->u.launch.args = op_keep(op, view.buf, (size_t)view.len)) == NULL) {
       PyBuffer_Release(&view);
-      free(op);
+      op_give(op);
       return PyErr_NoMemory();
     }
     PyBuffer_Release(&view);
@@ -551,7 +604,7 @@ static PyObject *q_fill(QueueObject *self, PyObject *const *args, Py_ssize_t nar
   op->u.fill.pattern = op_keep(op, pat.buf, (size_t)pat.len);
   PyBuffer_Release(&pat);
   if (op->u.fill.pattern == NULL) {
-    free(op);
+    op_give(op);
     return PyErr_NoMemory();
   }
   return push_result(self, op);
@@ -774,10 +827,10 @@ static void help(QueueObject *self, uint64_t target) {
     pthread_mutex_lock(&self->mu);
     self->completed += n - 1;
     finish_op(self, last, 0); /* the last one: completes a record, wakes who waits */
-    for (op_t *op = first, *next; op != NULL; op = next) {
-      next = op->next;
-      op_free_native(op);
-    }
+    for (op_t *op = first; op != NULL; op = op->next) op_clear_native(op);
+    pthread_mutex_unlock(&self->mu);
+    op_give_list(first); /* outside the queue's lock */
+    pthread_mutex_lock(&self->mu);
   }
   self->running = 0;
   if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
@@ -833,7 +886,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
       }
       pthread_mutex_lock(&self->mu);
       finish_op(self, op, failed);
-      if (op->kind == OP_CALL) free(op);
+      if (op->kind == OP_CALL) op_give(op);
       else op_free_native(op);
     }
     self->running = 0;

@@ -30,6 +30,19 @@ QueueReleased = _native.QueueReleased
 _names = itertools.count(1)
 
 
+def _join(thread: threading.Thread) -> None:
+    """Join ``thread`` even when the wait is interrupted (Ctrl-C); the interrupt is raised after."""
+    interrupt: BaseException | None = None
+    while True:
+        try:
+            thread.join()
+            break
+        except BaseException as exc:
+            interrupt = exc
+    if interrupt is not None:
+        raise interrupt
+
+
 def _running(thread: threading.Thread) -> bool:
     """Whether ``thread``'s OS thread was created, though ``start()`` raised (an interrupt)."""
     started: threading.Event | None = getattr(thread, "_started", None)  # CPython's start handshake
@@ -98,18 +111,12 @@ class HostQueue(_native.Queue):
 
     def _finish(self, discard: bool) -> list[BaseException]:
         """Release the native queue and join the worker thread, whatever interrupts the join."""
-        errors = self.release(discard) or []
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            interrupt: BaseException | None = None
-            while True:
-                try:
-                    thread.join()  # work() has returned: only the thread's own exit is left
-                    break
-                except BaseException as exc:  # e.g. KeyboardInterrupt: join anyway, raise after
-                    interrupt = exc
-            if interrupt is not None:
-                raise interrupt
+        try:
+            errors = self.release(discard) or []
+        finally:  # release() returned only once work() has: only the thread's own exit is left
+            thread, self._thread = self._thread, None
+            if thread is not None and thread is not threading.current_thread():
+                _join(thread)
         return errors
 
     def raise_errors(self, errors: list[BaseException] | None) -> None:

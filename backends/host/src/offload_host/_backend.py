@@ -93,15 +93,15 @@ class HostBackend:
     def launch_kernel(
         self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
-        groups, items, local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
+        (gx, gy, gz), (ix, iy, iz), local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
         if local > device.local_memory_limit:
             raise OffloadError(
                 ErrorCode.OUT_OF_RESOURCES,
                 f"DynSharedMemory {local} exceeds the host's local memory limit {device.local_memory_limit}",
             )
         if queue is None:
-            _launch(device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
-        elif queue.launch(device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local):
+            _launch(device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local)
+        elif queue.launch(device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local):
             queue.start_worker()  # the arguments were copied: the caller may reuse its buffer
 
     # --- memory ------------------------------------------------------------------------------

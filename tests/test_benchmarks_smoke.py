@@ -1,20 +1,25 @@
-"""The benchmark script still runs: ``benchmarks/bench_host.py --quick`` in a subprocess."""
+"""The benchmark scripts still run: ``benchmarks/bench_host.py --quick`` and
+``benchmarks/bench_peer_pocl.py --quick`` (skipped without PyOpenCL) in a subprocess."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_host.py"
+PEER = SCRIPT.with_name("bench_peer_pocl.py")
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, script: pathlib.Path = SCRIPT) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, str(script), "--quick", *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 
@@ -36,12 +41,13 @@ def test_quick_run_prints_every_metric() -> None:
         "olGetDeviceInfo(TYPE)",
         "summary",
         "olLaunchKernel sync / bare ctypes",
+        "olLaunchKernel enqueued / bare ctypes",
         "/ memmove throughput",
         "tracing off vs compiled out",
     ):
         assert text in out, f"{text!r} missing from:\n{out}"
     summary = out[out.index("summary") :]
-    assert summary.count("PASS") + summary.count("FAIL") == 3
+    assert summary.count("PASS") + summary.count("FAIL") == 4
 
 
 def test_quick_json() -> None:
@@ -53,4 +59,26 @@ def test_quick_json() -> None:
     assert results["memcpy"]["large_throughput_ratio"] > 0
     assert results["churn"]["queues_per_s"] > 0 and results["churn"]["rss_after_kib"] >= 0
     assert "query_overhead_pct" in results["tracing"]
-    assert [c["passed"] in (True, False) for c in results["checks"]] == [True, True, True]
+    assert [c["passed"] in (True, False) for c in results["checks"]] == [True] * 4
+
+
+def test_peer_benchmark_without_pyopencl_says_how_to_install_it(tmp_path: pathlib.Path) -> None:
+    blocker = tmp_path / "pyopencl.py"  # shadows an installed PyOpenCL
+    blocker.write_text("raise ImportError('hidden by the test')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, str(PEER), "--quick"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0 and 'pip install "pyopencl[pocl]"' in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyopencl") is None, reason='PyOpenCL is not installed (pip install "pyopencl[pocl]")')
+def test_peer_benchmark_quick_json() -> None:
+    proc = _run("--json", script=PEER)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)
+    assert set(results["ratios"]) == {"roundtrip", "batch", "saxpy", "copy"}
+    assert all(ratio > 0 for ratio in results["ratios"].values())
+    assert results["saxpy_scaling"] > 0 and results["pocl_device"]
+    assert set(results["checks"]) == {"roundtrip", "batch", "saxpy", "copy", "saxpy_scaling"}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, OffloadError, hookimpl
 
@@ -15,16 +16,25 @@ from ._image import HostImage, elf_problem
 from ._queue import HostEvent, HostQueue
 
 _launch = _native.launch
-_fill = _native.fill
+_copy_on = _native.copy_on
+_fill_on = _native.fill_on
+_memmove = ctypes.memmove
+_partial = functools.partial
 
 
 class HostDevice:
-    """The CPU: a worker pool for kernel groups and the registered (pinned) host ranges."""
+    """The CPU: a worker pool for kernel groups, the executor thread running queues' native work,
+    and the registered (pinned) host ranges."""
 
-    __slots__ = ("pool", "local_memory_limit", "registered", "lock")
+    __slots__ = ("pool", "executor", "local_memory_limit", "registered", "lock")
 
     def __init__(self, threads: int) -> None:
         self.pool = _native.pool_create(threads)
+        try:
+            self.executor = _native.executor_create()
+        except BaseException:
+            _native.pool_destroy(self.pool)
+            raise
         self.local_memory_limit = _device_info.local_memory_limit()
         self.registered: dict[int, list[int]] = {}  # base -> [size, users, locked]
         self.lock = threading.Lock()
@@ -48,7 +58,10 @@ class HostBackend:
 
     @hookimpl
     def deinit_device(self, device: HostDevice) -> None:
-        _native.pool_destroy(device.pool)
+        try:
+            _native.executor_destroy(device.executor)
+        finally:
+            _native.pool_destroy(device.pool)
 
     @hookimpl
     def get_device_info(self, device: HostDevice) -> Mapping[DeviceInfo, Any]:
@@ -80,18 +93,16 @@ class HostBackend:
     def launch_kernel(
         self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
-        groups, items, local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
+        (gx, gy, gz), (ix, iy, iz), local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
         if local > device.local_memory_limit:
             raise OffloadError(
                 ErrorCode.OUT_OF_RESOURCES,
                 f"DynSharedMemory {local} exceeds the host's local memory limit {device.local_memory_limit}",
             )
         if queue is None:
-            _launch(device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
-            return
-        if args is not None and type(args) is not bytes:
-            args = bytes(args)  # the caller may reuse its buffer once we return
-        queue.submit(_launch, device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
+            _launch(device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local)
+        elif queue.launch(device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local):
+            queue.start_worker()  # the arguments were copied: the caller may reuse its buffer
 
     # --- memory ------------------------------------------------------------------------------
 
@@ -139,38 +150,39 @@ class HostBackend:
 
     @hookimpl
     def data_submit(self, device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
-        self._copy(dst, src, size, queue)
+        self._copy(device, dst, src, size, queue)
 
     @hookimpl
     def data_retrieve(self, device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
-        self._copy(dst, src, size, queue)
+        self._copy(device, dst, src, size, queue)
 
     @hookimpl
     def data_exchange(
         self, src_device: HostDevice, src: int, dst_device: HostDevice, dst: int, size: int, queue: HostQueue | None
     ) -> None:
-        self._copy(dst, src, size, queue)
+        self._copy(src_device, dst, src, size, queue)
 
     @staticmethod
-    def _copy(dst: int, src: int, size: int, queue: HostQueue | None) -> None:
-        """Device memory of this backend is host memory: every copy is a memmove."""
+    def _copy(device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:
+        """Device memory of this backend is host memory: every copy is a memmove (big ones split
+        over the device's pool)."""
         if queue is None:
-            _native.copy(dst, src, size)
-        else:
-            queue.submit(_native.copy, dst, src, size)
+            _copy_on(device.pool, dst, src, size)
+        elif queue.copy(device.pool, dst, src, size):
+            queue.start_worker()
 
     @hookimpl
     def data_fill(self, device: HostDevice, address: int, pattern: bytes, size: int, queue: HostQueue | None) -> None:
         if queue is None:
-            _fill(address, pattern, size)
-        else:
-            queue.submit(_fill, address, pattern, size)
+            _fill_on(device.pool, address, pattern, size)
+        elif queue.fill(device.pool, address, pattern, size):
+            queue.start_worker()
 
     # --- queues and events ---------------------------------------------------------------------
 
     @hookimpl
     def create_queue(self, device: HostDevice) -> HostQueue:
-        return HostQueue()
+        return HostQueue(device.executor)
 
     @hookimpl
     def synchronize(self, device: HostDevice, queue: HostQueue, release: bool) -> None:
@@ -178,11 +190,19 @@ class HostBackend:
 
     @hookimpl
     def has_pending_work(self, device: HostDevice, queue: HostQueue) -> bool:
-        return queue.has_pending_work()
+        return queue.pending()
 
     @hookimpl
     def enqueue_host_call(self, device: HostDevice, queue: HostQueue, callback: Callable[[], None]) -> None:
-        queue.submit(callback)
+        if type(callback) is _partial and callback.func is _memmove and len(callback.args) == 3 and not callback.keywords:
+            # the core's queued host-to-host olMemcpy: a native copy, no Python on the queue
+            dst, src, size = callback.args
+            if type(dst) is int and type(src) is int and type(size) is int:
+                if queue.copy(device.pool, dst, src, size):
+                    queue.start_worker()
+                return
+        if queue.call(callback):
+            queue.start_worker()
 
     @hookimpl
     def create_event(self, device: HostDevice, queue: HostQueue) -> HostEvent:
@@ -190,8 +210,8 @@ class HostBackend:
 
     @hookimpl
     def wait_event(self, device: HostDevice, queue: HostQueue, event: HostEvent) -> None:
-        if not event.is_complete():
-            queue.submit(event.wait)
+        if queue.wait_event(event):
+            queue.start_worker()
 
     @hookimpl
     def is_event_complete(self, device: HostDevice, event: HostEvent) -> bool:
@@ -199,7 +219,9 @@ class HostBackend:
 
     @hookimpl
     def sync_event(self, device: HostDevice, event: HostEvent) -> None:
-        event.wait()
+        errors = event.wait()  # the errors of the operations before the event, if any
+        if errors:
+            cast(HostQueue, event.queue).raise_errors(errors)
 
     @hookimpl
     def event_elapsed_time(self, device: HostDevice, start: HostEvent, end: HostEvent) -> float:

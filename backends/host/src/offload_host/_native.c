@@ -7,8 +7,7 @@
  * while the GIL is released.
  */
 #define _GNU_SOURCE
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_native.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -19,8 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "include/offload_host.h"
+#include <time.h>
 
 #define LOCAL_MEM_ALIGN 64
 #define MAX_POOL_THREADS 4096
@@ -38,7 +36,7 @@ static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
 }
 
 /* A non-negative Python int as uint64; raises TypeError/OverflowError. */
-static int parse_u64(PyObject *obj, uint64_t *out) {
+int parse_u64(PyObject *obj, uint64_t *out) {
   if (!PyLong_Check(obj)) {
     PyErr_Format(PyExc_TypeError, "expected an int, got %.100s", Py_TYPE(obj)->tp_name);
     return -1;
@@ -49,7 +47,7 @@ static int parse_u64(PyObject *obj, uint64_t *out) {
   return 0;
 }
 
-static int parse_ptr(PyObject *obj, void **out) {
+int parse_ptr(PyObject *obj, void **out) {
   uint64_t v;
   if (parse_u64(obj, &v) < 0) return -1;
   if (v > UINTPTR_MAX) {
@@ -60,7 +58,7 @@ static int parse_ptr(PyObject *obj, void **out) {
   return 0;
 }
 
-static int parse_size(PyObject *obj, size_t *out) {
+int parse_size(PyObject *obj, size_t *out) {
   uint64_t v;
   if (parse_u64(obj, &v) < 0) return -1;
   if (v > SIZE_MAX) {
@@ -72,7 +70,7 @@ static int parse_size(PyObject *obj, size_t *out) {
 }
 
 /* A grid or group dimension: 1 .. UINT32_MAX. */
-static int parse_dim(PyObject *obj, uint32_t *out) {
+int parse_dim(PyObject *obj, uint32_t *out) {
   uint64_t v;
   if (parse_u64(obj, &v) < 0) return -1;
   if (v == 0) {
@@ -126,7 +124,8 @@ typedef struct {
   offload_dim3_t group_size;
   size_t dyn_mem;
   uint64_t total;           /* number of groups in the grid */
-  uint64_t chunk;           /* groups claimed per fetch_add */
+  uint64_t chunk;           /* groups claimed at once, at most (guided: fewer near the end) */
+  uint64_t takers;          /* threads that may take part */
   _Atomic uint64_t next;    /* first unclaimed linear group index */
   unsigned refs;            /* workers attached to this job; guarded by the pool lock */
 } job_t;
@@ -162,17 +161,22 @@ static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *loca
 static void run_share(job_t *job, local_buf *buf) {
   void *local_mem = job->dyn_mem ? buf->data : NULL;
   for (;;) {
-    uint64_t begin = atomic_fetch_add_explicit(&job->next, job->chunk, memory_order_relaxed);
-    if (begin >= job->total) return;
-    uint64_t end = job->total - begin < job->chunk ? job->total : begin + job->chunk;
+    /* Guided: a quarter of each taker's share of what is left, at most `chunk`, so that the
+     * last claims are small and a thread that is preempted holding one delays little. */
+    uint64_t begin = atomic_load_explicit(&job->next, memory_order_relaxed), n;
+    do {
+      if (begin >= job->total) return;
+      n = (job->total - begin) / (4 * job->takers);
+      n = n < 1 ? 1 : n > job->chunk ? job->chunk : n;
+    } while (!atomic_compare_exchange_weak_explicit(&job->next, &begin, begin + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    uint64_t end = begin + n;
     run_range(job, begin, end, local_mem);
   }
 }
 
 /* ------------------------------------------------------------------------------------ */
 /* Pools                                                                                  */
-
-typedef struct pool pool_t;
 
 typedef struct {
   pool_t *pool;
@@ -194,12 +198,38 @@ struct pool {
   worker_t workers[];
 };
 
+#define POOL_SPIN_NS 100000 /* a worker polls this long for the next launch before sleeping */
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void pool_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 static void *worker_main(void *arg) {
   worker_t *self = arg;
   pool_t *pool = self->pool;
   uint64_t seen = 0;
+  int worked = 0;
   pthread_mutex_lock(&pool->lock);
   for (;;) {
+    if (worked && !pool->stop && pool->generation == seen) {
+      /* Poll a moment before sleeping: back-to-back launches then find their workers awake. */
+      pthread_mutex_unlock(&pool->lock);
+      uint64_t start = mono_ns();
+      while (__atomic_load_n(&pool->generation, __ATOMIC_ACQUIRE) == seen &&
+             !__atomic_load_n(&pool->stop, __ATOMIC_RELAXED) && mono_ns() - start < POOL_SPIN_NS)
+        pool_relax();
+      pthread_mutex_lock(&pool->lock);
+    }
     while (!pool->stop && (pool->job == NULL || pool->generation == seen))
       pthread_cond_wait(&pool->work_cv, &pool->lock);
     if (pool->stop) break;
@@ -211,6 +241,7 @@ static void *worker_main(void *arg) {
     /* A worker that cannot get local memory simply does not take part; the launching
      * thread, which always has its memory, finishes the grid. */
     if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) run_share(job, &self->buf);
+    worked = 1;
 
     pthread_mutex_lock(&pool->lock);
     if (--job->refs == 0) pthread_cond_signal(&pool->done_cv);
@@ -239,7 +270,7 @@ static void pool_free(pool_t *pool) {
   free(pool);
 }
 
-static pool_t *pool_from(PyObject *obj) {
+pool_t *pool_from(PyObject *obj) {
   void *p;
   if (parse_ptr(obj, &p) < 0) return NULL;
   pool_t *pool = p;
@@ -343,6 +374,44 @@ static int launch_pooled(pool_t *pool, job_t *job) {
   return rc;
 }
 
+size_t pool_threads(const pool_t *pool) { return pool->nthreads; }
+
+int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
+             offload_dim3_t group_size, size_t dyn_mem) {
+  job_t job = {
+      .kernel = kernel,
+      .args = args,
+      .num_groups = num_groups,
+      .group_size = group_size,
+      .dyn_mem = dyn_mem,
+      .total = (uint64_t)num_groups.x * num_groups.y * num_groups.z,
+  };
+  if (pool->nthreads == 0 || job.total == 1) {
+    job.chunk = job.total;
+    job.takers = 1;
+    return launch_inline(&job);
+  }
+  /* About 16 claims per taking thread balance the load; small grids go one group a claim. */
+  uint64_t chunk = job.total / ((uint64_t)(pool->nthreads + 1) * 16);
+  job.chunk = chunk < 1 ? 1 : chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
+  job.takers = pool->nthreads + 1;
+  return launch_pooled(pool, &job);
+}
+
+int parse_grid(PyObject *const *dims, offload_dim3_t *num_groups, offload_dim3_t *group_size) {
+  uint32_t d[6];
+  for (int i = 0; i < 6; ++i)
+    if (parse_dim(dims[i], &d[i]) < 0) return -1;
+  uint64_t total;
+  if (__builtin_mul_overflow((uint64_t)d[0] * d[1], (uint64_t)d[2], &total)) {
+    PyErr_SetString(PyExc_OverflowError, "grid has too many groups");
+    return -1;
+  }
+  *num_groups = (offload_dim3_t){d[0], d[1], d[2]};
+  *group_size = (offload_dim3_t){d[3], d[4], d[5]};
+  return 0;
+}
+
 static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
   if (check_nargs("launch", nargs, 10) < 0) return NULL;
@@ -354,41 +423,87 @@ static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     PyErr_SetString(PyExc_ValueError, "kernel address is NULL");
     return NULL;
   }
-  job_t job = {.kernel = (offload_kernel_fn)(uintptr_t)kernel};
-  uint32_t d[6];
-  for (int i = 0; i < 6; ++i)
-    if (parse_dim(args[3 + i], &d[i]) < 0) return NULL;
-  if (parse_size(args[9], &job.dyn_mem) < 0) return NULL;
-  job.num_groups = (offload_dim3_t){d[0], d[1], d[2]};
-  job.group_size = (offload_dim3_t){d[3], d[4], d[5]};
-  uint64_t total;
-  if (__builtin_mul_overflow((uint64_t)d[0] * d[1], (uint64_t)d[2], &total)) {
-    PyErr_SetString(PyExc_OverflowError, "grid has too many groups");
+  offload_dim3_t num_groups, group_size;
+  size_t dyn_mem;
+  if (parse_grid(args + 3, &num_groups, &group_size) < 0 || parse_size(args[9], &dyn_mem) < 0)
     return NULL;
-  }
-  job.total = total;
 
   Py_buffer view = {0};
   int have_view = args[2] != Py_None;
   if (have_view && PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) return NULL;
-  job.args = have_view && view.len > 0 ? view.buf : NULL;
+  const void *kargs = have_view && view.len > 0 ? view.buf : NULL;
 
   int rc;
-  if (pool->nthreads == 0 || total == 1) {
-    job.chunk = total;
-    Py_BEGIN_ALLOW_THREADS
-    rc = launch_inline(&job);
-    Py_END_ALLOW_THREADS
-  } else {
-    uint64_t chunk = total / ((uint64_t)(pool->nthreads + 1) * 16);
-    job.chunk = chunk < 1 ? 1 : chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
-    Py_BEGIN_ALLOW_THREADS
-    rc = launch_pooled(pool, &job);
-    Py_END_ALLOW_THREADS
-  }
+  Py_BEGIN_ALLOW_THREADS
+  rc = pool_run(pool, (offload_kernel_fn)(uintptr_t)kernel, kargs, num_groups, group_size, dyn_mem);
+  Py_END_ALLOW_THREADS
   if (have_view) PyBuffer_Release(&view);
   if (rc < 0) return PyErr_NoMemory();
   Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Big copies and fills, split over a pool                                                */
+
+#define SPLIT_MIN (4u << 20)      /* below this one memmove/memset beats waking the pool */
+#define SPLIT_MIN_CHUNK (1u << 20) /* bytes per work-group of a split copy or fill, at least */
+
+typedef struct {
+  unsigned char *dst;
+  const unsigned char *src; /* copy source, or the fill pattern */
+  size_t size;
+  size_t chunk; /* bytes per group: a multiple of plen */
+  size_t plen;  /* fill pattern length */
+} split_args;
+
+static void copy_part(const void *args, const offload_group_t *group) {
+  const split_args *a = args;
+  size_t begin = (size_t)group->group_id.x * a->chunk;
+  size_t n = a->size - begin < a->chunk ? a->size - begin : a->chunk;
+  memcpy(a->dst + begin, a->src + begin, n);
+}
+
+static void fill_part(const void *args, const offload_group_t *group) {
+  const split_args *a = args;
+  size_t begin = (size_t)group->group_id.x * a->chunk;
+  size_t n = a->size - begin < a->chunk ? a->size - begin : a->chunk;
+  fill_pattern(a->dst + begin, a->src, a->plen, n);
+}
+
+/* Eight parts per taking thread (at least SPLIT_MIN_CHUNK each): few enough that each is one
+ * long memcpy, enough that a thread preempted holding one delays the rest little. -1 when the
+ * pattern does not fit a part (then the caller does it alone). */
+static int split_over(pool_t *pool, offload_kernel_fn part, split_args *a, size_t plen) {
+  size_t chunk = a->size / (8 * (pool->nthreads + 1));
+  if (chunk < SPLIT_MIN_CHUNK) chunk = SPLIT_MIN_CHUNK;
+  chunk = (chunk + 4095) & ~(size_t)4095;
+  chunk -= chunk % plen;
+  if (chunk == 0) return -1;
+  a->chunk = chunk;
+  uint64_t groups = (a->size + chunk - 1) / chunk;
+  if (groups > UINT32_MAX) return -1;
+  return pool_run(pool, part, a, (offload_dim3_t){(uint32_t)groups, 1, 1}, (offload_dim3_t){1, 1, 1},
+                  0);
+}
+
+void pool_copy(pool_t *pool, void *dst, const void *src, size_t size) {
+  const unsigned char *d = dst, *s = src;
+  int overlap = d < s + size && s < d + size;
+  if (pool != NULL && pool->nthreads > 0 && size >= SPLIT_MIN && !overlap) {
+    split_args a = {.dst = dst, .src = src, .size = size};
+    if (split_over(pool, copy_part, &a, 1) == 0) return;
+  }
+  if (size) memmove(dst, src, size);
+}
+
+void pool_fill(pool_t *pool, void *dst, const void *pat, size_t plen, size_t size) {
+  const unsigned char *d = dst, *p = pat;
+  int overlap = p < d + size && d < p + plen; /* the pattern lives inside the destination */
+  if (pool != NULL && pool->nthreads > 0 && size >= SPLIT_MIN && !overlap) {
+    split_args a = {.dst = dst, .src = pat, .size = size, .plen = plen};
+    if (split_over(pool, fill_part, &a, plen) == 0) return;
+  }
+  fill_pattern(dst, pat, plen, size);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -484,7 +599,7 @@ static PyObject *py_mem_free(PyObject *m, PyObject *const *args, Py_ssize_t narg
 }
 
 /* Fills size bytes at dst with the repeated pattern; the last copy may be partial. */
-static void fill_pattern(unsigned char *dst, const void *pat, size_t plen, size_t size) {
+void fill_pattern(unsigned char *dst, const void *pat, size_t plen, size_t size) {
   if (plen == 1) {
     memset(dst, *(const unsigned char *)pat, size);
     return;
@@ -558,12 +673,18 @@ static PyMethodDef native_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyModuleDef_Slot native_slots[] = {
+    {Py_mod_exec, (void *)hostq_exec}, /* the native queues and events */
+    {0, NULL},
+};
+
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "offload_host._native",
-    .m_doc = "Native worker pool, dynamic loading and memory helpers of offload-host.",
+    .m_doc = "Native worker pool, queues, dynamic loading and memory helpers of offload-host.",
     .m_size = 0,
     .m_methods = native_methods,
+    .m_slots = native_slots,
 };
 
 PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&native_module); }

@@ -1,127 +1,144 @@
 """Asynchronous in-order queues and events of the host device.
 
-A queue runs its operations, in submission order, on one worker thread of its own. The thread
-starts at the first submission (a queue that never gets work costs no thread) and is joined when
-the queue is released, so no thread outlives the queue. Exceptions raised by operations are kept
-and raised by the next ``synchronize``; later operations still run, so events always complete.
+The queue itself is native (``_native.Queue``, see ``_hostq.c``): launches, copies, fills, event
+records and event waits are kept and run in C without the GIL, by the device's executor thread
+or by a thread waiting for them; host functions are handed, in queue order, to the queue's worker
+thread, which takes the GIL only to run them. This module adds the Python parts: starting the
+worker thread (when the native queue asks for one), the release protocol (no thread outlives a
+released queue; a host function releasing its own queue detaches instead), and turning kept
+errors into exceptions.
+
+Errors: every error kept since the last synchronize is raised by the next one (or by the sync of
+a later event): a single ``OffloadError`` for one, an ``ExceptionGroup`` of ``OffloadError`` for
+several, none dropped.
 """
 
 from __future__ import annotations
 
 import itertools
-import queue as _stdqueue
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
+from offload import ErrorCode, OffloadError
+
+from . import _native
+
+HostEvent = _native.Event
+QueueReleased = _native.QueueReleased
+
 _names = itertools.count(1)
-_RELEASE = None  # the sentinel that ends a worker
 
 
-class HostEvent:
-    """Complete once every operation submitted before it has run; stamped when reached."""
-
-    __slots__ = ("_done", "timestamp_ns")
-
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self.timestamp_ns = 0
-
-    def complete(self) -> None:
-        self.timestamp_ns = time.perf_counter_ns()
-        self._done.set()
-
-    def is_complete(self) -> bool:
-        return self._done.is_set()
-
-    def wait(self) -> None:
-        self._done.wait()
+def _join(thread: threading.Thread) -> None:
+    """Join ``thread`` even when the wait is interrupted (Ctrl-C); the interrupt is raised after."""
+    interrupt: BaseException | None = None
+    while True:
+        try:
+            thread.join()
+            break
+        except BaseException as exc:
+            interrupt = exc
+    if interrupt is not None:
+        raise interrupt
 
 
-class HostQueue:
-    """An in-order queue of callables, executed by a lazily started worker thread."""
+def _running(thread: threading.Thread) -> bool:
+    """Whether ``thread``'s OS thread was created, though ``start()`` raised (an interrupt)."""
+    started: threading.Event | None = getattr(thread, "_started", None)  # CPython's start handshake
+    return started.wait(1.0) if started is not None else thread.is_alive()
 
-    __slots__ = ("_ops", "_lock", "_submitted", "_completed", "_thread", "_errors", "name")
 
-    def __init__(self) -> None:
-        self._ops: _stdqueue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | None] = _stdqueue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._submitted = 0
-        self._completed = 0  # written by the worker only
-        self._thread: threading.Thread | None = None
-        self._errors: list[BaseException] = []
+class HostQueue(_native.Queue):
+    """An in-order queue: native work runs in C; host functions on a worker thread, in order."""
+
+    __slots__ = ("name", "_thread")
+
+    def __init__(self, executor: int | None = None) -> None:
+        super().__init__(executor)
         self.name = f"offload-host-queue-{next(_names)}"
+        self._thread: threading.Thread | None = None
+
+    def start_worker(self) -> None:
+        """Start the worker thread; called once, by the submitter the native queue told to."""
+        thread = threading.Thread(target=self.work, name=self.name, daemon=True)
+        self._thread = thread
+        try:
+            thread.start()
+        except BaseException:
+            if not _running(thread):  # else (Ctrl-C while start() waited) it serves the queue
+                self._thread = None
+                self.worker_failed()  # the next submission asks again
+            raise
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Enqueue ``fn(*args)`` after everything submitted so far."""
-        with self._lock:
-            self._submitted += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name=self.name, daemon=True)
-                self._thread.start()
-            self._ops.put((fn, args))
+        """Enqueue the host function ``fn(*args)`` after everything submitted so far."""
+        if self.call(fn if not args else lambda: fn(*args)):
+            self.start_worker()
 
     def has_pending_work(self) -> bool:
-        return self._completed != self._submitted
-
-    def _work(self) -> None:
-        get = self._ops.get
-        while True:
-            op = get()
-            if op is _RELEASE:
-                return
-            fn, args = op
-            try:
-                fn(*args)
-            except BaseException as exc:  # reported by the next synchronize
-                self._errors.append(exc)
-            self._completed += 1
+        return self.pending()
 
     def synchronize(self, release: bool) -> None:
-        """Wait for every submitted operation; with ``release`` also end the worker thread.
+        """Wait for every submitted operation, then raise the errors kept since the last sync.
 
-        Raises the first error kept since the last synchronize (the rest are its context).
+        With ``release`` the queue takes no more work and its worker thread is joined. Called by a
+        host function of this very queue, ``release`` detaches instead: the operations not yet
+        started are dropped and the worker ends right after that host function; without
+        ``release`` that call fails with INVALID_QUEUE (it would wait for itself). Interrupted
+        (Ctrl-C) while waiting with ``release``, the queue drops what has not started and is
+        still released before the interrupt propagates.
         """
-        if threading.current_thread() is self._thread:
-            from offload import ErrorCode, OffloadError
-
-            raise OffloadError(
-                ErrorCode.INVALID_QUEUE, f"a host function on {self.name} cannot wait for its own queue (it would never finish)"
-            )
-        if self._completed != self._submitted:
-            reached = threading.Lock()
-            reached.acquire()
-            self.submit(reached.release)
-            reached.acquire()
-        if release:
-            with self._lock:
-                thread, self._thread = self._thread, None
-            if thread is not None:
-                self._ops.put(_RELEASE)
-                thread.join()
-        self._raise_errors()
-
-    def _raise_errors(self) -> None:
-        if not self._errors:
+        if self.on_worker():
+            if not release:
+                raise OffloadError(
+                    ErrorCode.INVALID_QUEUE,
+                    f"a host function on {self.name} cannot wait for its own queue (it would never finish)",
+                )
+            self.raise_errors(self.release(True))
             return
-        errors, self._errors = self._errors, []
-        from offload import ErrorCode, OffloadError
+        if not release:
+            errors = self.sync()
+            if errors:
+                self.raise_errors(errors)
+            return
+        try:
+            kept = self.sync() or []
+        except BaseException:
+            self._finish(discard=True)
+            raise
+        self.raise_errors(kept + self._finish(discard=False))
 
-        first = errors[0]
-        if isinstance(first, OffloadError):
-            raise first
-        error = OffloadError(
-            ErrorCode.UNKNOWN,
-            f"{len(errors)} operation(s) on {self.name} failed; first: {type(first).__name__}: {first}",
-        )
-        raise error from first
+    def _finish(self, discard: bool) -> list[BaseException]:
+        """Release the native queue and join the worker thread, whatever interrupts the join."""
+        try:
+            errors = self.release(discard) or []
+        finally:  # release() returned only once work() has: only the thread's own exit is left
+            thread, self._thread = self._thread, None
+            if thread is not None and thread is not threading.current_thread():
+                _join(thread)
+        return errors
 
-    def record(self) -> HostEvent:
+    def raise_errors(self, errors: list[BaseException] | None) -> None:
+        """Raise kept errors: one OffloadError for one, an ExceptionGroup of them for several."""
+        if not errors:
+            return
+        converted = [self._as_error(error) for error in errors]
+        if len(converted) == 1:
+            raise converted[0]
+        raise ExceptionGroup(f"{len(converted)} operations on {self.name} failed", converted)
+
+    def _as_error(self, error: BaseException) -> OffloadError:
+        if isinstance(error, OffloadError):
+            return error
+        code = ErrorCode.OUT_OF_RESOURCES if isinstance(error, MemoryError) else ErrorCode.UNKNOWN
+        converted = OffloadError(code, f"an operation on {self.name} failed: {type(error).__name__}: {error}")
+        converted.__cause__ = error
+        return converted
+
+    def record(self) -> HostEvent:  # type: ignore[override]
         """An event that completes when the work submitted so far is done."""
-        event = HostEvent()
-        if self._completed == self._submitted:
-            event.complete()
-        else:
-            self.submit(event.complete)
+        event, start = super().record()
+        if start:
+            self.start_worker()
         return event

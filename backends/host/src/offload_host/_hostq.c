@@ -1,0 +1,1301 @@
+/* _hostq.c - the native in-order queues and events of offload-host.
+ *
+ * A queue is a FIFO of operations run one at a time, in submission order, by whichever thread
+ * holds the queue's runner token:
+ *   - the device's executor: one native thread per device that runs the native work
+ *     (launches, copies, fills, event records, satisfied event waits) of queues that have no
+ *     worker, so that work progresses without anyone waiting for it;
+ *   - the queue's worker: a Python thread, started by _queue.py at the first host function or
+ *     unsatisfied event wait, that lives inside Queue.work() with the GIL released and takes the
+ *     GIL only to run a host function; from then on it runs all of the queue's work;
+ *   - a waiting caller (Queue.sync, Event.wait): instead of sleeping it runs native work up to
+ *     what it waits for itself, and hands the queue back at the first host function or
+ *     unsatisfied event wait.
+ * So host functions always run on the worker thread, in queue order, and a sync of native work
+ * needs no thread wake-up at all.
+ *
+ * Errors of operations are kept with their position (host functions: the exception; native
+ * operations: a MemoryError) and handed out, all of them, by the next sync that covers them (a
+ * queue sync, or the sync of a later event). Waits slice their sleep so that the main thread
+ * sees Ctrl-C (PyErr_CheckSignals) within WAIT_SLICE_NS; a waiter that is running an operation
+ * itself sees it when that operation ends.
+ *
+ * Release: no more submissions (they fail with QueueReleased, an OffloadError INVALID_QUEUE);
+ * what is queued still runs (or, with discard, is dropped unstarted), the worker leaves work().
+ *
+ * Locking: q->mu, then exec->mu, then an event's mu; the GIL is never requested while one of
+ * them is held.
+ */
+#define _GNU_SOURCE
+#include "_native.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WAIT_SLICE_NS 20000000L /* 20 ms between checks for a pending signal */
+#define INLINE_ARGS 64          /* kernel argument bytes kept inside the op */
+
+static pthread_t main_thread; /* the thread that imported the module: the one Python signals */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock of time.perf_counter_ns */
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits on cv (mu held) for at most WAIT_SLICE_NS. */
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_nsec += WAIT_SLICE_NS;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec += 1;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Critical sections here are a few pointer moves: a contended lock spins a little first. */
+static void init_mutex(pthread_mutex_t *mu) {
+  pthread_mutexattr_t attr;
+  pthread_mutexattr_init(&attr);
+#ifdef PTHREAD_MUTEX_ADAPTIVE_NP
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+  pthread_mutex_init(mu, &attr);
+  pthread_mutexattr_destroy(&attr);
+}
+
+static void init_cond(pthread_cond_t *cv) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(cv, &attr);
+  pthread_condattr_destroy(&attr);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Event state: shared by the Event object and the ops that record or wait for it.       */
+
+typedef struct {
+  _Atomic long refs;
+  _Atomic int done;
+  uint64_t timestamp_ns; /* written before done is set */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} ev_t;
+
+static ev_t *ev_new(void) {
+  ev_t *ev = calloc(1, sizeof(ev_t));
+  if (ev == NULL) return NULL;
+  atomic_init(&ev->refs, 1);
+  pthread_mutex_init(&ev->mu, NULL);
+  init_cond(&ev->cv);
+  return ev;
+}
+
+static void ev_ref(ev_t *ev) { atomic_fetch_add_explicit(&ev->refs, 1, memory_order_relaxed); }
+
+static void ev_unref(ev_t *ev) {
+  if (atomic_fetch_sub_explicit(&ev->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_cond_destroy(&ev->cv);
+  pthread_mutex_destroy(&ev->mu);
+  free(ev);
+}
+
+static void ev_complete(ev_t *ev) {
+  pthread_mutex_lock(&ev->mu);
+  if (!atomic_load_explicit(&ev->done, memory_order_relaxed)) {
+    ev->timestamp_ns = now_ns();
+    atomic_store_explicit(&ev->done, 1, memory_order_release);
+    pthread_cond_broadcast(&ev->cv);
+  }
+  pthread_mutex_unlock(&ev->mu);
+}
+
+static int ev_is_done(ev_t *ev) { return atomic_load_explicit(&ev->done, memory_order_acquire); }
+
+/* Blocks until done; no Python involved (a worker waiting for another queue's event). */
+static void ev_wait_native(ev_t *ev) {
+  if (ev_is_done(ev)) return;
+  pthread_mutex_lock(&ev->mu);
+  while (!atomic_load_explicit(&ev->done, memory_order_relaxed)) pthread_cond_wait(&ev->cv, &ev->mu);
+  pthread_mutex_unlock(&ev->mu);
+}
+
+/* Called with the GIL held; waits with it released, checking for signals on the main thread.
+ * 0 when done, -1 with the signal handler's exception set. */
+static int ev_wait_interruptible(ev_t *ev) {
+  int is_main = pthread_equal(pthread_self(), main_thread);
+  while (!ev_is_done(ev)) {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&ev->mu);
+    if (!atomic_load_explicit(&ev->done, memory_order_relaxed)) {
+      if (is_main)
+        timed_wait(&ev->cv, &ev->mu);
+      else
+        pthread_cond_wait(&ev->cv, &ev->mu);
+    }
+    pthread_mutex_unlock(&ev->mu);
+    Py_END_ALLOW_THREADS
+    if (is_main && PyErr_CheckSignals() < 0) return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Operations                                                                             */
+
+enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_RECORD, OP_WAIT, OP_CALL };
+
+typedef struct op {
+  struct op *next;
+  uint64_t seq; /* 1 for the queue's first op */
+  int kind;
+  pool_t *pool;
+  union {
+    struct {
+      offload_kernel_fn kernel;
+      offload_dim3_t num_groups, group_size;
+      size_t dyn_mem;
+      void *args; /* NULL, inline_args, or a malloc'd copy */
+    } launch;
+    struct {
+      void *dst;
+      const void *src;
+      size_t size;
+    } copy;
+    struct {
+      void *dst;
+      size_t size, plen;
+      void *pattern; /* inline_args or a malloc'd copy */
+    } fill;
+    ev_t *ev;
+    PyObject *call;
+  } u;
+  unsigned char inline_args[INLINE_ARGS];
+} op_t;
+
+/* A private copy of len bytes for the op: inside it when small. NULL when out of memory. */
+static void *op_keep(op_t *op, const void *data, size_t len) {
+  void *p = len <= INLINE_ARGS ? op->inline_args : malloc(len);
+  if (p != NULL) memcpy(p, data, len);
+  return p;
+}
+
+/* Op nodes are recycled through one process-wide free list: a burst of submissions then
+ * reuses memory instead of growing the heap (whose fresh pages fault, and which glibc trims
+ * again after each burst). At most OP_POOL_MAX nodes (about 2.5 MiB) are kept. */
+#define OP_POOL_MAX 16384
+static pthread_mutex_t op_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static op_t *op_pool;
+static size_t op_pool_size;
+
+static op_t *op_take(void) {
+  pthread_mutex_lock(&op_pool_mu);
+  op_t *op = op_pool;
+  if (op != NULL) {
+    op_pool = op->next;
+    op_pool_size--;
+  }
+  pthread_mutex_unlock(&op_pool_mu);
+  return op != NULL ? op : malloc(sizeof(op_t));
+}
+
+/* Gives back the nodes of a NULL-terminated list (their resources already released). */
+static void op_give_list(op_t *first) {
+  if (first == NULL) return;
+  op_t *last = first;
+  size_t n = 1;
+  while (last->next != NULL) {
+    last = last->next;
+    n++;
+  }
+  pthread_mutex_lock(&op_pool_mu);
+  if (op_pool_size + n <= OP_POOL_MAX) {
+    last->next = op_pool;
+    op_pool = first;
+    op_pool_size += n;
+    first = NULL;
+  }
+  pthread_mutex_unlock(&op_pool_mu);
+  while (first != NULL) {
+    op_t *next = first->next;
+    free(first);
+    first = next;
+  }
+}
+
+static void op_give(op_t *op) {
+  op->next = NULL;
+  op_give_list(op);
+}
+
+/* Releases what an op that needs no Python holds (every kind but OP_CALL), not the node. */
+static void op_clear_native(op_t *op) {
+  switch (op->kind) {
+  case OP_LAUNCH:
+    if (op->u.launch.args != NULL && op->u.launch.args != op->inline_args) free(op->u.launch.args);
+    break;
+  case OP_FILL:
+    if (op->u.fill.pattern != op->inline_args) free(op->u.fill.pattern);
+    break;
+  case OP_RECORD:
+  case OP_WAIT: ev_unref(op->u.ev); break;
+  default: break;
+  }
+}
+
+/* Frees an op that needs no Python. */
+static void op_free_native(op_t *op) {
+  op_clear_native(op);
+  op_give(op);
+}
+
+/* Runs a native op; 0 on success, -1 on failure (out of memory). */
+static int op_run_native(op_t *op) {
+  switch (op->kind) {
+  case OP_LAUNCH:
+    return pool_run(op->pool, op->u.launch.kernel, op->u.launch.args, op->u.launch.num_groups,
+                    op->u.launch.group_size, op->u.launch.dyn_mem);
+  case OP_COPY: pool_copy(op->pool, op->u.copy.dst, op->u.copy.src, op->u.copy.size); return 0;
+  case OP_FILL:
+    pool_fill(op->pool, op->u.fill.dst, op->u.fill.pattern, op->u.fill.plen, op->u.fill.size);
+    return 0;
+  case OP_RECORD: return 0; /* completed by finish_op, once counted */
+  case OP_WAIT: ev_wait_native(op->u.ev); return 0;
+  default: return 0;
+  }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Queues                                                                                 */
+
+enum { WORKER_NONE, WORKER_WANTED, WORKER_EXITED };
+
+typedef struct QueueObject QueueObject;
+
+/* The executor of a device: one native thread that runs the native work of queues that have
+ * no worker thread (a queue gets one only for host functions and event waits), so that native
+ * work progresses without anyone syncing. Refcounted: its device and every queue using it. */
+typedef struct {
+  uint64_t magic;
+  _Atomic long refs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;      /* the service thread: a queue became ready, or stop */
+  pthread_cond_t idle_cv; /* `current` changed */
+  QueueObject *ready_head, *ready_tail; /* queues with native work to run, each once */
+  _Atomic int nready;
+  QueueObject *current; /* the queue being serviced */
+  int sleeping, stop, started;
+  pthread_t thread;
+} exec_t;
+
+#define EXEC_MAGIC 0x6f6c65786563ULL
+#define SPIN_NS 30000 /* the service thread polls this long before sleeping */
+#define EXEC_TURN 256 /* ops the service thread runs of one queue before the next queue */
+#define EXEC_DELAY_NS 20000 /* a ready queue is serviced this long after it became ready: the
+                             * submitter fills it meanwhile without contention, the executor then
+                             * takes a run at once (a waiting caller helps itself without delay) */
+
+struct QueueObject {
+  PyObject_HEAD
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv; /* the worker: work arrived, the runner token came free, release */
+  pthread_cond_t done_cv; /* waiters: an op completed, the token came free, the worker exited */
+  op_t *head, *tail;
+  uint64_t submitted, completed; /* op counts; completed <= submitted */
+  int running;                   /* an op is being run by `runner` */
+  int runner_is_worker;
+  pthread_t runner;
+  int worker;          /* WORKER_*: WANTED from the first submission until work() returns */
+  int worker_sleeping; /* the worker waits on work_cv */
+  int waiters;         /* threads waiting on done_cv */
+  uint64_t wake_at;    /* the smallest `completed` a waiter waits for (UINT64_MAX: none) */
+  int released;        /* no more submissions; the worker ends once the queue is empty */
+  uint64_t *failed;    /* seqs of native ops that failed, not yet reported (mu) */
+  size_t nfailed, capfailed;
+  PyObject *errors;    /* [(seq, exception)] of host functions, not yet reported (GIL) */
+  exec_t *exec;        /* NULL: native work waits for the worker or a sync */
+  QueueObject *ready_next; /* in exec's ready list; guarded by exec->mu */
+  uint64_t ready_since;    /* when it entered the ready list; guarded by exec->mu */
+  int in_ready;            /* guarded by exec->mu */
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static void exec_unref(exec_t *ex) {
+  if (atomic_fetch_sub_explicit(&ex->refs, 1, memory_order_acq_rel) != 1) return;
+  pthread_cond_destroy(&ex->idle_cv);
+  pthread_cond_destroy(&ex->cv);
+  pthread_mutex_destroy(&ex->mu);
+  ex->magic = 0;
+  free(ex);
+}
+
+/* Puts q in the ready list (q->mu held). 0 on success, -1 if the executor has stopped. */
+static int exec_push(exec_t *ex, QueueObject *q) {
+  int rc = 0;
+  pthread_mutex_lock(&ex->mu);
+  if (ex->stop) {
+    rc = -1;
+  } else if (!q->in_ready) {
+    q->in_ready = 1;
+    q->ready_next = NULL;
+    q->ready_since = now_ns();
+    if (ex->ready_tail) ex->ready_tail->ready_next = q;
+    else ex->ready_head = q;
+    ex->ready_tail = q;
+    atomic_fetch_add_explicit(&ex->nready, 1, memory_order_release);
+    if (ex->sleeping) pthread_cond_signal(&ex->cv);
+  }
+  pthread_mutex_unlock(&ex->mu);
+  return rc;
+}
+
+/* Takes q out of the ready list and waits until the service thread is not inside it (q->mu
+ * not held): afterwards the executor never touches q again unless q is pushed anew. */
+static void exec_forget(exec_t *ex, QueueObject *q) {
+  pthread_mutex_lock(&ex->mu);
+  if (q->in_ready) {
+    QueueObject **link = &ex->ready_head, *prev = NULL;
+    while (*link != q) {
+      prev = *link;
+      link = &(*link)->ready_next;
+    }
+    *link = q->ready_next;
+    if (ex->ready_tail == q) ex->ready_tail = prev;
+    q->in_ready = 0;
+    atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
+  }
+  while (ex->current == q) pthread_cond_wait(&ex->idle_cv, &ex->mu);
+  pthread_mutex_unlock(&ex->mu);
+}
+
+static PyObject *SubmitError;   /* _native.QueueReleased, an offload.OffloadError */
+static PyObject *InvalidQueue;  /* offload.ErrorCode.INVALID_QUEUE */
+
+static exec_t *exec_from(PyObject *obj);
+
+static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
+  PyObject *executor = Py_None;
+  if ((kwds && PyDict_GET_SIZE(kwds)) || !PyArg_UnpackTuple(args, "Queue", 0, 1, &executor)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Queue() takes no keyword arguments");
+    return -1;
+  }
+  if (self->errors != NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "Queue is already initialised");
+    return -1;
+  }
+  exec_t *ex = NULL;
+  if (executor != Py_None && (ex = exec_from(executor)) == NULL) return -1;
+  if (ex != NULL) atomic_fetch_add_explicit(&ex->refs, 1, memory_order_relaxed);
+  self->exec = ex;
+  self->wake_at = UINT64_MAX;
+  self->errors = PyList_New(0);
+  if (self->errors == NULL) return -1;
+  init_mutex(&self->mu);
+  init_cond(&self->work_cv);
+  init_cond(&self->done_cv);
+  return 0;
+}
+
+/* Frees a detached list of ops; the GIL is held (host functions are dropped unrun). */
+static void free_ops(op_t *op) {
+  while (op != NULL) {
+    op_t *next = op->next;
+    if (op->kind == OP_CALL) {
+      Py_DECREF(op->u.call);
+      op_give(op);
+    } else {
+      if (op->kind == OP_RECORD) ev_complete(op->u.ev); /* nobody waits forever for dropped work */
+      op_free_native(op);
+    }
+    op = next;
+  }
+}
+
+static void q_dealloc(QueueObject *self) {
+  if (self->errors != NULL) { /* initialised: no worker is left, it holds a reference */
+    if (self->exec != NULL) {
+      Py_BEGIN_ALLOW_THREADS
+      exec_forget(self->exec, self);
+      Py_END_ALLOW_THREADS
+      exec_unref(self->exec);
+    }
+    free_ops(self->head);
+    Py_CLEAR(self->errors);
+    free(self->failed);
+    pthread_cond_destroy(&self->done_cv);
+    pthread_cond_destroy(&self->work_cv);
+    pthread_mutex_destroy(&self->mu);
+  }
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int q_ready(QueueObject *self) {
+  if (self->errors != NULL) return 0;
+  PyErr_SetString(PyExc_RuntimeError, "Queue.__init__ was not called");
+  return -1;
+}
+
+static int helpable(const op_t *op);
+
+/* Makes sure someone runs the head op when nobody is running (q->mu held): the worker when
+ * there is one, else the executor. -1 when neither can (then a worker must be started). */
+static int kick(QueueObject *q) {
+  if (q->head == NULL || q->running) return 0;
+  if (q->worker == WORKER_WANTED) {
+    if (q->worker_sleeping) pthread_cond_signal(&q->work_cv);
+    return 0;
+  }
+  if (q->worker == WORKER_NONE && helpable(q->head)) return q->exec ? exec_push(q->exec, q) : -1;
+  return 0;
+}
+
+/* Appends op. Returns 1 when the caller must start the worker (Queue.work on a new thread),
+ * 0 otherwise, -1 (op freed, QueueReleased set) when the queue was released. GIL held. */
+static int q_push(QueueObject *self, op_t *op) {
+  op->next = NULL;
+  int start = 0;
+  pthread_mutex_lock(&self->mu);
+  if (self->released) {
+    pthread_mutex_unlock(&self->mu);
+    if (op->kind == OP_CALL) {
+      Py_DECREF(op->u.call);
+      op_give(op);
+    } else {
+      op_free_native(op);
+    }
+    PyObject *error = PyObject_CallFunction(SubmitError, "Os", InvalidQueue,
+                                            "the queue was destroyed while this work was submitted");
+    if (error != NULL) {
+      PyErr_SetObject(SubmitError, error);
+      Py_DECREF(error);
+    }
+    return -1;
+  }
+  if (self->tail) self->tail->next = op;
+  else self->head = op;
+  self->tail = op;
+  op->seq = ++self->submitted;
+  /* Host functions and event waits need the worker thread; native work only needs someone. */
+  int blocking = op->kind == OP_CALL || (op->kind == OP_WAIT && !ev_is_done(op->u.ev));
+  if (self->worker != WORKER_NONE) {
+    kick(self);
+  } else if (blocking || kick(self) < 0) {
+    self->worker = WORKER_WANTED;
+    start = 1;
+  }
+  pthread_mutex_unlock(&self->mu);
+  return start;
+}
+
+static PyObject *push_result(QueueObject *self, op_t *op) {
+  int rc = q_push(self, op);
+  if (rc < 0) return NULL;
+  return PyBool_FromLong(rc);
+}
+
+static op_t *op_new(int kind, pool_t *pool) {
+  op_t *op = op_take();
+  if (op == NULL) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  op->kind = kind;
+  op->pool = pool;
+  op->next = NULL;
+  return op;
+}
+
+static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
+  if (nargs == expected) return 0;
+  PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", fn, expected, nargs);
+  return -1;
+}
+
+static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (q_ready(self) < 0 || check_nargs("launch", nargs, 10) < 0) return NULL;
+  pool_t *pool = pool_from(args[0]);
+  if (pool == NULL) return NULL;
+  void *kernel;
+  if (parse_ptr(args[1], &kernel) < 0) return NULL;
+  if (kernel == NULL) {
+    PyErr_SetString(PyExc_ValueError, "kernel address is NULL");
+    return NULL;
+  }
+  offload_dim3_t num_groups, group_size;
+  size_t dyn_mem;
+  if (parse_grid(args + 3, &num_groups, &group_size) < 0 || parse_size(args[9], &dyn_mem) < 0)
+    return NULL;
+  op_t *op = op_new(OP_LAUNCH, pool);
+  if (op == NULL) return NULL;
+  op->u.launch.kernel = (offload_kernel_fn)(uintptr_t)kernel;
+  op->u.launch.num_groups = num_groups;
+  op->u.launch.group_size = group_size;
+  op->u.launch.dyn_mem = dyn_mem;
+  op->u.launch.args = NULL;
+  if (args[2] != Py_None) { /* copied: the caller may reuse its buffer once we return */
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+      op_give(op);
+      return NULL;
+    }
+    if (view.len > 0 && (op->u.launch.args = op_keep(op, view.buf, (size_t)view.len)) == NULL) {
+      PyBuffer_Release(&view);
+      op_give(op);
+      return PyErr_NoMemory();
+    }
+    PyBuffer_Release(&view);
+  }
+  return push_result(self, op);
+}
+
+static PyObject *q_copy(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (q_ready(self) < 0 || check_nargs("copy", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst, *src;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_ptr(args[2], &src) < 0 || parse_size(args[3], &size) < 0)
+    return NULL;
+  op_t *op = op_new(OP_COPY, pool);
+  if (op == NULL) return NULL;
+  op->u.copy.dst = dst;
+  op->u.copy.src = src;
+  op->u.copy.size = size;
+  return push_result(self, op);
+}
+
+static PyObject *q_fill(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (q_ready(self) < 0 || check_nargs("fill", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_size(args[3], &size) < 0) return NULL;
+  Py_buffer pat;
+  if (PyObject_GetBuffer(args[2], &pat, PyBUF_SIMPLE) < 0) return NULL;
+  if (pat.len == 0) {
+    PyBuffer_Release(&pat);
+    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
+    return NULL;
+  }
+  op_t *op = op_new(OP_FILL, pool);
+  if (op == NULL) {
+    PyBuffer_Release(&pat);
+    return NULL;
+  }
+  op->u.fill.dst = dst;
+  op->u.fill.size = size;
+  op->u.fill.plen = (size_t)pat.len;
+  op->u.fill.pattern = op_keep(op, pat.buf, (size_t)pat.len);
+  PyBuffer_Release(&pat);
+  if (op->u.fill.pattern == NULL) {
+    op_give(op);
+    return PyErr_NoMemory();
+  }
+  return push_result(self, op);
+}
+
+static PyObject *q_call(QueueObject *self, PyObject *callable) {
+  if (q_ready(self) < 0) return NULL;
+  if (!PyCallable_Check(callable)) {
+    PyErr_Format(PyExc_TypeError, "expected a callable, got %.100s", Py_TYPE(callable)->tp_name);
+    return NULL;
+  }
+  op_t *op = op_new(OP_CALL, NULL);
+  if (op == NULL) return NULL;
+  Py_INCREF(callable);
+  op->u.call = callable;
+  return push_result(self, op);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Events (the Python type)                                                               */
+
+typedef struct {
+  PyObject_HEAD
+  ev_t *ev;
+  QueueObject *queue; /* the queue it was recorded on */
+  uint64_t seq;       /* the ops of that queue before it: 1..seq */
+} EventObject;
+
+static PyTypeObject EventType;
+static PyObject *take_errors(QueueObject *self, uint64_t limit);
+static int wait_until(QueueObject *self, uint64_t target);
+
+static void e_dealloc(EventObject *self) {
+  if (self->ev != NULL) ev_unref(self->ev);
+  Py_XDECREF(self->queue);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *e_is_complete(EventObject *self, PyObject *unused) {
+  (void)unused;
+  return PyBool_FromLong(ev_is_done(self->ev));
+}
+
+static PyObject *e_wait(EventObject *self, PyObject *unused) {
+  (void)unused;
+  /* Help the queue up to the event's record op (seq + 1); a dropped record completes too. */
+  if (!ev_is_done(self->ev) && wait_until(self->queue, self->seq + 1) < 0) return NULL;
+  if (ev_wait_interruptible(self->ev) < 0) return NULL;
+  return take_errors(self->queue, self->seq);
+}
+
+static PyObject *e_queue(EventObject *self, void *closure) {
+  (void)closure;
+  return Py_NewRef((PyObject *)self->queue);
+}
+
+static PyObject *e_timestamp(EventObject *self, void *closure) {
+  (void)closure;
+  return PyLong_FromUnsignedLongLong(ev_is_done(self->ev) ? self->ev->timestamp_ns : 0);
+}
+
+static PyMethodDef event_methods[] = {
+    {"is_complete", (PyCFunction)e_is_complete, METH_NOARGS, "Whether the event was reached."},
+    {"wait", (PyCFunction)e_wait, METH_NOARGS,
+     "wait() -> list | None\n\nBlock until the event is reached (Ctrl-C interrupts the wait, not\n"
+     "the work); take the kept errors of the operations before it."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef event_getset[] = {
+    {"timestamp_ns", (getter)e_timestamp, NULL, "When the event was reached (perf_counter_ns clock); 0 before.",
+     NULL},
+    {"queue", (getter)e_queue, NULL, "The queue the event was recorded on.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject EventType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload_host._native.Event",
+    .tp_basicsize = sizeof(EventObject),
+    .tp_dealloc = (destructor)e_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A point in a queue: complete once every operation submitted before it has run.",
+    .tp_methods = event_methods,
+    .tp_getset = event_getset,
+};
+
+static PyObject *q_record(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  EventObject *event = PyObject_New(EventObject, &EventType);
+  if (event == NULL) return NULL;
+  event->queue = (QueueObject *)Py_NewRef((PyObject *)self);
+  if ((event->ev = ev_new()) == NULL) {
+    Py_DECREF(event);
+    return PyErr_NoMemory();
+  }
+  pthread_mutex_lock(&self->mu);
+  int idle = self->completed == self->submitted && !self->running;
+  event->seq = self->submitted;
+  pthread_mutex_unlock(&self->mu);
+  int start = 0;
+  if (idle) {
+    ev_complete(event->ev);
+  } else {
+    op_t *op = op_new(OP_RECORD, NULL);
+    if (op == NULL) {
+      Py_DECREF(event);
+      return NULL;
+    }
+    ev_ref(event->ev);
+    op->u.ev = event->ev;
+    if ((start = q_push(self, op)) < 0) {
+      Py_DECREF(event);
+      return NULL;
+    }
+  }
+  return Py_BuildValue("(NO)", (PyObject *)event, start ? Py_True : Py_False);
+}
+
+static PyObject *q_wait_event(QueueObject *self, PyObject *arg) {
+  if (q_ready(self) < 0) return NULL;
+  if (!PyObject_TypeCheck(arg, &EventType)) {
+    PyErr_Format(PyExc_TypeError, "expected an Event, got %.100s", Py_TYPE(arg)->tp_name);
+    return NULL;
+  }
+  ev_t *ev = ((EventObject *)arg)->ev;
+  if (ev_is_done(ev)) Py_RETURN_FALSE;
+  op_t *op = op_new(OP_WAIT, NULL);
+  if (op == NULL) return NULL;
+  ev_ref(ev);
+  op->u.ev = ev;
+  return push_result(self, op);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Running: the worker and helping waiters                                                */
+
+/* Whether a waiting caller may run op (no Python, no blocking). */
+static int helpable(const op_t *op) {
+  return op->kind != OP_CALL && (op->kind != OP_WAIT || ev_is_done(op->u.ev));
+}
+
+/* Counts a run op as complete; mu held on entry and exit. An event is reached only once its
+ * record op counts as complete, so whoever sees the event complete sees the queue idle. */
+static void note_failure(QueueObject *self, const op_t *op);
+
+static void finish_op(QueueObject *self, op_t *op, int failed) {
+  self->completed++;
+  if (failed) note_failure(self, op);
+  if (op->kind == OP_RECORD) ev_complete(op->u.ev);
+  if (self->waiters && self->completed >= self->wake_at) { /* no wake-up per op of a batch */
+    self->wake_at = UINT64_MAX;
+    pthread_cond_broadcast(&self->done_cv);
+  }
+}
+
+/* Keeps the position of a native op that failed (mu held). */
+static void note_failure(QueueObject *self, const op_t *op) {
+  if (self->nfailed == self->capfailed) {
+    size_t cap = self->capfailed ? 2 * self->capfailed : 8;
+    uint64_t *grown = realloc(self->failed, cap * sizeof(uint64_t));
+    if (grown != NULL) {
+      self->failed = grown;
+      self->capfailed = cap;
+    }
+  }
+  if (self->nfailed < self->capfailed) self->failed[self->nfailed++] = op->seq;
+}
+
+/* Wakes every waiter (mu held): the runner token came free, or the worker exited. */
+static void wake_all(QueueObject *self) {
+  if (!self->waiters) return;
+  self->wake_at = UINT64_MAX;
+  pthread_cond_broadcast(&self->done_cv);
+}
+
+/* Waits on done_cv (mu held) until `completed` reaches target or the state changes. */
+static void wait_for(QueueObject *self, uint64_t target, int timed) {
+  if (target < self->wake_at) self->wake_at = target;
+  self->waiters++;
+  if (timed) timed_wait(&self->done_cv, &self->mu);
+  else pthread_cond_wait(&self->done_cv, &self->mu);
+  self->waiters--;
+}
+
+static op_t *pop(QueueObject *self) {
+  op_t *op = self->head;
+  self->head = op->next;
+  if (self->head == NULL) self->tail = NULL;
+  return op;
+}
+
+/* A waiting caller runs helpable ops until `target` ops completed or the head is not helpable.
+ * mu held on entry and exit, GIL released, running == 0 on entry. */
+static void help(QueueObject *self, uint64_t target) {
+  self->running = 1;
+  self->runner_is_worker = 0;
+  self->runner = pthread_self();
+  while (self->completed < target && self->head != NULL && helpable(self->head)) {
+    /* Take a run of helpable ops at once (up to target, ending at an event record), run them
+     * without the lock, and count them complete together: two lock round trips per run. */
+    op_t *first = self->head, *last = first;
+    uint64_t n = 1;
+    while (last->kind != OP_RECORD && last->next != NULL && helpable(last->next) &&
+           self->completed + n < target) {
+      last = last->next;
+      n++;
+    }
+    self->head = last->next;
+    if (self->head == NULL) self->tail = NULL;
+    last->next = NULL;
+    pthread_mutex_unlock(&self->mu);
+    for (op_t *op = first; op != NULL; op = op->next) {
+      if (op_run_native(op) < 0) {
+        pthread_mutex_lock(&self->mu);
+        note_failure(self, op);
+        pthread_mutex_unlock(&self->mu);
+      }
+    }
+    pthread_mutex_lock(&self->mu);
+    self->completed += n - 1;
+    finish_op(self, last, 0); /* the last one: completes a record, wakes who waits */
+    for (op_t *op = first; op != NULL; op = op->next) op_clear_native(op);
+    pthread_mutex_unlock(&self->mu);
+    op_give_list(first); /* outside the queue's lock */
+    pthread_mutex_lock(&self->mu);
+  }
+  self->running = 0;
+  if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
+  kick(self);
+  wake_all(self);
+}
+
+/* The worker's loop: Queue.work(), on the thread _queue.py started for it. Returns once the
+ * queue is released and empty. Host functions run here, with the GIL, in queue order. */
+static PyObject *q_work(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  PyThreadState *ts = PyEval_SaveThread();
+  pthread_mutex_lock(&self->mu);
+  for (;;) {
+    while (self->head == NULL || self->running) {
+      if (self->released && self->head == NULL && !self->running) goto out;
+      self->worker_sleeping = 1;
+      pthread_cond_wait(&self->work_cv, &self->mu);
+      self->worker_sleeping = 0;
+    }
+    self->running = 1;
+    self->runner_is_worker = 1;
+    self->runner = pthread_self();
+    while (self->head != NULL) {
+      op_t *op = pop(self);
+      pthread_mutex_unlock(&self->mu);
+      int failed = 0;
+      if (op->kind == OP_CALL) {
+        PyEval_RestoreThread(ts);
+        PyObject *result = PyObject_CallNoArgs(op->u.call);
+        if (result == NULL) {
+          PyObject *type, *value, *tb;
+          PyErr_Fetch(&type, &value, &tb);
+          PyErr_NormalizeException(&type, &value, &tb);
+          if (value != NULL) {
+            if (tb != NULL) PyException_SetTraceback(value, tb);
+            PyObject *entry = Py_BuildValue("(KO)", (unsigned long long)op->seq, value);
+            if (entry == NULL || PyList_Append(self->errors, entry) < 0) PyErr_Clear();
+            Py_XDECREF(entry);
+          }
+          Py_XDECREF(type);
+          Py_XDECREF(value);
+          Py_XDECREF(tb);
+        } else {
+          Py_DECREF(result);
+        }
+        Py_DECREF(op->u.call);
+        op->u.call = NULL;
+        ts = PyEval_SaveThread();
+      } else {
+        failed = op_run_native(op) < 0;
+      }
+      pthread_mutex_lock(&self->mu);
+      finish_op(self, op, failed);
+      if (op->kind == OP_CALL) op_give(op);
+      else op_free_native(op);
+    }
+    self->running = 0;
+    wake_all(self);
+  }
+out:
+  self->worker = WORKER_EXITED;
+  pthread_cond_broadcast(&self->done_cv);
+  pthread_mutex_unlock(&self->mu);
+  PyEval_RestoreThread(ts);
+  Py_RETURN_NONE;
+}
+
+/* Moves out the kept errors of ops 1..limit, in queue order: a list (a host function's
+ * exception, or a MemoryError for a native op that failed), or None when there are none. GIL
+ * held. */
+static PyObject *take_errors(QueueObject *self, uint64_t limit) {
+  uint64_t *failed = NULL;
+  size_t nfailed = 0;
+  pthread_mutex_lock(&self->mu);
+  if (self->nfailed) {
+    failed = malloc(self->nfailed * sizeof(uint64_t));
+    if (failed != NULL) {
+      size_t kept = 0;
+      for (size_t i = 0; i < self->nfailed; ++i) {
+        if (self->failed[i] <= limit) failed[nfailed++] = self->failed[i];
+        else self->failed[kept++] = self->failed[i];
+      }
+      self->nfailed = kept;
+    }
+  }
+  pthread_mutex_unlock(&self->mu);
+  Py_ssize_t n = PyList_GET_SIZE(self->errors);
+  if (nfailed == 0 && n == 0) {
+    free(failed);
+    Py_RETURN_NONE;
+  }
+  PyObject *out = PyList_New(0), *rest = PyList_New(0);
+  if (out == NULL || rest == NULL) goto fail;
+  size_t f = 0;
+  for (Py_ssize_t i = 0; i <= n; ++i) {
+    PyObject *entry = i < n ? PyList_GET_ITEM(self->errors, i) : NULL;
+    unsigned long long seq = entry ? PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(entry, 0)) : UINT64_MAX;
+    for (; f < nfailed && (failed[f] < seq || entry == NULL); ++f) { /* native failures first */
+      PyObject *error = PyObject_CallFunction(
+          PyExc_MemoryError, "s", "a queued launch could not allocate its local memory");
+      if (error == NULL || PyList_Append(out, error) < 0) {
+        Py_XDECREF(error);
+        goto fail;
+      }
+      Py_DECREF(error);
+    }
+    if (entry == NULL) break;
+    if (PyList_Append(seq <= limit ? out : rest, seq <= limit ? PyTuple_GET_ITEM(entry, 1) : entry) < 0)
+      goto fail;
+  }
+  free(failed);
+  Py_SETREF(self->errors, rest);
+  if (PyList_GET_SIZE(out) == 0) {
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+  }
+  return out;
+fail:
+  free(failed);
+  Py_XDECREF(out);
+  Py_XDECREF(rest);
+  return NULL;
+}
+
+/* Waits (GIL held on entry and exit, released meanwhile) until `target` ops completed, helping
+ * while the head op needs no Python. 0 when reached, -1 with the exception of a signal handler
+ * (Ctrl-C on the main thread: the queue keeps going, nothing is lost). */
+static int wait_until(QueueObject *self, uint64_t target) {
+  int is_main = pthread_equal(pthread_self(), main_thread);
+  int interrupted = 0;
+  Py_BEGIN_ALLOW_THREADS
+  pthread_mutex_lock(&self->mu);
+  int spun = 0;
+  while (self->completed < target) {
+    if (!self->running && self->head != NULL && helpable(self->head)) {
+      help(self, target);
+      continue;
+    }
+    if (!spun && self->running) { /* the runner is at it: a short poll beats sleeping */
+      spun = 1;
+      pthread_mutex_unlock(&self->mu);
+      uint64_t start = now_ns();
+      while (__atomic_load_n(&self->completed, __ATOMIC_ACQUIRE) < target &&
+             __atomic_load_n(&self->running, __ATOMIC_RELAXED) && now_ns() - start < SPIN_NS)
+        cpu_relax();
+      pthread_mutex_lock(&self->mu);
+      continue;
+    }
+    wait_for(self, target, is_main);
+    if (is_main && self->completed < target) {
+      pthread_mutex_unlock(&self->mu);
+      Py_BLOCK_THREADS
+      interrupted = PyErr_CheckSignals() < 0;
+      Py_UNBLOCK_THREADS
+      pthread_mutex_lock(&self->mu);
+      if (interrupted) break;
+    }
+  }
+  pthread_mutex_unlock(&self->mu);
+  Py_END_ALLOW_THREADS
+  return interrupted ? -1 : 0;
+}
+
+/* Queue.sync(): wait for every op submitted so far (helping), then take their kept errors. */
+static PyObject *q_sync(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  uint64_t target = self->submitted;
+  pthread_mutex_unlock(&self->mu);
+  if (wait_until(self, target) < 0) return NULL;
+  return take_errors(self, target);
+}
+
+/* Queue.release(discard): no more submissions. Without discard the worker first runs what is
+ * queued; with it the ops not yet started are dropped (events among them complete). Waits for
+ * the worker to leave work() unless called from the worker itself (a host function: the worker
+ * leaves after it). Returns the errors like sync. */
+static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
+  if (q_ready(self) < 0) return NULL;
+  int discard = PyObject_IsTrue(discard_obj);
+  if (discard < 0) return NULL;
+  op_t *dropped = NULL;
+  pthread_mutex_lock(&self->mu);
+  self->released = 1;
+  if (discard && self->head != NULL) {
+    dropped = self->head;
+    self->head = self->tail = NULL;
+    self->completed = self->submitted - (self->running ? 1 : 0);
+  }
+  int on_worker = self->running && self->runner_is_worker && pthread_equal(self->runner, pthread_self());
+  pthread_cond_broadcast(&self->work_cv);
+  pthread_cond_broadcast(&self->done_cv);
+  pthread_mutex_unlock(&self->mu);
+  free_ops(dropped);
+  if (!on_worker) {
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    while (self->completed < self->submitted || self->worker == WORKER_WANTED) {
+      if (!self->running && self->head != NULL && helpable(self->head)) {
+        help(self, self->submitted);
+        continue;
+      }
+      wait_for(self, self->worker == WORKER_WANTED ? 0 : self->submitted, 0);
+    }
+    pthread_mutex_unlock(&self->mu);
+    if (self->exec != NULL) exec_forget(self->exec, self);
+    Py_END_ALLOW_THREADS
+  }
+  return take_errors(self, UINT64_MAX);
+}
+
+/* The worker could not be started: the next submission asks again. */
+static PyObject *q_worker_failed(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  if (self->worker == WORKER_WANTED) self->worker = WORKER_NONE;
+  pthread_cond_broadcast(&self->done_cv);
+  pthread_mutex_unlock(&self->mu);
+  Py_RETURN_NONE;
+}
+
+static PyObject *q_pending(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  int pending = self->completed != self->submitted || self->running;
+  pthread_mutex_unlock(&self->mu);
+  return PyBool_FromLong(pending);
+}
+
+/* Whether the calling thread is this queue's worker running a host function right now. */
+static PyObject *q_on_worker(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (q_ready(self) < 0) return NULL;
+  pthread_mutex_lock(&self->mu);
+  int mine = self->running && self->runner_is_worker && pthread_equal(self->runner, pthread_self());
+  pthread_mutex_unlock(&self->mu);
+  return PyBool_FromLong(mine);
+}
+
+#define QMETHOD(name, flags, doc) {#name, (PyCFunction)(void (*)(void))q_##name, flags, doc}
+
+static PyMethodDef queue_methods[] = {
+    QMETHOD(launch, METH_FASTCALL,
+            "launch(pool, kernel, args, ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem) -> start_worker\n\n"
+            "Enqueue a kernel launch (args copied). True: start a thread running work()."),
+    QMETHOD(copy, METH_FASTCALL, "copy(pool | None, dst, src, size) -> start_worker\n\nEnqueue a memmove."),
+    QMETHOD(fill, METH_FASTCALL,
+            "fill(pool | None, dst, pattern, size) -> start_worker\n\nEnqueue a pattern fill."),
+    QMETHOD(call, METH_O, "call(callable) -> start_worker\n\nEnqueue callable() (run on the worker)."),
+    QMETHOD(record, METH_NOARGS,
+            "record() -> (Event, start_worker)\n\nAn event complete once the work so far is done."),
+    QMETHOD(wait_event, METH_O,
+            "wait_event(event) -> start_worker\n\nLater work waits until event is complete."),
+    QMETHOD(work, METH_NOARGS, "work()\n\nThe worker's loop; returns once released and empty."),
+    QMETHOD(sync, METH_NOARGS,
+            "sync() -> list | None\n\nWait for the work so far (helping); take the kept errors."),
+    QMETHOD(release, METH_O,
+            "release(discard) -> list | None\n\nRefuse more work, end the worker; take the errors."),
+    QMETHOD(worker_failed, METH_NOARGS, "worker_failed()\n\nThe worker thread could not start."),
+    QMETHOD(pending, METH_NOARGS, "pending() -> bool\n\nWhether work is queued or running."),
+    QMETHOD(on_worker, METH_NOARGS,
+            "on_worker() -> bool\n\nWhether the caller is this queue's worker inside a host function."),
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject QueueType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload_host._native.Queue",
+    .tp_basicsize = sizeof(QueueObject),
+    .tp_dealloc = (destructor)q_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A native in-order queue (see _hostq.c); offload_host._queue.HostQueue extends it.",
+    .tp_methods = queue_methods,
+    .tp_init = (initproc)q_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* The executor's service thread and handle                                               */
+
+static void *exec_main(void *arg) {
+  exec_t *ex = arg;
+  pthread_mutex_lock(&ex->mu);
+  for (;;) {
+    if (ex->ready_head == NULL && !ex->stop) {
+      /* Poll a moment first: a stream of submissions then costs no wake-ups. */
+      pthread_mutex_unlock(&ex->mu);
+      uint64_t start = now_ns();
+      while (atomic_load_explicit(&ex->nready, memory_order_acquire) == 0 && now_ns() - start < SPIN_NS)
+        cpu_relax();
+      pthread_mutex_lock(&ex->mu);
+      while (ex->ready_head == NULL && !ex->stop) {
+        ex->sleeping = 1;
+        pthread_cond_wait(&ex->cv, &ex->mu);
+        ex->sleeping = 0;
+      }
+    }
+    if (ex->stop) break;
+    QueueObject *q = ex->ready_head;
+    ex->ready_head = q->ready_next;
+    if (ex->ready_head == NULL) ex->ready_tail = NULL;
+    q->in_ready = 0;
+    atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
+    ex->current = q; /* q stays alive: exec_forget (release, dealloc) waits for us */
+    uint64_t due = q->ready_since + EXEC_DELAY_NS;
+    pthread_mutex_unlock(&ex->mu);
+    while (now_ns() < due) cpu_relax();
+
+    pthread_mutex_lock(&q->mu);
+    /* A turn is at most EXEC_TURN ops: a queue fed without pause cannot starve the others
+     * (help() puts it back at the end of the ready list when work is left). */
+    if (!q->running && q->head != NULL && helpable(q->head)) help(q, q->completed + EXEC_TURN);
+    pthread_mutex_unlock(&q->mu);
+
+    pthread_mutex_lock(&ex->mu);
+    ex->current = NULL;
+    pthread_cond_broadcast(&ex->idle_cv);
+  }
+  pthread_mutex_unlock(&ex->mu);
+  return NULL;
+}
+
+static exec_t *exec_from(PyObject *obj) {
+  void *p;
+  if (parse_ptr(obj, &p) < 0) return NULL;
+  exec_t *ex = p;
+  if (ex == NULL || ex->magic != EXEC_MAGIC) {
+    PyErr_SetString(PyExc_ValueError, "not a live executor handle");
+    return NULL;
+  }
+  return ex;
+}
+
+static PyObject *py_executor_create(PyObject *m, PyObject *unused) {
+  (void)m;
+  (void)unused;
+  exec_t *ex = calloc(1, sizeof(exec_t));
+  if (ex == NULL) return PyErr_NoMemory();
+  ex->magic = EXEC_MAGIC;
+  atomic_init(&ex->refs, 1);
+  init_mutex(&ex->mu);
+  init_cond(&ex->cv);
+  init_cond(&ex->idle_cv);
+  sigset_t all, old; /* signals go to Python's threads, never to this one */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int err = pthread_create(&ex->thread, NULL, exec_main, ex);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err != 0) {
+    exec_unref(ex);
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  ex->started = 1;
+  return PyLong_FromVoidPtr(ex);
+}
+
+static PyObject *py_executor_destroy(PyObject *m, PyObject *arg) {
+  (void)m;
+  exec_t *ex = exec_from(arg);
+  if (ex == NULL) return NULL;
+  pthread_mutex_lock(&ex->mu);
+  int first = !ex->stop;
+  ex->stop = 1;
+  pthread_cond_broadcast(&ex->cv);
+  pthread_mutex_unlock(&ex->mu);
+  if (!first) {
+    PyErr_SetString(PyExc_ValueError, "executor already destroyed");
+    return NULL;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  pthread_join(ex->thread, NULL);
+  Py_END_ALLOW_THREADS
+  ex->magic = 0; /* queues still holding it find it stopped; the last one frees it */
+  exec_unref(ex);
+  Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The synchronous counterparts of the queued copy and fill                               */
+
+static PyObject *py_copy_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  if (check_nargs("copy_on", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst, *src;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_ptr(args[2], &src) < 0 || parse_size(args[3], &size) < 0)
+    return NULL;
+  if (size == 0) Py_RETURN_NONE;
+  Py_BEGIN_ALLOW_THREADS
+  pool_copy(pool, dst, src, size);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_fill_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  if (check_nargs("fill_on", nargs, 4) < 0) return NULL;
+  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (pool == NULL && args[0] != Py_None) return NULL;
+  void *dst;
+  size_t size;
+  if (parse_ptr(args[1], &dst) < 0 || parse_size(args[3], &size) < 0) return NULL;
+  Py_buffer pat;
+  if (PyObject_GetBuffer(args[2], &pat, PyBUF_SIMPLE) < 0) return NULL;
+  if (pat.len == 0) {
+    PyBuffer_Release(&pat);
+    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
+    return NULL;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  pool_fill(pool, dst, pat.buf, (size_t)pat.len, size);
+  Py_END_ALLOW_THREADS
+  PyBuffer_Release(&pat);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef hostq_functions[] = {
+    {"executor_create", (PyCFunction)py_executor_create, METH_NOARGS,
+     "executor_create() -> handle\n\nStart a device's executor: the thread running native queue work."},
+    {"executor_destroy", (PyCFunction)py_executor_destroy, METH_O,
+     "executor_destroy(handle)\n\nStop and join the executor's thread (queues stop using it)."},
+    {"copy_on", (PyCFunction)(void (*)(void))py_copy_on, METH_FASTCALL,
+     "copy_on(pool | None, dst, src, size)\n\nmemmove, big copies split over the pool; GIL released."},
+    {"fill_on", (PyCFunction)(void (*)(void))py_fill_on, METH_FASTCALL,
+     "fill_on(pool | None, dst, pattern, size)\n\nPattern fill, big fills split over the pool."},
+    {NULL, NULL, 0, NULL},
+};
+
+int hostq_exec(PyObject *module) {
+  if (PyModule_AddFunctions(module, hostq_functions) < 0) return -1;
+  main_thread = pthread_self();
+  if (PyType_Ready(&QueueType) < 0 || PyType_Ready(&EventType) < 0) return -1;
+  /* QueueReleased is an offload.OffloadError(INVALID_QUEUE, ...); a RuntimeError(None, ...)
+   * where the core cannot be imported (the module used on its own). */
+  PyObject *base = NULL, *codes = NULL, *offload = PyImport_ImportModule("offload");
+  if (offload != NULL) {
+    base = PyObject_GetAttrString(offload, "OffloadError");
+    codes = PyObject_GetAttrString(offload, "ErrorCode");
+    Py_DECREF(offload);
+  }
+  if (base == NULL || codes == NULL) {
+    PyErr_Clear();
+    Py_XDECREF(base);
+    Py_XDECREF(codes);
+    base = Py_NewRef(PyExc_RuntimeError);
+    codes = NULL;
+  }
+  InvalidQueue = codes ? PyObject_GetAttrString(codes, "INVALID_QUEUE") : Py_NewRef(Py_None);
+  Py_XDECREF(codes);
+  SubmitError = InvalidQueue == NULL ? NULL
+                                     : PyErr_NewExceptionWithDoc(
+                                           "offload_host._native.QueueReleased",
+                                           "Work submitted to a released queue (INVALID_QUEUE).", base, NULL);
+  Py_DECREF(base);
+  if (SubmitError == NULL) return -1;
+  if (PyModule_AddObjectRef(module, "QueueReleased", SubmitError) < 0 ||
+      PyModule_AddObjectRef(module, "Queue", (PyObject *)&QueueType) < 0 ||
+      PyModule_AddObjectRef(module, "Event", (PyObject *)&EventType) < 0)
+    return -1;
+  return 0;
+}

@@ -1,0 +1,42 @@
+/* _native.h - what the C files of offload_host._native share: argument parsing, the worker
+ * pool's entry points, and the registration of the native queues (_hostq.c).
+ */
+#ifndef OFFLOAD_HOST_NATIVE_H
+#define OFFLOAD_HOST_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "include/offload_host.h"
+
+typedef struct pool pool_t;
+
+/* Argument parsing: 0 on success, -1 with a Python exception set. */
+int parse_u64(PyObject *obj, uint64_t *out);
+int parse_ptr(PyObject *obj, void **out);
+int parse_size(PyObject *obj, size_t *out);
+int parse_dim(PyObject *obj, uint32_t *out);
+/* Six dimensions (ngx, ngy, ngz, gsx, gsy, gsz), each 1 .. UINT32_MAX. */
+int parse_grid(PyObject *const *dims, offload_dim3_t *num_groups, offload_dim3_t *group_size);
+/* A live pool from its handle, or NULL with ValueError. */
+pool_t *pool_from(PyObject *obj);
+
+/* The rest never touch Python: call them with the GIL released. */
+size_t pool_threads(const pool_t *pool);
+/* Runs kernel once per group of the grid on the pool and the calling thread; returns when every
+ * group finished. 0 on success, -1 when local memory cannot be allocated (then nothing ran). */
+int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
+             offload_dim3_t group_size, size_t dyn_mem);
+/* memmove, split over the pool when big and not overlapping (pool may be NULL). */
+void pool_copy(pool_t *pool, void *dst, const void *src, size_t size);
+/* Fills size bytes with the repeated pattern (the last copy may be partial), split like pool_copy. */
+void pool_fill(pool_t *pool, void *dst, const void *pat, size_t plen, size_t size);
+void fill_pattern(unsigned char *dst, const void *pat, size_t plen, size_t size);
+
+/* Adds the Queue and Event types and their functions to the module (_hostq.c). */
+int hostq_exec(PyObject *module);
+
+#endif

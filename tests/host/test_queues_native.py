@@ -1,0 +1,524 @@
+"""The host backend's native queues: ordering of native and host-function work, helping waiters,
+errors at the right sync, release races, interrupts, threads, big split copies, churn."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import offload as ol
+from offload_host import _native, build_program
+from offload_host._queue import HostQueue
+
+KERNELS = r"""
+#include <offload_host.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct tid_args { long *out; };
+OFFLOAD_KERNEL(tid) { *OFFLOAD_ARGS(struct tid_args)->out = syscall(SYS_gettid); }
+
+struct bump_args { uint32_t *counter; };
+OFFLOAD_KERNEL(bump) { ++*OFFLOAD_ARGS(struct bump_args)->counter; }
+"""
+
+ONE = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
+
+
+@pytest.fixture
+def kernels(host: ol.Device) -> Iterator[dict[str, ol.Symbol]]:
+    program = ol.olCreateProgram(host, build_program(KERNELS, name="queue_kernels"))
+    yield {name: ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL) for name in ("tid", "bump")}
+    ol.olDestroyProgram(program)
+
+
+@pytest.fixture
+def word(host: ol.Device) -> Iterator[int]:
+    """A zeroed 8-byte device allocation."""
+    address = ol.olMemAlloc(host, ol.AllocType.DEVICE, 8)
+    ctypes.memset(address, 0, 8)
+    yield address
+    ol.olMemFree(address)
+
+
+def _u32(address: int) -> int:
+    return ctypes.c_uint32.from_address(address).value
+
+
+def _all_errors(error: BaseException) -> list[BaseException]:
+    """Every error a sync raised: joined in ``.errors`` by the core, or in the group it mapped."""
+    assert isinstance(error, ol.OffloadError)
+    if len(error.errors) > 1:
+        return list(error.errors)
+    if isinstance(error.__cause__, BaseExceptionGroup):
+        return list(error.__cause__.exceptions)
+    return [error]
+
+
+def _tasks() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+# --- ordering ----------------------------------------------------------------------------------
+
+
+def test_native_and_host_function_work_run_in_queue_order(host: ol.Device, kernels: dict, word: int) -> None:
+    queue = ol.olCreateQueue(host)
+    gate = threading.Event()
+    ol.olLaunchHostFunction(queue, lambda _: gate.wait(10))  # everything below is queued first
+    seen: list[int] = []
+    expected: list[int] = []
+    value = 0
+    args = struct.pack("P", word)
+    staged: list[ctypes.Array[ctypes.c_char]] = []  # sources of queued copies stay alive
+    for i in range(60):
+        if i % 10 == 0:
+            value = 1000 * i
+            ol.olMemFill(queue, word, struct.pack("I", value), 4)
+        elif i % 7 == 0:
+            value = 77 + i
+            staged.append(ctypes.create_string_buffer(struct.pack("I", value), 4))
+            ol.olMemcpy(queue, word, host, ctypes.addressof(staged[-1]), host, 4)
+        ol.olLaunchKernel(queue, host, kernels["bump"], args, ONE)
+        value += 1
+        expected.append(value)
+        ol.olLaunchHostFunction(queue, lambda _: seen.append(_u32(word)))
+    time.sleep(0.02)
+    assert seen == [] and _u32(word) == 0, "work ran before the blocking host function finished"
+    gate.set()
+    ol.olSyncQueue(queue)
+    assert seen == expected
+    ol.olDestroyQueue(queue)
+
+
+def test_native_work_waits_for_an_event_of_another_queue(host: ol.Device, kernels: dict, word: int) -> None:
+    first, second = ol.olCreateQueue(host), ol.olCreateQueue(host)
+    gate = threading.Event()
+    ol.olLaunchHostFunction(first, lambda _: gate.wait(10))
+    event = ol.olCreateEvent(first)
+    ol.olWaitEvents(second, [event])
+    ol.olLaunchKernel(second, host, kernels["bump"], struct.pack("P", word), ONE)
+    later = ol.olCreateEvent(second)
+    time.sleep(0.05)
+    assert _u32(word) == 0 and not ol.olGetEventInfo(later, ol.EventInfo.IS_COMPLETE)
+    gate.set()
+    ol.olSyncEvent(later)
+    assert _u32(word) == 1
+    for queue in (first, second):
+        ol.olDestroyQueue(queue)
+
+
+def test_host_functions_and_the_work_behind_them_run_on_the_worker(host: ol.Device, kernels: dict) -> None:
+    out = (ctypes.c_long * 1)()
+    pool, tid = host.native.pool, kernels["tid"].native
+    queue = HostQueue(None)
+    gate = threading.Event()
+    where: list[tuple[str, int]] = []
+
+    def host_function() -> None:
+        where.append((threading.current_thread().name, threading.get_native_id()))
+        gate.wait(10)
+
+    queue.submit(host_function)
+    if queue.launch(pool, tid, struct.pack("P", ctypes.addressof(out)), 1, 1, 1, 1, 1, 1, 0):
+        queue.start_worker()
+    gate.set()
+    queue.synchronize(True)
+    assert where[0][0] == queue.name
+    assert out[0] == where[0][1], "the launch queued behind the host function ran elsewhere"
+
+
+# --- helping waiters -----------------------------------------------------------------------------
+
+
+def test_a_waiting_caller_runs_native_work_itself(host: ol.Device, kernels: dict, word: int) -> None:
+    """No worker thread, no executor: only the syncing caller can run the work, and it does."""
+    out = (ctypes.c_long * 1)()
+    pool = host.native.pool
+    queue = HostQueue(None)
+    wants_worker = queue.launch(pool, kernels["tid"].native, struct.pack("P", ctypes.addressof(out)), 1, 1, 1, 1, 1, 1, 0)
+    assert wants_worker is True  # deliberately not started
+    queue.fill(pool, word, b"\x05", 4)
+    queue.launch(pool, kernels["bump"].native, struct.pack("P", word), 1, 1, 1, 1, 1, 1, 0)
+    event, _ = _native.Queue.record(queue)
+    assert queue.pending() and not event.is_complete()
+    result: list[object] = []
+    waiter = threading.Thread(target=lambda: result.append((queue.sync(), threading.get_native_id())), daemon=True)
+    waiter.start()
+    waiter.join(10)
+    assert result, "the waiting caller did not run the work (no one else could)"
+    assert result[0][0] is None and out[0] == result[0][1]
+    assert _u32(word) == 0x05050506 and event.is_complete() and not queue.pending()
+    queue.worker_failed()
+    assert queue.release(False) is None
+
+
+def test_an_event_waiter_runs_native_work_up_to_the_event(host: ol.Device, kernels: dict, word: int) -> None:
+    out = (ctypes.c_long * 1)()
+    pool = host.native.pool
+    queue = HostQueue(None)
+    queue.launch(pool, kernels["tid"].native, struct.pack("P", ctypes.addressof(out)), 1, 1, 1, 1, 1, 1, 0)
+    event, _ = _native.Queue.record(queue)
+    queue.launch(pool, kernels["bump"].native, struct.pack("P", word), 1, 1, 1, 1, 1, 1, 0)
+    result: list[object] = []
+    waiter = threading.Thread(target=lambda: result.append((event.wait(), threading.get_native_id())), daemon=True)
+    waiter.start()
+    waiter.join(10)
+    assert result, "the event waiter did not run the work before the event"
+    assert result[0][0] is None and out[0] == result[0][1] and event.is_complete()
+    assert _u32(word) == 0 and queue.pending(), "work after the event ran too"
+    assert queue.sync() is None and _u32(word) == 1
+    queue.worker_failed()
+    queue.release(False)
+
+
+def test_executor_runs_native_work_without_any_sync(host: ol.Device, kernels: dict, word: int) -> None:
+    queue = ol.olCreateQueue(host)
+    threads = threading.active_count()
+    ol.olLaunchKernel(queue, host, kernels["bump"], struct.pack("P", word), ONE)
+    deadline = time.monotonic() + 10
+    while _u32(word) != 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert _u32(word) == 1 and ol.olQueryQueue(queue)
+    assert threading.active_count() == threads, "native work needs no Python worker thread"
+    ol.olDestroyQueue(queue)
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+def _fail(message: str):  # noqa: ANN202
+    def host_function(_: object) -> None:
+        raise RuntimeError(message)
+
+    return host_function
+
+
+def test_every_error_is_raised_once_at_the_right_sync(host: ol.Device) -> None:
+    queue = ol.olCreateQueue(host)
+    ol.olLaunchHostFunction(queue, _fail("alone"))
+    with pytest.raises(ol.OffloadError) as single:
+        ol.olSyncQueue(queue)
+    assert "alone" in str(single.value) and isinstance(single.value.__cause__, RuntimeError)
+    assert len(_all_errors(single.value)) == 1
+
+    gate = threading.Event()
+    ran: list[int] = []
+    for i in (1, 2, 3):
+        ol.olLaunchHostFunction(queue, _fail(f"boom {i}"))
+    ol.olLaunchHostFunction(queue, ran.append, 4)
+    event = ol.olCreateEvent(queue)
+    ol.olLaunchHostFunction(queue, lambda _: gate.wait(10))
+    ol.olLaunchHostFunction(queue, _fail("after the event"))
+    with pytest.raises(ol.OffloadError) as grouped:
+        ol.olSyncEvent(event)
+    messages = [str(e) for e in _all_errors(grouped.value)]
+    assert len(messages) == 3 and all(f"boom {i}" in m for i, m in zip((1, 2, 3), messages)), messages
+    assert ran == [4]
+    gate.set()
+    with pytest.raises(ol.OffloadError) as later:
+        ol.olSyncQueue(queue)
+    assert [("after the event" in str(e)) for e in _all_errors(later.value)] == [True]
+    ol.olSyncQueue(queue)  # each error is reported once
+    ol.olSyncEvent(event)
+    ol.olDestroyQueue(queue)
+
+
+def test_host_queue_raises_a_group_for_several_errors() -> None:
+    queue = HostQueue()
+    for i in range(3):
+        queue.submit(_fail(f"e{i}"), None)
+    with pytest.raises(ExceptionGroup) as info:
+        queue.synchronize(False)
+    assert [type(e) for e in info.value.exceptions] == [ol.OffloadError] * 3
+    assert [str(e.__cause__) for e in info.value.exceptions] == ["e0", "e1", "e2"]
+    queue.synchronize(True)
+
+
+def test_native_failures_and_host_errors_are_reported_in_queue_order(host: ol.Device, kernels: dict, word: int) -> None:
+    queue = HostQueue(host.native.executor)
+    queue.submit(_fail("first"), None)
+    # a launch whose local memory cannot be allocated fails on the queue, not at submission
+    args = struct.pack("P", word)
+    if queue.launch(host.native.pool, kernels["bump"].native, args, 2, 1, 1, 1, 1, 1, 1 << 60):
+        queue.start_worker()
+    queue.submit(_fail("third"), None)
+    with pytest.raises(ExceptionGroup) as info:
+        queue.synchronize(False)
+    errors = info.value.exceptions
+    assert [e.code for e in errors] == [ol.ErrorCode.UNKNOWN, ol.ErrorCode.OUT_OF_RESOURCES, ol.ErrorCode.UNKNOWN]
+    assert "first" in str(errors[0]) and "third" in str(errors[2]) and isinstance(errors[1].__cause__, MemoryError)
+    assert _u32(word) == 0, "no group of the failed launch ran"
+    queue.synchronize(True)
+
+
+# --- release races and the worker's end ---------------------------------------------------------
+
+
+def test_submitting_while_another_thread_releases_never_deadlocks() -> None:
+    for _ in range(200):
+        queue = HostQueue()
+        accepted, ran, refused = [0], [0], []
+
+        def submit() -> None:
+            for _ in range(200):
+                try:
+                    queue.submit(lambda: ran.__setitem__(0, ran[0] + 1))
+                except ol.OffloadError as error:
+                    refused.append(error.code)
+                    return
+                accepted[0] += 1
+
+        thread = threading.Thread(target=submit)
+        thread.start()
+        queue.synchronize(True)
+        thread.join(10)
+        assert not thread.is_alive()
+        assert set(refused) <= {ol.ErrorCode.INVALID_QUEUE}
+        assert ran[0] == accepted[0], "work accepted before the release was lost"
+        assert queue._thread is None
+
+
+def test_destroy_racing_host_function_submissions(host: ol.Device) -> None:
+    for _ in range(100):
+        queue = ol.olCreateQueue(host)
+        errors: list[ol.ErrorCode] = []
+
+        def submit() -> None:
+            for _ in range(100):
+                try:
+                    ol.olLaunchHostFunction(queue, lambda _: None)
+                except ol.OffloadError as error:
+                    errors.append(error.code)
+                    return
+
+        thread = threading.Thread(target=submit)
+        thread.start()
+        ol.olDestroyQueue(queue)
+        thread.join(10)
+        assert not thread.is_alive() and set(errors) <= {ol.ErrorCode.INVALID_QUEUE}
+
+
+def test_a_host_function_may_call_the_final_shutdown(run_python) -> None:  # noqa: ANN001
+    proc = run_python(
+        """
+import os, threading, time
+import offload as ol
+tasks = lambda: len(os.listdir("/proc/self/task"))
+before = tasks()
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+queue = ol.olCreateQueue(found[-1])
+done, gate, result, dropped = threading.Event(), threading.Event(), [], []
+def shut(_):
+    gate.wait(20)  # the next host function is queued first
+    try:
+        ol.olShutDown()
+        result.append("ok")
+    except BaseException as exc:
+        result.append(repr(exc))
+    done.set()
+ol.olLaunchHostFunction(queue, shut, None)
+ol.olLaunchHostFunction(queue, dropped.append, "ran after shutdown")
+gate.set()
+assert done.wait(20), "olShutDown from a host function deadlocked"
+deadline = time.monotonic() + 10
+while tasks() > before and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(result, dropped, tasks() - before, threading.active_count())
+"""
+    )
+    assert proc.stdout.split() == ["['ok']", "[]", "0", "1"], proc.stdout + proc.stderr
+
+
+def test_no_thread_outlives_the_final_shutdown(run_python) -> None:  # noqa: ANN001
+    proc = run_python(
+        """
+import os, struct, threading
+import offload as ol
+from offload_host import build_test_kernel
+tasks = lambda: len(os.listdir("/proc/self/task"))
+before = tasks()
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+dev = found[-1]
+program = ol.olCreateProgram(dev, build_test_kernel("noargs"))
+kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
+one = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
+gate = threading.Event()
+queues = [ol.olCreateQueue(dev) for _ in range(6)]
+ol.olLaunchHostFunction(queues[0], lambda _: gate.wait(0.3))
+event = ol.olCreateEvent(queues[0])
+for q in queues[1:]:
+    ol.olWaitEvents(q, [event])
+    for _ in range(100):
+        ol.olLaunchKernel(q, dev, kernel, None, one)
+    ol.olLaunchHostFunction(q, lambda _: None)
+ol.olDestroyQueue(queues[1])  # busy: parked
+during = tasks()
+ol.olShutDown()
+print(during > before, tasks() - before, threading.active_count())
+"""
+    )
+    assert proc.stdout.split() == ["True", "0", "1"], proc.stdout + proc.stderr
+
+
+# --- interrupts ----------------------------------------------------------------------------------
+
+
+def test_ctrl_c_interrupts_waits_and_leaves_the_queue_consistent(run_python) -> None:  # noqa: ANN001
+    proc = run_python(
+        """
+import os, signal, threading, time
+import offload as ol
+tasks = lambda: len(os.listdir("/proc/self/task"))
+before = tasks()
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+queue = ol.olCreateQueue(found[-1])
+gate, ran = threading.Event(), []
+ol.olLaunchHostFunction(queue, lambda _: gate.wait(60))
+event = ol.olCreateEvent(queue)
+ol.olLaunchHostFunction(queue, ran.append, "after")
+for wait in (lambda: ol.olSyncQueue(queue), lambda: ol.olSyncEvent(event)):
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    try:
+        wait()
+        print("not-interrupted")
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic() - start < 5)
+print(ol.olQueryQueue(queue), ran)
+gate.set()
+ol.olSyncQueue(queue)
+ol.olSyncEvent(event)
+print(ol.olQueryQueue(queue), ran)
+ol.olDestroyQueue(queue)
+ol.olShutDown()
+print(tasks() - before)
+"""
+    )
+    lines = proc.stdout.splitlines()
+    assert lines == ["interrupted True", "interrupted True", "False []", "True ['after']", "0"], proc.stdout + proc.stderr
+
+
+def test_ctrl_c_during_a_release_drops_unstarted_work_and_ends_the_worker(run_python) -> None:  # noqa: ANN001
+    proc = run_python(
+        """
+import os, signal, threading, time
+import offload as ol
+from offload_host._queue import HostQueue
+tasks = lambda: len(os.listdir("/proc/self/task"))
+before = tasks()
+queue, ran = HostQueue(), []
+queue.submit(time.sleep, 0.5)
+queue.submit(ran.append, "dropped")
+threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    queue.synchronize(True)
+    print("not-interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+time.sleep(0.05)
+try:
+    queue.submit(ran.append, "late")
+except ol.OffloadError as error:
+    print(error.code.name)
+print(ran, queue._thread, tasks() - before, queue.pending())
+"""
+    )
+    assert proc.stdout.split() == ["interrupted", "INVALID_QUEUE", "[]", "None", "0", "False"], proc.stdout + proc.stderr
+
+
+# --- copies and fills split over the pool --------------------------------------------------------
+
+
+@pytest.mark.parametrize("queued", [False, True])
+def test_big_copies_and_fills_are_exact(host: ol.Device, queued: bool) -> None:
+    size = (9 << 20) + 13
+    a = ol.olMemAlloc(host, ol.AllocType.DEVICE, size)
+    b = ol.olMemAlloc(host, ol.AllocType.DEVICE, size)
+    queue = ol.olCreateQueue(host) if queued else None
+    pattern = b"\x01\x02\x03\x04"
+    fill = size - size % 4
+    ol.olMemFill(queue, a, pattern, fill)
+    ctypes.memset(a + fill, 0xEE, size - fill)
+    ol.olMemcpy(queue, b, host, a, host, size)
+    if queue is not None:
+        ol.olSyncQueue(queue)
+    data = ctypes.string_at(b, size)
+    assert data[:fill] == pattern * (fill // 4) and data[fill:] == b"\xee" * (size - fill)
+    # overlapping ranges fall back to one memmove
+    ol.olMemcpy(queue, a + (1 << 20), host, a, host, 8 << 20)
+    if queue is not None:
+        ol.olSyncQueue(queue)
+        ol.olDestroyQueue(queue)
+    assert ctypes.string_at(a + (1 << 20), 8 << 20) == data[: 8 << 20]
+    ol.olMemFree(a)
+    ol.olMemFree(b)
+
+
+# --- churn ---------------------------------------------------------------------------------------
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: dict, word: int) -> None:
+    """create + launch + destroy, OFFLOAD_TEST_QUEUE_CHURN times (1M for the full run)."""
+    count = int(os.environ.get("OFFLOAD_TEST_QUEUE_CHURN", "100000"))
+    args, bump = struct.pack("P", word), kernels["bump"]
+    create, launch, destroy = ol.olCreateQueue, ol.olLaunchKernel, ol.olDestroyQueue
+    for _ in range(2000):
+        q = create(host)
+        launch(q, host, bump, args, ONE)
+        destroy(q)
+    rss_before, tasks_before = _rss_kib(), _tasks()
+    peak_parked = peak_tasks = 0
+    for i in range(count):
+        q = create(host)
+        launch(q, host, bump, args, ONE)
+        destroy(q)
+        if i % 1000 == 0:
+            peak_parked = max(peak_parked, len(host.parked))
+            peak_tasks = max(peak_tasks, _tasks())
+    q = create(host)
+    ol.olSyncQueue(q)
+    destroy(q)
+    deadline = time.monotonic() + 10
+    while any(_native.Queue.pending(p) for p in host.parked) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _u32(word) == count + 2000, "a launch was lost"
+    assert peak_parked <= 1024, f"parked queues grew to {peak_parked}"
+    assert peak_tasks <= tasks_before + 4, f"threads grew from {tasks_before} to {peak_tasks}"
+    assert _rss_kib() - rss_before < 64 * 1024, "RSS grew by more than 64 MiB"
+
+
+@pytest.mark.parametrize("pattern", [b"\x07", b"abc", bytes(range(64)), bytes(range(200)) * 7])
+def test_big_fills_of_any_pattern_length_are_exact(host: ol.Device, pattern: bytes) -> None:
+    size = len(pattern) * ((5 << 20) // len(pattern) + 1)
+    address = ol.olMemAlloc(host, ol.AllocType.DEVICE, size)
+    queue = ol.olCreateQueue(host)
+    ol.olMemFill(queue, address, pattern, size)
+    ol.olSyncQueue(queue)
+    assert ctypes.string_at(address, size) == pattern * (size // len(pattern))
+    ctypes.memset(address, 0, size)
+    ol.olMemFill(None, address, pattern, size)
+    assert ctypes.string_at(address, size) == pattern * (size // len(pattern))
+    ol.olDestroyQueue(queue)
+    ol.olMemFree(address)

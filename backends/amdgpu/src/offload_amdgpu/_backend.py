@@ -193,14 +193,37 @@ class AMDGPUBackend:
 
     @hookimpl
     def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
-        self._select(device)
-        self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
+        """hipHostRegister once per range; registering (inside) a registered range counts a user."""
+        end = address + size
+        with device.lock:
+            for base, entry in device.registered.items():
+                if base <= address and end <= base + entry[0]:
+                    entry[1] += 1
+                    return address
+                if base < end and address < base + entry[0]:
+                    raise OffloadError(
+                        ErrorCode.INVALID_ARGUMENT,
+                        f"[{address:#x}, {end:#x}) partially overlaps the registered range [{base:#x}, {base + entry[0]:#x})",
+                    )
+            self._select(device)
+            self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
+            device.registered[address] = [size, 1]
         return address
 
     @hookimpl
     def mem_unregister(self, device: HipDevice, address: int, unlock: bool) -> None:
-        self._select(device)
-        self._call("hipHostUnregister", self.hip.hipHostUnregister(address))
+        with device.lock:
+            for base, entry in device.registered.items():
+                if base <= address < base + entry[0]:
+                    break
+            else:
+                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{address:#x} is not registered memory")
+            entry[1] -= 1
+            if entry[1]:
+                return
+            del device.registered[base]
+            self._select(device)
+            self._call("hipHostUnregister", self.hip.hipHostUnregister(base))
 
     @hookimpl
     def data_submit(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
@@ -231,7 +254,7 @@ class AMDGPUBackend:
         if queue is None:
             self._select(src_device)
         if src_device is dst_device:
-            name, status = "hipMemcpyAsync", hip.hipMemcpyAsync(dst, src, size, HIP_MEMCPY_DEFAULT, stream)[0]
+            name, status = "hipMemcpyAsync", hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0]
         else:
             self._enable_peer(src_device, dst_device)
             name = "hipMemcpyPeerAsync"
@@ -262,7 +285,8 @@ class AMDGPUBackend:
             name, status = "hipMemsetD8Async", hip.hipMemsetD8Async(address, value, size, stream)[0]
         elif width == 2:
             name, status = "hipMemsetD16Async", hip.hipMemsetD16Async(address, value, size // 2, stream)[0]
-        elif width == 4:
+        elif width == 4:  # hipMemsetD32Async takes an int
+            value -= (value & 0x80000000) << 1
             name, status = "hipMemsetD32Async", hip.hipMemsetD32Async(address, value, size // 4, stream)[0]
         else:
             name, status = "hipMemset2DAsync", 0

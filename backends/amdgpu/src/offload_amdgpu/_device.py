@@ -25,13 +25,14 @@ AMD_VENDOR_ID = 0x1002
 class HipDevice:
     """A HIP device of this process: ordinal, target, and the streams kept for reuse."""
 
-    __slots__ = ("ordinal", "target", "streams", "lock", "select")
+    __slots__ = ("ordinal", "target", "streams", "lock", "select", "registered")
 
     def __init__(self, ordinal: int, target: Target, select: bool) -> None:
         self.ordinal = ordinal
         self.target = target
         self.streams: list[Any] = []  # idle hipStream_t handles (the pool)
         self.lock = threading.Lock()
+        self.registered: dict[int, list[int]] = {}  # olMemRegister'ed base -> [size, users]
         #: Whether calls that act on "the current device" must hipSetDevice first (more than one device).
         self.select = select
 
@@ -53,8 +54,11 @@ def _text(value: Any) -> str:
 
 def read_target(hip: Any, ordinal: int) -> Target:
     """The device's gfx target from ``hipDeviceProp_t.gcnArchName``."""
-    props = hip.hipDeviceProp_t()
-    _check(hip, "hipGetDeviceProperties", (*hip.hipGetDeviceProperties(props, ordinal), None))
+    try:  # hip-python 10.x: hipGetDeviceProperties(deviceId) -> (status, props)
+        props = _check(hip, "hipGetDeviceProperties", hip.hipGetDeviceProperties(ordinal))
+    except TypeError:  # 6.4 / 7.x: hipGetDeviceProperties(props, deviceId) -> (status,)
+        props = hip.hipDeviceProp_t()
+        _check(hip, "hipGetDeviceProperties", (*hip.hipGetDeviceProperties(props, ordinal), None))
     return Target.parse(_text(props.gcnArchName))
 
 

@@ -117,6 +117,8 @@ def hip_error_text(hip: Any, status: Any) -> str:
     """``hipErrorNoDevice (100): <the runtime's hipGetErrorString>``, as the runtime names it."""
     value = int(status)
     try:
+        if not isinstance(status, hip.hipError_t):
+            status = hip.hipError_t(value)
         name = _text(hip.hipGetErrorName(status))
         text = _text(hip.hipGetErrorString(status))
     except Exception:  # a runtime too broken to name its own error still gets reported

@@ -1,0 +1,230 @@
+"""The CUDA backend: the hookimpls of ``offload.hookspecs`` on cuda.bindings' driver API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
+
+from . import _binary, _launch, _memory, _queue
+from ._device import CudaDevice
+from ._driver import DriverUnavailable, check, load
+from ._program import CudaImage, CudaKernel
+from ._queue import CudaEvent, CudaQueue, EventPool, StreamPool
+
+__all__ = ["CudaBackend"]
+
+_OCCUPANCY_NO_LIMIT = 0
+
+
+class _DeviceState:
+    """A device and its pools."""
+
+    __slots__ = ("device", "streams", "events", "legacy")
+
+    def __init__(self, device: CudaDevice) -> None:
+        self.device = device
+        self.streams = StreamPool(device)
+        self.events = EventPool(device)
+        self.legacy = device.driver.CUstream(0)  # the legacy default stream, for synchronous work
+
+
+class CudaBackend:
+    """One CUDA platform: a device per GPU, each on its primary context.
+
+    Without a driver (or with one that has no device) ``init`` returns no devices and keeps the
+    reason in ``unavailable_reason``.
+    """
+
+    def __init__(self) -> None:
+        self.driver: Any = None
+        self.states: list[_DeviceState] = []
+        self.unavailable_reason: str | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    @hookimpl
+    def init(self) -> list[_DeviceState]:
+        try:
+            self.driver, count = load()
+        except DriverUnavailable as exc:
+            self.unavailable_reason = str(exc)
+            return []
+        try:
+            for ordinal in range(count):
+                self.states.append(_DeviceState(CudaDevice(self.driver, ordinal)))
+        except BaseException:
+            for state in self.states:
+                state.device.release()
+            self.states = []
+            raise
+        return list(self.states)
+
+    @hookimpl
+    def deinit(self) -> None:
+        self.states = []
+
+    @hookimpl
+    def deinit_device(self, device: _DeviceState) -> None:
+        device.device.activate()
+        device.streams.destroy()
+        device.events.destroy()
+        device.device.release()
+
+    @hookimpl
+    def get_device_info(self, device: _DeviceState) -> Mapping[DeviceInfo, Any]:
+        return device.device.info()
+
+    # --- programs ------------------------------------------------------------------------------
+
+    @hookimpl
+    def is_valid_binary(self, device: _DeviceState, data: bytes) -> bool:
+        return _binary.problem(data, device.device.sm) is None
+
+    @hookimpl
+    def load_binary(self, device: _DeviceState, data: bytes) -> CudaImage:
+        return CudaImage(device.device, data)
+
+    @hookimpl
+    def unload_binary(self, device: _DeviceState, image: CudaImage) -> None:
+        image.unload(device.device)
+
+    @hookimpl
+    def get_kernel(self, device: _DeviceState, image: CudaImage, name: str) -> CudaKernel:
+        return image.kernel(device.device, name)
+
+    @hookimpl
+    def get_global(self, device: _DeviceState, image: CudaImage, name: str) -> tuple[int, int]:
+        return image.global_variable(device.device, name)
+
+    @hookimpl
+    def kernel_params(self, device: _DeviceState, kernel: CudaKernel) -> Sequence[KernelParam] | None:
+        return kernel.params
+
+    @hookimpl
+    def max_group_size(self, device: _DeviceState, kernel: CudaKernel, dynamic_memory: int) -> int:
+        d = device.device.driver
+        device.device.activate()
+        _, block = check(
+            d, d.cuOccupancyMaxPotentialBlockSize(kernel.function, 0, dynamic_memory, _OCCUPANCY_NO_LIMIT), "cuOccupancyMaxPotentialBlockSize"
+        )
+        if int(block) <= 0:
+            raise OffloadError(ErrorCode.OUT_OF_RESOURCES, f"kernel {kernel.name} cannot run with {dynamic_memory} bytes of local memory")
+        return int(block)
+
+    @hookimpl
+    def launch_kernel(
+        self, device: _DeviceState, queue: CudaQueue | None, kernel: CudaKernel, args: Any, launch: KernelLaunchSizeArgs
+    ) -> None:
+        if queue is not None:
+            _launch.launch(device.device, queue.stream, kernel, args, launch)
+            return
+        _launch.launch(device.device, device.legacy, kernel, args, launch)
+        d = device.device.driver
+        check(d, d.cuStreamSynchronize(device.legacy), "cuStreamSynchronize")
+
+    # --- memory --------------------------------------------------------------------------------
+
+    @hookimpl
+    def mem_alloc(self, device: _DeviceState, alloc_type: AllocType, size: int) -> int:
+        return _memory.alloc(device.device, alloc_type, size)
+
+    @hookimpl
+    def mem_free(self, device: _DeviceState, address: int, alloc_type: AllocType) -> None:
+        _memory.free(device.device, address, alloc_type)
+
+    @hookimpl
+    def mem_register(self, device: _DeviceState, address: int, size: int, lock: bool) -> int:
+        return _memory.register(device.device, address, size)
+
+    @hookimpl
+    def mem_unregister(self, device: _DeviceState, address: int, unlock: bool) -> None:
+        _memory.unregister(device.device, address)
+
+    @hookimpl
+    def data_submit(self, device: _DeviceState, dst: int, src: int, size: int, queue: CudaQueue | None) -> None:
+        _memory.copy_to_device(device.device, dst, src, size, None if queue is None else queue.stream)
+
+    @hookimpl
+    def data_retrieve(self, device: _DeviceState, dst: int, src: int, size: int, queue: CudaQueue | None) -> None:
+        _memory.copy_from_device(device.device, dst, src, size, None if queue is None else queue.stream)
+
+    @hookimpl
+    def data_exchange(
+        self, src_device: _DeviceState, src: int, dst_device: _DeviceState, dst: int, size: int, queue: CudaQueue | None
+    ) -> None:
+        _memory.copy_between(src_device.device, src, dst_device.device, dst, size, None if queue is None else queue.stream)
+
+    @hookimpl
+    def data_fill(self, device: _DeviceState, address: int, pattern: bytes, size: int, queue: CudaQueue | None) -> None:
+        _memory.fill(device.device, address, pattern, size, None if queue is None else queue.stream)
+
+    # --- queues and events ---------------------------------------------------------------------
+
+    @hookimpl
+    def create_queue(self, device: _DeviceState) -> CudaQueue:
+        return device.streams.acquire()
+
+    @hookimpl
+    def synchronize(self, device: _DeviceState, queue: CudaQueue, release: bool) -> None:
+        try:
+            _queue.synchronize(device.device, queue)
+        finally:
+            if release:
+                device.streams.release(queue)
+
+    @hookimpl
+    def has_pending_work(self, device: _DeviceState, queue: CudaQueue) -> bool:
+        return _queue.has_pending_work(device.device, queue)
+
+    @hookimpl
+    def enqueue_host_call(self, device: _DeviceState, queue: CudaQueue, callback: Callable[[], None]) -> None:
+        _queue.enqueue_host_call(device.device, queue, callback)
+
+    @hookimpl
+    def create_event(self, device: _DeviceState, queue: CudaQueue) -> CudaEvent:
+        d = device.device.driver
+        event = device.events.acquire()
+        device.device.activate()
+        try:
+            check(d, d.cuEventRecord(event, queue.stream), "cuEventRecord")
+        except BaseException:
+            device.events.release(event)
+            raise
+        return CudaEvent(event)
+
+    @hookimpl
+    def destroy_event(self, device: _DeviceState, event: CudaEvent) -> None:
+        device.events.release(event.event)
+
+    @hookimpl
+    def wait_event(self, device: _DeviceState, queue: CudaQueue, event: CudaEvent) -> None:
+        d = device.device.driver
+        device.device.activate()
+        check(d, d.cuStreamWaitEvent(queue.stream, event.event, 0), "cuStreamWaitEvent")
+
+    @hookimpl
+    def is_event_complete(self, device: _DeviceState, event: CudaEvent) -> bool:
+        d = device.device.driver
+        device.device.activate()
+        (result,) = d.cuEventQuery(event.event)
+        if int(result) == 600:  # CUDA_ERROR_NOT_READY
+            return False
+        check(d, (result,), "cuEventQuery")
+        return True
+
+    @hookimpl
+    def sync_event(self, device: _DeviceState, event: CudaEvent) -> None:
+        d = device.device.driver
+        device.device.activate()
+        check(d, d.cuEventSynchronize(event.event), "cuEventSynchronize")
+
+    @hookimpl
+    def event_elapsed_time(self, device: _DeviceState, start: CudaEvent, end: CudaEvent) -> float:
+        d = device.device.driver
+        device.device.activate()
+        for name, event in (("StartEvent", start), ("EndEvent", end)):
+            if not self.is_event_complete(device, event):
+                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} is not complete yet (olSyncEvent it first)")
+        return float(check(d, d.cuEventElapsedTime(start.event, end.event), "cuEventElapsedTime"))

@@ -1,0 +1,75 @@
+"""Kernel launches: the packed argument buffer through ``CU_LAUNCH_PARAM_BUFFER_*``.
+
+The argument bytes are copied into a per-thread buffer the ``extra`` array points at; the driver
+copies them at ``cuLaunchKernel``, so the buffer is free again when the call returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+from offload import ErrorCode, KernelLaunchSizeArgs, OffloadError
+
+from ._device import CudaDevice
+from ._errors import raise_for
+from ._program import CudaKernel
+
+__all__ = ["launch"]
+
+_CU_LAUNCH_PARAM_BUFFER_POINTER = 1
+_CU_LAUNCH_PARAM_BUFFER_SIZE = 2
+_SCRATCH_BYTES = 4096
+
+
+class _Scratch(threading.local):
+    def __init__(self) -> None:
+        self.buffer = ctypes.create_string_buffer(_SCRATCH_BYTES)
+        self.size = ctypes.c_size_t(0)
+        self.extra = (ctypes.c_void_p * 5)(
+            _CU_LAUNCH_PARAM_BUFFER_POINTER,
+            ctypes.addressof(self.buffer),
+            _CU_LAUNCH_PARAM_BUFFER_SIZE,
+            ctypes.addressof(self.size),
+            0,
+        )
+        self.buffer_address = ctypes.addressof(self.buffer)
+        self.extra_address = ctypes.addressof(self.extra)
+
+
+_scratch = _Scratch()
+_memmove = ctypes.memmove
+
+
+def launch(device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size: KernelLaunchSizeArgs) -> None:
+    """Enqueue ``kernel`` on ``stream`` (refusing an argument buffer shorter than its parameters)."""
+    n = 0 if args is None else len(args)
+    if n < kernel.param_bytes:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"the argument buffer holds {n} bytes but kernel {kernel.name} takes {kernel.param_bytes} bytes of parameters",
+        )
+    dynamic = size.dyn_shared_memory
+    if dynamic > kernel.dynamic_shared_limit:
+        kernel.allow_dynamic_shared(device, dynamic)
+    device.activate()
+    scratch = _scratch
+    extra: Any = 0
+    keep: Any = None
+    if n:
+        if n <= _SCRATCH_BYTES:
+            _memmove(scratch.buffer_address, args if type(args) is bytes else bytes(args), n)
+            scratch.size.value = n
+            extra = scratch.extra_address
+        else:  # a large argument struct: its own buffer for this call
+            keep = ctypes.create_string_buffer(bytes(args), n)
+            count = ctypes.c_size_t(n)
+            array = (ctypes.c_void_p * 5)(1, ctypes.addressof(keep), 2, ctypes.addressof(count), 0)
+            keep = (keep, count, array)
+            extra = ctypes.addressof(array)
+    g, b = size.num_groups, size.group_size
+    d = device.driver
+    (result,) = d.cuLaunchKernel(kernel.function, g.x, g.y, g.z, b.x, b.y, b.z, dynamic, stream, 0, extra)
+    if result:
+        raise_for(d, result, f"cuLaunchKernel({kernel.name})")

@@ -1,0 +1,48 @@
+"""The conformance kit (offload.testing), unchanged, on the CUDA platform.
+
+Each run is a child pytest process over kit_cuda.py with OFFLOAD_TEST_PLATFORM=cuda, against the
+simulated driver (or a real one with OFFLOAD_CUDA_REAL=1): cubin programs on two devices (so the
+cases that need a second device run), PTX and fatbin programs on one.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+KIT = Path(__file__).with_name("kit_cuda.py")
+
+
+def _run_kit(env: dict[str, str]) -> tuple[dict[str, int], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(KIT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=KIT.parent,
+    )
+    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", summary)}
+    assert proc.returncode == 0, f"the kit failed on CUDA:\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
+    return counts, proc.stdout
+
+
+@pytest.mark.parametrize(("fmt", "devices"), [("cubin", 2), ("ptx", 1), ("fatbin", 1)])
+def test_kit_on_cuda(fmt: str, devices: int, kernels: Any, child_env: Any, simulator: Any) -> None:
+    if simulator is None and fmt != "cubin":
+        pytest.skip("the real-driver run uses cubin programs only")
+    env = child_env(devices=devices, kernels=kernels, OFFLOAD_TEST_PLATFORM="cuda")
+    env["OFFLOAD_CUDA_TEST_PROGRAMS"] = str(kernels.programs_dir(fmt))
+    counts, out = _run_kit(env)
+    skips = [line for line in out.splitlines() if line.startswith("SKIPPED")]
+    print(f"kit on cuda ({fmt}, {devices} device(s)): {counts}; skips: {skips}")
+    assert counts.get("passed", 0) > 250, counts
+    assert counts.get("failed", 0) == 0
+    if simulator is not None:
+        assert not skips, f"the CUDA platform claims every capability, nothing may skip: {skips}"

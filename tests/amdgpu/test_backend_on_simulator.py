@@ -185,3 +185,35 @@ emit({"devices": len(amd), "copied": back.raw == payload,
         hip_build.env(GPUSIM_DEVICES="2"),
     )
     assert result == {"devices": 2, "copied": True, "kernel": True}
+
+
+def test_launches_from_many_threads_keep_their_arguments(hip_build, hip_child) -> None:
+    """Each thread packs its arguments into its own launch block: no launch sees another's."""
+    result = hip_child(
+        _prelude(hip_build)
+        + """
+import struct, threading
+prog = ol.olCreateProgram(dev, (programs / "single_counter.hsaco").read_bytes())
+k = ol.olGetSymbol(prog, "single_counter", ol.SymbolKind.KERNEL)
+init = ol.olMemAlloc(dev, ol.AllocType.MANAGED, 4)
+ctypes.c_uint32.from_address(init).value = 1000
+bad = []
+def worker(tid):
+    q = ol.olCreateQueue(dev)
+    outs = [ol.olMemAlloc(dev, ol.AllocType.MANAGED, 4) for _ in range(40)]
+    for i, out in enumerate(outs):
+        ol.olLaunchKernel(q, dev, k, struct.pack("<iiQQ", i, tid + 1, init, out), launch(1, 1))
+    ol.olSyncQueue(q)
+    for i, out in enumerate(outs):
+        if ctypes.c_uint32.from_address(out).value != 1000 + i * (tid + 1):
+            bad.append((tid, i))
+    ol.olDestroyQueue(q)
+threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+ol.olShutDown()
+emit(bad)
+""",
+        hip_build.env(),
+    )
+    assert result == []

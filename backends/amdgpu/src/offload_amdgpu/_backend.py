@@ -15,7 +15,7 @@ from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, Kern
 from . import _code_object, _device, _runtime
 from ._device import HipDevice
 from ._errors import raise_hip_error
-from ._program import HipImage, HipKernel, LaunchScratch, short_args_error
+from ._program import HipImage, HipKernel, LaunchBlocks, short_args_error
 from ._queue import HIP_ERROR_NOT_READY, HIP_STREAM_NON_BLOCKING, HipEvent, HipQueue, HostCalls, take_errors
 
 __all__ = ["AMDGPUBackend"]
@@ -41,7 +41,7 @@ class AMDGPUBackend:
         self.reason: str | None = None
         self.devices: list[HipDevice] = []
         self._host_calls: HostCalls | None = None
-        self._scratch = LaunchScratch()
+        self._launch_blocks = LaunchBlocks()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -152,17 +152,17 @@ class AMDGPUBackend:
     def launch_kernel(
         self, device: HipDevice, queue: HipQueue | None, kernel: HipKernel, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
+        if args is not None and type(args) is not bytes:
+            args = bytes(args)  # any bytes-like object: its bytes (len() of a memoryview counts items)
         size = 0 if args is None else len(args)
         if size < kernel.explicit_size:
             raise short_args_error(kernel, size)
-        if size and type(args) is not bytes:
-            args = bytes(args)
-        extra = self._scratch.pack(args, size) if size else None
-        groups, items = launch.num_groups, launch.group_size
-        stream = None if queue is None else queue.stream
+        extra = self._launch_blocks.pack(args, size) if size else None
+        gx, gy, gz = launch.num_groups
+        bx, by, bz = launch.group_size
         status = self.hip.hipModuleLaunchKernel(
-            kernel.function, groups.x, groups.y, groups.z, items.x, items.y, items.z,
-            launch.dyn_shared_memory, stream, None, extra,
+            kernel.function, gx, gy, gz, bx, by, bz, launch.dyn_shared_memory,
+            None if queue is None else queue.stream, None, extra,
         )[0]  # fmt: skip
         if queue is None:
             self._finish("hipModuleLaunchKernel", device, status)

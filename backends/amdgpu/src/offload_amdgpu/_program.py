@@ -2,21 +2,22 @@
 
 A launch passes the packed argument buffer through ``hipModuleLaunchKernel``'s ``extra``
 array (``HIP_LAUNCH_PARAM_BUFFER_POINTER``, ``..._SIZE``, ``..._END`` = 1, 2, 3); HIP copies
-it before the call returns and appends the hidden arguments itself. The array and a scratch
-copy of the arguments are per thread, reused from launch to launch.
+it before the call returns and appends the hidden arguments itself. The array, the size word
+and a copy of the arguments lie in one block per thread, reused from launch to launch.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
+import struct
+from threading import get_ident
 from typing import Any
 
 from offload import ErrorCode, OffloadError
 
 from ._code_object import CodeObject, KernelInfo
 
-__all__ = ["HipImage", "HipKernel", "LaunchScratch", "short_args_error"]
+__all__ = ["HipImage", "HipKernel", "LaunchBlocks", "short_args_error"]
 
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 2
@@ -56,28 +57,49 @@ def short_args_error(kernel: HipKernel, size: int) -> OffloadError:
     )
 
 
-class LaunchScratch(threading.local):
-    """This thread's ``extra`` array, its size word and an argument copy (grown on demand)."""
+_HEADER = 48  # the extra array (5 pointers), then the size word, then the arguments
+_packers: dict[int, struct.Struct] = {}
+
+
+def _packer(size: int) -> struct.Struct:
+    """``struct`` writing the size word and ``size`` argument bytes in one call (cached per size)."""
+    packer = _packers.get(size)
+    if packer is None:
+        packer = _packers.setdefault(size, struct.Struct(f"<Q{size}s"))
+    return packer
+
+
+class LaunchBlock:
+    """One thread's launch block: the ``extra`` array, the size word it points to, and a copy of
+    the arguments it points to. HIP reads it during the launch call only."""
+
+    __slots__ = ("capacity", "buffer", "address")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.buffer = ctypes.create_string_buffer(_HEADER + capacity)
+        self.address = base = ctypes.addressof(self.buffer)
+        extra = (
+            HIP_LAUNCH_PARAM_BUFFER_POINTER, base + _HEADER,
+            HIP_LAUNCH_PARAM_BUFFER_SIZE, base + 40,
+            HIP_LAUNCH_PARAM_END,
+        )  # fmt: skip
+        struct.pack_into("<5Q", self.buffer, 0, *extra)
+
+
+class LaunchBlocks:
+    """The launch block of each thread (by thread id; a dead thread's block is reused by its id)."""
+
+    __slots__ = ("_blocks",)
 
     def __init__(self) -> None:
-        self.size = ctypes.c_size_t(0)
-        self.capacity = 256
-        self.buffer = ctypes.create_string_buffer(self.capacity)
-        self.extra = (ctypes.c_void_p * 5)(
-            HIP_LAUNCH_PARAM_BUFFER_POINTER,
-            ctypes.addressof(self.buffer),
-            HIP_LAUNCH_PARAM_BUFFER_SIZE,
-            ctypes.addressof(self.size),
-            HIP_LAUNCH_PARAM_END,
-        )
-        self.address = ctypes.addressof(self.extra)
+        self._blocks: dict[int, LaunchBlock] = {}
 
-    def pack(self, args: Any, size: int) -> int:
-        """Copy ``args`` into the scratch buffer; return the address of the ``extra`` array."""
-        if size > self.capacity:
-            self.capacity = max(size, 2 * self.capacity)
-            self.buffer = ctypes.create_string_buffer(self.capacity)
-            self.extra[1] = ctypes.addressof(self.buffer)
-        ctypes.memmove(self.buffer, args, size)
-        self.size.value = size
-        return self.address
+    def pack(self, args: bytes, size: int) -> int:
+        """Copy ``args`` (``size`` bytes) into this thread's block; return the ``extra`` address."""
+        ident = get_ident()
+        block = self._blocks.get(ident)
+        if block is None or size > block.capacity:
+            block = self._blocks[ident] = LaunchBlock(max(256, 2 * size))
+        (_packers.get(size) or _packer(size)).pack_into(block.buffer, 40, size, args)
+        return block.address

@@ -1,0 +1,243 @@
+"""Micro-benchmarks of offload's AMDGPU backend against the simulated HIP runtime, in one run.
+
+The peer of each ``ol*`` call is the same HIP call made directly through hip-python, on the same
+simulated runtime, in the same process, measured in interleaved rounds (the ratio is the median of per-round ratios):
+
+* launch  ``olLaunchKernel`` enqueued on a queue (N launches of ``noargs``, 1 group of 1 item,
+          then one ``olSyncQueue``) against raw ``hipModuleLaunchKernel`` on a stream (N launches,
+          one ``hipStreamSynchronize``). Also with an 8-byte argument (``foo``): ``olLaunchKernel``
+          with the packed bytes against ``hipModuleLaunchKernel`` with a prebuilt ``extra`` array.
+          Target: enqueued <= 1.3x raw.
+* memcpy  8-byte host-to-device ``olMemcpy`` on a queue against raw ``hipMemcpyHtoDAsync``
+          (N copies, one synchronize). Target: <= 1.5x raw.
+
+The simulated runtime runs every operation on a worker thread, as a GPU driver would hand it to
+the GPU; what is measured is the per-call cost on the calling thread plus the drain at the end.
+No AMD hardware is involved. Needs gcc (the simulator) and clang-19 (the kernels; installed with
+apt where possible, see tests/simulators/hip/hipsim.py).
+
+Usage: ``python benchmarks/bench_amdgpu.py [--quick] [--json] [--strict]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "simulators" / "hip"))
+
+TARGET_LAUNCH_RATIO = 1.3
+TARGET_MEMCPY_RATIO = 1.5
+_CHILD_MARK = "OFFLOAD_BENCH_AMDGPU_DIR"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def prepare() -> Path:
+    """Build the simulator and the two kernels; return the build folder."""
+    import hipsim
+
+    out = Path(tempfile.mkdtemp(prefix="bench-amdgpu-"))
+    hipsim.build_runtime(out)
+    hipsim.clang_toolchain()
+    for name in ("noargs", "foo"):
+        source = hipsim.KERNELS / f"{name}.cu"
+        code = hipsim.build_code_object(source, hipsim.SIM_TARGET, out / f"{name}.hsaco")
+        hipsim.build_host(source, code.read_bytes(), out / "registry", out / "host")
+    return out
+
+
+def reexec_with_simulator(argv: list[str]) -> None:
+    """The dynamic loader reads LD_LIBRARY_PATH at start: run this script again with it set."""
+    folder = prepare()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env.update(
+        {
+            _CHILD_MARK: str(folder),
+            "LD_LIBRARY_PATH": str(folder),
+            "GPUSIM_KERNELS": str(folder / "registry"),
+            "ROCM_PATH": str(folder / "no-rocm"),
+        }
+    )
+    os.execve(sys.executable, [sys.executable, *argv], env)
+
+
+def timed(body: Callable[[int], None], calls: int) -> float:
+    """ns per call of ``body(calls)`` (with the final synchronize inside it)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter_ns()
+        body(calls)
+        return (time.perf_counter_ns() - start) / calls
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> tuple[dict[str, float], float]:
+    """Medians of each variant's interleaved samples, and the median over rounds of the first
+    variant's sample divided by the second's (paired: load on this shared machine cancels out)."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    order = list(variants)
+    for round_ in range(repeats):
+        for name in order if round_ % 2 == 0 else reversed(order):
+            samples[name].append(variants[name]())
+    first, second = (samples[name] for name in order)
+    ratio = statistics.median(a / b for a, b in zip(first, second))
+    return {name: statistics.median(values) for name, values in samples.items()}, ratio
+
+
+def run(quick: bool) -> dict[str, Any]:
+    import offload as ol
+    from hip import hip
+
+    folder = Path(os.environ[_CHILD_MARK])
+    repeats, calls = (3, 500) if quick else (31, 5_000)
+    ol.olInit()
+    devices: list[Any] = []
+    ol.olIterateDevices(lambda d, _: devices.append(d) or True)
+    device = next(d for d in devices if d.platform.kind is ol.PlatformBackend.AMDGPU)
+    host = next(d for d in devices if d.platform.kind is ol.PlatformBackend.HOST)
+    one = ol.KernelLaunchSizeArgs(
+        dimensions=1, num_groups=ol.Dimensions(1, 1, 1), group_size=ol.Dimensions(1, 1, 1), dyn_shared_memory=0
+    )
+    noargs_prog = ol.olCreateProgram(device, (folder / "noargs.hsaco").read_bytes())
+    foo_prog = ol.olCreateProgram(device, (folder / "foo.hsaco").read_bytes())
+    noargs = ol.olGetSymbol(noargs_prog, "noargs", ol.SymbolKind.KERNEL)
+    foo = ol.olGetSymbol(foo_prog, "foo", ol.SymbolKind.KERNEL)
+    queue = ol.olCreateQueue(device)
+    dev_mem = ol.olMemAlloc(device, ol.AllocType.DEVICE, 4096)
+    host_buf = ctypes.create_string_buffer(8)
+    host_addr = ctypes.addressof(host_buf)
+    foo_args = bytes(ctypes.c_void_p(dev_mem))
+
+    # the raw HIP peers: their own module, functions and stream
+    module = hip.hipModuleLoadData((folder / "noargs.hsaco").read_bytes())[1]
+    raw_noargs = hip.hipModuleGetFunction(module, b"noargs")[1]
+    foo_module = hip.hipModuleLoadData((folder / "foo.hsaco").read_bytes())[1]
+    raw_foo = hip.hipModuleGetFunction(foo_module, b"foo")[1]
+    stream = hip.hipStreamCreateWithFlags(1)[1]
+    arg = ctypes.c_void_p(dev_mem)
+    size = ctypes.c_size_t(8)
+    extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(arg), 2, ctypes.addressof(size), 3)
+    extra_addr = ctypes.addressof(extra)
+    launch_kernel, mod_launch, sync_queue, memcpy = ol.olLaunchKernel, hip.hipModuleLaunchKernel, ol.olSyncQueue, ol.olMemcpy
+    htod, stream_sync = hip.hipMemcpyHtoDAsync, hip.hipStreamSynchronize
+
+    def ol_launch(n: int) -> None:
+        for _ in range(n):
+            launch_kernel(queue, device, noargs, None, one)
+        sync_queue(queue)
+
+    def raw_launch(n: int) -> None:
+        for _ in range(n):
+            mod_launch(raw_noargs, 1, 1, 1, 1, 1, 1, 0, stream, None, None)
+        stream_sync(stream)
+
+    def ol_launch_args(n: int) -> None:
+        for _ in range(n):
+            launch_kernel(queue, device, foo, foo_args, one)
+        sync_queue(queue)
+
+    def raw_launch_args(n: int) -> None:
+        for _ in range(n):
+            mod_launch(raw_foo, 1, 1, 1, 1, 1, 1, 0, stream, None, extra_addr)
+        stream_sync(stream)
+
+    def ol_copy(n: int) -> None:
+        for _ in range(n):
+            memcpy(queue, dev_mem, device, host_addr, host, 8)
+        sync_queue(queue)
+
+    def raw_copy(n: int) -> None:
+        for _ in range(n):
+            htod(dev_mem, host_addr, 8, stream)
+        stream_sync(stream)
+
+    for body in (ol_launch, raw_launch, ol_launch_args, raw_launch_args, ol_copy, raw_copy):
+        body(min(calls, 200))  # warm-up: first calls resolve symbols, start workers
+
+    log(f"bench_amdgpu: {repeats} interleaved rounds of {calls} calls (simulated HIP runtime)")
+    launch, launch_ratio = interleaved(
+        {
+            "olLaunchKernel enqueued": lambda: timed(ol_launch, calls),
+            "hipModuleLaunchKernel raw": lambda: timed(raw_launch, calls),
+        },
+        repeats,
+    )
+    launch_args, launch_args_ratio = interleaved(
+        {
+            "olLaunchKernel enqueued, 8 B args": lambda: timed(ol_launch_args, calls),
+            "hipModuleLaunchKernel raw, 8 B extra": lambda: timed(raw_launch_args, calls),
+        },
+        repeats,
+    )
+    copy, copy_ratio = interleaved(
+        {"olMemcpy 8 B enqueued": lambda: timed(ol_copy, calls), "hipMemcpyHtoDAsync 8 B raw": lambda: timed(raw_copy, calls)},
+        repeats,
+    )
+    hip.hipStreamDestroy(stream)
+    hip.hipModuleUnload(module)
+    hip.hipModuleUnload(foo_module)
+    ol.olMemFree(dev_mem)
+    ol.olDestroyQueue(queue)
+    ol.olDestroyProgram(noargs_prog)
+    ol.olDestroyProgram(foo_prog)
+    ol.olShutDown()
+    timings = {**launch, **launch_args, **copy}
+    ratios = {
+        "olLaunchKernel / hipModuleLaunchKernel": launch_ratio,
+        "olLaunchKernel / hipModuleLaunchKernel (8 B args)": launch_args_ratio,
+        "olMemcpy 8 B / hipMemcpyHtoDAsync": copy_ratio,
+    }
+    targets = {
+        "olLaunchKernel / hipModuleLaunchKernel": TARGET_LAUNCH_RATIO,
+        "olLaunchKernel / hipModuleLaunchKernel (8 B args)": TARGET_LAUNCH_RATIO,
+        "olMemcpy 8 B / hipMemcpyHtoDAsync": TARGET_MEMCPY_RATIO,
+    }
+    return {"calls": calls, "repeats": repeats, "ns_per_call": timings, "ratios": ratios, "targets": targets}
+
+
+def report(results: dict[str, Any]) -> list[str]:
+    lines = ["timings (ns per call, medians of interleaved rounds):"]
+    lines += [f"  {name:<40} {value:>10.0f}" for name, value in results["ns_per_call"].items()]
+    lines.append("summary (median of paired per-round ratios vs raw hip-python on the same simulated runtime; target):")
+    for name, ratio in results["ratios"].items():
+        target = results["targets"][name]
+        lines.append(f"  {name:<50} {ratio:5.2f}x  (<= {target}x: {'met' if ratio <= target else 'MISSED'})")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few calls (a smoke run)")
+    parser.add_argument("--json", action="store_true", help="print only the results as JSON")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+    if _CHILD_MARK not in os.environ:
+        reexec_with_simulator([str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])])
+    results = run(args.quick)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print("\n".join(report(results)))
+    missed = [name for name, ratio in results["ratios"].items() if ratio > results["targets"][name]]
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -109,7 +109,12 @@ def run(quick: bool) -> dict[str, Any]:
     repeats, calls = (3, 500) if quick else (31, 5_000)
     ol.olInit()
     devices: list[Any] = []
-    ol.olIterateDevices(lambda d, _: devices.append(d) or True)
+
+    def collect(device: Any, _: Any) -> bool:
+        devices.append(device)
+        return True
+
+    ol.olIterateDevices(collect)
     device = next(d for d in devices if d.platform.kind is ol.PlatformBackend.AMDGPU)
     host = next(d for d in devices if d.platform.kind is ol.PlatformBackend.HOST)
     one = ol.KernelLaunchSizeArgs(

@@ -66,13 +66,18 @@ def test_device_properties_struct_and_attributes(hip_runtime, hip_child) -> None
     result = hip_child(
         PRELUDE
         + """
-status, props = hip.hipGetDeviceProperties(0)
+try:  # hip-python 10.x: hipGetDeviceProperties(device) -> (status, props)
+    status, props = hip.hipGetDeviceProperties(0)
+except TypeError:  # 6.4 / 7.x: hipGetDeviceProperties(props, device) -> (status,)
+    props = hip.hipDeviceProp_t()
+    status, = hip.hipGetDeviceProperties(props, 0)
 A = hip.hipDeviceAttribute_t
 attr = lambda name: hip.hipDeviceGetAttribute(getattr(A, name), 0)[1]
-emit({"status": int(status), "arch": props.gcnArchName, "name": props.name, "warp": props.warpSize,
+text = lambda v: (bytes(v).split(b"\\0")[0].decode() if isinstance(v, (bytes, bytearray)) else str(v))
+emit({"status": int(status), "arch": text(props.gcnArchName), "name": text(props.name), "warp": props.warpSize,
       "mem": props.totalGlobalMem, "threads": props.maxThreadsPerBlock, "cus": props.multiProcessorCount,
       "lds": props.sharedMemPerBlock, "attr_warp": attr("hipDeviceAttributeWarpSize"),
-      "attr_cus": attr("hipDeviceAttributeMultiprocessorCount"), "total": hip.hipDeviceTotalMem(0)[1],
+      "attr_cus": attr("hipDeviceAttributeMultiprocessorCount"), "total": int(hip.hipDeviceTotalMem(0)[1]),
       "bad_attr": st(hip.hipDeviceGetAttribute(A.hipDeviceAttributeMaxTexture1DWidth, 0)),
       "bad_device": st(hip.hipDeviceGetAttribute(A.hipDeviceAttributeWarpSize, 3))})
 """,

@@ -7,6 +7,7 @@ With more than one device, calls that act on HIP's "current device" select it fi
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -312,8 +313,23 @@ class AMDGPUBackend:
             )
         return HipQueue(device, stream)
 
+    def _drain(self, query: Callable[[Any], Any], handle: Any) -> None:
+        """While Python host functions are queued, wait by polling ``query`` with the GIL free.
+
+        hip-python 6.4 / 7.x hold the GIL in blocking calls such as hipStreamSynchronize; a host
+        function (which needs the GIL on the runtime's thread) would then deadlock them.
+        """
+        host_calls = self._host_calls
+        delay = 0.0
+        while host_calls is not None and host_calls.pending():
+            if int(query(handle)[0]) != HIP_ERROR_NOT_READY:
+                return
+            time.sleep(delay)
+            delay = min(1e-3, 2 * delay or 2e-5)
+
     @hookimpl
     def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:
+        self._drain(self.hip.hipStreamQuery, queue.stream)
         status = self.hip.hipStreamSynchronize(queue.stream)[0]
         try:
             if status:
@@ -368,6 +384,7 @@ class AMDGPUBackend:
 
     @hookimpl
     def sync_event(self, device: HipDevice, event: HipEvent) -> None:
+        self._drain(self.hip.hipEventQuery, event.handle)
         self._call("hipEventSynchronize", self.hip.hipEventSynchronize(event.handle))
         take_errors(event.queue, "olSyncEvent")
 

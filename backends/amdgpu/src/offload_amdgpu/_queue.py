@@ -72,11 +72,14 @@ class HostCalls:
 
     def _run(self, key: int | None) -> None:
         with self._lock:
-            queue, callback = self._pending.pop(key or 0)
+            queue, callback = self._pending[key or 0]
         try:
             callback()
         except BaseException as exc:  # reported by the queue's next synchronize
             queue.errors.append(exc)
+        finally:
+            with self._lock:  # pending until it has returned (see AMDGPUBackend._drain)
+                del self._pending[key or 0]
 
     def enqueue(self, queue: HipQueue, callback: Callable[[], None]) -> None:
         key = next(self._keys)
@@ -89,6 +92,6 @@ class HostCalls:
             raise_hip_error(self._hip, "hipLaunchHostFunc", status)
 
     def pending(self) -> int:
-        """Callbacks enqueued and not yet run."""
+        """Callbacks enqueued and not yet returned."""
         with self._lock:
             return len(self._pending)

@@ -179,8 +179,12 @@ qb = ol.olCreateQueue(b)
 out_mem = ol.olMemAlloc(b, ol.AllocType.MANAGED, 256)
 ol.olLaunchKernel(qb, b, k, bytes(ctypes.c_void_p(out_mem)), launch())
 ol.olSyncQueue(qb)
-emit({"devices": len(amd), "copied": back.raw == payload,
-      "kernel": list((ctypes.c_uint32 * 64).from_address(out_mem)) == list(range(64))})
+queued = list((ctypes.c_uint32 * 64).from_address(out_mem)) == list(range(64))
+ctypes.memset(out_mem, 0, 256)
+ol.olMemAlloc(a, ol.AllocType.DEVICE, 64)                                    # device 0 is current now
+ol.olLaunchKernel(None, b, k, bytes(ctypes.c_void_p(out_mem)), launch())   # synchronous, on device 1
+sync = list((ctypes.c_uint32 * 64).from_address(out_mem)) == list(range(64))
+emit({"devices": len(amd), "copied": back.raw == payload, "kernel": queued and sync})
 """,
         hip_build.env(GPUSIM_DEVICES="2"),
     )

@@ -997,6 +997,7 @@ EXPORT hipError_t hipModuleLaunchKernel(hip_function *f, unsigned gx, unsigned g
   sim_stream *s;
   hipError_t e = stream_of(stream, &s);
   if (e != hipSuccess) return ret(e);
+  if (sim_stream_device(s) != f->module->device) return ret(hipErrorInvalidHandle); /* another device's function */
   sim_launch_desc d = {f->entry, {gx, gy, gz}, {bx, by, bz}, shared, args, args_size,
                        k->arg_offset, k->arg_count};
   return ret(from_sim(sim_launch(s, &d)));

@@ -161,6 +161,8 @@ class AMDGPUBackend:
         extra = self._launch_blocks.pack(args, size) if size else None
         gx, gy, gz = launch.num_groups
         bx, by, bz = launch.group_size
+        if queue is None:
+            self._select(device)  # the null stream is the current device's
         status = self.hip.hipModuleLaunchKernel(
             kernel.function, gx, gy, gz, bx, by, bz, launch.dyn_shared_memory,
             None if queue is None else queue.stream, None, extra,

@@ -9,7 +9,7 @@ exported global variables). Every problem raises ``ValueError`` with a message n
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,7 +336,3 @@ def describe(data: bytes) -> str:
         return "a CUDA fatbinary"
     return f"{len(data)} bytes of unknown format"
 
-
-def kernel_names(code: CodeObject) -> Sequence[str]:
-    """The kernel names of ``code`` in metadata order (for messages)."""
-    return list(code.kernels)

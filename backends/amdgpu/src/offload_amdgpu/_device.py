@@ -8,7 +8,6 @@ for that one field.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 from offload import DeviceFpCapabilityFlag, DeviceInfo, Dimensions
@@ -143,7 +142,3 @@ def _uid(hip: Any, ordinal: int, attr: Any) -> str:
     dev = attr("hipDeviceAttributePciDeviceId")
     return f"PCI-{domain:04x}:{bus:02x}:{dev:02x}"
 
-
-def device_info_keys() -> Mapping[str, DeviceInfo]:
-    """Name -> DeviceInfo for every property this backend answers (documentation and tests)."""
-    return {d.name: d for d in DeviceInfo if d is not DeviceInfo.PLATFORM and d is not DeviceInfo.TYPE}

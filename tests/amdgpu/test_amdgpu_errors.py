@@ -1,6 +1,6 @@
 """hipError_t -> ErrorCode: every member of hip-python's enum is mapped, and the details carry
 HIP's own name and string (asked from the runtime: the simulator's here, Debian's real one in
-test_real_hip.py)."""
+test_amdgpu_real_hip.py)."""
 
 from __future__ import annotations
 

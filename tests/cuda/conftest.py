@@ -61,7 +61,7 @@ def simulator() -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def kernels() -> build.GpuKernels:
+def kernels() -> Any:
     """The GPU test kernels built with nvcc 13.0 (and their host builds for the simulator)."""
     try:
         found = build.gpu_kernels(host_builds=not REAL)
@@ -77,7 +77,7 @@ def kernels() -> build.GpuKernels:
 def child_env(simulator: Path | None) -> Callable[..., dict[str, str]]:
     """``child_env(devices=1, delay_us=0, kernels=None, **extra)``: a child's environment."""
 
-    def make(devices: int = 1, delay_us: int = 0, kernels: build.GpuKernels | None = None, **extra: str) -> dict[str, str]:
+    def make(devices: int = 1, delay_us: int = 0, kernels: Any = None, **extra: str) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
         if simulator is None:
             env = base

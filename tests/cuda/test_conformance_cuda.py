@@ -18,9 +18,10 @@ import pytest
 KIT = Path(__file__).with_name("kit_cuda.py")
 
 
-def _run_kit(env: dict[str, str]) -> tuple[dict[str, int], str]:
+def _run_kit(env: dict[str, str]) -> tuple[dict[str, int], str, str]:
+    # --capture=sys: the driver's own writes to fd 2 (the simulator's leak reports) reach stderr
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(KIT)],
+        [sys.executable, "-m", "pytest", "-q", "-rs", "--capture=sys", "-p", "no:cacheprovider", str(KIT)],
         capture_output=True,
         text=True,
         env=env,
@@ -30,7 +31,7 @@ def _run_kit(env: dict[str, str]) -> tuple[dict[str, int], str]:
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", summary)}
     assert proc.returncode == 0, f"the kit failed on CUDA:\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
-    return counts, proc.stdout
+    return counts, proc.stdout, proc.stderr
 
 
 @pytest.mark.parametrize(("fmt", "devices"), [("cubin", 2), ("ptx", 1), ("fatbin", 1)])
@@ -39,10 +40,12 @@ def test_kit_on_cuda(fmt: str, devices: int, kernels: Any, child_env: Any, simul
         pytest.skip("the real-driver run uses cubin programs only")
     env = child_env(devices=devices, kernels=kernels, OFFLOAD_TEST_PLATFORM="cuda")
     env["OFFLOAD_CUDA_TEST_PROGRAMS"] = str(kernels.programs_dir(fmt))
-    counts, out = _run_kit(env)
+    counts, out, err = _run_kit(env)
     skips = [line for line in out.splitlines() if line.startswith("SKIPPED")]
     print(f"kit on cuda ({fmt}, {devices} device(s)): {counts}; skips: {skips}")
     assert counts.get("passed", 0) > 250, counts
     assert counts.get("failed", 0) == 0
     if simulator is not None:
         assert not skips, f"the CUDA platform claims every capability, nothing may skip: {skips}"
+        leaks = [line for line in err.splitlines() if line.startswith("gpusim: leak")]
+        assert not leaks, f"device memory left allocated when a primary context was released: {leaks[:5]}"

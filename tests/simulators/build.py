@@ -7,7 +7,8 @@ CI run builds each thing once and later runs reuse it:
 - ``nvcc()``: nvcc 13.0 from PATH, else ``nvidia-cuda-nvcc==13.0.*`` (and its 13.0 companions)
   installed from PyPI into the build directory; ``None`` with a reason when neither works;
 - ``gpu_kernels()``: every ``tests/kernels/gpu/*.cu`` compiled to sm_90 cubin, PTX (ISA 9.0) and
-  an uncompressed fatbin (sm_90 SASS + compute_90 PTX), ``foo`` also to sm_80 cubin, and each
+  an uncompressed fatbin (sm_90 SASS + compute_90 PTX), ``foo`` also to sm_80 cubin and a
+  fatbin with compressed entries (-Xfatbin -compress-all; the simulator does not decompress), and each
   source compiled with the host C++ compiler into a host build that the simulator runs; the
   registry directory maps every image's FNV-1a 64 hash to its host build
   (``GPUSIM_KERNELS``, see tests/simulators/README.md).
@@ -39,7 +40,12 @@ GPU_KERNELS = (
     "global", "global_ctor", "global_dtor", "sequence", "single_counter", "saxpy",
 )  # fmt: skip
 
-NVCC_PINS = ("nvidia-cuda-nvcc==13.0.*", "nvidia-cuda-runtime==13.0.*", "nvidia-cuda-crt==13.0.*", "nvidia-nvvm==13.0.*")
+NVCC_PINS = (
+    "nvidia-cuda-nvcc==13.0.*",
+    "nvidia-cuda-runtime==13.0.*",
+    "nvidia-cuda-crt==13.0.*",
+    "nvidia-nvvm==13.0.*",
+)
 
 
 class BuildError(RuntimeError):
@@ -75,12 +81,35 @@ def _cxx() -> str:
     return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
 
 
+def cxx_problem() -> str | None:
+    """None when a C++ compiler (for host builds of kernels) is there, installing g++ with
+    apt-get where this process may (root); else why there is none."""
+    if os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++"):
+        return None
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return "no C++ compiler (c++/g++), and apt-get install g++ is not possible here (not root or no apt-get)"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "g++"]
+    if subprocess.run(install, capture_output=True, env=env, timeout=900).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=900)
+        proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+        if proc.returncode != 0:
+            return f"no C++ compiler, and apt-get install g++ failed: {proc.stderr.strip()[-300:]}"
+    return None if shutil.which("c++") or shutil.which("g++") else "apt-get installed g++ but no c++/g++ is on PATH"
+
+
 def _publish(tmp: Path, final: Path) -> Path:
-    """Atomically moves a finished build directory into place (a concurrent twin may win)."""
+    """Atomically moves a finished build directory into place (a concurrent twin may win), and
+    removes older builds of the same kind (``<kind>-<key>`` siblings)."""
     try:
         tmp.rename(final)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
+    kind = final.name.rsplit("-", 1)[0]
+    if final.parent == BUILD and kind != final.name:
+        for old in BUILD.glob(f"{kind}-*"):
+            if old != final and old.name.rsplit("-", 1)[0] == kind:
+                shutil.rmtree(old, ignore_errors=True)
     return final
 
 
@@ -135,7 +164,8 @@ def nvcc() -> Nvcc | str:
         target = BUILD / "nvcc-13.0"
         candidate = target / "nvidia" / "cu13" / "bin" / "nvcc"
         if not candidate.exists():
-            tmp = Path(tempfile.mkdtemp(dir=BUILD.mkdir(parents=True, exist_ok=True) or BUILD, prefix=".nvcc-"))
+            BUILD.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=BUILD, prefix=".nvcc-"))
             proc = subprocess.run(
                 [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(tmp), *NVCC_PINS],
                 capture_output=True, text=True, timeout=600,
@@ -164,7 +194,8 @@ class GpuKernels:
     registry: Path
 
     def image(self, name: str, fmt: str = "cubin") -> Path:
-        """``fmt``: ``cubin`` (sm_90), ``sm80.cubin`` (foo only), ``ptx`` or ``fatbin``."""
+        """``fmt``: ``cubin`` (sm_90), ``ptx``, ``fatbin`` (uncompressed); for foo also
+        ``sm80.cubin`` and ``compressed.fatbin``."""
         return self.root / f"{name}.{fmt}"
 
     def programs_dir(self, fmt: str = "cubin") -> Path:
@@ -202,17 +233,36 @@ def _gpu_builds(tool: Nvcc, source: Path, out_dir: Path) -> list[Path]:
     if name == "foo":
         outputs.append(out_dir / "foo.sm80.cubin")
         _run([*base, "-cubin", "-arch=sm_80", str(source), "-o", str(outputs[-1])])
+        outputs.append(out_dir / "foo.compressed.fatbin")  # compressed entries (nvcc compresses larger ones by default)
+        _run(
+            [
+                *base,
+                "-fatbin",
+                "-Xfatbin",
+                "-compress-all",
+                "-gencode",
+                "arch=compute_90,code=sm_90",
+                str(source),
+                "-o",
+                str(outputs[-1]),
+            ]
+        )
     return outputs
 
 
 def gpu_kernels(host_builds: bool = True) -> GpuKernels | str:
-    """Builds (or finds) every GPU test kernel; a str is the reason it cannot (no nvcc)."""
+    """Builds (or finds) every GPU test kernel; a str is the reason it cannot (no nvcc, or no
+    C++ compiler for the host builds)."""
     tool = nvcc()
     if isinstance(tool, str):
         return tool
+    if host_builds and (problem := cxx_problem()) is not None:
+        return problem
     sources = sorted(KERNEL_SOURCES.glob("*.cu"))
     headers = sorted(KERNEL_SOURCES.glob("*.h")) + [SIMULATORS / "core" / "gpusim_kernel.h"]
-    key = _digest(tool.path, tool.version, _cxx(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers))
+    key = _digest(
+        tool.path, tool.version, _cxx(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers)
+    )
     final = BUILD / f"gpu-kernels-{key}"
     if (final / "registry").exists():
         return GpuKernels(final, final / "registry")

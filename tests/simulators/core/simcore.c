@@ -257,7 +257,9 @@ typedef struct sim_op {
 struct sim_stream {
   int device, blocking, legacy;
   pthread_mutex_t mu;
-  pthread_cond_t cv;
+  pthread_cond_t cv;      /* completions, for waiters (done_waiters of them) */
+  pthread_cond_t work_cv; /* new work, for the worker while it sleeps */
+  int done_waiters, worker_sleeping;
   sim_op *head, *tail;
   uint64_t submitted, completed; /* completed read without the lock: atomics */
   sim_status error;
@@ -270,12 +272,32 @@ static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static sim_stream *device_streams[SIM_MAX_DEVICES];
 static sim_stream *legacy_streams[SIM_MAX_DEVICES];
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 static void *stream_worker(void *raw) {
   sim_stream *s = raw;
   unsigned delay = sim_delay_us();
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    while (s->head == NULL && !s->stopping) pthread_cond_wait(&s->cv, &s->mu);
+    if (s->head == NULL && !s->stopping) {
+      /* Idle: poll briefly before sleeping, so a steady stream of submissions (one every few
+       * microseconds) does not pay a wake-up each, as a GPU's queue does not. */
+      pthread_mutex_unlock(&s->mu);
+      uint64_t until = now_ns() + 50000;
+      while (__atomic_load_n(&s->head, __ATOMIC_ACQUIRE) == NULL && !__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE) &&
+             now_ns() < until)
+        cpu_relax();
+      pthread_mutex_lock(&s->mu);
+    }
+    while (s->head == NULL && !s->stopping) {
+      s->worker_sleeping = 1;
+      pthread_cond_wait(&s->work_cv, &s->mu);
+      s->worker_sleeping = 0;
+    }
     if (s->head == NULL) break;
     sim_op *op = s->head;
     pthread_mutex_unlock(&s->mu);
@@ -287,7 +309,7 @@ static void *stream_worker(void *raw) {
     if (s->head == NULL) s->tail = NULL;
     if (status != SIM_OK && s->error == SIM_OK) s->error = status;
     __atomic_store_n(&s->completed, s->completed + 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&s->cv);
+    if (s->done_waiters) pthread_cond_broadcast(&s->cv);
     free(op);
   }
   pthread_mutex_unlock(&s->mu);
@@ -303,6 +325,7 @@ static sim_stream *stream_new(int device, int blocking, int legacy) {
   s->legacy = legacy;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  pthread_cond_init(&s->work_cv, NULL);
   pthread_mutex_lock(&streams_lock);
   s->next_of_device = device_streams[device];
   if (s->next_of_device) s->next_of_device->prev_of_device = s;
@@ -333,8 +356,8 @@ int sim_stream_device(const sim_stream *stream) { return stream->device; }
 void sim_stream_destroy(sim_stream *s) {
   if (s == NULL || s->legacy) return;
   pthread_mutex_lock(&s->mu);
-  s->stopping = 1;
-  pthread_cond_broadcast(&s->cv);
+  __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&s->work_cv);
   int started = s->started;
   pthread_mutex_unlock(&s->mu);
   if (started) pthread_join(s->thread, NULL);
@@ -345,6 +368,7 @@ void sim_stream_destroy(sim_stream *s) {
   pthread_mutex_unlock(&streams_lock);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
+  pthread_cond_destroy(&s->work_cv);
   free(s);
 }
 
@@ -368,10 +392,10 @@ static sim_status enqueue(sim_stream *s, sim_op_fn fn, void *arg, void (*free_ar
     s->started = 1;
   }
   if (s->tail) s->tail->next = op;
-  else s->head = op;
+  else __atomic_store_n(&s->head, op, __ATOMIC_RELEASE);
   s->tail = op;
   ++s->submitted;
-  pthread_cond_broadcast(&s->cv);
+  if (s->worker_sleeping) pthread_cond_signal(&s->work_cv);
   pthread_mutex_unlock(&s->mu);
   return SIM_OK;
 }
@@ -384,7 +408,9 @@ typedef struct ticket_wait {
 static sim_status wait_ticket_op(void *raw) {
   ticket_wait *w = raw;
   pthread_mutex_lock(&w->stream->mu);
+  ++w->stream->done_waiters;
   while (w->stream->completed < w->ticket) pthread_cond_wait(&w->stream->cv, &w->stream->mu);
+  --w->stream->done_waiters;
   pthread_mutex_unlock(&w->stream->mu);
   return SIM_OK;
 }
@@ -437,7 +463,9 @@ int sim_stream_busy(sim_stream *s) {
 sim_status sim_stream_sync(sim_stream *s) {
   pthread_mutex_lock(&s->mu);
   uint64_t ticket = s->submitted;
+  ++s->done_waiters;
   while (s->completed < ticket) pthread_cond_wait(&s->cv, &s->mu);
+  --s->done_waiters;
   sim_status status = s->error;
   s->error = SIM_OK;
   pthread_mutex_unlock(&s->mu);
@@ -447,7 +475,9 @@ sim_status sim_stream_sync(sim_stream *s) {
 void sim_stream_wait_idle(sim_stream *s) {
   pthread_mutex_lock(&s->mu);
   uint64_t ticket = s->submitted;
+  ++s->done_waiters;
   while (s->completed < ticket) pthread_cond_wait(&s->cv, &s->mu);
+  --s->done_waiters;
   pthread_mutex_unlock(&s->mu);
 }
 

@@ -105,8 +105,8 @@ typedef struct sim_alloc_info {
   sim_mem_kind kind;
 } sim_alloc_info;
 
-/* Allocates size (> 0) bytes, 256-byte aligned, zero-filled; counts against the device limit
- * (all kinds but REGISTERED/GLOBAL). */
+/* Allocates size (> 0) bytes, 256-byte aligned, zero-filled (a front may poison it); counts
+ * against the device limit (all kinds but REGISTERED/GLOBAL). */
 sim_status sim_mem_alloc(int device, sim_mem_kind kind, size_t size, void **out);
 /* Frees a live base address of one of the given kinds (kind_mask: 1 << sim_mem_kind);
  * INVALID_VALUE for an interior, unknown or already freed pointer, or another kind. */

@@ -442,7 +442,9 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
   if (dptr == NULL || size == 0) return CUDA_ERROR_INVALID_VALUE;
   void *p = NULL;
   CUresult rc = from_sim(sim_mem_alloc(ctx->device, SIM_MEM_DEVICE, size, &p));
-  if (rc == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
+  if (rc != CUDA_SUCCESS) return rc;
+  memset(p, 0xA5, size); /* cuMemAlloc does not clear memory: make reads of it visible */
+  *dptr = (CUdeviceptr)(uintptr_t)p;
   return rc;
 }
 
@@ -499,6 +501,35 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevic
   return CUDA_SUCCESS;
 }
 
+/* ---- handle recycling: a destroyed handle's memory is kept (magic cleared) and reused for a
+ * later handle of the same kind, so using a destroyed handle reads INVALID_HANDLE instead of
+ * freed memory (the driver's behaviour for stale handles is undefined). */
+
+static pthread_mutex_t recycle_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *recycle_bins[3];
+
+/* Every handle struct starts with its magic (unsigned) followed by at least 8 more bytes; a
+ * recycled one keeps magic 0 and holds the bin's link at offset 8. */
+static void *handle_new(int bin, size_t size) {
+  pthread_mutex_lock(&recycle_lock);
+  void *h = recycle_bins[bin];
+  if (h) memcpy(&recycle_bins[bin], (char *)h + 8, sizeof(void *));
+  pthread_mutex_unlock(&recycle_lock);
+  if (h == NULL) return calloc(1, size);
+  memset(h, 0, size);
+  return h;
+}
+
+static void handle_delete(int bin, void *h) {
+  *(unsigned *)h = 0;
+  pthread_mutex_lock(&recycle_lock);
+  memcpy((char *)h + 8, &recycle_bins[bin], sizeof(void *));
+  recycle_bins[bin] = h;
+  pthread_mutex_unlock(&recycle_lock);
+}
+
+enum { BIN_STREAM, BIN_EVENT, BIN_MODULE };
+
 /* ---- streams -------------------------------------------------------------------------------- */
 
 #define STREAM_MAGIC 0x5354524du
@@ -532,11 +563,11 @@ static CUresult resolve_stream(CUstream stream, struct cuctx *ctx, sim_stream **
 EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   REQUIRE_CTX(ctx);
   if (out == NULL || flags > 1) return CUDA_ERROR_INVALID_VALUE;
-  struct custream *s = malloc(sizeof *s);
+  struct custream *s = handle_new(BIN_STREAM, sizeof *s);
   if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   s->sim = sim_stream_create(ctx->device, flags == 0);
   if (s->sim == NULL) {
-    free(s);
+    handle_delete(BIN_STREAM, s);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   s->magic = STREAM_MAGIC;
@@ -552,7 +583,7 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
     return CUDA_ERROR_INVALID_HANDLE;
   stream->magic = 0;
   sim_stream_destroy(stream->sim);
-  free(stream);
+  handle_delete(BIN_STREAM, stream);
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuStreamDestroy(CUstream stream) { return cuStreamDestroy_v2(stream); }
@@ -615,11 +646,11 @@ EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) 
 EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
   REQUIRE_CTX(ctx);
   if (out == NULL || (flags & ~0x7u) || ((flags & 0x4) && !(flags & 0x2))) return CUDA_ERROR_INVALID_VALUE;
-  struct cuevent *e = malloc(sizeof *e);
+  struct cuevent *e = handle_new(BIN_EVENT, sizeof *e);
   if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   e->sim = sim_event_create(!(flags & 0x2));
   if (e->sim == NULL) {
-    free(e);
+    handle_delete(BIN_EVENT, e);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   e->magic = EVENT_MAGIC;
@@ -636,7 +667,7 @@ EXPORT CUresult cuEventDestroy_v2(CUevent event) {
   REQUIRE_EVENT(event);
   event->magic = 0;
   sim_event_destroy(event->sim);
-  free(event);
+  handle_delete(BIN_EVENT, event);
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuEventDestroy(CUevent event) { return cuEventDestroy_v2(event); }
@@ -919,26 +950,25 @@ static void module_free(struct cumodule *m) {
   free(m->functions);
   free(m->global_storage);
   free(m->global_owned);
-  m->magic = 0;
-  free(m);
+  handle_delete(BIN_MODULE, m);
 }
 
 static CUresult module_load(CUmodule *out, const void *image) {
   REQUIRE_CTX(ctx);
   if (out == NULL || image == NULL) return CUDA_ERROR_INVALID_VALUE;
-  struct cumodule *m = calloc(1, sizeof *m);
+  struct cumodule *m = handle_new(BIN_MODULE, sizeof *m);
   if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   m->device = ctx->device;
   size_t image_size = 0;
   CUresult rc = cu_image_parse(image, device_sm(), MODELLED_PTX_ISA, &m->image, &image_size);
   if (rc != CUDA_SUCCESS) {
-    free(m);
+    handle_delete(BIN_MODULE, m);
     return rc;
   }
   sim_status found = sim_hostlib_open(image, image_size, &m->lib);
   if (found != SIM_OK && found != SIM_ERR_NOT_FOUND) {
     cu_image_release(&m->image);
-    free(m);
+    handle_delete(BIN_MODULE, m);
     return from_sim(found);
   }
   m->functions = calloc(m->image.kernel_count ? m->image.kernel_count : 1, sizeof *m->functions);

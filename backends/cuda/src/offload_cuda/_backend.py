@@ -107,10 +107,15 @@ class CudaBackend:
         d = device.device.driver
         device.device.activate()
         _, block = check(
-            d, d.cuOccupancyMaxPotentialBlockSize(kernel.function, 0, dynamic_memory, _OCCUPANCY_NO_LIMIT), "cuOccupancyMaxPotentialBlockSize"
+            d,
+            d.cuOccupancyMaxPotentialBlockSize(kernel.function, 0, dynamic_memory, _OCCUPANCY_NO_LIMIT),
+            "cuOccupancyMaxPotentialBlockSize",
         )
         if int(block) <= 0:
-            raise OffloadError(ErrorCode.OUT_OF_RESOURCES, f"kernel {kernel.name} cannot run with {dynamic_memory} bytes of local memory")
+            raise OffloadError(
+                ErrorCode.OUT_OF_RESOURCES,
+                f"kernel {kernel.name} cannot run with {dynamic_memory} bytes of local memory",
+            )
         return int(block)
 
     @hookimpl
@@ -154,7 +159,9 @@ class CudaBackend:
     def data_exchange(
         self, src_device: _DeviceState, src: int, dst_device: _DeviceState, dst: int, size: int, queue: CudaQueue | None
     ) -> None:
-        _memory.copy_between(src_device.device, src, dst_device.device, dst, size, None if queue is None else queue.stream)
+        _memory.copy_between(
+            src_device.device, src, dst_device.device, dst, size, None if queue is None else queue.stream
+        )
 
     @hookimpl
     def data_fill(self, device: _DeviceState, address: int, pattern: bytes, size: int, queue: CudaQueue | None) -> None:

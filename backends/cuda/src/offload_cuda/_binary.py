@@ -51,7 +51,7 @@ def elf_extent(data: bytes) -> int | None:
     if end > len(data):
         return None
     for i in range(shnum):
-        sh_type, = struct.unpack_from("<I", data, shoff + i * 64 + 4)
+        (sh_type,) = struct.unpack_from("<I", data, shoff + i * 64 + 4)
         offset, size = struct.unpack_from("<QQ", data, shoff + i * 64 + 24)
         if sh_type != 8:  # NOBITS
             end = max(end, offset + size)
@@ -60,7 +60,7 @@ def elf_extent(data: bytes) -> int | None:
 
 def cubin_sm(data: bytes) -> int:
     """The SM number of a cubin (CUDA 13's ELF ABI 8 keeps it in bits 8-15 of e_flags)."""
-    flags, = struct.unpack_from("<I", data, 48)
+    (flags,) = struct.unpack_from("<I", data, 48)
     return (flags >> 8) & 0xFF if data[8] >= 8 else flags & 0xFF
 
 
@@ -88,25 +88,30 @@ def problem(data: bytes, device_sm: int) -> str | None:
         return None if _sm_ok(sm, device_sm) else f"a cubin for sm_{sm} cannot run on this sm_{device_sm} device"
     if fmt == "ptx":
         return _ptx_problem(data.rstrip(b"\0"), device_sm)
-    header, = struct.unpack_from("<H", data, 6)
-    total, = struct.unpack_from("<Q", data, 8)
+    (header,) = struct.unpack_from("<H", data, 6)
+    (total,) = struct.unpack_from("<Q", data, 8)
     if header + total > len(data):
         return "a truncated fatbin"
     seen: list[str] = []
     at = header
     while at + 32 <= header + total:
         kind, _, entry_header, size = struct.unpack_from("<HHIQ", data, at)
-        arch, = struct.unpack_from("<I", data, at + 28)
+        (arch,) = struct.unpack_from("<I", data, at + 28)
         payload = data[at + entry_header : at + entry_header + size]
         if entry_header < 32 or len(payload) != size:
             return "a malformed fatbin entry"
-        if kind == 2 and payload[:4] == b"\x7fELF" and len(payload) >= 64:
-            if _sm_ok(cubin_sm(payload), device_sm):
+        if kind == 2:
+            # a compressed entry (nvcc's default) is judged by the architecture in its header
+            sm = cubin_sm(payload) if payload[:4] == b"\x7fELF" and len(payload) >= 64 else arch
+            if _sm_ok(sm, device_sm):
                 return None
-            seen.append(f"sm_{cubin_sm(payload)} cubin")
+            seen.append(f"sm_{sm} cubin")
         elif kind == 1:
             text = payload.split(b"\0", 1)[0]
-            if _PTX_VERSION.search(text) and _ptx_problem(text, device_sm) is None:
+            if _PTX_VERSION.search(text) is None:  # compressed
+                if arch <= device_sm:
+                    return None
+            elif _ptx_problem(text, device_sm) is None:
                 return None
             seen.append(f"sm_{arch} PTX")
         at += entry_header + size

@@ -58,11 +58,19 @@ class CudaDevice:
         self.driver = driver
         self.ordinal = ordinal
         self.handle = check(driver, driver.cuDeviceGet(ordinal), "cuDeviceGet")
-        check(driver, driver.cuDevicePrimaryCtxSetFlags(self.handle, _CTX_SCHED_BLOCKING_SYNC), "cuDevicePrimaryCtxSetFlags")
+        check(
+            driver,
+            driver.cuDevicePrimaryCtxSetFlags(self.handle, _CTX_SCHED_BLOCKING_SYNC),
+            "cuDevicePrimaryCtxSetFlags",
+        )
         self.context = check(driver, driver.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
         self.attributes: dict[str, int] = {}
         for key, attribute in _A.items():
-            value = check(driver, driver.cuDeviceGetAttribute(driver.CUdevice_attribute(attribute), self.handle), f"cuDeviceGetAttribute({key})")
+            value = check(
+                driver,
+                driver.cuDeviceGetAttribute(driver.CUdevice_attribute(attribute), self.handle),
+                f"cuDeviceGetAttribute({key})",
+            )
             self.attributes[key] = int(value)
         self.sm = self.attributes["COMPUTE_CAPABILITY_MAJOR"] * 10 + self.attributes["COMPUTE_CAPABILITY_MINOR"]
         raw = check(driver, driver.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
@@ -95,7 +103,7 @@ class CudaDevice:
         block = Dimensions(a["MAX_BLOCK_DIM_X"], a["MAX_BLOCK_DIM_Y"], a["MAX_BLOCK_DIM_Z"])
         grid = (a["MAX_GRID_DIM_X"], a["MAX_GRID_DIM_Y"], a["MAX_GRID_DIM_Z"])
         u32 = 0xFFFFFFFF
-        work = Dimensions(*(min(u32, g * b) for g, b in zip(grid, block)))
+        work = Dimensions(*(min(u32, g * b) for g, b in zip(grid, block, strict=True)))
         return {
             DeviceInfo.NAME: self.name,
             DeviceInfo.PRODUCT_NAME: self.name,

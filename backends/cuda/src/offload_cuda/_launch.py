@@ -24,6 +24,9 @@ _SCRATCH_BYTES = 4096
 
 
 class _Scratch(threading.local):
+    """The calling thread's argument buffer and ``extra`` array, and the ``bytes`` object whose
+    contents it holds (immutable: the same object passed again needs no copy)."""
+
     def __init__(self) -> None:
         self.buffer = ctypes.create_string_buffer(_SCRATCH_BYTES)
         self.size = ctypes.c_size_t(0)
@@ -36,6 +39,8 @@ class _Scratch(threading.local):
         )
         self.buffer_address = ctypes.addressof(self.buffer)
         self.extra_address = ctypes.addressof(self.extra)
+        self.held: Any = None  # the bytes object whose contents the buffer holds
+        self.held_size = 0
 
 
 _scratch = _Scratch()
@@ -50,26 +55,35 @@ def launch(device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size:
             ErrorCode.INVALID_ARGUMENT,
             f"the argument buffer holds {n} bytes but kernel {kernel.name} takes {kernel.param_bytes} bytes of parameters",
         )
+    scratch = _scratch
+    gx, gy, gz = size.num_groups
+    bx, by, bz = size.group_size
     dynamic = size.dyn_shared_memory
     if dynamic > kernel.dynamic_shared_limit:
         kernel.allow_dynamic_shared(device, dynamic)
     device.activate()
-    scratch = _scratch
     extra: Any = 0
     keep: Any = None
     if n:
         if n <= _SCRATCH_BYTES:
-            _memmove(scratch.buffer_address, args if type(args) is bytes else bytes(args), n)
-            scratch.size.value = n
+            if args is not scratch.held:
+                if type(args) is bytes:
+                    _memmove(scratch.buffer_address, args, n)
+                    scratch.held = args  # immutable: the same object again needs no copy
+                else:
+                    _memmove(scratch.buffer_address, bytes(args), n)
+                    scratch.held = None
+            if n != scratch.held_size:
+                scratch.size.value = scratch.held_size = n
             extra = scratch.extra_address
         else:  # a large argument struct: its own buffer for this call
+            scratch.held = None
             keep = ctypes.create_string_buffer(bytes(args), n)
             count = ctypes.c_size_t(n)
             array = (ctypes.c_void_p * 5)(1, ctypes.addressof(keep), 2, ctypes.addressof(count), 0)
             keep = (keep, count, array)
             extra = ctypes.addressof(array)
-    g, b = size.num_groups, size.group_size
     d = device.driver
-    (result,) = d.cuLaunchKernel(kernel.function, g.x, g.y, g.z, b.x, b.y, b.z, dynamic, stream, 0, extra)
+    (result,) = d.cuLaunchKernel(kernel.function, gx, gy, gz, bx, by, bz, dynamic, stream, 0, extra)
     if result:
         raise_for(d, result, f"cuLaunchKernel({kernel.name})")

@@ -106,7 +106,9 @@ def _enable_peer(src: CudaDevice, dst: CudaDevice) -> bool:
     return True
 
 
-def copy_between(src_device: CudaDevice, src: int, dst_device: CudaDevice, dst: int, size: int, stream: Any | None) -> None:
+def copy_between(
+    src_device: CudaDevice, src: int, dst_device: CudaDevice, dst: int, size: int, stream: Any | None
+) -> None:
     """Within one GPU a device-to-device copy; across GPUs a peer copy."""
     d = src_device.driver
     if src_device is dst_device:
@@ -121,7 +123,9 @@ def copy_between(src_device: CudaDevice, src: int, dst_device: CudaDevice, dst: 
     if stream is None:
         check(d, d.cuMemcpyPeer(dst, dst_device.context, src, src_device.context, size), "cuMemcpyPeer")
     else:
-        check(d, d.cuMemcpyPeerAsync(dst, dst_device.context, src, src_device.context, size, stream), "cuMemcpyPeerAsync")
+        check(
+            d, d.cuMemcpyPeerAsync(dst, dst_device.context, src, src_device.context, size, stream), "cuMemcpyPeerAsync"
+        )
 
 
 def fill(device: CudaDevice, address: int, pattern: bytes, size: int, stream: Any | None) -> None:
@@ -131,11 +135,13 @@ def fill(device: CudaDevice, address: int, pattern: bytes, size: int, stream: An
     if n == 1 or (n in (2, 4) and address % n == 0):
         value = int.from_bytes(pattern, "little")
         count = size // n
+        bits = n * 8
         if stream is None:
-            fn, name, args = {1: (d.cuMemsetD8, "cuMemsetD8"), 2: (d.cuMemsetD16, "cuMemsetD16"), 4: (d.cuMemsetD32, "cuMemsetD32")}[n] + ((address, value, count),)
+            fn = {1: d.cuMemsetD8, 2: d.cuMemsetD16, 4: d.cuMemsetD32}[n]
+            check(d, fn(address, value, count), f"cuMemsetD{bits}")
         else:
-            fn, name, args = {1: (d.cuMemsetD8Async, "cuMemsetD8Async"), 2: (d.cuMemsetD16Async, "cuMemsetD16Async"), 4: (d.cuMemsetD32Async, "cuMemsetD32Async")}[n] + ((address, value, count, stream),)
-        check(d, fn(*args), name)
+            fn = {1: d.cuMemsetD8Async, 2: d.cuMemsetD16Async, 4: d.cuMemsetD32Async}[n]
+            check(d, fn(address, value, count, stream), f"cuMemsetD{bits}Async")
         return
     # Any other pattern: one strided 2-D fill per element of the pattern (pitch = pattern size).
     element = 4 if n % 4 == 0 and address % 4 == 0 else 2 if n % 2 == 0 and address % 2 == 0 else 1

@@ -57,10 +57,15 @@ class CudaKernel:
             d = device.driver
             attr = d.CUfunction_attribute(_ATTR_MAX_DYNAMIC_SHARED)
             try:
-                check(d, d.cuFuncSetAttribute(self.function, attr, size), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+                check(
+                    d,
+                    d.cuFuncSetAttribute(self.function, attr, size),
+                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                )
             except CudaError as exc:
                 raise OffloadError(
-                    ErrorCode.OUT_OF_RESOURCES, f"DynSharedMemory {size} exceeds what kernel {self.name} may use: {exc.details}"
+                    ErrorCode.OUT_OF_RESOURCES,
+                    f"DynSharedMemory {size} exceeds what kernel {self.name} may use: {exc.details}",
                 ) from exc
             self.dynamic_shared_limit = size
 

@@ -1,0 +1,366 @@
+"""Micro-benchmarks of offload's CUDA backend against raw cuda.bindings calls, in one run.
+
+Both sides of every ratio call the same driver through the same bindings, so the ratio is the
+cost of offload's layers (core + backend). By default the driver is the project's simulated
+one (tests/simulators; the script re-executes itself with it on LD_LIBRARY_PATH); with
+``OFFLOAD_CUDA_REAL=1`` it is the machine's real driver.
+
+Sections (variants timed in interleaved repeats, GC off while timing, medians reported):
+
+Ratios are the median of per-round ratios (each round times both sides back to back).
+
+* launch   ``olLaunchKernel`` of ``foo`` (1 block of 1 thread) enqueued on a queue, N launches
+           behind a host function holding the stream (the enqueue loop timed; release and sync
+           after it, untimed), against raw ``cuLaunchKernel`` with the same packed-argument
+           ``extra`` array on a stream held the same way. Target: <= 1.3x
+           (<= 1.2x on a real GPU).
+* memcpy   an 8-byte ``olMemcpy`` host-to-device on a queue against raw ``cuMemcpyHtoDAsync``.
+           Target: <= 1.5x. Also 64 MiB from pinned host memory (``olMemAlloc(HOST)``): the
+           bandwidth ratio (target >= 0.97x on a real GPU; reported only on the simulator).
+* churn    ``olCreateQueue`` + ``olDestroyQueue`` N times (pooled streams) against raw
+           ``cuStreamCreate`` + ``cuStreamDestroy``: queues/s.
+
+Usage: ``python benchmarks/bench_cuda.py [--quick] [--json] [--strict]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import statistics
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = os.environ.get("OFFLOAD_CUDA_REAL") == "1"
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Config:
+    repeats: int
+    launches: int
+    copies: int
+    large_copies: int
+    large_size: int
+    churn: int
+
+
+FULL = Config(repeats=9, launches=20_000, copies=20_000, large_copies=5, large_size=64 * MIB, churn=5_000)
+QUICK = Config(repeats=2, launches=300, copies=300, large_copies=1, large_size=4 * MIB, churn=100)
+
+TARGET_LAUNCH = 1.2 if REAL else 1.3
+TARGET_COPY = 1.5
+TARGET_BANDWIDTH = 0.97
+
+
+def _build_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpusim_build", ROOT / "tests" / "simulators" / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpusim_build"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ensure_driver() -> None:
+    """Re-execute under the simulated driver unless already there (or on a real driver)."""
+    if REAL or os.environ.get("BENCH_CUDA_CHILD") == "1":
+        return
+    build = _build_module()
+    kernels = build.gpu_kernels()
+    if isinstance(kernels, str):
+        print(f"bench_cuda: cannot build the GPU kernels: {kernels}", file=sys.stderr)
+        raise SystemExit(0)
+    env = build.simulator_env(build.cuda_driver(), kernels)
+    env["BENCH_CUDA_CHILD"] = "1"
+    env["CUDA_TEST_KERNELS"] = str(kernels.root)
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
+def _kernel_image(name: str) -> bytes:
+    root = os.environ.get("CUDA_TEST_KERNELS")
+    if root is None:  # a real-driver run builds the images here (nvcc only)
+        kernels = _build_module().gpu_kernels(host_builds=False)
+        if isinstance(kernels, str):
+            raise SystemExit(f"bench_cuda: {kernels}")
+        root = str(kernels.root)
+    return (Path(root) / f"{name}.cubin").read_bytes()
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
+    """Median of each variant's samples, the order reversed every other round; with two
+    variants also ``"ratio"``: the median of the per-round ratios first / second (a paired
+    measure, robust against load that drifts between rounds on a shared machine)."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
+    for round_ in range(repeats):
+        for name in names if round_ % 2 == 0 else reversed(names):
+            with _no_gc():
+                samples[name].append(variants[name]())
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    if len(names) == 2:
+        first, second = samples[names[0]], samples[names[1]]
+        medians["ratio"] = statistics.median(a / b for a, b in zip(first, second, strict=True))
+    return medians
+
+
+def run(config: Config) -> dict[str, Any]:
+    import offload as ol
+    from cuda.bindings import driver as d
+
+    def ck(returned: Any) -> Any:
+        if returned[0]:
+            raise RuntimeError(f"driver call failed: {returned[0]!r}")
+        return None if len(returned) == 1 else returned[1] if len(returned) == 2 else returned[1:]
+
+    ol.olInit()
+    found: list[Any] = []
+
+    def collect(dev: Any, _: Any) -> bool:
+        found.append(dev)
+        return True
+
+    ol.olIterateDevices(collect)
+    by_platform: dict[str, list[Any]] = {}
+    for dev in found:
+        name = ol.olGetPlatformInfo(ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME)
+        by_platform.setdefault(name, []).append(dev)
+    if not by_platform.get("cuda"):
+        raise SystemExit("bench_cuda: no CUDA device (is the driver there?)")
+    gpu, host = by_platform["cuda"][0], by_platform["host"][0]
+    device_name = ol.olGetDeviceInfo(gpu, ol.DeviceInfo.NAME)
+
+    image = _kernel_image("foo")
+    program = ol.olCreateProgram(gpu, image)
+    foo = ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)
+    out = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 256)
+    queue = ol.olCreateQueue(gpu)
+    args = struct.pack("P", out)
+    size = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1), 0)
+
+    # the raw side: its own module, stream and extra array, on the same (current) context
+    module = ck(d.cuModuleLoadData(image))
+    function = ck(d.cuModuleGetFunction(module, b"foo"))
+    stream = ck(d.cuStreamCreate(1))
+    buffer = ctypes.create_string_buffer(args, len(args))
+    buffer_size = ctypes.c_size_t(len(args))
+    extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buffer), 2, ctypes.addressof(buffer_size), 0)
+    extra_address = ctypes.addressof(extra)
+
+    def timed(body: Callable[[], None], after: Callable[[], None], n: int) -> float:
+        start = time.perf_counter_ns()
+        body()
+        elapsed = time.perf_counter_ns() - start
+        after()
+        return elapsed / n
+
+    n = config.launches
+    # Each timed launch loop runs behind a host function that holds the stream until the loop
+    # is done (a deep queue, as on a GPU): the enqueue cost is measured without the simulator's
+    # worker executing kernels beside the loop (on 2 cores that skews whichever side is slower).
+    gate = threading.Event()
+    host_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: gate.wait(300) and None)
+    host_fn_address = ctypes.cast(host_fn, ctypes.c_void_p).value
+
+    def hold_ol() -> None:
+        gate.clear()
+        ol.olLaunchHostFunction(queue, lambda _: gate.wait(300) and None, None)
+
+    def hold_raw() -> None:
+        gate.clear()
+        ck(d.cuLaunchHostFunc(stream, d.CUhostFn(host_fn_address), 0))
+
+    def release_ol() -> None:
+        gate.set()
+        ol.olSyncQueue(queue)
+
+    def release_raw() -> None:
+        gate.set()
+        ck(d.cuStreamSynchronize(stream))
+
+    def ol_launch() -> None:
+        launch = ol.olLaunchKernel
+        for _ in range(n):
+            launch(queue, gpu, foo, args, size)
+
+    def raw_launch() -> None:
+        launch = d.cuLaunchKernel
+        for _ in range(n):
+            launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, extra_address)
+
+    def held(hold: Callable[[], None], body: Callable[[], None], release: Callable[[], None]) -> float:
+        hold()
+        return timed(body, release, n)
+
+    launch_ns = _interleaved(
+        {
+            "olLaunchKernel": lambda: held(hold_ol, ol_launch, release_ol),
+            "cuLaunchKernel": lambda: held(hold_raw, raw_launch, release_raw),
+        },
+        config.repeats,
+    )
+
+    # 8-byte host-to-device copies
+    m = config.copies
+    small = ctypes.create_string_buffer(8)
+    small_address = ctypes.addressof(small)
+    target = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 8)
+
+    def ol_copy() -> None:
+        copy = ol.olMemcpy
+        for _ in range(m):
+            copy(queue, target, gpu, small_address, host, 8)
+
+    def raw_copy() -> None:
+        copy = d.cuMemcpyHtoDAsync
+        for _ in range(m):
+            copy(target, small_address, 8, stream)
+
+    copy_ns = _interleaved(
+        {
+            "olMemcpy": lambda: timed(ol_copy, lambda: ol.olSyncQueue(queue), m),
+            "cuMemcpyHtoDAsync": lambda: timed(raw_copy, lambda: ck(d.cuStreamSynchronize(stream)), m),
+        },
+        config.repeats,
+    )
+
+    # large copies from pinned host memory
+    big = config.large_size
+    pinned = ol.olMemAlloc(gpu, ol.AllocType.HOST, big)
+    device_big = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, big)
+    ctypes.memset(pinned, 1, big)
+
+    def ol_big() -> float:
+        start = time.perf_counter_ns()
+        for _ in range(config.large_copies):
+            ol.olMemcpy(queue, device_big, gpu, pinned, gpu, big)
+        ol.olSyncQueue(queue)
+        return (time.perf_counter_ns() - start) / config.large_copies
+
+    def raw_big() -> float:
+        start = time.perf_counter_ns()
+        for _ in range(config.large_copies):
+            ck(d.cuMemcpyHtoDAsync(device_big, pinned, big, stream))
+        ck(d.cuStreamSynchronize(stream))
+        return (time.perf_counter_ns() - start) / config.large_copies
+
+    big_ns = _interleaved({"olMemcpy": ol_big, "cuMemcpyHtoDAsync": raw_big}, max(3, config.repeats // 2))
+
+    # queue churn
+    c = config.churn
+
+    def ol_churn() -> float:
+        start = time.perf_counter_ns()
+        for _ in range(c):
+            ol.olDestroyQueue(ol.olCreateQueue(gpu))
+        return (time.perf_counter_ns() - start) / c
+
+    def raw_churn() -> float:
+        start = time.perf_counter_ns()
+        for _ in range(c):
+            ck(d.cuStreamDestroy(ck(d.cuStreamCreate(1))))
+        return (time.perf_counter_ns() - start) / c
+
+    churn_ns = _interleaved(
+        {"olCreateQueue+olDestroyQueue": ol_churn, "cuStreamCreate+cuStreamDestroy": raw_churn}, config.repeats
+    )
+
+    ck(d.cuStreamDestroy(stream))
+    ck(d.cuModuleUnload(module))
+    for address in (out, target, pinned, device_big):
+        ol.olMemFree(address)
+    ol.olDestroyQueue(queue)
+    ol.olDestroyProgram(program)
+    ol.olShutDown()
+
+    launch_ratio = launch_ns["ratio"]
+    copy_ratio = copy_ns["ratio"]
+    bandwidth_ratio = 1 / big_ns["ratio"]
+    checks = [
+        {"name": "olLaunchKernel enqueued / raw cuLaunchKernel", "value": launch_ratio, "target": f"<= {TARGET_LAUNCH}",
+         "passed": launch_ratio <= TARGET_LAUNCH},
+        {"name": "olMemcpy 8 B HtoD / raw cuMemcpyHtoDAsync", "value": copy_ratio, "target": f"<= {TARGET_COPY}",
+         "passed": copy_ratio <= TARGET_COPY},
+    ]  # fmt: skip
+    if REAL:
+        checks.append(
+            {
+                "name": f"{big // MIB} MiB pinned HtoD bandwidth / raw",
+                "value": bandwidth_ratio,
+                "target": f">= {TARGET_BANDWIDTH}",
+                "passed": bandwidth_ratio >= TARGET_BANDWIDTH,
+            }  # fmt: skip
+        )
+    return {
+        "driver": "real" if REAL else "simulated (tests/simulators)",
+        "device": device_name,
+        "launch": {"ol_ns": launch_ns["olLaunchKernel"], "raw_ns": launch_ns["cuLaunchKernel"], "ratio": launch_ratio},
+        "memcpy_8b": {"ol_ns": copy_ns["olMemcpy"], "raw_ns": copy_ns["cuMemcpyHtoDAsync"], "ratio": copy_ratio},
+        "memcpy_large": {
+            "bytes": big,
+            "ol_gbps": big / big_ns["olMemcpy"],
+            "raw_gbps": big / big_ns["cuMemcpyHtoDAsync"],
+            "ratio": bandwidth_ratio,
+        },
+        "churn": {
+            "ol_queues_per_s": 1e9 / churn_ns["olCreateQueue+olDestroyQueue"],
+            "raw_streams_per_s": 1e9 / churn_ns["cuStreamCreate+cuStreamDestroy"],
+        },
+        "checks": checks,
+    }
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [
+        f"driver: {results['driver']}; device: {results['device']}",
+        f"launch      olLaunchKernel enqueued {results['launch']['ol_ns']:9.0f} ns   raw cuLaunchKernel {results['launch']['raw_ns']:9.0f} ns   ratio {results['launch']['ratio']:.2f}x",
+        f"memcpy 8 B  olMemcpy HtoD          {results['memcpy_8b']['ol_ns']:9.0f} ns   raw cuMemcpyHtoDAsync {results['memcpy_8b']['raw_ns']:6.0f} ns   ratio {results['memcpy_8b']['ratio']:.2f}x",
+        f"memcpy {results['memcpy_large']['bytes'] // MIB} MiB pinned  olMemcpy {results['memcpy_large']['ol_gbps']:.2f} GB/s   raw {results['memcpy_large']['raw_gbps']:.2f} GB/s   {results['memcpy_large']['ratio']:.3f}x throughput",
+        f"churn       olCreateQueue+olDestroyQueue {results['churn']['ol_queues_per_s']:9.0f} queues/s   raw cuStreamCreate+Destroy {results['churn']['raw_streams_per_s']:9.0f} streams/s",
+        "summary",
+    ]  # fmt: skip
+    for check in results["checks"]:
+        lines.append(
+            f"  {'PASS' if check['passed'] else 'FAIL'}  {check['name']}: {check['value']:.3f} (target {check['target']})"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny counts (a smoke run)")
+    parser.add_argument("--json", action="store_true", help="print only the results document")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args(argv)
+    _ensure_driver()
+    results = run(QUICK if args.quick else FULL)
+    print(json.dumps(results, indent=2) if args.json else report(results))
+    return 1 if args.strict and not all(c["passed"] for c in results["checks"]) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""Code the CUDA tests run in child processes (a prelude of helpers, as source text)."""
+
+PRELUDE = r"""
+import ctypes, json, os, struct, sys
+from pathlib import Path
+import offload as ol
+
+KERNELS = Path(os.environ.get("CUDA_TEST_KERNELS", "/nonexistent"))
+
+
+def image(name, fmt="cubin"):
+    data = (KERNELS / f"{name}.{fmt}").read_bytes()
+    return data + b"\0" if fmt == "ptx" else data
+
+
+def platform_devices():
+    found = []
+    ol.olIterateDevices(lambda d, _: found.append(d) or True)
+    out = {}
+    for d in found:
+        name = ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME)
+        out.setdefault(name, []).append(d)
+    return out
+
+
+def error_of(fn, *args):
+    try:
+        fn(*args)
+    except ol.OffloadError as exc:
+        return [exc.code.name, exc.details]
+    return None
+
+
+def u32s(address, count):
+    return list((ctypes.c_uint32 * count).from_address(address))
+
+
+def launch(groups=1, size=64, dyn=0):
+    return ol.KernelLaunchSizeArgs(1, (groups, 1, 1), (size, 1, 1), dyn)
+
+
+def emit(value):
+    print(json.dumps(value))
+"""
+
+DRIVER_PRELUDE = r"""
+from cuda.bindings import driver as d
+
+
+def ck(returned):
+    err, *rest = returned
+    if err:
+        raise AssertionError(f"{d.cuGetErrorName(err)[1]}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def code(returned):
+    return int(returned[0])
+
+
+def setup(ordinal=0):
+    ck(d.cuInit(0))
+    dev = ck(d.cuDeviceGet(ordinal))
+    ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
+    ck(d.cuCtxSetCurrent(ctx))
+    return dev, ctx
+
+
+def extra_for(buf):
+    keep = ctypes.create_string_buffer(bytes(buf), max(1, len(buf)))
+    size = ctypes.c_size_t(len(buf))
+    arr = (ctypes.c_void_p * 5)(1, ctypes.addressof(keep), 2, ctypes.addressof(size), 0)
+    return (keep, size, arr), ctypes.addressof(arr)
+"""

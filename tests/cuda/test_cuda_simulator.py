@@ -1,0 +1,180 @@
+"""The simulated CUDA driver itself, through the real cuda.bindings (and ctypes for the entry
+point table): it models the driver's documented strictness, not our backend's expectations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cuda_child import DRIVER_PRELUDE, PRELUDE
+
+pytestmark = pytest.mark.usefixtures("simulated")
+
+_STRICT = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+out = {}
+out["before_init"] = name(d.cuDeviceGetCount())
+out["init_flags"] = name(d.cuInit(1))
+ck(d.cuInit(0))
+out["bad_ordinal"] = name(d.cuDeviceGet(5))
+out["no_context"] = name(d.cuMemAlloc(64))
+dev, ctx = setup()
+mem = ck(d.cuMemAlloc(64))
+host = ctypes.create_string_buffer(128)
+out["copy_in_bounds"] = name(d.cuMemcpyHtoD(mem, ctypes.addressof(host), 64))
+out["copy_past_end"] = name(d.cuMemcpyHtoD(mem, ctypes.addressof(host), 65))
+out["copy_from_interior_past_end"] = name(d.cuMemcpyDtoH(ctypes.addressof(host), int(mem) + 32, 33))
+out["copy_untracked_device_pointer"] = name(d.cuMemcpyHtoD(ctypes.addressof(host), ctypes.addressof(host), 8))
+out["memset_past_end"] = name(d.cuMemsetD32(mem, 7, 17))
+out["memset_misaligned"] = name(d.cuMemsetD32(int(mem) + 2, 7, 1))
+out["free_interior"] = name(d.cuMemFree(int(mem) + 8))
+out["free"] = name(d.cuMemFree(mem))
+out["double_free"] = name(d.cuMemFree(mem))
+out["free_host_with_cuMemFree"] = name(d.cuMemFree(int(ck(d.cuMemAllocHost(64)))))
+out["too_much"] = name(d.cuMemAlloc(1 << 40))
+reg = ctypes.create_string_buffer(8192)
+out["register"] = name(d.cuMemHostRegister(ctypes.addressof(reg), 4096, 0))
+out["register_overlap"] = name(d.cuMemHostRegister(ctypes.addressof(reg) + 1024, 4096, 0))
+out["unregister_interior"] = name(d.cuMemHostUnregister(ctypes.addressof(reg) + 8))
+out["unregister"] = name(d.cuMemHostUnregister(ctypes.addressof(reg)))
+# streams and events
+s = ck(d.cuStreamCreate(1))
+out["stream_bad_flags"] = name(d.cuStreamCreate(8))
+e0, e1 = ck(d.cuEventCreate(0)), ck(d.cuEventCreate(0))
+quiet = ck(d.cuEventCreate(2))  # CU_EVENT_DISABLE_TIMING
+ck(d.cuEventRecord(e0, s)); ck(d.cuEventRecord(quiet, s))
+calls = []
+HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def inside(_):
+    calls.append(name(d.cuCtxGetCurrent()))  # the driver forbids API calls in host functions
+cb = HOSTFN(inside)
+ck(d.cuLaunchHostFunc(s, d.CUhostFn(ctypes.cast(cb, ctypes.c_void_p).value), 0))
+ck(d.cuEventRecord(e1, s))
+out["query_busy"] = name(d.cuStreamQuery(s))
+out["elapsed_pending"] = name(d.cuEventElapsedTime(e0, e1))
+ck(d.cuStreamSynchronize(s))
+out["query_idle"] = name(d.cuStreamQuery(s))
+out["elapsed"] = ck(d.cuEventElapsedTime(e0, e1)) >= 0
+out["elapsed_without_timing"] = name(d.cuEventElapsedTime(e0, quiet))
+out["api_in_host_fn"] = calls
+# the legacy default stream waits for a blocking stream, not for a non-blocking one
+blocking = ck(d.cuStreamCreate(0))
+ck(d.cuLaunchHostFunc(blocking, d.CUhostFn(ctypes.cast(cb, ctypes.c_void_p).value), 0))
+ck(d.cuLaunchHostFunc(s, d.CUhostFn(ctypes.cast(cb, ctypes.c_void_p).value), 0))
+marker = ck(d.cuEventCreate(0))
+ck(d.cuEventRecord(marker, 0))
+out["legacy_waits_for_blocking"] = [name(d.cuEventQuery(marker)), name(d.cuStreamQuery(blocking))]
+ck(d.cuCtxSynchronize())
+# leaks at primary-context release
+ck(d.cuMemAlloc(4096))
+ck(d.cuDevicePrimaryCtxRelease(dev))
+out["after_release"] = name(d.cuMemAlloc(64))
+out["release_twice"] = name(d.cuDevicePrimaryCtxRelease(dev))
+emit(out)
+"""
+)
+
+
+def test_driver_strictness(run_child: Any, child_env: Any) -> None:
+    child = run_child(_STRICT, child_env(delay_us=30000, GPUSIM_MEMORY_MIB="64"))
+    out = child.result
+    assert out["before_init"] == "CUDA_ERROR_NOT_INITIALIZED"
+    assert out["init_flags"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["bad_ordinal"] == "CUDA_ERROR_INVALID_DEVICE"
+    assert out["no_context"] == "CUDA_ERROR_INVALID_CONTEXT"
+    assert out["copy_in_bounds"] == "CUDA_SUCCESS"
+    for key in ("copy_past_end", "copy_from_interior_past_end", "copy_untracked_device_pointer", "memset_past_end",
+                "memset_misaligned", "free_interior", "double_free", "free_host_with_cuMemFree"):  # fmt: skip
+        assert out[key] == "CUDA_ERROR_INVALID_VALUE", key
+    assert out["free"] == "CUDA_SUCCESS"
+    assert out["too_much"] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert out["register"] == "CUDA_SUCCESS" and out["unregister"] == "CUDA_SUCCESS"
+    assert out["register_overlap"] == "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"
+    assert out["unregister_interior"] == "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
+    assert out["stream_bad_flags"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["query_busy"] == "CUDA_ERROR_NOT_READY" and out["query_idle"] == "CUDA_SUCCESS"
+    assert out["elapsed_pending"] == "CUDA_ERROR_NOT_READY" and out["elapsed"] is True
+    assert out["elapsed_without_timing"] == "CUDA_ERROR_INVALID_HANDLE"
+    assert out["api_in_host_fn"][0] == "CUDA_ERROR_NOT_PERMITTED"
+    assert out["legacy_waits_for_blocking"] == ["CUDA_ERROR_NOT_READY", "CUDA_ERROR_NOT_READY"]
+    assert out["after_release"] == "CUDA_ERROR_INVALID_CONTEXT"
+    assert out["release_twice"] == "CUDA_ERROR_INVALID_CONTEXT"
+    assert "gpusim: leak at primary context release of device 0: 4096 bytes of device memory" in child.stderr
+
+
+_PROCS = r"""
+import ctypes, json
+lib = ctypes.CDLL("libcuda.so.1")
+lookup = lib.cuGetProcAddress_v2
+lookup.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int)]
+def find(name, version):
+    fn, status = ctypes.c_void_p(), ctypes.c_int(-1)
+    result = lookup(name.encode(), ctypes.byref(fn), version, 0, ctypes.byref(status))
+    return [result, status.value, fn.value or 0]
+def address(symbol):
+    return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+print(json.dumps({
+    "alloc_3020_is_v2": find("cuMemAlloc", 3020)[2] == address("cuMemAlloc_v2"),
+    "alloc_13000_is_v2": find("cuMemAlloc", 13000)[2] == address("cuMemAlloc_v2"),
+    "alloc_2000": find("cuMemAlloc", 2000)[:2],
+    "unknown": find("cuNoSuchFunction", 13000)[:2],
+    "hostfunc_13020_is_v1": find("cuLaunchHostFunc", 13020)[2] == address("cuLaunchHostFunc"),
+    "ctxsync_13000_is_v2": find("cuCtxSynchronize", 13000)[2] == address("cuCtxSynchronize_v2"),
+    "ctxsync_2000_is_v1": find("cuCtxSynchronize", 12080)[2] == address("cuCtxSynchronize"),
+    "elapsed_12080_is_v2": find("cuEventElapsedTime", 12080)[2] == address("cuEventElapsedTime_v2"),
+}))
+"""
+
+
+def test_entry_points_by_name_and_version(run_child: Any, child_env: Any) -> None:
+    out = run_child(_PROCS, child_env()).result
+    assert out["alloc_3020_is_v2"] and out["alloc_13000_is_v2"]
+    assert out["alloc_2000"] == [500, 2]  # CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+    assert out["unknown"] == [500, 1]  # CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+    assert out["hostfunc_13020_is_v1"], "a 13.0 driver has no cuLaunchHostFunc_v2: the 10000 entry answers"
+    assert out["ctxsync_13000_is_v2"] and out["ctxsync_2000_is_v1"] and out["elapsed_12080_is_v2"]
+
+
+_MODULES = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+setup()
+out = {}
+a = ck(d.cuModuleLoadData(image("global")))
+b = ck(d.cuModuleLoadData(image("global")))
+ga, sa = ck(d.cuModuleGetGlobal(a, b"global"))
+gb, sb = ck(d.cuModuleGetGlobal(b, b"global"))
+out["globals"] = [int(sa), int(sb), int(ga) != int(gb)]
+write = ck(d.cuModuleGetFunction(a, b"write"))
+ck(d.cuLaunchKernel(write, 1, 1, 1, 64, 1, 1, 0, 0, 0, 0))
+ck(d.cuCtxSynchronize())
+out["separate_globals"] = [u32s(int(ga), 4), u32s(int(gb), 4)]
+sink = ctypes.create_string_buffer(512)
+out["global_copy_past_end"] = name(d.cuMemcpyDtoH(ctypes.addressof(sink), ga, 257))
+ck(d.cuModuleUnload(a))
+out["global_after_unload"] = name(d.cuMemcpyDtoH(ctypes.addressof(sink), ga, 4))
+out["unload_twice"] = name(d.cuModuleUnload(a))
+params = [ck(d.cuFuncGetParamInfo(ck(d.cuModuleGetFunction(ck(d.cuModuleLoadData(image("single_counter"))), b"single_counter")), i)) for i in range(4)]
+out["params"] = [[int(o), int(s)] for o, s in params]
+ptx = ck(d.cuModuleLoadData(image("single_counter", "ptx")))
+out["ptx_params"] = [[int(v) for v in ck(d.cuFuncGetParamInfo(ck(d.cuModuleGetFunction(ptx, b"single_counter")), i))] for i in range(4)]
+emit(out)
+"""
+)
+
+
+def test_modules(run_child: Any, child_env: Any, kernels: Any) -> None:
+    out = run_child(_MODULES, child_env(kernels=kernels)).result
+    assert out["globals"] == [256, 256, True]
+    assert out["separate_globals"] == [[0, 2, 4, 6], [0, 0, 0, 0]], "two loads of one image share no globals"
+    assert out["global_copy_past_end"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["global_after_unload"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["unload_twice"] == "CUDA_ERROR_INVALID_HANDLE"
+    assert out["params"] == [[0, 4], [4, 4], [8, 8], [16, 8]]
+    assert out["ptx_params"] == out["params"]

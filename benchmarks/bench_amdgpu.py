@@ -1,18 +1,19 @@
 """Micro-benchmarks of offload's AMDGPU backend against the simulated HIP runtime, in one run.
 
 The peer of each ``ol*`` call is the same HIP call made directly through hip-python, on the same
-simulated runtime, in the same process, measured in interleaved rounds (the ratio is the median of per-round ratios):
+simulated runtime, in the same process, measured in interleaved rounds (a ratio is the median of
+the per-round ratios):
 
-* launch  ``olLaunchKernel`` enqueued on a queue (N launches of ``noargs``, 1 group of 1 item,
-          then one ``olSyncQueue``) against raw ``hipModuleLaunchKernel`` on a stream (N launches,
-          one ``hipStreamSynchronize``). Also with an 8-byte argument (``foo``): ``olLaunchKernel``
-          with the packed bytes against ``hipModuleLaunchKernel`` with a prebuilt ``extra`` array.
+* launch  ``olLaunchKernel`` enqueued on a queue (N launches of ``noargs``, 1 group of 1 item)
+          against raw ``hipModuleLaunchKernel`` on a stream (N launches); also with an 8-byte
+          argument (``foo``): the packed bytes against a prebuilt ``extra`` array.
           Target: enqueued <= 1.3x raw.
-* memcpy  8-byte host-to-device ``olMemcpy`` on a queue against raw ``hipMemcpyHtoDAsync``
-          (N copies, one synchronize). Target: <= 1.5x raw.
+* memcpy  8-byte host-to-device ``olMemcpy`` on a queue against raw ``hipMemcpyHtoDAsync``.
+          Target: <= 1.5x raw.
 
-The simulated runtime runs every operation on a worker thread, as a GPU driver would hand it to
-the GPU; what is measured is the per-call cost on the calling thread plus the drain at the end.
+What is measured is the cost of an enqueue on the calling thread: the stream is held by a
+blocking host function while the calls are made (so the simulator's worker, which runs every
+operation as a GPU would, is not woken per call), then released and drained off the clock.
 No AMD hardware is involved. Needs gcc (the simulator) and clang-19 (the kernels; installed with
 apt where possible, see tests/simulators/hip/hipsim.py).
 
@@ -29,6 +30,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,8 +77,9 @@ def reexec_with_simulator(argv: list[str]) -> None:
     os.execve(sys.executable, [sys.executable, *argv], env)
 
 
-def timed(body: Callable[[int], None], calls: int) -> float:
-    """ns per call of ``body(calls)`` (with the final synchronize inside it)."""
+def timed(gate: Callable[[], Callable[[], None]], body: Callable[[int], None], calls: int) -> float:
+    """ns per call of ``body(calls)`` on a gated stream; the gate opens and the stream drains after."""
+    drain = gate()
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -86,6 +89,7 @@ def timed(body: Callable[[int], None], calls: int) -> float:
     finally:
         if enabled:
             gc.enable()
+        drain()
 
 
 def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> tuple[dict[str, float], float]:
@@ -97,7 +101,7 @@ def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> tuple
         for name in order if round_ % 2 == 0 else reversed(order):
             samples[name].append(variants[name]())
     first, second = (samples[name] for name in order)
-    ratio = statistics.median(a / b for a, b in zip(first, second))
+    ratio = statistics.median(a / b for a, b in zip(first, second, strict=True))
     return {name: statistics.median(values) for name, values in samples.items()}, ratio
 
 
@@ -140,59 +144,88 @@ def run(quick: bool) -> dict[str, Any]:
     size = ctypes.c_size_t(8)
     extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(arg), 2, ctypes.addressof(size), 3)
     extra_addr = ctypes.addressof(extra)
-    launch_kernel, mod_launch, sync_queue, memcpy = ol.olLaunchKernel, hip.hipModuleLaunchKernel, ol.olSyncQueue, ol.olMemcpy
+    launch_kernel, mod_launch, sync_queue, memcpy = (
+        ol.olLaunchKernel,
+        hip.hipModuleLaunchKernel,
+        ol.olSyncQueue,
+        ol.olMemcpy,
+    )
     htod, stream_sync = hip.hipMemcpyHtoDAsync, hip.hipStreamSynchronize
+
+    # Each variant only enqueues; the stream is gated by a blocking host function first, so the
+    # simulator's worker sleeps in it and no enqueue pays for waking it (a GPU driver rings a
+    # doorbell instead). The gate opens and the stream drains after the clock stops.
+    raw_gate: list[threading.Event] = []
+    raw_gate_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: raw_gate[-1].wait(60) and None)
+
+    def ol_gate() -> Callable[[], None]:
+        release = threading.Event()
+        ol.olLaunchHostFunction(queue, lambda _: release.wait(60) and None)
+
+        def drain() -> None:
+            release.set()
+            sync_queue(queue)
+
+        return drain
+
+    def raw_gate_open() -> Callable[[], None]:
+        raw_gate.append(threading.Event())
+        hip.hipLaunchHostFunc(stream, ctypes.cast(raw_gate_fn, ctypes.c_void_p).value, 0)
+
+        def drain() -> None:
+            raw_gate[-1].set()
+            stream_sync(stream)
+
+        return drain
 
     def ol_launch(n: int) -> None:
         for _ in range(n):
             launch_kernel(queue, device, noargs, None, one)
-        sync_queue(queue)
 
     def raw_launch(n: int) -> None:
         for _ in range(n):
             mod_launch(raw_noargs, 1, 1, 1, 1, 1, 1, 0, stream, None, None)
-        stream_sync(stream)
 
     def ol_launch_args(n: int) -> None:
         for _ in range(n):
             launch_kernel(queue, device, foo, foo_args, one)
-        sync_queue(queue)
 
     def raw_launch_args(n: int) -> None:
         for _ in range(n):
             mod_launch(raw_foo, 1, 1, 1, 1, 1, 1, 0, stream, None, extra_addr)
-        stream_sync(stream)
 
     def ol_copy(n: int) -> None:
         for _ in range(n):
             memcpy(queue, dev_mem, device, host_addr, host, 8)
-        sync_queue(queue)
 
     def raw_copy(n: int) -> None:
         for _ in range(n):
             htod(dev_mem, host_addr, 8, stream)
-        stream_sync(stream)
 
-    for body in (ol_launch, raw_launch, ol_launch_args, raw_launch_args, ol_copy, raw_copy):
-        body(min(calls, 200))  # warm-up: first calls resolve symbols, start workers
+    for body, gate in ((ol_launch, ol_gate), (raw_launch, raw_gate_open), (ol_launch_args, ol_gate),
+                       (raw_launch_args, raw_gate_open), (ol_copy, ol_gate), (raw_copy, raw_gate_open)):  # fmt: skip
+        timed(gate, body, min(calls, 200))  # warm-up: first calls resolve symbols, start workers
 
     log(f"bench_amdgpu: {repeats} interleaved rounds of {calls} calls (simulated HIP runtime)")
     launch, launch_ratio = interleaved(
         {
-            "olLaunchKernel enqueued": lambda: timed(ol_launch, calls),
-            "hipModuleLaunchKernel raw": lambda: timed(raw_launch, calls),
+            "olLaunchKernel enqueued": lambda: timed(ol_gate, ol_launch, calls),
+            "hipModuleLaunchKernel raw": lambda: timed(raw_gate_open, raw_launch, calls),
         },
         repeats,
     )
     launch_args, launch_args_ratio = interleaved(
         {
-            "olLaunchKernel enqueued, 8 B args": lambda: timed(ol_launch_args, calls),
-            "hipModuleLaunchKernel raw, 8 B extra": lambda: timed(raw_launch_args, calls),
+            "olLaunchKernel enqueued, 8 B args": lambda: timed(ol_gate, ol_launch_args, calls),
+            "hipModuleLaunchKernel raw, 8 B extra": lambda: timed(raw_gate_open, raw_launch_args, calls),
         },
         repeats,
     )
     copy, copy_ratio = interleaved(
-        {"olMemcpy 8 B enqueued": lambda: timed(ol_copy, calls), "hipMemcpyHtoDAsync 8 B raw": lambda: timed(raw_copy, calls)},
+        {
+            "olMemcpy 8 B enqueued": lambda: timed(ol_gate, ol_copy, calls),
+            "hipMemcpyHtoDAsync 8 B raw": lambda: timed(raw_gate_open, raw_copy, calls),
+        },
         repeats,
     )
     hip.hipStreamDestroy(stream)

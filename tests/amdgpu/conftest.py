@@ -86,9 +86,13 @@ def foo_bundle(hip_build: HipBuild, tmp_path_factory: pytest.TempPathFactory) ->
         pytest.skip(reason)
     from offload_amdgpu import Target, code_object_for
 
-    path = hipsim.build_bundle(hipsim.KERNELS / "foo.cu", [hipsim.SIM_TARGET, hipsim.OTHER_TARGET], hip_build.bundles / "foo.bundle")
+    path = hipsim.build_bundle(
+        hipsim.KERNELS / "foo.cu", [hipsim.SIM_TARGET, hipsim.OTHER_TARGET], hip_build.bundles / "foo.bundle"
+    )
     entry = code_object_for(path.read_bytes(), Target.parse("gfx90a:sramecc+:xnack-")).data
-    hipsim.build_host(hipsim.KERNELS / "foo.cu", entry, hip_build.registry, tmp_path_factory.getbasetemp() / "hipsim" / "host")
+    hipsim.build_host(
+        hipsim.KERNELS / "foo.cu", entry, hip_build.registry, tmp_path_factory.getbasetemp() / "hipsim" / "host"
+    )
     return path
 
 

@@ -49,7 +49,8 @@ ol.olLaunchKernel(q, dev, k, args, launch())                   # 24 bytes: the C
 ol.olLaunchKernel(q, dev, k, args[:18], launch())              # exactly the explicit arguments
 out["short"] = error(ol.olLaunchKernel, q, dev, k, args[:17], launch())
 out["none"] = error(ol.olLaunchKernel, q, dev, k, None, launch())
-noargs = ol.olGetSymbol(ol.olCreateProgram(dev, (programs / "noargs.hsaco").read_bytes()), "noargs", ol.SymbolKind.KERNEL)
+noargs_prog = ol.olCreateProgram(dev, (programs / "noargs.hsaco").read_bytes())
+noargs = ol.olGetSymbol(noargs_prog, "noargs", ol.SymbolKind.KERNEL)
 ol.olLaunchKernel(q, dev, noargs, None, launch())
 ol.olSyncQueue(q)
 backend = AMDGPUBackend()
@@ -81,7 +82,8 @@ right = (programs / "foo.hsaco").read_bytes()
 wrong = (other / "foo.hsaco").read_bytes()
 cubin = bytearray(right); cubin[18:20] = struct.pack("<H", 190)
 valid = {{name: ol.olIsValidBinary(dev, data) for name, data in
-         [("right", right), ("wrong", wrong), ("bundle", bundle), ("cubin", bytes(cubin)), ("garbage", b"garbage" * 9)]}}
+         [("right", right), ("wrong", wrong), ("bundle", bundle), ("cubin", bytes(cubin)),
+          ("garbage", b"garbage" * 9)]}}
 errors = {{name: error(ol.olCreateProgram, dev, data) for name, data in
           [("wrong", wrong), ("cubin", bytes(cubin)), ("garbage", b"garbage" * 9)]}}
 prog = ol.olCreateProgram(dev, bundle)                          # the gfx90a entry of the bundle runs

@@ -13,7 +13,9 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_amdgpu.py"
 
 def test_quick_run_reports_every_ratio(clang: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(proc.stdout)
     assert set(results["ratios"]) == {

@@ -108,7 +108,10 @@ def clang_toolchain() -> str:
 
 def bundler() -> bool:
     """Whether clang-offload-bundler (clang-tools-19) is installed, for offload bundles."""
-    return shutil.which("clang-offload-bundler-19") is not None or Path("/usr/lib/llvm-19/bin/clang-offload-bundler").exists()
+    return (
+        shutil.which("clang-offload-bundler-19") is not None
+        or Path("/usr/lib/llvm-19/bin/clang-offload-bundler").exists()
+    )
 
 
 def _clang_args(targets: Sequence[str]) -> list[str]:

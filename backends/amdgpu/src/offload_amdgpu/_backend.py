@@ -43,6 +43,7 @@ class AMDGPUBackend:
         self.devices: list[HipDevice] = []
         self._host_calls: HostCalls | None = None
         self._launch_blocks = LaunchBlocks()
+        self._module_launch: Any = None  # hip.hipModuleLaunchKernel, bound once (the hot path)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -53,6 +54,7 @@ class AMDGPUBackend:
             log.info("offload-amdgpu: no devices: %s", self.reason)
             return []
         self.hip = hip
+        self._module_launch = hip.hipModuleLaunchKernel
         self._host_calls = HostCalls(hip)
         self.devices = [HipDevice(i, _device.read_target(hip, i), count > 1) for i in range(count)]
         return list(self.devices)
@@ -126,7 +128,9 @@ class AMDGPUBackend:
         info = image.code.kernels.get(name)
         if info is None:
             raise OffloadError(ErrorCode.NOT_FOUND, f"no kernel {name!r} in the code object")
-        function = self._call(f"hipModuleGetFunction({name!r})", self.hip.hipModuleGetFunction(image.module, name.encode()))
+        function = self._call(
+            f"hipModuleGetFunction({name!r})", self.hip.hipModuleGetFunction(image.module, name.encode())
+        )
         return HipKernel(function, info)
 
     @hookimpl
@@ -161,16 +165,15 @@ class AMDGPUBackend:
         extra = self._launch_blocks.pack(args, size) if size else None
         gx, gy, gz = launch.num_groups
         bx, by, bz = launch.group_size
-        if queue is None:
-            self._select(device)  # the null stream is the current device's
-        status = self.hip.hipModuleLaunchKernel(
-            kernel.function, gx, gy, gz, bx, by, bz, launch.dyn_shared_memory,
-            None if queue is None else queue.stream, None, extra,
-        )[0]  # fmt: skip
-        if queue is None:
-            self._finish("hipModuleLaunchKernel", device, status)
-        elif status:
-            raise_hip_error(self.hip, "hipModuleLaunchKernel", status)
+        shared = launch.dyn_shared_memory
+        if queue is not None:
+            status = self._module_launch(kernel.function, gx, gy, gz, bx, by, bz, shared, queue.stream, None, extra)[0]
+            if status:
+                raise_hip_error(self.hip, "hipModuleLaunchKernel", status)
+            return
+        self._select(device)  # the null stream is the current device's
+        status = self._module_launch(kernel.function, gx, gy, gz, bx, by, bz, shared, None, None, extra)[0]
+        self._finish("hipModuleLaunchKernel", device, status)
 
     # --- memory ------------------------------------------------------------------------------
 
@@ -206,7 +209,8 @@ class AMDGPUBackend:
                 if base < end and address < base + entry[0]:
                     raise OffloadError(
                         ErrorCode.INVALID_ARGUMENT,
-                        f"[{address:#x}, {end:#x}) partially overlaps the registered range [{base:#x}, {base + entry[0]:#x})",
+                        f"[{address:#x}, {end:#x}) partially overlaps the registered range "
+                        f"[{base:#x}, {base + entry[0]:#x})",
                     )
             self._select(device)
             self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
@@ -257,7 +261,10 @@ class AMDGPUBackend:
         if queue is None:
             self._select(src_device)
         if src_device is dst_device:
-            name, status = "hipMemcpyAsync", hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0]
+            name, status = (
+                "hipMemcpyAsync",
+                hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0],
+            )
         else:
             self._enable_peer(src_device, dst_device)
             name = "hipMemcpyPeerAsync"
@@ -310,9 +317,7 @@ class AMDGPUBackend:
             stream = device.streams.pop() if device.streams else None
         if stream is None:
             self._select(device)
-            stream = self._call(
-                "hipStreamCreateWithFlags", self.hip.hipStreamCreateWithFlags(HIP_STREAM_NON_BLOCKING)
-            )
+            stream = self._call("hipStreamCreateWithFlags", self.hip.hipStreamCreateWithFlags(HIP_STREAM_NON_BLOCKING))
         return HipQueue(device, stream)
 
     def _drain(self, query: Callable[[Any], Any], handle: Any) -> None:

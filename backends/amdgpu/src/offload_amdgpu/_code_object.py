@@ -169,7 +169,9 @@ def _kernel_info(entry: Any) -> KernelInfo:
         try:
             value_kind, offset, size = arg[".value_kind"], int(arg[".offset"]), int(arg[".size"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"code object metadata: kernel {name!r} argument {index} is malformed: {arg!r:.120}") from exc
+            raise ValueError(
+                f"code object metadata: kernel {name!r} argument {index} is malformed: {arg!r:.120}"
+            ) from exc
         if str(value_kind).startswith("hidden_"):
             continue  # the runtime appends these after the explicit arguments
         params.append(KernelParam(offset, size, _param_kind(arg), str(arg.get(".name", ""))))
@@ -335,4 +337,3 @@ def describe(data: bytes) -> str:
     if head.startswith(b"\x50\xed\x55\xba"):
         return "a CUDA fatbinary"
     return f"{len(data)} bytes of unknown format"
-

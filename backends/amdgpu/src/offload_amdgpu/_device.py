@@ -69,9 +69,17 @@ def probe_info(hip: Any, device: HipDevice) -> dict[DeviceInfo, Any]:
     def attr(name: str) -> int:
         return int(_check(hip, f"hipDeviceGetAttribute({name})", hip.hipDeviceGetAttribute(getattr(A, name), ordinal)))
 
-    block = (attr("hipDeviceAttributeMaxBlockDimX"), attr("hipDeviceAttributeMaxBlockDimY"), attr("hipDeviceAttributeMaxBlockDimZ"))
-    grid = (attr("hipDeviceAttributeMaxGridDimX"), attr("hipDeviceAttributeMaxGridDimY"), attr("hipDeviceAttributeMaxGridDimZ"))
-    work = tuple(min(g * b, UINT32_MAX) for g, b in zip(grid, block))
+    block = (
+        attr("hipDeviceAttributeMaxBlockDimX"),
+        attr("hipDeviceAttributeMaxBlockDimY"),
+        attr("hipDeviceAttributeMaxBlockDimZ"),
+    )
+    grid = (
+        attr("hipDeviceAttributeMaxGridDimX"),
+        attr("hipDeviceAttributeMaxGridDimY"),
+        attr("hipDeviceAttributeMaxGridDimZ"),
+    )
+    work = tuple(min(g * b, UINT32_MAX) for g, b in zip(grid, block, strict=True))
     total_work = min(work[0] * work[1] * work[2], UINT32_MAX)
     memory = int(_check(hip, "hipDeviceTotalMem", hip.hipDeviceTotalMem(ordinal)))
     product = _text(_check(hip, "hipDeviceGetName", hip.hipDeviceGetName(256, ordinal)))
@@ -141,4 +149,3 @@ def _uid(hip: Any, ordinal: int, attr: Any) -> str:
     bus = attr("hipDeviceAttributePciBusId")
     dev = attr("hipDeviceAttributePciDeviceId")
     return f"PCI-{domain:04x}:{bus:02x}:{dev:02x}"
-

@@ -25,3 +25,4 @@ def test_quick_run_reports_every_ratio(clang: str) -> None:
     }
     assert all(ratio > 0 for ratio in results["ratios"].values())
     assert len(results["ns_per_call"]) == 6
+    assert len(results["breakdown"]) == 2 and all(ratio > 0 for ratio in results["breakdown"].values())

@@ -47,6 +47,12 @@ class HipBuild:
         }
 
 
+def skip_loudly(what: str, reason: str) -> None:
+    """Skip with the reason also written to the real stderr (visible without ``-rs``)."""
+    print(f"\nSKIP ({what}): {reason}", file=sys.__stderr__, flush=True)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def hip_runtime(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder of the simulated libamdhip64.so (needs only gcc)."""
@@ -58,8 +64,7 @@ def clang() -> str:
     try:
         return hipsim.clang_toolchain()
     except hipsim.Unavailable as exc:
-        print(f"\nSKIP (AMDGPU programs): {exc}", file=sys.stderr)
-        pytest.skip(str(exc))
+        skip_loudly("AMDGPU programs need clang-19", str(exc))
 
 
 @pytest.fixture(scope="session")
@@ -81,9 +86,7 @@ def hip_build(hip_runtime: Path, clang: str, tmp_path_factory: pytest.TempPathFa
 def foo_bundle(hip_build: HipBuild, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A clang offload bundle of foo.cu (gfx90a + gfx1030), its gfx90a entry registered."""
     if not hipsim.bundler():
-        reason = "clang-offload-bundler-19 (clang-tools-19) is not installed"
-        print(f"\nSKIP (offload bundles): {reason}", file=sys.stderr)
-        pytest.skip(reason)
+        skip_loudly("offload bundles", "clang-offload-bundler-19 (clang-tools-19) is not installed")
     from offload_amdgpu import Target, code_object_for
 
     path = hipsim.build_bundle(
@@ -102,8 +105,7 @@ def real_hip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         return hipsim.unpack_real_hip(tmp_path_factory.getbasetemp() / "real-hip")
     except hipsim.Unavailable as exc:
-        print(f"\nSKIP (real HIP runtime): {exc}", file=sys.stderr)
-        pytest.skip(str(exc))
+        skip_loudly("the real HIP runtime", str(exc))
 
 
 ChildRunner = Callable[..., Any]

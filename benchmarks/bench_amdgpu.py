@@ -27,6 +27,7 @@ import ctypes
 import gc
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -306,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if _CHILD_MARK not in os.environ:
         reexec_with_simulator([str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])])
-    results = run(args.quick)
+    try:
+        results = run(args.quick)
+    finally:  # the build folder made by reexec_with_simulator
+        shutil.rmtree(os.environ[_CHILD_MARK], ignore_errors=True)
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -1,0 +1,409 @@
+"""The AMDGPU backend: the hookimpls of ``offload.hookspecs`` on hip-python.
+
+``queue is None`` (a synchronous operation) runs on the device's null stream, then waits for it.
+With more than one device, calls that act on HIP's "current device" select it first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
+
+from . import _code_object, _device, _runtime
+from ._device import HipDevice
+from ._errors import raise_hip_error
+from ._program import HipImage, HipKernel, LaunchBlocks, short_args_error
+from ._queue import HIP_ERROR_NOT_READY, HIP_STREAM_NON_BLOCKING, HipEvent, HipQueue, HostCalls, take_errors
+
+__all__ = ["AMDGPUBackend"]
+
+log = logging.getLogger("offload_amdgpu")
+
+HIP_HOST_MALLOC_DEFAULT = 0
+HIP_MEM_ATTACH_GLOBAL = 1
+HIP_HOST_REGISTER_DEFAULT = 0
+HIP_MEMCPY_DEFAULT = 4
+HIP_EVENT_DEFAULT = 0  # timing enabled
+
+
+class AMDGPUBackend:
+    """The AMDGPU platform: one device per HIP device of this process.
+
+    ``reason`` says why ``init`` found no device (no hip-python, no ``libamdhip64.so``, or HIP's
+    own hipErrorNoDevice / hipErrorInvalidDevice); it is None when devices were found.
+    """
+
+    def __init__(self) -> None:
+        self.hip: Any = None
+        self.reason: str | None = None
+        self.devices: list[HipDevice] = []
+        self._host_calls: HostCalls | None = None
+        self._launch_blocks = LaunchBlocks()
+        self._module_launch: Any = None  # hip.hipModuleLaunchKernel, bound once (the hot path)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @hookimpl
+    def no_devices_reason(self) -> str | None:
+        return self.reason
+
+    @hookimpl
+    def init(self) -> list[HipDevice]:
+        hip, count, self.reason = _runtime.open_runtime()
+        if not count:
+            log.info("offload-amdgpu: no devices: %s", self.reason)
+            return []
+        self.hip = hip
+        self._module_launch = hip.hipModuleLaunchKernel
+        self._host_calls = HostCalls(hip)
+        self.devices = [HipDevice(i, _device.read_target(hip, i), count > 1) for i in range(count)]
+        return list(self.devices)
+
+    @hookimpl
+    def deinit(self) -> None:
+        self.devices = []
+
+    @hookimpl
+    def deinit_device(self, device: HipDevice) -> None:
+        self._select(device)
+        with device.lock:
+            streams, device.streams = device.streams, []
+        for stream in streams:
+            self._call("hipStreamDestroy", self.hip.hipStreamDestroy(stream))
+
+    @hookimpl
+    def get_device_info(self, device: HipDevice) -> Mapping[DeviceInfo, Any]:
+        self._select(device)
+        return _device.probe_info(self.hip, device)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _call(self, name: str, result: Any) -> Any:
+        """Raise for a failed hip-python result tuple; return its value(s)."""
+        if result[0]:
+            raise_hip_error(self.hip, name, result[0])
+        return result[1] if len(result) == 2 else None
+
+    def _select(self, device: HipDevice) -> None:
+        if device.select:
+            self._call("hipSetDevice", self.hip.hipSetDevice(device.ordinal))
+
+    def _finish(self, name: str, device: HipDevice, status: Any) -> None:
+        """Check a call enqueued on the null stream (a synchronous operation), then wait for it."""
+        if status:
+            raise_hip_error(self.hip, name, status)
+        status = self.hip.hipStreamSynchronize(None)[0]
+        if status:
+            raise_hip_error(self.hip, f"hipStreamSynchronize (after {name})", status)
+
+    # --- programs ----------------------------------------------------------------------------
+
+    @hookimpl
+    def is_valid_binary(self, device: HipDevice, data: bytes) -> bool:
+        try:
+            _code_object.code_object_for(data, device.target)
+        except ValueError:
+            return False
+        return True
+
+    @hookimpl
+    def load_binary(self, device: HipDevice, data: bytes) -> HipImage:
+        try:
+            code = _code_object.code_object_for(data, device.target)
+        except ValueError as exc:
+            raise OffloadError(
+                ErrorCode.INVALID_BINARY, f"{_code_object.describe(data)} does not load on {device.target}: {exc}"
+            ) from None
+        self._select(device)
+        module = self._call("hipModuleLoadData", self.hip.hipModuleLoadData(code.data))
+        return HipImage(module, code)
+
+    @hookimpl
+    def unload_binary(self, device: HipDevice, image: HipImage) -> None:
+        self._select(device)
+        self._call("hipModuleUnload", self.hip.hipModuleUnload(image.module))
+
+    @hookimpl
+    def get_kernel(self, device: HipDevice, image: HipImage, name: str) -> HipKernel:
+        info = image.code.kernels.get(name)
+        if info is None:
+            raise OffloadError(ErrorCode.NOT_FOUND, f"no kernel {name!r} in the code object")
+        function = self._call(
+            f"hipModuleGetFunction({name!r})", self.hip.hipModuleGetFunction(image.module, name.encode())
+        )
+        return HipKernel(function, info)
+
+    @hookimpl
+    def get_global(self, device: HipDevice, image: HipImage, name: str) -> tuple[int, int]:
+        if name not in image.code.globals:
+            raise OffloadError(ErrorCode.NOT_FOUND, f"no global variable {name!r} in the code object")
+        result = self.hip.hipModuleGetGlobal(image.module, name.encode())
+        if result[0]:
+            raise_hip_error(self.hip, f"hipModuleGetGlobal({name!r})", result[0])
+        return int(result[1]), int(result[2])
+
+    @hookimpl
+    def kernel_params(self, device: HipDevice, kernel: HipKernel) -> Sequence[KernelParam]:
+        return kernel.info.params
+
+    @hookimpl
+    def max_group_size(self, device: HipDevice, kernel: HipKernel, dynamic_memory: int) -> int:
+        result = self.hip.hipModuleOccupancyMaxPotentialBlockSize(kernel.function, dynamic_memory, 0)
+        if result[0]:
+            raise_hip_error(self.hip, "hipModuleOccupancyMaxPotentialBlockSize", result[0])
+        return int(result[2])
+
+    @hookimpl
+    def launch_kernel(
+        self, device: HipDevice, queue: HipQueue | None, kernel: HipKernel, args: Any, launch: KernelLaunchSizeArgs
+    ) -> None:
+        if args is not None and type(args) is not bytes:
+            args = bytes(args)  # any bytes-like object: its bytes (len() of a memoryview counts items)
+        size = 0 if args is None else len(args)
+        if size < kernel.explicit_size:
+            raise short_args_error(kernel, size)
+        extra = self._launch_blocks.pack(args, size) if size else None
+        gx, gy, gz = launch.num_groups
+        bx, by, bz = launch.group_size
+        shared = launch.dyn_shared_memory
+        if queue is not None:
+            status = self._module_launch(kernel.function, gx, gy, gz, bx, by, bz, shared, queue.stream, None, extra)[0]
+            if status:
+                raise_hip_error(self.hip, "hipModuleLaunchKernel", status)
+            return
+        self._select(device)  # the null stream is the current device's
+        status = self._module_launch(kernel.function, gx, gy, gz, bx, by, bz, shared, None, None, extra)[0]
+        self._finish("hipModuleLaunchKernel", device, status)
+
+    # --- memory ------------------------------------------------------------------------------
+
+    @hookimpl
+    def mem_alloc(self, device: HipDevice, alloc_type: AllocType, size: int) -> int:
+        hip = self.hip
+        self._select(device)
+        if alloc_type is AllocType.DEVICE:
+            pointer = self._call("hipMalloc", hip.hipMalloc(size))
+        elif alloc_type is AllocType.HOST:
+            pointer = self._call("hipHostMalloc", hip.hipHostMalloc(size, HIP_HOST_MALLOC_DEFAULT))
+        else:
+            pointer = self._call("hipMallocManaged", hip.hipMallocManaged(size, HIP_MEM_ATTACH_GLOBAL))
+        return int(pointer)
+
+    @hookimpl
+    def mem_free(self, device: HipDevice, address: int, alloc_type: AllocType) -> None:
+        self._select(device)
+        if alloc_type is AllocType.HOST:
+            self._call("hipHostFree", self.hip.hipHostFree(address))
+        else:
+            self._call("hipFree", self.hip.hipFree(address))
+
+    @hookimpl
+    def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
+        """hipHostRegister once per range; registering (inside) a registered range counts a user."""
+        end = address + size
+        with device.lock:
+            for base, entry in device.registered.items():
+                if base <= address and end <= base + entry[0]:
+                    entry[1] += 1
+                    return address
+                if base < end and address < base + entry[0]:
+                    raise OffloadError(
+                        ErrorCode.INVALID_ARGUMENT,
+                        f"[{address:#x}, {end:#x}) partially overlaps the registered range "
+                        f"[{base:#x}, {base + entry[0]:#x})",
+                    )
+            self._select(device)
+            self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
+            device.registered[address] = [size, 1]
+        return address
+
+    @hookimpl
+    def mem_unregister(self, device: HipDevice, address: int, unlock: bool) -> None:
+        with device.lock:
+            for base, entry in device.registered.items():
+                if base <= address < base + entry[0]:
+                    break
+            else:
+                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{address:#x} is not registered memory")
+            entry[1] -= 1
+            if entry[1]:
+                return
+            del device.registered[base]
+            self._select(device)
+            self._call("hipHostUnregister", self.hip.hipHostUnregister(base))
+
+    @hookimpl
+    def data_submit(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
+        if queue is not None:
+            status = self.hip.hipMemcpyHtoDAsync(dst, src, size, queue.stream)[0]
+            if status:
+                raise_hip_error(self.hip, "hipMemcpyHtoDAsync", status)
+            return
+        self._select(device)
+        self._finish("hipMemcpyHtoDAsync", device, self.hip.hipMemcpyHtoDAsync(dst, src, size, None)[0])
+
+    @hookimpl
+    def data_retrieve(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
+        if queue is not None:
+            status = self.hip.hipMemcpyDtoHAsync(dst, src, size, queue.stream)[0]
+            if status:
+                raise_hip_error(self.hip, "hipMemcpyDtoHAsync", status)
+            return
+        self._select(device)
+        self._finish("hipMemcpyDtoHAsync", device, self.hip.hipMemcpyDtoHAsync(dst, src, size, None)[0])
+
+    @hookimpl
+    def data_exchange(
+        self, src_device: HipDevice, src: int, dst_device: HipDevice, dst: int, size: int, queue: HipQueue | None
+    ) -> None:
+        hip = self.hip
+        stream = None if queue is None else queue.stream
+        if queue is None:
+            self._select(src_device)
+        if src_device is dst_device:
+            name, status = (
+                "hipMemcpyAsync",
+                hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0],
+            )
+        else:
+            self._enable_peer(src_device, dst_device)
+            name = "hipMemcpyPeerAsync"
+            status = hip.hipMemcpyPeerAsync(dst, dst_device.ordinal, src, src_device.ordinal, size, stream)[0]
+        if queue is None:
+            self._finish(name, src_device, status)
+        elif status:
+            raise_hip_error(hip, name, status)
+
+    def _enable_peer(self, src_device: HipDevice, dst_device: HipDevice) -> None:
+        """Let ``src_device`` reach ``dst_device`` (idempotent: "already enabled" is fine)."""
+        hip = self.hip
+        self._call("hipSetDevice", hip.hipSetDevice(src_device.ordinal))
+        status = hip.hipDeviceEnablePeerAccess(dst_device.ordinal, 0)[0]
+        if status and int(status) != 704:  # hipErrorPeerAccessAlreadyEnabled
+            raise_hip_error(hip, "hipDeviceEnablePeerAccess", status)
+
+    @hookimpl
+    def data_fill(self, device: HipDevice, address: int, pattern: bytes, size: int, queue: HipQueue | None) -> None:
+        """1, 2 and 4-byte patterns natively; any other size as one strided byte fill per pattern byte."""
+        hip = self.hip
+        stream = None if queue is None else queue.stream
+        if queue is None:
+            self._select(device)
+        width = len(pattern)
+        value = int.from_bytes(pattern, "little")
+        if width == 1:
+            name, status = "hipMemsetD8Async", hip.hipMemsetD8Async(address, value, size, stream)[0]
+        elif width == 2:
+            name, status = "hipMemsetD16Async", hip.hipMemsetD16Async(address, value, size // 2, stream)[0]
+        elif width == 4:  # hipMemsetD32Async takes an int
+            value -= (value & 0x80000000) << 1
+            name, status = "hipMemsetD32Async", hip.hipMemsetD32Async(address, value, size // 4, stream)[0]
+        else:
+            name, status = "hipMemset2DAsync", 0
+            for index, byte in enumerate(pattern):  # column `index` of a (size / width) x width matrix
+                status = hip.hipMemset2DAsync(address + index, width, byte, 1, size // width, stream)[0]
+                if status:
+                    break
+        if queue is None:
+            self._finish(name, device, status)
+        elif status:
+            raise_hip_error(hip, name, status)
+
+    # --- queues and events ---------------------------------------------------------------------
+
+    @hookimpl
+    def create_queue(self, device: HipDevice) -> HipQueue:
+        with device.lock:
+            stream = device.streams.pop() if device.streams else None
+        if stream is None:
+            self._select(device)
+            stream = self._call("hipStreamCreateWithFlags", self.hip.hipStreamCreateWithFlags(HIP_STREAM_NON_BLOCKING))
+        return HipQueue(device, stream)
+
+    def _drain(self, query: Callable[[Any], Any], handle: Any) -> None:
+        """While Python host functions are queued, wait by polling ``query`` with the GIL free.
+
+        hip-python 6.4 / 7.x hold the GIL in blocking calls such as hipStreamSynchronize; a host
+        function (which needs the GIL on the runtime's thread) would then deadlock them.
+        """
+        host_calls = self._host_calls
+        delay = 0.0
+        while host_calls is not None and host_calls.pending():
+            if int(query(handle)[0]) != HIP_ERROR_NOT_READY:
+                return
+            time.sleep(delay)
+            delay = min(1e-3, 2 * delay or 2e-5)
+
+    @hookimpl
+    def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:
+        self._drain(self.hip.hipStreamQuery, queue.stream)
+        status = self.hip.hipStreamSynchronize(queue.stream)[0]
+        try:
+            if status:
+                raise_hip_error(self.hip, "hipStreamSynchronize", status)
+            take_errors(queue, "olSyncQueue")
+        finally:
+            if release:
+                with device.lock:
+                    device.streams.append(queue.stream)
+
+    @hookimpl
+    def has_pending_work(self, device: HipDevice, queue: HipQueue) -> bool:
+        status = self.hip.hipStreamQuery(queue.stream)[0]
+        if not status:
+            return False
+        if int(status) == HIP_ERROR_NOT_READY:
+            return True
+        raise_hip_error(self.hip, "hipStreamQuery", status)
+
+    @hookimpl
+    def enqueue_host_call(self, device: HipDevice, queue: HipQueue, callback: Callable[[], None]) -> None:
+        assert self._host_calls is not None
+        self._host_calls.enqueue(queue, callback)
+
+    @hookimpl
+    def create_event(self, device: HipDevice, queue: HipQueue) -> HipEvent:
+        hip = self.hip
+        self._select(device)
+        handle = self._call("hipEventCreateWithFlags", hip.hipEventCreateWithFlags(HIP_EVENT_DEFAULT))
+        status = hip.hipEventRecord(handle, queue.stream)[0]
+        if status:
+            hip.hipEventDestroy(handle)
+            raise_hip_error(hip, "hipEventRecord", status)
+        return HipEvent(handle, queue)
+
+    @hookimpl
+    def destroy_event(self, device: HipDevice, event: HipEvent) -> None:
+        self._call("hipEventDestroy", self.hip.hipEventDestroy(event.handle))
+
+    @hookimpl
+    def wait_event(self, device: HipDevice, queue: HipQueue, event: HipEvent) -> None:
+        self._call("hipStreamWaitEvent", self.hip.hipStreamWaitEvent(queue.stream, event.handle, 0))
+
+    @hookimpl
+    def is_event_complete(self, device: HipDevice, event: HipEvent) -> bool:
+        status = self.hip.hipEventQuery(event.handle)[0]
+        if not status:
+            return True
+        if int(status) == HIP_ERROR_NOT_READY:
+            return False
+        raise_hip_error(self.hip, "hipEventQuery", status)
+
+    @hookimpl
+    def sync_event(self, device: HipDevice, event: HipEvent) -> None:
+        self._drain(self.hip.hipEventQuery, event.handle)
+        self._call("hipEventSynchronize", self.hip.hipEventSynchronize(event.handle))
+        take_errors(event.queue, "olSyncEvent")
+
+    @hookimpl
+    def event_elapsed_time(self, device: HipDevice, start: HipEvent, end: HipEvent) -> float:
+        result = self.hip.hipEventElapsedTime(start.handle, end.handle)
+        if result[0]:
+            if int(result[0]) == HIP_ERROR_NOT_READY:
+                raise OffloadError(ErrorCode.INVALID_ARGUMENT, "an event is not complete yet (olSyncEvent it first)")
+            raise_hip_error(self.hip, "hipEventElapsedTime", result[0])
+        return float(result[1])

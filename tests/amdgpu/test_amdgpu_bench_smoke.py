@@ -1,0 +1,28 @@
+"""benchmarks/bench_amdgpu.py still runs (``--quick --json``, in a child process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_amdgpu.py"
+
+
+def test_quick_run_reports_every_ratio(clang: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(proc.stdout)
+    assert set(results["ratios"]) == {
+        "olLaunchKernel / hipModuleLaunchKernel",
+        "olLaunchKernel / hipModuleLaunchKernel (8 B args)",
+        "olMemcpy 8 B / hipMemcpyHtoDAsync",
+    }
+    assert all(ratio > 0 for ratio in results["ratios"].values())
+    assert len(results["ns_per_call"]) == 6
+    assert len(results["breakdown"]) == 2 and all(ratio > 0 for ratio in results["breakdown"].values())

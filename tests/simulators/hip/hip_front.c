@@ -1,0 +1,1020 @@
+/* hip_front.c - the HIP front of the simulated GPU driver: libamdhip64.so (a test fixture).
+ *
+ * Exports the plain hip* names hip-python dlsyms (hipGetDeviceProperties as
+ * hipGetDevicePropertiesR0600), with HIP 6.x+ semantics on top of the simulator core:
+ *   - lazy initialisation: every call initialises the runtime; hipInit(flags != 0) is
+ *     hipErrorInvalidValue; with no device hipInit and hipGetDeviceCount answer hipErrorNoDevice;
+ *   - the last error: every failing call stores its error for the calling thread;
+ *     hipGetLastError returns and clears it, hipPeekAtLastError returns it; a success does not
+ *     clear it, and hipErrorNotReady from queries is not recorded (CUDA's rule, which HIP 6 follows);
+ *   - the current device per thread (hipSetDevice), the null stream as the legacy stream;
+ *   - modules from code objects or offload bundles for the simulated device's target
+ *     (GPUSIM_HIP_TARGET, default gfx90a:sramecc+:xnack-): the kernels and their explicit
+ *     argument layout from the NT_AMDGPU_METADATA note, the kernel bodies from the host build
+ *     registered for the code object (simcore's registry); another target is
+ *     hipErrorNoBinaryForGpu, anything else hipErrorInvalidImage;
+ *   - launches with kernelParams or the HIP_LAUNCH_PARAM_* extra array (END = 3); a buffer
+ *     shorter than the kernel's explicit arguments is hipErrorInvalidValue; LDS over 64 KiB
+ *     is hipErrorInvalidValue.
+ * Device memory is host memory; every range a call touches is checked against the core's
+ * allocations.
+ */
+#define _GNU_SOURCE
+#include "../core/simcore.h"
+#include "amdgpu_image.h"
+#include "hip_device_prop.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef enum hipError_t {
+  hipSuccess = 0,
+  hipErrorInvalidValue = 1,
+  hipErrorOutOfMemory = 2,
+  hipErrorNotInitialized = 3,
+  hipErrorInvalidConfiguration = 9,
+  hipErrorInvalidSymbol = 13,
+  hipErrorInvalidDevicePointer = 17,
+  hipErrorInvalidMemcpyDirection = 21,
+  hipErrorInvalidDeviceFunction = 98,
+  hipErrorNoDevice = 100,
+  hipErrorInvalidDevice = 101,
+  hipErrorInvalidImage = 200,
+  hipErrorNoBinaryForGpu = 209,
+  hipErrorInvalidHandle = 400,
+  hipErrorNotFound = 500,
+  hipErrorNotReady = 600,
+  hipErrorIllegalAddress = 700,
+  hipErrorLaunchOutOfResources = 701,
+  hipErrorPeerAccessAlreadyEnabled = 704,
+  hipErrorPeerAccessNotEnabled = 705,
+  hipErrorHostMemoryAlreadyRegistered = 712,
+  hipErrorHostMemoryNotRegistered = 713,
+  hipErrorLaunchFailure = 719,
+  hipErrorNotSupported = 801,
+  hipErrorUnknown = 999,
+} hipError_t;
+
+#define HIP_VERSION_VALUE 60443483 /* reported as HIP 6.4.43483 */
+#define LDS_LIMIT (64 * 1024)
+#define WAVEFRONT 64
+#define HANDLE_MAGIC_STREAM 0x48495053u /* "HIPS" */
+#define HANDLE_MAGIC_EVENT 0x48495045u
+#define HANDLE_MAGIC_MODULE 0x4849504du
+#define HANDLE_MAGIC_FUNCTION 0x48495046u
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static __thread hipError_t last_error = hipSuccess;
+static __thread int current_device = 0;
+
+static hipError_t ret(hipError_t e) {
+  if (e != hipSuccess && e != hipErrorNotReady) last_error = e;
+  return e;
+}
+
+static hipError_t from_sim(sim_status s) {
+  switch (s) {
+  case SIM_OK: return hipSuccess;
+  case SIM_ERR_INVALID_VALUE: return hipErrorInvalidValue;
+  case SIM_ERR_OUT_OF_MEMORY: return hipErrorOutOfMemory;
+  case SIM_ERR_NOT_READY: return hipErrorNotReady;
+  case SIM_ERR_INVALID_HANDLE: return hipErrorInvalidHandle;
+  case SIM_ERR_NOT_FOUND: return hipErrorNotFound;
+  case SIM_ERR_LAUNCH_FAILED: return hipErrorLaunchFailure;
+  case SIM_ERR_OUT_OF_RESOURCES: return hipErrorLaunchOutOfResources;
+  case SIM_ERR_INVALID_IMAGE: return hipErrorInvalidImage;
+  case SIM_ERR_NOT_SUPPORTED: return hipErrorNotSupported;
+  case SIM_ERR_HOST_CALLBACK: return hipErrorLaunchFailure;
+  }
+  return hipErrorUnknown;
+}
+
+static const struct {
+  hipError_t code;
+  const char *name, *text;
+} ERRORS[] = {
+    {hipSuccess, "hipSuccess", "no error"},
+    {hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
+    {hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
+    {hipErrorNotInitialized, "hipErrorNotInitialized", "initialization error"},
+    {hipErrorInvalidConfiguration, "hipErrorInvalidConfiguration", "invalid configuration argument"},
+    {hipErrorInvalidSymbol, "hipErrorInvalidSymbol", "invalid device symbol"},
+    {hipErrorInvalidDevicePointer, "hipErrorInvalidDevicePointer", "invalid device pointer"},
+    {hipErrorInvalidMemcpyDirection, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {hipErrorInvalidDeviceFunction, "hipErrorInvalidDeviceFunction", "invalid device function"},
+    {hipErrorNoDevice, "hipErrorNoDevice", "no ROCm-capable device is detected"},
+    {hipErrorInvalidDevice, "hipErrorInvalidDevice", "invalid device ordinal"},
+    {hipErrorInvalidImage, "hipErrorInvalidImage", "device kernel image is invalid"},
+    {hipErrorNoBinaryForGpu, "hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device"},
+    {hipErrorInvalidHandle, "hipErrorInvalidHandle", "invalid resource handle"},
+    {hipErrorNotFound, "hipErrorNotFound", "named symbol not found"},
+    {hipErrorNotReady, "hipErrorNotReady", "device not ready"},
+    {hipErrorIllegalAddress, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
+    {hipErrorLaunchOutOfResources, "hipErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {hipErrorPeerAccessAlreadyEnabled, "hipErrorPeerAccessAlreadyEnabled", "peer access is already enabled"},
+    {hipErrorPeerAccessNotEnabled, "hipErrorPeerAccessNotEnabled", "peer access has not been enabled"},
+    {hipErrorHostMemoryAlreadyRegistered, "hipErrorHostMemoryAlreadyRegistered",
+     "part or all of the requested memory range is already mapped"},
+    {hipErrorHostMemoryNotRegistered, "hipErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
+    {hipErrorLaunchFailure, "hipErrorLaunchFailure", "unspecified launch failure"},
+    {hipErrorNotSupported, "hipErrorNotSupported", "operation not supported"},
+    {hipErrorUnknown, "hipErrorUnknown", "unknown error"},
+};
+
+EXPORT const char *hipGetErrorName(hipError_t e) {
+  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; ++i)
+    if (ERRORS[i].code == e) return ERRORS[i].name;
+  return "hipErrorUnknown";
+}
+
+EXPORT const char *hipGetErrorString(hipError_t e) {
+  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; ++i)
+    if (ERRORS[i].code == e) return ERRORS[i].text;
+  return "unknown error";
+}
+
+EXPORT hipError_t hipGetLastError(void) {
+  hipError_t e = last_error;
+  last_error = hipSuccess;
+  return e;
+}
+
+EXPORT hipError_t hipPeekAtLastError(void) { return last_error; }
+
+/* ---- devices ------------------------------------------------------------------------------ */
+
+static amdgpu_target device_target;
+static char device_target_name[64];
+static pthread_once_t target_once = PTHREAD_ONCE_INIT;
+
+static void read_target(void) {
+  const char *name = getenv("GPUSIM_HIP_TARGET");
+  if (name == NULL || *name == '\0') name = "gfx90a:sramecc+:xnack-";
+  snprintf(device_target_name, sizeof device_target_name, "%s", name);
+  /* The simulated devices are gfx90a-class; the settings after the processor are read here. */
+  device_target.mach = 0x3f;
+  device_target.xnack = strstr(name, "xnack+") != NULL;
+  device_target.sramecc = strstr(name, "sramecc-") == NULL;
+  if (strncmp(name, "gfx90a", 6) != 0) {
+    fprintf(stderr, "gpusim-hip: GPUSIM_HIP_TARGET=%s: only gfx90a is simulated; using gfx90a\n", name);
+    snprintf(device_target_name, sizeof device_target_name, "gfx90a:sramecc%c:xnack%c",
+             device_target.sramecc ? '+' : '-', device_target.xnack ? '+' : '-');
+  }
+}
+
+static const sim_device_props *device_props(int ordinal) {
+  pthread_once(&target_once, read_target);
+  return sim_device(ordinal);
+}
+
+static hipError_t check_current(void) {
+  if (sim_device_count() == 0) return hipErrorNoDevice;
+  return device_props(current_device) ? hipSuccess : hipErrorInvalidDevice;
+}
+
+EXPORT hipError_t hipInit(unsigned int flags) {
+  if (flags != 0) return ret(hipErrorInvalidValue);
+  return ret(sim_device_count() == 0 ? hipErrorNoDevice : hipSuccess);
+}
+
+EXPORT hipError_t hipDriverGetVersion(int *version) {
+  if (version == NULL) return ret(hipErrorInvalidValue);
+  *version = HIP_VERSION_VALUE;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipRuntimeGetVersion(int *version) { return hipDriverGetVersion(version); }
+
+EXPORT hipError_t hipGetDeviceCount(int *count) {
+  if (count == NULL) return ret(hipErrorInvalidValue);
+  *count = sim_device_count();
+  return ret(*count == 0 ? hipErrorNoDevice : hipSuccess);
+}
+
+EXPORT hipError_t hipSetDevice(int device) {
+  if (sim_device_count() == 0) return ret(hipErrorNoDevice);
+  if (device_props(device) == NULL) return ret(hipErrorInvalidDevice);
+  current_device = device;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipGetDevice(int *device) {
+  if (device == NULL) return ret(hipErrorInvalidValue);
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  *device = current_device;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipDeviceGetName(char *name, int len, int device) {
+  const sim_device_props *p = device_props(device);
+  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
+  if (name == NULL || len <= 0) return ret(hipErrorInvalidValue);
+  snprintf(name, (size_t)len, "%s (HIP simulator, %s)", p->name, device_target_name);
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipDeviceTotalMem(size_t *bytes, int device) {
+  const sim_device_props *p = device_props(device);
+  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
+  if (bytes == NULL) return ret(hipErrorInvalidValue);
+  *bytes = p->total_memory;
+  return hipSuccess;
+}
+
+typedef struct hipUUID {
+  char bytes[16];
+} hipUUID;
+
+EXPORT hipError_t hipDeviceGetUuid(hipUUID *uuid, int device) {
+  const sim_device_props *p = device_props(device);
+  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
+  if (uuid == NULL) return ret(hipErrorInvalidValue);
+  memcpy(uuid->bytes, p->uuid, 16);
+  return hipSuccess;
+}
+
+/* hipDeviceAttribute_t of HIP 6.x / 7.x (the numbering hip-python 6.4+ sends). */
+enum {
+  ATTR_CLOCK_RATE = 5,
+  ATTR_CONCURRENT_KERNELS = 8,
+  ATTR_INTEGRATED = 16,
+  ATTR_L2_CACHE_SIZE = 19,
+  ATTR_MAJOR = 23,
+  ATTR_MANAGED_MEMORY = 24,
+  ATTR_MAX_BLOCKS_PER_MP = 25,
+  ATTR_MAX_BLOCK_DIM_X = 26,
+  ATTR_MAX_BLOCK_DIM_Y = 27,
+  ATTR_MAX_BLOCK_DIM_Z = 28,
+  ATTR_MAX_GRID_DIM_X = 29,
+  ATTR_MAX_GRID_DIM_Y = 30,
+  ATTR_MAX_GRID_DIM_Z = 31,
+  ATTR_MAX_THREADS_PER_BLOCK = 56,
+  ATTR_MAX_THREADS_PER_MP = 57,
+  ATTR_MEMORY_BUS_WIDTH = 59,
+  ATTR_MEMORY_CLOCK_RATE = 60,
+  ATTR_MINOR = 61,
+  ATTR_MULTIPROCESSOR_COUNT = 63,
+  ATTR_PCI_BUS_ID = 67,
+  ATTR_PCI_DEVICE_ID = 68,
+  ATTR_PCI_DOMAIN_ID = 69,
+  ATTR_MAX_REGISTERS_PER_BLOCK = 71,
+  ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 74,
+  ATTR_SHARED_MEM_PER_BLOCK_OPTIN = 75,
+  ATTR_SHARED_MEM_PER_MP = 76,
+  ATTR_TOTAL_CONSTANT_MEMORY = 83,
+  ATTR_TOTAL_GLOBAL_MEM = 84,
+  ATTR_UNIFIED_ADDRESSING = 85,
+  ATTR_WARP_SIZE = 87,
+  ATTR_HOST_REGISTER_SUPPORTED = 90,
+  ATTR_MAX_SHARED_MEMORY_PER_MP = 10002,
+  ATTR_PHYSICAL_MP_COUNT = 10015,
+  ATTR_WALL_CLOCK_RATE = 10017,
+};
+
+static int clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
+
+EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
+  const sim_device_props *p = device_props(device);
+  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
+  if (value == NULL) return ret(hipErrorInvalidValue);
+  int cus = p->multiprocessors > 104 ? 104 : p->multiprocessors; /* MI210-like: 104 compute units */
+  switch (attr) {
+  case ATTR_CLOCK_RATE: *value = p->clock_khz; break;
+  case ATTR_CONCURRENT_KERNELS: *value = 1; break;
+  case ATTR_INTEGRATED: *value = 0; break;
+  case ATTR_L2_CACHE_SIZE: *value = 8 * 1024 * 1024; break;
+  case ATTR_MAJOR: *value = 9; break;
+  case ATTR_MINOR: *value = 0; break;
+  case ATTR_MANAGED_MEMORY: *value = 1; break;
+  case ATTR_MAX_BLOCKS_PER_MP: *value = 2; break;
+  case ATTR_MAX_BLOCK_DIM_X: *value = (int)p->max_block_dim.x; break;
+  case ATTR_MAX_BLOCK_DIM_Y: *value = (int)p->max_block_dim.y; break;
+  case ATTR_MAX_BLOCK_DIM_Z: *value = (int)p->max_block_dim.z; break;
+  case ATTR_MAX_GRID_DIM_X: *value = clamp_int(p->max_grid_dim.x); break;
+  case ATTR_MAX_GRID_DIM_Y: *value = clamp_int(p->max_grid_dim.y); break;
+  case ATTR_MAX_GRID_DIM_Z: *value = clamp_int(p->max_grid_dim.z); break;
+  case ATTR_MAX_THREADS_PER_BLOCK: *value = p->max_threads_per_block; break;
+  case ATTR_MAX_THREADS_PER_MP: *value = p->max_threads_per_multiprocessor; break;
+  case ATTR_MEMORY_BUS_WIDTH: *value = 4096; break;
+  case ATTR_MEMORY_CLOCK_RATE: *value = 1600000; break;
+  case ATTR_MULTIPROCESSOR_COUNT: case ATTR_PHYSICAL_MP_COUNT: *value = cus; break;
+  case ATTR_PCI_BUS_ID: *value = p->pci_bus_id; break;
+  case ATTR_PCI_DEVICE_ID: *value = 0; break;
+  case ATTR_PCI_DOMAIN_ID: *value = 0; break;
+  case ATTR_MAX_REGISTERS_PER_BLOCK: *value = 65536; break;
+  case ATTR_MAX_SHARED_MEMORY_PER_BLOCK: case ATTR_SHARED_MEM_PER_BLOCK_OPTIN: *value = LDS_LIMIT; break;
+  case ATTR_SHARED_MEM_PER_MP: case ATTR_MAX_SHARED_MEMORY_PER_MP: *value = LDS_LIMIT; break;
+  case ATTR_TOTAL_CONSTANT_MEMORY: *value = clamp_int(p->total_memory); break;
+  case ATTR_TOTAL_GLOBAL_MEM: *value = clamp_int(p->total_memory); break;
+  case ATTR_UNIFIED_ADDRESSING: case ATTR_HOST_REGISTER_SUPPORTED: *value = 1; break;
+  case ATTR_WARP_SIZE: *value = WAVEFRONT; break;
+  case ATTR_WALL_CLOCK_RATE: *value = 100000; break;
+  default: return ret(hipErrorInvalidValue);
+  }
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipGetDevicePropertiesR0600(hip_device_prop *prop, int device) {
+  const sim_device_props *p = device_props(device);
+  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
+  if (prop == NULL) return ret(hipErrorInvalidValue);
+  memset(prop, 0, sizeof *prop);
+  hipDeviceGetName(prop->name, sizeof prop->name, device);
+  memcpy(prop->uuid, p->uuid, 16);
+  prop->totalGlobalMem = p->total_memory;
+  prop->sharedMemPerBlock = LDS_LIMIT;
+  prop->regsPerBlock = 65536;
+  prop->warpSize = WAVEFRONT;
+  prop->maxThreadsPerBlock = p->max_threads_per_block;
+  prop->maxThreadsDim[0] = (int)p->max_block_dim.x;
+  prop->maxThreadsDim[1] = (int)p->max_block_dim.y;
+  prop->maxThreadsDim[2] = (int)p->max_block_dim.z;
+  prop->maxGridSize[0] = clamp_int(p->max_grid_dim.x);
+  prop->maxGridSize[1] = clamp_int(p->max_grid_dim.y);
+  prop->maxGridSize[2] = clamp_int(p->max_grid_dim.z);
+  prop->clockRate = p->clock_khz;
+  prop->major = 9;
+  prop->minor = 0;
+  hipDeviceGetAttribute(&prop->multiProcessorCount, ATTR_MULTIPROCESSOR_COUNT, device);
+  prop->canMapHostMemory = 1;
+  prop->concurrentKernels = 1;
+  prop->pciBusID = p->pci_bus_id;
+  prop->unifiedAddressing = 1;
+  prop->memoryClockRate = 1600000;
+  prop->memoryBusWidth = 4096;
+  prop->l2CacheSize = 8 * 1024 * 1024;
+  prop->maxThreadsPerMultiProcessor = p->max_threads_per_multiprocessor;
+  prop->sharedMemPerMultiprocessor = LDS_LIMIT;
+  prop->managedMemory = 1;
+  prop->sharedMemPerBlockOptin = LDS_LIMIT;
+  prop->hostRegisterSupported = 1;
+  snprintf(prop->gcnArchName, sizeof prop->gcnArchName, "%s", device_target_name);
+  prop->maxSharedMemoryPerMultiProcessor = LDS_LIMIT;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipDeviceSynchronize(void) {
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  return ret(from_sim(sim_device_sync(current_device)));
+}
+
+EXPORT hipError_t hipDeviceCanAccessPeer(int *can, int device, int peer) {
+  if (can == NULL) return ret(hipErrorInvalidValue);
+  if (device_props(device) == NULL || device_props(peer) == NULL) return ret(hipErrorInvalidDevice);
+  *can = device != peer;
+  return hipSuccess;
+}
+
+static unsigned char peer_enabled[8][8];
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+EXPORT hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  if (flags != 0) return ret(hipErrorInvalidValue);
+  if (device_props(peer) == NULL || peer == current_device) return ret(hipErrorInvalidDevice);
+  pthread_mutex_lock(&peer_lock);
+  int already = peer_enabled[current_device][peer];
+  peer_enabled[current_device][peer] = 1;
+  pthread_mutex_unlock(&peer_lock);
+  return ret(already ? hipErrorPeerAccessAlreadyEnabled : hipSuccess);
+}
+
+EXPORT hipError_t hipDeviceDisablePeerAccess(int peer) {
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  if (device_props(peer) == NULL) return ret(hipErrorInvalidDevice);
+  pthread_mutex_lock(&peer_lock);
+  int was = peer_enabled[current_device][peer];
+  peer_enabled[current_device][peer] = 0;
+  pthread_mutex_unlock(&peer_lock);
+  return ret(was ? hipSuccess : hipErrorPeerAccessNotEnabled);
+}
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+#define KIND(k) (1u << (k))
+
+static hipError_t alloc(void **ptr, size_t size, sim_mem_kind kind) {
+  if (ptr == NULL) return ret(hipErrorInvalidValue);
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  if (size == 0) { /* HIP: no allocation, a null pointer, success */
+    *ptr = NULL;
+    return hipSuccess;
+  }
+  return ret(from_sim(sim_mem_alloc(current_device, kind, size, ptr)));
+}
+
+EXPORT hipError_t hipMalloc(void **ptr, size_t size) { return alloc(ptr, size, SIM_MEM_DEVICE); }
+
+EXPORT hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
+  if (flags & ~0x3fu) return ret(hipErrorInvalidValue);
+  return alloc(ptr, size, SIM_MEM_HOST);
+}
+
+EXPORT hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) {
+  if (flags != 1 /* hipMemAttachGlobal */ && flags != 2 /* hipMemAttachHost */) return ret(hipErrorInvalidValue);
+  return alloc(ptr, size, SIM_MEM_MANAGED);
+}
+
+/* hipFree and hipHostFree wait for the device's work first, as HIP does. */
+EXPORT hipError_t hipFree(void *ptr) {
+  if (ptr == NULL) return hipSuccess;
+  sim_alloc_info info;
+  if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
+  sim_device_wait_idle(info.device);
+  return ret(from_sim(sim_mem_free(ptr, KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_MANAGED))));
+}
+
+EXPORT hipError_t hipHostFree(void *ptr) {
+  if (ptr == NULL) return hipSuccess;
+  sim_alloc_info info;
+  if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
+  sim_device_wait_idle(info.device);
+  return ret(from_sim(sim_mem_free(ptr, KIND(SIM_MEM_HOST))));
+}
+
+EXPORT hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags) {
+  if (ptr == NULL || size == 0 || (flags & ~0xfu)) return ret(hipErrorInvalidValue);
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  sim_status s = sim_mem_track(current_device, SIM_MEM_REGISTERED, ptr, size);
+  return ret(s == SIM_OK ? hipSuccess : s == SIM_ERR_INVALID_VALUE ? hipErrorHostMemoryAlreadyRegistered : from_sim(s));
+}
+
+EXPORT hipError_t hipHostUnregister(void *ptr) {
+  sim_alloc_info info;
+  if (ptr == NULL) return ret(hipErrorInvalidValue);
+  if (!sim_mem_find(ptr, &info) || info.base != ptr || info.kind != SIM_MEM_REGISTERED)
+    return ret(hipErrorHostMemoryNotRegistered);
+  return ret(from_sim(sim_mem_untrack(ptr)));
+}
+
+EXPORT hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total) {
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  if (free_bytes == NULL || total == NULL) return ret(hipErrorInvalidValue);
+  *total = device_props(current_device)->total_memory;
+  *free_bytes = *total - sim_mem_used(current_device);
+  return hipSuccess;
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+typedef struct hip_stream {
+  unsigned magic;
+  sim_stream *sim;
+  unsigned flags;
+} hip_stream;
+
+/* The stream a call runs on: NULL is the current device's null (legacy) stream. */
+static hipError_t stream_of(hip_stream *stream, sim_stream **out) {
+  if (stream == NULL) {
+    hipError_t e = check_current();
+    if (e != hipSuccess) return e;
+    *out = sim_stream_legacy(current_device);
+    return hipSuccess;
+  }
+  if (stream->magic != HANDLE_MAGIC_STREAM) return hipErrorInvalidHandle;
+  *out = stream->sim;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipStreamCreateWithFlags(hip_stream **out, unsigned int flags) {
+  if (out == NULL || flags > 1) return ret(hipErrorInvalidValue);
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  hip_stream *s = calloc(1, sizeof *s);
+  if (s == NULL) return ret(hipErrorOutOfMemory);
+  s->sim = sim_stream_create(current_device, flags == 0 /* hipStreamDefault blocks with the null stream */);
+  if (s->sim == NULL) {
+    free(s);
+    return ret(hipErrorOutOfMemory);
+  }
+  s->magic = HANDLE_MAGIC_STREAM;
+  s->flags = flags;
+  *out = s;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipStreamCreate(hip_stream **out) { return hipStreamCreateWithFlags(out, 0); }
+
+EXPORT hipError_t hipStreamDestroy(hip_stream *stream) {
+  if (stream == NULL || stream->magic != HANDLE_MAGIC_STREAM) return ret(hipErrorInvalidHandle);
+  stream->magic = 0;
+  sim_stream_destroy(stream->sim); /* waits for its work */
+  free(stream);
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipStreamSynchronize(hip_stream *stream) {
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  return ret(from_sim(sim_stream_sync(s)));
+}
+
+EXPORT hipError_t hipStreamQuery(hip_stream *stream) {
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  return sim_stream_busy(s) ? hipErrorNotReady : hipSuccess;
+}
+
+typedef void (*hipHostFn_t)(void *user_data);
+typedef struct host_call {
+  hipHostFn_t fn;
+  void *data;
+} host_call;
+
+static sim_status host_call_op(void *raw) {
+  host_call *c = raw;
+  c->fn(c->data);
+  return SIM_OK;
+}
+
+EXPORT hipError_t hipLaunchHostFunc(hip_stream *stream, hipHostFn_t fn, void *data) {
+  if (fn == NULL) return ret(hipErrorInvalidValue);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  host_call *c = malloc(sizeof *c);
+  if (c == NULL) return ret(hipErrorOutOfMemory);
+  *c = (host_call){fn, data};
+  sim_status st = sim_stream_submit(s, host_call_op, c, free);
+  if (st != SIM_OK) free(c);
+  return ret(from_sim(st));
+}
+
+/* ---- events ------------------------------------------------------------------------------- */
+
+typedef struct hip_event {
+  unsigned magic;
+  sim_event *sim;
+} hip_event;
+
+EXPORT hipError_t hipEventCreateWithFlags(hip_event **out, unsigned flags) {
+  /* hipEventDefault 0, BlockingSync 1, DisableTiming 2, Interprocess 4 (needs DisableTiming) */
+  if (out == NULL || (flags & ~0x7u) || ((flags & 4) && !(flags & 2))) return ret(hipErrorInvalidValue);
+  hip_event *ev = calloc(1, sizeof *ev);
+  if (ev == NULL) return ret(hipErrorOutOfMemory);
+  ev->sim = sim_event_create(!(flags & 2));
+  if (ev->sim == NULL) {
+    free(ev);
+    return ret(hipErrorOutOfMemory);
+  }
+  ev->magic = HANDLE_MAGIC_EVENT;
+  *out = ev;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipEventCreate(hip_event **out) { return hipEventCreateWithFlags(out, 0); }
+
+static int valid_event(const hip_event *ev) { return ev != NULL && ev->magic == HANDLE_MAGIC_EVENT; }
+
+EXPORT hipError_t hipEventDestroy(hip_event *ev) {
+  if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
+  ev->magic = 0;
+  sim_event_destroy(ev->sim);
+  free(ev);
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipEventRecord(hip_event *ev, hip_stream *stream) {
+  if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  return ret(from_sim(sim_event_record(ev->sim, s)));
+}
+
+EXPORT hipError_t hipEventQuery(hip_event *ev) {
+  if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
+  return sim_event_query(ev->sim) == SIM_OK ? hipSuccess : hipErrorNotReady;
+}
+
+EXPORT hipError_t hipEventSynchronize(hip_event *ev) {
+  if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
+  return ret(from_sim(sim_event_sync(ev->sim)));
+}
+
+EXPORT hipError_t hipEventElapsedTime(float *ms, hip_event *start, hip_event *stop) {
+  if (ms == NULL) return ret(hipErrorInvalidValue);
+  if (!valid_event(start) || !valid_event(stop)) return ret(hipErrorInvalidHandle);
+  sim_status s = sim_event_elapsed(start->sim, stop->sim, ms);
+  return s == SIM_ERR_NOT_READY ? hipErrorNotReady : ret(from_sim(s));
+}
+
+EXPORT hipError_t hipStreamWaitEvent(hip_stream *stream, hip_event *ev, unsigned int flags) {
+  if (flags != 0) return ret(hipErrorInvalidValue);
+  if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  return ret(from_sim(sim_stream_wait_event(s, ev->sim)));
+}
+
+/* ---- copies and fills --------------------------------------------------------------------- */
+
+typedef struct copy_op {
+  void *dst;
+  const void *src;
+  size_t size;
+} copy_op;
+
+static sim_status copy_run(void *raw) {
+  copy_op *c = raw;
+  memmove(c->dst, c->src, c->size);
+  return SIM_OK;
+}
+
+/* A side of a copy: device memory (`device` true) must lie in one allocation; host memory may
+ * be untracked (pageable), but a tracked host range is bounds-checked as well. */
+static hipError_t check_side(const void *p, size_t size, int device) {
+  if (p == NULL) return hipErrorInvalidValue;
+  sim_alloc_info info;
+  if (sim_mem_find(p, &info)) return sim_mem_check(p, size) == SIM_OK ? hipSuccess : hipErrorInvalidValue;
+  return device ? hipErrorInvalidValue : hipSuccess;
+}
+
+static hipError_t submit_copy(void *dst, int dst_device, const void *src, int src_device, size_t size,
+                              hip_stream *stream) {
+  if (size == 0) return hipSuccess;
+  hipError_t e = check_side(dst, size, dst_device);
+  if (e == hipSuccess) e = check_side(src, size, src_device);
+  sim_stream *s;
+  if (e == hipSuccess) e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  copy_op *c = malloc(sizeof *c);
+  if (c == NULL) return ret(hipErrorOutOfMemory);
+  *c = (copy_op){dst, src, size};
+  sim_status st = sim_stream_submit(s, copy_run, c, free);
+  if (st != SIM_OK) free(c);
+  return ret(from_sim(st));
+}
+
+static hipError_t sync_null(hipError_t e) {
+  if (e != hipSuccess) return e;
+  return hipStreamSynchronize(NULL);
+}
+
+EXPORT hipError_t hipMemcpyHtoDAsync(void *dst, const void *src, size_t size, hip_stream *stream) {
+  return submit_copy(dst, 1, src, 0, size, stream);
+}
+
+EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, const void *src, size_t size, hip_stream *stream) {
+  return submit_copy(dst, 0, src, 1, size, stream);
+}
+
+EXPORT hipError_t hipMemcpyDtoDAsync(void *dst, const void *src, size_t size, hip_stream *stream) {
+  return submit_copy(dst, 1, src, 1, size, stream);
+}
+
+/* hipMemcpyKind: HostToHost 0, HostToDevice 1, DeviceToHost 2, DeviceToDevice 3, Default 4. */
+EXPORT hipError_t hipMemcpyAsync(void *dst, const void *src, size_t size, int kind, hip_stream *stream) {
+  if (kind < 0 || kind > 4) return ret(hipErrorInvalidMemcpyDirection);
+  int dst_dev = kind == 1 || kind == 3, src_dev = kind == 2 || kind == 3;
+  return submit_copy(dst, dst_dev, src, src_dev, size, stream);
+}
+
+EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) {
+  return sync_null(hipMemcpyAsync(dst, src, size, kind, NULL));
+}
+
+EXPORT hipError_t hipMemcpyHtoD(void *dst, const void *src, size_t size) {
+  return sync_null(hipMemcpyHtoDAsync(dst, src, size, NULL));
+}
+
+EXPORT hipError_t hipMemcpyDtoH(void *dst, const void *src, size_t size) {
+  return sync_null(hipMemcpyDtoHAsync(dst, src, size, NULL));
+}
+
+EXPORT hipError_t hipMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device, size_t size,
+                                     hip_stream *stream) {
+  if (device_props(dst_device) == NULL || device_props(src_device) == NULL) return ret(hipErrorInvalidDevice);
+  sim_alloc_info d, s;
+  if (size && (!sim_mem_find(dst, &d) || d.device != dst_device || !sim_mem_find(src, &s) || s.device != src_device))
+    return ret(hipErrorInvalidValue);
+  return submit_copy(dst, 1, src, 1, size, stream);
+}
+
+typedef struct fill_op {
+  unsigned char *dst;
+  size_t pitch, width, height; /* bytes; a plain fill is one row */
+  unsigned elem;               /* 1, 2 or 4 */
+  uint32_t value;
+} fill_op;
+
+static sim_status fill_run(void *raw) {
+  fill_op *f = raw;
+  for (size_t row = 0; row < f->height; ++row) {
+    unsigned char *p = f->dst + row * f->pitch;
+    if (f->elem == 1) memset(p, (int)(f->value & 0xff), f->width);
+    else
+      for (size_t at = 0; at + f->elem <= f->width; at += f->elem) memcpy(p + at, &f->value, f->elem);
+  }
+  return SIM_OK;
+}
+
+static hipError_t submit_fill(void *dst, size_t pitch, size_t width, size_t height, unsigned elem, uint32_t value,
+                              hip_stream *stream) {
+  if (dst == NULL) return ret(hipErrorInvalidValue);
+  if (width == 0 || height == 0) return hipSuccess;
+  if (((uintptr_t)dst % elem) != 0 || pitch < width) return ret(hipErrorInvalidValue);
+  size_t extent = pitch * (height - 1) + width;
+  if (check_side(dst, extent, 1) != hipSuccess) return ret(hipErrorInvalidValue);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  fill_op *f = malloc(sizeof *f);
+  if (f == NULL) return ret(hipErrorOutOfMemory);
+  *f = (fill_op){dst, pitch, width, height, elem, value};
+  sim_status st = sim_stream_submit(s, fill_run, f, free);
+  if (st != SIM_OK) free(f);
+  return ret(from_sim(st));
+}
+
+EXPORT hipError_t hipMemsetD8Async(void *dst, unsigned char value, size_t count, hip_stream *stream) {
+  return submit_fill(dst, count, count, 1, 1, value, stream);
+}
+
+EXPORT hipError_t hipMemsetD16Async(void *dst, unsigned short value, size_t count, hip_stream *stream) {
+  return submit_fill(dst, count * 2, count * 2, 1, 2, value, stream);
+}
+
+EXPORT hipError_t hipMemsetD32Async(void *dst, int value, size_t count, hip_stream *stream) {
+  return submit_fill(dst, count * 4, count * 4, 1, 4, (uint32_t)value, stream);
+}
+
+EXPORT hipError_t hipMemsetAsync(void *dst, int value, size_t size, hip_stream *stream) {
+  return submit_fill(dst, size, size, 1, 1, (unsigned char)value, stream);
+}
+
+EXPORT hipError_t hipMemset(void *dst, int value, size_t size) { return sync_null(hipMemsetAsync(dst, value, size, NULL)); }
+
+EXPORT hipError_t hipMemset2DAsync(void *dst, size_t pitch, int value, size_t width, size_t height, hip_stream *stream) {
+  return submit_fill(dst, pitch, width, height, 1, (unsigned char)value, stream);
+}
+
+/* ---- modules and kernels ------------------------------------------------------------------ */
+
+#define MAX_KERNELS 256
+#define MAX_GLOBALS 256
+
+typedef struct hip_function hip_function;
+
+typedef struct hip_module {
+  unsigned magic;
+  int device;
+  unsigned char *code; /* a private copy of the selected code object */
+  size_t code_size;
+  sim_hostlib *host; /* NULL: no host build registered (loads; launches are refused) */
+  unsigned kernel_count;
+  amdgpu_kernel *kernels;
+  hip_function *functions;
+  pthread_mutex_t lock; /* guards globals */
+  unsigned global_count;
+  void *globals[MAX_GLOBALS]; /* host-build globals tracked as SIM_MEM_GLOBAL */
+} hip_module;
+
+struct hip_function {
+  unsigned magic;
+  hip_module *module;
+  const amdgpu_kernel *kernel;
+  sim_kernel_entry entry;
+};
+
+EXPORT hipError_t hipModuleUnload(hip_module *m);
+
+/* The host build's entry of a kernel: its name with '.' spelled '_' (amdgcn.device.init). */
+static sim_kernel_entry host_entry(sim_hostlib *host, const char *name) {
+  char symbol[AMDGPU_NAME_MAX];
+  snprintf(symbol, sizeof symbol, "%s", name);
+  for (char *c = symbol; *c; ++c)
+    if (*c == '.') *c = '_';
+  return sim_hostlib_kernel(host, symbol);
+}
+
+/* Runs the module's amdgcn.device.init / .fini kernel (one work-item) and waits for it, as the
+ * HIP runtime does at load / unload. Nothing to do without that kernel or a host build. */
+static hipError_t run_init_fini(hip_module *m, const char *name) {
+  for (unsigned i = 0; i < m->kernel_count; ++i) {
+    if (strcmp(m->kernels[i].name, name) != 0 || m->functions[i].entry == NULL) continue;
+    sim_stream *s = sim_stream_legacy(m->device);
+    sim_launch_desc d = {m->functions[i].entry, {1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
+    sim_status st = sim_launch(s, &d);
+    if (st == SIM_OK) st = sim_stream_sync(s);
+    return from_sim(st);
+  }
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipModuleLoadData(hip_module **out, const void *image) {
+  if (out == NULL || image == NULL) return ret(hipErrorInvalidValue);
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  pthread_once(&target_once, read_target);
+  /* hipModuleLoadData gets no size: the image's own headers say how long it is. */
+  size_t size = amdgpu_image_size(image, (size_t)1 << 31);
+  if (size == 0) return ret(hipErrorInvalidImage);
+  const unsigned char *code;
+  size_t code_size;
+  amdgpu_image_status st = amdgpu_select_code_object(image, size, &device_target, &code, &code_size);
+  if (st == AMDGPU_IMAGE_WRONG_TARGET) return ret(hipErrorNoBinaryForGpu);
+  if (st != AMDGPU_IMAGE_OK) return ret(hipErrorInvalidImage);
+  hip_module *m = calloc(1, sizeof *m);
+  amdgpu_kernel *kernels = calloc(MAX_KERNELS, sizeof *kernels);
+  unsigned char *copy = malloc(code_size);
+  if (m == NULL || kernels == NULL || copy == NULL) {
+    free(m), free(kernels), free(copy);
+    return ret(hipErrorOutOfMemory);
+  }
+  memcpy(copy, code, code_size);
+  if (amdgpu_read_kernels(copy, code_size, kernels, MAX_KERNELS, &m->kernel_count) != AMDGPU_IMAGE_OK) {
+    free(m), free(kernels), free(copy);
+    return ret(hipErrorInvalidImage);
+  }
+  m->functions = calloc(m->kernel_count ? m->kernel_count : 1, sizeof *m->functions);
+  if (m->functions == NULL) {
+    free(m), free(kernels), free(copy);
+    return ret(hipErrorOutOfMemory);
+  }
+  sim_status hs = sim_hostlib_open(copy, code_size, &m->host);
+  if (hs != SIM_OK && hs != SIM_ERR_NOT_FOUND) {
+    free(m->functions), free(m), free(kernels), free(copy);
+    return ret(from_sim(hs));
+  }
+  if (hs == SIM_ERR_NOT_FOUND) m->host = NULL;
+  pthread_mutex_init(&m->lock, NULL);
+  m->magic = HANDLE_MAGIC_MODULE;
+  m->device = current_device;
+  m->code = copy;
+  m->code_size = code_size;
+  m->kernels = kernels;
+  for (unsigned i = 0; i < m->kernel_count; ++i) {
+    m->functions[i] = (hip_function){HANDLE_MAGIC_FUNCTION, m, &kernels[i],
+                                     m->host ? host_entry(m->host, kernels[i].name) : NULL};
+  }
+  hipError_t init = run_init_fini(m, "amdgcn.device.init");
+  if (init != hipSuccess) {
+    m->magic = HANDLE_MAGIC_MODULE;
+    hipModuleUnload(m);
+    return ret(init);
+  }
+  *out = m;
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipModuleUnload(hip_module *m) {
+  if (m == NULL || m->magic != HANDLE_MAGIC_MODULE) return ret(hipErrorInvalidHandle);
+  sim_device_wait_idle(m->device); /* kernels of the module may still be running */
+  hipError_t fini = run_init_fini(m, "amdgcn.device.fini");
+  m->magic = 0;
+  for (unsigned i = 0; i < m->kernel_count; ++i) m->functions[i].magic = 0;
+  /* Globals handed out by hipModuleGetGlobal stop being valid device memory. */
+  for (unsigned i = 0; i < m->global_count; ++i) sim_mem_untrack(m->globals[i]);
+  if (m->host) sim_hostlib_close(m->host); /* runs the host build's destructors */
+  pthread_mutex_destroy(&m->lock);
+  free(m->functions);
+  free(m->kernels);
+  free(m->code);
+  free(m);
+  return ret(fini);
+}
+
+EXPORT hipError_t hipModuleGetFunction(hip_function **out, hip_module *m, const char *name) {
+  if (out == NULL || name == NULL) return ret(hipErrorInvalidValue);
+  if (m == NULL || m->magic != HANDLE_MAGIC_MODULE) return ret(hipErrorInvalidHandle);
+  for (unsigned i = 0; i < m->kernel_count; ++i)
+    if (strcmp(m->kernels[i].name, name) == 0) {
+      *out = &m->functions[i];
+      return hipSuccess;
+    }
+  return ret(hipErrorNotFound);
+}
+
+typedef struct symbol_lookup {
+  const char *name;
+  uint64_t size;
+  int found;
+} symbol_lookup;
+
+static int find_object(const sim_elf_symbol *sym, void *raw) {
+  symbol_lookup *l = raw;
+  if ((sym->info & 0xf) == 1 /* STT_OBJECT */ && sym->shndx != 0 && strcmp(sym->name, l->name) == 0) {
+    l->size = sym->size;
+    l->found = 1;
+    return 1;
+  }
+  return 0;
+}
+
+EXPORT hipError_t hipModuleGetGlobal(void **dptr, size_t *bytes, hip_module *m, const char *name) {
+  if (name == NULL) return ret(hipErrorInvalidValue);
+  if (m == NULL || m->magic != HANDLE_MAGIC_MODULE) return ret(hipErrorInvalidHandle);
+  sim_elf elf;
+  symbol_lookup lookup = {name, 0, 0};
+  if (sim_elf_open(m->code, m->code_size, &elf) != SIM_OK || sim_elf_symbols(&elf, find_object, &lookup) < 0)
+    return ret(hipErrorInvalidImage);
+  if (!lookup.found) return ret(hipErrorNotFound);
+  if (m->host == NULL) return ret(hipErrorNotSupported); /* no host build: no storage to hand out */
+  void *address = sim_hostlib_global(m->host, name);
+  if (address == NULL) return ret(hipErrorNotFound);
+  if (lookup.size) {
+    pthread_mutex_lock(&m->lock);
+    sim_alloc_info info;
+    sim_status st = SIM_OK;
+    if (!sim_mem_find(address, &info)) {
+      st = m->global_count == MAX_GLOBALS ? SIM_ERR_OUT_OF_MEMORY
+                                          : sim_mem_track(m->device, SIM_MEM_GLOBAL, address, lookup.size);
+      if (st == SIM_OK) m->globals[m->global_count++] = address;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (st != SIM_OK) return ret(from_sim(st));
+  }
+  if (dptr) *dptr = address;
+  if (bytes) *bytes = lookup.size;
+  return hipSuccess;
+}
+
+static int valid_function(const hip_function *f) {
+  return f != NULL && f->magic == HANDLE_MAGIC_FUNCTION && f->module->magic == HANDLE_MAGIC_MODULE;
+}
+
+#define HIP_LAUNCH_PARAM_BUFFER_POINTER ((void *)1)
+#define HIP_LAUNCH_PARAM_BUFFER_SIZE ((void *)2)
+#define HIP_LAUNCH_PARAM_END ((void *)3)
+
+EXPORT hipError_t hipModuleLaunchKernel(hip_function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                        unsigned by, unsigned bz, unsigned shared, hip_stream *stream,
+                                        void **params, void **extra) {
+  if (!valid_function(f)) return ret(hipErrorInvalidHandle);
+  const amdgpu_kernel *k = f->kernel;
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return ret(hipErrorInvalidValue);
+  if ((uint64_t)gx * bx > UINT32_MAX || (uint64_t)gy * by > UINT32_MAX || (uint64_t)gz * bz > UINT32_MAX)
+    return ret(hipErrorInvalidValue); /* HIP: total work items per dimension must be < 2^32 */
+  if ((uint64_t)bx * by * bz > k->max_flat_workgroup_size) return ret(hipErrorInvalidValue);
+  if ((uint64_t)shared + k->group_segment_size > LDS_LIMIT) return ret(hipErrorInvalidValue);
+  /* The explicit arguments: a packed buffer (extra) or one pointer per parameter (params). */
+  unsigned char packed[4096];
+  const void *args = NULL;
+  size_t args_size = 0;
+  if (extra != NULL) {
+    if (params != NULL) return ret(hipErrorInvalidValue);
+    const void *buffer = NULL;
+    const size_t *size = NULL;
+    for (unsigned i = 0;; i += 2) {
+      if (i >= 64) return ret(hipErrorInvalidValue); /* no HIP_LAUNCH_PARAM_END */
+      if (extra[i] == HIP_LAUNCH_PARAM_END) break;
+      if (extra[i] == HIP_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
+      else if (extra[i] == HIP_LAUNCH_PARAM_BUFFER_SIZE) size = extra[i + 1];
+      else return ret(hipErrorInvalidValue);
+    }
+    if (buffer == NULL || size == NULL) return ret(hipErrorInvalidValue);
+    args = buffer;
+    args_size = *size;
+  } else if (k->arg_count) {
+    if (params == NULL || k->explicit_size > sizeof packed) return ret(hipErrorInvalidValue);
+    memset(packed, 0, k->explicit_size);
+    for (unsigned i = 0; i < k->arg_count; ++i) {
+      if (params[i] == NULL) return ret(hipErrorInvalidValue);
+      memcpy(packed + k->arg_offset[i], params[i], k->arg_size[i]);
+    }
+    args = packed;
+    args_size = k->explicit_size;
+  }
+  if (args_size < k->explicit_size) return ret(hipErrorInvalidValue);
+  if (f->entry == NULL) return ret(hipErrorNotSupported); /* no host build of this kernel */
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  if (sim_stream_device(s) != f->module->device) return ret(hipErrorInvalidHandle); /* another device's function */
+  sim_launch_desc d = {f->entry, {gx, gy, gz}, {bx, by, bz}, shared, args, args_size,
+                       k->arg_offset, k->arg_count};
+  return ret(from_sim(sim_launch(s, &d)));
+}
+
+EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int *grid, int *block, hip_function *f, size_t shared,
+                                                          int limit) {
+  if (grid == NULL || block == NULL) return ret(hipErrorInvalidValue);
+  if (!valid_function(f)) return ret(hipErrorInvalidHandle);
+  if (shared + f->kernel->group_segment_size > LDS_LIMIT) return ret(hipErrorInvalidValue);
+  const sim_device_props *p = device_props(f->module->device);
+  int best = (int)f->kernel->max_flat_workgroup_size;
+  if (best > p->max_threads_per_block) best = p->max_threads_per_block;
+  if (limit > 0 && best > limit) best = limit;
+  int cus;
+  hipDeviceGetAttribute(&cus, ATTR_MULTIPROCESSOR_COUNT, f->module->device);
+  *block = best;
+  *grid = cus * (p->max_threads_per_multiprocessor / best > 0 ? p->max_threads_per_multiprocessor / best : 1);
+  return hipSuccess;
+}

@@ -56,7 +56,9 @@ ol.olSyncQueue(q)
 backend = AMDGPUBackend()
 [native] = backend.init()
 image = backend.load_binary(native, (programs / "multiargs.hsaco").read_bytes())
-out["params"] = [list(p) for p in backend.kernel_params(native, backend.get_kernel(native, image, "multiargs"))]
+native_kernel = backend.get_kernel(native, image, "multiargs")
+out["params"] = [list(p) for p in backend.kernel_params(native, native_kernel)]
+out["backend_short"] = error(backend.launch_kernel, native, None, native_kernel, args[:17], launch())  # the backend refuses on its own too
 backend.unload_binary(native, image)
 ol.olShutDown()
 emit(out)
@@ -64,11 +66,14 @@ emit(out)
         hip_build.env(),
     )
     assert result["struct_size"] == 24
-    assert result["short"] == [
+    # the core refuses first (from kernel_params), naming both sizes
+    assert result["short"][0] == "INVALID_ARGUMENT"
+    assert "17" in result["short"][1] and "18 bytes" in result["short"][1], result["short"]
+    assert result["none"][0] == "INVALID_ARGUMENT" and "18 bytes" in result["none"][1], result["none"]
+    assert result["backend_short"] == [
         "INVALID_ARGUMENT",
         "kernel 'multiargs' takes 18 bytes of arguments (3 parameters) but the argument buffer has 17 bytes",
     ]
-    assert result["none"][0] == "INVALID_ARGUMENT" and "has 0 bytes" in result["none"][1]
     assert result["params"] == [[0, 1, "bytes", ""], [8, 8, "pointer", ""], [16, 2, "bytes", ""]]
 
 

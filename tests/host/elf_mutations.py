@@ -1,0 +1,152 @@
+"""Corrupted program images for the loader fuzzer (``test_elf_fuzz.py``).
+
+Base images are real shared objects built by ``offload_host.build_program`` in the shapes the
+loader has to cope with (kernels only; linked with libc through the PLT and versioned symbols;
+a version definition; SysV and GNU hash tables; RELR relocations; constructors). Each corrupted
+image is one base image with one to three mutations inside one named ELF region, chosen by a
+seeded generator, so the same seed always yields the same images.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import offload_host
+
+_LIBC_PROGRAM = r"""
+#include <offload_host.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+OFFLOAD_EXPORT uint32_t counter[16];
+OFFLOAD_EXPORT const char *greeting = "hello";
+static char *scratch;
+
+__attribute__((constructor)) static void setup(void) { scratch = malloc(64); snprintf(scratch, 64, "%s", greeting); }
+__attribute__((destructor)) static void teardown(void) { free(scratch); }
+
+struct foo_args { uint32_t *out; };
+
+OFFLOAD_KERNEL(foo) {
+  const struct foo_args *a = OFFLOAD_ARGS(struct foo_args);
+  OFFLOAD_FOR_EACH_ITEM(tid) { a->out[offload_global_id_x(tid)] = (uint32_t)strlen(scratch) + tid.x; }
+}
+"""
+
+_VERSION_SCRIPT = "OFFLOAD_1 { global: foo; counter; greeting; local: *; };\n"
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    name: str
+    data: bytes
+    regions: dict[str, tuple[int, int]]  # region name -> (file offset, size)
+
+
+def _sections(data: bytes) -> dict[str, tuple[int, int]]:
+    """Section name -> (file offset, size) of the sections that occupy file bytes."""
+    e_shoff = struct.unpack_from("<Q", data, 40)[0]
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from("<HHH", data, 58)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize) for i in range(e_shnum)]
+    names_offset = headers[e_shstrndx][4]
+    found: dict[str, tuple[int, int]] = {}
+    for sh_name, sh_type, _flags, _addr, offset, size, *_ in headers:
+        end = data.index(b"\0", names_offset + sh_name)
+        name = data[names_offset + sh_name : end].decode()
+        if sh_type != 8 and size:  # SHT_NOBITS has no file bytes
+            found[name] = (offset, size)
+    return found
+
+
+_REGION_SECTIONS = {
+    "dynamic": (".dynamic",),
+    "dynsym": (".dynsym",),
+    "dynstr": (".dynstr",),
+    "hash": (".hash", ".gnu.hash"),
+    "relocations": (".rela.dyn", ".rela.plt", ".relr.dyn"),
+    "versions": (".gnu.version", ".gnu.version_r", ".gnu.version_d"),
+    "init_arrays": (".init_array", ".fini_array"),
+}
+
+
+def _regions(data: bytes) -> dict[str, tuple[int, int]]:
+    sections = _sections(data)
+    e_phoff = struct.unpack_from("<Q", data, 32)[0]
+    e_phentsize, e_phnum = struct.unpack_from("<HH", data, 54)
+    regions = {"elf_header": (0, 64), "program_headers": (e_phoff, e_phentsize * e_phnum)}
+    for region, names in _REGION_SECTIONS.items():
+        for name in names:
+            if name in sections:
+                regions[f"{region}:{name}"] = sections[name]
+    return regions
+
+
+def base_images() -> list[BaseImage]:
+    """The clean images every corrupted image starts from (built once, cached on disk)."""
+    builds = [
+        ("foo", offload_host.build_test_kernel("foo")),
+        ("global_ctor", offload_host.build_test_kernel("global_ctor")),
+        ("libc_sysv_gnu_hash", offload_host.build_program(_LIBC_PROGRAM, name="libc_both", cflags=["-Wl,--hash-style=both"])),
+        ("libc_relr", offload_host.build_program(_LIBC_PROGRAM, name="libc_relr", cflags=["-Wl,-z,pack-relative-relocs"])),
+    ]
+    images = [BaseImage(name, data, _regions(data)) for name, data in builds]
+    return images
+
+
+def versioned_image(tmp_dir: str) -> BaseImage:
+    """The libc program with a version definition (needs a version script file)."""
+    import pathlib
+
+    script = pathlib.Path(tmp_dir) / "offload.map"
+    script.write_text(_VERSION_SCRIPT)
+    data = offload_host.build_program(_LIBC_PROGRAM, name="libc_verdef", cflags=[f"-Wl,--version-script={script}"], cache=False)
+    return BaseImage("libc_verdef", data, _regions(data))
+
+
+_INTERESTING = (0, 1, 2, 7, 8, 0x10, 0x7F, 0x80, 0xFF, 0x100, 0x1000, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF,
+                0x80000000, 2**63, 2**64 - 1, 2**64 - 8, 2**32 + 8)
+
+
+def _mutate(rng: random.Random, image: bytearray, offset: int, size: int) -> str:
+    """Apply one mutation inside [offset, offset + size); return what it did."""
+    how = rng.randrange(5)
+    if how <= 1:  # flip one bit (the most likely damage)
+        at = offset + rng.randrange(size)
+        bit = rng.randrange(8)
+        image[at] ^= 1 << bit
+        return f"flip {at:#x}.{bit}"
+    if how == 2:  # a random byte
+        at = offset + rng.randrange(size)
+        image[at] = rng.randrange(256)
+        return f"byte {at:#x}={image[at]:#x}"
+    width = rng.choice((2, 4, 8))
+    if size < width:
+        at = offset + rng.randrange(size)
+        image[at] ^= 0xFF
+        return f"invert {at:#x}"
+    at = offset + rng.randrange(size - width + 1) // width * width
+    old = int.from_bytes(image[at : at + width], "little")
+    if how == 3:
+        value = rng.choice(_INTERESTING)
+    else:  # nudge: off by a little, or by a large power of two
+        value = old + rng.choice((-8, -1, 1, 8, 64, 4096, 2**20, 2**31, -(2**31)))
+    value &= (1 << (8 * width)) - 1
+    image[at : at + width] = value.to_bytes(width, "little")
+    return f"word{width} {at:#x}: {old:#x}->{value:#x}"
+
+
+def corrupted_images(bases: list[BaseImage], seed: int, count: int) -> Iterator[tuple[str, bytes]]:
+    """``count`` corrupted images as (description, bytes), spread evenly over every region of
+    every base image, deterministic for ``seed``."""
+    rng = random.Random(seed)
+    targets = [(base, region) for base in bases for region in sorted(base.regions)]
+    for index in range(count):
+        base, region = targets[index % len(targets)]
+        offset, size = base.regions[region]
+        image = bytearray(base.data)
+        steps = [_mutate(rng, image, offset, size) for _ in range(rng.choice((1, 1, 1, 2, 3)))]
+        yield f"#{index} {base.name} {region} {'; '.join(steps)}", bytes(image)

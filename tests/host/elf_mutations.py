@@ -150,3 +150,52 @@ def corrupted_images(bases: list[BaseImage], seed: int, count: int) -> Iterator[
         image = bytearray(base.data)
         steps = [_mutate(rng, image, offset, size) for _ in range(rng.choice((1, 1, 1, 2, 3)))]
         yield f"#{index} {base.name} {region} {'; '.join(steps)}", bytes(image)
+
+
+def _relocations(data: bytes) -> tuple[set[tuple[int, int, int, int]], set[int]] | None:
+    """(RELA entries as (offset, type, symbol, addend), RELR targets) of a clean-enough image,
+    read through its section headers; None when they cannot be read."""
+    try:
+        sections = _sections(data)
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError):
+        return None
+    rela: set[tuple[int, int, int, int]] = set()
+    for name in (".rela.dyn", ".rela.plt"):
+        if name in sections:
+            offset, size = sections[name]
+            for r_offset, info, addend in struct.iter_unpack("<QQq", data[offset : offset + size]):
+                rela.add((r_offset, info & 0xFFFFFFFF, info >> 32, addend))
+    relr: set[int] = set()
+    if ".relr.dyn" in sections:
+        offset, size = sections[".relr.dyn"]
+        where = 0
+        for (entry,) in struct.iter_unpack("<Q", data[offset : offset + size]):
+            if entry & 1 == 0:
+                relr.add(entry)
+                where = entry + 8
+            else:
+                for bit in range(63):
+                    if entry >> (bit + 1) & 1:
+                        relr.add(where + 8 * bit)
+                where += 63 * 8
+    return rela, relr
+
+
+def changes_only_relocation_meaning(base: bytes, image: bytes) -> bool:
+    """Whether ``image`` differs from ``base`` only by relocations that were dropped (RELR bits
+    cleared, a type turned into NONE) or now name another existing symbol: a change of what
+    the program's data means (like a flipped bit in its code), which a loader cannot tell from
+    a real program. Any other difference is False."""
+    before, after = _relocations(base), _relocations(image)
+    if before is None or after is None:
+        return False
+    (rela_before, relr_before), (rela_after, relr_after) = before, after
+    if not relr_after <= relr_before:
+        return False
+    kept = {(o, t, a) for o, t, _s, a in rela_before}
+    for entry in rela_after - rela_before:
+        offset, r_type, _sym, addend = entry
+        same_place = any(o == offset and a == addend for o, _t, _s, a in rela_before)
+        if not same_place or (r_type != 0 and (offset, r_type, addend) not in kept):
+            return False
+    return True

@@ -115,7 +115,10 @@ def host_identity() -> tuple[int, int, int]:
 def inspect(data: bytes) -> ElfImage:
     """Check ``data`` as a shared object for this machine; raise ``ElfProblem`` when it is not
     one that the dynamic loader can map and relocate without touching memory outside it."""
-    return _Checker(data).run()
+    try:
+        return _Checker(data).run()
+    except (struct.error, IndexError, OverflowError, MemoryError) as exc:  # a table cut short
+        raise ElfProblem(f"malformed tables ({exc})") from None
 
 
 class _Checker:
@@ -196,8 +199,8 @@ class _Checker:
                 raise ElfProblem("a loadable segment is not readable")
             if offset + filesz > size:
                 raise ElfProblem("a loadable segment lies outside the image (truncated?)")
-            if filesz > memsz:
-                raise ElfProblem("a loadable segment has more file bytes than memory bytes")
+            if filesz > memsz or (filesz < memsz and not flags & PF_W):
+                raise ElfProblem("a loadable segment has more file bytes than memory bytes, or zero-filled read-only bytes")
             if align & (align - 1) or (align > 1 and (vaddr - offset) % align):
                 raise ElfProblem("a loadable segment is misaligned (p_align, p_vaddr, p_offset)")
             if vaddr < previous_end or vaddr + memsz >= 1 << 47:
@@ -362,7 +365,7 @@ class _Checker:
                 continue
             at, steps = self.dyn[tag], 0
             while True:
-                record = self.mem(at, 16, f"a {what} record")
+                record = self.mem(at, 16 if tag == DT_VERNEED else 20, f"a {what} record")
                 if tag == DT_VERNEED:
                     version, cnt, file, aux, next_ = struct.unpack("<HHIII", record)
                     self.string(file, "a Verneed file name")
@@ -399,6 +402,7 @@ class _Checker:
     def relocations(self) -> None:
         types = _RELOCATIONS.get(self.machine)
         self.relocated: dict[int, tuple[int, int, int]] = {}  # target -> (type, symbol, addend)
+        plt_slots: list[tuple[int, int]] = []
         for table, size_tag, what in ((DT_RELA, DT_RELASZ, "DT_RELA"), (DT_JMPREL, DT_PLTRELSZ, "DT_JMPREL")):
             if table not in self.dyn:
                 continue
@@ -416,6 +420,8 @@ class _Checker:
                     width = types[r_type]
                     if table == DT_JMPREL and r_type not in _PLT_TYPES[self.machine]:
                         raise ElfProblem(f"relocation type {r_type} does not belong in the PLT relocations")
+                    if r_sym and r_type in (_RELATIVE[self.machine], _IRELATIVE[self.machine]):
+                        raise ElfProblem(f"a relocation of type {r_type} names a symbol")
                     if r_sym == 0 and r_type in _NEED_SYMBOL[self.machine]:
                         raise ElfProblem(f"a relocation of type {r_type} names no symbol")
                     if r_type in _GOT_TYPES[self.machine] and addend:
@@ -439,6 +445,15 @@ class _Checker:
                     if r_offset in self.relocated or any(r_offset + k in self.relocated for k in range(-7, width) if k):
                         raise ElfProblem(f"two relocations write the bytes at {r_offset:#x}")
                 self.relocated[r_offset] = (r_type, r_sym, addend)
+                if table == DT_JMPREL:
+                    plt_slots.append((r_offset, width))
+        if plt_slots and DT_PLTGOT in self.dyn and types is not None:
+            # The PLT's GOT: three reserved words, then one slot per PLT relocation, each
+            # written by exactly one of them (an unrelocated slot would be a jump to nowhere).
+            first = self.dyn[DT_PLTGOT] + 24
+            end = first + sum(width or 8 for _, width in plt_slots)
+            if any(not first <= at < end for at, _ in plt_slots):
+                raise ElfProblem("a PLT relocation writes outside the PLT's slots of DT_PLTGOT")
         self.relr_done: set[int] = set()
         if DT_RELR in self.dyn:
             size = self.dyn[DT_RELRSZ]
@@ -471,9 +486,13 @@ class _Checker:
         self.relocated.setdefault(vaddr, (-1, 0, 0))
 
     def writable(self, vaddr: int, width: int, what: str) -> None:
+        """A relocation writes ``width`` bytes at ``vaddr``: initialised (file-backed) bytes of a
+        writable segment (or of any segment with DT_TEXTREL), never the dynamic section."""
         if vaddr < self.dynamic_vaddr + self.dynamic_size and self.dynamic_vaddr < vaddr + width:
             raise ElfProblem(f"{what} at {vaddr:#x} is inside the dynamic section")
         segment = self.segment_of(vaddr, width, what)
+        if vaddr + width > segment[0] + segment[3]:
+            raise ElfProblem(f"{what} at {vaddr:#x} is in zero-filled memory (.bss)")
         if not segment[4] & PF_W and not self.textrel:
             raise ElfProblem(f"{what} at {vaddr:#x} is in a read-only segment")
 
@@ -501,8 +520,16 @@ class _Checker:
             e_shentsize, e_shnum = struct.unpack_from("<HH", data, 58)
             if e_shentsize != 64 or not e_shnum or e_shoff + 64 * e_shnum > len(data):
                 return
-            headers = [struct.unpack_from("<4xI8xQQQ4x4x8xQ", data, e_shoff + 64 * i) for i in range(e_shnum)]
-            self.sections = [(addr, size) for _t, addr, _o, size, _e in headers]
+            headers = [struct.unpack_from("<4xIQQQQ4x4x8xQ", data, e_shoff + 64 * i) for i in range(e_shnum)]
+            self.sections = [(addr, size) for _t, _f, addr, _o, size, _e in headers]
+            for sh_type, flags, addr, offset, size, _e in headers:
+                # Allocated sections must be where the segments map them (else the segments map
+                # other bytes than the code and data the symbols describe).
+                if flags & 2 and sh_type != 8 and size:  # SHF_ALLOC, not SHT_NOBITS
+                    for vaddr, memsz, seg_offset, filesz, _fl in self.image.segments:
+                        if vaddr <= addr < vaddr + memsz and (addr + size > vaddr + filesz or offset - seg_offset != addr - vaddr):
+                            raise ElfProblem(f"the section at {addr:#x} is not where its segment maps it")
+            headers = [(t, a, o, sz, e) for t, _f, a, o, sz, e in headers]
             for sh_type, _addr, offset, size, entsize in headers:
                 if sh_type != 2:  # SHT_SYMTAB
                     continue

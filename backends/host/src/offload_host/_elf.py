@@ -333,7 +333,7 @@ class _Checker:
             name = self.string(st_name, f"symbol {index}")
             kind = info & 0xF
             defined = index and shndx not in (SHN_UNDEF, SHN_ABS)
-            if defined and self.sections is not None and shndx < 0xFF00:
+            if defined and self.sections is not None and shndx < 0xFF00 and kind != STT_TLS:
                 if shndx >= len(self.sections):
                     raise ElfProblem(f"symbol {index} names section {shndx}, past the last one")
                 start, length = self.sections[shndx]

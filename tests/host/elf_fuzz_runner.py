@@ -77,7 +77,7 @@ def _run_child(batch_path: str, start: int, env: dict[str, str]) -> tuple[list[t
             break
         buffer += chunk
         *complete, buffer = buffer.split(b"\n")
-        lines.extend(tuple(line.decode().split("\t")) for line in complete)
+        lines.extend(tuple(line.decode(errors="replace").split("\t")) for line in complete)
     code = proc.wait()
     proc.stdout.close()
     if not how and code != 0:

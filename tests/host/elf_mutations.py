@@ -182,20 +182,21 @@ def _relocations(data: bytes) -> tuple[set[tuple[int, int, int, int]], set[int]]
 
 
 def changes_only_relocation_meaning(base: bytes, image: bytes) -> bool:
-    """Whether ``image`` differs from ``base`` only by relocations that were dropped (RELR bits
-    cleared, a type turned into NONE) or now name another existing symbol: a change of what
-    the program's data means (like a flipped bit in its code), which a loader cannot tell from
-    a real program. Any other difference is False."""
+    """Whether ``image`` differs from ``base`` only in the values its relocations compute: every
+    relocation still writes where one wrote before (or was dropped: RELR bits cleared, a type
+    turned into NONE), with a plain value type (another symbol, another addend, RELATIVE instead
+    of GLOB_DAT). The loader writes the same places; what changed is what the program's data
+    means, like a flipped bit in its code, which no loader can tell from a real program."""
     before, after = _relocations(base), _relocations(image)
     if before is None or after is None:
         return False
     (rela_before, relr_before), (rela_after, relr_after) = before, after
     if not relr_after <= relr_before:
         return False
-    kept = {(o, t, a) for o, t, _s, a in rela_before}
-    for entry in rela_after - rela_before:
-        offset, r_type, _sym, addend = entry
-        same_place = any(o == offset and a == addend for o, _t, _s, a in rela_before)
-        if not same_place or (r_type != 0 and (offset, r_type, addend) not in kept):
+    places = {offset: r_type for offset, r_type, _s, _a in rela_before}
+    for offset, r_type, _sym, _addend in rela_after - rela_before:
+        if r_type == 0:
+            continue
+        if offset not in places or r_type not in {places[offset], 1, 6, 7, 8}:  # 64 GLOB_DAT JUMP_SLOT RELATIVE
             return False
     return True

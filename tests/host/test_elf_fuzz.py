@@ -5,9 +5,11 @@ A fixed seed in CI (``OFFLOAD_FUZZ_IMAGES`` images, 8000 by default; ``OFFLOAD_F
 split into batches that each run in child processes: a crash fails its batch and names the
 image (base image, region, mutations), and the batch goes on with the next image.
 
-One kind of crash is not the loader's and is counted apart: an image whose relocations were
-dropped or rebound to another existing symbol (the program's data then means something else,
-exactly like a flipped bit in its code). Every other crash fails.
+One kind of crash is not the loader's and is counted apart: an image whose relocations still
+write exactly where the clean image's did (or were dropped), only computing other values (another
+symbol, another addend, RELATIVE instead of GLOB_DAT): the program's data then means something
+else, exactly like a flipped bit in its code, and the program's code crashes on it
+(``elf_mutations.changes_only_relocation_meaning``). Every other crash fails.
 """
 
 from __future__ import annotations

@@ -67,6 +67,7 @@ _RELOCATIONS: dict[int, dict[int, int | None]] = {
 _NEED_SYMBOL = {_EM_X86_64: {1, 6, 7, 17, 33}, _EM_AARCH64: {257, 1025, 1026, 1029}}
 _GOT_TYPES = {_EM_X86_64: {6, 7}, _EM_AARCH64: {1025, 1026}}
 _PLT_TYPES = {_EM_X86_64: {7, 36, 37}, _EM_AARCH64: {1026, 1031, 1032}}
+_TLS_TYPES = {_EM_X86_64: {16, 17, 18, 36}, _EM_AARCH64: {1028, 1029, 1030, 1031}}
 _RELATIVE = {_EM_X86_64: 8, _EM_AARCH64: 1027}
 _ABS64 = {_EM_X86_64: 1, _EM_AARCH64: 257}
 _IRELATIVE = {_EM_X86_64: 37, _EM_AARCH64: 1032}
@@ -263,6 +264,8 @@ class _Checker:
         for array, size in ((DT_INIT_ARRAY, DT_INIT_ARRAYSZ), (DT_FINI_ARRAY, DT_FINI_ARRAYSZ)):
             if (array in entries) != (size in entries):
                 raise ElfProblem("a constructor or destructor table lacks its size")
+        if any(tag in entries for tag in (DT_AUXILIARY, DT_FILTER, DT_AUDIT, DT_DEPAUDIT)):
+            raise ElfProblem("filters and audit libraries (DT_AUXILIARY, DT_FILTER, DT_AUDIT, DT_DEPAUDIT) are not supported")
         if DT_PREINIT_ARRAY in entries:
             raise ElfProblem("a shared object cannot have a preinit array")
         flags_1 = entries.get(DT_FLAGS_1, 0)
@@ -428,6 +431,8 @@ class _Checker:
                         raise ElfProblem("a GOT or PLT relocation has an addend")
                     if r_sym:
                         _n, info, other, shndx, _v, _s = self.syms[r_sym]
+                        if (r_type in _TLS_TYPES[self.machine]) != (info & 0xF == STT_TLS):
+                            raise ElfProblem(f"relocation type {r_type} does not fit the kind of symbol {r_sym}")
                         if shndx == SHN_UNDEF and (info >> 4 not in (1, 2, 10) or other & 3):
                             raise ElfProblem(f"a relocation names undefined symbol {r_sym}, which is not global with default visibility")
                     if r_type == _IRELATIVE.get(self.machine):

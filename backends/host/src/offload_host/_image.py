@@ -133,6 +133,9 @@ def _trial_load(fd: int) -> str | None:
     if result.returncode < 0:
         return f"the dynamic loader crashed on it in a trial load ({signal.Signals(-result.returncode).name})"
     message = result.stderr.decode(errors="replace").strip().replace(f"/proc/self/fd/{fd}", "<image>")
+    missing = [line.split("=>")[0].strip() for line in result.stdout.decode(errors="replace").splitlines() if "=> not found" in line]
+    if missing and not message:
+        message = f"needed library {missing[0]!r} not found"
     if result.returncode != 0 or message:
         return message.splitlines()[0] if message else f"the trial load failed (exit {result.returncode})"
     return None

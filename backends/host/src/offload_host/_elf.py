@@ -7,10 +7,17 @@ naming the first thing that is out of range, inconsistent, or would make the loa
 write outside the object's own mapped memory. It never loads or runs anything.
 
 What it proves: every table the loader walks lies inside the object's loaded segments, every
-index into a table is in range, every chain terminates, and every relocation writes inside a
-writable segment of the object. What it cannot prove is that the object's own code (IFUNC
-resolvers, constructors) behaves; ``_image`` adds a trial load in a child process for the
-loader's remaining decisions (missing libraries, undefined symbols).
+index into a table is in range, every chain terminates, every relocation writes initialised
+bytes of a writable segment of the object (never the dynamic section, never twice), every
+pointer it stores points into the object, every function the loader calls (constructors,
+destructors, IFUNC resolvers) is the start of a function of the object, and, when the image
+keeps its section headers, that its segments map its sections where the symbols say they are.
+It refuses, beyond what glibc refuses: REL relocations, filters and audit libraries, preinit
+arrays, unaligned or 32-bit relocations, and PIE executables (as dlopen does).
+
+What it cannot prove is that the object's own code (IFUNC resolvers, constructors) behaves, or
+that its relocations compute the values the program means; ``_image`` adds a trial load in a
+child process for the loader's remaining verdicts (missing libraries, undefined symbols).
 """
 
 from __future__ import annotations
@@ -49,10 +56,11 @@ _MAX_TLS = 1 << 30  # a larger TLS block cannot be allocated per thread anyway
 _MAX_NOTE = 1 << 16  # glibc reads PT_NOTE onto the stack (alloca)
 _MAX_CHAIN_STEPS = 1 << 16
 
-# Relocation types glibc's dl-machine.h applies, with the bytes each writes at r_offset
-# (None: the size of the referenced symbol, for COPY).
+# Relocation types of shared objects that glibc's dl-machine.h applies, with the bytes each
+# writes at r_offset (COPY and the 32-bit types are refused: linkers never emit them for a
+# shared object).
 _EM_X86_64, _EM_AARCH64 = 62, 183
-_RELOCATIONS: dict[int, dict[int, int | None]] = {
+_RELOCATIONS: dict[int, dict[int, int]] = {
     _EM_X86_64: {
         0: 0,  # NONE
         1: 8, 6: 8, 7: 8, 8: 8,  # 64 GLOB_DAT JUMP_SLOT RELATIVE
@@ -138,6 +146,8 @@ class _Checker:
         raise ElfProblem(f"{what} [{vaddr:#x}, {vaddr + size:#x}) lies outside the loaded segments")
 
     def mem(self, vaddr: int, size: int, what: str) -> bytes:
+        if size > len(self.data):
+            raise ElfProblem(f"{what} ({size} bytes) is larger than the whole image")
         self.segment_of(vaddr, size, what)
         got = self.image.read(vaddr, size)
         assert got is not None
@@ -213,6 +223,8 @@ class _Checker:
         dynamic = [h for h in headers if h[0] == PT_DYNAMIC]
         if not dynamic:
             raise ElfProblem("no dynamic segment: not a shared object")
+        if len(dynamic) > 1 or sum(h[0] == PT_TLS for h in headers) > 1:
+            raise ElfProblem("more than one dynamic or TLS segment")
         self.dynamic_vaddr, self.dynamic_size = dynamic[0][3], dynamic[0][5]
         if self.dynamic_size == 0:
             raise ElfProblem("the dynamic segment is empty")
@@ -406,6 +418,7 @@ class _Checker:
         types = _RELOCATIONS.get(self.machine)
         self.relocated: dict[int, tuple[int, int, int]] = {}  # target -> (type, symbol, addend)
         plt_slots: list[tuple[int, int]] = []
+        written: set[int] = set()  # 8-byte words written by RELA relocations
         for table, size_tag, what in ((DT_RELA, DT_RELASZ, "DT_RELA"), (DT_JMPREL, DT_PLTRELSZ, "DT_JMPREL")):
             if table not in self.dyn:
                 continue
@@ -445,10 +458,12 @@ class _Checker:
                     width = 8
                 if width:
                     self.writable(r_offset, width, f"the target of a {what} relocation")
-                    if r_offset % min(width, 8) and types is not None and types[r_type] is not None:
+                    if r_offset % 8:
                         raise ElfProblem(f"the target of a {what} relocation at {r_offset:#x} is misaligned")
-                    if r_offset in self.relocated or any(r_offset + k in self.relocated for k in range(-7, width) if k):
+                    words = range(r_offset, r_offset + width, 8)
+                    if any(word in written for word in words):
                         raise ElfProblem(f"two relocations write the bytes at {r_offset:#x}")
+                    written.update(words)
                 self.relocated[r_offset] = (r_type, r_sym, addend)
                 if table == DT_JMPREL:
                     plt_slots.append((r_offset, width))
@@ -456,7 +471,7 @@ class _Checker:
             # The PLT's GOT: three reserved words, then one slot per PLT relocation, each
             # written by exactly one of them (an unrelocated slot would be a jump to nowhere).
             first = self.dyn[DT_PLTGOT] + 24
-            end = first + sum(width or 8 for _, width in plt_slots)
+            end = first + sum(width for _, width in plt_slots)
             if any(not first <= at < end for at, _ in plt_slots):
                 raise ElfProblem("a PLT relocation writes outside the PLT's slots of DT_PLTGOT")
         self.relr_done: set[int] = set()

@@ -193,10 +193,16 @@ def changes_only_relocation_meaning(base: bytes, image: bytes) -> bool:
     (rela_before, relr_before), (rela_after, relr_after) = before, after
     if not relr_after <= relr_before:
         return False
+    offset, size = _sections(base)[".dynsym"]
+    symbols = [struct.unpack_from("<IBBHQQ", base, at) for at in range(offset, offset + size, 24)]
     places = {offset: r_type for offset, r_type, _s, _a in rela_before}
-    for offset, r_type, _sym, _addend in rela_after - rela_before:
+    for offset, r_type, sym, _addend in rela_after - rela_before:
         if r_type == 0:
             continue
         if offset not in places or r_type not in {places[offset], 1, 6, 7, 8}:  # 64 GLOB_DAT JUMP_SLOT RELATIVE
+            return False
+        # a well-formed relocation of that type: RELATIVE names no symbol, the others an
+        # existing non-TLS one
+        if (r_type == 8) != (sym == 0) or sym >= len(symbols) or symbols[sym][1] & 0xF == 6:
             return False
     return True

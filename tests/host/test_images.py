@@ -147,6 +147,30 @@ def test_undefined_symbol_is_invalid_without_loading(host: ol.Device) -> None:
     assert "no_such_function" in str(info.value)
 
 
+def test_symbols_of_the_process_global_scope_resolve_as_in_dlopen(host: ol.Device) -> None:
+    """erff is in libm, which python itself links: dlopen resolves it without -lm, and the
+    trial load (whose own scope lacks libm) must not refuse the program for it."""
+    source = r"""
+#include <offload_host.h>
+#include <math.h>
+struct a { float *x; };
+OFFLOAD_KERNEL_PARAMS(k, struct a, OFFLOAD_POINTER(x));
+OFFLOAD_KERNEL(k) { const struct a *p = OFFLOAD_ARGS(struct a); OFFLOAD_FOR_EACH_ITEM(t) { p->x[t.x] = erff(p->x[t.x]); } }
+"""
+    if "libm.so" not in open("/proc/self/maps").read():
+        pytest.skip("this python does not link libm")
+    data = offload_host.build_program(source, name="uses_libm")
+    assert ol.olIsValidBinary(host, data) is True
+    program = ol.olCreateProgram(host, data)
+    kernel = ol.olGetSymbol(program, "k", ol.SymbolKind.KERNEL)
+    x = ol.olMemAlloc(host, ol.AllocType.MANAGED, 4)
+    ctypes.c_float.from_address(x).value = 0.0
+    ol.olLaunchKernel(None, host, kernel, struct.pack("P", x), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1)))
+    assert ctypes.c_float.from_address(x).value == 0.0
+    ol.olMemFree(x)
+    ol.olDestroyProgram(program)
+
+
 def test_is_valid_binary_runs_no_constructor(host: ol.Device) -> None:
     source = r"""
 #include <offload_host.h>

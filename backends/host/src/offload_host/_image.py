@@ -19,6 +19,7 @@ at unload, and a constructor that crashes takes the process with it, as in any d
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import hashlib
 import os
@@ -132,13 +133,41 @@ def _trial_load(fd: int) -> str | None:
         return None
     if result.returncode < 0:
         return f"the dynamic loader crashed on it in a trial load ({signal.Signals(-result.returncode).name})"
-    message = result.stderr.decode(errors="replace").strip().replace(f"/proc/self/fd/{fd}", "<image>")
-    missing = [line.split("=>")[0].strip() for line in result.stdout.decode(errors="replace").splitlines() if "=> not found" in line]
-    if missing and not message:
-        message = f"needed library {missing[0]!r} not found"
-    if result.returncode != 0 or message:
-        return message.splitlines()[0] if message else f"the trial load failed (exit {result.returncode})"
+    stderr = result.stderr.decode(errors="replace").replace(f"/proc/self/fd/{fd}", "<image>")
+    # The child's global scope is the image and its own dependencies; dlopen here also resolves
+    # against this process's (python, libm, RTLD_GLOBAL libraries): such symbols are fine.
+    problems = [line for line in stderr.splitlines() if line.strip() and not _resolved_here(line)]
+    problems += [
+        f"needed library {line.split('=>')[0].strip()!r} not found"
+        for line in result.stdout.decode(errors="replace").splitlines()
+        if "=> not found" in line
+    ]
+    if problems:
+        return problems[0]
+    if result.returncode != 0:
+        return f"the trial load failed (exit {result.returncode})"
     return None
+
+
+def _resolved_here(line: str) -> bool:
+    """Whether ``line`` is the trial's "undefined symbol: NAME" for a NAME that this process's
+    global scope defines (unversioned; a versioned miss stays a problem)."""
+    prefix = "undefined symbol: "
+    if not line.startswith(prefix):
+        return False
+    name = line[len(prefix) :].split("\t", 1)[0].strip()
+    if not name or "," in name:
+        return False
+    try:
+        _global_scope()[name]
+    except AttributeError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _global_scope() -> ctypes.CDLL:
+    return ctypes.CDLL(None)  # dlopen(NULL): the executable and every RTLD_GLOBAL library
 
 
 def _verdict(data: bytes, fd: int | None = None) -> tuple[ElfImage | None, str | None]:

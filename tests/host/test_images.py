@@ -453,3 +453,24 @@ def test_global_ids_must_fit_32_bits(host: ol.Device, axis: int) -> None:
     assert _code(info) is ol.ErrorCode.INVALID_SIZE
     assert f"NumGroups.{'xyz'[axis]}" in str(info.value) and "32-bit" in str(info.value)
     ol.olDestroyProgram(program)
+
+
+# --- the native symbol layer ----------------------------------------------------------------------
+
+
+def test_native_symbols_are_the_library_own(tmp_path) -> None:
+    from offload_host import _native
+
+    path = tmp_path / "libuser.so"
+    path.write_bytes(offload_host.build_program(_LIBC_PROGRAM, name="libc_user"))
+    handle = _native.dl_open(str(path))
+    try:
+        assert _native.dl_symbol(handle, "free") is None  # libc's, reachable through dlsym
+        assert _native.dl_symbol(handle, "environ") is None
+        address, size, kind = _native.dl_symbol(handle, "counter")
+        assert (size, kind) == (16, 1)
+        from offload_host._elf import inspect
+
+        assert address == _native.dl_base(handle) + inspect(path.read_bytes()).symbols["counter"].value
+    finally:
+        _native.dl_close(handle)

@@ -49,9 +49,9 @@ _KIND_SIZES = {"pointer": (8,), "int": (1, 2, 4, 8), "uint": (1, 2, 4, 8), "floa
 #: (addresses are unique among loaded images; ``kernel_params`` looks them up here).
 kernel_params_of: dict[int, tuple[KernelParam, ...] | None] = {}
 
-_verdicts: OrderedDict[bytes, tuple[ElfImage | None, str | None]] = OrderedDict()
-_verdicts_lock = threading.Lock()
-_VERDICTS_KEPT = 128
+_trials: OrderedDict[bytes, str | None] = OrderedDict()  # sha256 of an image -> trial verdict
+_trials_lock = threading.Lock()
+_TRIALS_KEPT = 1024
 
 
 # --- the private copy ---------------------------------------------------------------------------
@@ -171,33 +171,29 @@ def _global_scope() -> ctypes.CDLL:
 
 
 def _verdict(data: bytes, fd: int | None = None) -> tuple[ElfImage | None, str | None]:
-    """(the parsed image, None) when ``data`` loads, else (None, why not); cached by content."""
-    key = hashlib.sha256(data).digest()
-    with _verdicts_lock:
-        cached = _verdicts.get(key)
-        if cached is not None:
-            _verdicts.move_to_end(key)
-            return cached
+    """(the parsed image, None) when ``data`` loads, else (None, why not). The trial load's
+    verdict is cached per content (the parse is redone: it is cheap, and not kept alive)."""
     try:
-        elf: ElfImage | None = inspect(data)
-        problem = None
+        elf = inspect(data)
     except ElfProblem as exc:
-        elf, problem = None, str(exc)
-    if problem is None:
-        own_fd = fd is None
-        copy = _anonymous_copy(data) if own_fd else fd
-        try:
-            problem = _trial_load(copy)  # type: ignore[arg-type]
-        finally:
-            if own_fd:
-                os.close(copy)  # type: ignore[arg-type]
-        if problem is not None:
-            elf = None
-    with _verdicts_lock:
-        _verdicts[key] = (elf, problem)
-        while len(_verdicts) > _VERDICTS_KEPT:
-            _verdicts.popitem(last=False)
-    return elf, problem
+        return None, str(exc)
+    key = hashlib.sha256(data).digest()
+    with _trials_lock:
+        if key in _trials:
+            _trials.move_to_end(key)
+            problem = _trials[key]
+            return (elf if problem is None else None), problem
+    copy = _anonymous_copy(data) if fd is None else fd
+    try:
+        problem = _trial_load(copy)
+    finally:
+        if fd is None:
+            os.close(copy)
+    with _trials_lock:
+        _trials[key] = problem
+        while len(_trials) > _TRIALS_KEPT:
+            _trials.popitem(last=False)
+    return (elf if problem is None else None), problem
 
 
 def image_problem(data: bytes) -> str | None:

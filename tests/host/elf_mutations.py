@@ -187,6 +187,14 @@ def changes_only_relocation_meaning(base: bytes, image: bytes) -> bool:
     turned into NONE), with a plain value type (another symbol, another addend, RELATIVE instead
     of GLOB_DAT). The loader writes the same places; what changed is what the program's data
     means, like a flipped bit in its code, which no loader can tell from a real program."""
+    sections = _sections(base)
+    blank_base, blank_image = bytearray(base), bytearray(image)
+    for name in (".rela.dyn", ".rela.plt", ".relr.dyn"):
+        if name in sections:  # outside the relocation tables, nothing may differ
+            offset, size = sections[name]
+            blank_base[offset : offset + size] = blank_image[offset : offset + size] = bytes(size)
+    if blank_base != blank_image:
+        return False
     before, after = _relocations(base), _relocations(image)
     if before is None or after is None:
         return False

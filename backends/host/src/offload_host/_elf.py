@@ -358,6 +358,8 @@ class _Checker:
                 self.code_address(value, f"function symbol {name.decode(errors='replace')!r}")
             elif defined and kind in (STT_OBJECT, STT_COMMON):
                 self.segment_of(value, size, f"data symbol {name.decode(errors='replace')!r}")
+            if defined and self.recorded is not None and name in self.recorded and (value, size, kind) not in self.recorded[name]:
+                raise ElfProblem(f"dynamic symbol {name.decode(errors='replace')!r} disagrees with the full symbol table")
             if (
                 index
                 and shndx not in (SHN_UNDEF, SHN_ABS)
@@ -530,36 +532,47 @@ class _Checker:
             raise ElfProblem(f"{what} points to {value:#x}, outside the image [{self.low:#x}, {self.high:#x}]")
 
     def function_starts(self) -> None:
-        """Addresses of the functions of the full symbol table (.symtab), when the image kept
-        one (the loader never reads section headers: anything odd there only means "none")."""
+        """From the section headers, when the image kept them (the loader never reads them:
+        anything odd there only means "none"): where the sections are, the addresses of the
+        functions of the full symbol table (.symtab), and the definitions it records for each
+        global name, which the dynamic symbols must repeat."""
         self.starts: set[int] | None = None
         self.sections: list[tuple[int, int]] | None = None
+        self.recorded: dict[bytes, set[tuple[int, int, int]]] | None = None  # name -> {(value, size, type)}
         data = self.data
         try:
             e_shoff = struct.unpack_from("<Q", data, 40)[0]
             e_shentsize, e_shnum = struct.unpack_from("<HH", data, 58)
             if e_shentsize != 64 or not e_shnum or e_shoff + 64 * e_shnum > len(data):
                 return
-            headers = [struct.unpack_from("<4xIQQQQ4x4x8xQ", data, e_shoff + 64 * i) for i in range(e_shnum)]
-            self.sections = [(addr, size) for _t, _f, addr, _o, size, _e in headers]
-            for sh_type, flags, addr, offset, size, _e in headers:
+            headers = [struct.unpack_from("<4xIQQQQI4x8xQ", data, e_shoff + 64 * i) for i in range(e_shnum)]
+            self.sections = [(addr, size) for _t, _f, addr, _o, size, _l, _e in headers]
+            for sh_type, flags, addr, offset, size, _link, _e in headers:
                 # Allocated sections must be where the segments map them (else the segments map
                 # other bytes than the code and data the symbols describe).
                 if flags & 2 and sh_type != 8 and size:  # SHF_ALLOC, not SHT_NOBITS
                     for vaddr, memsz, seg_offset, filesz, _fl in self.image.segments:
                         if vaddr <= addr < vaddr + memsz and (addr + size > vaddr + filesz or offset - seg_offset != addr - vaddr):
                             raise ElfProblem(f"the section at {addr:#x} is not where its segment maps it")
-            headers = [(t, a, o, sz, e) for t, _f, a, o, sz, e in headers]
-            for sh_type, _addr, offset, size, entsize in headers:
+            for sh_type, _flags, _addr, offset, size, link, entsize in headers:
                 if sh_type != 2:  # SHT_SYMTAB
                     continue
-                if entsize != 24 or offset + size > len(data):
+                if entsize != 24 or offset + size > len(data) or link >= len(headers):
                     return
-                self.starts = {
-                    value
-                    for _n, info, _o, shndx, value, _s in struct.iter_unpack("<IBBHQQ", data[offset : offset + size - size % 24])
-                    if info & 0xF in (STT_FUNC, STT_GNU_IFUNC) and shndx != SHN_UNDEF
-                }
+                names_at, names_size = headers[link][3], headers[link][4]
+                names = data[names_at : names_at + names_size]
+                starts: set[int] = set()
+                recorded: dict[bytes, set[tuple[int, int, int]]] = {}
+                for st_name, info, _o, shndx, value, sym_size in struct.iter_unpack("<IBBHQQ", data[offset : offset + size - size % 24]):
+                    if shndx == SHN_UNDEF:
+                        continue
+                    if info & 0xF in (STT_FUNC, STT_GNU_IFUNC):
+                        starts.add(value)
+                    if info >> 4 != STB_LOCAL:
+                        end = names.find(b"\0", st_name)
+                        name = names[st_name:end].split(b"@", 1)[0] if 0 <= st_name < end else b""
+                        recorded.setdefault(name, set()).add((value, sym_size, info & 0xF))
+                self.starts, self.recorded = starts, recorded
                 return
         except struct.error:
             return

@@ -152,50 +152,74 @@ def corrupted_images(bases: list[BaseImage], seed: int, count: int) -> Iterator[
         yield f"#{index} {base.name} {region} {'; '.join(steps)}", bytes(image)
 
 
-def _relocations(data: bytes) -> tuple[set[tuple[int, int, int, int]], set[int]] | None:
-    """(RELA entries as (offset, type, symbol, addend), RELR targets) of a clean-enough image,
-    read through its section headers; None when they cannot be read."""
+_SIZE_TAGS = {8: ".rela.dyn", 2: ".rela.plt", 35: ".relr.dyn"}  # DT_RELASZ DT_PLTRELSZ DT_RELRSZ
+
+
+def _size_entries(data: bytes) -> dict[int, int]:
+    """File offset of the d_val of each relocation-size entry of the dynamic section -> tag."""
+    offset, size = _sections(data)[".dynamic"]
+    found = {}
+    for at in range(offset, offset + size - 15, 16):
+        tag = struct.unpack_from("<q", data, at)[0]
+        if tag in _SIZE_TAGS:
+            found[at + 8] = tag
+    return found
+
+
+def _relocations(data: bytes, size_entries: dict[int, int]) -> tuple[set[tuple[int, int, int, int]], set[int]] | None:
+    """(RELA entries as (offset, type, symbol, addend), RELR targets) as the loader reads them:
+    the tables of the section headers, as long as the dynamic section says; None when the
+    dynamic section claims more than the tables hold."""
     try:
         sections = _sections(data)
     except (struct.error, ValueError, IndexError, UnicodeDecodeError):
         return None
-    rela: set[tuple[int, int, int, int]] = set()
-    for name in (".rela.dyn", ".rela.plt"):
+    sizes = {_SIZE_TAGS[tag]: struct.unpack_from("<Q", data, at)[0] for at, tag in size_entries.items()}
+    tables: dict[str, bytes] = {}
+    for name in (".rela.dyn", ".rela.plt", ".relr.dyn"):
         if name in sections:
             offset, size = sections[name]
-            for r_offset, info, addend in struct.iter_unpack("<QQq", data[offset : offset + size]):
-                rela.add((r_offset, info & 0xFFFFFFFF, info >> 32, addend))
+            if sizes.get(name, size) > size:
+                return None
+            tables[name] = data[offset : offset + sizes.get(name, size)]
+    rela: set[tuple[int, int, int, int]] = set()
+    for name in (".rela.dyn", ".rela.plt"):
+        raw = tables.get(name, b"")
+        for r_offset, info, addend in struct.iter_unpack("<QQq", raw[: len(raw) - len(raw) % 24]):
+            rela.add((r_offset, info & 0xFFFFFFFF, info >> 32, addend))
     relr: set[int] = set()
-    if ".relr.dyn" in sections:
-        offset, size = sections[".relr.dyn"]
-        where = 0
-        for (entry,) in struct.iter_unpack("<Q", data[offset : offset + size]):
-            if entry & 1 == 0:
-                relr.add(entry)
-                where = entry + 8
-            else:
-                for bit in range(63):
-                    if entry >> (bit + 1) & 1:
-                        relr.add(where + 8 * bit)
-                where += 63 * 8
+    where = 0
+    raw = tables.get(".relr.dyn", b"")
+    for (entry,) in struct.iter_unpack("<Q", raw[: len(raw) - len(raw) % 8]):
+        if entry & 1 == 0:
+            relr.add(entry)
+            where = entry + 8
+        else:
+            for bit in range(63):
+                if entry >> (bit + 1) & 1:
+                    relr.add(where + 8 * bit)
+            where += 63 * 8
     return rela, relr
 
 
 def changes_only_relocation_meaning(base: bytes, image: bytes) -> bool:
     """Whether ``image`` differs from ``base`` only in the values its relocations compute: every
     relocation still writes where one wrote before (or was dropped: RELR bits cleared, a type
-    turned into NONE), with a plain value type (another symbol, another addend, RELATIVE instead
+    turned into NONE, a table size shrunk in the dynamic section), with a plain value type (another symbol, another addend, RELATIVE instead
     of GLOB_DAT). The loader writes the same places; what changed is what the program's data
     means, like a flipped bit in its code, which no loader can tell from a real program."""
     sections = _sections(base)
+    size_entries = _size_entries(base)
     blank_base, blank_image = bytearray(base), bytearray(image)
     for name in (".rela.dyn", ".rela.plt", ".relr.dyn"):
-        if name in sections:  # outside the relocation tables, nothing may differ
+        if name in sections:  # outside the relocation tables and their sizes, nothing may differ
             offset, size = sections[name]
             blank_base[offset : offset + size] = blank_image[offset : offset + size] = bytes(size)
+    for at in size_entries:
+        blank_base[at : at + 8] = blank_image[at : at + 8] = bytes(8)
     if blank_base != blank_image:
         return False
-    before, after = _relocations(base), _relocations(image)
+    before, after = _relocations(base, size_entries), _relocations(image, size_entries)
     if before is None or after is None:
         return False
     (rela_before, relr_before), (rela_after, relr_after) = before, after

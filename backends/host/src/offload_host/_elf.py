@@ -347,6 +347,10 @@ class _Checker:
         for index, (st_name, info, other, shndx, value, size) in enumerate(self.syms):
             name = self.string(st_name, f"symbol {index}")
             kind = info & 0xF
+            if info >> 4 not in (0, 1, 2, 10) or kind not in (0, 1, 2, 3, 4, 5, 6, 10) or other > 3:
+                raise ElfProblem(f"symbol {index} has a reserved binding, type or visibility")
+            if 0xFF00 <= shndx and shndx not in (SHN_ABS, 0xFFF2):  # SHN_COMMON
+                raise ElfProblem(f"symbol {index} has a reserved section index {shndx:#x}")
             defined = index and shndx not in (SHN_UNDEF, SHN_ABS)
             if defined and self.sections is not None and shndx < 0xFF00 and kind != STT_TLS:
                 if shndx >= len(self.sections):
@@ -425,7 +429,7 @@ class _Checker:
             if table not in self.dyn:
                 continue
             size = self.dyn[size_tag]
-            if size % 24:
+            if size % 24 or (table == DT_JMPREL and not size):
                 raise ElfProblem(f"{what} size is not a whole number of entries")
             raw = self.mem(self.dyn[table], size, what)
             for r_offset, r_info, addend in struct.iter_unpack("<QQq", raw):
@@ -474,6 +478,9 @@ class _Checker:
             # written by exactly one of them (an unrelocated slot would be a jump to nowhere).
             first = self.dyn[DT_PLTGOT] + 24
             end = first + sum(width for _, width in plt_slots)
+            got_size = self.progbits.get(self.dyn[DT_PLTGOT])
+            if got_size is not None and got_size != end - first + 24:
+                raise ElfProblem(f"the PLT relocations fill {end - first} bytes of the PLT's GOT, which has {got_size - 24}")
             if any(not first <= at < end for at, _ in plt_slots):
                 raise ElfProblem("a PLT relocation writes outside the PLT's slots of DT_PLTGOT")
         self.relr_done: set[int] = set()
@@ -527,9 +534,9 @@ class _Checker:
             raise ElfProblem(f"{what} at {vaddr:#x} is not the start of a function")
 
     def pointer(self, value: int, what: str) -> None:
-        """A relocated pointer into the image points inside it (or just past its end)."""
-        if not self.low <= value <= self.high:
-            raise ElfProblem(f"{what} points to {value:#x}, outside the image [{self.low:#x}, {self.high:#x}]")
+        """A relocated pointer into the image points into a loaded segment (or just past one)."""
+        if not any(start <= value <= start + memsz for start, memsz, _o, _f, _fl in self.image.segments):
+            raise ElfProblem(f"{what} points to {value:#x}, outside the loaded segments")
 
     def function_starts(self) -> None:
         """From the section headers, when the image kept them (the loader never reads them:
@@ -539,6 +546,7 @@ class _Checker:
         self.starts: set[int] | None = None
         self.sections: list[tuple[int, int]] | None = None
         self.recorded: dict[bytes, set[tuple[int, int, int]]] | None = None  # name -> {(value, size, type)}
+        self.progbits: dict[int, int] = {}  # address -> size of writable data sections
         data = self.data
         try:
             e_shoff = struct.unpack_from("<Q", data, 40)[0]
@@ -551,9 +559,16 @@ class _Checker:
                 # Allocated sections must be where the segments map them (else the segments map
                 # other bytes than the code and data the symbols describe).
                 if flags & 2 and sh_type != 8 and size:  # SHF_ALLOC, not SHT_NOBITS
+                    mapped = False
                     for vaddr, memsz, seg_offset, filesz, _fl in self.image.segments:
-                        if vaddr <= addr < vaddr + memsz and (addr + size > vaddr + filesz or offset - seg_offset != addr - vaddr):
-                            raise ElfProblem(f"the section at {addr:#x} is not where its segment maps it")
+                        if vaddr <= addr < vaddr + memsz:
+                            if addr + size > vaddr + filesz or offset - seg_offset != addr - vaddr:
+                                raise ElfProblem(f"the section at {addr:#x} is not where its segment maps it")
+                            mapped = True
+                    if not mapped:
+                        raise ElfProblem(f"the section at {addr:#x} is in no loadable segment")
+                if sh_type == 1 and flags & 3 == 3:  # a writable SHT_PROGBITS: maybe the PLT's GOT
+                    self.progbits[addr] = size
             for sh_type, _flags, _addr, offset, size, link, entsize in headers:
                 if sh_type != 2:  # SHT_SYMTAB
                     continue

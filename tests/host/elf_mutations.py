@@ -2,7 +2,7 @@
 
 Base images are real shared objects built by ``offload_host.build_program`` in the shapes the
 loader has to cope with (kernels only; linked with libc through the PLT and versioned symbols;
-a version definition; SysV and GNU hash tables; RELR relocations; constructors). Each corrupted
+a version definition; SysV and GNU hash tables; RELR relocations; constructors; stripped). Each corrupted
 image is one base image with one to three mutations inside one named ELF region, chosen by a
 seeded generator, so the same seed always yields the same images.
 """
@@ -92,6 +92,8 @@ def base_images() -> list[BaseImage]:
         ("global_ctor", offload_host.build_test_kernel("global_ctor")),
         ("libc_sysv_gnu_hash", offload_host.build_program(_LIBC_PROGRAM, name="libc_both", cflags=["-Wl,--hash-style=both"])),
         ("libc_relr", offload_host.build_program(_LIBC_PROGRAM, name="libc_relr", cflags=["-Wl,-z,pack-relative-relocs"])),
+        # stripped (no .symtab): the checks cannot know where functions start
+        ("libc_relr_stripped", offload_host.build_program(_LIBC_PROGRAM, name="libc_relr_s", cflags=["-Wl,-z,pack-relative-relocs", "-s"])),
     ]
     images = [BaseImage(name, data, _regions(data)) for name, data in builds]
     return images
@@ -238,3 +240,50 @@ def changes_only_relocation_meaning(base: bytes, image: bytes) -> bool:
         if (r_type == 8) != (sym == 0) or sym >= len(symbols) or symbols[sym][1] & 0xF == 6:
             return False
     return True
+
+
+def _called_code(data: bytes) -> tuple[set[int], list[tuple[int, int]], dict[str, tuple[int, int]]] | None:
+    """(the addresses the loader calls: DT_INIT, DT_FINI and the init/fini array entries as RELR
+    leaves them, the executable segments, the sections) of an image without RELA-relocated
+    arrays; None when it cannot be read that way."""
+    try:
+        sections = _sections(data)
+        offset, size = sections[".dynamic"]
+        dyn = dict(struct.iter_unpack("<qQ", data[offset : offset + size]))
+        phoff = struct.unpack_from("<Q", data, 32)[0]
+        phnum = struct.unpack_from("<H", data, 56)[0]
+        segments = [struct.unpack_from("<IIQQQQQQ", data, phoff + 56 * i) for i in range(phnum)]
+    except (struct.error, ValueError, KeyError, IndexError, UnicodeDecodeError):
+        return None
+    code = [(vaddr, memsz) for p_type, flags, _o, vaddr, _p, _f, memsz, _a in segments if p_type == 1 and flags & 1]
+    called = {dyn[tag] for tag in (12, 13) if tag in dyn}  # DT_INIT DT_FINI
+    for name in (".init_array", ".fini_array"):
+        if name in sections:
+            offset, size = sections[name]
+            called.update(value for (value,) in struct.iter_unpack("<Q", data[offset : offset + size]))
+    return called, code, sections
+
+
+def moves_stripped_code_pointers(base: bytes, image: bytes) -> bool:
+    """Whether ``image`` differs from a STRIPPED, RELR-relocated ``base`` only in the code
+    addresses the loader calls (DT_INIT, DT_FINI, init/fini array entries), all still inside an
+    executable segment. Without a symbol table nothing tells where the image's functions start:
+    such an image is, to any loader, a program whose constructor crashes."""
+    if ".symtab" in _sections(base) or ".relr.dyn" not in _sections(base):
+        return False
+    before, after = _called_code(base), _called_code(image)
+    if before is None or after is None:
+        return False
+    _called, code, sections = before
+    blank_base, blank_image = bytearray(base), bytearray(image)
+    for name in (".init_array", ".fini_array"):
+        if name in sections:
+            offset, size = sections[name]
+            blank_base[offset : offset + size] = blank_image[offset : offset + size] = bytes(size)
+    offset, size = sections[".dynamic"]
+    for at in range(offset, offset + size - 15, 16):
+        if struct.unpack_from("<q", base, at)[0] in (12, 13):
+            blank_base[at + 8 : at + 16] = blank_image[at + 8 : at + 16] = bytes(8)
+    if blank_base != blank_image:
+        return False
+    return all(any(start <= address < start + size for start, size in code) for address in after[0])

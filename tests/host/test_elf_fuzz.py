@@ -9,7 +9,10 @@ One kind of crash is not the loader's and is counted apart: an image whose reloc
 write exactly where the clean image's did (or were dropped), only computing other values (another
 symbol, another addend, RELATIVE instead of GLOB_DAT): the program's data then means something
 else, exactly like a flipped bit in its code, and the program's code crashes on it
-(``elf_mutations.changes_only_relocation_meaning``). Every other crash fails.
+(``elf_mutations.changes_only_relocation_meaning``). The same holds for a stripped image whose
+constructor or destructor addresses moved inside its code: without a symbol table nothing tells
+where its functions start (``elf_mutations.moves_stripped_code_pointers``). Every other crash
+fails.
 """
 
 from __future__ import annotations
@@ -57,9 +60,10 @@ def test_corrupted_images(batch: int, images: list[tuple[str, bytes]], bases: li
     for outcome, (description, data) in zip(report.outcomes, chunk):
         if outcome.crash:
             base = by_name[description.split()[1]]
-            (semantic if elf_mutations.changes_only_relocation_meaning(base, data) else crashes).append(outcome)
+            program_code = elf_mutations.changes_only_relocation_meaning(base, data) or elf_mutations.moves_stripped_code_pointers(base, data)
+            (semantic if program_code else crashes).append(outcome)
     print(f"batch {batch}: {len(chunk)} images, {sum(bool(o.valid) for o in report.outcomes)} valid, "
-          f"{len(crashes)} crashes, {len(semantic)} crashes in the program's code after a relocation changed meaning")
+          f"{len(crashes)} crashes, {len(semantic)} crashes in the program's own code (relocation values or stripped code pointers changed)")
     assert not crashes, "\n".join(f"{o.crash}: {o.description}" for o in crashes)
     assert not report.raw_exceptions, "\n".join(f"{o.error}: {o.description}" for o in report.raw_exceptions)
     assert not report.disagreements, "\n".join(

@@ -469,6 +469,8 @@ class _Checker:
                     words = range(r_offset, r_offset + width, 8)
                     if any(word in written for word in words):
                         raise ElfProblem(f"two relocations write the bytes at {r_offset:#x}")
+                    if DT_PLTGOT in self.dyn and any(self.dyn[DT_PLTGOT] <= w < self.dyn[DT_PLTGOT] + 24 for w in words):
+                        raise ElfProblem(f"a relocation writes the reserved words of DT_PLTGOT at {r_offset:#x}")
                     written.update(words)
                 self.relocated[r_offset] = (r_type, r_sym, addend)
                 if table == DT_JMPREL:

@@ -52,6 +52,7 @@ kernel_params_of: dict[int, tuple[KernelParam, ...] | None] = {}
 _trials: OrderedDict[bytes, str | None] = OrderedDict()  # sha256 of an image -> trial verdict
 _trials_lock = threading.Lock()
 _TRIALS_KEPT = 1024
+_TRIAL_S = 60
 
 
 # --- the private copy ---------------------------------------------------------------------------
@@ -124,15 +125,21 @@ def _trial_load(fd: int) -> str | None:
     if loader is None:
         return None
     env = dict(os.environ, LD_TRACE_LOADED_OBJECTS="1", LD_WARN="yes", LD_BIND_NOW="yes")
-    env.pop("LD_PRELOAD", None)
+    env.pop("LD_PRELOAD", None)  # preloaded symbols are in this process's global scope (below)
     try:
         result = subprocess.run(
-            [loader, f"/proc/self/fd/{fd}"], pass_fds=(fd,), env=env, capture_output=True, timeout=60, check=False
+            [loader, f"/proc/self/fd/{fd}"], pass_fds=(fd,), env=env, capture_output=True, timeout=_TRIAL_S, check=False
         )
+    except subprocess.TimeoutExpired:
+        return f"the dynamic loader did not finish a trial load within {_TRIAL_S} s"
     except (OSError, subprocess.SubprocessError):
         return None
     if result.returncode < 0:
-        return f"the dynamic loader crashed on it in a trial load ({signal.Signals(-result.returncode).name})"
+        try:
+            name = signal.Signals(-result.returncode).name
+        except ValueError:
+            name = f"signal {-result.returncode}"
+        return f"the dynamic loader crashed on it in a trial load ({name})"
     stderr = result.stderr.decode(errors="replace").replace(f"/proc/self/fd/{fd}", "<image>")
     # The child's global scope is the image and its own dependencies; dlopen here also resolves
     # against this process's (python, libm, RTLD_GLOBAL libraries): such symbols are fine.

@@ -17,7 +17,14 @@
  * in the kernel body (static local memory) or OFFLOAD_LOCAL_MEM (the dynamic local
  * memory of DynSharedMemory bytes, 64-byte aligned, private to the group).
  *
+ * A program's constructors run in the calling process at olCreateProgram, its destructors at
+ * olDestroyProgram, exactly as with dlopen: the backend checks the image's structure (tables,
+ * relocations) before loading it, but a constructor that crashes takes the process with it.
+ * Only symbols the program itself defines are found (functions as kernels, data objects as
+ * globals), never those of the libraries it links.
+ *
  *     struct foo_args { uint32_t *out; };
+ *     OFFLOAD_KERNEL_PARAMS(foo, struct foo_args, OFFLOAD_POINTER(out));
  *     OFFLOAD_KERNEL(foo) {
  *         const struct foo_args *a = OFFLOAD_ARGS(struct foo_args);
  *         OFFLOAD_FOR_EACH_ITEM(tid) { a->out[offload_global_id_x(tid)] = tid.x; }

@@ -429,7 +429,8 @@ class _Checker:
             if table not in self.dyn:
                 continue
             size = self.dyn[size_tag]
-            if size % 24 or (table == DT_JMPREL and not size):
+            self.table_size(table, size, what)
+            if size % 24:
                 raise ElfProblem(f"{what} size is not a whole number of entries")
             raw = self.mem(self.dyn[table], size, what)
             for r_offset, r_info, addend in struct.iter_unpack("<QQq", raw):
@@ -488,6 +489,7 @@ class _Checker:
         self.relr_done: set[int] = set()
         if DT_RELR in self.dyn:
             size = self.dyn[DT_RELRSZ]
+            self.table_size(DT_RELR, size, "DT_RELR")
             if size % 8:
                 raise ElfProblem("DT_RELRSZ is not a whole number of entries")
             where: int | None = None
@@ -505,6 +507,20 @@ class _Checker:
                         bits >>= 1
                         index += 1
                     where += 63 * 8
+
+    def table_size(self, table: int, size: int, what: str) -> None:
+        """A relocation table the dynamic section names is not empty and, when the image kept its
+        section headers, starts at a relocation section and covers all of it: linkers write
+        nothing else."""
+        if not size:
+            raise ElfProblem(f"{what} is named but empty")
+        if not self.relocation_sections:
+            return
+        section = self.relocation_sections.get(self.dyn[table])
+        if section is None:
+            raise ElfProblem(f"{what} does not start at a relocation section")
+        if size < section:
+            raise ElfProblem(f"{what} covers {size} bytes of its {section}-byte section")
 
     def relr_target(self, vaddr: int) -> None:
         """A RELR relocation adds the base to the pointer stored at ``vaddr`` (once)."""
@@ -549,6 +565,7 @@ class _Checker:
         self.sections: list[tuple[int, int]] | None = None
         self.recorded: dict[bytes, set[tuple[int, int, int]]] | None = None  # name -> {(value, size, type)}
         self.progbits: dict[int, int] = {}  # address -> size of writable data sections
+        self.relocation_sections: dict[int, int] = {}  # address -> size of RELA/RELR sections
         data = self.data
         try:
             e_shoff = struct.unpack_from("<Q", data, 40)[0]
@@ -571,6 +588,8 @@ class _Checker:
                         raise ElfProblem(f"the section at {addr:#x} is in no loadable segment")
                 if sh_type == 1 and flags & 3 == 3:  # a writable SHT_PROGBITS: maybe the PLT's GOT
                     self.progbits[addr] = size
+                if sh_type in (4, 19):  # SHT_RELA, SHT_RELR
+                    self.relocation_sections[addr] = size
             for sh_type, _flags, _addr, offset, size, link, entsize in headers:
                 if sh_type != 2:  # SHT_SYMTAB
                     continue

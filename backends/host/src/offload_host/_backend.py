@@ -102,8 +102,8 @@ class HostBackend:
     def launch_kernel(
         self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
-        groups, items, local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
-        if groups.x * items.x > _ID_LIMIT or groups.y * items.y > _ID_LIMIT or groups.z * items.z > _ID_LIMIT:
+        (gx, gy, gz), (ix, iy, iz), local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
+        if gx * ix > _ID_LIMIT or gy * iy > _ID_LIMIT or gz * iz > _ID_LIMIT:
             raise OffloadError(ErrorCode.INVALID_SIZE, _id_overflow(launch))
         if local > device.local_memory_limit:
             raise OffloadError(
@@ -111,11 +111,11 @@ class HostBackend:
                 f"DynSharedMemory {local} exceeds the host's local memory limit {device.local_memory_limit}",
             )
         if queue is None:
-            _launch(device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
+            _launch(device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local)
             return
         if args is not None and type(args) is not bytes:
             args = bytes(args)  # the caller may reuse its buffer once we return
-        queue.submit(_launch, device.pool, kernel, args, groups.x, groups.y, groups.z, items.x, items.y, items.z, local)
+        queue.submit(_launch, device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local)
 
     # --- memory ------------------------------------------------------------------------------
 

@@ -352,7 +352,7 @@ class _Checker:
             if 0xFF00 <= shndx and shndx not in (SHN_ABS, 0xFFF2):  # SHN_COMMON
                 raise ElfProblem(f"symbol {index} has a reserved section index {shndx:#x}")
             defined = index and shndx not in (SHN_UNDEF, SHN_ABS)
-            if defined and self.sections is not None and shndx < 0xFF00 and kind != STT_TLS:
+            if defined and self.sections is not None and shndx < 0xFF00 and kind in (STT_FUNC, STT_OBJECT, STT_GNU_IFUNC):
                 if shndx >= len(self.sections):
                     raise ElfProblem(f"symbol {index} names section {shndx}, past the last one")
                 start, length = self.sections[shndx]
@@ -477,13 +477,13 @@ class _Checker:
                 if table == DT_JMPREL:
                     plt_slots.append((r_offset, width))
         if plt_slots and DT_PLTGOT in self.dyn and types is not None:
-            # The PLT's GOT: three reserved words, then one slot per PLT relocation, each
-            # written by exactly one of them (an unrelocated slot would be a jump to nowhere).
+            # The PLT's GOT: three reserved words, then the slots of the PLT relocations, each
+            # written by exactly one of them, inside the GOT's section when the image kept it.
             first = self.dyn[DT_PLTGOT] + 24
             end = first + sum(width for _, width in plt_slots)
             got_size = self.progbits.get(self.dyn[DT_PLTGOT])
-            if got_size is not None and got_size != end - first + 24:
-                raise ElfProblem(f"the PLT relocations fill {end - first} bytes of the PLT's GOT, which has {got_size - 24}")
+            if got_size is not None and end - first + 24 > got_size:
+                raise ElfProblem(f"the PLT relocations need {end - first} bytes of the PLT's GOT, which has {got_size - 24}")
             if any(not first <= at < end for at, _ in plt_slots):
                 raise ElfProblem("a PLT relocation writes outside the PLT's slots of DT_PLTGOT")
         self.relr_done: set[int] = set()

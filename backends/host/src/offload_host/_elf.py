@@ -352,9 +352,9 @@ class _Checker:
             if 0xFF00 <= shndx and shndx not in (SHN_ABS, 0xFFF2):  # SHN_COMMON
                 raise ElfProblem(f"symbol {index} has a reserved section index {shndx:#x}")
             defined = index and shndx not in (SHN_UNDEF, SHN_ABS)
+            if defined and self.sections is not None and shndx < 0xFF00 and shndx >= len(self.sections):
+                raise ElfProblem(f"symbol {index} names section {shndx}, past the last one")
             if defined and self.sections is not None and shndx < 0xFF00 and kind in (STT_FUNC, STT_OBJECT, STT_GNU_IFUNC):
-                if shndx >= len(self.sections):
-                    raise ElfProblem(f"symbol {index} names section {shndx}, past the last one")
                 start, length = self.sections[shndx]
                 if not start <= value <= start + length or value + size > start + length:
                     raise ElfProblem(f"symbol {index} lies outside its own section")
@@ -451,6 +451,8 @@ class _Checker:
                         raise ElfProblem("a GOT or PLT relocation has an addend")
                     if r_sym:
                         _n, info, other, shndx, _v, _s = self.syms[r_sym]
+                        if info >> 4 == STB_LOCAL:
+                            raise ElfProblem(f"a relocation names local symbol {r_sym} (linkers use RELATIVE)")
                         if (r_type in _TLS_TYPES[self.machine]) != (info & 0xF == STT_TLS):
                             raise ElfProblem(f"relocation type {r_type} does not fit the kind of symbol {r_sym}")
                         if shndx == SHN_UNDEF and (info >> 4 not in (1, 2, 10) or other & 3):

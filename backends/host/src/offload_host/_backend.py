@@ -15,8 +15,8 @@ from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
 
 _launch = _native.launch
-_ID_LIMIT = 1 << 32  # offload_host.h: global ids are uint32_t
 _fill = _native.fill
+_ID_LIMIT = 1 << 32  # offload_host.h: global ids are uint32_t, so at most 2**32 per dimension
 
 
 class HostDevice:

@@ -80,7 +80,9 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
         for (offload_dim3_t tid = {offload_x_, offload_y_, offload_z_}; offload_once_;   \
              offload_once_ = 0)
 
-/* Global ids of a work-item (group_id * group_size + tid), per dimension. */
+/* Global ids of a work-item (group_id * group_size + tid), per dimension, as uint32_t: a
+ * launch whose NumGroups * GroupSize exceeds 2**32 in some dimension is refused with
+ * INVALID_SIZE, so these never wrap. */
 #define offload_global_id_x(tid) (offload_group_->group_id.x * offload_group_->group_size.x + (tid).x)
 #define offload_global_id_y(tid) (offload_group_->group_id.y * offload_group_->group_size.y + (tid).y)
 #define offload_global_id_z(tid) (offload_group_->group_id.z * offload_group_->group_size.z + (tid).z)

@@ -425,6 +425,7 @@ class _Checker:
         self.relocated: dict[int, tuple[int, int, int]] = {}  # target -> (type, symbol, addend)
         plt_slots: list[tuple[int, int]] = []
         written: set[int] = set()  # 8-byte words written by RELA relocations
+        got_entries: set[tuple[int, int]] = set()  # (GLOB_DAT or JUMP_SLOT, symbol)
         for table, size_tag, what in ((DT_RELA, DT_RELASZ, "DT_RELA"), (DT_JMPREL, DT_PLTRELSZ, "DT_JMPREL")):
             if table not in self.dyn:
                 continue
@@ -447,8 +448,12 @@ class _Checker:
                         raise ElfProblem(f"a relocation of type {r_type} names a symbol")
                     if r_sym == 0 and r_type in _NEED_SYMBOL[self.machine]:
                         raise ElfProblem(f"a relocation of type {r_type} names no symbol")
-                    if r_type in _GOT_TYPES[self.machine] and addend:
-                        raise ElfProblem("a GOT or PLT relocation has an addend")
+                    if r_type in _GOT_TYPES[self.machine]:
+                        if addend:
+                            raise ElfProblem("a GOT or PLT relocation has an addend")
+                        if (r_type, r_sym) in got_entries:  # linkers make one GOT entry / PLT slot per symbol
+                            raise ElfProblem(f"symbol {r_sym} has two relocations of type {r_type}")
+                        got_entries.add((r_type, r_sym))
                     if r_sym:
                         _n, info, other, shndx, _v, _s = self.syms[r_sym]
                         if info >> 4 == STB_LOCAL:

@@ -2,9 +2,9 @@
 
 Base images are real shared objects built by ``offload_host.build_program`` in the shapes the
 loader has to cope with (kernels only; linked with libc through the PLT and versioned symbols;
-a version definition; SysV and GNU hash tables; RELR relocations; constructors; stripped). Each corrupted
-image is one base image with one to three mutations inside one named ELF region, chosen by a
-seeded generator, so the same seed always yields the same images.
+a version definition; SysV and GNU hash tables; RELR relocations; constructors; stripped).
+Each corrupted image is one base image with one to three mutations inside one named ELF region,
+chosen by a seeded generator, so the same seed always yields the same images.
 """
 
 from __future__ import annotations
@@ -85,17 +85,33 @@ def _regions(data: bytes) -> dict[str, tuple[int, int]]:
     return regions
 
 
+#: Base images whose linker flags this toolchain refused (name -> why), e.g. RELR before binutils 2.38.
+UNBUILDABLE: dict[str, str] = {}
+
+
 def base_images() -> list[BaseImage]:
     """The clean images every corrupted image starts from (built once, cached on disk)."""
-    builds = [
-        ("foo", offload_host.build_test_kernel("foo")),
-        ("global_ctor", offload_host.build_test_kernel("global_ctor")),
-        ("libc_sysv_gnu_hash", offload_host.build_program(_LIBC_PROGRAM, name="libc_both", cflags=["-Wl,--hash-style=both"])),
-        ("libc_relr", offload_host.build_program(_LIBC_PROGRAM, name="libc_relr", cflags=["-Wl,-z,pack-relative-relocs"])),
+    from offload import OffloadError
+
+    relr = ["-Wl,-z,pack-relative-relocs"]
+    recipes = [
+        ("foo", lambda: offload_host.build_test_kernel("foo")),
+        ("global_ctor", lambda: offload_host.build_test_kernel("global_ctor")),
+        ("libc_sysv_gnu_hash", lambda: offload_host.build_program(_LIBC_PROGRAM, name="libc_both", cflags=["-Wl,--hash-style=both"])),
+        ("libc_relr", lambda: offload_host.build_program(_LIBC_PROGRAM, name="libc_relr", cflags=relr)),
         # stripped (no .symtab): the checks cannot know where functions start
-        ("libc_relr_stripped", offload_host.build_program(_LIBC_PROGRAM, name="libc_relr_s", cflags=["-Wl,-z,pack-relative-relocs", "-s"])),
+        ("libc_relr_stripped", lambda: offload_host.build_program(_LIBC_PROGRAM, name="libc_relr_s", cflags=[*relr, "-s"])),
     ]
-    images = [BaseImage(name, data, _regions(data)) for name, data in builds]
+    images = []
+    for name, build in recipes:
+        try:
+            data = build()
+        except OffloadError as exc:
+            if name in ("foo", "global_ctor"):
+                raise
+            UNBUILDABLE[name] = str(exc)
+            continue
+        images.append(BaseImage(name, data, _regions(data)))
     return images
 
 

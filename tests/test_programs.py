@@ -15,7 +15,15 @@ import offload_host
 
 
 def _temp_copies() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "offload-host-*.so")))
+    """The private copies of loaded images: open anonymous files (and any named temp copy)."""
+    fds = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:offload-host-image"):
+                fds.add(fd)
+        except OSError:
+            pass
+    return fds | set(glob.glob(os.path.join(tempfile.gettempdir(), "offload-host-*.so")))
 
 
 def test_program_data_is_copied(host: ol.Device) -> None:
@@ -69,16 +77,18 @@ def test_destroy_unloads_that_image_and_runs_destructors(host: ol.Device) -> Non
 def test_shutdown_unloads_what_is_left(run_python) -> None:
     code = """
 import glob, os, tempfile, offload as ol, offload_host
-pattern = os.path.join(tempfile.gettempdir(), "offload-host-*.so")
-before = set(glob.glob(pattern))
+def copies():
+    fds = {fd for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}") and os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:offload-host")}
+    return fds | set(glob.glob(os.path.join(tempfile.gettempdir(), "offload-host-*.so")))
+before = copies()
 ol.olInit()
 found = []
 ol.olIterateDevices(lambda d, u: found.append(d) or True)
 for name in ("foo", "global", "global_ctor"):
     ol.olCreateProgram(found[-1], offload_host.build_test_kernel(name))
-assert len(set(glob.glob(pattern)) - before) == 3
+assert len(copies() - before) == 3
 ol.olShutDown()
-assert set(glob.glob(pattern)) - before == set(), "shutdown left images loaded"
+assert copies() - before == set(), "shutdown left images loaded"
 maps = open("/proc/self/maps").read()
 assert "offload-host-" not in maps, "an image is still mapped"
 print("ok")

@@ -6,13 +6,13 @@ import ctypes
 import functools
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, OffloadError, hookimpl
+from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
 
 from . import _device_info, _native
-from ._image import HostImage, elf_problem
+from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
 
 _launch = _native.launch
@@ -20,6 +20,7 @@ _copy_on = _native.copy_on
 _fill_on = _native.fill_on
 _memmove = ctypes.memmove
 _partial = functools.partial
+_ID_LIMIT = 1 << 32  # offload_host.h: global ids are uint32_t, so at most 2**32 per dimension
 
 
 class HostDevice:
@@ -38,6 +39,17 @@ class HostDevice:
         self.local_memory_limit = _device_info.local_memory_limit()
         self.registered: dict[int, list[int]] = {}  # base -> [size, users, locked]
         self.lock = threading.Lock()
+
+
+def _id_overflow(launch: KernelLaunchSizeArgs) -> str:
+    for axis in "xyz":
+        groups, items = getattr(launch.num_groups, axis), getattr(launch.group_size, axis)
+        if groups * items > _ID_LIMIT:
+            return (
+                f"NumGroups.{axis} * GroupSize.{axis} = {groups} * {items} = {groups * items} work-items: "
+                f"their global ids do not fit the host kernels' 32-bit ids (at most {_ID_LIMIT})"
+            )
+    raise AssertionError("no dimension overflows")
 
 
 def _libc() -> ctypes.CDLL:
@@ -71,7 +83,11 @@ class HostBackend:
 
     @hookimpl
     def is_valid_binary(self, device: HostDevice, data: bytes) -> bool:
-        return elf_problem(data) is None
+        """The checks of load_binary without loading (a trial load in a child process)."""
+        try:
+            return image_problem(data) is None
+        except OffloadError:  # no scratch copy could be made: it would not load either
+            return False
 
     @hookimpl
     def load_binary(self, device: HostDevice, data: bytes) -> HostImage:
@@ -90,10 +106,18 @@ class HostBackend:
         return image.global_variable(name)
 
     @hookimpl
+    def kernel_params(self, device: HostDevice, kernel: int) -> Sequence[KernelParam] | None:
+        """What the kernel declared with OFFLOAD_KERNEL_PARAMS; None for an undeclared kernel
+        (launchable, its argument buffer unchecked: see offload_host.h)."""
+        return kernel_params_of.get(kernel)
+
+    @hookimpl
     def launch_kernel(
         self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
         (gx, gy, gz), (ix, iy, iz), local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
+        if gx * ix > _ID_LIMIT or gy * iy > _ID_LIMIT or gz * iz > _ID_LIMIT:
+            raise OffloadError(ErrorCode.INVALID_SIZE, _id_overflow(launch))
         if local > device.local_memory_limit:
             raise OffloadError(
                 ErrorCode.OUT_OF_RESOURCES,

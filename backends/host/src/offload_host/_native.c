@@ -561,7 +561,14 @@ static PyObject *py_dl_symbol(PyObject *m, PyObject *const *args, Py_ssize_t nar
   void *addr = dlsym(handle, name);
   if (addr == NULL) Py_RETURN_NONE;
 
+  /* dlsym also searches the library's dependencies (libc's "system", "environ"): only a
+   * definition inside the library itself counts. */
+  struct link_map *own = NULL, *defining = NULL;
   Dl_info info;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &own) != 0 || own == NULL ||
+      dladdr1(addr, &info, (void **)&defining, RTLD_DL_LINKMAP) == 0 || defining != own)
+    Py_RETURN_NONE;
+
   const ElfW(Sym) *sym = NULL;
   unsigned long long size = 0;
   int kind = 2;
@@ -575,6 +582,18 @@ static PyObject *py_dl_symbol(PyObject *m, PyObject *const *args, Py_ssize_t nar
     }
   }
   return Py_BuildValue("(NKi)", from_ptr(addr), size, kind);
+}
+
+/* The load base (link_map l_addr) of a library: symbol values of the library are relative
+ * to it. */
+static PyObject *py_dl_base(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *handle;
+  if (check_nargs("dl_base", nargs, 1) < 0 || parse_ptr(args[0], &handle) < 0) return NULL;
+  struct link_map *map = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == NULL)
+    return set_dl_error(dlerror(), "dlinfo failed");
+  return PyLong_FromUnsignedLongLong((unsigned long long)map->l_addr);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -664,7 +683,9 @@ static PyMethodDef native_methods[] = {
                       "dlopen(path, RTLD_NOW | RTLD_LOCAL); OSError with dlerror() on failure."),
     FASTCALL(dl_close, "dl_close(handle)\n\ndlclose; OSError with dlerror() on failure."),
     FASTCALL(dl_symbol, "dl_symbol(handle, name) -> (address, size, kind) | None\n\n"
+                        "A symbol the library itself defines (None for one of its dependencies').\n"
                         "kind: 0 function, 1 data object, 2 other."),
+    FASTCALL(dl_base, "dl_base(handle) -> address\n\nThe load base (l_addr) of the library."),
     FASTCALL(mem_alloc, "mem_alloc(size) -> address\n\n64-byte aligned allocation."),
     FASTCALL(mem_free, "mem_free(address)\n\nFree memory from mem_alloc."),
     FASTCALL(fill, "fill(address, pattern, size)\n\n"

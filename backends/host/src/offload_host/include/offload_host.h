@@ -17,7 +17,14 @@
  * in the kernel body (static local memory) or OFFLOAD_LOCAL_MEM (the dynamic local
  * memory of DynSharedMemory bytes, 64-byte aligned, private to the group).
  *
+ * A program's constructors run in the calling process at olCreateProgram, its destructors at
+ * olDestroyProgram, exactly as with dlopen: the backend checks the image's structure (tables,
+ * relocations) before loading it, but a constructor that crashes takes the process with it.
+ * Only symbols the program itself defines are found (functions as kernels, data objects as
+ * globals), never those of the libraries it links.
+ *
  *     struct foo_args { uint32_t *out; };
+ *     OFFLOAD_KERNEL_PARAMS(foo, struct foo_args, OFFLOAD_POINTER(out));
  *     OFFLOAD_KERNEL(foo) {
  *         const struct foo_args *a = OFFLOAD_ARGS(struct foo_args);
  *         OFFLOAD_FOR_EACH_ITEM(tid) { a->out[offload_global_id_x(tid)] = tid.x; }
@@ -73,7 +80,9 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
         for (offload_dim3_t tid = {offload_x_, offload_y_, offload_z_}; offload_once_;   \
              offload_once_ = 0)
 
-/* Global ids of a work-item (group_id * group_size + tid), per dimension. */
+/* Global ids of a work-item (group_id * group_size + tid), per dimension, as uint32_t: a
+ * launch whose NumGroups * GroupSize exceeds 2**32 in some dimension is refused with
+ * INVALID_SIZE, so these never wrap. */
 #define offload_global_id_x(tid) (offload_group_->group_id.x * offload_group_->group_size.x + (tid).x)
 #define offload_global_id_y(tid) (offload_group_->group_id.y * offload_group_->group_size.y + (tid).y)
 #define offload_global_id_z(tid) (offload_group_->group_id.z * offload_group_->group_size.z + (tid).z)
@@ -81,6 +90,127 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
 /* Linear id of a work-item within its group, x fastest. */
 #define offload_local_linear_id(tid)                                                     \
   (((tid).z * offload_group_->group_size.y + (tid).y) * offload_group_->group_size.x + (tid).x)
+
+/* ---- Kernel parameter declarations ----------------------------------------------------
+ *
+ * A kernel declares its argument struct and each parameter (one line each) at file scope:
+ *
+ *     struct saxpy_args { float a; const float *x; float *y; uint64_t n; };
+ *     OFFLOAD_KERNEL_PARAMS(saxpy, struct saxpy_args,
+ *                           OFFLOAD_FLOAT(a),
+ *                           OFFLOAD_POINTER(x),
+ *                           OFFLOAD_POINTER(y),
+ *                           OFFLOAD_UINT(n));
+ *
+ *     OFFLOAD_KERNEL_NO_PARAMS(noargs);   (a kernel without parameters)
+ *
+ * Kinds: OFFLOAD_POINTER (a device address), OFFLOAD_INT / OFFLOAD_UINT (a signed / unsigned
+ * integer of 1, 2, 4 or 8 bytes), OFFLOAD_FLOAT (2, 4 or 8 bytes), OFFLOAD_BYTES (anything
+ * else: an array, a nested struct). Offsets and sizes come from the struct itself (offsetof,
+ * sizeof), so a declaration cannot drift from the layout. At most 32 parameters; names of
+ * at most OFFLOAD_PARAM_NAME_MAX - 1 bytes.
+ *
+ * The declaration is an exported read-only data object, offload_params_<kernel>. The host
+ * backend reads it from the image's bytes (it never runs code for it) and reports it through
+ * the kernel_params hook: olLaunchKernel then refuses an argument buffer shorter than the end
+ * of the last parameter (INVALID_ARGUMENT, naming both sizes); a longer one (tail padding) is
+ * accepted, as upstream does.
+ *
+ * An UNDECLARED kernel stays launchable but is unchecked: kernel_params returns None and the
+ * kernel reads whatever buffer it is given (NULL for no arguments). Declare every kernel that
+ * reads its arguments.
+ */
+
+enum offload_param_kind {
+  OFFLOAD_PARAM_POINTER_ = 1,
+  OFFLOAD_PARAM_INT_ = 2,
+  OFFLOAD_PARAM_UINT_ = 3,
+  OFFLOAD_PARAM_FLOAT_ = 4,
+  OFFLOAD_PARAM_BYTES_ = 5
+};
+
+#define OFFLOAD_PARAM_NAME_MAX 48 /* bytes of a parameter name, NUL included */
+#define OFFLOAD_PARAMS_MAGIC 0x504B464Fu /* "OFKP" */
+
+typedef struct offload_param_decl {
+  uint64_t offset;
+  uint64_t size;
+  uint32_t kind; /* enum offload_param_kind */
+  uint32_t reserved;
+  char name[OFFLOAD_PARAM_NAME_MAX];
+} offload_param_decl_t;
+
+typedef struct offload_kernel_params {
+  uint32_t magic;     /* OFFLOAD_PARAMS_MAGIC */
+  uint32_t version;   /* 1 */
+  uint64_t args_size; /* sizeof the argument struct */
+  uint64_t count;     /* entries of params */
+  offload_param_decl_t params[32];
+} offload_kernel_params_t;
+
+#define OFFLOAD_POINTER(member) (POINTER_, member)
+#define OFFLOAD_INT(member) (INT_, member)
+#define OFFLOAD_UINT(member) (UINT_, member)
+#define OFFLOAD_FLOAT(member) (FLOAT_, member)
+#define OFFLOAD_BYTES(member) (BYTES_, member)
+
+#define OFFLOAD_KERNEL_PARAMS(kernel, type, ...)                                          \
+  OFFLOAD_PARAMS_LINKAGE_ const offload_kernel_params_t offload_params_##kernel = {       \
+      OFFLOAD_PARAMS_MAGIC, 1, sizeof(type), OFFLOAD_COUNT_(__VA_ARGS__),                  \
+      {OFFLOAD_EACH_(type, __VA_ARGS__)}}
+
+#define OFFLOAD_KERNEL_NO_PARAMS(kernel)                                                  \
+  OFFLOAD_PARAMS_LINKAGE_ const offload_kernel_params_t offload_params_##kernel = {       \
+      OFFLOAD_PARAMS_MAGIC, 1, 0, 0, {{0, 0, 0, 0, ""}}}
+
+/* Implementation details of the declarations. */
+#ifdef __cplusplus
+#define OFFLOAD_PARAMS_LINKAGE_ extern "C" OFFLOAD_EXPORT
+#else
+#define OFFLOAD_PARAMS_LINKAGE_ OFFLOAD_EXPORT
+#endif
+#define OFFLOAD_PARAM_ENTRY_(t, e) OFFLOAD_PARAM_ENTRY2_(t, OFFLOAD_UNPACK_ e)
+#define OFFLOAD_UNPACK_(kind, member) kind, member
+#define OFFLOAD_PARAM_ENTRY2_(t, ...) OFFLOAD_PARAM_ENTRY3_(t, __VA_ARGS__)
+#define OFFLOAD_PARAM_ENTRY3_(t, kind, member)                                            \
+  {offsetof(t, member), sizeof(((t *)0)->member), OFFLOAD_PARAM_##kind, 0, #member}
+#define OFFLOAD_COUNT_(...) OFFLOAD_COUNT2_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
+#define OFFLOAD_COUNT2_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, n, ...) n
+#define OFFLOAD_CAT_(a, b) OFFLOAD_CAT2_(a, b)
+#define OFFLOAD_CAT2_(a, b) a##b
+#define OFFLOAD_EACH_(t, ...) OFFLOAD_CAT_(OFFLOAD_EACH_, OFFLOAD_COUNT_(__VA_ARGS__))(t, __VA_ARGS__)
+#define OFFLOAD_EACH_1(t, e) OFFLOAD_PARAM_ENTRY_(t, e)
+#define OFFLOAD_EACH_2(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_1(t, __VA_ARGS__)
+#define OFFLOAD_EACH_3(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_2(t, __VA_ARGS__)
+#define OFFLOAD_EACH_4(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_3(t, __VA_ARGS__)
+#define OFFLOAD_EACH_5(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_4(t, __VA_ARGS__)
+#define OFFLOAD_EACH_6(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_5(t, __VA_ARGS__)
+#define OFFLOAD_EACH_7(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_6(t, __VA_ARGS__)
+#define OFFLOAD_EACH_8(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_7(t, __VA_ARGS__)
+#define OFFLOAD_EACH_9(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_8(t, __VA_ARGS__)
+#define OFFLOAD_EACH_10(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_9(t, __VA_ARGS__)
+#define OFFLOAD_EACH_11(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_10(t, __VA_ARGS__)
+#define OFFLOAD_EACH_12(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_11(t, __VA_ARGS__)
+#define OFFLOAD_EACH_13(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_12(t, __VA_ARGS__)
+#define OFFLOAD_EACH_14(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_13(t, __VA_ARGS__)
+#define OFFLOAD_EACH_15(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_14(t, __VA_ARGS__)
+#define OFFLOAD_EACH_16(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_15(t, __VA_ARGS__)
+#define OFFLOAD_EACH_17(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_16(t, __VA_ARGS__)
+#define OFFLOAD_EACH_18(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_17(t, __VA_ARGS__)
+#define OFFLOAD_EACH_19(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_18(t, __VA_ARGS__)
+#define OFFLOAD_EACH_20(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_19(t, __VA_ARGS__)
+#define OFFLOAD_EACH_21(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_20(t, __VA_ARGS__)
+#define OFFLOAD_EACH_22(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_21(t, __VA_ARGS__)
+#define OFFLOAD_EACH_23(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_22(t, __VA_ARGS__)
+#define OFFLOAD_EACH_24(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_23(t, __VA_ARGS__)
+#define OFFLOAD_EACH_25(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_24(t, __VA_ARGS__)
+#define OFFLOAD_EACH_26(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_25(t, __VA_ARGS__)
+#define OFFLOAD_EACH_27(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_26(t, __VA_ARGS__)
+#define OFFLOAD_EACH_28(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_27(t, __VA_ARGS__)
+#define OFFLOAD_EACH_29(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_28(t, __VA_ARGS__)
+#define OFFLOAD_EACH_30(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_29(t, __VA_ARGS__)
+#define OFFLOAD_EACH_31(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_30(t, __VA_ARGS__)
+#define OFFLOAD_EACH_32(t, e, ...) OFFLOAD_PARAM_ENTRY_(t, e), OFFLOAD_EACH_31(t, __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 struct byte_args {
   unsigned char c;
 };
+OFFLOAD_KERNEL_PARAMS(byte, struct byte_args, OFFLOAD_UINT(c));
 
 OFFLOAD_KERNEL(byte) {
   (void)OFFLOAD_ARGS(struct byte_args);

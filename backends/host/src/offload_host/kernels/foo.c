@@ -4,6 +4,7 @@
 struct foo_args {
   uint32_t *out;
 };
+OFFLOAD_KERNEL_PARAMS(foo, struct foo_args, OFFLOAD_POINTER(out));
 
 OFFLOAD_KERNEL(foo) {
   const struct foo_args *a = OFFLOAD_ARGS(struct foo_args);

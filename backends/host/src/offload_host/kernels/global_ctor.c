@@ -19,6 +19,7 @@ __attribute__((constructor(202))) static void ctor_add(void) {
 struct global_ctor_args {
   uint32_t *out;
 };
+OFFLOAD_KERNEL_PARAMS(global_ctor, struct global_ctor_args, OFFLOAD_POINTER(out));
 
 OFFLOAD_KERNEL(global_ctor) {
   const struct global_ctor_args *a = OFFLOAD_ARGS(struct global_ctor_args);

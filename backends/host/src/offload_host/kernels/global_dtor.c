@@ -11,6 +11,7 @@ __attribute__((destructor)) static void dtor(void) {
     for (int i = 0; i < 64; ++i) dtor_out[i] = 1;
 }
 
+OFFLOAD_KERNEL_NO_PARAMS(global_dtor);
 OFFLOAD_KERNEL(global_dtor) {
   (void)offload_args_;
   (void)offload_group_;

@@ -5,6 +5,7 @@
 struct localmem_args {
   uint32_t *out;
 };
+OFFLOAD_KERNEL_PARAMS(localmem, struct localmem_args, OFFLOAD_POINTER(out));
 
 OFFLOAD_KERNEL(localmem) {
   const struct localmem_args *a = OFFLOAD_ARGS(struct localmem_args);

@@ -5,6 +5,7 @@
 struct localmem_reduction_args {
   uint32_t *out;
 };
+OFFLOAD_KERNEL_PARAMS(localmem_reduction, struct localmem_reduction_args, OFFLOAD_POINTER(out));
 
 OFFLOAD_KERNEL(localmem_reduction) {
   const struct localmem_reduction_args *a = OFFLOAD_ARGS(struct localmem_reduction_args);

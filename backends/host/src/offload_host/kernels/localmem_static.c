@@ -5,6 +5,7 @@
 struct localmem_static_args {
   uint32_t *out;
 };
+OFFLOAD_KERNEL_PARAMS(localmem_static, struct localmem_static_args, OFFLOAD_POINTER(out));
 
 OFFLOAD_KERNEL(localmem_static) {
   const struct localmem_static_args *a = OFFLOAD_ARGS(struct localmem_static_args);

@@ -6,6 +6,10 @@ struct multiargs_args {
   int *B;
   short C;
 };
+OFFLOAD_KERNEL_PARAMS(multiargs, struct multiargs_args,
+                      OFFLOAD_INT(A),
+                      OFFLOAD_POINTER(B),
+                      OFFLOAD_INT(C));
 
 OFFLOAD_KERNEL(multiargs) {
   (void)OFFLOAD_ARGS(struct multiargs_args);

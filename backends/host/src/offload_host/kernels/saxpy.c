@@ -7,6 +7,11 @@ struct saxpy_args {
   float *y;
   uint64_t n;
 };
+OFFLOAD_KERNEL_PARAMS(saxpy, struct saxpy_args,
+                      OFFLOAD_FLOAT(a),
+                      OFFLOAD_POINTER(x),
+                      OFFLOAD_POINTER(y),
+                      OFFLOAD_UINT(n));
 
 OFFLOAD_KERNEL(saxpy) {
   const struct saxpy_args *p = OFFLOAD_ARGS(struct saxpy_args);

@@ -6,6 +6,9 @@ struct sequence_args {
   uint32_t idx;
   uint32_t *inout;
 };
+OFFLOAD_KERNEL_PARAMS(sequence, struct sequence_args,
+                      OFFLOAD_UINT(idx),
+                      OFFLOAD_POINTER(inout));
 
 OFFLOAD_KERNEL(sequence) {
   const struct sequence_args *a = OFFLOAD_ARGS(struct sequence_args);

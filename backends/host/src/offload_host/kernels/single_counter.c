@@ -8,6 +8,11 @@ struct single_counter_args {
   uint32_t *init_val;
   uint32_t *out;
 };
+OFFLOAD_KERNEL_PARAMS(single_counter, struct single_counter_args,
+                      OFFLOAD_INT(init_loop),
+                      OFFLOAD_INT(addend),
+                      OFFLOAD_POINTER(init_val),
+                      OFFLOAD_POINTER(out));
 
 OFFLOAD_KERNEL(single_counter) {
   const struct single_counter_args *a = OFFLOAD_ARGS(struct single_counter_args);

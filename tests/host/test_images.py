@@ -448,8 +448,13 @@ def test_global_ids_must_fit_32_bits(host: ol.Device, axis: int) -> None:
     kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
     groups, items = [1, 1, 1], [1, 1, 1]
     groups[axis], items[axis] = 2**31 + 1, 2
-    with pytest.raises(ol.OffloadError) as info:
-        ol.olLaunchKernel(None, host, kernel, None, ol.KernelLaunchSizeArgs(3, tuple(groups), tuple(items)))
+    launch = ol.KernelLaunchSizeArgs(3, tuple(groups), tuple(items))
+    with pytest.raises(ol.OffloadError) as info:  # the core refuses first: MAX_WORK_SIZE_PER_DIMENSION
+        ol.olLaunchKernel(None, host, kernel, None, launch)
+    assert _code(info) is ol.ErrorCode.INVALID_SIZE
+    assert f"NumGroups.{'xyz'[axis]}" in str(info.value)
+    with pytest.raises(ol.OffloadError) as info:  # and the backend on its own, for its uint32 ids
+        offload_host.HostBackend().launch_kernel(host.native, None, kernel.native, None, launch)
     assert _code(info) is ol.ErrorCode.INVALID_SIZE
     assert f"NumGroups.{'xyz'[axis]}" in str(info.value) and "32-bit" in str(info.value)
     ol.olDestroyProgram(program)

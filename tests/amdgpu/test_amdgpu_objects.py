@@ -1,0 +1,49 @@
+"""The object layer (offload.objects) on the AMDGPU platform, through the simulated HIP runtime.
+
+A child pytest runs every test of tests/pythonic that is parametrised over devices, selecting the
+``amdgpu`` ones; then the amdgpu example launches the clang-built saxpy through the objects (its
+arguments packed from the code object's metadata).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _summary(stdout: str) -> dict[str, int]:
+    last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+    return {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", last)}
+
+
+def _env(hip_build: Any) -> dict[str, str]:
+    import os
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    return {**base, **hip_build.env()}
+
+
+def test_object_layer_on_amdgpu(hip_build: Any) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "amdgpu", "tests/pythonic"],
+        capture_output=True, text=True, env=_env(hip_build), cwd=ROOT, timeout=600,
+    )
+    counts = _summary(proc.stdout)
+    print(f"object layer on amdgpu: {counts}")
+    assert proc.returncode == 0, proc.stdout[-15000:] + proc.stderr[-3000:]
+    assert counts.get("passed", 0) >= 40 and not counts.get("failed"), counts
+
+
+def test_amdgpu_example_launches_saxpy(hip_build: Any) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", str(ROOT / "examples" / "objects_amdgpu.py"), str(hip_build.programs / "saxpy.hsaco")],
+        capture_output=True, text=True, env=_env(hip_build), timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "saxpy ok" in proc.stdout and proc.stdout.splitlines()[-1] == "ok", proc.stdout
+    assert "(10, 0)" in proc.stdout  # DLPack: device memory is kDLROCM

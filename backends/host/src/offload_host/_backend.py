@@ -27,7 +27,7 @@ class HostDevice:
     """The CPU: a worker pool for kernel groups, the executor thread running queues' native work,
     and the registered (pinned) host ranges."""
 
-    __slots__ = ("pool", "executor", "local_memory_limit", "registered", "lock")
+    __slots__ = ("pool", "executor", "local_memory_limit", "registered", "allocations", "lock")
 
     def __init__(self, threads: int) -> None:
         self.pool = _native.pool_create(threads)
@@ -38,6 +38,7 @@ class HostDevice:
             raise
         self.local_memory_limit = _device_info.local_memory_limit()
         self.registered: dict[int, list[int]] = {}  # base -> [size, users, locked]
+        self.allocations: dict[int, int] = {}  # address -> size of the pages mapped for it
         self.lock = threading.Lock()
 
 
@@ -132,11 +133,18 @@ class HostBackend:
 
     @hookimpl
     def mem_alloc(self, device: HostDevice, alloc_type: AllocType, size: int) -> int:
-        return _native.mem_alloc(size)
+        """Pages of its own per allocation: once freed they are unmapped, so a copy into freed
+        memory is refused by the core's mapping check instead of corrupting the C heap."""
+        address = _native.pages_alloc(size)
+        with device.lock:
+            device.allocations[address] = size
+        return address
 
     @hookimpl
     def mem_free(self, device: HostDevice, address: int) -> None:
-        _native.mem_free(address)
+        with device.lock:
+            size = device.allocations.pop(address)
+        _native.pages_free(address, size)
 
     @hookimpl
     def mem_register(self, device: HostDevice, address: int, size: int, lock: bool) -> int:

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define LOCAL_MEM_ALIGN 64
@@ -617,6 +618,37 @@ static PyObject *py_mem_free(PyObject *m, PyObject *const *args, Py_ssize_t narg
   Py_RETURN_NONE;
 }
 
+/* Device memory of the host device: pages of its own per allocation, so that a freed
+ * allocation is unmapped (never left in the C heap, where a use after free would corrupt
+ * other data unnoticed) and the core's mapping check refuses it. */
+static PyObject *py_pages_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  size_t size;
+  if (check_nargs("pages_alloc", nargs, 1) < 0 || parse_size(args[0], &size) < 0) return NULL;
+  if (size > SIZE_MAX / 2) return PyErr_NoMemory();
+  void *p;
+  Py_BEGIN_ALLOW_THREADS
+  p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  Py_END_ALLOW_THREADS
+  if (p == MAP_FAILED) return PyErr_NoMemory();
+  return from_ptr(p);
+}
+
+static PyObject *py_pages_free(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *p;
+  size_t size;
+  if (check_nargs("pages_free", nargs, 2) < 0 || parse_ptr(args[0], &p) < 0 ||
+      parse_size(args[1], &size) < 0)
+    return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = munmap(p, size ? size : 1);
+  Py_END_ALLOW_THREADS
+  if (rc != 0) return PyErr_SetFromErrno(PyExc_OSError);
+  Py_RETURN_NONE;
+}
+
 /* Fills size bytes at dst with the repeated pattern; the last copy may be partial. */
 void fill_pattern(unsigned char *dst, const void *pat, size_t plen, size_t size) {
   if (plen == 1) {
@@ -688,6 +720,9 @@ static PyMethodDef native_methods[] = {
     FASTCALL(dl_base, "dl_base(handle) -> address\n\nThe load base (l_addr) of the library."),
     FASTCALL(mem_alloc, "mem_alloc(size) -> address\n\n64-byte aligned allocation."),
     FASTCALL(mem_free, "mem_free(address)\n\nFree memory from mem_alloc."),
+    FASTCALL(pages_alloc, "pages_alloc(size) -> address\n\n"
+                          "Anonymous pages of their own (page-aligned, zeroed) for one allocation."),
+    FASTCALL(pages_free, "pages_free(address, size)\n\nUnmap memory from pages_alloc(size)."),
     FASTCALL(fill, "fill(address, pattern, size)\n\n"
                    "Fill size bytes with the repeated pattern (the last copy may be partial)."),
     FASTCALL(copy, "copy(dst, src, size)\n\nmemmove with the GIL released."),

@@ -549,7 +549,7 @@ def olCreateProgram(ctx: Context, device: Device, data: Any) -> Program:
         raise _fail(ErrorCode.INVALID_BINARY, "the binary is empty (ProgDataSize == 0)")
     image = device.backend.load_binary(device.native, data)
     program: Program = Program._make(
-        ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock(), launching=[]
+        ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock()
     )
     with device.lock:
         device.programs.add(program)
@@ -578,11 +578,17 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
             symbol._ctx = None
     ctx.globals.remove_owned_by(program)
     delay = 0.0002
-    while program.launching:  # launches that passed their liveness check before it failed
+    while _launching(ctx, program):  # launches that passed their liveness check before it failed
         time.sleep(delay)
         delay = min(delay * 2, 0.01)
     release = functools.partial(device.backend.unload_binary, device.native, program.image)
     _release_after_queued_work(ctx, [device], release)
+
+
+def _launching(ctx: Context, program: Program) -> bool:
+    """Whether an olLaunchKernel of one of ``program``'s kernels is running (each registers its
+    kernel in ``ctx.calls`` while it runs)."""
+    return any(call.__class__ is Symbol and call.program is program for call in list(ctx.calls))
 
 
 def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
@@ -697,14 +703,11 @@ def olLaunchKernel(
                 ErrorCode.INVALID_ARGUMENT,
                 f"ArgumentsSize {size} is shorter than the {needed} bytes of kernel {kernel.name!r}'s parameters",
             )
-    launching = program.launching
-    launching.append(None)
-    try:
-        if kernel._ctx is None:
-            raise _fail(ErrorCode.INVALID_ARGUMENT, f"Kernel {kernel!r} was destroyed with its program")
-        device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
-    finally:
-        launching.pop()
+    # the entry point registered the kernel in ctx.calls before calling this: either
+    # olDestroyProgram sees it there (and waits), or this sees the kernel destroyed
+    if kernel._ctx is None:
+        raise _fail(ErrorCode.INVALID_ARGUMENT, f"Kernel {kernel!r} was destroyed with its program")
+    device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
 
 
 def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:

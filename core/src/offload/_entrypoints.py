@@ -5,7 +5,8 @@ only what that function needs: one read of the runtime state, one boolean test f
 class test per address or size argument (anything else is converted: ``__offload_ptr__``,
 ``__index__``), the validation conditions (skipped by one test when ``OFFLOAD_DISABLE_VALIDATION``
 was set), one class-and-context test per handle, and the implementation call, registered in
-``ctx.calls`` while it runs (so the final ``olShutDown`` waits for it).
+``ctx.calls`` while it runs (so the final ``olShutDown`` waits for it): its name, or the value of
+the parameter its table entry ``registers`` (olLaunchKernel: the kernel, for olDestroyProgram).
 """
 
 from __future__ import annotations
@@ -89,9 +90,10 @@ def _body_lines(fn: Function) -> list[str]:
         lines.append(f"    if {test}:")
         lines.append(f"        raise _stale({p.py}, _{cls}, {p.c!r})")
     call_args = ", ".join(["ctx"] + [p.py for p in fn.params])
+    entry = repr(fn.name) if fn.registers is None else fn.registers
     lines += [
         "    calls = ctx.calls",
-        f"    calls.append({fn.name!r})",
+        f"    calls.append({entry})",
         "    try:",
         "        if _STATE.ctx is not ctx:",
         "            raise _uninitialized()",
@@ -101,7 +103,7 @@ def _body_lines(fn: Function) -> list[str]:
         "    except Exception as exc:",
         f"        raise _as_offload_error(exc, {fn.name!r}) from exc",
         "    finally:",
-        f"        calls.remove({fn.name!r})",
+        f"        calls.remove({entry})",
     ]
     return lines
 

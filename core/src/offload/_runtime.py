@@ -53,7 +53,7 @@ class Context:
     allocations: AllocationMap
     globals: AllocationMap  # global variables of live programs on non-host devices
     queue_ids: itertools.count[int]
-    calls: list[str]  # the name of every generated call running now (any thread)
+    calls: list[Any]  # every generated call running now (any thread): its name, or what it registers
     orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
 
     def __init__(self) -> None:

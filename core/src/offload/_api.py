@@ -266,8 +266,14 @@ def olMemcpy(
         return  # nothing to copy, nothing to order
     if not (dst_device.is_host and src_device.is_host):
         _require_copy_hooks(dst_device, src_device)
-    check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
-    check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
+    # a host side inside the segment last found safe needs no lookup (as on the hot path above)
+    snapshot = ctx.allocations.snapshot
+    hot = _HOT[WRITE]
+    if not (dst_device.is_host and hot[2] is snapshot and hot[0] <= dst and dst + size <= hot[1]):
+        check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
+    hot = _HOT[READ]
+    if not (src_device.is_host and hot[2] is snapshot and hot[0] <= src and src + size <= hot[1]):
+        check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:
             _memmove(dst, src, size)

@@ -33,7 +33,7 @@ from ._enums import (
 from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._runtime import LOCAL, PARKED_IDLE_LIMIT, STATE, Context, device_info_value
-from ._memory import ADDRESS_LIMIT, HOST_MAPPINGS, READ, WRITE, HOT as _HOT, as_address, as_size, check_range, end_of
+from ._memory import ADDRESS_LIMIT, DEVICE, HOST_MAPPINGS, READ, WRITE, HOT as _HOT, as_address, as_size, check_range, end_of
 from ._types import KernelLaunchSizeArgs, KernelParam
 
 MAX_ALLOC_TRIES = 50
@@ -266,13 +266,13 @@ def olMemcpy(
         return  # nothing to copy, nothing to order
     if not (dst_device.is_host and src_device.is_host):
         _require_copy_hooks(dst_device, src_device)
-    # a host side inside the segment last found safe needs no lookup (as on the hot path above)
+    # a range inside the host segment (or device allocation) last found safe needs no lookup
     snapshot = ctx.allocations.snapshot
-    hot = _HOT[WRITE]
-    if not (dst_device.is_host and hot[2] is snapshot and hot[0] <= dst and dst + size <= hot[1]):
+    hot = _HOT[WRITE] if dst_device.is_host else _HOT[DEVICE]
+    if not (hot[2] is snapshot and hot[0] <= dst and dst + size <= hot[1]):
         check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
-    hot = _HOT[READ]
-    if not (src_device.is_host and hot[2] is snapshot and hot[0] <= src and src + size <= hot[1]):
+    hot = _HOT[READ] if src_device.is_host else _HOT[DEVICE]
+    if not (hot[2] is snapshot and hot[0] <= src and src + size <= hot[1]):
         check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:

@@ -264,7 +264,10 @@ def olMemcpy(
         _range_values(dst, src, size)
     if not size:
         return  # nothing to copy, nothing to order
-    if not (dst_device.is_host and src_device.is_host):
+    if not dst_device.is_host:  # (the common host-device pairs with their hook skip the call)
+        if not (src_device.is_host and "data_submit" in dst_device.backend.implemented):
+            _require_copy_hooks(dst_device, src_device)
+    elif not src_device.is_host and "data_retrieve" not in src_device.backend.implemented:
         _require_copy_hooks(dst_device, src_device)
     # a range inside the host segment (or device allocation) last found safe needs no lookup
     snapshot = ctx.allocations.snapshot
@@ -282,14 +285,23 @@ def olMemcpy(
             qdev.backend.enqueue_host_call(qdev.native, queue.native, functools.partial(_memmove, dst, src, size))
         return
     if src_device.is_host:
-        owner, route = dst_device, "data_submit"
+        owner = dst_device
     elif dst_device.is_host:
-        owner, route = src_device, "data_retrieve"
+        owner = src_device
     else:
         _memcpy_device_to_device(queue, dst, dst_device, src, src_device, size)
         return
-    qnative = _queue_for(queue, owner)
-    getattr(owner.backend, route)(owner.native, dst, src, size, qnative)
+    backend = owner.backend
+    if queue is None:
+        qnative = None
+    elif queue.device.backend is backend:
+        qnative = queue.native
+    else:
+        qnative = _queue_for(queue, owner)
+    if owner is dst_device:
+        backend.data_submit(owner.native, dst, src, size, qnative)
+    else:
+        backend.data_retrieve(owner.native, dst, src, size, qnative)
 
 
 def _require_copy_hooks(dst_device: Device, src_device: Device) -> None:

@@ -260,7 +260,8 @@ def olMemcpy(
     if dst.__class__ is not int or src.__class__ is not int:
         dst, src = _address(dst, "DstPtr"), _address(src, "SrcPtr")
     bits = dst | src | size
-    if bits < 0 or bits >= ADDRESS_LIMIT or dst + size > ADDRESS_LIMIT or src + size > ADDRESS_LIMIT:
+    dst_end, src_end = dst + size, src + size
+    if bits < 0 or bits >= ADDRESS_LIMIT or dst_end > ADDRESS_LIMIT or src_end > ADDRESS_LIMIT:
         _range_values(dst, src, size)
     if not size:
         return  # nothing to copy, nothing to order
@@ -272,11 +273,11 @@ def olMemcpy(
     # a range inside the host segment (or device allocation) last found safe needs no lookup
     snapshot = ctx.allocations.snapshot
     hot = _HOT[WRITE] if dst_device.is_host else _HOT[DEVICE]
-    if not (hot[2] is snapshot and hot[0] <= dst and dst + size <= hot[1]):
-        check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
+    if not (hot[2] is snapshot and hot[0] <= dst and dst_end <= hot[1]):
+        check_range(ctx, "DstPtr", dst, dst_end, dst_device, WRITE)
     hot = _HOT[READ] if src_device.is_host else _HOT[DEVICE]
-    if not (hot[2] is snapshot and hot[0] <= src and src + size <= hot[1]):
-        check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
+    if not (hot[2] is snapshot and hot[0] <= src and src_end <= hot[1]):
+        check_range(ctx, "SrcPtr", src, src_end, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:
             _memmove(dst, src, size)

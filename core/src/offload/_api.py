@@ -597,7 +597,7 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
             symbol._ctx = None
     ctx.globals.remove_owned_by(program)
     delay = 0.0002
-    while _launching(ctx, program):  # launches that passed their liveness check before it failed
+    while _launching(ctx, program):  # launches registered before their kernels were marked dead
         time.sleep(delay)
         delay = min(delay * 2, 0.01)
     release = functools.partial(device.backend.unload_binary, device.native, program.image)

@@ -33,7 +33,7 @@ from ._enums import (
 from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._runtime import LOCAL, PARKED_IDLE_LIMIT, STATE, Context, device_info_value
-from ._memory import ADDRESS_LIMIT, HOST_MAPPINGS, READ, WRITE, HOT as _HOT, as_address, as_size, check_range, end_of
+from ._memory import ADDRESS_LIMIT, DEVICE, HOST_MAPPINGS, READ, WRITE, HOT as _HOT, as_address, as_size, check_range, end_of
 from ._types import KernelLaunchSizeArgs, KernelParam
 
 MAX_ALLOC_TRIES = 50
@@ -43,6 +43,7 @@ PLATFORM_VENDOR = "Unknown platform vendor"
 _memmove = ctypes.memmove
 _ALLOC_TYPES = frozenset(AllocType)
 _SYMBOL_KINDS = frozenset(SymbolKind)
+_KERNEL = SymbolKind.KERNEL  # a module global: reading an enum member off its class costs ~60 ns
 
 
 ctx_lock = threading.Lock()  # guards Context.orphan_errors
@@ -259,14 +260,24 @@ def olMemcpy(
     if dst.__class__ is not int or src.__class__ is not int:
         dst, src = _address(dst, "DstPtr"), _address(src, "SrcPtr")
     bits = dst | src | size
-    if bits < 0 or bits >= ADDRESS_LIMIT or dst + size > ADDRESS_LIMIT or src + size > ADDRESS_LIMIT:
+    dst_end, src_end = dst + size, src + size
+    if bits < 0 or bits >= ADDRESS_LIMIT or dst_end > ADDRESS_LIMIT or src_end > ADDRESS_LIMIT:
         _range_values(dst, src, size)
     if not size:
         return  # nothing to copy, nothing to order
-    if not (dst_device.is_host and src_device.is_host):
+    if not dst_device.is_host:  # (the common host-device pairs with their hook skip the call)
+        if not (src_device.is_host and "data_submit" in dst_device.backend.implemented):
+            _require_copy_hooks(dst_device, src_device)
+    elif not src_device.is_host and "data_retrieve" not in src_device.backend.implemented:
         _require_copy_hooks(dst_device, src_device)
-    check_range(ctx, "DstPtr", dst, dst + size, dst_device, WRITE)
-    check_range(ctx, "SrcPtr", src, src + size, src_device, READ)
+    # a range inside the host segment (or device allocation) last found safe needs no lookup
+    snapshot = ctx.allocations.snapshot
+    hot = _HOT[WRITE] if dst_device.is_host else _HOT[DEVICE]
+    if not (hot[2] is snapshot and hot[0] <= dst and dst_end <= hot[1]):
+        check_range(ctx, "DstPtr", dst, dst_end, dst_device, WRITE)
+    hot = _HOT[READ] if src_device.is_host else _HOT[DEVICE]
+    if not (hot[2] is snapshot and hot[0] <= src and src_end <= hot[1]):
+        check_range(ctx, "SrcPtr", src, src_end, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:
             _memmove(dst, src, size)
@@ -275,14 +286,23 @@ def olMemcpy(
             qdev.backend.enqueue_host_call(qdev.native, queue.native, functools.partial(_memmove, dst, src, size))
         return
     if src_device.is_host:
-        owner, route = dst_device, "data_submit"
+        owner = dst_device
     elif dst_device.is_host:
-        owner, route = src_device, "data_retrieve"
+        owner = src_device
     else:
         _memcpy_device_to_device(queue, dst, dst_device, src, src_device, size)
         return
-    qnative = _queue_for(queue, owner)
-    getattr(owner.backend, route)(owner.native, dst, src, size, qnative)
+    backend = owner.backend
+    if queue is None:
+        qnative = None
+    elif queue.device.backend is backend:
+        qnative = queue.native
+    else:
+        qnative = _queue_for(queue, owner)
+    if owner is dst_device:
+        backend.data_submit(owner.native, dst, src, size, qnative)
+    else:
+        backend.data_retrieve(owner.native, dst, src, size, qnative)
 
 
 def _require_copy_hooks(dst_device: Device, src_device: Device) -> None:
@@ -548,7 +568,7 @@ def olCreateProgram(ctx: Context, device: Device, data: Any) -> Program:
         raise _fail(ErrorCode.INVALID_BINARY, "the binary is empty (ProgDataSize == 0)")
     image = device.backend.load_binary(device.native, data)
     program: Program = Program._make(
-        ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock(), launching=[]
+        ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock()
     )
     with device.lock:
         device.programs.add(program)
@@ -577,11 +597,17 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
             symbol._ctx = None
     ctx.globals.remove_owned_by(program)
     delay = 0.0002
-    while program.launching:  # launches that passed their liveness check before it failed
+    while _launching(ctx, program):  # launches registered before their kernels were marked dead
         time.sleep(delay)
         delay = min(delay * 2, 0.01)
     release = functools.partial(device.backend.unload_binary, device.native, program.image)
     _release_after_queued_work(ctx, [device], release)
+
+
+def _launching(ctx: Context, program: Program) -> bool:
+    """Whether an olLaunchKernel of one of ``program``'s kernels is running (each registers its
+    kernel in ``ctx.calls`` while it runs)."""
+    return any(call.__class__ is Symbol and call.program is program for call in list(ctx.calls))
 
 
 def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
@@ -661,7 +687,7 @@ def olLaunchKernel(
     the launch is being made, and not before queued launches have run (``olDestroyProgram``)."""
     if queue is not None and queue.device is not device:
         raise _fail(ErrorCode.INVALID_DEVICE, "device specified does not match the device of the given queue")
-    if kernel.kind is not SymbolKind.KERNEL:
+    if kernel.kind is not _KERNEL:
         raise _fail(ErrorCode.SYMBOL_KIND, "provided symbol is not a kernel")
     program = kernel.program
     if program.device is not device:
@@ -696,14 +722,11 @@ def olLaunchKernel(
                 ErrorCode.INVALID_ARGUMENT,
                 f"ArgumentsSize {size} is shorter than the {needed} bytes of kernel {kernel.name!r}'s parameters",
             )
-    launching = program.launching
-    launching.append(None)
-    try:
-        if kernel._ctx is None:
-            raise _fail(ErrorCode.INVALID_ARGUMENT, f"Kernel {kernel!r} was destroyed with its program")
-        device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
-    finally:
-        launching.pop()
+    # the entry point registered the kernel in ctx.calls before calling this: either
+    # olDestroyProgram sees it there (and waits), or this sees the kernel destroyed
+    if kernel._ctx is None:
+        raise _fail(ErrorCode.INVALID_ARGUMENT, f"Kernel {kernel!r} was destroyed with its program")
+    device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
 
 
 def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:

@@ -59,6 +59,9 @@ class Function(NamedTuple):
     doc: str
     checks: tuple[Check, ...] = ()
     out: Out | None = None
+    # the parameter whose value the call registers in ``ctx.calls`` while it runs (default: the
+    # function's name); olLaunchKernel registers its kernel, which olDestroyProgram waits on
+    registers: str | None = None
 
 
 def _handle(py: str, c: str, cls: type, optional: bool = False) -> Param:
@@ -236,6 +239,7 @@ FUNCTIONS: tuple[Function, ...] = (
         "Launch a kernel with the packed argument struct ``args``. No queue: synchronous. ``args`` must hold "
         "every parameter the backend reports (INVALID_ARGUMENT), the grid must fit the device's limits "
         "(INVALID_SIZE).",
+        registers="kernel",
     ),
     Function(
         "olCalculateOptimalOccupancy",

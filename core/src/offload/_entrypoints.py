@@ -1,11 +1,13 @@
 """Generates the public ol* functions from ``_api_table`` (liboffload's EntryPointGen, for Python).
 
 Each function is generated as source and compiled once at import, so the per-call path holds
-only what that function needs: one read of the runtime state, one boolean test for tracing, one
+only what that function needs: one read of the runtime state (``STATE.untraced``: None while
+tracing is on or before ``olInit``, so that the slow branch alone tests for tracing), one
 class test per address or size argument (anything else is converted: ``__offload_ptr__``,
 ``__index__``), the validation conditions (skipped by one test when ``OFFLOAD_DISABLE_VALIDATION``
 was set), one class-and-context test per handle, and the implementation call, registered in
-``ctx.calls`` while it runs (so the final ``olShutDown`` waits for it).
+``ctx.calls`` while it runs (so the final ``olShutDown`` waits for it): its name, or the value of
+the parameter its table entry ``registers`` (olLaunchKernel: the kernel, for olDestroyProgram).
 """
 
 from __future__ import annotations
@@ -89,9 +91,10 @@ def _body_lines(fn: Function) -> list[str]:
         lines.append(f"    if {test}:")
         lines.append(f"        raise _stale({p.py}, _{cls}, {p.c!r})")
     call_args = ", ".join(["ctx"] + [p.py for p in fn.params])
+    entry = repr(fn.name) if fn.registers is None else fn.registers
     lines += [
         "    calls = ctx.calls",
-        f"    calls.append({fn.name!r})",
+        f"    calls.append({entry})",
         "    try:",
         "        if _STATE.ctx is not ctx:",
         "            raise _uninitialized()",
@@ -101,7 +104,7 @@ def _body_lines(fn: Function) -> list[str]:
         "    except Exception as exc:",
         f"        raise _as_offload_error(exc, {fn.name!r}) from exc",
         "    finally:",
-        f"        calls.remove({fn.name!r})",
+        f"        calls.remove({entry})",
     ]
     return lines
 
@@ -117,16 +120,23 @@ def _source(fn: Function, trace: bool) -> str:
     args = ", ".join(p.py for p in fn.params)
     body = _body_lines(fn)
     lines = [f"def _body_{fn.name}(ctx, {args}):", *body, ""]
-    lines += [
-        f"def {fn.name}({_signature(fn)}):",
-        "    ctx = _STATE.ctx",
-        "    if ctx is None:",
-        "        raise _uninitialized()",
-    ]
-    if trace:
+    lines.append(f"def {fn.name}({_signature(fn)}):")
+    if trace:  # tracing costs the untraced path nothing: STATE.untraced is None while it is on
         lines += [
-            "    if ctx.trace:",
-            f"        return _traced(ctx, _FN_{fn.name}, _body_{fn.name}, ({args},))",
+            "    ctx = _STATE.untraced",
+            "    if ctx is None:",
+            "        ctx = _STATE.ctx",
+            "        if ctx is None:",
+            "            raise _uninitialized()",
+            "        if ctx.trace:",
+            f"            return _traced(ctx, _FN_{fn.name}, _body_{fn.name}, ({args},))",
+            f"        return _body_{fn.name}(ctx, {args})",
+        ]
+    else:
+        lines += [
+            "    ctx = _STATE.ctx",
+            "    if ctx is None:",
+            "        raise _uninitialized()",
         ]
     lines += body
     return "\n".join(lines) + "\n"

@@ -105,13 +105,12 @@ class Event(_Handle):
 class Program(_Handle):
     """``ol_program_handle_t``: one image loaded on one device."""
 
-    __slots__ = ("device", "image", "data", "symbols", "lock", "launching")
+    __slots__ = ("device", "image", "data", "symbols", "lock")
     device: Device
     image: Any
     data: bytes  # the core's private copy of the binary
     symbols: dict[tuple[SymbolKind, str], Symbol]
     lock: threading.Lock
-    launching: list[None]  # one entry per olLaunchKernel of its kernels inside the backend now
 
     def _describe(self) -> str:
         return f"{len(self.data)} bytes on {self.device._describe()}"

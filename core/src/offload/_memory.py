@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ._runtime import Context
 
 ADDRESS_LIMIT = 1 << 64
+DEVICE = 0  # HOT's slot for device memory (any device: the range check does not tell them apart)
 READ = 1
 WRITE = 2
 
@@ -163,9 +164,10 @@ class HostMappings:
 
 HOST_MAPPINGS = HostMappings()
 
-# The last host segment found safe for reading (HOT[READ]) and writing (HOT[WRITE]), with the
-# allocation snapshot it was found in: (lo, hi, snapshot). A range inside it needs no lookup while
-# that snapshot is current (any olMemAlloc or olMemFree publishes a new one).
+# The last host segment found safe for reading (HOT[READ]) and writing (HOT[WRITE]), and the last
+# allocation a device range was found in (HOT[DEVICE]), with the allocation snapshot it was found
+# in: (lo, hi, snapshot). A range inside it needs no lookup while that snapshot is current (any
+# olMemAlloc or olMemFree publishes a new one).
 HOT: list[tuple[int, int, Any]] = [(0, 0, None), (0, 0, None), (0, 0, None)]
 
 
@@ -180,7 +182,9 @@ def _describe(allocation: Allocation) -> str:
 def check_range(ctx: Context, name: str, start: int, end: int, device: Device, need: int) -> Allocation | None:
     """Check one range that an operation reads (``need=READ``) or writes (``WRITE``) as memory
     of ``device``; return the allocation holding it (None for plain host memory)."""
-    allocation = touching(ctx.allocations.snapshot, start, end)
+    snapshot = ctx.allocations.snapshot
+    allocation = touching(snapshot, start, end)
+    hot = allocation is not None  # found in the snapshot HOT is keyed by (not a global variable)
     if allocation is None and not device.is_host:
         allocation = touching(ctx.globals.snapshot, start, end)
     if allocation is not None:
@@ -194,7 +198,9 @@ def check_range(ctx: Context, name: str, start: int, end: int, device: Device, n
                     ErrorCode.INVALID_ARGUMENT,
                     f"{name} {start:#x} lies in {_describe(allocation)}, which the host cannot access; pass its device",
                 )
-            HOT[need] = (allocation.start, allocation.end, ctx.allocations.snapshot)
+            HOT[need] = (allocation.start, allocation.end, snapshot)
+        elif hot:
+            HOT[DEVICE] = (allocation.start, allocation.end, snapshot)
         return allocation
     if not device.is_host:
         raise OffloadError(

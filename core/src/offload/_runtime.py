@@ -53,7 +53,7 @@ class Context:
     allocations: AllocationMap
     globals: AllocationMap  # global variables of live programs on non-host devices
     queue_ids: itertools.count[int]
-    calls: list[str]  # the name of every generated call running now (any thread)
+    calls: list[Any]  # every generated call running now (any thread): its name, or what it registers
     orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
 
     def __init__(self) -> None:
@@ -73,10 +73,13 @@ class Context:
 
 
 class _State:
-    __slots__ = ("ctx", "refcount", "lock", "last_statuses")
+    __slots__ = ("ctx", "untraced", "refcount", "lock", "last_statuses")
 
     def __init__(self) -> None:
         self.ctx: Context | None = None
+        # ctx when it does not trace, else None: the entry points' one read and test (a tracing
+        # or uninitialised library takes their slow branch, which reads ctx)
+        self.untraced: Context | None = None
         self.refcount = 0
         self.lock = threading.Lock()
         self.last_statuses: list[BackendStatus] = []
@@ -153,6 +156,7 @@ def init() -> None:
         ctx.statuses = statuses
         STATE.last_statuses = statuses
         STATE.ctx = ctx
+        STATE.untraced = None if ctx.trace else ctx
         STATE.refcount = 1
 
 
@@ -206,6 +210,7 @@ def shutdown() -> None:
             STATE.refcount -= 1
             if STATE.refcount:
                 return
+            STATE.untraced = None
             STATE.ctx = None
         teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS if LOCAL.queue is not None else frozenset())
     error = join_errors(errors)

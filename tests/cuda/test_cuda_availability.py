@@ -98,6 +98,15 @@ ol.olMemcpy(q1, a, gpu0, b, gpu1, 256)
 ol.olMemcpy(q1, ctypes.addressof(back), host, a, gpu0, 256)
 ol.olSyncQueue(q1)
 kernel_ok = list(struct.unpack("64I", back.raw[:256])) == list(range(64))
+wrong = []  # DEVICE memory of one GPU passed as memory of the other: refused, never copied
+for call in (lambda: ol.olMemcpy(None, ctypes.addressof(back), host, a, gpu1, 8),
+             lambda: ol.olMemcpy(q1, b, gpu0, ctypes.addressof(src), host, 8),
+             lambda: ol.olMemcpy(None, a, gpu1, b, gpu1, 8)):
+    try:
+        call()
+        wrong.append("accepted")
+    except ol.OffloadError as error:
+        wrong.append(error.code.name)
 names = [ol.olGetDeviceInfo(d, ol.DeviceInfo.NAME) for d in (gpu0, gpu1)]
 uids = [ol.olGetDeviceInfo(d, ol.DeviceInfo.UID) for d in (gpu0, gpu1)]
 for q in (queue, q1):
@@ -106,7 +115,7 @@ ol.olDestroyProgram(program)
 for m in (a, b, c):
     ol.olMemFree(m)
 ol.olShutDown()
-emit({"sync": sync_ok, "queued": queued_ok, "kernel": kernel_ok, "names": names, "uids": uids})
+emit({"sync": sync_ok, "queued": queued_ok, "kernel": kernel_ok, "names": names, "uids": uids, "wrong": wrong})
 """
 )
 
@@ -116,5 +125,6 @@ def test_two_devices_cross_gpu_copies(run_child: Any, child_env: Any, kernels: A
     out = child.result
     assert out["sync"] and out["queued"] and out["kernel"], out
     assert len(set(out["uids"])) == 2
+    assert out["wrong"] == ["INVALID_ARGUMENT"] * 3, out["wrong"]
     assert all("gpusim" in name for name in out["names"]), "simulated devices must say so in their names"
     assert "leak" not in child.stderr, child.stderr

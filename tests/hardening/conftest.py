@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections.abc
-import threading
 
 import pytest
 
@@ -11,13 +10,8 @@ import offload as ol
 from offload._runtime import STATE
 
 import simdev
+from simdev import offload_threads
 from helpers import devices
-
-
-def offload_threads() -> list[threading.Thread]:
-    """Threads of the library or its backends still alive (queue workers, teardown)."""
-    names = ("offload", "simdev")
-    return [t for t in threading.enumerate() if t.name.startswith(names)]
 
 
 @pytest.fixture

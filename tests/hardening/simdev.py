@@ -258,3 +258,9 @@ class SimBackend:
 def program(kernels: dict[str, Any], globals_: dict[str, int] | None = None, sleep: float = 0.0) -> bytes:
     """A simdev program: kernel name -> [[offset, size], ...] (or None: parameters unknown)."""
     return json.dumps({"kernels": kernels, "globals": globals_ or {}, "sleep": sleep}).encode()
+
+
+def offload_threads() -> list[threading.Thread]:
+    """Threads of the library or its backends still alive (queue workers, teardown)."""
+    names = ("offload", "simdev")
+    return [t for t in threading.enumerate() if t.name.startswith(names)]

@@ -13,7 +13,7 @@ import offload as ol
 from offload._runtime import STATE
 
 import simdev
-from conftest import offload_threads
+from simdev import offload_threads
 
 E = ol.ErrorCode
 PARAMS = {"two": [[0, 8], [8, 4]], "none": [], "unknown": None}

@@ -21,7 +21,7 @@ import offload as ol  # noqa: E402
 from offload._runtime import STATE  # noqa: E402
 
 import simdev  # noqa: E402
-from conftest import offload_threads  # noqa: E402
+from simdev import offload_threads  # noqa: E402
 from helpers import devices  # noqa: E402
 
 E = ol.ErrorCode

@@ -273,10 +273,10 @@ def olMemcpy(
     # a range inside the host segment (or device allocation) last found safe needs no lookup
     snapshot = ctx.allocations.snapshot
     hot = _HOT[WRITE] if dst_device.is_host else _HOT[DEVICE]
-    if not (hot[2] is snapshot and hot[0] <= dst and dst_end <= hot[1]):
+    if not (hot[2] is snapshot and hot[0] <= dst and dst_end <= hot[1] and (hot[3] is None or hot[3] is dst_device)):
         check_range(ctx, "DstPtr", dst, dst_end, dst_device, WRITE)
     hot = _HOT[READ] if src_device.is_host else _HOT[DEVICE]
-    if not (hot[2] is snapshot and hot[0] <= src and src_end <= hot[1]):
+    if not (hot[2] is snapshot and hot[0] <= src and src_end <= hot[1] and (hot[3] is None or hot[3] is src_device)):
         check_range(ctx, "SrcPtr", src, src_end, src_device, READ)
     if dst_device.is_host and src_device.is_host:
         if queue is None:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ._runtime import Context
 
 ADDRESS_LIMIT = 1 << 64
-DEVICE = 0  # HOT's slot for device memory (any device: the range check does not tell them apart)
+DEVICE = 0  # HOT's slot for device memory (its fourth field names the device it was found for)
 READ = 1
 WRITE = 2
 
@@ -136,7 +136,7 @@ class HostMappings:
     def forget(self) -> None:
         """Drop the view and HOT (memory was just released): the next check reads the mappings afresh."""
         self.view = ((), (), ())
-        HOT[:] = [(0, 0, None)] * 3
+        HOT[:] = [(0, 0, None, None)] * 3
 
     def covers(self, start: int, end: int, need: int) -> bool:
         """Whether [start, end) is mapped with ``need`` (READ, WRITE) in the current view."""
@@ -166,9 +166,10 @@ HOST_MAPPINGS = HostMappings()
 
 # The last host segment found safe for reading (HOT[READ]) and writing (HOT[WRITE]), and the last
 # allocation a device range was found in (HOT[DEVICE]), with the allocation snapshot it was found
-# in: (lo, hi, snapshot). A range inside it needs no lookup while that snapshot is current (any
-# olMemAlloc or olMemFree publishes a new one).
-HOT: list[tuple[int, int, Any]] = [(0, 0, None), (0, 0, None), (0, 0, None)]
+# in and, for HOT[DEVICE], the device it was found for: (lo, hi, snapshot, device). A range inside
+# it needs no lookup while that snapshot is current (any olMemAlloc or olMemFree publishes a new
+# one) and, for device memory, for that same device.
+HOT: list[tuple[int, int, Any, Any]] = [(0, 0, None, None), (0, 0, None, None), (0, 0, None, None)]
 
 
 # --- range checks --------------------------------------------------------------------------------
@@ -198,9 +199,16 @@ def check_range(ctx: Context, name: str, start: int, end: int, device: Device, n
                     ErrorCode.INVALID_ARGUMENT,
                     f"{name} {start:#x} lies in {_describe(allocation)}, which the host cannot access; pass its device",
                 )
-            HOT[need] = (allocation.start, allocation.end, snapshot)
-        elif hot:
-            HOT[DEVICE] = (allocation.start, allocation.end, snapshot)
+            HOT[need] = (allocation.start, allocation.end, snapshot, None)
+        else:
+            other = allocation.device
+            if other is not device and (allocation.alloc_type is AllocType.DEVICE or allocation.alloc_type is None):
+                raise OffloadError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{name} {start:#x} lies in {_describe(allocation)}, not in memory of {device._describe()}",
+                )
+            if hot:
+                HOT[DEVICE] = (allocation.start, allocation.end, snapshot, device)
         return allocation
     if not device.is_host:
         raise OffloadError(
@@ -233,4 +241,4 @@ def _remember(ctx: Context, start: int, end: int, need: int) -> None:
     if k < len(bases):
         hi = min(hi, bases[k])
     if lo <= start and end <= hi:
-        HOT[need] = (lo, hi, snapshot)
+        HOT[need] = (lo, hi, snapshot, None)

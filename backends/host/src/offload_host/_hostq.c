@@ -527,25 +527,14 @@ static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
 }
 
 static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  if (q_ready(self) < 0 || check_nargs("launch", nargs, 10) < 0) return NULL;
-  pool_t *pool = pool_from(args[0]);
-  if (pool == NULL) return NULL;
-  void *kernel;
-  if (parse_ptr(args[1], &kernel) < 0) return NULL;
-  if (kernel == NULL) {
-    PyErr_SetString(PyExc_ValueError, "kernel address is NULL");
-    return NULL;
-  }
-  offload_dim3_t num_groups, group_size;
-  size_t dyn_mem;
-  if (parse_grid(args + 3, &num_groups, &group_size) < 0 || parse_size(args[9], &dyn_mem) < 0)
-    return NULL;
-  op_t *op = op_new(OP_LAUNCH, pool);
+  launch_t l;
+  if (q_ready(self) < 0 || check_nargs("launch", nargs, 10) < 0 || parse_launch(args, &l) < 0) return NULL;
+  op_t *op = op_new(OP_LAUNCH, l.pool);
   if (op == NULL) return NULL;
-  op->u.launch.kernel = (offload_kernel_fn)(uintptr_t)kernel;
-  op->u.launch.num_groups = num_groups;
-  op->u.launch.group_size = group_size;
-  op->u.launch.dyn_mem = dyn_mem;
+  op->u.launch.kernel = l.kernel;
+  op->u.launch.num_groups = l.num_groups;
+  op->u.launch.group_size = l.group_size;
+  op->u.launch.dyn_mem = l.dyn_mem;
   op->u.launch.args = NULL;
   if (args[2] != Py_None) { /* copied: the caller may reuse its buffer once we return */
     Py_buffer view;

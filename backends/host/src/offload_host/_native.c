@@ -399,35 +399,32 @@ int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_d
   return launch_pooled(pool, &job);
 }
 
-int parse_grid(PyObject *const *dims, offload_dim3_t *num_groups, offload_dim3_t *group_size) {
+int parse_launch(PyObject *const *args, launch_t *out) {
+  if ((out->pool = pool_from(args[0])) == NULL) return -1;
+  void *kernel;
+  if (parse_ptr(args[1], &kernel) < 0) return -1;
+  if (kernel == NULL) {
+    PyErr_SetString(PyExc_ValueError, "kernel address is NULL");
+    return -1;
+  }
+  out->kernel = (offload_kernel_fn)(uintptr_t)kernel;
   uint32_t d[6];
   for (int i = 0; i < 6; ++i)
-    if (parse_dim(dims[i], &d[i]) < 0) return -1;
+    if (parse_dim(args[3 + i], &d[i]) < 0) return -1;
   uint64_t total;
   if (__builtin_mul_overflow((uint64_t)d[0] * d[1], (uint64_t)d[2], &total)) {
     PyErr_SetString(PyExc_OverflowError, "grid has too many groups");
     return -1;
   }
-  *num_groups = (offload_dim3_t){d[0], d[1], d[2]};
-  *group_size = (offload_dim3_t){d[3], d[4], d[5]};
-  return 0;
+  out->num_groups = (offload_dim3_t){d[0], d[1], d[2]};
+  out->group_size = (offload_dim3_t){d[3], d[4], d[5]};
+  return parse_size(args[9], &out->dyn_mem);
 }
 
 static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
-  if (check_nargs("launch", nargs, 10) < 0) return NULL;
-  pool_t *pool = pool_from(args[0]);
-  if (pool == NULL) return NULL;
-  void *kernel;
-  if (parse_ptr(args[1], &kernel) < 0) return NULL;
-  if (kernel == NULL) {
-    PyErr_SetString(PyExc_ValueError, "kernel address is NULL");
-    return NULL;
-  }
-  offload_dim3_t num_groups, group_size;
-  size_t dyn_mem;
-  if (parse_grid(args + 3, &num_groups, &group_size) < 0 || parse_size(args[9], &dyn_mem) < 0)
-    return NULL;
+  launch_t l;
+  if (check_nargs("launch", nargs, 10) < 0 || parse_launch(args, &l) < 0) return NULL;
 
   Py_buffer view = {0};
   int have_view = args[2] != Py_None;
@@ -436,7 +433,7 @@ static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = pool_run(pool, (offload_kernel_fn)(uintptr_t)kernel, kargs, num_groups, group_size, dyn_mem);
+  rc = pool_run(l.pool, l.kernel, kargs, l.num_groups, l.group_size, l.dyn_mem);
   Py_END_ALLOW_THREADS
   if (have_view) PyBuffer_Release(&view);
   if (rc < 0) return PyErr_NoMemory();

@@ -19,8 +19,16 @@ int parse_u64(PyObject *obj, uint64_t *out);
 int parse_ptr(PyObject *obj, void **out);
 int parse_size(PyObject *obj, size_t *out);
 int parse_dim(PyObject *obj, uint32_t *out);
-/* Six dimensions (ngx, ngy, ngz, gsx, gsy, gsz), each 1 .. UINT32_MAX. */
-int parse_grid(PyObject *const *dims, offload_dim3_t *num_groups, offload_dim3_t *group_size);
+/* A launch's arguments but the argument buffer: (pool, kernel, <args>, ngx, ngy, ngz, gsx, gsy,
+ * gsz, dyn_mem), from args[0..9]: a live pool, a non-NULL kernel, each dimension 1 .. UINT32_MAX. */
+typedef struct {
+  pool_t *pool;
+  offload_kernel_fn kernel;
+  offload_dim3_t num_groups;
+  offload_dim3_t group_size;
+  size_t dyn_mem;
+} launch_t;
+int parse_launch(PyObject *const *args, launch_t *out);
 /* A live pool from its handle, or NULL with ValueError. */
 pool_t *pool_from(PyObject *obj);
 

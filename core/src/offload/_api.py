@@ -212,17 +212,47 @@ def _register_flags(flags: Any) -> MemoryRegisterFlag:
 
 
 def olMemRegister(ctx: Context, device: Device, ptr: Any, size: Any, flags: Any) -> int:
+    """Register host memory with ``device``. The core counts users per range: registering inside
+    a registered range adds a user (the backend is not called again); a partial overlap is
+    ``INVALID_ARGUMENT``."""
     flags = _register_flags(flags)
     ptr, size = _address(ptr, "Ptr"), _size(size, "Size")
-    end_of(ptr, size, "Ptr")
-    return int(device.backend.mem_register(device.native, ptr, size, bool(flags & MemoryRegisterFlag.LOCK_MEMORY)))
+    end = end_of(ptr, size, "Ptr")
+    lock = bool(flags & MemoryRegisterFlag.LOCK_MEMORY)
+    with device.lock:
+        for base, entry in device.registered.items():
+            if base <= ptr and end <= base + entry[0]:
+                entry[1] += 1
+                return ptr
+            if base < end and ptr < base + entry[0]:
+                raise _fail(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"[{ptr:#x}, {end:#x}) partially overlaps the registered range [{base:#x}, {base + entry[0]:#x})",
+                )
+        pinned = int(device.backend.mem_register(device.native, ptr, size, lock))
+        device.registered[ptr] = [size, 1, lock]
+    return pinned
 
 
 def olMemUnregister(ctx: Context, device: Device, ptr: Any, flags: Any) -> None:
+    """Drop one user of the registered range holding ``ptr``; the last one unregisters it."""
     flags = _register_flags(flags)
-    device.backend.mem_unregister(
-        device.native, _address(ptr, "Ptr"), bool(flags & MemoryRegisterFlag.UNLOCK_MEMORY)
-    )
+    ptr = _address(ptr, "Ptr")
+    backend = device.backend
+    if "mem_unregister" not in backend.implemented:
+        backend.mem_unregister(device.native, ptr, 0, False)  # raises UNSUPPORTED
+    with device.lock:
+        for base, entry in device.registered.items():
+            if base <= ptr < base + entry[0]:
+                break
+        else:
+            raise _fail(ErrorCode.INVALID_ARGUMENT, f"{ptr:#x} is not registered memory")
+        entry[1] -= 1
+        if entry[1]:
+            return
+        del device.registered[base]
+        unlock = entry[2] and bool(flags & MemoryRegisterFlag.UNLOCK_MEMORY)
+        backend.mem_unregister(device.native, base, entry[0], unlock)
 
 
 def _range_values(dst: int, src: int, size: int) -> None:

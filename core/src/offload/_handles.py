@@ -58,7 +58,7 @@ class Device(_Handle):
 
     __slots__ = (
         "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
-        "limits",
+        "limits", "registered",
     )
     backend: BoundBackend
     native: Any
@@ -67,11 +67,12 @@ class Device(_Handle):
     info: dict[DeviceInfo, Any]  # the backend's answers, asked once at olInit
     info_cache: dict[Any, tuple[Any, Any]]  # converted (value, kind) per property asked
     is_host: bool
-    lock: threading.Lock  # guards parked, queues and programs
+    lock: threading.Lock  # guards parked, queues, programs and registered
     parked: list[Any]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
     programs: set[Program]  # live program handles
     limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
+    registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock
 
     def _describe(self) -> str:
         return f"{self.platform.name}:{self.index}"

@@ -111,6 +111,7 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             queues=set(),
             programs=set(),
             limits=launch_limits(info),
+            registered={},
         )
         platform.devices.append(device)
     return platform

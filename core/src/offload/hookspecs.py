@@ -229,12 +229,16 @@ def mem_free(device: Any, address: int, alloc_type: AllocType) -> None:
 
 @hookspec
 def mem_register(device: Any, address: int, size: int, lock: bool) -> int:
-    """Register (and, if ``lock``, page-lock) host memory; return the pinned address."""
+    """Register (and, if ``lock``, page-lock) host memory; return the pinned address.
+
+    Called once per range: the core counts users, refuses partial overlaps and never registers a
+    range inside one it already registered."""
 
 
 @hookspec
-def mem_unregister(device: Any, address: int, unlock: bool) -> None:
-    """Undo ``mem_register``; ``INVALID_ARGUMENT`` for an address that is not registered."""
+def mem_unregister(device: Any, address: int, size: int, unlock: bool) -> None:
+    """Undo the ``mem_register`` of exactly ``[address, address + size)``, when its last user is
+    gone. ``unlock``: the range was registered with ``lock`` and ``UNLOCK_MEMORY`` was asked."""
 
 
 @hookspec

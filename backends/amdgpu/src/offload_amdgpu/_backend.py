@@ -203,38 +203,15 @@ class AMDGPUBackend:
 
     @hookimpl
     def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
-        """hipHostRegister once per range; registering (inside) a registered range counts a user."""
-        end = address + size
-        with device.lock:
-            for base, entry in device.registered.items():
-                if base <= address and end <= base + entry[0]:
-                    entry[1] += 1
-                    return address
-                if base < end and address < base + entry[0]:
-                    raise OffloadError(
-                        ErrorCode.INVALID_ARGUMENT,
-                        f"[{address:#x}, {end:#x}) partially overlaps the registered range "
-                        f"[{base:#x}, {base + entry[0]:#x})",
-                    )
-            self._select(device)
-            self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
-            device.registered[address] = [size, 1]
+        """hipHostRegister (the core counts nested registrations and refuses partial overlaps)."""
+        self._select(device)
+        self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
         return address
 
     @hookimpl
-    def mem_unregister(self, device: HipDevice, address: int, unlock: bool) -> None:
-        with device.lock:
-            for base, entry in device.registered.items():
-                if base <= address < base + entry[0]:
-                    break
-            else:
-                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{address:#x} is not registered memory")
-            entry[1] -= 1
-            if entry[1]:
-                return
-            del device.registered[base]
-            self._select(device)
-            self._call("hipHostUnregister", self.hip.hipHostUnregister(base))
+    def mem_unregister(self, device: HipDevice, address: int) -> None:
+        self._select(device)
+        self._call("hipHostUnregister", self.hip.hipHostUnregister(address))
 
     @hookimpl
     def data_submit(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:

@@ -148,7 +148,7 @@ class CudaBackend:
         return _memory.register(device.device, address, size)
 
     @hookimpl
-    def mem_unregister(self, device: _DeviceState, address: int, unlock: bool) -> None:
+    def mem_unregister(self, device: _DeviceState, address: int) -> None:
         _memory.unregister(device.device, address)
 
     @hookimpl

@@ -51,7 +51,7 @@ _FULL_FP = (
 class CudaDevice:
     """A GPU on its primary context (retained in ``__init__``, released by ``release``)."""
 
-    __slots__ = ("driver", "ordinal", "handle", "context", "attributes", "peers", "lock", "registered",
+    __slots__ = ("driver", "ordinal", "handle", "context", "attributes", "peers",
                  "sm", "name")  # fmt: skip
 
     def __init__(self, driver: Any, ordinal: int) -> None:
@@ -76,8 +76,6 @@ class CudaDevice:
         raw = check(driver, driver.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
         self.name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace").strip()
         self.peers: set[int] = set()  # ordinals this context may access (peer access enabled)
-        self.lock = threading.Lock()
-        self.registered: dict[int, list[int]] = {}  # base -> [size, users]
 
     def activate(self) -> None:
         """Make this device's primary context current on the calling thread (cached per thread)."""

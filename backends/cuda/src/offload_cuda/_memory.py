@@ -37,39 +37,17 @@ def free(device: CudaDevice, address: int, alloc_type: AllocType) -> None:
 
 
 def register(device: CudaDevice, address: int, size: int) -> int:
-    """Pin ``[address, address + size)``; registering inside a registered range adds a user."""
-    end = address + size
-    with device.lock:
-        for base, entry in device.registered.items():
-            if base <= address and end <= base + entry[0]:
-                entry[1] += 1
-                return address
-            if base < end and address < base + entry[0]:
-                raise OffloadError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"[{address:#x}, {end:#x}) partially overlaps the registered range [{base:#x}, {base + entry[0]:#x})",
-                )
-        d = device.driver
-        device.activate()
-        check(d, d.cuMemHostRegister(address, size, 0), "cuMemHostRegister")
-        device.registered[address] = [size, 1]
+    """Pin ``[address, address + size)`` (the core counts nested registrations)."""
+    d = device.driver
+    device.activate()
+    check(d, d.cuMemHostRegister(address, size, 0), "cuMemHostRegister")
     return address
 
 
 def unregister(device: CudaDevice, address: int) -> None:
-    with device.lock:
-        for base, entry in device.registered.items():
-            if base <= address < base + entry[0]:
-                break
-        else:
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{address:#x} is not registered memory")
-        entry[1] -= 1
-        if entry[1]:
-            return
-        del device.registered[base]
-        d = device.driver
-        device.activate()
-        check(d, d.cuMemHostUnregister(base), "cuMemHostUnregister")
+    d = device.driver
+    device.activate()
+    check(d, d.cuMemHostUnregister(address), "cuMemHostUnregister")
 
 
 def copy_to_device(device: CudaDevice, dst: int, src: int, size: int, stream: Any | None) -> None:

@@ -25,9 +25,9 @@ _ID_LIMIT = 1 << 32  # offload_host.h: global ids are uint32_t, so at most 2**32
 
 class HostDevice:
     """The CPU: a worker pool for kernel groups, the executor thread running queues' native work,
-    and the registered (pinned) host ranges."""
+    and the sizes of its allocations."""
 
-    __slots__ = ("pool", "executor", "local_memory_limit", "registered", "allocations", "lock")
+    __slots__ = ("pool", "executor", "local_memory_limit", "allocations", "lock")
 
     def __init__(self, threads: int) -> None:
         self.pool = _native.pool_create(threads)
@@ -37,7 +37,6 @@ class HostDevice:
             _native.pool_destroy(self.pool)
             raise
         self.local_memory_limit = _device_info.local_memory_limit()
-        self.registered: dict[int, list[int]] = {}  # base -> [size, users, locked]
         self.allocations: dict[int, int] = {}  # address -> size of the pages mapped for it
         self.lock = threading.Lock()
 
@@ -148,37 +147,16 @@ class HostBackend:
 
     @hookimpl
     def mem_register(self, device: HostDevice, address: int, size: int, lock: bool) -> int:
-        end = address + size
-        with device.lock:
-            for base, entry in device.registered.items():
-                if base <= address and end <= base + entry[0]:
-                    entry[1] += 1  # inside a registered range: one more user
-                    return address
-                if base < end and address < base + entry[0]:
-                    raise OffloadError(
-                        ErrorCode.INVALID_ARGUMENT,
-                        f"[{address:#x}, {end:#x}) partially overlaps the registered range [{base:#x}, {base + entry[0]:#x})",
-                    )
-            if lock and _libc().mlock(ctypes.c_void_p(address), ctypes.c_size_t(size)) != 0:
-                errno = ctypes.get_errno()
-                raise OffloadError(ErrorCode.OUT_OF_RESOURCES, f"mlock failed: {os.strerror(errno)}")
-            device.registered[address] = [size, 1, int(lock)]
+        """Host memory is the device's memory: registering only page-locks it when asked."""
+        if lock and _libc().mlock(ctypes.c_void_p(address), ctypes.c_size_t(size)) != 0:
+            errno = ctypes.get_errno()
+            raise OffloadError(ErrorCode.OUT_OF_RESOURCES, f"mlock failed: {os.strerror(errno)}")
         return address
 
     @hookimpl
-    def mem_unregister(self, device: HostDevice, address: int, unlock: bool) -> None:
-        with device.lock:
-            for base, entry in device.registered.items():
-                if base <= address < base + entry[0]:
-                    break
-            else:
-                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{address:#x} is not registered memory")
-            entry[1] -= 1
-            if entry[1]:
-                return
-            del device.registered[base]
-            if entry[2] and unlock:
-                _libc().munlock(ctypes.c_void_p(base), ctypes.c_size_t(entry[0]))
+    def mem_unregister(self, device: HostDevice, address: int, size: int, unlock: bool) -> None:
+        if unlock:
+            _libc().munlock(ctypes.c_void_p(address), ctypes.c_size_t(size))
 
     @hookimpl
     def data_submit(self, device: HostDevice, dst: int, src: int, size: int, queue: HostQueue | None) -> None:

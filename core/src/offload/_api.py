@@ -667,7 +667,7 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
                 ctx.globals.insert(Allocation(device, None, address, address + size, program))
         symbol = Symbol._make(
             ctx, program=program, kind=kind, name=name, native=native, address=address, size=size,
-            params=params, args_size=args_size,
+            params=params, args_size=args_size, launch_device=program.device if kind is SymbolKind.KERNEL else None,
         )
         program.symbols[key] = symbol
         return symbol
@@ -715,17 +715,15 @@ def olLaunchKernel(
     """Launch a kernel. The argument buffer must hold every parameter the backend reports
     (``kernel_params``); the grid must fit the device's limits. Its program is not unloaded while
     the launch is being made, and not before queued launches have run (``olDestroyProgram``)."""
-    if queue is not None and queue.device is not device:
-        raise _fail(ErrorCode.INVALID_DEVICE, "device specified does not match the device of the given queue")
-    if kernel.kind is not _KERNEL:
-        raise _fail(ErrorCode.SYMBOL_KIND, "provided symbol is not a kernel")
-    program = kernel.program
-    if program.device is not device:
-        raise _fail(ErrorCode.INVALID_DEVICE, "the kernel's program was created on another device")
-    if launch.__class__ is not KernelLaunchSizeArgs:
-        raise _fail(ErrorCode.INVALID_ARGUMENT, f"LaunchSizeArgs must be KernelLaunchSizeArgs, got {launch!r}")
-    if launch.checked_for is not device.limits:
-        _check_launch_size(launch, device)
+    # one test for the common case (a kernel of this device, on its queue, a launch already found
+    # within its limits); anything else is sorted out, in liboffload's order, by _check_launch
+    if (
+        kernel.launch_device is not device
+        or (queue is not None and queue.device is not device)
+        or launch.__class__ is not KernelLaunchSizeArgs
+        or launch.checked_for is not device.limits
+    ):
+        _check_launch(queue, device, kernel, launch)
     if args is None:
         if kernel.params:
             raise _fail(
@@ -759,6 +757,21 @@ def olLaunchKernel(
     device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
 
 
+def _check_launch(queue: Queue | None, device: Device, kernel: Symbol, launch: Any) -> None:
+    """Refuse a launch on another device's queue or kernel, of a global variable, or with a size
+    that is not a KernelLaunchSizeArgs within the device's limits."""
+    if queue is not None and queue.device is not device:
+        raise _fail(ErrorCode.INVALID_DEVICE, "device specified does not match the device of the given queue")
+    if kernel.kind is not _KERNEL:
+        raise _fail(ErrorCode.SYMBOL_KIND, "provided symbol is not a kernel")
+    if kernel.program.device is not device:
+        raise _fail(ErrorCode.INVALID_DEVICE, "the kernel's program was created on another device")
+    if launch.__class__ is not KernelLaunchSizeArgs:
+        raise _fail(ErrorCode.INVALID_ARGUMENT, f"LaunchSizeArgs must be KernelLaunchSizeArgs, got {launch!r}")
+    if launch.checked_for is not device.limits:
+        _check_launch_size(launch, device)
+
+
 def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:
     """Refuse a zero extent, a grid of 2**64 groups or more, or one beyond the device's limits
     (INVALID_SIZE); remember a launch found within them."""
@@ -790,7 +803,7 @@ def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:
     total = launch.total_groups * launch.group_items
     if max_work is not None and total > max_work:
         raise _fail(ErrorCode.INVALID_SIZE, f"the grid's {total} work-items exceed MAX_WORK_SIZE {max_work}")
-    launch.checked_for = device.limits
+    object.__setattr__(launch, "checked_for", device.limits)  # the one cache field: see KernelLaunchSizeArgs
 
 
 def olCalculateOptimalOccupancy(ctx: Context, device: Device, kernel: Symbol, shared_memory: Any) -> int:

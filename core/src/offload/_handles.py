@@ -120,7 +120,7 @@ class Program(_Handle):
 class Symbol(_Handle):
     """``ol_symbol_handle_t``: a kernel or global variable, owned by its program."""
 
-    __slots__ = ("program", "kind", "name", "native", "address", "size", "params", "args_size")
+    __slots__ = ("program", "kind", "name", "native", "address", "size", "params", "args_size", "launch_device")
     program: Program
     kind: SymbolKind
     name: str
@@ -129,6 +129,7 @@ class Symbol(_Handle):
     size: int  # global variables only
     params: tuple[Any, ...] | None  # kernels: their KernelParams (None: the backend cannot tell)
     args_size: int | None  # kernels: the end of the last parameter (None: unknown, not checked)
+    launch_device: Device | None  # kernels: the device they launch on; None for global variables
 
     def _describe(self) -> str:
         return f"{self.kind.name.lower()} {self.name!r}"

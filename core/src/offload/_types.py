@@ -62,7 +62,7 @@ class KernelLaunchSizeArgs:
 
     ``num_groups`` and ``group_size`` accept ``Dimensions`` or 3-tuples (of ints or ``__index__``
     integers). Construction checks the types; a zero extent, and a grid of 2**64 groups or more,
-    are reported by ``olLaunchKernel`` as ``OL_ERRC_INVALID_SIZE``. Treat it as immutable.
+    are reported by ``olLaunchKernel`` as ``OL_ERRC_INVALID_SIZE``. It is immutable.
     """
 
     __slots__ = (
@@ -93,22 +93,33 @@ class KernelLaunchSizeArgs:
             raise OffloadError(
                 ErrorCode.INVALID_SIZE, f"DynSharedMemory must be a non-negative int, got {dyn_shared_memory!r}"
             )
-        self.dimensions = dimensions
-        self.num_groups = _dimensions(num_groups, "NumGroups")
-        self.group_size = _dimensions(group_size, "GroupSize")
-        self.dyn_shared_memory = dyn_shared_memory
-        self.zero_extent = next(
+        num_groups, group_size = _dimensions(num_groups, "NumGroups"), _dimensions(group_size, "GroupSize")
+        zero_extent = next(
             (
                 f"{name}.{axis}"
-                for name, dims in (("NumGroups", self.num_groups), ("GroupSize", self.group_size))
+                for name, dims in (("NumGroups", num_groups), ("GroupSize", group_size))
                 for axis, extent in zip("xyz", dims)
                 if extent == 0
             ),
             None,
         )
-        self.group_items = self.group_size.x * self.group_size.y * self.group_size.z
-        self.total_groups = self.num_groups.x * self.num_groups.y * self.num_groups.z
-        self.checked_for = None
+        _set = object.__setattr__  # immutable past this point (see __setattr__)
+        _set(self, "dimensions", dimensions)
+        _set(self, "num_groups", num_groups)
+        _set(self, "group_size", group_size)
+        _set(self, "dyn_shared_memory", dyn_shared_memory)
+        _set(self, "zero_extent", zero_extent)
+        _set(self, "group_items", group_size.x * group_size.y * group_size.z)
+        _set(self, "total_groups", num_groups.x * num_groups.y * num_groups.z)
+        _set(self, "checked_for", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refused: a launch found within a device's limits stays within them, so the checks are
+        made once per launch object (olLaunchKernel and backends rely on that)."""
+        raise AttributeError(f"KernelLaunchSizeArgs is immutable: make a new one instead of setting {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"KernelLaunchSizeArgs is immutable: cannot delete {name!r}")
 
     def __repr__(self) -> str:
         return (

@@ -209,8 +209,11 @@ def launch_kernel(device: Any, queue: Any, kernel: Any, args: bytes | None, laun
     """Launch ``kernel`` over ``launch``'s grid with the packed argument struct ``args``.
 
     ``args`` is ``None`` for no arguments; otherwise a bytes-like object that the caller may reuse
-    as soon as this hook returns (copy it when the launch is enqueued). Every extent of
-    ``launch.num_groups`` and ``launch.group_size`` is at least 1.
+    as soon as this hook returns (copy it when the launch is enqueued). ``launch`` is immutable
+    and within the limits the device reported: every extent is at least 1, and the group size,
+    the grid's work-items and each dimension's work-items are at most MAX_WORK_GROUP_SIZE(_PER_
+    DIMENSION) and MAX_WORK_SIZE(_PER_DIMENSION). A backend may cache what it derives from a
+    launch object by its identity while it holds a reference to it.
     """
 
 

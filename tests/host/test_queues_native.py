@@ -480,8 +480,8 @@ def _rss_kib() -> int:
 
 
 def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: dict, word: int) -> None:
-    """create + launch + destroy, OFFLOAD_TEST_QUEUE_CHURN times (1M for the full run)."""
-    count = int(os.environ.get("OFFLOAD_TEST_QUEUE_CHURN", "100000"))
+    """create + launch + destroy, OFFLOAD_TEST_QUEUE_CHURN times (1M unless set: about 10 s)."""
+    count = int(os.environ.get("OFFLOAD_TEST_QUEUE_CHURN", "1000000"))
     args, bump = struct.pack("P", word), kernels["bump"]
     create, launch, destroy = ol.olCreateQueue, ol.olLaunchKernel, ol.olDestroyQueue
     for _ in range(2000):
@@ -522,3 +522,128 @@ def test_big_fills_of_any_pattern_length_are_exact(host: ol.Device, pattern: byt
     assert ctypes.string_at(address, size) == pattern * (size // len(pattern))
     ol.olDestroyQueue(queue)
     ol.olMemFree(address)
+
+
+# --- executor turns, recycled op nodes, launch-size parsing ------------------------------------
+
+
+def test_many_submitters_many_queues_every_op_runs_once(host: ol.Device, kernels: dict) -> None:
+    """Submitting threads on queues of their own while the executor runs them and gives their op
+    nodes back (lock-free): every launch runs exactly once, in order per queue."""
+    threads_count, per_thread, bump = 4, 20000, kernels["bump"]
+    counters = [ol.olMemAlloc(host, ol.AllocType.DEVICE, 8) for _ in range(threads_count)]
+    for address in counters:
+        ctypes.memset(address, 0, 8)
+    failures: list[BaseException] = []
+
+    def submit(counter: int) -> None:
+        try:
+            q, args = ol.olCreateQueue(host), struct.pack("P", counter)
+            for i in range(per_thread):
+                ol.olLaunchKernel(q, host, bump, args, ONE)
+                if i % 997 == 0:  # a pause now and then: the executor takes its turns meanwhile
+                    time.sleep(0.0002)
+            ol.olSyncQueue(q)
+            ol.olDestroyQueue(q)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    workers = [threading.Thread(target=submit, args=(c,)) for c in counters]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    try:
+        assert not failures, failures
+        assert [_u32(c) for c in counters] == [per_thread] * threads_count
+    finally:
+        for address in counters:
+            ol.olMemFree(address)
+
+
+def test_work_submitted_during_an_executor_turn_runs_without_a_sync(host: ol.Device, kernels: dict, word: int) -> None:
+    """The executor takes the ops queued when its turn starts; what arrives meanwhile gets a turn
+    of its own, with nobody syncing."""
+    q, args = ol.olCreateQueue(host), struct.pack("P", word)
+    try:
+        for burst in range(1, 6):
+            for _ in range(300):
+                ol.olLaunchKernel(q, host, kernels["bump"], args, ONE)
+            deadline = time.monotonic() + 10
+            while _u32(word) < 300 * burst and time.monotonic() < deadline:
+                time.sleep(0.0005)
+            assert _u32(word) == 300 * burst
+        assert not _native.Queue.pending(q.native)
+    finally:
+        ol.olDestroyQueue(q)
+
+
+def test_launch_sizes_are_parsed_per_object(host: ol.Device) -> None:
+    """The native side keeps the grid of the last size object it saw: alternating objects, and a
+    new object after the old one is gone, each launch their own grid."""
+    program = ol.olCreateProgram(host, build_program(GRID_KERNEL, name="grid_count"))
+    kernel = ol.olGetSymbol(program, "count_groups", ol.SymbolKind.KERNEL)
+    out = ol.olMemAlloc(host, ol.AllocType.DEVICE, 8)
+    q = ol.olCreateQueue(host)
+    try:
+        args = struct.pack("P", out)
+        sizes = [ol.KernelLaunchSizeArgs(3, (gx, 2, 1), (1, 1, 3)) for gx in (1, 5, 9)]
+        for queue in (None, q):
+            for size in sizes * 3 + [ol.KernelLaunchSizeArgs(1, (g, 1, 1), (1, 1, 1)) for g in (3, 7)]:
+                ctypes.memset(out, 0, 8)
+                ol.olLaunchKernel(queue, host, kernel, args, size)
+                if queue is not None:
+                    ol.olSyncQueue(queue)
+                assert ctypes.c_uint64.from_address(out).value == size.total_groups * size.group_items
+    finally:
+        ol.olDestroyQueue(q)
+        ol.olMemFree(out)
+        ol.olDestroyProgram(program)
+
+
+GRID_KERNEL = r"""
+#include <offload_host.h>
+#include <stdint.h>
+struct grid_args { uint64_t *out; };
+OFFLOAD_KERNEL_PARAMS(count_groups, struct grid_args, OFFLOAD_POINTER(out));
+OFFLOAD_KERNEL(count_groups) {
+  const offload_group_t *g = OFFLOAD_GROUP;
+  __atomic_fetch_add(OFFLOAD_ARGS(struct grid_args)->out,
+                     (uint64_t)g->group_size.x * g->group_size.y * g->group_size.z, __ATOMIC_RELAXED);
+}
+"""
+
+
+def test_launch_sizes_are_immutable() -> None:
+    size = ol.KernelLaunchSizeArgs(1, (4, 1, 1), (8, 1, 1))
+    for name, value in (("num_groups", ol.Dimensions(1, 1, 1)), ("dyn_shared_memory", 64), ("checked_for", None)):
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(size, name, value)
+    with pytest.raises(AttributeError, match="immutable"):
+        del size.group_size
+    assert size.num_groups == (4, 1, 1) and size.group_items == 8
+
+
+def test_big_allocations_are_huge_page_aligned_and_fully_unmapped(host: ol.Device) -> None:
+    """From 2 MiB on an allocation starts on a 2 MiB boundary (advised for transparent huge
+    pages); freeing it unmaps every page, the alignment slack included."""
+    sizes = (2 << 20, (5 << 20) + 123, 64 << 20)
+    addresses = [ol.olMemAlloc(host, kind, size) for kind in (ol.AllocType.DEVICE, ol.AllocType.HOST) for size in sizes]
+    try:
+        for address, size in zip(addresses, sizes * 2):
+            assert address % (2 << 20) == 0
+            ctypes.memset(address, 0x5A, size)
+            assert ctypes.string_at(address + size - 1, 1) == b"\x5a"
+    finally:
+        for address in addresses:
+            ol.olMemFree(address)
+    # every page is unmapped again, the alignment slack included: the address space stays flat
+    before = _vm_size_kib()
+    for _ in range(200):
+        ol.olMemFree(ol.olMemAlloc(host, ol.AllocType.DEVICE, (3 << 20) + 5))
+    assert _vm_size_kib() - before < 64 * 1024
+
+
+def _vm_size_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))

@@ -20,7 +20,6 @@ _copy_on = _native.copy_on
 _fill_on = _native.fill_on
 _memmove = ctypes.memmove
 _partial = functools.partial
-_ID_LIMIT = 1 << 32  # offload_host.h: global ids are uint32_t, so at most 2**32 per dimension
 
 
 class HostDevice:
@@ -39,17 +38,6 @@ class HostDevice:
         self.local_memory_limit = _device_info.local_memory_limit()
         self.allocations: dict[int, int] = {}  # address -> size of the pages mapped for it
         self.lock = threading.Lock()
-
-
-def _id_overflow(launch: KernelLaunchSizeArgs) -> str:
-    for axis in "xyz":
-        groups, items = getattr(launch.num_groups, axis), getattr(launch.group_size, axis)
-        if groups * items > _ID_LIMIT:
-            return (
-                f"NumGroups.{axis} * GroupSize.{axis} = {groups} * {items} = {groups * items} work-items: "
-                f"their global ids do not fit the host kernels' 32-bit ids (at most {_ID_LIMIT})"
-            )
-    raise AssertionError("no dimension overflows")
 
 
 def _libc() -> ctypes.CDLL:
@@ -115,18 +103,19 @@ class HostBackend:
     def launch_kernel(
         self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
-        (gx, gy, gz), (ix, iy, iz), local = launch.num_groups, launch.group_size, launch.dyn_shared_memory
-        if gx * ix > _ID_LIMIT or gy * iy > _ID_LIMIT or gz * iz > _ID_LIMIT:
-            raise OffloadError(ErrorCode.INVALID_SIZE, _id_overflow(launch))
-        if local > device.local_memory_limit:
+        if launch.dyn_shared_memory > device.local_memory_limit:
             raise OffloadError(
                 ErrorCode.OUT_OF_RESOURCES,
-                f"DynSharedMemory {local} exceeds the host's local memory limit {device.local_memory_limit}",
+                f"DynSharedMemory {launch.dyn_shared_memory} exceeds the host's local memory limit "
+                f"{device.local_memory_limit}",
             )
-        if queue is None:
-            _launch(device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local)
-        elif queue.launch(device.pool, kernel, args, gx, gy, gz, ix, iy, iz, local):
-            queue.start_worker()  # the arguments were copied: the caller may reuse its buffer
+        try:  # the grid is parsed natively, once per launch object (it is immutable)
+            if queue is None:
+                _launch(device.pool, kernel, args, launch)
+            elif queue.launch(device.pool, kernel, args, launch):
+                queue.start_worker()  # the arguments were copied: the caller may reuse its buffer
+        except OverflowError as exc:  # a dimension's global ids beyond uint32: see _native.c
+            raise OffloadError(ErrorCode.INVALID_SIZE, str(exc)) from None
 
     # --- memory ------------------------------------------------------------------------------
 

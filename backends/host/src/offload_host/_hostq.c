@@ -71,6 +71,29 @@ static void init_mutex(pthread_mutex_t *mu) {
   pthread_mutexattr_destroy(&attr);
 }
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Takes a queue's lock. Its critical sections are a few pointer moves, so a contended lock is
+ * polled for up to LOCK_SPIN tries (about 15 us) before sleeping: a waiter that sleeps costs a
+ * futex wake-up, and where the waiting CPU then idles (a virtual machine's vCPU halts) waking it
+ * again takes tens of microseconds, which a submitter meeting the executor once every few
+ * batches paid as a third of its time per launch. */
+#define LOCK_SPIN 1000
+static void lock_spin(pthread_mutex_t *mu) {
+  if (pthread_mutex_trylock(mu) == 0) return;
+  for (int i = 0; i < LOCK_SPIN; ++i) {
+    cpu_relax();
+    if (pthread_mutex_trylock(mu) == 0) return;
+  }
+  pthread_mutex_lock(mu);
+}
+
 static void init_cond(pthread_cond_t *cv) {
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -188,22 +211,26 @@ static void *op_keep(op_t *op, const void *data, size_t len) {
   return p;
 }
 
-/* Op nodes are recycled through one process-wide free list: a burst of submissions then
- * reuses memory instead of growing the heap (whose fresh pages fault, and which glibc trims
- * again after each burst). At most OP_POOL_MAX nodes (about 2.5 MiB) are kept. */
+/* Op nodes are recycled: a burst of submissions then reuses memory instead of growing the heap
+ * (whose fresh pages fault, and which glibc trims again after each burst). Runners give nodes
+ * back onto a lock-free stack (pushes only, so no ABA); submitters take the whole stack at once
+ * into their own list, under a lock only submitters use. So a submitter and the thread running
+ * its ops never wait for each other here. At most about OP_POOL_MAX nodes (2.5 MiB) are kept. */
 #define OP_POOL_MAX 16384
-static pthread_mutex_t op_pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static op_t *op_pool;
-static size_t op_pool_size;
+static op_t *_Atomic op_returned;        /* given back, not yet taken over */
+static _Atomic size_t op_kept;           /* nodes in op_returned and op_spare together */
+static pthread_mutex_t op_spare_mu = PTHREAD_MUTEX_INITIALIZER;
+static op_t *op_spare;                   /* taken over by submitters; under op_spare_mu */
 
 static op_t *op_take(void) {
-  pthread_mutex_lock(&op_pool_mu);
-  op_t *op = op_pool;
+  pthread_mutex_lock(&op_spare_mu);
+  op_t *op = op_spare;
+  if (op == NULL) op = atomic_exchange_explicit(&op_returned, NULL, memory_order_acquire);
   if (op != NULL) {
-    op_pool = op->next;
-    op_pool_size--;
+    op_spare = op->next;
+    atomic_fetch_sub_explicit(&op_kept, 1, memory_order_relaxed);
   }
-  pthread_mutex_unlock(&op_pool_mu);
+  pthread_mutex_unlock(&op_spare_mu);
   return op != NULL ? op : malloc(sizeof(op_t));
 }
 
@@ -216,14 +243,14 @@ static void op_give_list(op_t *first) {
     last = last->next;
     n++;
   }
-  pthread_mutex_lock(&op_pool_mu);
-  if (op_pool_size + n <= OP_POOL_MAX) {
-    last->next = op_pool;
-    op_pool = first;
-    op_pool_size += n;
-    first = NULL;
+  if (atomic_load_explicit(&op_kept, memory_order_relaxed) + n <= OP_POOL_MAX) {
+    atomic_fetch_add_explicit(&op_kept, n, memory_order_relaxed);
+    op_t *top = atomic_load_explicit(&op_returned, memory_order_relaxed);
+    do last->next = top;
+    while (!atomic_compare_exchange_weak_explicit(&op_returned, &top, first, memory_order_release,
+                                                  memory_order_relaxed));
+    return;
   }
-  pthread_mutex_unlock(&op_pool_mu);
   while (first != NULL) {
     op_t *next = first->next;
     free(first);
@@ -299,7 +326,7 @@ typedef struct {
 #define EXEC_MAGIC 0x6f6c65786563ULL
 #define SPIN_NS 30000 /* the service thread polls this long before sleeping */
 #define EXEC_TURN 256 /* ops the service thread runs of one queue before the next queue */
-#define EXEC_DELAY_NS 20000 /* a ready queue is serviced this long after it became ready: the
+#define EXEC_DELAY_NS 50000 /* a ready queue is serviced this long after it became ready: the
                              * submitter fills it meanwhile without contention, the executor then
                              * takes a run at once (a waiting caller helps itself without delay) */
 
@@ -324,16 +351,8 @@ struct QueueObject {
   exec_t *exec;        /* NULL: native work waits for the worker or a sync */
   QueueObject *ready_next; /* in exec's ready list; guarded by exec->mu */
   uint64_t ready_since;    /* when it entered the ready list; guarded by exec->mu */
-  int in_ready;            /* guarded by exec->mu */
+  int in_ready;            /* written under exec->mu; read without it by exec_push */
 };
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 static void exec_unref(exec_t *ex) {
   if (atomic_fetch_sub_explicit(&ex->refs, 1, memory_order_acq_rel) != 1) return;
@@ -347,11 +366,14 @@ static void exec_unref(exec_t *ex) {
 /* Puts q in the ready list (q->mu held). 0 on success, -1 if the executor has stopped. */
 static int exec_push(exec_t *ex, QueueObject *q) {
   int rc = 0;
-  pthread_mutex_lock(&ex->mu);
+  /* Already waiting its turn (the common case while a batch is submitted): the service thread
+   * takes it later, under q->mu, so it sees the op just appended. No lock needed to know. */
+  if (__atomic_load_n(&q->in_ready, __ATOMIC_RELAXED)) return 0;
+  lock_spin(&ex->mu);
   if (ex->stop) {
     rc = -1;
   } else if (!q->in_ready) {
-    q->in_ready = 1;
+    __atomic_store_n(&q->in_ready, 1, __ATOMIC_RELAXED);
     q->ready_next = NULL;
     q->ready_since = now_ns();
     if (ex->ready_tail) ex->ready_tail->ready_next = q;
@@ -367,7 +389,7 @@ static int exec_push(exec_t *ex, QueueObject *q) {
 /* Takes q out of the ready list and waits until the service thread is not inside it (q->mu
  * not held): afterwards the executor never touches q again unless q is pushed anew. */
 static void exec_forget(exec_t *ex, QueueObject *q) {
-  pthread_mutex_lock(&ex->mu);
+  lock_spin(&ex->mu);
   if (q->in_ready) {
     QueueObject **link = &ex->ready_head, *prev = NULL;
     while (*link != q) {
@@ -376,7 +398,7 @@ static void exec_forget(exec_t *ex, QueueObject *q) {
     }
     *link = q->ready_next;
     if (ex->ready_tail == q) ex->ready_tail = prev;
-    q->in_ready = 0;
+    __atomic_store_n(&q->in_ready, 0, __ATOMIC_RELAXED);
     atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
   }
   while (ex->current == q) pthread_cond_wait(&ex->idle_cv, &ex->mu);
@@ -469,7 +491,7 @@ static int kick(QueueObject *q) {
 static int q_push(QueueObject *self, op_t *op) {
   op->next = NULL;
   int start = 0;
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   if (self->released) {
     pthread_mutex_unlock(&self->mu);
     if (op->kind == OP_CALL) {
@@ -528,7 +550,7 @@ static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
 
 static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
   launch_t l;
-  if (q_ready(self) < 0 || check_nargs("launch", nargs, 10) < 0 || parse_launch(args, &l) < 0) return NULL;
+  if (q_ready(self) < 0 || parse_launch(args, nargs, &l) < 0) return NULL;
   op_t *op = op_new(OP_LAUNCH, l.pool);
   if (op == NULL) return NULL;
   op->u.launch.kernel = l.kernel;
@@ -690,7 +712,7 @@ static PyObject *q_record(QueueObject *self, PyObject *unused) {
     Py_DECREF(event);
     return PyErr_NoMemory();
   }
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   int idle = self->completed == self->submitted && !self->running;
   event->seq = self->submitted;
   pthread_mutex_unlock(&self->mu);
@@ -808,18 +830,18 @@ static void help(QueueObject *self, uint64_t target) {
     pthread_mutex_unlock(&self->mu);
     for (op_t *op = first; op != NULL; op = op->next) {
       if (op_run_native(op) < 0) {
-        pthread_mutex_lock(&self->mu);
+        lock_spin(&self->mu);
         note_failure(self, op);
         pthread_mutex_unlock(&self->mu);
       }
     }
-    pthread_mutex_lock(&self->mu);
+    lock_spin(&self->mu);
     self->completed += n - 1;
     finish_op(self, last, 0); /* the last one: completes a record, wakes who waits */
     for (op_t *op = first; op != NULL; op = op->next) op_clear_native(op);
     pthread_mutex_unlock(&self->mu);
     op_give_list(first); /* outside the queue's lock */
-    pthread_mutex_lock(&self->mu);
+    lock_spin(&self->mu);
   }
   self->running = 0;
   if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
@@ -833,7 +855,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
   (void)unused;
   if (q_ready(self) < 0) return NULL;
   PyThreadState *ts = PyEval_SaveThread();
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   for (;;) {
     while (self->head == NULL || self->running) {
       if (self->released && self->head == NULL && !self->running) goto out;
@@ -873,7 +895,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
       } else {
         failed = op_run_native(op) < 0;
       }
-      pthread_mutex_lock(&self->mu);
+      lock_spin(&self->mu);
       finish_op(self, op, failed);
       if (op->kind == OP_CALL) op_give(op);
       else op_free_native(op);
@@ -895,7 +917,7 @@ out:
 static PyObject *take_errors(QueueObject *self, uint64_t limit) {
   uint64_t *failed = NULL;
   size_t nfailed = 0;
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   if (self->nfailed) {
     failed = malloc(self->nfailed * sizeof(uint64_t));
     if (failed != NULL) {
@@ -953,7 +975,7 @@ static int wait_until(QueueObject *self, uint64_t target) {
   int is_main = pthread_equal(pthread_self(), main_thread);
   int interrupted = 0;
   Py_BEGIN_ALLOW_THREADS
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   int spun = 0;
   while (self->completed < target) {
     if (!self->running && self->head != NULL && helpable(self->head)) {
@@ -967,7 +989,7 @@ static int wait_until(QueueObject *self, uint64_t target) {
       while (__atomic_load_n(&self->completed, __ATOMIC_ACQUIRE) < target &&
              __atomic_load_n(&self->running, __ATOMIC_RELAXED) && now_ns() - start < SPIN_NS)
         cpu_relax();
-      pthread_mutex_lock(&self->mu);
+      lock_spin(&self->mu);
       continue;
     }
     wait_for(self, target, is_main);
@@ -976,7 +998,7 @@ static int wait_until(QueueObject *self, uint64_t target) {
       Py_BLOCK_THREADS
       interrupted = PyErr_CheckSignals() < 0;
       Py_UNBLOCK_THREADS
-      pthread_mutex_lock(&self->mu);
+      lock_spin(&self->mu);
       if (interrupted) break;
     }
   }
@@ -989,7 +1011,7 @@ static int wait_until(QueueObject *self, uint64_t target) {
 static PyObject *q_sync(QueueObject *self, PyObject *unused) {
   (void)unused;
   if (q_ready(self) < 0) return NULL;
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   uint64_t target = self->submitted;
   pthread_mutex_unlock(&self->mu);
   if (wait_until(self, target) < 0) return NULL;
@@ -1005,7 +1027,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
   int discard = PyObject_IsTrue(discard_obj);
   if (discard < 0) return NULL;
   op_t *dropped = NULL;
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   self->released = 1;
   if (discard && self->head != NULL) {
     dropped = self->head;
@@ -1019,7 +1041,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
   free_ops(dropped);
   if (!on_worker) {
     Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&self->mu);
+    lock_spin(&self->mu);
     while (self->completed < self->submitted || self->worker == WORKER_WANTED) {
       if (!self->running && self->head != NULL && helpable(self->head)) {
         help(self, self->submitted);
@@ -1038,7 +1060,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
 static PyObject *q_worker_failed(QueueObject *self, PyObject *unused) {
   (void)unused;
   if (q_ready(self) < 0) return NULL;
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   if (self->worker == WORKER_WANTED) self->worker = WORKER_NONE;
   pthread_cond_broadcast(&self->done_cv);
   pthread_mutex_unlock(&self->mu);
@@ -1048,7 +1070,7 @@ static PyObject *q_worker_failed(QueueObject *self, PyObject *unused) {
 static PyObject *q_pending(QueueObject *self, PyObject *unused) {
   (void)unused;
   if (q_ready(self) < 0) return NULL;
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   int pending = self->completed != self->submitted || self->running;
   pthread_mutex_unlock(&self->mu);
   return PyBool_FromLong(pending);
@@ -1058,7 +1080,7 @@ static PyObject *q_pending(QueueObject *self, PyObject *unused) {
 static PyObject *q_on_worker(QueueObject *self, PyObject *unused) {
   (void)unused;
   if (q_ready(self) < 0) return NULL;
-  pthread_mutex_lock(&self->mu);
+  lock_spin(&self->mu);
   int mine = self->running && self->runner_is_worker && pthread_equal(self->runner, pthread_self());
   pthread_mutex_unlock(&self->mu);
   return PyBool_FromLong(mine);
@@ -1068,7 +1090,7 @@ static PyObject *q_on_worker(QueueObject *self, PyObject *unused) {
 
 static PyMethodDef queue_methods[] = {
     QMETHOD(launch, METH_FASTCALL,
-            "launch(pool, kernel, args, ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem) -> start_worker\n\n"
+            "launch(pool, kernel, args, size | ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem) -> start_worker\n\n"
             "Enqueue a kernel launch (args copied). True: start a thread running work()."),
     QMETHOD(copy, METH_FASTCALL, "copy(pool | None, dst, src, size) -> start_worker\n\nEnqueue a memmove."),
     QMETHOD(fill, METH_FASTCALL,
@@ -1106,7 +1128,8 @@ static PyTypeObject QueueType = {
 
 static void *exec_main(void *arg) {
   exec_t *ex = arg;
-  pthread_mutex_lock(&ex->mu);
+  pthread_setname_np(pthread_self(), "offload-exec"); /* as top -H and perf show it */
+  lock_spin(&ex->mu);
   for (;;) {
     if (ex->ready_head == NULL && !ex->stop) {
       /* Poll a moment first: a stream of submissions then costs no wake-ups. */
@@ -1114,7 +1137,7 @@ static void *exec_main(void *arg) {
       uint64_t start = now_ns();
       while (atomic_load_explicit(&ex->nready, memory_order_acquire) == 0 && now_ns() - start < SPIN_NS)
         cpu_relax();
-      pthread_mutex_lock(&ex->mu);
+      lock_spin(&ex->mu);
       while (ex->ready_head == NULL && !ex->stop) {
         ex->sleeping = 1;
         pthread_cond_wait(&ex->cv, &ex->mu);
@@ -1123,22 +1146,32 @@ static void *exec_main(void *arg) {
     }
     if (ex->stop) break;
     QueueObject *q = ex->ready_head;
+    uint64_t due = q->ready_since + EXEC_DELAY_NS;
+    if (now_ns() < due) {
+      /* Not yet due: q stays in the list meanwhile, so its submitter appends without telling
+       * us again. q is not touched unlocked: it may be forgotten (exec_forget) while we wait. */
+      pthread_mutex_unlock(&ex->mu);
+      while (now_ns() < due && !__atomic_load_n(&ex->stop, __ATOMIC_RELAXED)) cpu_relax();
+      lock_spin(&ex->mu);
+      continue;
+    }
     ex->ready_head = q->ready_next;
     if (ex->ready_head == NULL) ex->ready_tail = NULL;
-    q->in_ready = 0;
+    __atomic_store_n(&q->in_ready, 0, __ATOMIC_RELAXED);
     atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
     ex->current = q; /* q stays alive: exec_forget (release, dealloc) waits for us */
-    uint64_t due = q->ready_since + EXEC_DELAY_NS;
     pthread_mutex_unlock(&ex->mu);
-    while (now_ns() < due) cpu_relax();
 
-    pthread_mutex_lock(&q->mu);
-    /* A turn is at most EXEC_TURN ops: a queue fed without pause cannot starve the others
-     * (help() puts it back at the end of the ready list when work is left). */
-    if (!q->running && q->head != NULL && helpable(q->head)) help(q, q->completed + EXEC_TURN);
+    lock_spin(&q->mu);
+    /* One turn: the ops queued by now, at most EXEC_TURN, so that a queue fed without pause
+     * cannot starve the others. Work that arrives meanwhile waits for the next turn (help()
+     * puts the queue back at the end of the list): a submitter busy filling the queue then
+     * meets the service thread once a batch, not once an op. */
+    uint64_t turn_end = q->submitted < q->completed + EXEC_TURN ? q->submitted : q->completed + EXEC_TURN;
+    if (!q->running && q->head != NULL && helpable(q->head)) help(q, turn_end);
     pthread_mutex_unlock(&q->mu);
 
-    pthread_mutex_lock(&ex->mu);
+    lock_spin(&ex->mu);
     ex->current = NULL;
     pthread_cond_broadcast(&ex->idle_cv);
   }
@@ -1185,7 +1218,7 @@ static PyObject *py_executor_destroy(PyObject *m, PyObject *arg) {
   (void)m;
   exec_t *ex = exec_from(arg);
   if (ex == NULL) return NULL;
-  pthread_mutex_lock(&ex->mu);
+  lock_spin(&ex->mu);
   int first = !ex->stop;
   ex->stop = 1;
   pthread_cond_broadcast(&ex->cv);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LOCAL_MEM_ALIGN 64
 #define MAX_POOL_THREADS 4096
@@ -218,6 +219,7 @@ static inline void pool_relax(void) {
 static void *worker_main(void *arg) {
   worker_t *self = arg;
   pool_t *pool = self->pool;
+  pthread_setname_np(pthread_self(), "offload-pool"); /* as top -H and perf show it */
   uint64_t seen = 0;
   int worked = 0;
   pthread_mutex_lock(&pool->lock);
@@ -399,7 +401,92 @@ int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_d
   return launch_pooled(pool, &job);
 }
 
-int parse_launch(PyObject *const *args, launch_t *out) {
+/* Sets the grid from d = (ngx, ngy, ngz, gsx, gsy, gsz). Refuses (OverflowError) a dimension
+ * of more than 2**32 work-items, whose global ids would not fit offload_host.h's uint32_t, and
+ * 2**64 groups or more. */
+static int set_grid(launch_t *out, const uint32_t d[6]) {
+  for (int i = 0; i < 3; ++i) {
+    uint64_t items = (uint64_t)d[i] * d[3 + i];
+    if (items > ((uint64_t)1 << 32)) {
+      PyErr_Format(PyExc_OverflowError,
+                   "NumGroups.%c * GroupSize.%c = %u * %u = %llu work-items: their global ids do not "
+                   "fit the host kernels' 32-bit ids (at most 2**32)",
+                   "xyz"[i], "xyz"[i], (unsigned)d[i], (unsigned)d[3 + i], (unsigned long long)items);
+      return -1;
+    }
+  }
+  uint64_t total;
+  if (__builtin_mul_overflow((uint64_t)d[0] * d[1], (uint64_t)d[2], &total)) {
+    PyErr_SetString(PyExc_OverflowError, "grid has too many groups");
+    return -1;
+  }
+  out->num_groups = (offload_dim3_t){d[0], d[1], d[2]};
+  out->group_size = (offload_dim3_t){d[3], d[4], d[5]};
+  return 0;
+}
+
+/* The grid of a size object (offload.KernelLaunchSizeArgs, or anything with its num_groups,
+ * group_size and dyn_shared_memory attributes) into out. */
+static int parse_size_object(PyObject *size, launch_t *out) {
+  static const char *const names[2] = {"num_groups", "group_size"};
+  uint32_t d[6];
+  for (int k = 0; k < 2; ++k) {
+    PyObject *dims = PyObject_GetAttrString(size, names[k]);
+    if (dims == NULL) return -1;
+    PyObject *seq = PySequence_Fast(dims, "launch dimensions must be a sequence of 3 ints");
+    Py_DECREF(dims);
+    if (seq == NULL) return -1;
+    int ok = PySequence_Fast_GET_SIZE(seq) == 3;
+    if (!ok) PyErr_Format(PyExc_ValueError, "%s must have 3 extents", names[k]);
+    for (int i = 0; ok && i < 3; ++i) ok = parse_dim(PySequence_Fast_GET_ITEM(seq, i), &d[3 * k + i]) == 0;
+    Py_DECREF(seq);
+    if (!ok) return -1;
+  }
+  PyObject *dyn = PyObject_GetAttrString(size, "dyn_shared_memory");
+  if (dyn == NULL) return -1;
+  int rc = parse_size(dyn, &out->dyn_mem);
+  Py_DECREF(dyn);
+  if (rc < 0) return -1;
+  return set_grid(out, d);
+}
+
+/* offload.KernelLaunchSizeArgs is immutable, so the grid of the last one seen is kept with a
+ * reference to it: a loop launching with one size object parses it once. Under the GIL. */
+static PyTypeObject *size_type; /* NULL until looked up; then the type, or Py_None's on failure */
+static PyObject *cached_size;
+static launch_t cached_grid;
+
+static int parse_grid(PyObject *size, launch_t *out) {
+  if (size == cached_size) {
+    out->num_groups = cached_grid.num_groups;
+    out->group_size = cached_grid.group_size;
+    out->dyn_mem = cached_grid.dyn_mem;
+    return 0;
+  }
+  if (parse_size_object(size, out) < 0) return -1;
+  if (size_type == NULL) {
+    PyObject *offload = PyImport_ImportModule("offload");
+    PyObject *type = offload ? PyObject_GetAttrString(offload, "KernelLaunchSizeArgs") : NULL;
+    Py_XDECREF(offload);
+    if (type == NULL || !PyType_Check(type)) { /* used without the core: nothing is cached */
+      PyErr_Clear();
+      Py_XDECREF(type);
+      type = Py_NewRef((PyObject *)Py_TYPE(Py_None));
+    }
+    size_type = (PyTypeObject *)type;
+  }
+  if (Py_TYPE(size) == size_type) {
+    Py_XSETREF(cached_size, Py_NewRef(size));
+    cached_grid = *out;
+  }
+  return 0;
+}
+
+int parse_launch(PyObject *const *args, Py_ssize_t nargs, launch_t *out) {
+  if (nargs != 4 && nargs != 10) {
+    PyErr_Format(PyExc_TypeError, "launch() takes 4 or 10 arguments (%zd given)", nargs);
+    return -1;
+  }
   if ((out->pool = pool_from(args[0])) == NULL) return -1;
   void *kernel;
   if (parse_ptr(args[1], &kernel) < 0) return -1;
@@ -408,23 +495,18 @@ int parse_launch(PyObject *const *args, launch_t *out) {
     return -1;
   }
   out->kernel = (offload_kernel_fn)(uintptr_t)kernel;
+  if (nargs == 4) return parse_grid(args[3], out);
   uint32_t d[6];
   for (int i = 0; i < 6; ++i)
     if (parse_dim(args[3 + i], &d[i]) < 0) return -1;
-  uint64_t total;
-  if (__builtin_mul_overflow((uint64_t)d[0] * d[1], (uint64_t)d[2], &total)) {
-    PyErr_SetString(PyExc_OverflowError, "grid has too many groups");
-    return -1;
-  }
-  out->num_groups = (offload_dim3_t){d[0], d[1], d[2]};
-  out->group_size = (offload_dim3_t){d[3], d[4], d[5]};
+  if (set_grid(out, d) < 0) return -1;
   return parse_size(args[9], &out->dyn_mem);
 }
 
 static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
   launch_t l;
-  if (check_nargs("launch", nargs, 10) < 0 || parse_launch(args, &l) < 0) return NULL;
+  if (parse_launch(args, nargs, &l) < 0) return NULL;
 
   Py_buffer view = {0};
   int have_view = args[2] != Py_None;
@@ -618,6 +700,30 @@ static PyObject *py_mem_free(PyObject *m, PyObject *const *args, Py_ssize_t narg
 /* Device memory of the host device: pages of its own per allocation, so that a freed
  * allocation is unmapped (never left in the C heap, where a use after free would corrupt
  * other data unnoticed) and the core's mapping check refuses it. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* Anonymous pages for one allocation. From HUGE_PAGE bytes on they start on a HUGE_PAGE
+ * boundary and are advised for transparent huge pages (as numpy does for its large arrays):
+ * streaming kernels then walk 512x fewer page-table entries, which a virtual machine's nested
+ * paging makes costly. The alignment slack is unmapped again, so munmap(p, size) frees it all.
+ * NULL when out of memory. */
+static void *pages_map(size_t size) {
+  size_t span = size >= HUGE_PAGE ? size + HUGE_PAGE : size;
+  if (span < size) return NULL;
+  unsigned char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  if (span == size) return p;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *start = (unsigned char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+  unsigned char *end = start + ((size + page - 1) & ~(page - 1));
+  if (start > p) munmap(p, (size_t)(start - p));
+  if (p + span > end) munmap(end, (size_t)(p + span - end));
+#ifdef MADV_HUGEPAGE
+  madvise(start, (size_t)(end - start), MADV_HUGEPAGE); /* advice only: failure changes nothing */
+#endif
+  return start;
+}
+
 static PyObject *py_pages_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
   size_t size;
@@ -625,9 +731,9 @@ static PyObject *py_pages_alloc(PyObject *m, PyObject *const *args, Py_ssize_t n
   if (size > SIZE_MAX / 2) return PyErr_NoMemory();
   void *p;
   Py_BEGIN_ALLOW_THREADS
-  p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  p = pages_map(size ? size : 1);
   Py_END_ALLOW_THREADS
-  if (p == MAP_FAILED) return PyErr_NoMemory();
+  if (p == NULL) return PyErr_NoMemory();
   return from_ptr(p);
 }
 
@@ -705,7 +811,7 @@ static PyMethodDef native_methods[] = {
                           "Start a pool of nthreads persistent worker threads (0: caller only)."),
     FASTCALL(pool_destroy, "pool_destroy(handle)\n\n"
                            "Wait for a running launch, stop and join every worker, free the pool."),
-    FASTCALL(launch, "launch(pool, kernel, args, ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem)\n\n"
+    FASTCALL(launch, "launch(pool, kernel, args, size | ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem)\n\n"
                      "Run kernel once per work-group of the grid on the pool and the calling\n"
                      "thread, with the GIL released; returns when every group finished."),
     FASTCALL(dl_open, "dl_open(path) -> handle\n\n"

@@ -19,8 +19,10 @@ int parse_u64(PyObject *obj, uint64_t *out);
 int parse_ptr(PyObject *obj, void **out);
 int parse_size(PyObject *obj, size_t *out);
 int parse_dim(PyObject *obj, uint32_t *out);
-/* A launch's arguments but the argument buffer: (pool, kernel, <args>, ngx, ngy, ngz, gsx, gsy,
- * gsz, dyn_mem), from args[0..9]: a live pool, a non-NULL kernel, each dimension 1 .. UINT32_MAX. */
+/* A launch's arguments but the argument buffer, from args[0..nargs): (pool, kernel, <args>, size)
+ * with a size object (offload.KernelLaunchSizeArgs or alike: num_groups, group_size,
+ * dyn_shared_memory), or (pool, kernel, <args>, ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem): a live
+ * pool, a non-NULL kernel, each dimension 1 .. UINT32_MAX. */
 typedef struct {
   pool_t *pool;
   offload_kernel_fn kernel;
@@ -28,7 +30,7 @@ typedef struct {
   offload_dim3_t group_size;
   size_t dyn_mem;
 } launch_t;
-int parse_launch(PyObject *const *args, launch_t *out);
+int parse_launch(PyObject *const *args, Py_ssize_t nargs, launch_t *out);
 /* A live pool from its handle, or NULL with ValueError. */
 pool_t *pool_from(PyObject *obj);
 

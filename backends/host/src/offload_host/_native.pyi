@@ -1,11 +1,17 @@
 """Type stub of the C extension offload_host._native (see _native.c for the obligations)."""
 
 from collections.abc import Callable
+from typing import overload
 
 from typing_extensions import Buffer
 
+from offload import KernelLaunchSizeArgs
+
 def pool_create(nthreads: int, /) -> int: ...
 def pool_destroy(pool: int, /) -> None: ...
+@overload
+def launch(pool: int, kernel: int, args: Buffer | None, size: KernelLaunchSizeArgs, /) -> None: ...
+@overload
 def launch(
     pool: int, kernel: int, args: Buffer | None, ngx: int, ngy: int, ngz: int, gsx: int, gsy: int, gsz: int, dyn_mem: int, /
 ) -> None: ...
@@ -42,6 +48,9 @@ class Queue:
     """Every submitting method returns True when the caller must start a thread running work()."""
 
     def __init__(self, executor: int | None = None, /) -> None: ...
+    @overload
+    def launch(self, pool: int, kernel: int, args: Buffer | None, size: KernelLaunchSizeArgs, /) -> bool: ...
+    @overload
     def launch(
         self,
         pool: int,

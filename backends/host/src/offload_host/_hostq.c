@@ -324,7 +324,7 @@ typedef struct {
 } exec_t;
 
 #define EXEC_MAGIC 0x6f6c65786563ULL
-#define SPIN_NS 30000 /* the service thread polls this long before sleeping */
+#define SPIN_NS 30000 /* a waiter polls a running queue this long before sleeping */
 #define EXEC_TURN 256 /* ops the service thread runs of one queue before the next queue */
 #define EXEC_DELAY_NS 50000 /* a ready queue is serviced this long after it became ready: the
                              * submitter fills it meanwhile without contention, the executor then
@@ -1131,28 +1131,21 @@ static void *exec_main(void *arg) {
   pthread_setname_np(pthread_self(), "offload-exec"); /* as top -H and perf show it */
   lock_spin(&ex->mu);
   for (;;) {
-    if (ex->ready_head == NULL && !ex->stop) {
-      /* Poll a moment first: a stream of submissions then costs no wake-ups. */
-      pthread_mutex_unlock(&ex->mu);
-      uint64_t start = now_ns();
-      while (atomic_load_explicit(&ex->nready, memory_order_acquire) == 0 && now_ns() - start < SPIN_NS)
-        cpu_relax();
-      lock_spin(&ex->mu);
-      while (ex->ready_head == NULL && !ex->stop) {
-        ex->sleeping = 1;
-        pthread_cond_wait(&ex->cv, &ex->mu);
-        ex->sleeping = 0;
-      }
+    while (ex->ready_head == NULL && !ex->stop) {
+      ex->sleeping = 1;
+      pthread_cond_wait(&ex->cv, &ex->mu);
+      ex->sleeping = 0;
     }
     if (ex->stop) break;
     QueueObject *q = ex->ready_head;
     uint64_t due = q->ready_since + EXEC_DELAY_NS;
     if (now_ns() < due) {
-      /* Not yet due: q stays in the list meanwhile, so its submitter appends without telling
-       * us again. q is not touched unlocked: it may be forgotten (exec_forget) while we wait. */
-      pthread_mutex_unlock(&ex->mu);
-      while (now_ns() < due && !__atomic_load_n(&ex->stop, __ATOMIC_RELAXED)) cpu_relax();
-      lock_spin(&ex->mu);
+      /* Not yet due: sleep until then (queues listed meanwhile are due later still). q stays
+       * listed, so its submitter appends without telling us again; it may be forgotten
+       * (exec_forget) meanwhile, so it is looked up again. Sleeping, not polling, leaves the
+       * CPU to the threads running kernels, which a waiting caller helps with anyway. */
+      struct timespec at = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
+      pthread_cond_timedwait(&ex->cv, &ex->mu, &at);
       continue;
     }
     ex->ready_head = q->ready_next;

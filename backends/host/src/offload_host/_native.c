@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -24,7 +25,7 @@
 
 #define LOCAL_MEM_ALIGN 64
 #define MAX_POOL_THREADS 4096
-#define MAX_CHUNK 1024 /* groups claimed per atomic operation, at most */
+#define MAX_CHUNK 4096 /* groups claimed per atomic operation, at most */
 #define POOL_MAGIC 0x6f66666c6f6164ULL
 
 /* ------------------------------------------------------------------------------------ */
@@ -130,6 +131,7 @@ typedef struct {
   uint64_t takers;          /* threads that may take part */
   _Atomic uint64_t next;    /* first unclaimed linear group index */
   unsigned refs;            /* workers attached to this job; guarded by the pool lock */
+  _Atomic uint64_t cpus;    /* CPUs (those below 64) a thread of this job runs on */
 } job_t;
 
 /* Runs groups [begin, end) of the job with the given local memory. */
@@ -216,10 +218,43 @@ static inline void pool_relax(void) {
 #endif
 }
 
+/* CPU placement. A worker woken for a job may be put on a CPU that already runs a thread of the
+ * job: a guest kernel treats an idle vCPU that its hypervisor has descheduled as busy, and puts
+ * the wakee next to its waker rather than wake that vCPU; the two then share one CPU for the
+ * whole launch (measured: every other big launch after an idle spell took twice as long on 2
+ * vCPUs). Such a worker moves itself to a CPU of its affinity mask that no thread of the job
+ * has, for the job's duration; the mask is restored afterwards. Only CPUs 0..63 are tracked. */
+static uint64_t cpu_bit(int cpu) { return cpu >= 0 && cpu < 64 ? (uint64_t)1 << cpu : 0; }
+
+static void job_note_cpu(job_t *job) {
+  atomic_fetch_or_explicit(&job->cpus, cpu_bit(sched_getcpu()), memory_order_relaxed);
+}
+
+/* Claims the current CPU for the job; if another thread of the job has it, moves to one that
+ * none has (saving the mask in saved, returning 1), else returns 0. */
+static int job_spread(job_t *job, cpu_set_t *saved) {
+  uint64_t bit = cpu_bit(sched_getcpu());
+  if (bit == 0 || !(atomic_fetch_or_explicit(&job->cpus, bit, memory_order_relaxed) & bit)) return 0;
+  if (pthread_getaffinity_np(pthread_self(), sizeof *saved, saved) != 0) return 0;
+  uint64_t taken = atomic_load_explicit(&job->cpus, memory_order_relaxed);
+  for (int cpu = 0; cpu < 64; ++cpu) {
+    uint64_t mine = (uint64_t)1 << cpu;
+    if (!CPU_ISSET(cpu, saved) || (taken & mine)) continue;
+    taken = atomic_fetch_or_explicit(&job->cpus, mine, memory_order_relaxed);
+    if (taken & mine) continue; /* another worker claimed it meanwhile */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0; /* migrates now */
+  }
+  return 0;
+}
+
 static void *worker_main(void *arg) {
   worker_t *self = arg;
   pool_t *pool = self->pool;
   pthread_setname_np(pthread_self(), "offload-pool"); /* as top -H and perf show it */
+
   uint64_t seen = 0;
   int worked = 0;
   pthread_mutex_lock(&pool->lock);
@@ -243,7 +278,12 @@ static void *worker_main(void *arg) {
 
     /* A worker that cannot get local memory simply does not take part; the launching
      * thread, which always has its memory, finishes the grid. */
-    if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) run_share(job, &self->buf);
+    if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) {
+      cpu_set_t saved;
+      int moved = job_spread(job, &saved);
+      run_share(job, &self->buf);
+      if (moved) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
+    }
     worked = 1;
 
     pthread_mutex_lock(&pool->lock);
@@ -357,6 +397,7 @@ static int launch_pooled(pool_t *pool, job_t *job) {
   int rc = -1;
   pthread_mutex_lock(&pool->launch_lock);
   if (local_buf_reserve(&pool->caller_buf, job->dyn_mem) == 0) {
+    job_note_cpu(job);
     pthread_mutex_lock(&pool->lock);
     pool->job = job;
     pool->generation++;

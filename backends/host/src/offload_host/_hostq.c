@@ -1130,16 +1130,24 @@ static void *exec_main(void *arg) {
   exec_t *ex = arg;
   pthread_setname_np(pthread_self(), "offload-exec"); /* as top -H and perf show it */
   lock_spin(&ex->mu);
+  /* Woken after idling longer than EXEC_DELAY_NS: the queue's first work after a pause (a
+   * launch its submitter may sync at once). The wake-up itself was delay enough: waiting again
+   * would only wake this thread twice, once in the middle of the launch the sync is running. */
+  int rested = 0;
   for (;;) {
-    while (ex->ready_head == NULL && !ex->stop) {
-      ex->sleeping = 1;
-      pthread_cond_wait(&ex->cv, &ex->mu);
-      ex->sleeping = 0;
+    if (ex->ready_head == NULL && !ex->stop) {
+      uint64_t idle_since = now_ns();
+      while (ex->ready_head == NULL && !ex->stop) {
+        ex->sleeping = 1;
+        pthread_cond_wait(&ex->cv, &ex->mu);
+        ex->sleeping = 0;
+      }
+      rested = now_ns() - idle_since >= EXEC_DELAY_NS;
     }
     if (ex->stop) break;
     QueueObject *q = ex->ready_head;
     uint64_t due = q->ready_since + EXEC_DELAY_NS;
-    if (now_ns() < due) {
+    if (!rested && now_ns() < due) {
       /* Not yet due: sleep until then (queues listed meanwhile are due later still). q stays
        * listed, so its submitter appends without telling us again; it may be forgotten
        * (exec_forget) meanwhile, so it is looked up again. Sleeping, not polling, leaves the
@@ -1148,6 +1156,7 @@ static void *exec_main(void *arg) {
       pthread_cond_timedwait(&ex->cv, &ex->mu, &at);
       continue;
     }
+    rested = 0;
     ex->ready_head = q->ready_next;
     if (ex->ready_head == NULL) ex->ready_tail = NULL;
     __atomic_store_n(&q->in_ready, 0, __ATOMIC_RELAXED);

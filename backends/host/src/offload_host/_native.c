@@ -223,31 +223,33 @@ static inline void pool_relax(void) {
  * the wakee next to its waker rather than wake that vCPU; the two then share one CPU for the
  * whole launch (measured: every other big launch after an idle spell took twice as long on 2
  * vCPUs). Such a worker moves itself to a CPU of its affinity mask that no thread of the job
- * has, for the job's duration; the mask is restored afterwards. Only CPUs 0..63 are tracked. */
+ * has: it narrows its mask to that CPU (the kernel migrates it before the call returns) and
+ * widens it again at once, so it is never pinned. Only CPUs 0..63 are tracked. */
 static uint64_t cpu_bit(int cpu) { return cpu >= 0 && cpu < 64 ? (uint64_t)1 << cpu : 0; }
 
 static void job_note_cpu(job_t *job) {
   atomic_fetch_or_explicit(&job->cpus, cpu_bit(sched_getcpu()), memory_order_relaxed);
 }
 
-/* Claims the current CPU for the job; if another thread of the job has it, moves to one that
- * none has (saving the mask in saved, returning 1), else returns 0. */
-static int job_spread(job_t *job, cpu_set_t *saved) {
+/* Claims the current CPU for the job, or moves to a CPU that no thread of the job has. */
+static void job_spread(job_t *job) {
   uint64_t bit = cpu_bit(sched_getcpu());
-  if (bit == 0 || !(atomic_fetch_or_explicit(&job->cpus, bit, memory_order_relaxed) & bit)) return 0;
-  if (pthread_getaffinity_np(pthread_self(), sizeof *saved, saved) != 0) return 0;
+  if (bit == 0 || !(atomic_fetch_or_explicit(&job->cpus, bit, memory_order_relaxed) & bit)) return;
+  cpu_set_t mask;
+  if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0) return;
   uint64_t taken = atomic_load_explicit(&job->cpus, memory_order_relaxed);
   for (int cpu = 0; cpu < 64; ++cpu) {
     uint64_t mine = (uint64_t)1 << cpu;
-    if (!CPU_ISSET(cpu, saved) || (taken & mine)) continue;
+    if (!CPU_ISSET(cpu, &mask) || (taken & mine)) continue;
     taken = atomic_fetch_or_explicit(&job->cpus, mine, memory_order_relaxed);
     if (taken & mine) continue; /* another worker claimed it meanwhile */
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0; /* migrates now */
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0)
+      pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);
+    return;
   }
-  return 0;
 }
 
 static void *worker_main(void *arg) {
@@ -279,10 +281,8 @@ static void *worker_main(void *arg) {
     /* A worker that cannot get local memory simply does not take part; the launching
      * thread, which always has its memory, finishes the grid. */
     if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) {
-      cpu_set_t saved;
-      int moved = job_spread(job, &saved);
+      job_spread(job);
       run_share(job, &self->buf);
-      if (moved) pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
     }
     worked = 1;
 

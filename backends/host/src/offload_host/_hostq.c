@@ -317,7 +317,6 @@ typedef struct {
   pthread_cond_t cv;      /* the service thread: a queue became ready, or stop */
   pthread_cond_t idle_cv; /* `current` changed */
   QueueObject *ready_head, *ready_tail; /* queues with native work to run, each once */
-  _Atomic int nready;
   QueueObject *current; /* the queue being serviced */
   int sleeping, stop, started;
   pthread_t thread;
@@ -379,7 +378,6 @@ static int exec_push(exec_t *ex, QueueObject *q) {
     if (ex->ready_tail) ex->ready_tail->ready_next = q;
     else ex->ready_head = q;
     ex->ready_tail = q;
-    atomic_fetch_add_explicit(&ex->nready, 1, memory_order_release);
     if (ex->sleeping) pthread_cond_signal(&ex->cv);
   }
   pthread_mutex_unlock(&ex->mu);
@@ -399,7 +397,6 @@ static void exec_forget(exec_t *ex, QueueObject *q) {
     *link = q->ready_next;
     if (ex->ready_tail == q) ex->ready_tail = prev;
     __atomic_store_n(&q->in_ready, 0, __ATOMIC_RELAXED);
-    atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
   }
   while (ex->current == q) pthread_cond_wait(&ex->idle_cv, &ex->mu);
   pthread_mutex_unlock(&ex->mu);
@@ -1160,7 +1157,6 @@ static void *exec_main(void *arg) {
     ex->ready_head = q->ready_next;
     if (ex->ready_head == NULL) ex->ready_tail = NULL;
     __atomic_store_n(&q->in_ready, 0, __ATOMIC_RELAXED);
-    atomic_fetch_sub_explicit(&ex->nready, 1, memory_order_relaxed);
     ex->current = q; /* q stays alive: exec_forget (release, dealloc) waits for us */
     pthread_mutex_unlock(&ex->mu);
 

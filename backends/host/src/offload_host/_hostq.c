@@ -760,7 +760,7 @@ static int helpable(const op_t *op) {
 static void note_failure(QueueObject *self, const op_t *op);
 
 static void finish_op(QueueObject *self, op_t *op, int failed) {
-  self->completed++;
+  __atomic_store_n(&self->completed, self->completed + 1, __ATOMIC_RELEASE); /* polled unlocked */
   if (failed) note_failure(self, op);
   if (op->kind == OP_RECORD) ev_complete(op->u.ev);
   if (self->waiters && self->completed >= self->wake_at) { /* no wake-up per op of a batch */
@@ -808,7 +808,7 @@ static op_t *pop(QueueObject *self) {
 /* A waiting caller runs helpable ops until `target` ops completed or the head is not helpable.
  * mu held on entry and exit, GIL released, running == 0 on entry. */
 static void help(QueueObject *self, uint64_t target) {
-  self->running = 1;
+  __atomic_store_n(&self->running, 1, __ATOMIC_RELAXED);
   self->runner_is_worker = 0;
   self->runner = pthread_self();
   while (self->completed < target && self->head != NULL && helpable(self->head)) {
@@ -833,14 +833,14 @@ static void help(QueueObject *self, uint64_t target) {
       }
     }
     lock_spin(&self->mu);
-    self->completed += n - 1;
+    __atomic_store_n(&self->completed, self->completed + n - 1, __ATOMIC_RELEASE);
     finish_op(self, last, 0); /* the last one: completes a record, wakes who waits */
     for (op_t *op = first; op != NULL; op = op->next) op_clear_native(op);
     pthread_mutex_unlock(&self->mu);
     op_give_list(first); /* outside the queue's lock */
     lock_spin(&self->mu);
   }
-  self->running = 0;
+  __atomic_store_n(&self->running, 0, __ATOMIC_RELAXED);
   if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
   kick(self);
   wake_all(self);
@@ -860,7 +860,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
       pthread_cond_wait(&self->work_cv, &self->mu);
       self->worker_sleeping = 0;
     }
-    self->running = 1;
+    __atomic_store_n(&self->running, 1, __ATOMIC_RELAXED);
     self->runner_is_worker = 1;
     self->runner = pthread_self();
     while (self->head != NULL) {
@@ -897,7 +897,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
       if (op->kind == OP_CALL) op_give(op);
       else op_free_native(op);
     }
-    self->running = 0;
+    __atomic_store_n(&self->running, 0, __ATOMIC_RELAXED);
     wake_all(self);
   }
 out:
@@ -1029,7 +1029,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
   if (discard && self->head != NULL) {
     dropped = self->head;
     self->head = self->tail = NULL;
-    self->completed = self->submitted - (self->running ? 1 : 0);
+    __atomic_store_n(&self->completed, self->submitted - (self->running ? 1 : 0), __ATOMIC_RELEASE);
   }
   int on_worker = self->running && self->runner_is_worker && pthread_equal(self->runner, pthread_self());
   pthread_cond_broadcast(&self->work_cv);

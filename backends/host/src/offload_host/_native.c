@@ -297,7 +297,7 @@ static void *worker_main(void *arg) {
 /* Stops and joins the first `started` workers. Requires that no launch is running. */
 static void pool_stop_workers(pool_t *pool, size_t started) {
   pthread_mutex_lock(&pool->lock);
-  pool->stop = 1;
+  __atomic_store_n(&pool->stop, 1, __ATOMIC_RELAXED); /* polled without the lock */
   pthread_cond_broadcast(&pool->work_cv);
   pthread_mutex_unlock(&pool->lock);
   for (size_t i = 0; i < started; ++i) pthread_join(pool->workers[i].thread, NULL);
@@ -400,7 +400,7 @@ static int launch_pooled(pool_t *pool, job_t *job) {
     job_note_cpu(job);
     pthread_mutex_lock(&pool->lock);
     pool->job = job;
-    pool->generation++;
+    __atomic_store_n(&pool->generation, pool->generation + 1, __ATOMIC_RELEASE); /* polled unlocked */
     pthread_cond_broadcast(&pool->work_cv);
     pthread_mutex_unlock(&pool->lock);
 

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1126,6 +1127,12 @@ static PyTypeObject QueueType = {
 static void *exec_main(void *arg) {
   exec_t *ex = arg;
   pthread_setname_np(pthread_self(), "offload-exec"); /* as top -H and perf show it */
+  /* SCHED_BATCH: same CPU share, but its wake-ups never preempt a running thread. Woken by a
+   * submission, it would otherwise take the CPU from the very thread that is about to sync and
+   * run the work itself (or from a pool worker running a kernel); it runs at the next
+   * scheduling point instead, at once where a CPU is idle. */
+  struct sched_param none = {0};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &none); /* a hint: failure changes nothing */
   lock_spin(&ex->mu);
   /* Woken after idling longer than EXEC_DELAY_NS: the queue's first work after a pause (a
    * launch its submitter may sync at once). The wake-up itself was delay enough: waiting again

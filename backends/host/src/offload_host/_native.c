@@ -202,7 +202,9 @@ struct pool {
   worker_t workers[];
 };
 
-#define POOL_SPIN_NS 100000 /* a worker polls this long for the next launch before sleeping */
+#define POOL_SPIN_NS 300000 /* a worker polls this long for the next launch before sleeping: longer
+                             * than the gap between back-to-back launch + sync cycles after a big
+                             * kernel (its launch call runs from cold caches: 20-100 us) */
 
 static uint64_t mono_ns(void) {
   struct timespec ts;

@@ -28,7 +28,6 @@ import gc
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
@@ -36,6 +35,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _measure import interleaved_samples, medians, paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "simulators" / "hip"))
@@ -94,16 +95,9 @@ def timed(gate: Callable[[], Callable[[], None]], body: Callable[[int], None], c
 
 
 def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> tuple[dict[str, float], float]:
-    """Medians of each variant's interleaved samples, and the median over rounds of the first
-    variant's sample divided by the second's (paired: load on this shared machine cancels out)."""
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    order = list(variants)
-    for round_ in range(repeats):
-        for name in order if round_ % 2 == 0 else reversed(order):
-            samples[name].append(variants[name]())
-    first, second = (samples[name] for name in order)
-    ratio = statistics.median(a / b for a, b in zip(first, second, strict=True))
-    return {name: statistics.median(values) for name, values in samples.items()}, ratio
+    """Medians of each variant's interleaved samples, and the paired ratio first / second."""
+    samples = interleaved_samples(variants, repeats)
+    return medians(samples), paired_ratio(*samples.values())
 
 
 def run(quick: bool) -> dict[str, Any]:

@@ -28,19 +28,18 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import gc
 import json
 import os
-import statistics
 import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _measure import interleaved_samples, medians, paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = os.environ.get("OFFLOAD_CUDA_REAL") == "1"
@@ -101,32 +100,14 @@ def _kernel_image(name: str) -> bytes:
     return (Path(root) / f"{name}.cubin").read_bytes()
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
-    """Median of each variant's samples, the order reversed every other round; with two
-    variants also ``"ratio"``: the median of the per-round ratios first / second (a paired
-    measure, robust against load that drifts between rounds on a shared machine)."""
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    names = list(variants)
-    for round_ in range(repeats):
-        for name in names if round_ % 2 == 0 else reversed(names):
-            with _no_gc():
-                samples[name].append(variants[name]())
-    medians = {name: statistics.median(values) for name, values in samples.items()}
-    if len(names) == 2:
-        first, second = samples[names[0]], samples[names[1]]
-        medians["ratio"] = statistics.median(a / b for a, b in zip(first, second, strict=True))
-    return medians
+    """Median of each variant's samples (GC off around each); with two variants also ``"ratio"``:
+    the median of the per-round ratios first / second."""
+    samples = interleaved_samples(variants, repeats, gc_off=True)
+    result = medians(samples)
+    if len(samples) == 2:
+        result["ratio"] = paired_ratio(*samples.values())
+    return result
 
 
 def run(config: Config) -> dict[str, Any]:

@@ -28,13 +28,13 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import offload as ol
 from offload._entrypoints import generate
+from _measure import interleaved, interleaved_samples, medians, ns_per, paired_ratio
 
 MIB = 1 << 20
 
@@ -106,23 +106,9 @@ KernelFunction = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 # --- measurement helpers -------------------------------------------------------------------------
 
 
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _per_call_ns(body: Callable[[int], None], calls: int) -> float:
     """ns per call of ``body(calls)``, which makes ``calls`` calls."""
-    with _no_gc():
-        start = time.perf_counter_ns()
-        body(calls)
-        return (time.perf_counter_ns() - start) / calls
+    return ns_per(lambda: body(calls), calls)
 
 
 def call_loop(call: str, **names: Any) -> Callable[[int], None]:
@@ -138,24 +124,9 @@ def call_loop(call: str, **names: Any) -> Callable[[int], None]:
     return namespace["make"](**names)  # type: ignore[no-any-return]
 
 
-def interleaved_samples(variants: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
-    """Every variant's samples, taken round-robin (the order reversed every other round)."""
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    order = list(variants)
-    for round_ in range(repeats):
-        for name in order if round_ % 2 == 0 else reversed(order):
-            samples[name].append(variants[name]())
-    return samples
-
-
-def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
-    """The median of each variant's interleaved samples."""
-    return {name: statistics.median(v) for name, v in interleaved_samples(variants, repeats).items()}
-
-
 def paired_overhead_pct(slow: list[float], fast: list[float]) -> float:
     """The median over rounds of ``slow / fast - 1`` in %: drift between rounds cancels out."""
-    return 100.0 * statistics.median(s / f - 1.0 for s, f in zip(slow, fast))
+    return 100.0 * (paired_ratio(slow, fast) - 1.0)
 
 
 def rss_kib() -> int:
@@ -364,7 +335,7 @@ def bench_tracing(env: Env, cfg: Config) -> dict[str, Any]:
     finally:
         ol.olDestroyQueue(queue)
     return {
-        **{name: statistics.median(values) for name, values in samples.items()},
+        **medians(samples),
         "calls_per_sample": calls,
         "query_overhead_pct": paired_overhead_pct(samples["query_tracing_off_ns"], samples["query_compiled_out_ns"]),
         "info_overhead_pct": paired_overhead_pct(samples["info_tracing_off_ns"], samples["info_compiled_out_ns"]),

@@ -34,7 +34,8 @@ import offload_host
 from offload import AllocType
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from bench_host import call_loop, interleaved_samples, log  # noqa: E402
+from _measure import interleaved_samples, medians, paired_ratio  # noqa: E402
+from bench_host import call_loop, log  # noqa: E402
 
 SIGNATURE = "float a, const float *x, float *y, uint64_t n"
 TARGET_LAUNCH_RATIO = 1.5
@@ -50,18 +51,6 @@ class Config:
 
 FULL = Config(repeats=31, launches=2_000, packs=20_000, allocs=5_000)
 QUICK = Config(repeats=2, launches=300, packs=1_000, allocs=200)
-
-
-def _ratio(slow: list[float], fast: list[float]) -> float:
-    import statistics
-
-    return statistics.median(s / f for s, f in zip(slow, fast))
-
-
-def _median(values: list[float]) -> float:
-    import statistics
-
-    return statistics.median(values)
 
 
 def _timed(
@@ -134,10 +123,10 @@ def run(config: Config) -> dict[str, Any]:
         },
         config.repeats,
     )
-    results["launch"] = {name: _median(values) for name, values in samples.items()}
-    results["launch"]["enqueued_ratio"] = _ratio(samples["objects_enqueued"], samples["flat_enqueued"])
-    results["launch"]["sync_ratio"] = _ratio(samples["objects_sync"], samples["flat_sync"])
-    results["launch"]["alternating_ratio"] = _ratio(samples["objects_enqueued_alternating"], samples["flat_enqueued"])
+    results["launch"] = medians(samples)
+    results["launch"]["enqueued_ratio"] = paired_ratio(samples["objects_enqueued"], samples["flat_enqueued"])
+    results["launch"]["sync_ratio"] = paired_ratio(samples["objects_sync"], samples["flat_sync"])
+    results["launch"]["alternating_ratio"] = paired_ratio(samples["objects_enqueued_alternating"], samples["flat_enqueued"])
 
     log("pack ...")
     converted = (2.0, x.address, y.address, 1)
@@ -148,8 +137,8 @@ def run(config: Config) -> dict[str, Any]:
         },
         config.repeats,
     )
-    results["pack"] = {name: _median(values) for name, values in samples.items()}
-    results["pack"]["ratio"] = _ratio(samples["kernel_pack"], samples["struct_pack"])
+    results["pack"] = medians(samples)
+    results["pack"]["ratio"] = paired_ratio(samples["kernel_pack"], samples["struct_pack"])
 
     log("memory ...")
     host = offload.olMemAlloc(device.handle, AllocType.HOST, 8)
@@ -170,9 +159,9 @@ def run(config: Config) -> dict[str, Any]:
         config.repeats,
     )
     offload.olMemFree(host)
-    results["memory"] = {name: _median(values) for name, values in samples.items()}
-    results["memory"]["alloc_ratio"] = _ratio(samples["buffer_alloc_close"], samples["flat_alloc_free"])
-    results["memory"]["copy_ratio"] = _ratio(samples["buffer_copy_from_8B"], samples["flat_copy_8B"])
+    results["memory"] = medians(samples)
+    results["memory"]["alloc_ratio"] = paired_ratio(samples["buffer_alloc_close"], samples["flat_alloc_free"])
+    results["memory"]["copy_ratio"] = paired_ratio(samples["buffer_copy_from_8B"], samples["flat_copy_8B"])
 
     queue.close()
     program.close()

@@ -18,19 +18,15 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import gc
 import json
 import os
-import statistics
 import struct
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import offload as ol
+from _measure import interleaved, ns_per
 
 INSTALL_HINT = 'PyOpenCL with PoCL is not installed: pip install "pyopencl[pocl]"'
 
@@ -65,35 +61,6 @@ __kernel void saxpy(float a, __global const float *x, __global float *y, ulong n
   if (i < n) y[i] = a * x[i] + y[i];
 }
 """
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _ns_per(body: Callable[[], None], count: int) -> float:
-    with _no_gc():
-        start = time.perf_counter_ns()
-        body()
-        return (time.perf_counter_ns() - start) / count
-
-
-def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
-    """The median of each variant's samples, taken round-robin (order reversed every other round)."""
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    order = list(variants)
-    for round_ in range(repeats):
-        for name in order if round_ % 2 == 0 else reversed(order):
-            time.sleep(SETTLE_S)  # let the other runtime's threads go idle (PoCL's poll a while)
-            samples[name].append(variants[name]())
-    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 # --- offload ---------------------------------------------------------------------------------------
@@ -155,7 +122,7 @@ class OffloadSide:
                 launch(q, dev, k, None, one)
                 sync(q)
 
-        return _ns_per(body, count)
+        return ns_per(body, count)
 
     def batch(self, count: int, batches: int = 1) -> float:
         launch, sync, q, dev, k, one = ol.olLaunchKernel, ol.olSyncQueue, self.queue, self.device, self.noargs, self.one
@@ -166,7 +133,7 @@ class OffloadSide:
                     launch(q, dev, k, None, one)
                 sync(q)
 
-        return _ns_per(body, count * batches)
+        return ns_per(body, count * batches)
 
     def saxpy_run(self, runs: int) -> float:
         launch, sync, q, dev, k = ol.olLaunchKernel, ol.olSyncQueue, self.queue, self.device, self.saxpy
@@ -177,7 +144,7 @@ class OffloadSide:
                 launch(q, dev, k, args, size)
                 sync(q)
 
-        return _ns_per(body, runs)
+        return ns_per(body, runs)
 
     def saxpy_one_thread(self, runs: int) -> float:
         """The same grid on a pool of no workers: only the launching thread runs groups."""
@@ -188,7 +155,7 @@ class OffloadSide:
             for _ in range(runs):
                 launch(pool, k, args, g, 1, 1, GROUP, 1, 1, 0)
 
-        return _ns_per(body, runs)
+        return ns_per(body, runs)
 
     def copy(self, count: int, size: int) -> float:
         memcpy, sync, q, dev = ol.olMemcpy, ol.olSyncQueue, self.queue, self.device
@@ -199,7 +166,7 @@ class OffloadSide:
                 memcpy(q, dst, dev, src, dev, size)
                 sync(q)
 
-        return _ns_per(body, count)
+        return ns_per(body, count)
 
 
 # --- PyOpenCL + PoCL -------------------------------------------------------------------------------
@@ -241,7 +208,7 @@ class PoclSide:
                 enqueue(q, k, (1,), (1,))
                 finish()
 
-        return _ns_per(body, count)
+        return ns_per(body, count)
 
     def batch(self, count: int, batches: int = 1) -> float:
         enqueue, q, k, finish = self.cl.enqueue_nd_range_kernel, self.queue, self.noargs, self.queue.finish
@@ -252,7 +219,7 @@ class PoclSide:
                     enqueue(q, k, (1,), (1,))
                 finish()
 
-        return _ns_per(body, count * batches)
+        return ns_per(body, count * batches)
 
     def saxpy_run(self, runs: int) -> float:
         enqueue, q, k, finish, gs = self.cl.enqueue_nd_range_kernel, self.queue, self.saxpy, self.queue.finish, self.global_size
@@ -262,7 +229,7 @@ class PoclSide:
                 enqueue(q, k, gs, (GROUP,))
                 finish()
 
-        return _ns_per(body, runs)
+        return ns_per(body, runs)
 
     def copy(self, count: int) -> float:
         copy, q, dst, src, finish = self.cl.enqueue_copy, self.queue, self.dst, self.src, self.queue.finish
@@ -272,7 +239,7 @@ class PoclSide:
                 copy(q, dst, src, is_blocking=False)
                 finish()
 
-        return _ns_per(body, count)
+        return ns_per(body, count)
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -304,6 +271,7 @@ def measure(cfg: Config, cl: Any) -> dict[str, Any]:
                     "copy_pocl_ns": lambda: theirs.copy(cfg.copies),
                 },
                 cfg.repeats,
+                settle_s=SETTLE_S,  # let the other runtime's threads go idle (PoCL's poll a while)
             )
         finally:
             theirs.close()

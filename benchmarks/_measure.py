@@ -1,0 +1,71 @@
+"""Timing helpers of the benchmark scripts (each script runs with this folder on ``sys.path``).
+
+A sample is the ns per call of a loop run with the garbage collector off; variants are sampled in
+interleaved rounds, the order reversed every other round, and compared by medians or by the
+median of per-round ratios (paired: load that drifts between rounds on a shared machine cancels).
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """The garbage collector off for the block (restored as it was)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def ns_per(body: Callable[[], object], count: int) -> float:
+    """ns per unit of ``body()``, which does ``count`` units, timed with the collector off."""
+    with no_gc():
+        start = time.perf_counter_ns()
+        body()
+        return (time.perf_counter_ns() - start) / count
+
+
+def interleaved_samples(
+    variants: dict[str, Callable[[], float]], repeats: int, *, settle_s: float = 0.0, gc_off: bool = False
+) -> dict[str, list[float]]:
+    """Every variant's samples, taken round-robin (the order reversed every other round); with
+    ``settle_s`` a pause before each sample, with ``gc_off`` the collector off around it."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    order = list(variants)
+    for round_ in range(repeats):
+        for name in order if round_ % 2 == 0 else reversed(order):
+            if settle_s:
+                time.sleep(settle_s)
+            if gc_off:
+                with no_gc():
+                    samples[name].append(variants[name]())
+            else:
+                samples[name].append(variants[name]())
+    return samples
+
+
+def medians(samples: dict[str, list[float]]) -> dict[str, float]:
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def interleaved(
+    variants: dict[str, Callable[[], float]], repeats: int, *, settle_s: float = 0.0, gc_off: bool = False
+) -> dict[str, float]:
+    """The median of each variant's interleaved samples."""
+    return medians(interleaved_samples(variants, repeats, settle_s=settle_s, gc_off=gc_off))
+
+
+def paired_ratio(first: list[float], second: list[float]) -> float:
+    """The median over rounds of ``first / second``."""
+    return statistics.median(a / b for a, b in zip(first, second, strict=True))

@@ -43,12 +43,6 @@
 
 static pthread_t main_thread; /* the thread that imported the module: the one Python signals */
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock of time.perf_counter_ns */
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits on cv (mu held) for at most WAIT_SLICE_NS. */
 static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu) {
   struct timespec ts;
@@ -70,14 +64,6 @@ static void init_mutex(pthread_mutex_t *mu) {
 #endif
   pthread_mutex_init(mu, &attr);
   pthread_mutexattr_destroy(&attr);
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
 }
 
 /* Takes a queue's lock. Its critical sections are a few pointer moves, so a contended lock is
@@ -540,12 +526,6 @@ static op_t *op_new(int kind, pool_t *pool) {
   return op;
 }
 
-static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
-  if (nargs == expected) return 0;
-  PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", fn, expected, nargs);
-  return -1;
-}
-
 static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
   launch_t l;
   if (q_ready(self) < 0 || parse_launch(args, nargs, &l) < 0) return NULL;
@@ -572,46 +552,68 @@ static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t n
   return push_result(self, op);
 }
 
-static PyObject *q_copy(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  if (q_ready(self) < 0 || check_nargs("copy", nargs, 4) < 0) return NULL;
-  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
-  if (pool == NULL && args[0] != Py_None) return NULL;
+/* (pool | None, dst, src, size): the arguments of a copy, queued or not. */
+typedef struct {
+  pool_t *pool;
   void *dst, *src;
   size_t size;
-  if (parse_ptr(args[1], &dst) < 0 || parse_ptr(args[2], &src) < 0 || parse_size(args[3], &size) < 0)
-    return NULL;
-  op_t *op = op_new(OP_COPY, pool);
+} copy_args_t;
+
+static int parse_copy(const char *fn, PyObject *const *args, Py_ssize_t nargs, copy_args_t *out) {
+  if (check_nargs(fn, nargs, 4) < 0) return -1;
+  out->pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (out->pool == NULL && args[0] != Py_None) return -1;
+  if (parse_ptr(args[1], &out->dst) < 0 || parse_ptr(args[2], &out->src) < 0) return -1;
+  return parse_size(args[3], &out->size);
+}
+
+/* (pool | None, dst, pattern, size): the arguments of a fill; on success the caller releases
+ * out->pattern. */
+typedef struct {
+  pool_t *pool;
+  void *dst;
+  size_t size;
+  Py_buffer pattern;
+} fill_args_t;
+
+static int parse_fill(const char *fn, PyObject *const *args, Py_ssize_t nargs, fill_args_t *out) {
+  if (check_nargs(fn, nargs, 4) < 0) return -1;
+  out->pool = args[0] == Py_None ? NULL : pool_from(args[0]);
+  if (out->pool == NULL && args[0] != Py_None) return -1;
+  if (parse_ptr(args[1], &out->dst) < 0 || parse_size(args[3], &out->size) < 0) return -1;
+  if (PyObject_GetBuffer(args[2], &out->pattern, PyBUF_SIMPLE) < 0) return -1;
+  if (out->pattern.len == 0) {
+    PyBuffer_Release(&out->pattern);
+    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject *q_copy(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  copy_args_t c;
+  if (q_ready(self) < 0 || parse_copy("copy", args, nargs, &c) < 0) return NULL;
+  op_t *op = op_new(OP_COPY, c.pool);
   if (op == NULL) return NULL;
-  op->u.copy.dst = dst;
-  op->u.copy.src = src;
-  op->u.copy.size = size;
+  op->u.copy.dst = c.dst;
+  op->u.copy.src = c.src;
+  op->u.copy.size = c.size;
   return push_result(self, op);
 }
 
 static PyObject *q_fill(QueueObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  if (q_ready(self) < 0 || check_nargs("fill", nargs, 4) < 0) return NULL;
-  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
-  if (pool == NULL && args[0] != Py_None) return NULL;
-  void *dst;
-  size_t size;
-  if (parse_ptr(args[1], &dst) < 0 || parse_size(args[3], &size) < 0) return NULL;
-  Py_buffer pat;
-  if (PyObject_GetBuffer(args[2], &pat, PyBUF_SIMPLE) < 0) return NULL;
-  if (pat.len == 0) {
-    PyBuffer_Release(&pat);
-    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
-    return NULL;
-  }
-  op_t *op = op_new(OP_FILL, pool);
+  fill_args_t f;
+  if (q_ready(self) < 0 || parse_fill("fill", args, nargs, &f) < 0) return NULL;
+  op_t *op = op_new(OP_FILL, f.pool);
   if (op == NULL) {
-    PyBuffer_Release(&pat);
+    PyBuffer_Release(&f.pattern);
     return NULL;
   }
-  op->u.fill.dst = dst;
-  op->u.fill.size = size;
-  op->u.fill.plen = (size_t)pat.len;
-  op->u.fill.pattern = op_keep(op, pat.buf, (size_t)pat.len);
-  PyBuffer_Release(&pat);
+  op->u.fill.dst = f.dst;
+  op->u.fill.size = f.size;
+  op->u.fill.plen = (size_t)f.pattern.len;
+  op->u.fill.pattern = op_keep(op, f.pattern.buf, (size_t)f.pattern.len);
+  PyBuffer_Release(&f.pattern);
   if (op->u.fill.pattern == NULL) {
     op_give(op);
     return PyErr_NoMemory();
@@ -1245,39 +1247,23 @@ static PyObject *py_executor_destroy(PyObject *m, PyObject *arg) {
 
 static PyObject *py_copy_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
-  if (check_nargs("copy_on", nargs, 4) < 0) return NULL;
-  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
-  if (pool == NULL && args[0] != Py_None) return NULL;
-  void *dst, *src;
-  size_t size;
-  if (parse_ptr(args[1], &dst) < 0 || parse_ptr(args[2], &src) < 0 || parse_size(args[3], &size) < 0)
-    return NULL;
-  if (size == 0) Py_RETURN_NONE;
+  copy_args_t c;
+  if (parse_copy("copy_on", args, nargs, &c) < 0) return NULL;
+  if (c.size == 0) Py_RETURN_NONE;
   Py_BEGIN_ALLOW_THREADS
-  pool_copy(pool, dst, src, size);
+  pool_copy(c.pool, c.dst, c.src, c.size);
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }
 
 static PyObject *py_fill_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
-  if (check_nargs("fill_on", nargs, 4) < 0) return NULL;
-  pool_t *pool = args[0] == Py_None ? NULL : pool_from(args[0]);
-  if (pool == NULL && args[0] != Py_None) return NULL;
-  void *dst;
-  size_t size;
-  if (parse_ptr(args[1], &dst) < 0 || parse_size(args[3], &size) < 0) return NULL;
-  Py_buffer pat;
-  if (PyObject_GetBuffer(args[2], &pat, PyBUF_SIMPLE) < 0) return NULL;
-  if (pat.len == 0) {
-    PyBuffer_Release(&pat);
-    PyErr_SetString(PyExc_ValueError, "fill pattern is empty");
-    return NULL;
-  }
+  fill_args_t f;
+  if (parse_fill("fill_on", args, nargs, &f) < 0) return NULL;
   Py_BEGIN_ALLOW_THREADS
-  pool_fill(pool, dst, pat.buf, (size_t)pat.len, size);
+  pool_fill(f.pool, f.dst, f.pattern.buf, (size_t)f.pattern.len, f.size);
   Py_END_ALLOW_THREADS
-  PyBuffer_Release(&pat);
+  PyBuffer_Release(&f.pattern);
   Py_RETURN_NONE;
 }
 

@@ -31,7 +31,7 @@
 /* ------------------------------------------------------------------------------------ */
 /* Argument parsing                                                                       */
 
-static int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
+int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected) {
   if (nargs == expected) return 0;
   PyErr_Format(PyExc_TypeError, "%s() takes exactly %zd arguments (%zd given)", fn, expected,
                nargs);
@@ -206,20 +206,6 @@ struct pool {
                              * than the gap between back-to-back launch + sync cycles after a big
                              * kernel (its launch call runs from cold caches: 20-100 us) */
 
-static uint64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline void pool_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
 /* CPU placement. A worker woken for a job may be put on a CPU that already runs a thread of the
  * job: a guest kernel treats an idle vCPU that its hypervisor has descheduled as busy, and puts
  * the wakee next to its waker rather than wake that vCPU; the two then share one CPU for the
@@ -266,10 +252,10 @@ static void *worker_main(void *arg) {
     if (worked && !pool->stop && pool->generation == seen) {
       /* Poll a moment before sleeping: back-to-back launches then find their workers awake. */
       pthread_mutex_unlock(&pool->lock);
-      uint64_t start = mono_ns();
+      uint64_t start = now_ns();
       while (__atomic_load_n(&pool->generation, __ATOMIC_ACQUIRE) == seen &&
-             !__atomic_load_n(&pool->stop, __ATOMIC_RELAXED) && mono_ns() - start < POOL_SPIN_NS)
-        pool_relax();
+             !__atomic_load_n(&pool->stop, __ATOMIC_RELAXED) && now_ns() - start < POOL_SPIN_NS)
+        cpu_relax();
       pthread_mutex_lock(&pool->lock);
     }
     while (!pool->stop && (pool->job == NULL || pool->generation == seen))

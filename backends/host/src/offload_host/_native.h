@@ -9,12 +9,30 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "include/offload_host.h"
 
 typedef struct pool pool_t;
 
+/* The monotonic clock in ns (the clock of time.perf_counter_ns). */
+static inline uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One pause of a polling loop. */
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 /* Argument parsing: 0 on success, -1 with a Python exception set. */
+int check_nargs(const char *fn, Py_ssize_t nargs, Py_ssize_t expected);
 int parse_u64(PyObject *obj, uint64_t *out);
 int parse_ptr(PyObject *obj, void **out);
 int parse_size(PyObject *obj, size_t *out);

@@ -7,9 +7,6 @@ build them with clang-19); ``binary`` reads ``$OFFLOAD_AMDGPU_PROGRAMS/<name>.hs
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from offload.testing import Capabilities
 
 __all__ = ["PROGRAMS_ENV", "AMDGPUCapabilities"]
@@ -30,11 +27,5 @@ class AMDGPUCapabilities(Capabilities):
     host_memory = True
     queued_fill = True
     dtor_out = True
-
-    def binary(self, name: str) -> bytes | None:
-        """``$OFFLOAD_AMDGPU_PROGRAMS/<name>.hsaco``, or None without the folder or the file."""
-        folder = os.environ.get(PROGRAMS_ENV)
-        if not folder:
-            return None
-        path = Path(folder) / f"{name}.hsaco"
-        return path.read_bytes() if path.is_file() else None
+    programs_env = PROGRAMS_ENV
+    programs_suffix = ".hsaco"

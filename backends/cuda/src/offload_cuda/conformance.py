@@ -8,9 +8,6 @@ it the tests that need programs skip.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from offload.testing import Capabilities
 
 __all__ = ["CudaCapabilities", "PROGRAMS_ENV"]
@@ -31,11 +28,5 @@ class CudaCapabilities(Capabilities):
     host_memory = True
     queued_fill = True
     dtor_out = True
-
-    def binary(self, name: str) -> bytes | None:
-        """``$OFFLOAD_CUDA_TEST_PROGRAMS/<name>.bin``, or None when unset or absent."""
-        directory = os.environ.get(PROGRAMS_ENV)
-        if not directory:
-            return None
-        path = Path(directory) / f"{name}.bin"
-        return path.read_bytes() if path.exists() else None
+    programs_env = PROGRAMS_ENV
+    programs_suffix = ".bin"

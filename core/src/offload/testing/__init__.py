@@ -28,6 +28,10 @@ runs as written against it.
                path = PROGRAMS / f"{name}.mydev.bin"
                return path.read_bytes() if path.exists() else None
 
+   Programs built elsewhere need no ``binary``: ``programs_env = "MYDEV_TEST_PROGRAMS"`` and
+   ``programs_suffix = ".bin"`` read ``$MYDEV_TEST_PROGRAMS/<name>.bin`` (as the CUDA and AMDGPU
+   backends do).
+
    An installed backend declares it as an entry point, name = the backend's name::
 
        [project.entry-points."offload.conformance"]

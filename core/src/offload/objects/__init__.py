@@ -16,6 +16,7 @@ from __future__ import annotations
 from ._array import Array, empty, from_dlpack, to_device
 from ._discovery import Device, InfoMapping, Platform, default_device, devices, platforms
 from ._memory import Buffer
+from ._mpi import host_staging, mpi_buffer
 from ._program import Kernel, Program
 from ._queue import Event, Queue
 
@@ -37,6 +38,8 @@ __all__ = [
     "devices",
     "empty",
     "from_dlpack",
+    "host_staging",
+    "mpi_buffer",
     "platforms",
     "to_device",
 ]

@@ -37,6 +37,11 @@ on, each queue also runs the tracer's callbacks and events, so it reports pendin
 last of them has run. Work that several threads enqueue on one queue at once is drawn in the order
 their calls returned, which may differ from the order the queue ran it.
 
+Under a launcher (``offload._ranks``) the process names start with ``rank N:``, and a ``{rank}``
+in the path is the rank (``OFFLOAD_TRACE=perfetto:rank{rank}.json``); every file records its rank
+and a wall-clock / monotonic anchor in ``otherData``, so that ``offload trace merge`` can put a
+job's files on one clock (``_job_timeline``).
+
 Promises the file keeps (and the tests check): times are microseconds from the session's first
 call (``ts`` >= 0); on each queue track the spans appear in enqueue order and do not overlap; a
 work span never starts before its enqueuing call; each ``enqueue`` flow starts inside its call's
@@ -57,6 +62,8 @@ import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
+
+from . import _job_timeline, _ranks
 
 if TYPE_CHECKING:
     from ._handles import Device, Event, Queue
@@ -143,6 +150,9 @@ class Timeline:
     def __init__(self, path: str) -> None:
         self.path = path
         self.origin_ns = time.perf_counter_ns()
+        self.rank = _ranks.global_rank()  # named in the process names; None outside a launcher
+        self.anchor = _job_timeline.clock_anchor()  # ties this file's clock to the wall clock, for merging
+        self._written_origin = self.origin_ns
         self.written = False
         self._lock = threading.Lock()
         self._calls: list[tuple[str, int, int, int, dict[str, Any], int]] = []  # name, tid, start, dur, args, flow
@@ -336,7 +346,8 @@ class Timeline:
             work = list(self._work)
             devices = list(self._devices.values())
             queues = dict(self._queues)
-        origin = min([self.origin_ns, *(c[2] for c in calls)])  # olInit is recorded after it started
+        origin = self._written_origin = min([self.origin_ns, *(c[2] for c in calls)])  # olInit is recorded after it started
+        who = "" if self.rank is None else f"rank {self.rank}: "
 
         def us(ns: int) -> float:
             return round((ns - origin) / 1000.0, 3)
@@ -350,13 +361,13 @@ class Timeline:
             return min(max(at, begin + 1), end - 1) if end - begin >= 2 else begin
 
         out: list[dict[str, Any]] = [
-            {"name": "process_name", "ph": "M", "pid": API_PID, "tid": 0, "args": {"name": f"offload API (pid {os.getpid()})"}},
+            {"name": "process_name", "ph": "M", "pid": API_PID, "tid": 0, "args": {"name": f"{who}offload API (pid {os.getpid()})"}},
             {"name": "process_sort_index", "ph": "M", "pid": API_PID, "tid": 0, "args": {"sort_index": 0}},
         ]
         for tid, name in threads.items():
             out.append({"name": "thread_name", "ph": "M", "pid": API_PID, "tid": tid, "args": {"name": name}})
         for pid, label in devices:
-            out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": label}})
+            out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": who + label}})
             out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
         for (pid, tid), label in queues.items():
             out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": label}})
@@ -406,11 +417,10 @@ class Timeline:
     def document(self) -> dict[str, Any]:
         from . import __version__
 
-        return {
-            "traceEvents": self.events(),
-            "displayTimeUnit": "ms",
-            "otherData": {"producer": f"offload {__version__}", "device_timing": TIMING_SOURCE},
-        }
+        events = self.events()
+        other = {"producer": f"offload {__version__}", "device_timing": TIMING_SOURCE}
+        other.update(_job_timeline.file_identity(self.rank, self.anchor, self._written_origin))
+        return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
     def write(self) -> None:
         """Write the file (once per session); report where on stderr."""
@@ -450,10 +460,13 @@ def _device_name_prop() -> Any:
 
 
 def path_from_setting(setting: str) -> str | None:
-    """The file for an ``OFFLOAD_TRACE`` value of the perfetto form, None for any other value."""
+    """The file for an ``OFFLOAD_TRACE`` value of the perfetto form, None for any other value;
+    ``{rank}`` in the path is the launcher's rank (the pid outside one), ``{pid}`` the pid."""
     text = setting.strip()
     head, _, path = text.partition(":")
     if head.lower() != "perfetto":
         return None
     path = path.strip()
-    return os.path.abspath(os.path.expanduser(path) if path else f"offload-trace-{os.getpid()}.json")
+    if not path:
+        path = "offload-trace-{pid}.json"
+    return os.path.abspath(os.path.expanduser(_ranks.expand(path)))

@@ -7,7 +7,9 @@
     Every discovered backend: distribution, version, loaded or skipped (with the reason), devices.
 ``offload trace FILE``
     A summary of a timeline written by ``OFFLOAD_TRACE=perfetto``: calls per API, time per
-    kernel, bytes copied per direction, idle gaps per queue.
+    kernel, bytes copied per direction, idle gaps per queue (and per rank, for a merged file).
+``offload trace merge FILE... -o OUT``
+    One timeline for a job from its ranks' files, clocks aligned, one process group per rank.
 ``offload --version``
     The versions of offload-core and of every installed backend distribution.
 ``offload selfcheck [--json] [--platform NAME] [--size N]``
@@ -45,6 +47,7 @@ from ._devices import cmd_devices
 from ._new_backend import add_parser as _add_new_backend
 from ._selfcheck import cmd_selfcheck, saxpy_expected
 from ._trace import cmd_trace
+from ._trace_merge import cmd_merge
 
 __all__ = ["main", "build_parser", "PropertyError", "format_value", "json_value", "saxpy_expected"]
 
@@ -93,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     selfcheck.set_defaults(run=cmd_selfcheck)
 
-    trace = commands.add_parser("trace", help="summarise a timeline file written by OFFLOAD_TRACE=perfetto")
+    trace = commands.add_parser(
+        "trace", help="summarise a timeline file written by OFFLOAD_TRACE=perfetto ('trace merge FILE... -o OUT' merges ranks' files)"
+    )
     trace.add_argument("file", metavar="FILE", help="the Chrome trace-event JSON file")
     trace.add_argument("--json", action="store_true", help="print a JSON document")
     trace.set_defaults(run=cmd_trace)
@@ -104,9 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``offload`` command with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:2] == ["trace", "merge"]:  # a subcommand of trace, whose first word is otherwise a FILE
+        return cmd_merge(words[2:], sys.stdout)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     except SystemExit as exit_:  # --help, or a usage error already printed by argparse
         return int(exit_.code or 0) if not isinstance(exit_.code, str) else EXIT_NOTHING
     if args.command is None:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 from ._common import _ERROR_PREFIX, EXIT_NOTHING, EXIT_OK, _print_json, format_bytes, format_table, gb_per_s
+from ._trace_merge import RankUsage, format_ranks, per_rank
 
 WORK_CATEGORIES = ("kernel", "memcpy", "fill", "host_function", "event_record", "event_wait")
 
@@ -44,6 +45,7 @@ class Summary:
     kernels: dict[str, Tally] = field(default_factory=dict)
     copies: dict[str, Tally] = field(default_factory=dict)
     queues: list[QueueUsage] = field(default_factory=list)
+    ranks: dict[str, RankUsage] = field(default_factory=dict)  # a merged job timeline: per rank
 
 
 def load_events(path: str) -> list[dict[str, Any]]:
@@ -104,6 +106,7 @@ def summarise(events: list[dict[str, Any]]) -> Summary:
                 usage.largest_gap_us = max(usage.largest_gap_us, gap)
             end = max(end, stop)
         summary.queues.append(usage)
+    summary.ranks = per_rank(events)
     return summary
 
 
@@ -130,7 +133,7 @@ def format_summary(summary: Summary) -> list[str]:
     for q in summary.queues:
         rows.append((q.track, str(q.spans), f"{q.busy_us / 1e3:.3f}", f"{q.idle_us / 1e3:.3f}", str(q.gaps), f"{q.largest_gap_us:.1f}"))
     lines += format_table(rows, "  ") if len(rows) > 1 else ["  (none)"]
-    return lines
+    return lines + format_ranks(summary.ranks)
 
 
 def cmd_trace(args: argparse.Namespace, out: TextIO) -> int:

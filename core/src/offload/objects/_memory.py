@@ -119,7 +119,7 @@ class Buffer:
         self._keepalive = None
         self._ctx = ctx
         self._readonly = False
-        self._finalizer = weakref.finalize(self, _free, ctx, self._address)
+        self._finalizer = weakref.finalize(self, _session.release_later, _free, ctx, self._address)
         self._finalizer.atexit = False  # at exit the layer's olShutDown frees everything at once
 
     @classmethod
@@ -236,6 +236,7 @@ class Buffer:
         self._keepalive = None
         if finalizer is not None:
             finalizer()
+            _session.drain()
 
     def __enter__(self) -> Buffer:
         return self

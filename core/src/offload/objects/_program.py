@@ -72,7 +72,7 @@ class Program:
         self._kernels: dict[tuple[str, Any], Kernel] = {}
         self._ctx = ctx
         self._globals: weakref.WeakSet[Buffer] = weakref.WeakSet()
-        self._finalizer = weakref.finalize(self, _unload, ctx, self._handle)
+        self._finalizer = weakref.finalize(self, _session.release_later, _unload, ctx, self._handle)
         self._finalizer.atexit = False
 
     @property
@@ -125,6 +125,7 @@ class Program:
             buffer.invalidate()
         self._kernels.clear()
         self._finalizer()
+        _session.drain()
 
     def __enter__(self) -> Program:
         return self

@@ -12,6 +12,12 @@ Exports (DLPack capsules, numpy views made by ``__array__``) of session memory h
 session only drops a reference: the memory a view reads stays allocated until the last export is
 released (``unpin``), or the interpreter exits.
 
+Finalizers never call into the runtime from inside it: the garbage collector runs them wherever
+an allocation triggers a collection, possibly while the core holds one of its locks (freeing then
+deadlocked). ``release_later`` runs a release now when no core frame is on this thread's stack,
+else queues it; the queue is drained when a collection ends outside the core, and at the layer's
+next object, ``close()`` or exit.
+
 In a child made by ``os.fork()`` the parent's session is not the layer's: the layer forgets its
 references there (the child's exit releases nothing) and the parent's objects are stale.
 """
@@ -19,8 +25,12 @@ references there (the child's exit releases nothing) and the parent's objects ar
 from __future__ import annotations
 
 import atexit
+import collections
+import gc
 import os
+import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._entrypoints import olInit, olShutDown
@@ -45,8 +55,55 @@ _pinned: Context | None = None  # the session an extra reference is held on for 
 _parent: Context | None = None  # in a forked child: the parent's session (never current here)
 
 
+_deferred: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = collections.deque()
+
+
+def _core_on_stack() -> bool:
+    """Whether this thread is inside the core or a backend (a frame of ``offload*`` outside the
+    object layer, or a generated entry point): it may hold a lock a release would take."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if (name.startswith("offload") and not name.startswith("offload.objects")) or frame.f_code.co_filename.startswith(
+            "<offload entry point"
+        ):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def release_later(release: Callable[..., None], *args: Any) -> None:
+    """Run a finalizer's ``release(*args)`` now if safe, else queue it (see the module's docstring)."""
+    if _core_on_stack():
+        _deferred.append((release, args))
+    else:
+        release(*args)
+
+
+def drain() -> None:
+    """Run the queued releases, unless this thread is inside the core."""
+    if not _deferred or _core_on_stack():
+        return
+    while _deferred:
+        try:
+            release, args = _deferred.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        release(*args)
+
+
+def _drain_after_gc(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop" and _deferred:
+        drain()
+
+
+gc.callbacks.append(_drain_after_gc)
+
+
 def acquire() -> Context:
     """The current session, taking the layer's reference on it first if it does not hold one."""
+    if _deferred:
+        drain()
     ctx = STATE.ctx
     if ctx is not None and ctx is _held:
         return ctx
@@ -116,7 +173,7 @@ def settle() -> None:
 
 
 def _release_at_exit() -> None:
-    for drop in (unpin, release):
+    for drop in (drain, unpin, release):
         try:
             drop()
         except OffloadError:

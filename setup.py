@@ -1,5 +1,6 @@
-"""The user-facing distribution ``offload``: offload-core and offload-host, and an extra per GPU
-backend (``offload[cuda]``, ``offload[amdgpu]``). It holds no code, only requirements.
+"""The user-facing distribution ``offload``: offload-core and offload-host, numpy (the object layer's
+arrays, the examples and the README need it; offload-core itself stays numpy-free), and an extra per
+GPU backend (``offload[cuda]``, ``offload[amdgpu]``). It holds no code, only requirements.
 
 The version is ``VERSION`` (a link to ``core/src/offload/VERSION``, the one place). From a checkout
 each requirement is the folder itself (``offload-core @ file:///…/core``), so ``pip install .``
@@ -29,8 +30,10 @@ def backend_names() -> list[str]:
     return sorted(found | set(GPU_BACKENDS))
 
 
+NUMPY = "numpy>=1.26"  # offload.Array, DLPack and the examples; tests/requirements.txt asks the same
+
 setup(
-    install_requires=[requirement("offload-core", "core"), requirement("offload-host", "backends/host")],
+    install_requires=[requirement("offload-core", "core"), requirement("offload-host", "backends/host"), NUMPY],
     extras_require={
         **{name: [requirement(f"offload-{name}", f"backends/{name}")] for name in backend_names()},
         "test": ["pytest>=8"],

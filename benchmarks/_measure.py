@@ -8,12 +8,14 @@ median of per-round ratios (paired: load that drifts between rounds on a shared 
 from __future__ import annotations
 
 import gc
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
+__all__ = ["exit_on_error", "interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
 
 
 @contextmanager
@@ -69,3 +71,22 @@ def interleaved(
 def paired_ratio(first: list[float], second: list[float]) -> float:
     """The median over rounds of ``first / second``."""
     return statistics.median(a / b for a, b in zip(first, second, strict=True))
+
+
+def exit_on_error(main: Callable[[], int], prog: str) -> None:
+    """Run a script's ``main`` and exit with its status; on an error (or Ctrl-C) print one line
+    naming it and exit at once (1, or 130) without the interpreter's exit handlers, which would
+    wait for work a failed device may never finish: a benchmark never hangs after an error."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        code = 130
+    except Exception as error:  # noqa: BLE001 - reported in one line, then exit
+        print(f"{prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
+        code = 1
+    else:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

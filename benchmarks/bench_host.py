@@ -34,7 +34,7 @@ from typing import Any
 
 import offload as ol
 from offload._entrypoints import generate
-from _measure import interleaved, interleaved_samples, medians, ns_per, paired_ratio
+from _measure import exit_on_error, interleaved, interleaved_samples, medians, ns_per, paired_ratio
 
 MIB = 1 << 20
 
@@ -461,4 +461,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_on_error(main, "bench_host")

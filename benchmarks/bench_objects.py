@@ -34,7 +34,7 @@ import offload_host
 from offload import AllocType
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _measure import interleaved_samples, medians, paired_ratio  # noqa: E402
+from _measure import exit_on_error, interleaved_samples, medians, paired_ratio  # noqa: E402
 from bench_host import call_loop, log  # noqa: E402
 
 SIGNATURE = "float a, const float *x, float *y, uint64_t n"
@@ -216,4 +216,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_on_error(main, "bench_objects")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import offload as ol
-from _measure import interleaved, ns_per
+from _measure import exit_on_error, interleaved, ns_per
 
 INSTALL_HINT = 'PyOpenCL with PoCL is not installed: pip install "pyopencl[pocl]"'
 
@@ -343,4 +343,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_on_error(main, "bench_peer_pocl")

@@ -1,6 +1,7 @@
 """The object layer on any platform by name: a numpy round trip, and a saxpy launch when a
 program image for that device is given. ``objects_cuda.py`` and ``objects_amdgpu.py`` call this.
 
+    pip install '.[cuda]'         # or '.[amdgpu]': offload, its backend and numpy (from a checkout)
     python examples/objects_gpu.py PLATFORM [IMAGE]
 
 IMAGE is a program holding ``saxpy(float a, const float *x, float *y, uint64_t n)`` built for the

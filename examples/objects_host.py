@@ -1,6 +1,7 @@
 """The object layer on the host device: a numpy round trip and a kernel launch, then the same
 memory through the flat ol* API (both layers mix freely). Type-checks under ``mypy --strict``.
 
+    pip install .                 # offload, the host backend and numpy (from a checkout)
     python examples/objects_host.py
 """
 

@@ -82,3 +82,29 @@ def test_peer_benchmark_quick_json() -> None:
     assert all(ratio > 0 for ratio in results["ratios"].values())
     assert results["saxpy_scaling"] > 0 and results["pocl_device"]
     assert set(results["checks"]) == {"roundtrip", "batch", "saxpy", "copy", "saxpy_scaling"}
+
+
+BROKEN = r"""
+import runpy, sys
+import offload as ol
+
+def refuse(*args, **kwargs):
+    raise ol.OffloadError(ol.ErrorCode.BACKEND_FAILURE, "the device fell over")
+
+ol.olCreateProgram = refuse
+sys.argv = [{script!r}, "--quick"]
+runpy.run_path({script!r}, run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("name", ["bench_host.py"])
+def test_a_benchmark_exits_with_a_message_on_an_error(name: str) -> None:
+    script = SCRIPT.with_name(name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env["PYTHONPATH"] = str(script.parent)
+    proc = subprocess.run(
+        [sys.executable, "-c", BROKEN.format(script=str(script))], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{name[:-3]}: error: OffloadError" in proc.stderr and "the device fell over" in proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr

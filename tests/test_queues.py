@@ -22,14 +22,14 @@ def _rss_kib() -> int:
 
 def test_work_is_really_asynchronous_and_in_order(host: ol.Device) -> None:
     queue = ol.olCreateQueue(host)
-    gate = threading.Event()
+    gate, started = threading.Event(), threading.Event()
     order: list[int] = []
-    ol.olLaunchHostFunction(queue, lambda _: gate.wait(5))
+    ol.olLaunchHostFunction(queue, lambda _: (started.set(), gate.wait(5)))
     for i in range(5):
         ol.olLaunchHostFunction(queue, order.append, i)
     assert ol.olGetQueueInfo(queue, ol.QueueInfo.EMPTY) is False
     assert ol.olQueryQueue(queue) is False
-    time.sleep(0.05)
+    assert started.wait(10), "the first host function never ran"  # the queue reached the gate
     assert order == [], "work ran before the blocking host function finished"
     gate.set()
     ol.olSyncQueue(queue)
@@ -44,10 +44,10 @@ def test_host_to_host_copy_is_ordered_on_the_queue(host: ol.Device) -> None:
     ctypes.memmove(src, b"ABCDEFGH", 8)
     ctypes.memset(dst, 0, 8)
     queue = ol.olCreateQueue(host)
-    gate = threading.Event()
-    ol.olLaunchHostFunction(queue, lambda _: gate.wait(5))
+    gate, started = threading.Event(), threading.Event()
+    ol.olLaunchHostFunction(queue, lambda _: (started.set(), gate.wait(5)))
     ol.olMemcpy(queue, dst, host, src, host, 8)
-    time.sleep(0.02)
+    assert started.wait(10), "the host function never ran"  # the queue reached the gate
     assert ctypes.string_at(dst, 8) == b"\0" * 8
     gate.set()
     ol.olSyncQueue(queue)

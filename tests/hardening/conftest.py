@@ -25,6 +25,7 @@ def sim_session(sim_backend: type) -> collections.abc.Iterator[tuple[ol.Device, 
     """(simdev device, host device) in a session of this test; no rule broken, no thread left."""
     assert STATE.ctx is None, "a previous test left the library initialised"
     simdev.VIOLATIONS.clear()
+    shutdown_errors: list[ol.OffloadError] = []
     ol.register_backend("simdev", sim_backend)
     try:
         ol.olInit()
@@ -34,13 +35,15 @@ def sim_session(sim_backend: type) -> collections.abc.Iterator[tuple[ol.Device, 
             host = next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
             yield sim, host
         finally:
-            while STATE.ctx is not None:
+            while STATE.ctx is not None:  # every reference the test left; each error is kept
                 try:
                     ol.olShutDown()
-                except ol.OffloadError:
-                    pass
+                except ol.OffloadError as error:
+                    shutdown_errors.append(error)
     finally:
         ol.unregister_backend("simdev")
+    # a test that expects an error of the final olShutDown calls it itself and checks the error
+    assert not shutdown_errors, f"the session's olShutDown failed: {shutdown_errors}"
     assert not simdev.VIOLATIONS, simdev.VIOLATIONS
     assert not [i for i in simdev.IMAGES if i.loaded], "a simdev program outlived the final olShutDown"
     leftover = offload_threads()

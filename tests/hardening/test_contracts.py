@@ -176,11 +176,21 @@ def test_destroy_program_waits_for_queued_and_running_launches(sim_session) -> N
         queue = ol.olCreateQueue(sim)
         for _ in range(3):
             ol.olLaunchKernel(queue, sim, kernel, None, _launch())
-        runner = threading.Thread(target=ol.olLaunchKernel, args=(None, sim, kernel, None, _launch()))
+        outcome: list[object] = []
+
+        def launch() -> None:
+            try:
+                ol.olLaunchKernel(None, sim, kernel, None, _launch())
+                outcome.append("ok")
+            except BaseException as error:  # noqa: BLE001 - checked below
+                outcome.append(error)
+
+        runner = threading.Thread(target=launch)
         runner.start()
-        time.sleep(0.01)
+        time.sleep(0.01)  # not a synchronisation: the destroy must wait whether or not the launch began
         ol.olDestroyProgram(program)  # waits: simdev records an unload under a run
         runner.join()
+        assert outcome == ["ok"], outcome
         ol.olDestroyQueue(queue)
     assert not simdev.VIOLATIONS
 

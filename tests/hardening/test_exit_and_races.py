@@ -229,7 +229,14 @@ def test_shutdown_and_destroy_wait_for_a_long_synchronous_host_launch(run_python
             one = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
             started = time.perf_counter()
             queue = ol.olCreateQueue(dev) if what == "queued" else None
-            runner = threading.Thread(target=ol.olLaunchKernel, args=(queue, dev, kernel, args, one))
+            outcome = []
+            def launch():
+                try:
+                    ol.olLaunchKernel(queue, dev, kernel, args, one)
+                    outcome.append("ok")
+                except BaseException as error:
+                    outcome.append(repr(error))
+            runner = threading.Thread(target=launch)
             runner.start()
             time.sleep(0.05)
             if what == "queued":
@@ -243,6 +250,7 @@ def test_shutdown_and_destroy_wait_for_a_long_synchronous_host_launch(run_python
             else:
                 ol.olShutDown()  # waits for the call inside the other thread
             runner.join()
+            assert outcome == ["ok"], (what, outcome)
             print(what, "waited", round(time.perf_counter() - started, 2))
         print("done")
         """,

@@ -71,8 +71,8 @@ def _tasks() -> int:
 
 def test_native_and_host_function_work_run_in_queue_order(host: ol.Device, kernels: dict, word: int) -> None:
     queue = ol.olCreateQueue(host)
-    gate = threading.Event()
-    ol.olLaunchHostFunction(queue, lambda _: gate.wait(10))  # everything below is queued first
+    gate, started = threading.Event(), threading.Event()
+    ol.olLaunchHostFunction(queue, lambda _: (started.set(), gate.wait(10)))  # everything below is queued first
     seen: list[int] = []
     expected: list[int] = []
     value = 0
@@ -90,7 +90,7 @@ def test_native_and_host_function_work_run_in_queue_order(host: ol.Device, kerne
         value += 1
         expected.append(value)
         ol.olLaunchHostFunction(queue, lambda _: seen.append(_u32(word)))
-    time.sleep(0.02)
+    assert started.wait(10), "the first host function never ran"  # the queue reached the gate
     assert seen == [] and _u32(word) == 0, "work ran before the blocking host function finished"
     gate.set()
     ol.olSyncQueue(queue)
@@ -100,13 +100,13 @@ def test_native_and_host_function_work_run_in_queue_order(host: ol.Device, kerne
 
 def test_native_work_waits_for_an_event_of_another_queue(host: ol.Device, kernels: dict, word: int) -> None:
     first, second = ol.olCreateQueue(host), ol.olCreateQueue(host)
-    gate = threading.Event()
-    ol.olLaunchHostFunction(first, lambda _: gate.wait(10))
+    gate, started = threading.Event(), threading.Event()
+    ol.olLaunchHostFunction(first, lambda _: (started.set(), gate.wait(10)))
     event = ol.olCreateEvent(first)
     ol.olWaitEvents(second, [event])
     ol.olLaunchKernel(second, host, kernels["bump"], struct.pack("P", word), ONE)
     later = ol.olCreateEvent(second)
-    time.sleep(0.05)
+    assert started.wait(10), "the first queue never reached its host function"
     assert _u32(word) == 0 and not ol.olGetEventInfo(later, ol.EventInfo.IS_COMPLETE)
     gate.set()
     ol.olSyncEvent(later)

@@ -16,7 +16,7 @@ PRELUDE = textwrap.dedent(
     import offload, offload_host
     dev = offload.devices("host")[0]  # the kernel below is a host build
     buffers = [offload.Buffer(64) for _ in range(2000)]  # on the default device, whichever it is
-    arrays = [offload.to_device(np.arange(10), dev) for _ in range(100)]
+    arrays = [offload.to_device(np.arange(10, dtype=np.float32), dev) for _ in range(100)]
     queue = dev.queue()
     program = dev.load_program(offload_host.build_test_kernel("saxpy"))
     kernel = program.kernel("saxpy", "float a, const float *x, float *y, uint64_t n")
@@ -59,11 +59,14 @@ def _run(body: str) -> subprocess.CompletedProcess[str]:
         pytest.param(
             """
             from offload.objects import _session
+            old = offload._runtime.STATE.ctx
             _session.release()
-            assert offload._runtime.STATE.ctx is None
+            assert offload._runtime.STATE.ctx is old  # the numpy view and the capsule keep the session
+            assert float(view.sum()) == 45.0
             del buffers, arrays, queue, program, kernel, event, view, capsule, imported
             gc.collect()
             fresh = offload.Buffer(16, "host")  # a new session works after the old objects died
+            assert offload._runtime.STATE.ctx is not old
             print('gc after the layer released')
             """,
             id="gc-after-layer-release",
@@ -83,3 +86,46 @@ def test_no_crash_and_no_warning(body: str) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == "", proc.stderr
     assert proc.stdout.strip()
+
+
+GC_INSIDE_THE_CORE = textwrap.dedent(
+    """
+    import gc
+    import offload
+    from offload._allocations import Allocation
+    from offload._runtime import STATE
+
+    host = offload.devices("host")[0]
+    garbage = [offload.Buffer(64, host), host.load_program(__import__("offload_host").build_test_kernel("noargs")),
+               host.queue(), host.queue().record()]
+    garbage.append(garbage)  # a reference cycle: only the cyclic collector frees these objects
+    address = garbage[0].address
+    del garbage
+    ctx = STATE.ctx
+
+    class CollectingAllocation(Allocation):
+        @property
+        def start(self) -> int:  # read by the allocation map under its lock: a collection runs there
+            gc.collect()
+            return 1 << 62
+
+    ctx.allocations.insert(CollectingAllocation(ctx.devices[0], None, 0, (1 << 62) + 1))
+    ctx.allocations.pop(1 << 62)
+    still = any(a.start == address for a in ctx.allocations.snapshot[1])
+    before = len(ctx.allocations)
+    fresh = offload.Buffer(8, host)  # the layer's next object runs what the collection queued
+    freed = len(ctx.allocations) == before  # one freed, one made
+    print("deferred", still, "freed", freed)
+    """
+)
+
+
+def test_a_collection_inside_the_core_defers_the_finalizers() -> None:
+    """A finalizer run by a collection that an allocation inside the core triggered (under the
+    allocation map's lock) must not call back into the core: it deadlocked there."""
+    try:
+        proc = subprocess.run([sys.executable, "-c", GC_INSIDE_THE_CORE], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: a finalizer called olMemFree under the allocation map's lock")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["deferred", "True", "freed", "True"]

@@ -230,7 +230,7 @@ def test_no_layout_takes_no_arguments(host: offload.objects.Device, echo_image: 
 @pytest.mark.parametrize(
     ("signature", "message"),
     [
-        ("float a, quaternion q", r"unknown parameter type 'quaternion q'"),
+        ("float a, quaternion q", r"parameter #1 'quaternion q': unknown type 'quaternion'"),
         ([KernelParam(0, 8, "pointer"), KernelParam(4, 4, "int")], r"overlaps"),
         ([KernelParam(0, 3, "int", "odd")], r"'odd' \(int24\): a 3-byte int cannot be packed"),
         ([KernelParam(0, 4, "complex", "z")], r"malformed"),

@@ -108,10 +108,9 @@ def _platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _i
 
 
 def _device_info(ctx: Context, device: Device, prop: Any) -> tuple[Any, _info.Kind]:
-    try:
-        answer = device.info_cache.get(prop)
-    except TypeError:  # unhashable: lookup below reports it as an invalid enumeration
-        answer = None
+    # the cache is keyed by DeviceInfo (equal to its int): another enum class (PlatformInfo.NAME)
+    # must not hit it, but go to lookup, which refuses it
+    answer = device.info_cache.get(prop) if type(prop) is DeviceInfo or type(prop) is int else None
     if answer is None:
         prop = _info.lookup(_info.DEVICE_INFO, DeviceInfo, prop, "getDeviceInfo")
         kind, enum_type = _info.DEVICE_INFO[prop]
@@ -132,7 +131,14 @@ def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size: Any) -> int:
     rejected: list[int] = []
     try:
         for _ in range(MAX_ALLOC_TRIES):
-            address = backend.mem_alloc(native, alloc_type, size)
+            try:
+                address = backend.mem_alloc(native, alloc_type, size)
+            except MemoryError as exc:
+                raise _fail(
+                    ErrorCode.OUT_OF_RESOURCES,
+                    f"{device.platform.name}:{device.index} could not allocate {size} bytes ({size:#x}) of "
+                    f"{alloc_type.name} memory: {exc or 'out of memory'}",
+                ) from exc
             if not address:
                 raise _fail(ErrorCode.OUT_OF_RESOURCES, f"{device.platform.name} could not allocate {size} bytes")
             if ctx.allocations.insert(Allocation(device, alloc_type, address, address + size)):
@@ -150,7 +156,8 @@ def olMemFree(ctx: Context, address: Any) -> None:
     does. Called from a host function, the free is queued behind its own queue's work instead."""
     allocation = ctx.allocations.pop(address) if type(address) is int else None
     if allocation is None:
-        raise _fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({address!r})")
+        shown = f"{address:#x}" if type(address) is int else repr(address)
+        raise _fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({shown})")
     device = allocation.device
     if "mem_free" not in device.backend.implemented:  # keep it: the allocation stays live
         ctx.allocations.insert(allocation)
@@ -194,7 +201,8 @@ def _mem_info(ctx: Context, ptr: Any, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.MEM_INFO, MemInfo, prop, "olGetMemInfo")
     allocation = ctx.allocations.find(ptr) if type(ptr) is int else None
     if allocation is None:
-        raise _fail(ErrorCode.NOT_FOUND, f"allocated memory information not found for {ptr!r}")
+        shown = f"{ptr:#x}" if type(ptr) is int else repr(ptr)
+        raise _fail(ErrorCode.NOT_FOUND, f"allocated memory information not found for {shown}")
     kind = _info.MEM_INFO[prop][0]
     if prop is MemInfo.DEVICE:
         return allocation.device, kind
@@ -653,6 +661,10 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
         name = bytes(name).decode()
     if type(name) is not str or not name or "\0" in name:
         raise _fail(ErrorCode.INVALID_ARGUMENT, f"Name must be a non-empty str, got {name!r}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate names no symbol any image can hold
+        raise _fail(ErrorCode.INVALID_ARGUMENT, f"Name {name!r} cannot be encoded as UTF-8: {exc.reason}") from None
     key = (kind, name)
     device = program.device
     with program.lock:

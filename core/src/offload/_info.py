@@ -113,6 +113,10 @@ def lookup(table: Container[Any], enum_type: type, prop: Any, what: str) -> Any:
     """The enum member for ``prop``; INVALID_ENUMERATION ("<what> enum 'N' is invalid") if unknown."""
     if type(prop) is enum_type:
         return prop
+    if isinstance(prop, enum.Enum):  # PlatformInfo.NAME given for a DeviceInfo: its number means nothing here
+        raise OffloadError(
+            ErrorCode.INVALID_ENUMERATION, f"{what} enum '{type(prop).__name__}.{prop.name}' is invalid: not a {enum_type.__name__}"
+        )
     try:
         member = enum_type(prop if type(prop) is int or isinstance(prop, bool) else operator.index(prop))
     except (ValueError, TypeError):

@@ -11,6 +11,16 @@ While the final ``olShutDown`` runs on the main thread, SIGINT is held: a ``Keyb
 (Ctrl-C) arriving meanwhile is delivered once the teardown has finished, and a ``BaseException``
 raised by a backend hook is kept and re-raised the same way, so no queue thread, program or
 allocation is leaked whatever is raised.
+
+A child made by ``os.fork()`` while a session is open inherits none of its devices: the
+backends' threads, driver contexts and queues exist only in the parent. In the child the session
+is dropped (``STATE.ctx`` is None, the reference count 0, a fresh lock), every ``ol*`` call is
+``UNINITIALIZED`` with details saying the parent's devices are not usable after ``fork``, nothing
+of the parent's runs at the child's exit (no shutdown, no queued work, no timeline file), and
+``olInit`` in the child is refused too (a backend's native state, such as the host device's
+worker pool, was copied mid-flight and cannot be trusted); a child that needs devices should be
+started with ``multiprocessing``'s "spawn" or "forkserver" method. A child forked while no
+session is open is unaffected.
 """
 
 from __future__ import annotations
@@ -73,9 +83,10 @@ class Context:
 
 
 class _State:
-    __slots__ = ("ctx", "untraced", "refcount", "lock", "last_statuses")
+    __slots__ = ("ctx", "untraced", "refcount", "lock", "last_statuses", "forked_from")
 
     def __init__(self) -> None:
+        self.forked_from = 0  # the parent's pid when this process was forked inside a session
         self.ctx: Context | None = None
         # ctx when it does not trace, else None: the entry points' one read and test (a tracing
         # or uninitialised library takes their slow branch, which reads ctx)
@@ -90,8 +101,31 @@ STATE = _State()
 UNINITIALIZED_DETAILS = "liboffload has not been initialized - please call olInit before using this API"
 
 
+def forked_details() -> str:
+    return (
+        f"this process was forked (os.fork) from pid {STATE.forked_from} while its offload session was open: "
+        "the parent's devices, queues, memory and programs are not usable here, and olInit is refused "
+        "(start the child with multiprocessing's 'spawn' or 'forkserver' method instead)"
+    )
+
+
 def uninitialized() -> OffloadError:
+    if STATE.forked_from:
+        return OffloadError(ErrorCode.UNINITIALIZED, forked_details())
     return OffloadError(ErrorCode.UNINITIALIZED, UNINITIALIZED_DETAILS)
+
+
+def _after_fork_in_child() -> None:
+    """``os.register_at_fork``: drop the parent's session in the child (see the module doc)."""
+    STATE.lock = threading.Lock()  # the parent's may have been held by another thread at fork
+    if STATE.ctx is not None or STATE.forked_from:
+        STATE.forked_from = STATE.forked_from or os.getppid()
+        STATE.ctx = None
+        STATE.untraced = None
+        STATE.refcount = 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos: list[dict[Any, Any]]) -> Platform:
@@ -148,6 +182,8 @@ def init() -> None:
         if STATE.ctx is not None:
             STATE.refcount += 1
             return
+        if STATE.forked_from:
+            raise OffloadError(ErrorCode.UNINITIALIZED, forked_details())
         ctx = Context()
         loaded, statuses = load_backends()
         for bound, natives, infos in loaded:

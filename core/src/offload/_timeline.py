@@ -57,10 +57,12 @@ import atexit
 import collections
 import itertools
 import json
+import operator
 import os
 import sys
 import threading
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from . import _job_timeline, _ranks
@@ -135,6 +137,36 @@ def _anchor(device: Device) -> _DeviceClock | None:
             pass
 
 
+class OffloadTraceWarning(UserWarning):
+    """The timeline could not record a call or write its file; the API call itself is unaffected."""
+
+
+def _number(value: Any) -> int | None:
+    """An address or size argument as the call saw it (an ``__offload_ptr__`` object, an
+    ``__index__`` integer such as numpy's), None when it is neither."""
+    try:
+        candidate = getattr(value, "__offload_ptr__", value)
+        return None if isinstance(candidate, bool) else operator.index(candidate)
+    except Exception:  # noqa: BLE001 - the call itself validated it; the timeline shows what it can
+        return None
+
+
+def _hex_of(value: Any) -> str:
+    number = _number(value)
+    return f"{number:#x}" if number is not None else repr(value)
+
+
+def _json_default(value: Any) -> Any:
+    """``json.dump``'s fallback: integers and floats of other types (numpy's) by value, else text."""
+    number = _number(value)
+    if number is not None:
+        return number
+    try:
+        return float(value)
+    except Exception:  # noqa: BLE001
+        return str(value)
+
+
 def _direction(src_device: Device, dst_device: Device) -> str:
     return ("H" if src_device.is_host else "D") + "to" + ("H" if dst_device.is_host else "D")
 
@@ -149,6 +181,7 @@ class Timeline:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.pid = os.getpid()  # a child forked inside the session writes nothing of the parent's
         self.origin_ns = time.perf_counter_ns()
         self.rank = _ranks.global_rank()  # named in the process names; None outside a launcher
         self.anchor = _job_timeline.clock_anchor()  # ties this file's clock to the wall clock, for merging
@@ -167,6 +200,7 @@ class Timeline:
         self._reading = threading.Lock()  # one reader of events at a time
         self._closed = False  # the final olShutDown ran: no backend call any more
         self._at_exit = False  # registered at the first call: a failed olInit leaves no file
+        self._warned = False  # one OffloadTraceWarning per session
 
     # --- recording ------------------------------------------------------------------------------
 
@@ -270,14 +304,14 @@ class Timeline:
             queue, dst, dst_device, src, src_device, size = args
             direction = _direction(src_device, dst_device)
             owner = dst_device if src_device.is_host else src_device
-            info = {"bytes": size, "direction": direction, "src": f"{src:#x}", "dst": f"{dst:#x}"}
+            info = {"bytes": _number(size), "direction": direction, "src": _hex_of(src), "dst": _hex_of(dst)}
             return self._enqueue(queue, owner, f"memcpy {direction}", "memcpy", info, start_ns, end_ns)
         if api == "olMemFill":
             queue, ptr, pattern, size = args
             owner = queue.device if queue is not None else _allocation_device(ptr)
             if owner is None:
                 return None
-            info = {"bytes": size, "pattern_bytes": memoryview(pattern).nbytes, "ptr": f"{ptr:#x}"}
+            info = {"bytes": _number(size), "pattern_bytes": memoryview(pattern).nbytes, "ptr": _hex_of(ptr)}
             return self._enqueue(queue, owner, "fill", "fill", info, start_ns, end_ns)
         if api == "olLaunchHostFunction":
             queue, callback, _ = args
@@ -422,26 +456,44 @@ class Timeline:
         other.update(_job_timeline.file_identity(self.rank, self.anchor, self._written_origin))
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
+    def warn(self, what: str, error: BaseException) -> None:
+        """Report a failure of the timeline itself, once per session, as an ``OffloadTraceWarning``."""
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            f"offload: the timeline {self.path} {what}: {type(error).__name__}: {error}"
+            " (the API call was not affected; later timeline errors are not reported)",
+            OffloadTraceWarning,
+            stacklevel=4,
+        )
+
     def write(self) -> None:
-        """Write the file (once per session); report where on stderr."""
+        """Write the file (once per session) and report where on stderr; a failure (an unwritable
+        path, a directory) is one ``OffloadTraceWarning`` and leaves no temporary file behind."""
         if self.written:
             return
         self.written = True
         if self._at_exit:
             atexit.unregister(self._write_at_exit)
-        directory = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(directory, exist_ok=True)
         tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.document(), f, separators=(",", ":"))
-        os.replace(tmp, self.path)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            with open(tmp, "w") as f:
+                json.dump(self.document(), f, separators=(",", ":"), default=_json_default)
+            os.replace(tmp, self.path)
+        except Exception as error:  # noqa: BLE001 - the timeline never fails the user's call
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            self.warn("could not be written", error)
+            return
         print(f"offload: timeline written to {self.path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
 
     def _write_at_exit(self) -> None:
-        try:
+        if os.getpid() == self.pid:
             self.write()
-        except Exception as error:  # noqa: BLE001 - at exit, say what went wrong and carry on
-            print(f"offload: could not write the timeline {self.path}: {error}", file=sys.stderr)
 
 
 def _allocation_device(ptr: int) -> Device | None:

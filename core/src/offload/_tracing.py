@@ -1,6 +1,7 @@
 """Call tracing, mirroring liboffload's ``OFFLOAD_TRACE``.
 
-``OFFLOAD_TRACE`` (its presence, read at ``olInit``) prints one line per call to stderr in
+``OFFLOAD_TRACE`` (read at ``olInit``; unset, empty, ``0``, ``off``, ``false`` or ``no`` leave it
+off, any other value turns it on) prints one line per call to stderr in
 liboffload's format, so that C and Python traces compare line by line (addresses aside)::
 
     ---> olMemAlloc(.Device = 0x7f.., .Type = OL_ALLOC_TYPE_DEVICE, .Size = 0, .AllocationOut = 0x7f.. (nullptr))-> OL_ERRC_INVALID_SIZE
@@ -285,26 +286,33 @@ class TimelineTracer:
     def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
         end = perf_counter_ns()
         name = api or (fn.name if fn else "")
-        shown: dict[str, Any] = dict(trace_params(fn, args, result, error is None)) if fn is not None else {}
-        shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
-        if error is not None:
-            shown["details"] = error.details
         final = False
-        if name == "olShutDown":
-            from ._runtime import STATE
+        try:
+            if name == "olShutDown":
+                from ._runtime import STATE
 
-            current = STATE.ctx
-            final = current is None or current.tracer is not self  # the last olShutDown of this session
-        self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown, final)
+                current = STATE.ctx
+                final = current is None or current.tracer is not self  # the last olShutDown of this session
+            shown: dict[str, Any] = dict(trace_params(fn, args, result, error is None)) if fn is not None else {}
+            shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
+            if error is not None:
+                shown["details"] = error.details
+            self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown, final)
+        except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
+            self.timeline.warn(f"could not record {name}", exc)
         if final:
             self.timeline.write()
 
 
+OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off
+
+
 def tracer_from_environment(setting: str | None) -> Tracer | TimelineTracer | None:
-    """The tracer for an ``OFFLOAD_TRACE`` value (None when unset and no app logger is set)."""
+    """The tracer for an ``OFFLOAD_TRACE`` value (None when unset, or one of ``OFF_VALUES`` in
+    any case and spacing, and no app logger is set)."""
     if _app_logger is not None:
         return Tracer(_app_logger)
-    if setting is None:
+    if setting is None or setting.strip().lower() in OFF_VALUES:
         return None
     from ._timeline import path_from_setting
 

@@ -1,7 +1,9 @@
 """Concurrency stress of the host backend's native queues, run by test_native_tsan.py under
 ThreadSanitizer: threads enqueueing launches (small and pooled), host functions, events waited
 for across queues, syncs, and busy queues destroyed (parked) and reused. Prints the counts it
-checks; exits 1 when one is wrong."""
+checks; exits 1 when one is wrong. It counts only what it synchronised: each round records an
+event after its last op before destroying its (maybe busy) queue, and the counter is read after
+every such event was synchronised (a parked queue's work may still be running on a busy machine)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ def main() -> int:
     lock = threading.Lock()
     calls = [0]
     events: list[ol.Event] = []
+    ends: list[ol.Event] = []  # one per round: everything that round enqueued is done when it is
     failures: list[BaseException] = []
 
     def host_function(_: object) -> None:
@@ -64,6 +67,9 @@ def main() -> int:
                         time.sleep(0.0003)  # the executor takes turns meanwhile
                     if j % 293 == 0:
                         ol.olSyncQueue(q)
+                end = ol.olCreateEvent(q)
+                with lock:
+                    ends.append(end)
                 ol.olDestroyQueue(q)  # busy: parked, then reused by another thread's create
         except BaseException as exc:  # noqa: BLE001 - counted below
             failures.append(exc)
@@ -73,7 +79,7 @@ def main() -> int:
         t.start()
     for t in threads:
         t.join()
-    for event in events:
+    for event in events + ends:
         ol.olSyncEvent(event)
         ol.olDestroyEvent(event)
     q = ol.olCreateQueue(host)

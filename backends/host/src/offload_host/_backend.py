@@ -109,6 +109,8 @@ class HostBackend:
                 f"DynSharedMemory {launch.dyn_shared_memory} exceeds the host's local memory limit "
                 f"{device.local_memory_limit}",
             )
+        if kernel_params_of.get(kernel) is None:  # undeclared: it may read past a short buffer, let it read zeros
+            args = _padded(args)
         try:  # the grid is parsed natively, once per launch object (it is immutable)
             if queue is None:
                 _launch(device.pool, kernel, args, launch)
@@ -228,3 +230,19 @@ class HostBackend:
             if not event.is_complete():
                 raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} is not complete yet (olSyncEvent it first)")
         return (end.timestamp_ns - start.timestamp_ns) / 1e6
+
+
+PARAM_LIMIT = 4096  # argument bytes an undeclared kernel may read: a shorter buffer is zero-padded
+
+
+def _padded(args: Any) -> Any:
+    """``args`` zero-padded to ``PARAM_LIMIT`` bytes (as is when already that long): an undeclared
+    kernel reading past a short argument buffer reads zeros, never other heap data."""
+    if args is None:
+        return bytes(PARAM_LIMIT)
+    view = memoryview(args)
+    if view.nbytes >= PARAM_LIMIT:
+        return args
+    padded = bytearray(PARAM_LIMIT)
+    padded[: view.nbytes] = view.cast("B") if view.c_contiguous else view.tobytes()
+    return padded

@@ -20,6 +20,13 @@
  * sees Ctrl-C (PyErr_CheckSignals) within WAIT_SLICE_NS; a waiter that is running an operation
  * itself sees it when that operation ends.
  *
+ * Backpressure: a queue holds at most MAX_PENDING submitted but unfinished ops; a submission
+ * beyond that waits (helping, like a sync, and as interruptible by Ctrl-C) until at most half
+ * of them are left, so a launch loop cannot run minutes ahead of its device and Ctrl-C stops it
+ * within a slice. A host function enqueueing work is never held back (its own queue cannot
+ * progress while it runs). A waiter on the main thread helps at most HELP_BATCH ops at a time
+ * and checks for signals between batches after each WAIT_SLICE_NS.
+ *
  * Release: no more submissions (they fail with QueueReleased, an OffloadError INVALID_QUEUE);
  * what is queued still runs (or, with discard, is dropped unstarted), the worker leaves work().
  *
@@ -40,6 +47,10 @@
 
 #define WAIT_SLICE_NS 20000000L /* 20 ms between checks for a pending signal */
 #define INLINE_ARGS 64          /* kernel argument bytes kept inside the op */
+#define MAX_PENDING 1024        /* submitted, unfinished ops a queue holds before a submission waits */
+#define HELP_BATCH 64           /* ops a helping waiter takes at once */
+
+static __thread int in_host_function; /* this thread is running a host function (a queue worker) */
 
 static pthread_t main_thread; /* the thread that imported the module: the one Python signals */
 
@@ -470,12 +481,30 @@ static int kick(QueueObject *q) {
   return 0;
 }
 
+static int wait_until(QueueObject *self, uint64_t target);
+
 /* Appends op. Returns 1 when the caller must start the worker (Queue.work on a new thread),
- * 0 otherwise, -1 (op freed, QueueReleased set) when the queue was released. GIL held. */
+ * 0 otherwise, -1 (op freed, QueueReleased or the signal handler's exception set) when the
+ * queue was released or Ctrl-C interrupted the wait of a full queue. GIL held. */
 static int q_push(QueueObject *self, op_t *op) {
   op->next = NULL;
   int start = 0;
   lock_spin(&self->mu);
+  if (!in_host_function && !self->released && self->submitted - self->completed >= MAX_PENDING) {
+    uint64_t target = self->submitted - MAX_PENDING / 2; /* then room for half a queue more */
+    int running_here = self->running && pthread_equal(self->runner, pthread_self());
+    pthread_mutex_unlock(&self->mu);
+    if (!running_here && wait_until(self, target) < 0) {
+      if (op->kind == OP_CALL) {
+        Py_DECREF(op->u.call);
+        op_give(op);
+      } else {
+        op_free_native(op);
+      }
+      return -1;
+    }
+    lock_spin(&self->mu);
+  }
   if (self->released) {
     pthread_mutex_unlock(&self->mu);
     if (op->kind == OP_CALL) {
@@ -810,7 +839,7 @@ static op_t *pop(QueueObject *self) {
 
 /* A waiting caller runs helpable ops until `target` ops completed or the head is not helpable.
  * mu held on entry and exit, GIL released, running == 0 on entry. */
-static void help(QueueObject *self, uint64_t target) {
+static void help(QueueObject *self, uint64_t target, uint64_t deadline) {
   __atomic_store_n(&self->running, 1, __ATOMIC_RELAXED);
   self->runner_is_worker = 0;
   self->runner = pthread_self();
@@ -820,7 +849,7 @@ static void help(QueueObject *self, uint64_t target) {
     op_t *first = self->head, *last = first;
     uint64_t n = 1;
     while (last->kind != OP_RECORD && last->next != NULL && helpable(last->next) &&
-           self->completed + n < target) {
+           self->completed + n < target && n < HELP_BATCH) {
       last = last->next;
       n++;
     }
@@ -842,6 +871,7 @@ static void help(QueueObject *self, uint64_t target) {
     pthread_mutex_unlock(&self->mu);
     op_give_list(first); /* outside the queue's lock */
     lock_spin(&self->mu);
+    if (deadline && now_ns() >= deadline) break; /* the main thread checks for signals */
   }
   __atomic_store_n(&self->running, 0, __ATOMIC_RELAXED);
   if (self->worker_sleeping && self->released) pthread_cond_signal(&self->work_cv);
@@ -872,7 +902,9 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
       int failed = 0;
       if (op->kind == OP_CALL) {
         PyEval_RestoreThread(ts);
+        in_host_function = 1;
         PyObject *result = PyObject_CallNoArgs(op->u.call);
+        in_host_function = 0;
         if (result == NULL) {
           PyObject *type, *value, *tb;
           PyErr_Fetch(&type, &value, &tb);
@@ -979,7 +1011,15 @@ static int wait_until(QueueObject *self, uint64_t target) {
   int spun = 0;
   while (self->completed < target) {
     if (!self->running && self->head != NULL && helpable(self->head)) {
-      help(self, target);
+      help(self, target, is_main ? now_ns() + WAIT_SLICE_NS : 0);
+      if (is_main && self->completed < target) {
+        pthread_mutex_unlock(&self->mu);
+        Py_BLOCK_THREADS
+        interrupted = PyErr_CheckSignals() < 0;
+        Py_UNBLOCK_THREADS
+        lock_spin(&self->mu);
+        if (interrupted) break;
+      }
       continue;
     }
     if (!spun && self->running) { /* the runner is at it: a short poll beats sleeping */
@@ -1044,7 +1084,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
     lock_spin(&self->mu);
     while (self->completed < self->submitted || self->worker == WORKER_WANTED) {
       if (!self->running && self->head != NULL && helpable(self->head)) {
-        help(self, self->submitted);
+        help(self, self->submitted, 0);
         continue;
       }
       wait_for(self, self->worker == WORKER_WANTED ? 0 : self->submitted, 0);
@@ -1175,7 +1215,7 @@ static void *exec_main(void *arg) {
      * puts the queue back at the end of the list): a submitter busy filling the queue then
      * meets the service thread once a batch, not once an op. */
     uint64_t turn_end = q->submitted < q->completed + EXEC_TURN ? q->submitted : q->completed + EXEC_TURN;
-    if (!q->running && q->head != NULL && helpable(q->head)) help(q, turn_end);
+    if (!q->running && q->head != NULL && helpable(q->head)) help(q, turn_end, 0);
     pthread_mutex_unlock(&q->mu);
 
     lock_spin(&ex->mu);

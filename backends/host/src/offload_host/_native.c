@@ -757,12 +757,23 @@ static PyObject *py_pages_alloc(PyObject *m, PyObject *const *args, Py_ssize_t n
   (void)m;
   size_t size;
   if (check_nargs("pages_alloc", nargs, 1) < 0 || parse_size(args[0], &size) < 0) return NULL;
-  if (size > SIZE_MAX / 2) return PyErr_NoMemory();
+  char why[160];
+  if (size > SIZE_MAX / 2) {
+    snprintf(why, sizeof why, "%zu bytes (%#zx) is more than the address space holds", size, size);
+    PyErr_SetString(PyExc_MemoryError, why);
+    return NULL;
+  }
   void *p;
+  int err = 0;
   Py_BEGIN_ALLOW_THREADS
   p = pages_map(size ? size : 1);
+  err = errno;
   Py_END_ALLOW_THREADS
-  if (p == NULL) return PyErr_NoMemory();
+  if (p == NULL) {
+    snprintf(why, sizeof why, "mmap of %zu bytes (%#zx) failed: %s", size, size, strerror(err));
+    PyErr_SetString(PyExc_MemoryError, why);
+    return NULL;
+  }
   return from_ptr(p);
 }
 

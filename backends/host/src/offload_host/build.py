@@ -3,6 +3,13 @@
 Results are cached in memory and on disk (``$OFFLOAD_HOST_CACHE``, else
 ``~/.cache/offload-host/``), keyed by the compiler, its version, the flags, the source and
 the launch ABI header, so a rebuilt compiler or header never serves a stale binary.
+
+The disk cache holds code that is later loaded into the process, and its keys are computable
+from public source, so it is trusted only when nobody else could have written it (the rule of
+pip's and ccache's caches): the folder is created private (0700); a folder or a cached file not
+owned by this user, or writable by group or others, or a cached file that is not a regular file,
+is not used: one ``OffloadHostCacheWarning`` names it and the program is built without the disk
+cache.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import stat
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -49,7 +58,12 @@ TEST_KERNELS: tuple[str, ...] = (
     "single_counter",
 )
 
+class OffloadHostCacheWarning(UserWarning):
+    """The disk cache of host programs is not private to this user, so it is not used."""
+
+
 _memory_cache: dict[str, bytes] = {}
+_warned: set[str] = set()
 _compiler_ids: dict[str, str] = {}
 _lock = threading.Lock()
 
@@ -114,19 +128,75 @@ def _cache_key(compiler_id: str, flags: Sequence[str], source: str) -> str:
     return h.hexdigest()
 
 
-def _read_disk_cache(key: str) -> bytes | None:
+def _unsafe(info: os.stat_result, what: str) -> str | None:
+    """Why a cache folder or file with ``info`` could have been written by someone else, or None."""
+    if info.st_uid != os.geteuid():
+        return f"{what} is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{what} is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _distrust(path: pathlib.Path, why: str) -> None:
+    key = f"{path}\0{why}"
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(
+        f"offload-host: not using the program cache {path}: {why}; building without it "
+        "(make it private: chmod 700, owned by you, or set OFFLOAD_HOST_CACHE)",
+        OffloadHostCacheWarning,
+        stacklevel=4,
+    )
+
+
+def _trusted_cache_dir() -> pathlib.Path | None:
+    """The cache folder, created private (0700) if missing; None (after one warning) when it
+    cannot be trusted or made."""
+    directory = _cache_dir()
     try:
-        return (_cache_dir() / f"{key}.so").read_bytes()
-    except OSError:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = directory.stat()
+    except OSError as exc:
+        _distrust(directory, f"it cannot be created: {exc.strerror or exc}")
         return None
+    why = "it is not a directory" if not stat.S_ISDIR(info.st_mode) else _unsafe(info, "the folder")
+    if why is not None:
+        _distrust(directory, why)
+        return None
+    return directory
+
+
+def _read_disk_cache(key: str) -> bytes | None:
+    """The cached program, if the folder and the file are trusted (never following a link)."""
+    directory = _trusted_cache_dir()
+    if directory is None:
+        return None
+    path = directory / f"{key}.so"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None  # absent (or a link: os.replace below puts a file in its place)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        why = "it is not a regular file" if not stat.S_ISREG(info.st_mode) else _unsafe(info, f"the file {path.name}")
+        if why is not None:
+            _distrust(path, why)
+            return None
+        try:
+            return f.read()
+        except OSError:
+            return None
 
 
 def _write_disk_cache(key: str, data: bytes) -> None:
-    """Best effort: an unwritable cache only costs a rebuild next time."""
-    directory = _cache_dir()
+    """Best effort: an unwritable (or untrusted) cache only costs a rebuild next time."""
+    directory = _trusted_cache_dir()
+    if directory is None:
+        return
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=".tmp")  # mode 0600
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)

@@ -15,12 +15,20 @@
 ``offload selfcheck [--json] [--platform NAME] [--size N]``
     A real job on every device: allocate, copy in, launch ``saxpy``, copy out, verify, time it.
     The program comes from the backend's conformance capabilities (entry-point group
-    ``offload.conformance``); a backend without a saxpy binary is skipped, not failed.
+    ``offload.conformance``): the host backend builds it with the C compiler; a GPU backend reads
+    ``$<programs_env>/saxpy<programs_suffix>`` (CUDA: ``OFFLOAD_CUDA_TEST_PROGRAMS``/saxpy.bin,
+    AMDGPU: ``OFFLOAD_AMDGPU_PROGRAMS``/saxpy.hsaco). A device without a saxpy binary is skipped,
+    not failed, and the skip says which variable to set. ``--size`` is at most 2**32 - 1 and what
+    the machine's memory holds (about 24 bytes per float). ``offload devices`` also lists a loaded
+    backend's platform that has no device, with the backend's reason; ``selfcheck --platform``
+    of such a platform says it too.
 
 ``offload`` with no command prints this help and exits 0.
 
-Exit status: 0 success; 1 a device failed, or an API call failed; 2 nothing to do (no device,
-no device of the selected platform, every device skipped) or a usage error.
+Exit status: 0 success; 1 a device failed, an API call failed, or the system refused (a file
+or memory error, named on stderr); 2 nothing to do (no device, no device of the selected
+platform, every device skipped) or a usage error (a reserved or over-long backend name, a
+``--size`` beyond the machine, a file that is not a trace); 130 interrupted (Ctrl-C).
 Results go to stdout, errors to stderr. ``main`` balances its own ``olInit`` with ``olShutDown``.
 """
 
@@ -37,6 +45,7 @@ from ._common import (
     _ERROR_PREFIX,
     DEFAULT_SIZE,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_NOTHING,
     EXIT_OK,
     PropertyError,
@@ -127,6 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except BrokenPipeError:  # `offload devices | head`
         return EXIT_OK
+    except KeyboardInterrupt:
+        print(f"{_ERROR_PREFIX}interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (OSError, MemoryError, RecursionError) as error:  # the machine said no: a message, not a traceback
+        print(f"{_ERROR_PREFIX}{args.command} failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ _ERROR_PREFIX = "offload: "
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_NOTHING = 2
+EXIT_INTERRUPTED = 130
 
 
 @contextlib.contextmanager

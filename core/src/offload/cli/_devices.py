@@ -30,6 +30,15 @@ def _device_properties(device: ol.Device) -> dict[str, Any]:
     return {p.name: _query(functools.partial(ol.olGetDeviceInfo, device, p)) for p in ol.DeviceInfo}
 
 
+def empty_platforms() -> list[tuple[str, str]]:
+    """(name, reason) of every loaded backend whose platform has no device (last ``olInit``)."""
+    return [
+        (s.name, s.note or "the backend gave no reason")
+        for s in ol.backend_status()
+        if s.loaded and s.device_count == 0
+    ]
+
+
 def cmd_devices(args: argparse.Namespace, out: TextIO) -> int:
     with _session():
         devices = _devices()
@@ -37,6 +46,7 @@ def cmd_devices(args: argparse.Namespace, out: TextIO) -> int:
             (_platform_properties(platform), [_device_properties(d) for d in members])
             for platform, members in _platforms(devices)
         ]
+        empty = empty_platforms()
     if args.json:
         document = {
             "platforms": [
@@ -47,12 +57,17 @@ def cmd_devices(args: argparse.Namespace, out: TextIO) -> int:
                     ],
                 }
                 for props, devs in listing
-            ]
+            ],
+            "platforms_without_devices": [{"name": name, "reason": reason} for name, reason in empty],
         }
         _print_json(document, out)
     else:
         if not listing:
             print("No devices found.", file=out)
+        for name, reason in empty:
+            print(f"Platform {name}: 0 devices: {reason}", file=out)
+        if empty:
+            print(file=out)
         for number, (props, devs) in enumerate(listing):
             print(f"Platform {number}: {format_value(props['NAME'])}", file=out)
             for line in format_table([(k, format_value(v)) for k, v in props.items() if k != "NAME"], "  "):

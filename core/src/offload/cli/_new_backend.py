@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import string
 import sys
 from importlib import resources
@@ -29,9 +30,11 @@ FILES = {
     "conftest.py.tmpl": "tests/conftest.py",
     "test_conformance.py.tmpl": "tests/test_conformance.py",
 }
-#: Platform names with a meaning of their own: "host" devices are host memory, the others are
-#: the GPU backends' names (``PlatformBackend``).
-RESERVED = frozenset({"host", "cuda", "amdgpu", "level_zero"})
+#: Names the generated distribution ``offload-NAME`` or package ``offload_NAME`` must not take:
+#: "host" devices are host memory, cuda/amdgpu/level_zero are ``PlatformBackend`` names, and
+#: ``offload-core`` (and the packages of our own distributions) would replace the real ones.
+RESERVED = frozenset({"host", "cuda", "amdgpu", "level_zero", "core", "testing", "cli", "objects"})
+MAX_NAME = 40  # the name is part of file names, a class name and a distribution name
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
@@ -45,8 +48,17 @@ def substitutions(name: str) -> dict[str, str]:
 
     if not _NAME.match(name):
         raise NewBackendError(f"NAME must be lower case letters, digits and '_', starting with a letter: {name!r}")
-    if name in RESERVED:
-        raise NewBackendError(f"{name!r} is reserved (it names a PlatformBackend); choose another name")
+    if len(name) > MAX_NAME:
+        raise NewBackendError(f"NAME is {len(name)} characters long; at most {MAX_NAME} are allowed")
+    normalised = re.sub(r"_+", "_", name).strip("_")  # offload-core_ and offload_core are offload-core to pip
+    if name in RESERVED or normalised in RESERVED:
+        raise NewBackendError(
+            f"{name!r} is reserved: offload-{normalised} is one of offload's own distributions or names a "
+            "PlatformBackend; choose another name"
+        )
+    taken = _installed_names()
+    if normalised in taken:
+        raise NewBackendError(f"{name!r} is taken: {taken[normalised]} is installed; choose another name")
     return {
         "name": name,
         "package": f"offload_{name}",
@@ -55,22 +67,52 @@ def substitutions(name: str) -> dict[str, str]:
     }
 
 
+def _installed_names() -> dict[str, str]:
+    """Backend names and ``offload-*`` distribution suffixes in use here -> what uses them."""
+    from importlib.metadata import distributions, entry_points
+
+    taken: dict[str, str] = {}
+    for ep in entry_points(group="offload.backends"):
+        taken.setdefault(ep.name.replace("-", "_"), f"the backend {ep.name!r}")
+    for dist in distributions():
+        dist_name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "").lower())
+        if dist_name.startswith("offload-"):
+            taken.setdefault(dist_name[len("offload-") :].replace("-", "_"), f"the distribution {dist_name}")
+    return taken
+
+
 def write_package(name: str, directory: Path) -> list[Path]:
     """Write the package for backend ``name`` into ``directory``; return the files written.
 
-    ``directory`` must not exist or be empty (``NewBackendError`` otherwise).
+    ``directory`` must not exist or be empty, and must be creatable (``NewBackendError``
+    otherwise, with nothing left behind).
     """
     values = substitutions(name)
-    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise NewBackendError(f"{directory} already exists and is not an empty directory")
+    try:
+        if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+            raise NewBackendError(f"{directory} already exists and is not an empty directory")
+        for parent in directory.parents:
+            if parent.exists() and not parent.is_dir():
+                raise NewBackendError(f"cannot create {directory}: {parent} is a file, not a directory")
+    except OSError as error:
+        raise NewBackendError(f"cannot use {directory}: {error.strerror or error}") from None
     templates = resources.files("offload.cli") / "templates" / "new_backend"
-    written = []
-    for template, target in FILES.items():
-        text = string.Template((templates / template).read_text(encoding="utf-8")).substitute(values)
-        path = directory / target.format(**values)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+    created = not directory.exists()
+    written: list[Path] = []
+    try:
+        for template, target in FILES.items():
+            text = string.Template((templates / template).read_text(encoding="utf-8")).substitute(values)
+            path = directory / target.format(**values)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    except OSError as error:
+        if created:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            for path in written:
+                path.unlink(missing_ok=True)
+        raise NewBackendError(f"cannot write into {directory}: {error.strerror or error}") from None
     return written
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import array
 import math
+import os
 import struct
 import sys
 import time
@@ -29,6 +30,30 @@ from ._common import (
     format_bytes,
     gb_per_s,
 )
+
+
+def max_size() -> int:
+    """The largest ``--size``: global ids are 32-bit, and the job holds about six vectors of
+    ``4 * size`` bytes at once (x, y, the result and the expected values on the host, x and y on
+    the device), which must fit in the machine's physical memory."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        memory = 1 << 34
+    return max(1, min((1 << 32) - 1, memory // 24))
+
+
+def no_binary_reason(platform_name: str, name: str) -> str:
+    """Why ``program_binary`` found nothing: where the platform's capabilities look for it."""
+    from offload.testing import capabilities_for
+
+    capabilities = capabilities_for(platform_name)
+    variable = capabilities.programs_env
+    if variable is None:
+        return f"no {name} binary (the {platform_name} backend's conformance capabilities provide none)"
+    folder = os.environ.get(variable)
+    where = f"{variable} is not set" if not folder else f"{variable}={folder} holds no {name}{capabilities.programs_suffix}"
+    return f"no {name} binary: {where} (set it to a folder holding {name}{capabilities.programs_suffix})"
 
 
 def program_binary(platform_name: str, name: str) -> bytes | None:
@@ -181,6 +206,16 @@ def _destroyer(destroy: Callable[[Any], None], handle: Any) -> Callable[[], None
     return lambda: destroy(handle)
 
 
+def platform_absence(name: str) -> str:
+    """Why platform ``name`` has no device here, from the last ``olInit``'s backend statuses."""
+    for status in ol.backend_status():
+        if status.name == name:
+            if not status.loaded:
+                return f"its backend was skipped: {status.reason or 'no reason given'}"
+            return f"its backend loaded with 0 devices: {status.note or 'the backend gave no reason'}"
+    return "no installed backend has this name (see `offload backends`)"
+
+
 def check_device(device: ol.Device, index: int, host: ol.Device | None, n: int) -> CheckResult:
     """Run the saxpy self-check on one device; never raises for an API failure."""
     platform = ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)
@@ -197,7 +232,7 @@ def check_device(device: ol.Device, index: int, host: ol.Device | None, n: int) 
         result.reason = f"could not get a saxpy binary: {error}"
         return result
     if binary is None:
-        result.status, result.reason = "skipped", "no saxpy binary"
+        result.status, result.reason = "skipped", no_binary_reason(platform_name, "saxpy")
         return result
     try:
         _run_saxpy(device, host, binary, n, result)
@@ -239,6 +274,14 @@ def cmd_selfcheck(args: argparse.Namespace, out: TextIO) -> int:
     if args.size < 1:
         print(f"{_ERROR_PREFIX}--size must be at least 1, got {args.size}", file=sys.stderr)
         return EXIT_NOTHING
+    limit = max_size()
+    if args.size > limit:
+        print(
+            f"{_ERROR_PREFIX}--size {args.size} is too large: at most {limit} floats (32-bit global ids, and "
+            f"about 6 x 4 x size bytes must fit in this machine's memory)",
+            file=sys.stderr,
+        )
+        return EXIT_NOTHING
     with _session():
         devices = _devices()
         host = _host_device(devices)
@@ -249,7 +292,8 @@ def cmd_selfcheck(args: argparse.Namespace, out: TextIO) -> int:
             ]
             if not devices:
                 known = ", ".join(names) or "none"
-                print(f"{_ERROR_PREFIX}no device of platform {args.platform!r} (platforms: {known})", file=sys.stderr)
+                why = platform_absence(args.platform)
+                print(f"{_ERROR_PREFIX}no device of platform {args.platform!r}: {why} (platforms with devices: {known})", file=sys.stderr)
                 return EXIT_NOTHING
         if not devices:
             print(f"{_ERROR_PREFIX}no devices found; see `offload backends`", file=sys.stderr)

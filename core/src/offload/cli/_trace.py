@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -48,30 +49,63 @@ class Summary:
     ranks: dict[str, RankUsage] = field(default_factory=dict)  # a merged job timeline: per rank
 
 
+class TraceFormatError(ValueError):
+    """The file is JSON but not a trace-event document this command can sum up."""
+
+
 def load_events(path: str) -> list[dict[str, Any]]:
-    """The events of a trace-event file (an object with ``traceEvents``, or a bare list)."""
-    with open(path) as f:
-        document = json.load(f)
+    """The events of a trace-event file (an object with ``traceEvents``, or a bare list).
+
+    ``OSError`` for an unreadable file, ``ValueError`` (``TraceFormatError`` included) for one
+    that is not JSON, nested too deeply to parse, or not a trace-event document.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        document = json.loads(data)
+    except RecursionError:
+        raise TraceFormatError("the JSON is nested too deeply to be a trace-event file") from None
+    except UnicodeDecodeError as error:
+        raise TraceFormatError(f"not UTF-8 text: {error.reason}") from None
     events = document.get("traceEvents") if isinstance(document, dict) else document
     if not isinstance(events, list):
-        raise ValueError("not a trace-event file: no traceEvents list")
+        raise TraceFormatError("not a trace-event file: no traceEvents list")
     return [e for e in events if isinstance(e, dict)]
 
 
+def _number(event: dict[str, Any], key: str, index: int) -> float:
+    """``event[key]`` as a finite number (absent: 0); ``TraceFormatError`` naming the event otherwise."""
+    value = event.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TraceFormatError(f"event {index} ({str(event.get('name'))[:60]!r}): {key!r} is not a number: {str(value)[:60]!r}")
+    return float(value)
+
+
+def _args(event: dict[str, Any], index: int) -> dict[str, Any]:
+    """``event["args"]`` (absent or null: empty); ``TraceFormatError`` for anything but an object."""
+    value = event.get("args")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TraceFormatError(f"event {index} ({str(event.get('name'))[:60]!r}): 'args' is not an object")
+    return value
+
+
 def summarise(events: list[dict[str, Any]]) -> Summary:
+    """Sum up ``events``; ``TraceFormatError`` names the first event whose fields are malformed."""
     summary = Summary()
     names: dict[tuple[Any, Any], str] = {}
     processes: dict[Any, str] = {}
     spans: dict[tuple[Any, Any], list[tuple[float, float]]] = defaultdict(list)
-    for e in events:
+    for index, e in enumerate(events):
         if e.get("ph") == "M" and e.get("name") == "thread_name":
-            names[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+            names[(_key(e.get("pid")), _key(e.get("tid")))] = str(_args(e, index).get("name", ""))
         elif e.get("ph") == "M" and e.get("name") == "process_name":
-            processes[e.get("pid")] = str(e.get("args", {}).get("name", ""))
+            processes[_key(e.get("pid"))] = str(_args(e, index).get("name", ""))
         if e.get("ph") != "X":
             continue
-        ts, dur = float(e.get("ts", 0.0)), float(e.get("dur", 0.0))
-        cat, name, args = e.get("cat"), str(e.get("name")), e.get("args") or {}
+        ts, dur = _number(e, "ts", index), _number(e, "dur", index)
+        cat, name, args = e.get("cat"), str(e.get("name")), _args(e, index)
         if cat == "api":
             tally = summary.api.setdefault(name, Tally())
             tally.count += 1
@@ -88,8 +122,8 @@ def summarise(events: list[dict[str, Any]]) -> Summary:
             tally = summary.copies.setdefault(str(args.get("direction", "?")), Tally())
             tally.count += 1
             tally.total_us += dur
-            tally.bytes += int(args.get("bytes", 0))
-        spans[(e.get("pid"), e.get("tid"))].append((ts, ts + dur))
+            tally.bytes += int(_number(args, "bytes", index))
+        spans[(_key(e.get("pid")), _key(e.get("tid")))].append((ts, ts + dur))
     for key in sorted(spans, key=lambda k: (str(k[0]), str(k[1]))):
         if names.get(key, "").startswith("synchronous"):
             continue  # work without a queue: no queue to be idle
@@ -108,6 +142,11 @@ def summarise(events: list[dict[str, Any]]) -> Summary:
         summary.queues.append(usage)
     summary.ranks = per_rank(events)
     return summary
+
+
+def _key(value: Any) -> Any:
+    """A pid or tid usable as a dict key (a list or object in a malformed file becomes its text)."""
+    return value if isinstance(value, (int, float, str, type(None))) else json.dumps(value, sort_keys=True)[:200]
 
 
 def format_summary(summary: Summary) -> list[str]:
@@ -138,11 +177,10 @@ def format_summary(summary: Summary) -> list[str]:
 
 def cmd_trace(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        events = load_events(args.file)
-    except (OSError, ValueError) as error:  # json.JSONDecodeError is a ValueError
+        summary = summarise(load_events(args.file))
+    except (OSError, ValueError) as error:  # json.JSONDecodeError and TraceFormatError are ValueErrors
         print(f"{_ERROR_PREFIX}cannot read trace {args.file!r}: {error}", file=sys.stderr)
         return EXIT_NOTHING
-    summary = summarise(events)
     if args.json:
         _print_json(asdict(summary), out)
     else:

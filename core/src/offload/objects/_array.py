@@ -14,7 +14,7 @@ from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _session
 from ._discovery import Device, as_device, devices, host_device
-from ._memory import Buffer, as_size, dlpack_device
+from ._memory import Buffer, as_kind, as_size, dlpack_device
 
 if TYPE_CHECKING:
     import numpy
@@ -35,6 +35,31 @@ def _numpy() -> Any:
     except ImportError:  # pragma: no cover - the test environment has numpy
         raise OffloadError(ErrorCode.UNSUPPORTED, "offload.Array needs numpy (pip install numpy)") from None
     return numpy
+
+
+def as_dtype(np: Any, dtype: Any) -> Any:
+    """``numpy.dtype(dtype)``, refusing by name what device memory cannot hold faithfully."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as error:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r}: {error}") from None
+    if dt.hasobject:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"dtype {dt} holds Python object references, which cannot be copied to or kept in offload memory",
+        )
+    if dt.itemsize == 0:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
+    return dt
+
+
+def exports_of(buffer: Buffer | None) -> int:
+    """How many live exports view ``buffer``'s memory (0 for None). When no export of session
+    memory is left, the exports' session reference is dropped (``_session.settle``)."""
+    _session.settle()
+    if buffer is None:
+        return 0
+    return sum(1 for o in _dlpack.live_owners() if o.__class__ is Array and o._buffer is buffer)
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -76,12 +101,7 @@ class Array:
         np = _numpy()
         if not isinstance(buffer, Buffer):
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"buffer must be an offload Buffer, got {type(buffer).__name__}")
-        try:
-            dt = np.dtype(dtype)
-        except TypeError as error:
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r}: {error}") from None
-        if dt.itemsize == 0:
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
+        dt = as_dtype(np, dtype)
         offset = as_size(offset, "offset")
         if shape is None:
             if offset > buffer.size:
@@ -194,8 +214,8 @@ class Array:
         np = _numpy()
         out = np.empty(self._shape, self._dtype)
         if self.is_contiguous:
-            if out.nbytes:
-                self._buffer.copy_to(out, offset=self._offset, queue=queue)
+            if out.nbytes:  # as bytes: datetimes and other dtypes lack a buffer-protocol format
+                self._buffer.copy_to(out.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
             return out  # type: ignore[no-any-return]
         low, high = byte_span(self._shape, self._strides, self.itemsize)
         raw = np.empty(high - low, np.uint8)
@@ -224,18 +244,37 @@ class Array:
                 ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
             )
         if host.nbytes:
-            self._buffer.copy_from(host, offset=self._offset, queue=queue)
+            self._buffer.copy_from(host.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray[Any]:
-        """numpy conversion: a view of host-accessible memory (no copy), else a host copy."""
+        """numpy conversion: a view of host-accessible memory (no copy), else a host copy.
+
+        A view is a DLPack export (it counts in ``buffer.exports``); dtypes and strides DLPack
+        cannot describe (structured, non-native byte order, strides not a multiple of the item
+        size) are viewed through a byte export of the span. Read-only memory gives a read-only view.
+        """
         np = _numpy()
         if self._buffer.host_accessible and copy is not True:
-            out = np.from_dlpack(self)
+            out = self._numpy_view(np)
         elif copy is False:
             raise ValueError(f"{self!r} is not host-accessible: numpy needs a copy")
         else:
             out = self.to_numpy()
-        return out if dtype is None else out.astype(dtype, copy=False)  # type: ignore[no-any-return]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def _numpy_view(self, np: Any) -> NDArray[Any]:
+        if self._dlpack_code() is not None:
+            return np.from_dlpack(self)  # type: ignore[no-any-return]
+        low, high = byte_span(self._shape, self._strides, self.itemsize)
+        raw = np.from_dlpack(Array(self._buffer, (high - low,), np.uint8, None, self._offset + low))
+        return np.ndarray(self._shape, self._dtype, buffer=raw, offset=-low, strides=self._strides)  # type: ignore[no-any-return]
+
+    def _dlpack_code(self) -> int | None:
+        """The DLPack type code of this view, None where DLPack cannot describe it."""
+        code = _DL_CODES.get(self._dtype.kind)
+        if code is None or not self._dtype.isnative or any(s % self.itemsize for s in self._strides):
+            return None
+        return code
 
     # --- DLPack ----------------------------------------------------------------------------------
 
@@ -274,16 +313,23 @@ class Array:
         itemsize = self.itemsize
         if any(s % itemsize for s in self._strides):
             raise BufferError(f"strides {self._strides} are not multiples of the item size {itemsize}")
-        return _dlpack.export(
+        buffer = self._buffer
+        if buffer._readonly and not versioned:
+            raise BufferError(f"{self!r} is read-only: only a DLPack 1.0 consumer (max_version) can be told so")
+        address = self.address if self.nbytes else buffer.address
+        capsule = _dlpack.export(
             self,
-            self.address if self.nbytes else self._buffer._address,
+            address,
             self.__dlpack_device__(),
             self._shape,
             tuple(s // itemsize for s in self._strides),
             (code, itemsize * 8),
             versioned,
+            read_only=buffer._readonly,
             copied=copied,
         )
+        _session.pin(buffer._ctx)
+        return capsule
 
 
 def _export(host: Any, versioned: bool, copied: bool) -> Any:
@@ -310,29 +356,33 @@ def empty(
     shape: int | tuple[int, ...],
     dtype: DTypeLike = "float32",
     device: Device | str | None = None,
-    kind: AllocType = AllocType.DEVICE,
+    kind: AllocType | str = AllocType.DEVICE,
 ) -> Array:
     """A new uninitialised Array on ``device`` (its Buffer owns the allocation)."""
     np = _numpy()
     dims = _shape(shape)
-    dt = np.dtype(dtype)
+    dt = as_dtype(np, dtype)
     nbytes = dt.itemsize
     for n in dims:
         nbytes *= n
-    buffer = Buffer(max(nbytes, 1), as_device(device), kind)
+    buffer = Buffer(max(nbytes, 1), as_device(device), as_kind(kind))
     return Array(buffer, dims, dt)
 
 
 def to_device(
-    source: Any, device: Device | str | None = None, kind: AllocType = AllocType.DEVICE, *, queue: Queue | None = None
+    source: Any, device: Device | str | None = None, kind: AllocType | str = AllocType.DEVICE, *, queue: Queue | None = None
 ) -> Array:
-    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on ``device``."""
+    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on ``device``.
+
+    Object arrays (Python references) are refused: INVALID_ARGUMENT naming the dtype.
+    """
     np = _numpy()
     if isinstance(source, Array):
         out = empty(source.shape, source.dtype, device, kind)
         out.copy_from(source if source.is_contiguous else source.to_numpy(), queue=queue)
         return out
     host = np.asarray(source, order="C")
+    as_dtype(np, host.dtype)
     out = empty(host.shape, host.dtype, device, kind)
     out.copy_from(host, queue=queue)
     return out
@@ -365,7 +415,8 @@ def from_dlpack(source: Any, device: Device | str | None = None, *, copy: bool |
     """An Array over a DLPack producer's memory (numpy, CuPy, torch, another offload Array, ...).
 
     Zero-copy unless ``copy=True`` or ``device`` names another device than the producer's
-    (``copy=False`` then raises ``BufferError``). numpy arrays and other buffer-protocol
+    (``copy=False`` then raises ``BufferError``). A producer's read-only flag is kept: the
+    zero-copy Array refuses writes (``Buffer.readonly``); a copy is writable. numpy arrays and other buffer-protocol
     objects that lack ``__dlpack__`` are taken through ``numpy.asarray``.
     """
     np = _numpy()
@@ -389,7 +440,9 @@ def from_dlpack(source: Any, device: Device | str | None = None, *, copy: bool |
     else:
         byte_strides = tuple(s * itemsize for s in imported.strides)
     low, high = byte_span(shape, byte_strides, itemsize)
-    holder = Buffer.wrap(imported.address + low, max(high - low, 1), src_device, kind, owner=imported.owner)
+    holder = Buffer.wrap(
+        imported.address + low, max(high - low, 1), src_device, kind, owner=imported.owner, readonly=imported.read_only
+    )
     view = Array(holder, shape, dtype, byte_strides, -low)
     target = src_device if device is None else as_device(device)
     if target == src_device and not copy:

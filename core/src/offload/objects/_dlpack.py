@@ -133,21 +133,38 @@ def _first_word(address: int) -> int:
     return ctypes.c_uint64.from_address(address).value
 
 
+_sweeping = threading.local()
+
+
 def _sweep() -> None:
-    """Release the exports their consumers deleted, and those of capsules dropped unconsumed."""
+    """Release the exports their consumers deleted, and those of capsules dropped unconsumed.
+
+    Not reentrant: a collection that an allocation inside a sweep triggers (its callback sweeps)
+    finds this thread sweeping and leaves the work to the sweep under way.
+    """
+    if getattr(_sweeping, "active", False):
+        return
     with _exported_lock:
-        for address, entry in list(_exported.items()):
-            if _C_DELETER and _first_word(address) != entry[0]:
-                del _exported[address]  # the consumer called the deleter
-                continue
-            capsule = entry[-1]
-            if capsule is None:
-                continue
-            if not (_capsule_is_valid_obj(capsule, _NAME) or _capsule_is_valid_obj(capsule, _NAME_V)):
-                entry[-1] = None  # consumed: the consumer calls the deleter when done
-            elif sys.getrefcount(capsule) <= _CAPSULE_ONLY_OURS:
-                del _exported[address]
-            del capsule
+        _sweeping.active = True
+        try:
+            _sweep_locked()
+        finally:
+            _sweeping.active = False
+
+
+def _sweep_locked() -> None:
+    for address, entry in list(_exported.items()):
+        if _C_DELETER and _first_word(address) != entry[0]:
+            _exported.pop(address, None)  # the consumer called the deleter
+            continue
+        capsule = entry[-1]
+        if capsule is None:
+            continue
+        if not (_capsule_is_valid_obj(capsule, _NAME) or _capsule_is_valid_obj(capsule, _NAME_V)):
+            entry[-1] = None  # consumed: the consumer calls the deleter when done
+        elif sys.getrefcount(capsule) <= _CAPSULE_ONLY_OURS:
+            _exported.pop(address, None)
+        del capsule
 
 
 def _sweep_after_gc(phase: str, info: dict[str, int]) -> None:
@@ -163,6 +180,13 @@ def exported_count() -> int:
     _sweep()
     with _exported_lock:
         return len(_exported)
+
+
+def live_owners() -> list[Any]:
+    """The exporting objects of the tensors still held by consumers."""
+    _sweep()
+    with _exported_lock:
+        return [entry[4] for entry in _exported.values()]
 
 
 def export(

@@ -45,7 +45,7 @@ def host_span(obj: Any, writable: bool, what: str) -> tuple[int, int, memoryview
     """``(address, nbytes, keepalive)`` of a C-contiguous buffer-protocol object."""
     try:
         view = obj if type(obj) is memoryview else memoryview(obj)
-    except TypeError:
+    except (TypeError, ValueError):  # ValueError: numpy dtypes without a buffer format (datetime64)
         raise OffloadError(
             ErrorCode.INVALID_ARGUMENT, f"{what} must support the buffer protocol, got {type(obj).__name__}"
         ) from None

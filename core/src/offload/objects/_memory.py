@@ -44,6 +44,23 @@ def as_size(value: Any, what: str) -> int:
     return size
 
 
+_KIND_NAMES = {kind.name.lower(): kind for kind in AllocType}
+
+
+def as_kind(kind: Any) -> AllocType:
+    """An ``AllocType`` from itself, its value, or its name in any case (``"managed"``)."""
+    if isinstance(kind, str):
+        found = _KIND_NAMES.get(kind.strip().lower())
+        if found is None:
+            names = ", ".join(repr(n) for n in _KIND_NAMES)
+            raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"memory kind {kind!r} is not one of {names}")
+        return found
+    try:
+        return AllocType(kind)
+    except ValueError:
+        raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"memory kind {kind!r} is not an AllocType") from None
+
+
 def dlpack_device(device: Device, kind: AllocType) -> tuple[int, int]:
     """The DLPack ``(device_type, device_id)`` of ``kind`` memory of ``device``."""
     backend = device.handle.platform.kind
@@ -69,10 +86,17 @@ class Buffer:
     garbage-collected; a finalizer that runs after the session ended (``olShutDown``, interpreter
     exit) does nothing, since shutdown frees every allocation. ``__offload_ptr__`` and ``address``
     are the device address; copies take numpy arrays, any buffer-protocol object, other buffers
-    and arrays, synchronously or on a ``Queue``.
+    and arrays, synchronously or on a ``Queue``. ``kind`` is an ``AllocType`` or its name
+    (``"device"``, ``"host"``, ``"managed"``).
+
+    While a DLPack export or numpy view of the memory lives, ``close()`` raises (as
+    ``mmap.close()`` does with exports); a Buffer of an ended session (the final ``olShutDown``)
+    raises OffloadError wherever its address is needed.
     """
 
-    __slots__ = ("_address", "_size", "_device", "_kind", "_finalizer", "_keepalive", "__weakref__")
+    __slots__ = (
+        "_address", "_size", "_device", "_kind", "_finalizer", "_keepalive", "_ctx", "_readonly", "__weakref__"
+    )
 
     _address: int
     _size: int
@@ -80,39 +104,69 @@ class Buffer:
     _kind: AllocType
     _finalizer: weakref.finalize[Any, Any] | None
     _keepalive: Any
+    _ctx: Context | None  # the session the memory belongs to (None: owned outside offload)
+    _readonly: bool
 
-    def __init__(self, size: int, device: Device | str | None = None, kind: AllocType = AllocType.DEVICE) -> None:
+    def __init__(self, size: int, device: Device | str | None = None, kind: AllocType | str = AllocType.DEVICE) -> None:
         dev = as_device(device)
+        alloc_type = as_kind(kind)
         ctx = _session.acquire()
         nbytes = as_size(size, "size")
-        self._address = olMemAlloc(dev.handle, kind, nbytes)
+        self._address = olMemAlloc(dev.handle, alloc_type, nbytes)
         self._size = nbytes
         self._device = dev
-        self._kind = AllocType(kind)
+        self._kind = alloc_type
         self._keepalive = None
-        self._finalizer = weakref.finalize(self, _free, ctx, self._address)
+        self._ctx = ctx
+        self._readonly = False
+        self._finalizer = weakref.finalize(self, _session.release_later, _free, ctx, self._address)
         self._finalizer.atexit = False  # at exit the layer's olShutDown frees everything at once
 
     @classmethod
-    def wrap(cls, address: int, size: int, device: Device | str | None, kind: AllocType, owner: Any = None) -> Buffer:
-        """A non-owning Buffer over memory someone else owns (``owner`` is kept alive)."""
+    def wrap(
+        cls,
+        address: int,
+        size: int,
+        device: Device | str | None,
+        kind: AllocType | str,
+        owner: Any = None,
+        *,
+        readonly: bool = False,
+        session: Context | None = None,
+    ) -> Buffer:
+        """A non-owning Buffer over memory someone else owns (``owner`` is kept alive).
+
+        ``readonly`` memory refuses every write through the layer (copies into it, fills, kernel
+        parameters not declared ``const``); memory of a ``session`` goes stale with it.
+        """
         self = object.__new__(cls)
         self._address = operator.index(address)
         self._size = as_size(size, "size")
         self._device = as_device(device)
-        self._kind = AllocType(kind)
+        self._kind = as_kind(kind)
         self._keepalive = owner
         self._finalizer = None
+        self._ctx = session
+        self._readonly = bool(readonly)
         return self
 
     # --- properties --------------------------------------------------------------------------
 
     @property
     def address(self) -> int:
-        """The device address of the first byte (OffloadError once closed)."""
+        """The device address of the first byte (OffloadError once closed or its session ended)."""
+        ctx = self._ctx
+        if ctx is not None and not _session.is_current(ctx):
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, stale_details(self, ctx))
         if not self._address and self._size:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{self!r} is closed")
         return self._address
+
+    def writable_address(self, what: str) -> int:
+        """``address``, INVALID_ARGUMENT naming ``what`` for read-only memory."""
+        if self._readonly:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what}: {self!r} is read-only memory")
+        return self.address
 
     @property
     def __offload_ptr__(self) -> int:
@@ -144,6 +198,16 @@ class Buffer:
         return not self._address and bool(self._size)
 
     @property
+    def readonly(self) -> bool:
+        """Whether the layer refuses writes (imported read-only DLPack memory)."""
+        return self._readonly
+
+    @property
+    def exports(self) -> int:
+        """How many DLPack exports and numpy views of this memory are alive (``close()`` refuses while any is)."""
+        return _array.exports_of(self)
+
+    @property
     def host_accessible(self) -> bool:
         """Whether the host can read and write this memory directly (numpy views it without a copy)."""
         return dlpack_device(self._device, self._kind)[0] in _dlpack.HOST_ACCESSIBLE
@@ -151,13 +215,28 @@ class Buffer:
     # --- lifetime ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Free the allocation now (idempotent). A non-owning buffer just drops its reference."""
+        """Free the allocation now (idempotent). A non-owning buffer just drops its reference.
+
+        OffloadError (INVALID_ARGUMENT) while exports of the memory are alive: drop the numpy
+        views and DLPack consumers first.
+        """
+        if self._address and (live := _array.exports_of(self)):
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"cannot close {self!r}: {live} DLPack export(s) or numpy view(s) of its memory are alive",
+            )
+        self.invalidate()
+        _array.exports_of(None)  # drop the exports' session reference if none is left
+
+    def invalidate(self) -> None:
+        """Free (or forget) the memory now, exports or not: the owner of a view's memory is gone."""
         finalizer = self._finalizer
         self._address = 0
         CLOSES[0] += 1
         self._keepalive = None
         if finalizer is not None:
             finalizer()
+            _session.drain()
 
     def __enter__(self) -> Buffer:
         return self
@@ -166,7 +245,10 @@ class Buffer:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"at {self._address:#x}"
+        if self._ctx is not None and not _session.is_current(self._ctx):
+            state = "of an ended session"
+        else:
+            state = "closed" if self.closed else f"at {self._address:#x}"
         return f"<offload.Buffer {self._size} bytes {self._kind.name} on {self._device.id} {state}>"
 
     # --- copies ------------------------------------------------------------------------------
@@ -179,7 +261,7 @@ class Buffer:
             raise OffloadError(
                 ErrorCode.INVALID_SIZE, f"copying {nbytes} bytes to offset {offset} overruns the {self._size}-byte buffer"
             )
-        memcpy(queue, self.address + offset, self._device, src_address, src_device, nbytes, (keep, self))
+        memcpy(queue, self.writable_address("dst") + offset, self._device, src_address, src_device, nbytes, (keep, self))
 
     def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
@@ -205,7 +287,7 @@ class Buffer:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"
             ) from None
-        olMemFill(None if queue is None else queue.handle, self.address, data, self._size)
+        olMemFill(None if queue is None else queue.handle, self.writable_address("fill"), data, self._size)
         if queue is not None:
             queue._hold(self)
 
@@ -239,13 +321,22 @@ class Buffer:
 def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any]:
     """``(address, nbytes, device, keepalive)`` of a copy's source or destination."""
     if isinstance(obj, Buffer):
-        return obj.address, obj._size, obj._device, obj
+        return (obj.writable_address(what) if writable else obj.address), obj._size, obj._device, obj
     if isinstance(obj, _array.Array):
         if not obj.is_contiguous:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous Array")
+        if writable:
+            obj.buffer.writable_address(what)
         return obj.address, obj.nbytes, obj.device, obj
     address, nbytes, keep = host_span(obj, writable, what)
     return address, nbytes, host_device(), keep
+
+
+def stale_details(buffer: Buffer, ctx: Context) -> str:
+    """Why ``buffer`` of session ``ctx`` cannot be used any more."""
+    if _session.forked_from_parent(ctx):
+        return f"{buffer!r}: {_session.FORKED}"
+    return f"{buffer!r} belongs to an offload session that has ended (olShutDown); its memory was released"
 
 
 def memcpy(

@@ -5,47 +5,34 @@ declared in Python) into one ``struct.Struct`` with explicit padding and one con
 parameter. Every mismatch (count, type, range, size) is an ``OffloadError`` naming the kernel and
 the parameter; nothing reaches the device.
 
-Declared signatures: a C-like string (``"float a, const float *x, float *y, uint64_t n"``), or a
-sequence whose items are type names (``"float32"``, ``"uint64_t"``, ``"pointer"``), numpy dtypes,
+Declared signatures: C parameter declarations (``"float a, const float *x, float *y, uint64_t n"``,
+parsed by ``_cdecl`` with C's rules), or a sequence whose items are C types or type names
+(``"float32"``, ``"unsigned char"``, ``"const float *"``, ``"pointer"``), numpy dtypes,
 ``(name, type)`` pairs, or ``KernelParam`` (an explicit offset). Scalars and pointers are laid
 out with their natural alignment, as a C compiler lays out the kernel's argument struct.
+
+Where a pointer's element type is known (``Pointee``), an Array of another dtype is refused, and
+read-only memory is passed only to a pointer to ``const``.
 """
 
 from __future__ import annotations
 
 import operator
-import re
 import struct
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._enums import ErrorCode
 from .._errors import OffloadError
+from .._runtime import STATE
 from .._types import KernelParam
+from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
 from ._params import checked_params
 
 POINTER_SIZE = struct.calcsize("P")
 
-_SCALARS: dict[str, tuple[str, int]] = {}
-for _names, _kind, _size in (
-    ("int8, i8, int8_t, char, signed char", "int", 1),
-    ("uint8, u8, uint8_t, unsigned char, bool, _Bool", "uint", 1),
-    ("int16, i16, int16_t, short, short int, signed short", "int", 2),
-    ("uint16, u16, uint16_t, unsigned short, unsigned short int", "uint", 2),
-    ("int32, i32, int32_t, int, signed, signed int", "int", 4),
-    ("uint32, u32, uint32_t, unsigned, unsigned int", "uint", 4),
-    ("int64, i64, int64_t, long, long int, long long, ssize_t, ptrdiff_t, intptr_t", "int", 8),
-    ("uint64, u64, uint64_t, unsigned long, unsigned long long, size_t, uintptr_t", "uint", 8),
-    ("float16, f16, half, _Float16", "float", 2),
-    ("float32, f32, float", "float", 4),
-    ("float64, f64, double", "float", 8),
-    ("pointer, ptr, void*", "pointer", POINTER_SIZE),
-):
-    for _name in _names.split(", "):
-        _SCALARS[_name] = (_kind, _size)
-
-_QUALIFIERS = {"const", "volatile", "restrict", "__restrict", "__restrict__", "struct"}
 _NUMPY_KINDS = {"i": "int", "u": "uint", "f": "float", "b": "uint"}
 _CODES = {
     ("pointer", 8): "Q",
@@ -64,6 +51,15 @@ _CODES = {
 }
 
 
+@dataclass(frozen=True)
+class Pointee:
+    """What a pointer parameter points to, where the kernel's types are known: ``element`` the
+    numpy name of the element type (None: untyped), ``const`` whether the kernel only reads it."""
+
+    element: str | None
+    const: bool
+
+
 def _fail(details: str) -> OffloadError:
     return OffloadError(ErrorCode.INVALID_ARGUMENT, details)
 
@@ -71,62 +67,69 @@ def _fail(details: str) -> OffloadError:
 # --- declared signatures -------------------------------------------------------------------
 
 
-def _scalar(spec: Any, where: str) -> tuple[str, int]:
-    """(kind, size) of one declared type: a name, a numpy dtype or scalar type."""
+def _scalar(spec: Any, where: str) -> CParam:
+    """One declared type: a C type (``"const float *"``), a type name, or a numpy dtype / scalar type."""
     if isinstance(spec, str):
-        key = " ".join(t for t in spec.replace("*", " * ").split() if t not in _QUALIFIERS)
-        if "*" in key:
-            return ("pointer", POINTER_SIZE)
-        if key in _SCALARS:
-            return _SCALARS[key]
+        if spec.strip() in ("pointer", "ptr"):
+            return CParam("", "pointer", POINTER_SIZE)
+        try:
+            parsed = parse_param(spec)
+        except (CSyntaxError, UnknownType) as error:
+            failure = f"syntax error in {spec!r}: {error}" if isinstance(error, CSyntaxError) else str(error)
+            if "*" in spec or " " in spec.strip():
+                raise _fail(f"{where}: {failure}") from None
+            return _numpy_scalar(spec, f"{where}: {failure}")
+        if parsed.name:
+            raise _fail(f"{where}: {spec!r} names a parameter; give (name, type) or only the type")
+        return parsed
+    return _numpy_scalar(spec, f"{where}: unknown parameter type {spec!r}")
+
+
+def _numpy_scalar(spec: Any, failure: str) -> CParam:
+    """A numpy dtype (or its string) as a scalar parameter, INVALID_ARGUMENT ``failure`` otherwise."""
     try:
-        import numpy
+        import numpy  # only for a dtype given as a signature item (the core imports without numpy)
 
         dtype = numpy.dtype(spec)
     except Exception:
         dtype = None
-    if dtype is not None and dtype.kind in _NUMPY_KINDS and dtype.itemsize in (1, 2, 4, 8):
-        return (_NUMPY_KINDS[dtype.kind], dtype.itemsize)
-    raise _fail(f"{where}: unknown parameter type {spec!r}")
+    if dtype is not None and dtype.kind in _NUMPY_KINDS and dtype.itemsize in (1, 2, 4, 8) and dtype.isnative:
+        return CParam("", _NUMPY_KINDS[dtype.kind], dtype.itemsize)
+    raise _fail(failure)
 
 
-def _parse_c(entry: str, where: str) -> tuple[str, Any]:
-    """``"const float *x"`` -> ("x", "pointer"); ``"uint64_t n"`` -> ("n", "uint64_t")."""
-    text = entry.strip()
-    match = re.fullmatch(r"(.*?[\s*])([A-Za-z_]\w*)", text)
-    if match and match[1].strip() and (("*" in match[1]) or _known(match[1])):
-        return match[2], match[1]
-    return "", text
-
-
-def _known(type_text: str) -> bool:
-    try:
-        _scalar(type_text, "")
-    except OffloadError:
-        return False
-    return True
-
-
-def declared_params(signature: str | Sequence[Any], where: str) -> tuple[KernelParam, ...]:
-    """The C layout of a declared signature (natural alignment)."""
+def declared_signature(signature: str | Sequence[Any], where: str) -> tuple[tuple[KernelParam, ...], tuple[Pointee | None, ...]]:
+    """The C layout of a declared signature (natural alignment), and what each pointer points to."""
     entries: list[Any]
     if isinstance(signature, str):
-        entries = [_parse_c(e, where) for e in signature.split(",") if e.strip()] if signature.strip() else []
+        try:
+            entries = [(c.name, c) for _, c in parse_signature(signature)]
+        except (CSyntaxError, UnknownType) as error:
+            raise _fail(f"{where} {signature!r}: {error}") from None
     else:
         entries = list(signature)
     params: list[KernelParam] = []
+    pointees: list[Pointee | None] = []
     offset = 0
     for i, entry in enumerate(entries):
         if isinstance(entry, KernelParam):
             params.append(entry)
+            pointees.append(None)
             offset = entry.offset + entry.size
             continue
-        name, spec = entry if isinstance(entry, tuple) else ("", entry)
-        kind, size = _scalar(spec, f"{where}: parameter #{i} {name}".rstrip())
+        name, spec = entry if isinstance(entry, tuple) and len(entry) == 2 else ("", entry)
+        parsed = spec if isinstance(spec, CParam) else _scalar(spec, f"{where}: parameter #{i} {name}".rstrip())
+        size = parsed.size
         offset = (offset + size - 1) // size * size
-        params.append(KernelParam(offset, size, kind, str(name)))
+        params.append(KernelParam(offset, size, parsed.kind, str(name)))
+        pointees.append(Pointee(parsed.element, parsed.const_element) if parsed.kind == "pointer" else None)
         offset += size
-    return checked_params(params, where)
+    return checked_params(params, where), tuple(pointees)
+
+
+def declared_params(signature: str | Sequence[Any], where: str) -> tuple[KernelParam, ...]:
+    """The C layout of a declared signature (natural alignment)."""
+    return declared_signature(signature, where)[0]
 
 
 # --- the packer ------------------------------------------------------------------------------
@@ -137,16 +140,26 @@ def _label(kernel: str, index: int, param: KernelParam) -> str:
     return f"kernel {kernel!r} parameter {name} ({param.kind}{param.size * 8 if param.kind != 'bytes' else ''})"
 
 
-def _pointer_converter(label: str) -> Callable[[Any], int]:
+def _pointer_converter(label: str, pointee: Pointee | None = None) -> Callable[[Any], int]:
+    """Buffers and Arrays of the live session (their dtype checked against a known element type,
+    read-only memory only for a pointer to const), ``__offload_ptr__`` objects, int addresses, None."""
     from ._array import Array
     from ._memory import Buffer
+
+    element = None if pointee is None or pointee.element is None else _element_dtype(pointee.element)
+    const = pointee is not None and pointee.const
 
     def convert(value: Any) -> int:
         cls = value.__class__
         if cls is Buffer or cls is Array:
+            if cls is Array and element is not None and not _same_element(value._dtype, element):
+                raise _fail(f"{label}: got an Array of {value._dtype}, the kernel takes {element} elements")
+            buffer = value if cls is Buffer else value._buffer
+            if buffer._readonly and not const:
+                raise _fail(f"{label}: {buffer!r} is read-only memory; the parameter is not a pointer to const")
             try:
                 return value.address  # type: ignore[no-any-return]
-            except OffloadError as error:  # closed
+            except OffloadError as error:  # closed, or of an ended session
                 raise _fail(f"{label}: {error.details}") from None
         if cls is int:
             return value  # type: ignore[no-any-return]
@@ -154,7 +167,10 @@ def _pointer_converter(label: str) -> Callable[[Any], int]:
             return 0
         ptr = getattr(value, "__offload_ptr__", None)
         if ptr is not None:
-            return operator.index(ptr)
+            try:
+                return operator.index(ptr)
+            except TypeError:
+                raise _fail(f"{label}: __offload_ptr__ of {cls.__name__} is not an int") from None
         if getattr(value, "ndim", 0) != 0 or (hasattr(value, "__dlpack__") and not hasattr(value, "__index__")):  # arrays
             raise _fail(
                 f"{label}: got a {cls.__name__}; pass an offload Buffer or Array "
@@ -168,6 +184,17 @@ def _pointer_converter(label: str) -> Callable[[Any], int]:
     return convert
 
 
+def _element_dtype(element: str) -> Any:
+    import numpy  # an element type is only known for declared signatures; Arrays need numpy anyway
+
+    return numpy.dtype(element)
+
+
+def _same_element(dtype: Any, element: Any) -> bool:
+    """Whether an Array's dtype is the pointer's element type (a uint8 Array fits ``bool *``)."""
+    return bool(dtype == element or (element.kind == "b" and dtype.kind == "u" and dtype.itemsize == 1))
+
+
 def _int_converter(label: str) -> Callable[[Any], int]:
     def convert(value: Any) -> int:
         if value.__class__ is int:
@@ -175,7 +202,7 @@ def _int_converter(label: str) -> Callable[[Any], int]:
         try:
             return operator.index(value)
         except TypeError:
-            raise _fail(f"{label}: expects an integer, got {value.__class__.__name__} {value!r}") from None
+            raise _fail(f"{label}: expects an integer, got {value.__class__.__name__} {_short(value)}") from None
 
     return convert
 
@@ -185,13 +212,23 @@ def _float_converter(label: str) -> Callable[[Any], float]:
         if value.__class__ is float:
             return value
         if isinstance(value, str | bytes) or getattr(value, "ndim", False):
-            raise _fail(f"{label}: expects a number, got {value.__class__.__name__} {value!r}")
+            raise _fail(f"{label}: expects a number, got {value.__class__.__name__} {_short(value)}")
         try:
             return float(value)
         except (TypeError, ValueError):
             raise _fail(f"{label}: expects a number, got {value.__class__.__name__}") from None
+        except OverflowError:
+            raise _fail(f"{label}: {_short(value)} is out of range") from None
 
     return convert
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, shortened (a 400-digit int names itself by its size)."""
+    if value.__class__ is int and value.bit_length() > 128:
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
@@ -224,11 +261,15 @@ def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
 class Packer:
     """Packs one kernel's arguments; compiled once from its parameter layout."""
 
-    __slots__ = ("kernel", "params", "size", "fast_pack", "_struct", "_converters", "_codes", "_labels")
+    __slots__ = (
+        "kernel", "params", "pointees", "size", "fast_pack", "_struct", "_converters", "_codes", "_labels", "_elements"
+    )
 
-    def __init__(self, kernel: str, params: Sequence[KernelParam]) -> None:
+    def __init__(self, kernel: str, params: Sequence[KernelParam], pointees: Sequence[Pointee | None] = ()) -> None:
         self.kernel = kernel
         self.params = tuple(params)
+        self.pointees = tuple(pointees) + (None,) * (len(self.params) - len(pointees))
+        elements: list[Any] = []
         converters: list[Callable[[Any], Any]] = []
         codes, labels = [], []
         for index, param in enumerate(self.params):
@@ -236,13 +277,17 @@ class Packer:
             if param.kind == "bytes":
                 code = f"{param.size}s"
                 converters.append(_bytes_converter(label, param.size))
+                elements.append(None)
             else:
                 found = _CODES.get((param.kind, param.size))
                 if found is None:
                     raise _fail(f"{label}: a {param.size}-byte {param.kind} cannot be packed")
                 code = found
+                pointee = self.pointees[index]
+                element = pointee.element if pointee is not None and param.kind == "pointer" else None
+                elements.append(None if element is None else _element_dtype(element))
                 if param.kind == "pointer":
-                    converters.append(_pointer_converter(label))
+                    converters.append(_pointer_converter(label, pointee))
                 elif param.kind == "float":
                     converters.append(_float_converter(label))
                 else:
@@ -260,6 +305,7 @@ class Packer:
         in_order = all(a.offset < b.offset for a, b in zip(self.params, self.params[1:]))
         self.size = position
         self._converters = tuple(converters)
+        self._elements = tuple(elements)
         self._codes = tuple(codes)
         self._labels = tuple(labels)
         self._struct = struct.Struct(fmt) if in_order else None
@@ -269,9 +315,10 @@ class Packer:
         """``launcher(queue, args, sizes)``: pack ``args`` and ``olLaunchKernel`` in one frame
         (and ``self.fast_pack(args)``: the same packing alone).
 
-        Each parameter's common case is inlined. A wrong argument count raises ``ValueError``
-        and a value out of range ``struct.error`` before anything is launched; the caller then
-        calls ``pack`` for the error naming the parameter.
+        Each parameter's common case is inlined (a Buffer or Array of the live session, of the
+        declared element type; a Python int or float). A wrong argument count raises
+        ``ValueError`` and a value out of range ``struct.error`` or ``OverflowError`` before
+        anything is launched; the caller then calls ``pack`` for the error naming the parameter.
         """
         from .. import olLaunchKernel
         from ._array import Array
@@ -284,6 +331,7 @@ class Packer:
             "_Buffer": Buffer,
             "_Array": Array,
             "_pack_slow": self.pack,
+            "_state": STATE,
         }
         names = [f"a{i}" for i in range(len(self.params))]
         if self._struct is None:  # parameters not in offset order: the general packer
@@ -295,12 +343,17 @@ class Packer:
         else:
             namespace["_pack"] = self._struct.pack
             namespace.update({f"_c{i}": c for i, c in enumerate(self._converters)})
+            namespace.update({f"_e{i}": e for i, e in enumerate(self._elements)})
             values = []
             for i, (param, a) in enumerate(zip(self.params, names)):
-                if param.kind == "pointer":  # 0 is a closed buffer: the converter raises the named error
+                if param.kind == "pointer":
+                    # the slow converter takes a closed buffer (address 0), one of another session
+                    # (imported memory has none), another dtype and read-only memory, and names the error
+                    typed = f"{a}._dtype is _e{i} and " if self._elements[i] is not None else ""
                     values.append(
-                        f"(((p{i} := {a}._buffer._address) and p{i} + {a}._offset or _c{i}({a})) "
-                        f"if {a}.__class__ is _Array else ({a}._address or _c{i}({a})) "
+                        f"(((b{i} := {a}._buffer)._ctx is _state.ctx and {typed}(p{i} := b{i}._address) "
+                        f"and p{i} + {a}._offset or _c{i}({a})) "
+                        f"if {a}.__class__ is _Array else ({a}._ctx is _state.ctx and {a}._address or _c{i}({a})) "
                         f"if {a}.__class__ is _Buffer else _c{i}({a}))"
                     )
                 elif param.kind == "float":
@@ -369,7 +422,7 @@ class Packer:
             if self._struct is not None:
                 return self._struct.pack(*values)
             return self._pack_unordered(values)
-        except struct.error:
+        except (struct.error, OverflowError):
             self._diagnose(values, args)
             raise
 
@@ -383,5 +436,5 @@ class Packer:
         for code, label, value, arg in zip(self._codes, self._labels, values, args):
             try:
                 struct.pack("=" + code, value)
-            except struct.error:
-                raise _fail(f"{label}: {arg!r} is out of range") from None
+            except (struct.error, OverflowError):
+                raise _fail(f"{label}: {_short(arg)} is out of range") from None

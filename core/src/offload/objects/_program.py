@@ -23,7 +23,7 @@ from .._types import KernelLaunchSizeArgs, KernelParam
 from . import _session
 from ._discovery import Device, as_device
 from ._memory import Buffer
-from ._packing import Packer, declared_params
+from ._packing import Packer, Pointee, declared_signature
 from ._params import kernel_params
 
 if TYPE_CHECKING:
@@ -48,10 +48,12 @@ class Program:
     """A program image loaded on one device; unloaded by ``close()``, ``with`` or the GC.
 
     A kernel launched through the layer keeps its program alive until the launching queue is
-    synchronised, so the GC never unloads code that a queue may still run.
+    synchronised, so the GC never unloads code that a queue may still run. A global variable's
+    Buffer keeps its program alive; ``close()`` refuses while a numpy view or DLPack export of a
+    global lives, and makes the globals' Buffers closed.
     """
 
-    __slots__ = ("_handle", "_device", "_finalizer", "_kernels", "__weakref__")
+    __slots__ = ("_handle", "_device", "_finalizer", "_kernels", "_ctx", "_globals", "__weakref__")
 
     def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
         dev = as_device(device)
@@ -68,7 +70,9 @@ class Program:
         self._handle = olCreateProgram(dev.handle, data)
         self._device = dev
         self._kernels: dict[tuple[str, Any], Kernel] = {}
-        self._finalizer = weakref.finalize(self, _unload, ctx, self._handle)
+        self._ctx = ctx
+        self._globals: weakref.WeakSet[Buffer] = weakref.WeakSet()
+        self._finalizer = weakref.finalize(self, _session.release_later, _unload, ctx, self._handle)
         self._finalizer.atexit = False
 
     @property
@@ -99,14 +103,29 @@ class Program:
         return found
 
     def global_variable(self, name: str) -> Buffer:
-        """The global variable ``name`` as a Buffer that does not own its memory."""
+        """The global variable ``name`` as a Buffer that does not own its memory (closed with the program)."""
+        if self.closed:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{self!r}: global variable {name!r} of a closed program")
         symbol = olGetSymbol(self._handle, name, SymbolKind.GLOBAL_VARIABLE)
-        return Buffer.wrap(symbol.address, symbol.size, self._device, AllocType.DEVICE, owner=self)
+        buffer = Buffer.wrap(symbol.address, symbol.size, self._device, AllocType.DEVICE, owner=self, session=self._ctx)
+        self._globals.add(buffer)
+        return buffer
 
     def close(self) -> None:
-        """Unload the program now (idempotent)."""
+        """Unload the program now (idempotent); OffloadError while a global's memory is exported."""
+        views = list(self._globals)
+        if self._finalizer.alive:
+            for buffer in views:
+                if live := buffer.exports:
+                    raise OffloadError(
+                        ErrorCode.INVALID_ARGUMENT,
+                        f"cannot close {self!r}: {live} DLPack export(s) or numpy view(s) of its global {buffer!r} are alive",
+                    )
+        for buffer in views:
+            buffer.invalidate()
         self._kernels.clear()
         self._finalizer()
+        _session.drain()
 
     def __enter__(self) -> Program:
         return self
@@ -162,11 +181,14 @@ class Kernel:
         # so that threads launching at once never see one launch's grid with another's answer
         self._last_shape: tuple[Any, Any, Any, KernelLaunchSizeArgs] = (_NEVER, _NEVER, _NEVER, launch_size(1, 1, 0))
         reported = kernel_params(self._handle)
-        declared = None if signature is None else declared_params(signature, f"kernel {name!r} signature")
+        pointees: tuple[Pointee | None, ...] = ()
+        declared = None
+        if signature is not None:
+            declared, pointees = declared_signature(signature, f"kernel {name!r} signature")
         params = reported if declared is None else declared
         if reported is not None and declared is not None:
             params = _merge(name, reported, declared)
-        self._packer = None if params is None else Packer(name, params)
+        self._packer = None if params is None else Packer(name, params, pointees)
         packer = self._packer if self._packer is not None else Packer(name, ())
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
 
@@ -200,7 +222,7 @@ class Kernel:
             return None
         try:
             return packer.fast_pack(args)
-        except (ValueError, struct.error):  # a count or range mismatch
+        except (ValueError, struct.error, OverflowError):  # a count or range mismatch
             return packer.pack(args)  # raises the error naming the parameter
 
     def launch_size(self, grid: Extent, block: Extent, shared_memory: int = 0) -> KernelLaunchSizeArgs:
@@ -236,7 +258,7 @@ class Kernel:
             sizes = self.launch_size(grid, block, shared_memory)
         try:
             self._launcher(None, args, sizes)
-        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+        except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
             olLaunchKernel(None, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
 
     def _launch(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> None:
@@ -247,7 +269,7 @@ class Kernel:
             sizes = self.launch_size(grid, block, shared_memory)
         try:
             self._launcher(queue, args, sizes)
-        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+        except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
             olLaunchKernel(queue, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
 
     def __repr__(self) -> str:

@@ -72,7 +72,7 @@ class Queue:
         self._handle = olCreateQueue(dev.handle)
         self._device = dev
         self._inflight: list[Any] = []
-        self._finalizer = weakref.finalize(self, _destroy_queue, ctx, self._handle, self._inflight)
+        self._finalizer = weakref.finalize(self, _session.release_later, _destroy_queue, ctx, self._handle, self._inflight)
         self._finalizer.atexit = False
         register_queue(self)
 
@@ -102,7 +102,7 @@ class Queue:
             sizes = kernel.launch_size(grid, block, shared_memory)
         try:
             kernel._launcher(self._handle, args, sizes)
-        except (ValueError, struct.error):  # a count or range mismatch: nothing was launched
+        except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
             kernel._launch(self._handle, grid, block, shared_memory, args)  # names the parameter
         self._inflight.append((kernel, args))  # kept alive (the kernel keeps its program) until a sync
 
@@ -191,7 +191,7 @@ class Event:
         ctx = _session.acquire()
         self._handle = olCreateEvent(queue.handle)
         self._queue = queue
-        self._finalizer = weakref.finalize(self, _destroy_event, ctx, self._handle)
+        self._finalizer = weakref.finalize(self, _session.release_later, _destroy_event, ctx, self._handle)
         self._finalizer.atexit = False
 
     @property

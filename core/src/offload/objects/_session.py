@@ -6,29 +6,104 @@ at interpreter exit (or on ``release()``). The flat API can be used alongside: i
 library down anyway (more ``olShutDown`` calls than ``olInit`` calls), objects of that session
 go stale (their calls fail with the flat API's errors) and the next object made takes a fresh
 reference on a new session.
+
+Exports (DLPack capsules, numpy views made by ``__array__``) of session memory hold one more
+``olInit`` reference (``pin``) while any of them lives, so an ``olShutDown`` meant to end the
+session only drops a reference: the memory a view reads stays allocated until the last export is
+released (``unpin``), or the interpreter exits.
+
+Finalizers never call into the runtime from inside it: the garbage collector runs them wherever
+an allocation triggers a collection, possibly while the core holds one of its locks (freeing then
+deadlocked). ``release_later`` runs a release now when no core frame is on this thread's stack,
+else queues it; the queue is drained when a collection ends outside the core, and at the layer's
+next object, ``close()`` or exit.
+
+In a child made by ``os.fork()`` the parent's session is not the layer's: the layer forgets its
+references there (the child's exit releases nothing) and the parent's objects are stale.
 """
 
 from __future__ import annotations
 
 import atexit
+import collections
+import gc
+import os
+import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._entrypoints import olInit, olShutDown
+from .._enums import ErrorCode
 from .._errors import OffloadError
 from .._runtime import STATE
+from . import _dlpack
 
 if TYPE_CHECKING:
     from .._runtime import Context
+
+FORKED = (
+    "this process was forked after offload was used: the parent's devices, memory and objects are not "
+    "usable in the child (use multiprocessing's 'spawn' or 'forkserver' start method)"
+)
 
 _lock = threading.RLock()
 _held: Context | None = None  # the session whose reference the layer holds
 _atexit_registered = False
 _wrappers: dict[int, Any] = {}  # id(handle) -> the layer's object, for the held session only
+_pinned: Context | None = None  # the session an extra reference is held on for live exports
+_parent: Context | None = None  # in a forked child: the parent's session (never current here)
+
+
+_deferred: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = collections.deque()
+
+
+def _core_on_stack() -> bool:
+    """Whether this thread is inside the core or a backend (a frame of ``offload*`` outside the
+    object layer, or a generated entry point): it may hold a lock a release would take."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if (name.startswith("offload") and not name.startswith("offload.objects")) or frame.f_code.co_filename.startswith(
+            "<offload entry point"
+        ):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def release_later(release: Callable[..., None], *args: Any) -> None:
+    """Run a finalizer's ``release(*args)`` now if safe, else queue it (see the module's docstring)."""
+    if _core_on_stack():
+        _deferred.append((release, args))
+    else:
+        release(*args)
+
+
+def drain() -> None:
+    """Run the queued releases, unless this thread is inside the core."""
+    if not _deferred or _core_on_stack():
+        return
+    while _deferred:
+        try:
+            release, args = _deferred.popleft()
+        except IndexError:  # another thread took the last one
+            return
+        release(*args)
+
+
+def _drain_after_gc(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop" and _deferred:
+        drain()
+
+
+gc.callbacks.append(_drain_after_gc)
 
 
 def acquire() -> Context:
     """The current session, taking the layer's reference on it first if it does not hold one."""
+    if _deferred:
+        drain()
     ctx = STATE.ctx
     if ctx is not None and ctx is _held:
         return ctx
@@ -42,6 +117,9 @@ def _take_reference() -> Context:
         ctx = STATE.ctx
         if ctx is not None and ctx is _held:
             return ctx
+        if forked_from_parent(ctx):
+            raise OffloadError(ErrorCode.UNSUPPORTED, FORKED)
+        settle()  # a session kept only by exports that are gone ends before the new reference
         olInit()
         _held = STATE.ctx
         _wrappers.clear()
@@ -59,20 +137,71 @@ def release() -> None:
     with _lock:
         ctx, _held = _held, None
         _wrappers.clear()
-        if ctx is not None and STATE.ctx is ctx:
+        if is_current(ctx):
             olShutDown()
 
 
+def pin(ctx: Context | None) -> None:
+    """Hold one more reference on ``ctx`` (the live session) while exports of its memory live."""
+    global _pinned
+
+    with _lock:
+        if ctx is None or _pinned is ctx or not is_current(ctx):
+            return
+        olInit()
+        _pinned = ctx
+
+
+def unpin() -> None:
+    """Drop the exports' reference (the caller found no live export of session memory)."""
+    global _pinned
+
+    with _lock:
+        ctx, _pinned = _pinned, None
+        if is_current(ctx):
+            olShutDown()
+
+
+def settle() -> None:
+    """Drop the exports' reference when no export of session memory is left."""
+    if _pinned is None:
+        return
+    for owner in _dlpack.live_owners():
+        if getattr(getattr(owner, "_buffer", None), "_ctx", None) is not None:
+            return
+    unpin()
+
+
 def _release_at_exit() -> None:
-    try:
-        release()
-    except OffloadError:
-        pass  # teardown failures at exit cannot be acted on; the flat API reports them when asked
+    for drop in (drain, unpin, release):
+        try:
+            drop()
+        except OffloadError:
+            pass  # teardown failures at exit cannot be acted on; the flat API reports them when asked
+
+
+def _forget_in_child() -> None:
+    """After ``os.fork()``, in the child: the parent's session and references are not ours."""
+    global _held, _pinned, _parent, _lock
+
+    _lock = threading.RLock()  # another thread of the parent may have held it at the fork
+    _parent = _held if _held is not None else _pinned if _pinned is not None else STATE.ctx
+    _held = _pinned = None
+    _wrappers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def is_current(ctx: Context | None) -> bool:
-    """Whether ``ctx`` is the live session (finalizers of older sessions do nothing)."""
-    return ctx is not None and STATE.ctx is ctx
+    """Whether ``ctx`` is the live session of this process (finalizers of older sessions, and a
+    forked child's copies of the parent's objects, do nothing)."""
+    return ctx is not None and STATE.ctx is ctx and ctx is not _parent
+
+
+def forked_from_parent(ctx: Context | None) -> bool:
+    """Whether ``ctx`` is the session of the parent this process was forked from."""
+    return ctx is not None and ctx is _parent
 
 
 def wrapper(handle: Any, make: Any) -> Any:

@@ -11,7 +11,11 @@ OFFLOAD_KERNEL_PARAMS(multiargs, struct multiargs_args,
                       OFFLOAD_POINTER(B),
                       OFFLOAD_INT(C));
 
+/* Writes A + C to B[0] (work-item 0; nothing when B is NULL, as in launches that only check
+ * argument sizes), so the kit can see every argument arrive. */
 OFFLOAD_KERNEL(multiargs) {
-  (void)OFFLOAD_ARGS(struct multiargs_args);
-  (void)offload_group_;
+  const struct multiargs_args *a = OFFLOAD_ARGS(struct multiargs_args);
+  OFFLOAD_FOR_EACH_ITEM(tid) {
+    if (offload_group_->group_id.x == 0 && tid.x == 0 && a->B != NULL) a->B[0] = (int)a->A + (int)a->C;
+  }
 }

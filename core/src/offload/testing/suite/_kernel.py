@@ -109,18 +109,35 @@ class TestLaunchKernel(_KernelBase):
         assert u32s(a, 64) == list(range(64))
         assert u32s(b, 64) == [i + 1 for i in range(64)]
 
-    def test_noargs_success(self, device: Any, queue: Any, load_program: Callable[[str], Any]) -> None:
+    def test_noargs_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+        """noargs has nothing to write: it runs in queue order (a foo launch after it lands)."""
+        foo = kernel(load_program("foo"), "foo")
         ol.olLaunchKernel(queue, device, kernel(load_program("noargs"), "noargs"), None, launch())
+        ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch())
         ol.olSyncQueue(queue)
+        assert ol.olQueryQueue(queue) is True and u32s(out, 64) == list(range(64))
 
     def test_multiargs_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+        """multiargs(char A, int *B, short C) writes A + C to B[0]: every argument arrived."""
         args = MultiArgs(b"\x01", out, 2)
         ol.olLaunchKernel(queue, device, kernel(load_program("multiargs"), "multiargs"), bytes(args), launch())
         ol.olSyncQueue(queue)
-
-    def test_byte_success(self, device: Any, queue: Any, load_program: Callable[[str], Any]) -> None:
-        ol.olLaunchKernel(queue, device, kernel(load_program("byte"), "byte"), struct.pack("B", 0x42), launch())
+        assert u32s(out, 2) == [3, 0], "multiargs did not get its three arguments"
+        ol.olLaunchKernel(queue, device, kernel(load_program("multiargs"), "multiargs"), bytes(MultiArgs(b"\x7f", out, -100)), launch())
         ol.olSyncQueue(queue)
+        assert u32s(out, 1) == [27]
+
+    def test_byte_success(
+        self, device: Any, host_device: Any, queue: Any, load_program: Callable[[str], Any]
+    ) -> None:
+        """byte(unsigned char c) stores c in its global ``byte_seen``: the one-byte struct arrived."""
+        program = load_program("byte")
+        ol.olLaunchKernel(queue, device, kernel(program, "byte"), struct.pack("B", 0x42), launch())
+        ol.olSyncQueue(queue)
+        seen = ol.olGetSymbolInfo(global_variable(program, "byte_seen"), ol.SymbolInfo.GLOBAL_VARIABLE_ADDRESS)
+        value = ctypes.c_uint32(0)
+        ol.olMemcpy(None, ctypes.addressof(value), host_device, seen, device, 4)
+        assert value.value == 0x42
 
     def test_localmem_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
         localmem = kernel(load_program("localmem"), "localmem")

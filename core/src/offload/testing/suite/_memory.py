@@ -49,11 +49,23 @@ class TestMemAlloc(Base):
         require(capabilities, "memory")
 
     @pytest.mark.parametrize("alloc_type", _TYPES, ids=_type_id)
-    def test_success(self, device: Any, capabilities: Any, alloc_type: Any) -> None:
+    def test_success(self, device: Any, capabilities: Any, alloc_type: Any, request: pytest.FixtureRequest) -> None:
         _require_type(capabilities, alloc_type)
         address = ol.olMemAlloc(device, alloc_type, 1024)
         try:
             assert type(address) is int and address != 0
+            assert ol.olGetMemInfo(address, M.SIZE) == 1024 and ol.olGetMemInfo(address, M.TYPE) == alloc_type
+            # the memory holds what is put in it: through copies, else directly where host-visible
+            pattern = bytes(range(256)) * 4
+            if capabilities.copies:
+                src, out = (ctypes.c_uint8 * 1024).from_buffer_copy(pattern), (ctypes.c_uint8 * 1024)()
+                host = request.getfixturevalue("host_device")
+                ol.olMemcpy(None, address, device, ctypes.addressof(src), host, 1024)
+                ol.olMemcpy(None, ctypes.addressof(out), host, address, device, 1024)
+                assert bytes(out) == pattern, "the allocation does not hold what was copied into it"
+            elif alloc_type is not A.DEVICE or device.is_host:
+                ctypes.memmove(address, pattern, 1024)
+                assert ctypes.string_at(address, 1024) == pattern
         finally:
             ol.olMemFree(address)
 
@@ -89,6 +101,10 @@ class TestMemFree(Base):
         _require_type(capabilities, alloc_type)
         address = ol.olMemAlloc(device, alloc_type, 1024)
         ol.olMemFree(address)
+        with raises(ol.ErrorCode.NOT_FOUND):  # freed: no longer an allocation
+            ol.olGetMemInfo(address, M.SIZE)
+        with raises(ol.ErrorCode.INVALID_ARGUMENT):  # and not freed twice
+            ol.olMemFree(address)
 
     def test_invalid_null_ptr(self, device: Any) -> None:
         address = ol.olMemAlloc(device, A.DEVICE, 1024)
@@ -113,10 +129,13 @@ class TestMemcpy(Base):
         self, device: Any, host_device: Any, capabilities: Any, queue: Any, alloc: Callable[..., int]
     ) -> None:
         require(capabilities, "copies")
-        src = _host_buffer(42)
+        src, out = _host_buffer(42), _host_buffer(7)
         dst = alloc(_SIZE, A.DEVICE)
+        ol.olMemcpy(None, dst, device, ctypes.addressof(out), host_device, _SIZE)  # 7s first
         ol.olMemcpy(queue, dst, device, ctypes.addressof(src), host_device, _SIZE)
         ol.olSyncQueue(queue)
+        ol.olMemcpy(None, ctypes.addressof(out), host_device, dst, device, _SIZE)  # read back
+        assert list(out) == [42] * _SIZE, "the queued host-to-device copy did not land"
 
     def test_success_dtoh(
         self, device: Any, host_device: Any, capabilities: Any, queue: Any, alloc: Callable[..., int]

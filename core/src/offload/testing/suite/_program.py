@@ -19,6 +19,8 @@ class TestProgram(Base):
     def test_success(self, device: Any, program_binary: Callable[[str], bytes]) -> None:
         program = ol.olCreateProgram(device, program_binary("foo"))
         assert isinstance(program, ol.Program)
+        symbol = ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)  # the program holds its kernel
+        assert ol.olGetSymbolInfo(symbol, ol.SymbolInfo.KIND) is ol.SymbolKind.KERNEL
         ol.olDestroyProgram(program)
 
     def test_success_bytearray_and_memoryview(self, device: Any, program_binary: Callable[[str], bytes]) -> None:
@@ -63,10 +65,12 @@ class TestProgram(Base):
         program = ol.olCreateProgram(device, program_binary("foo"))
         symbol = kernel(program, "foo")
         ol.olDestroyProgram(program)
-        with pytest.raises(ol.OffloadError):
+        with raises(ol.ErrorCode.INVALID_ARGUMENT) as info:  # the core's answer for a dead handle
             ol.olGetSymbolInfo(symbol, ol.SymbolInfo.KIND)
-        with pytest.raises(ol.OffloadError):
+        assert "destroyed" in info.value.details, info.value
+        with raises(ol.ErrorCode.INVALID_ARGUMENT) as info:
             ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)
+        assert "destroyed" in info.value.details, info.value
 
 
 class TestIsValidBinary(Base):

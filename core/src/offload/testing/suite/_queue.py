@@ -38,6 +38,8 @@ class TestQueue(Base):
         require(capabilities, "queues")
         queue = ol.olCreateQueue(device)
         assert isinstance(queue, ol.Queue)
+        assert ol.olGetQueueInfo(queue, ol.QueueInfo.DEVICE) is device, "the queue does not name its device"
+        assert ol.olGetQueueInfo(queue, ol.QueueInfo.EMPTY) is True  # nothing was enqueued
         ol.olDestroyQueue(queue)
 
     def test_create_many(self, device: Any, capabilities: Any) -> None:

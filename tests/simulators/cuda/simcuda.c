@@ -51,6 +51,7 @@ enum {
   CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+  CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,
@@ -85,6 +86,7 @@ static const error_text errors[] = {
     {708, "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE", "cannot set while device is active in this process"},
     {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
     {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
+    {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
@@ -126,6 +128,8 @@ static CUresult from_sim(sim_status status) {
   case SIM_ERR_INVALID_IMAGE: return CUDA_ERROR_INVALID_IMAGE;
   case SIM_ERR_NOT_SUPPORTED: return CUDA_ERROR_NOT_SUPPORTED;
   case SIM_ERR_HOST_CALLBACK: return CUDA_ERROR_LAUNCH_FAILED;
+  case SIM_ERR_ILLEGAL_INSTRUCTION: return CUDA_ERROR_ILLEGAL_INSTRUCTION;
+  case SIM_ERR_NOT_PERMITTED: return CUDA_ERROR_NOT_PERMITTED;
   }
   return CUDA_ERROR_UNKNOWN;
 }
@@ -145,7 +149,6 @@ static struct cuctx primary[8];
 
 static __thread CUcontext tls_stack[16];
 static __thread int tls_depth; /* tls_stack[tls_depth - 1] is current; depth 0: none */
-static __thread int tls_in_callback;
 
 static int device_sm(void) {
   static int sm;
@@ -160,13 +163,17 @@ static int device_sm(void) {
 #define REQUIRE_INIT()                                                    \
   do {                                                                    \
     if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) return CUDA_ERROR_NOT_INITIALIZED; \
-    if (tls_in_callback) return CUDA_ERROR_NOT_PERMITTED;                 \
+    if (sim_in_host_function()) return CUDA_ERROR_NOT_PERMITTED;          \
   } while (0)
 
+/* The current context, or why there is none usable: after a kernel fault every call that needs
+ * the context returns the sticky error ("any further CUDA work will return the same error"). */
 static CUresult current(struct cuctx **out) {
   if (tls_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
   CUcontext ctx = tls_stack[tls_depth - 1];
   if (ctx == NULL || __atomic_load_n(&ctx->refs, __ATOMIC_ACQUIRE) <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  sim_status fault = sim_device_fault(ctx->device);
+  if (fault != SIM_OK) return from_sim(fault);
   *out = ctx;
   return CUDA_SUCCESS;
 }
@@ -443,7 +450,9 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size) {
   void *p = NULL;
   CUresult rc = from_sim(sim_mem_alloc(ctx->device, SIM_MEM_DEVICE, size, &p));
   if (rc != CUDA_SUCCESS) return rc;
+  unsigned access = sim_device_access_begin(); /* device memory: the driver's own write */
   memset(p, 0xA5, size); /* cuMemAlloc does not clear memory: make reads of it visible */
+  sim_device_access_end(access);
   *dptr = (CUdeviceptr)(uintptr_t)p;
   return rc;
 }
@@ -621,9 +630,7 @@ typedef struct host_call {
 
 static sim_status host_call_op(void *raw) {
   host_call *call = raw;
-  tls_in_callback = 1;
   call->fn(call->user_data);
-  tls_in_callback = 0;
   return SIM_OK;
 }
 
@@ -636,7 +643,8 @@ EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) 
   host_call *call = malloc(sizeof *call);
   if (call == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   *call = (host_call){fn, user_data};
-  rc = from_sim(sim_stream_submit(s, host_call_op, call, free));
+  /* Application code on the stream's thread: driver calls refused, device memory off limits. */
+  rc = from_sim(sim_stream_submit_ex(s, host_call_op, call, free, SIM_OP_HOST_FUNCTION));
   if (rc != CUDA_SUCCESS) free(call);
   return rc;
 }
@@ -1213,10 +1221,16 @@ EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, CUfu
 
 static void release_context_resources(int dev) {
   sim_device_wait_idle(dev);
+  sim_device_clear_fault(dev); /* the context is gone, and its sticky error with it */
   unsigned kinds = KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_HOST) | KIND(SIM_MEM_MANAGED);
   size_t leaks = sim_mem_report_leaks(dev, kinds, "primary context release");
   if (leaks) fprintf(stderr, "gpusim: %zu allocation(s) leaked at primary context release of device %d\n", leaks, dev);
 }
+
+/* ---- the simulator's own queries (not driver API: for tests of the simulator) ------------------ */
+
+/* 1 when a host dereference of device memory faults here; else 0 and *why says why. */
+EXPORT int gpusim_memory_protected(const char **why) { return sim_mem_protected(why); }
 
 /* ---- entry points ---------------------------------------------------------------------------- */
 

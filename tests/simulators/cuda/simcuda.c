@@ -40,6 +40,7 @@ enum {
   CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
   CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
   CUDA_ERROR_INVALID_HANDLE = 400,
@@ -49,6 +50,7 @@ enum {
   CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
   CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
   CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
+  CUDA_ERROR_TOO_MANY_PEERS = 711,
   CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
@@ -75,6 +77,7 @@ static const error_text errors[] = {
     {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {217, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
     {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
     {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
@@ -84,6 +87,7 @@ static const error_text errors[] = {
     {704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
     {705, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
     {708, "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE", "cannot set while device is active in this process"},
+    {711, "CUDA_ERROR_TOO_MANY_PEERS", "peer mapping resources exhausted"},
     {712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
     {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
     {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
@@ -139,6 +143,7 @@ static CUresult from_sim(sim_status status) {
 struct cuctx {
   int device;
   int refs;          /* primary-context retain count; active while > 0 */
+  unsigned generation; /* bumped when the last release ends the context: its streams/events die */
   unsigned flags;
   int peer[8];       /* peer access enabled towards device i */
 };
@@ -302,11 +307,29 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+/* GPUSIM_PEER: ok (default: every pair can enable peer access), none (no pair can:
+ * cuDeviceCanAccessPeer 0, enabling is CUDA_ERROR_PEER_ACCESS_UNSUPPORTED), fail (pairs report
+ * they can, but enabling fails with CUDA_ERROR_TOO_MANY_PEERS, as when the peer mapping resources
+ * are exhausted). cuMemcpyPeer* works in every mode: it needs no peer access. */
+enum { PEER_OK, PEER_NONE, PEER_FAIL };
+static int peer_mode(void) {
+  static int mode = -1;
+  if (mode < 0) {
+    const char *text = getenv("GPUSIM_PEER");
+    int m = PEER_OK;
+    if (text && strcmp(text, "none") == 0) m = PEER_NONE;
+    else if (text && strcmp(text, "fail") == 0) m = PEER_FAIL;
+    else if (text && *text && strcmp(text, "ok") != 0) fprintf(stderr, "gpusim: ignoring GPUSIM_PEER=%s (ok, none or fail)\n", text);
+    mode = m;
+  }
+  return mode;
+}
+
 EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) {
   REQUIRE_DEVICE(dev);
   if (sim_device(peer) == NULL) return CUDA_ERROR_INVALID_DEVICE;
   if (can == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *can = dev != peer;
+  *can = dev != peer && peer_mode() != PEER_NONE;
   return CUDA_SUCCESS;
 }
 
@@ -330,6 +353,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   int last = __atomic_sub_fetch(&primary[dev].refs, 1, __ATOMIC_ACQ_REL) == 0;
+  if (last) __atomic_add_fetch(&primary[dev].generation, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&state_lock);
   if (last) release_context_resources(dev);
   return CUDA_SUCCESS;
@@ -420,6 +444,8 @@ EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
   if (peer == NULL || peer->refs <= 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (peer->device == ctx->device) return CUDA_ERROR_INVALID_DEVICE;
   if (ctx->peer[peer->device]) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  if (peer_mode() == PEER_NONE) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  if (peer_mode() == PEER_FAIL) return CUDA_ERROR_TOO_MANY_PEERS;
   ctx->peer[peer->device] = 1;
   return CUDA_SUCCESS;
 }
@@ -548,25 +574,40 @@ struct custream {
   unsigned magic;
   unsigned flags;
   struct cuctx *ctx;
+  unsigned generation; /* of ctx when created: a stream dies with its context */
   sim_stream *sim;
 };
 
 struct cuevent {
   unsigned magic;
   unsigned flags;
+  struct cuctx *ctx;
+  unsigned generation;
   sim_event *sim;
 };
 
+static int is_default_stream(CUstream stream) {
+  return stream == NULL || stream == (CUstream)0x1 || stream == (CUstream)0x2;
+}
+
 /* Resolves a stream handle (NULL and CU_STREAM_LEGACY/PER_THREAD mean the current context's
- * legacy default stream). */
-static CUresult resolve_stream(CUstream stream, struct cuctx *ctx, sim_stream **out) {
-  if (stream == NULL || stream == (CUstream)0x1 || stream == (CUstream)0x2) {
+ * legacy default stream); *owner (if not NULL) is the context the stream belongs to. A stream
+ * of a context that has since ended is INVALID_HANDLE. */
+static CUresult resolve_stream_owner(CUstream stream, struct cuctx *ctx, sim_stream **out, struct cuctx **owner) {
+  if (is_default_stream(stream)) {
     *out = sim_stream_legacy(ctx->device);
+    if (owner) *owner = ctx;
     return CUDA_SUCCESS;
   }
   if (stream->magic != STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  if (__atomic_load_n(&stream->ctx->generation, __ATOMIC_ACQUIRE) != stream->generation) return CUDA_ERROR_INVALID_HANDLE;
   *out = stream->sim;
+  if (owner) *owner = stream->ctx;
   return CUDA_SUCCESS;
+}
+
+static CUresult resolve_stream(CUstream stream, struct cuctx *ctx, sim_stream **out) {
+  return resolve_stream_owner(stream, ctx, out, NULL);
 }
 
 EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
@@ -582,14 +623,17 @@ EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   s->magic = STREAM_MAGIC;
   s->flags = flags;
   s->ctx = ctx;
+  s->generation = __atomic_load_n(&ctx->generation, __ATOMIC_ACQUIRE);
   *out = s;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
   REQUIRE_INIT();
-  if (stream == NULL || stream == (CUstream)0x1 || stream == (CUstream)0x2 || stream->magic != STREAM_MAGIC)
-    return CUDA_ERROR_INVALID_HANDLE;
+  if (is_default_stream(stream) || stream->magic != STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  if (__atomic_load_n(&stream->ctx->generation, __ATOMIC_ACQUIRE) != stream->generation) return CUDA_ERROR_INVALID_HANDLE;
+  sim_status fault = sim_device_fault(stream->ctx->device);
+  if (fault != SIM_OK) return from_sim(fault);
   stream->magic = 0;
   sim_stream_destroy(stream->sim);
   handle_delete(BIN_STREAM, stream);
@@ -634,6 +678,37 @@ static sim_status host_call_op(void *raw) {
   return SIM_OK;
 }
 
+typedef void (*CUstreamCallback)(CUstream stream, CUresult status, void *user_data);
+
+typedef struct stream_callback {
+  CUstreamCallback fn;
+  CUstream stream;
+  int device;
+  void *user_data;
+} stream_callback;
+
+static sim_status stream_callback_op(void *raw) {
+  stream_callback *cb = raw;
+  /* cuStreamAddCallback: the callback receives CUDA_SUCCESS or the error of the stream (it runs
+   * even after a sticky fault, unlike a host function). */
+  cb->fn(cb->stream, from_sim(sim_device_fault(cb->device)), cb->user_data);
+  return SIM_OK;
+}
+
+EXPORT CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback fn, void *user_data, unsigned flags) {
+  REQUIRE_CTX(ctx);
+  if (fn == NULL || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  sim_stream *s;
+  CUresult rc = resolve_stream(stream, ctx, &s);
+  if (rc != CUDA_SUCCESS) return rc;
+  stream_callback *cb = malloc(sizeof *cb);
+  if (cb == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  *cb = (stream_callback){fn, stream, sim_stream_device(s), user_data};
+  rc = from_sim(sim_stream_submit_ex(s, stream_callback_op, cb, free, SIM_OP_HOST_FUNCTION | SIM_OP_AFTER_FAULT));
+  if (rc != CUDA_SUCCESS) free(cb);
+  return rc;
+}
+
 EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) {
   REQUIRE_CTX(ctx);
   if (fn == NULL) return CUDA_ERROR_INVALID_VALUE;
@@ -663,16 +738,23 @@ EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
   }
   e->magic = EVENT_MAGIC;
   e->flags = flags;
+  e->ctx = ctx;
+  e->generation = __atomic_load_n(&ctx->generation, __ATOMIC_ACQUIRE);
   *out = e;
   return CUDA_SUCCESS;
 }
 
-#define REQUIRE_EVENT(e) \
-  do { if ((e) == NULL || (e)->magic != EVENT_MAGIC) return CUDA_ERROR_INVALID_HANDLE; } while (0)
+#define REQUIRE_EVENT(e)                                                                                  \
+  do {                                                                                                    \
+    if ((e) == NULL || (e)->magic != EVENT_MAGIC) return CUDA_ERROR_INVALID_HANDLE;                       \
+    if (__atomic_load_n(&(e)->ctx->generation, __ATOMIC_ACQUIRE) != (e)->generation) return CUDA_ERROR_INVALID_HANDLE; \
+  } while (0)
 
 EXPORT CUresult cuEventDestroy_v2(CUevent event) {
   REQUIRE_INIT();
   REQUIRE_EVENT(event);
+  sim_status fault = sim_device_fault(event->ctx->device);
+  if (fault != SIM_OK) return from_sim(fault);
   event->magic = 0;
   sim_event_destroy(event->sim);
   handle_delete(BIN_EVENT, event);
@@ -684,8 +766,12 @@ EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
   REQUIRE_CTX(ctx);
   REQUIRE_EVENT(event);
   sim_stream *s;
-  CUresult rc = resolve_stream(stream, ctx, &s);
+  struct cuctx *owner;
+  CUresult rc = resolve_stream_owner(stream, ctx, &s, &owner);
   if (rc != CUDA_SUCCESS) return rc;
+  /* cuEventRecord: "hEvent and hStream must be from the same context otherwise
+   * CUDA_ERROR_INVALID_HANDLE is returned". */
+  if (owner != event->ctx) return CUDA_ERROR_INVALID_HANDLE;
   return from_sim(sim_event_record(event->sim, s));
 }
 
@@ -698,7 +784,9 @@ EXPORT CUresult cuEventQuery(CUevent event) {
 EXPORT CUresult cuEventSynchronize(CUevent event) {
   REQUIRE_CTX(ctx);
   REQUIRE_EVENT(event);
-  return from_sim(sim_event_sync(event->sim));
+  CUresult rc = from_sim(sim_event_sync(event->sim));
+  sim_status fault = sim_device_fault(event->ctx->device);
+  return fault != SIM_OK ? from_sim(fault) : rc;
 }
 
 EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
@@ -706,6 +794,7 @@ EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
   REQUIRE_EVENT(start);
   REQUIRE_EVENT(end);
   if (ms == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (start->ctx != end->ctx) return CUDA_ERROR_INVALID_HANDLE; /* events of two devices */
   return from_sim(sim_event_elapsed(start->sim, end->sim, ms));
 }
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) { return cuEventElapsedTime_v2(ms, start, end); }
@@ -754,6 +843,12 @@ static int host_range_kind(const void *p, size_t size) {
   return sim_mem_check(p, size) == SIM_OK ? 1 : -1;
 }
 
+/* Device memory for the synchronisation rules: what only the device reaches (cuMemAlloc
+ * memory, module globals) and managed memory; pinned host memory is host memory. */
+static int is_device_kind(sim_mem_kind kind) {
+  return kind == SIM_MEM_DEVICE || kind == SIM_MEM_GLOBAL || kind == SIM_MEM_MANAGED;
+}
+
 enum { DIR_HTOD, DIR_DTOH, DIR_DTOD };
 
 static CUresult copy_enqueue(struct cuctx *ctx, void *dst, const void *src, size_t size, CUstream stream, int dir,
@@ -791,8 +886,13 @@ static CUresult copy_enqueue(struct cuctx *ctx, void *dst, const void *src, size
     copy_free(c);
     return rc;
   }
-  /* Synchronous copies, and copies into pageable memory, return once the copy is done. */
-  if (synchronous || !dst_pinned) sim_stream_wait_idle(s);
+  /* "API synchronization behavior", synchronous copies: from pageable host memory the call
+   * returns once the data is staged (above), the DMA may still be pending; from pinned host
+   * memory it is synchronous; to host memory it returns once the copy has completed; device to
+   * device does no host-side synchronisation at all. Asynchronous copies into pageable memory
+   * also return once done ("might be synchronous"). */
+  int wait = dir == DIR_DTOH ? (synchronous || !dst_pinned) : dir == DIR_HTOD ? (synchronous && src_pinned) : 0;
+  if (wait) sim_stream_wait_idle(s);
   return CUDA_SUCCESS;
 }
 
@@ -823,14 +923,21 @@ EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   return copy_enqueue(ctx, PTR(dst), PTR(src), n, NULL, DIR_DTOD, 1);
 }
 
-/* Unified copies: each side is device memory when tracked, pageable host memory otherwise. */
+/* Unified copies (the kind inferred from the pointers): each side is device memory when it lies
+ * in device or managed memory, host memory otherwise (pinned or pageable). */
 static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, int synchronous) {
   REQUIRE_CTX(ctx);
-  int dst_dev = sim_mem_find(PTR(dst), NULL), src_dev = sim_mem_find(PTR(src), NULL);
+  sim_alloc_info d, s;
+  int dst_dev = sim_mem_find(PTR(dst), &d) && is_device_kind(d.kind);
+  int src_dev = sim_mem_find(PTR(src), &s) && is_device_kind(s.kind);
   int dir = dst_dev && src_dev ? DIR_DTOD : dst_dev ? DIR_HTOD : src_dev ? DIR_DTOH : -1;
   if (dir < 0) {
+    /* host to host: fully synchronous, in stream order */
     if (n == 0) return CUDA_SUCCESS;
-    if (synchronous) sim_stream_wait_idle(sim_stream_legacy(ctx->device));
+    sim_stream *q;
+    CUresult rc = resolve_stream(synchronous ? NULL : stream, ctx, &q);
+    if (rc != CUDA_SUCCESS) return rc;
+    sim_stream_wait_idle(q);
     memmove(PTR(dst), PTR(src), n);
     return CUDA_SUCCESS;
   }
@@ -849,7 +956,17 @@ static CUresult peer_copy(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
   if (n == 0) return CUDA_SUCCESS;
   if (!sim_mem_find(PTR(dst), &d) || !sim_mem_find(PTR(src), &s)) return CUDA_ERROR_INVALID_VALUE;
   if (d.device != dst_ctx->device || s.device != src_ctx->device) return CUDA_ERROR_INVALID_VALUE;
-  return copy_enqueue(ctx, PTR(dst), PTR(src), n, stream, DIR_DTOD, synchronous);
+  /* No peer access needed (the driver stages the copy). cuMemcpyPeer is serialised with all
+   * pending and future work of the current, source and destination contexts; modelled as
+   * fully synchronous ("exhibits synchronous behavior for most use cases"). */
+  if (synchronous) {
+    sim_device_wait_idle(ctx->device);
+    sim_device_wait_idle(src_ctx->device);
+    sim_device_wait_idle(dst_ctx->device);
+  }
+  CUresult rc = copy_enqueue(ctx, PTR(dst), PTR(src), n, stream, DIR_DTOD, synchronous);
+  if (rc == CUDA_SUCCESS && synchronous) sim_stream_wait_idle(sim_stream_legacy(ctx->device));
+  return rc;
 }
 EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
                                   CUstream stream) {
@@ -886,6 +1003,12 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t width
   if (dst % elem != 0 || (height > 1 && (pitch < width * elem))) return CUDA_ERROR_INVALID_VALUE;
   size_t extent = (height - 1) * pitch + width * elem;
   if (check_device_range(PTR(dst), extent) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+  /* "API synchronization behavior": the synchronous memsets are asynchronous with respect to
+   * the host except when the target is pinned host memory or a Unified Memory region. */
+  sim_alloc_info target;
+  sim_mem_find(PTR(dst), &target);
+  synchronous = synchronous && (target.kind == SIM_MEM_HOST || target.kind == SIM_MEM_REGISTERED ||
+                                target.kind == SIM_MEM_MANAGED);
   sim_stream *s;
   CUresult rc = resolve_stream(synchronous ? NULL : stream, ctx, &s);
   if (rc != CUDA_SUCCESS) return rc;
@@ -1019,11 +1142,43 @@ static CUresult module_load(CUmodule *out, const void *image) {
 }
 
 EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) { return module_load(out, image); }
+enum {
+  CU_JIT_INFO_LOG_BUFFER = 3,
+  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CU_JIT_NUM_OPTIONS_MODELLED = 40, /* option ids at or above are unknown (INVALID_VALUE) */
+};
+
+/* Writes text into a JIT log buffer option pair (capped at its size, NUL included) and stores
+ * the bytes written back into the size option's value, as the driver does ("OUT: Amount of log
+ * buffer filled with messages"). */
+static void jit_log_out(unsigned n, const int *options, void **values, int buffer_option, int size_option, const char *text) {
+  char *buffer = NULL;
+  int size_at = -1;
+  for (unsigned i = 0; i < n; ++i) {
+    if (options[i] == buffer_option) buffer = values[i];
+    if (options[i] == size_option) size_at = (int)i;
+  }
+  if (buffer == NULL || size_at < 0) return;
+  size_t capacity = (size_t)(unsigned)(uintptr_t)values[size_at];
+  if (capacity == 0) return;
+  size_t len = strlen(text);
+  if (len >= capacity) len = capacity - 1;
+  memcpy(buffer, text, len);
+  buffer[len] = '\0';
+  values[size_at] = (void *)(uintptr_t)(len ? len + 1 : 0);
+}
+
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n, int *options, void **values) {
-  (void)options;
-  (void)values;
   if (n > 0 && (options == NULL || values == NULL)) return CUDA_ERROR_INVALID_VALUE;
-  return module_load(out, image);
+  for (unsigned i = 0; i < n; ++i)
+    if (options[i] < 0 || options[i] >= CU_JIT_NUM_OPTIONS_MODELLED) return CUDA_ERROR_INVALID_VALUE;
+  CUresult rc = module_load(out, image);
+  const char *log = rc == CUDA_SUCCESS ? "" : cu_image_jit_log();
+  jit_log_out(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, log);
+  jit_log_out(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
+  return rc;
 }
 
 EXPORT CUresult cuModuleUnload(CUmodule m) {
@@ -1142,8 +1297,11 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
       }
     }
     if (!have_pointer || !have_size || (buffer == NULL && buffer_size != 0)) return CUDA_ERROR_INVALID_VALUE;
-    /* The driver refuses a buffer smaller than the kernel's parameters. */
+    /* The buffer's size must be the parameters' extent (the last one's offset + size, no tail
+     * padding): smaller is INVALID_VALUE, larger is "too many resources requested for launch"
+     * (llvm-project #143323, fixed in liboffload by #172249). */
     if (buffer_size < k->param_bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (buffer_size > k->param_bytes) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   } else if (k->param_count > 0) {
     if (params == NULL || k->param_bytes > sizeof packed) return CUDA_ERROR_INVALID_VALUE;
     for (unsigned i = 0; i < k->param_count; ++i) {
@@ -1162,8 +1320,12 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   sim_stream *s;
-  CUresult rc = resolve_stream(stream, ctx, &s);
+  struct cuctx *owner;
+  CUresult rc = resolve_stream_owner(stream, ctx, &s, &owner);
   if (rc != CUDA_SUCCESS) return rc;
+  /* "A kernel launch will fail if it is issued to a stream that is not associated to the current
+   * device" (Programming Guide, Stream and Event Behavior). */
+  if (owner != ctx) return CUDA_ERROR_INVALID_HANDLE;
   size_t offsets[CU_MAX_PARAMS];
   for (unsigned i = 0; i < k->param_count; ++i) offsets[i] = k->params[i].offset;
   sim_launch_desc desc = {f->entry, {gx, gy, gz}, {bx, by, bz}, shared, buffer, buffer_size, offsets, k->param_count};
@@ -1308,6 +1470,7 @@ static const proc_entry procs[] = {
     E("cuStreamGetFlags", 5050, cuStreamGetFlags),
     E("cuStreamWaitEvent", 3020, cuStreamWaitEvent),
     E("cuLaunchHostFunc", 10000, cuLaunchHostFunc),
+    E("cuStreamAddCallback", 5000, cuStreamAddCallback),
     E("cuEventCreate", 2000, cuEventCreate),
     E("cuEventDestroy", 4000, cuEventDestroy_v2),
     E("cuEventRecord", 2000, cuEventRecord),

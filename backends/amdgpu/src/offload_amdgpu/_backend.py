@@ -1,7 +1,13 @@
 """The AMDGPU backend: the hookimpls of ``offload.hookspecs`` on hip-python.
 
 ``queue is None`` (a synchronous operation) runs on the device's null stream, then waits for it.
-With more than one device, calls that act on HIP's "current device" select it first.
+With more than one device, calls that act on HIP's "current device" select it first (a module
+belongs to the device it was loaded on: HIP aborts on a mismatch).
+
+From a host function (a thread HIP runs the function on, which must not call HIP): the releases
+the core may ask there (``mem_free``, ``unload_binary``, the final teardown's hooks) are deferred
+to the backend's deferred thread, which runs them once the function has returned (``_deferred``);
+``has_pending_work`` of another queue asks HIP from a short-lived thread.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from . import _code_object, _device, _runtime
 from ._device import HipDevice
 from ._errors import raise_hip_error
 from ._program import HipImage, HipKernel, LaunchBlocks, short_args_error
+from ._deferred import off_thread
 from ._queue import HIP_ERROR_NOT_READY, HIP_STREAM_NON_BLOCKING, HipEvent, HipQueue, HostCalls, take_errors
 
 __all__ = ["AMDGPUBackend"]
@@ -28,6 +35,7 @@ HIP_MEM_ATTACH_GLOBAL = 1
 HIP_HOST_REGISTER_DEFAULT = 0
 HIP_MEMCPY_DEFAULT = 4
 HIP_EVENT_DEFAULT = 0  # timing enabled
+HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 
 
 class AMDGPUBackend:
@@ -44,6 +52,7 @@ class AMDGPUBackend:
         self._host_calls: HostCalls | None = None
         self._launch_blocks = LaunchBlocks()
         self._module_launch: Any = None  # hip.hipModuleLaunchKernel, bound once (the hot path)
+        self._peers: dict[tuple[int, int], bool] = {}  # (from, to) ordinals -> peer access enabled
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -65,15 +74,41 @@ class AMDGPUBackend:
 
     @hookimpl
     def deinit(self) -> None:
+        if self._deferring(None, self._deinit):
+            return
+        self._deinit()
+
+    def _deinit(self) -> None:
         self.devices = []
+        self._peers = {}
 
     @hookimpl
     def deinit_device(self, device: HipDevice) -> None:
+        if self._deferring(None, lambda: self._deinit_device(device)):
+            return
+        self._deinit_device(device)
+
+    def _deinit_device(self, device: HipDevice) -> None:
+        """Destroy the events still alive (the core does not) and the pooled streams."""
         self._select(device)
         with device.lock:
             streams, device.streams = device.streams, []
+            events, device.events = list(device.events), set()
+        failures: list[OffloadError] = []
+        for event in events:
+            try:
+                self._call("hipEventDestroy", self.hip.hipEventDestroy(event.handle))
+            except OffloadError as exc:
+                failures.append(exc)
         for stream in streams:
-            self._call("hipStreamDestroy", self.hip.hipStreamDestroy(stream))
+            try:
+                self._call("hipStreamDestroy", self.hip.hipStreamDestroy(stream))
+            except OffloadError as exc:
+                failures.append(exc)
+        if len(failures) == 1:
+            raise failures[0]
+        if failures:
+            raise ExceptionGroup(f"releasing device {device.ordinal} failed {len(failures)} times", failures)
 
     @hookimpl
     def get_device_info(self, device: HipDevice) -> Mapping[DeviceInfo, Any]:
@@ -91,6 +126,18 @@ class AMDGPUBackend:
     def _select(self, device: HipDevice) -> None:
         if device.select:
             self._call("hipSetDevice", self.hip.hipSetDevice(device.ordinal))
+
+    def _deferring(self, queue: HipQueue | None, work: Callable[[], None]) -> bool:
+        """On a host function's (HIP) thread: keep ``work`` for the deferred thread, return True.
+
+        Its exception becomes an error of ``queue`` (default: the function's own queue)."""
+        host_calls = self._host_calls
+        own = None if host_calls is None else host_calls.running_for()
+        if own is None:
+            return False
+        assert host_calls is not None
+        host_calls.defer(queue or own, work)
+        return True
 
     def _finish(self, name: str, device: HipDevice, status: Any) -> None:
         """Check a call enqueued on the null stream (a synchronous operation), then wait for it."""
@@ -124,6 +171,8 @@ class AMDGPUBackend:
 
     @hookimpl
     def unload_binary(self, device: HipDevice, image: HipImage) -> None:
+        if self._deferring(None, lambda: self.unload_binary(device, image)):
+            return
         self._select(device)
         self._call("hipModuleUnload", self.hip.hipModuleUnload(image.module))
 
@@ -132,6 +181,7 @@ class AMDGPUBackend:
         info = image.code.kernels.get(name)
         if info is None:
             raise OffloadError(ErrorCode.NOT_FOUND, f"no kernel {name!r} in the code object")
+        self._select(device)  # the module's device (HIP aborts on another)
         function = self._call(
             f"hipModuleGetFunction({name!r})", self.hip.hipModuleGetFunction(image.module, name.encode())
         )
@@ -141,6 +191,7 @@ class AMDGPUBackend:
     def get_global(self, device: HipDevice, image: HipImage, name: str) -> tuple[int, int]:
         if name not in image.code.globals:
             raise OffloadError(ErrorCode.NOT_FOUND, f"no global variable {name!r} in the code object")
+        self._select(device)
         result = self.hip.hipModuleGetGlobal(image.module, name.encode())
         if result[0]:
             raise_hip_error(self.hip, f"hipModuleGetGlobal({name!r})", result[0])
@@ -152,6 +203,7 @@ class AMDGPUBackend:
 
     @hookimpl
     def max_group_size(self, device: HipDevice, kernel: HipKernel, dynamic_memory: int) -> int:
+        self._select(device)  # HIP computes occupancy for the current device
         result = self.hip.hipModuleOccupancyMaxPotentialBlockSize(kernel.function, dynamic_memory, 0)
         if result[0]:
             raise_hip_error(self.hip, "hipModuleOccupancyMaxPotentialBlockSize", result[0])
@@ -195,6 +247,8 @@ class AMDGPUBackend:
 
     @hookimpl
     def mem_free(self, device: HipDevice, address: int, alloc_type: AllocType) -> None:
+        if self._deferring(None, lambda: self.mem_free(device, address, alloc_type)):
+            return
         self._select(device)
         if alloc_type is AllocType.HOST:
             self._call("hipHostFree", self.hip.hipHostFree(address))
@@ -203,10 +257,17 @@ class AMDGPUBackend:
 
     @hookimpl
     def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
-        """hipHostRegister (the core counts nested registrations and refuses partial overlaps)."""
+        """hipHostRegister, then HIP's device pointer of the range (hipHostRegister: "the mapped
+        device pointer will have a different value than the mapped host pointer"); the core counts
+        nested registrations and refuses partial overlaps."""
+        hip = self.hip
         self._select(device)
-        self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
-        return address
+        self._call("hipHostRegister", hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
+        result = hip.hipHostGetDevicePointer(address, 0)
+        if result[0]:
+            hip.hipHostUnregister(address)
+            raise_hip_error(hip, "hipHostGetDevicePointer", result[0])
+        return int(result[1])
 
     @hookimpl
     def mem_unregister(self, device: HipDevice, address: int) -> None:
@@ -247,7 +308,7 @@ class AMDGPUBackend:
                 hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0],
             )
         else:
-            self._enable_peer(src_device, dst_device)
+            self._peer_access(src_device, dst_device)  # a faster path where it can; the copy works either way
             name = "hipMemcpyPeerAsync"
             status = hip.hipMemcpyPeerAsync(dst, dst_device.ordinal, src, src_device.ordinal, size, stream)[0]
         if queue is None:
@@ -255,13 +316,27 @@ class AMDGPUBackend:
         elif status:
             raise_hip_error(hip, name, status)
 
-    def _enable_peer(self, src_device: HipDevice, dst_device: HipDevice) -> None:
-        """Let ``src_device`` reach ``dst_device`` (idempotent: "already enabled" is fine)."""
+    def _peer_access(self, src_device: HipDevice, dst_device: HipDevice) -> bool:
+        """Whether ``src_device`` reaches ``dst_device``'s memory: asked once per pair
+        (hipDeviceCanAccessPeer, then hipDeviceEnablePeerAccess from ``src_device``). Without it,
+        hipMemcpyPeer(Async) still copies ("the hipMemcpy will still work, but will perform the
+        copy using a staging buffer on the host"), so a refusal is remembered, not raised."""
+        key = (src_device.ordinal, dst_device.ordinal)
+        enabled = self._peers.get(key)
+        if enabled is not None:
+            return enabled
         hip = self.hip
-        self._call("hipSetDevice", hip.hipSetDevice(src_device.ordinal))
-        status = hip.hipDeviceEnablePeerAccess(dst_device.ordinal, 0)[0]
-        if status and int(status) != 704:  # hipErrorPeerAccessAlreadyEnabled
-            raise_hip_error(hip, "hipDeviceEnablePeerAccess", status)
+        can = self._call("hipDeviceCanAccessPeer", hip.hipDeviceCanAccessPeer(src_device.ordinal, dst_device.ordinal))
+        enabled = False
+        if can:
+            self._call("hipSetDevice", hip.hipSetDevice(src_device.ordinal))
+            status = int(hip.hipDeviceEnablePeerAccess(dst_device.ordinal, 0)[0])
+            enabled = status in (0, HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+            if not enabled:
+                log.info("offload-amdgpu: peer access %d -> %d not enabled (hipError %d); peer copies are staged",
+                         *key, status)  # fmt: skip
+        self._peers[key] = enabled  # a race asks twice at worst: HIP answers "already enabled"
+        return enabled
 
     @hookimpl
     def data_fill(self, device: HipDevice, address: int, pattern: bytes, size: int, queue: HipQueue | None) -> None:
@@ -272,6 +347,8 @@ class AMDGPUBackend:
             self._select(device)
         width = len(pattern)
         value = int.from_bytes(pattern, "little")
+        if width in (2, 4) and address % width:
+            width = 3  # hipMemsetD16 / D32 need an aligned destination; olMemFill does not: bytewise
         if width == 1:
             name, status = "hipMemsetD8Async", hip.hipMemsetD8Async(address, value, size, stream)[0]
         elif width == 2:
@@ -281,6 +358,7 @@ class AMDGPUBackend:
             name, status = "hipMemsetD32Async", hip.hipMemsetD32Async(address, value, size // 4, stream)[0]
         else:
             name, status = "hipMemset2DAsync", 0
+            width = len(pattern)
             for index, byte in enumerate(pattern):  # column `index` of a (size / width) x width matrix
                 status = hip.hipMemset2DAsync(address + index, width, byte, 1, size // width, stream)[0]
                 if status:
@@ -317,19 +395,57 @@ class AMDGPUBackend:
 
     @hookimpl
     def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:
+        assert self._host_calls is not None
+        own = self._host_calls.running_for()
+        if own is not None:
+            self._synchronize_from_host_function(device, queue, release, own)
+            return
+        if self._host_calls.deferred.running_for() is queue:
+            raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
         self._drain(self.hip.hipStreamQuery, queue.stream)
         status = self.hip.hipStreamSynchronize(queue.stream)[0]
+        self._host_calls.deferred.wait(queue)  # work its host functions asked for, run after them
         try:
             if status:
                 raise_hip_error(self.hip, "hipStreamSynchronize", status)
-            take_errors(queue, "olSyncQueue")
+            take_errors(queue)
         finally:
             if release:
                 with device.lock:
                     device.streams.append(queue.stream)
 
+    def _synchronize_from_host_function(self, device: HipDevice, queue: HipQueue, release: bool, own: HipQueue) -> None:
+        """synchronize called on a host function's thread (of queue ``own``), where HIP may not
+        be called. The own queue cannot be waited for (the function holds it): released (the final
+        olShutDown), it drops the host functions queued behind and goes back to the pool once the
+        function has returned. Another queue released is synchronized by the deferred thread; one
+        merely waited for is waited for by a short-lived thread."""
+        if queue is own:
+            if not release:
+                raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
+            queue.released = True
+            self._deferring(queue, lambda: self._return_stream(device, queue.stream))
+            take_errors(queue)
+            return
+        if release:
+            self._deferring(own, lambda: self.synchronize(device, queue, True))
+            return
+        off_thread(lambda: self.synchronize(device, queue, False))
+
+    @staticmethod
+    def _return_stream(device: HipDevice, stream: Any) -> None:
+        with device.lock:
+            device.streams.append(stream)
+
     @hookimpl
     def has_pending_work(self, device: HipDevice, queue: HipQueue) -> bool:
+        if queue.deferred:
+            return True
+        host_calls = self._host_calls
+        if host_calls is not None and host_calls.running_for() is not None:  # no HIP call on this thread
+            if host_calls.running_for() is queue:
+                return True
+            return bool(off_thread(lambda: self.has_pending_work(device, queue)))
         status = self.hip.hipStreamQuery(queue.stream)[0]
         if not status:
             return False
@@ -351,10 +467,15 @@ class AMDGPUBackend:
         if status:
             hip.hipEventDestroy(handle)
             raise_hip_error(hip, "hipEventRecord", status)
-        return HipEvent(handle, queue)
+        event = HipEvent(handle, queue)
+        with device.lock:
+            device.events.add(event)
+        return event
 
     @hookimpl
     def destroy_event(self, device: HipDevice, event: HipEvent) -> None:
+        with device.lock:
+            device.events.discard(event)
         self._call("hipEventDestroy", self.hip.hipEventDestroy(event.handle))
 
     @hookimpl
@@ -374,7 +495,7 @@ class AMDGPUBackend:
     def sync_event(self, device: HipDevice, event: HipEvent) -> None:
         self._drain(self.hip.hipEventQuery, event.handle)
         self._call("hipEventSynchronize", self.hip.hipEventSynchronize(event.handle))
-        take_errors(event.queue, "olSyncEvent")
+        take_errors(event.queue)
 
     @hookimpl
     def event_elapsed_time(self, device: HipDevice, start: HipEvent, end: HipEvent) -> float:

@@ -24,12 +24,13 @@ AMD_VENDOR_ID = 0x1002
 class HipDevice:
     """A HIP device of this process: ordinal, target, and the streams kept for reuse."""
 
-    __slots__ = ("ordinal", "target", "streams", "lock", "select")
+    __slots__ = ("ordinal", "target", "streams", "events", "lock", "select")
 
     def __init__(self, ordinal: int, target: Target, select: bool) -> None:
         self.ordinal = ordinal
         self.target = target
         self.streams: list[Any] = []  # idle hipStream_t handles (the pool)
+        self.events: set[Any] = set()  # live HipEvents (destroyed by deinit_device if still alive)
         self.lock = threading.Lock()
         #: Whether calls that act on "the current device" must hipSetDevice first (more than one device).
         self.select = select

@@ -102,6 +102,16 @@ def test_host_dereference_of_device_memory_faults(run_child: Any, child_env: Any
     assert "survived" not in child.stdout
 
 
+def test_protection_can_be_turned_off_and_says_so(run_child: Any, child_env: Any) -> None:
+    """GPUSIM_PROTECT=0: device memory is readable by the host again, and the simulator's query
+    says why (what a test skips with where pkeys are unavailable)."""
+    child = run_child(_DEREFERENCE + "\nemit(protected())", child_env(WHERE="main", GPUSIM_PROTECT="0"))
+    assert child.stdout.splitlines()[1:] == [
+        '{"survived": true}',
+        '[false, "device memory protection turned off (GPUSIM_PROTECT=0)"]',
+    ]
+
+
 _PUSH_BUFFER = (
     _PRELUDE
     + r"""

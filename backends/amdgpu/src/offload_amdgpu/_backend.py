@@ -19,8 +19,8 @@ from typing import Any
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
 
-from . import _code_object, _device, _runtime
-from ._device import HipDevice
+from . import _code_object, _device, _memory, _runtime
+from ._device import HipDevice, check, select
 from ._errors import raise_hip_error
 from ._program import HipImage, HipKernel, LaunchBlocks, short_args_error
 from ._deferred import off_thread
@@ -30,12 +30,7 @@ __all__ = ["AMDGPUBackend"]
 
 log = logging.getLogger("offload_amdgpu")
 
-HIP_HOST_MALLOC_DEFAULT = 0
-HIP_MEM_ATTACH_GLOBAL = 1
-HIP_HOST_REGISTER_DEFAULT = 0
-HIP_MEMCPY_DEFAULT = 4
 HIP_EVENT_DEFAULT = 0  # timing enabled
-HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 
 
 class AMDGPUBackend:
@@ -52,7 +47,7 @@ class AMDGPUBackend:
         self._host_calls: HostCalls | None = None
         self._launch_blocks = LaunchBlocks()
         self._module_launch: Any = None  # hip.hipModuleLaunchKernel, bound once (the hot path)
-        self._peers: dict[tuple[int, int], bool] = {}  # (from, to) ordinals -> peer access enabled
+        self._peers: _memory.Peers = {}  # (from, to) ordinals -> peer access enabled
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -118,14 +113,11 @@ class AMDGPUBackend:
     # --- helpers -----------------------------------------------------------------------------
 
     def _call(self, name: str, result: Any) -> Any:
-        """Raise for a failed hip-python result tuple; return its value(s)."""
-        if result[0]:
-            raise_hip_error(self.hip, name, result[0])
-        return result[1] if len(result) == 2 else None
+        """Raise for a failed hip-python result tuple; return its value."""
+        return check(self.hip, name, result)
 
     def _select(self, device: HipDevice) -> None:
-        if device.select:
-            self._call("hipSetDevice", self.hip.hipSetDevice(device.ordinal))
+        select(self.hip, device)
 
     def _deferring(self, queue: HipQueue | None, work: Callable[[], None]) -> bool:
         """On a host function's (HIP) thread: keep ``work`` for the deferred thread, return True.
@@ -138,14 +130,6 @@ class AMDGPUBackend:
         assert host_calls is not None
         host_calls.defer(queue or own, work)
         return True
-
-    def _finish(self, name: str, device: HipDevice, status: Any) -> None:
-        """Check a call enqueued on the null stream (a synchronous operation), then wait for it."""
-        if status:
-            raise_hip_error(self.hip, name, status)
-        status = self.hip.hipStreamSynchronize(None)[0]
-        if status:
-            raise_hip_error(self.hip, f"hipStreamSynchronize (after {name})", status)
 
     # --- programs ----------------------------------------------------------------------------
 
@@ -229,144 +213,48 @@ class AMDGPUBackend:
             return
         self._select(device)  # the null stream is the current device's
         status = self._module_launch(kernel.function, gx, gy, gz, bx, by, bz, shared, None, None, extra)[0]
-        self._finish("hipModuleLaunchKernel", device, status)
+        _memory.finish(self.hip, "hipModuleLaunchKernel", status, None)
 
     # --- memory ------------------------------------------------------------------------------
 
     @hookimpl
     def mem_alloc(self, device: HipDevice, alloc_type: AllocType, size: int) -> int:
-        hip = self.hip
-        self._select(device)
-        if alloc_type is AllocType.DEVICE:
-            pointer = self._call("hipMalloc", hip.hipMalloc(size))
-        elif alloc_type is AllocType.HOST:
-            pointer = self._call("hipHostMalloc", hip.hipHostMalloc(size, HIP_HOST_MALLOC_DEFAULT))
-        else:
-            pointer = self._call("hipMallocManaged", hip.hipMallocManaged(size, HIP_MEM_ATTACH_GLOBAL))
-        return int(pointer)
+        return _memory.alloc(self.hip, device, alloc_type, size)
 
     @hookimpl
     def mem_free(self, device: HipDevice, address: int, alloc_type: AllocType) -> None:
         if self._deferring(None, lambda: self.mem_free(device, address, alloc_type)):
             return
-        self._select(device)
-        if alloc_type is AllocType.HOST:
-            self._call("hipHostFree", self.hip.hipHostFree(address))
-        else:
-            self._call("hipFree", self.hip.hipFree(address))
+        _memory.free(self.hip, device, address, alloc_type)
 
     @hookimpl
     def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
-        """hipHostRegister, then HIP's device pointer of the range (hipHostRegister: "the mapped
-        device pointer will have a different value than the mapped host pointer"); the core counts
-        nested registrations and refuses partial overlaps."""
-        hip = self.hip
-        self._select(device)
-        self._call("hipHostRegister", hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
-        result = hip.hipHostGetDevicePointer(address, 0)
-        if result[0]:
-            hip.hipHostUnregister(address)
-            raise_hip_error(hip, "hipHostGetDevicePointer", result[0])
-        return int(result[1])
+        """HIP's device pointer of the registered range (the core counts nested registrations
+        and refuses partial overlaps)."""
+        return _memory.register(self.hip, device, address, size)
 
     @hookimpl
     def mem_unregister(self, device: HipDevice, address: int) -> None:
-        self._select(device)
-        self._call("hipHostUnregister", self.hip.hipHostUnregister(address))
+        _memory.unregister(self.hip, device, address)
 
     @hookimpl
     def data_submit(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-        if queue is not None:
-            status = self.hip.hipMemcpyHtoDAsync(dst, src, size, queue.stream)[0]
-            if status:
-                raise_hip_error(self.hip, "hipMemcpyHtoDAsync", status)
-            return
-        self._select(device)
-        self._finish("hipMemcpyHtoDAsync", device, self.hip.hipMemcpyHtoDAsync(dst, src, size, None)[0])
+        _memory.copy(self.hip, device, "hipMemcpyHtoDAsync", dst, src, size, None if queue is None else queue.stream)
 
     @hookimpl
     def data_retrieve(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-        if queue is not None:
-            status = self.hip.hipMemcpyDtoHAsync(dst, src, size, queue.stream)[0]
-            if status:
-                raise_hip_error(self.hip, "hipMemcpyDtoHAsync", status)
-            return
-        self._select(device)
-        self._finish("hipMemcpyDtoHAsync", device, self.hip.hipMemcpyDtoHAsync(dst, src, size, None)[0])
+        _memory.copy(self.hip, device, "hipMemcpyDtoHAsync", dst, src, size, None if queue is None else queue.stream)
 
     @hookimpl
     def data_exchange(
         self, src_device: HipDevice, src: int, dst_device: HipDevice, dst: int, size: int, queue: HipQueue | None
     ) -> None:
-        hip = self.hip
         stream = None if queue is None else queue.stream
-        if queue is None:
-            self._select(src_device)
-        if src_device is dst_device:
-            name, status = (
-                "hipMemcpyAsync",
-                hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0],
-            )
-        else:
-            self._peer_access(src_device, dst_device)  # a faster path where it can; the copy works either way
-            name = "hipMemcpyPeerAsync"
-            status = hip.hipMemcpyPeerAsync(dst, dst_device.ordinal, src, src_device.ordinal, size, stream)[0]
-        if queue is None:
-            self._finish(name, src_device, status)
-        elif status:
-            raise_hip_error(hip, name, status)
-
-    def _peer_access(self, src_device: HipDevice, dst_device: HipDevice) -> bool:
-        """Whether ``src_device`` reaches ``dst_device``'s memory: asked once per pair
-        (hipDeviceCanAccessPeer, then hipDeviceEnablePeerAccess from ``src_device``). Without it,
-        hipMemcpyPeer(Async) still copies ("the hipMemcpy will still work, but will perform the
-        copy using a staging buffer on the host"), so a refusal is remembered, not raised."""
-        key = (src_device.ordinal, dst_device.ordinal)
-        enabled = self._peers.get(key)
-        if enabled is not None:
-            return enabled
-        hip = self.hip
-        can = self._call("hipDeviceCanAccessPeer", hip.hipDeviceCanAccessPeer(src_device.ordinal, dst_device.ordinal))
-        enabled = False
-        if can:
-            self._call("hipSetDevice", hip.hipSetDevice(src_device.ordinal))
-            status = int(hip.hipDeviceEnablePeerAccess(dst_device.ordinal, 0)[0])
-            enabled = status in (0, HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED)
-            if not enabled:
-                log.info("offload-amdgpu: peer access %d -> %d not enabled (hipError %d); peer copies are staged",
-                         *key, status)  # fmt: skip
-        self._peers[key] = enabled  # a race asks twice at worst: HIP answers "already enabled"
-        return enabled
+        _memory.exchange(self.hip, self._peers, src_device, src, dst_device, dst, size, stream)
 
     @hookimpl
     def data_fill(self, device: HipDevice, address: int, pattern: bytes, size: int, queue: HipQueue | None) -> None:
-        """1, 2 and 4-byte patterns natively; any other size as one strided byte fill per pattern byte."""
-        hip = self.hip
-        stream = None if queue is None else queue.stream
-        if queue is None:
-            self._select(device)
-        width = len(pattern)
-        value = int.from_bytes(pattern, "little")
-        if width in (2, 4) and address % width:
-            width = 3  # hipMemsetD16 / D32 need an aligned destination; olMemFill does not: bytewise
-        if width == 1:
-            name, status = "hipMemsetD8Async", hip.hipMemsetD8Async(address, value, size, stream)[0]
-        elif width == 2:
-            name, status = "hipMemsetD16Async", hip.hipMemsetD16Async(address, value, size // 2, stream)[0]
-        elif width == 4:  # hipMemsetD32Async takes an int
-            value -= (value & 0x80000000) << 1
-            name, status = "hipMemsetD32Async", hip.hipMemsetD32Async(address, value, size // 4, stream)[0]
-        else:
-            name, status = "hipMemset2DAsync", 0
-            width = len(pattern)
-            for index, byte in enumerate(pattern):  # column `index` of a (size / width) x width matrix
-                status = hip.hipMemset2DAsync(address + index, width, byte, 1, size // width, stream)[0]
-                if status:
-                    break
-        if queue is None:
-            self._finish(name, device, status)
-        elif status:
-            raise_hip_error(hip, name, status)
+        _memory.fill(self.hip, device, address, pattern, size, None if queue is None else queue.stream)
 
     # --- queues and events ---------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from offload import ErrorCode, OffloadError
 
-from ._deferred import Deferred, Job
+from ._deferred import Deferred, Job, off_thread
 from ._device import HipDevice
 from ._errors import raise_hip_error
 
@@ -137,13 +137,15 @@ class HostCalls:
 
     def enqueue(self, queue: HipQueue, callback: Callable[[], None]) -> None:
         """``callback`` in ``queue``'s order. Asked from a host function of ``queue`` (on HIP's
-        thread or the deferred one), it runs on the deferred thread after that function."""
+        thread or the deferred one), it runs on the deferred thread after that function; asked
+        from a host function of another queue, a short-lived thread makes the hipLaunchHostFunc
+        call (not allowed on the function's own thread) at once."""
         own = self.running_for()
         if own is not None:
             if queue is own:
                 self.defer(queue, callback)
-            else:  # hipLaunchHostFunc is a HIP call: made by the deferred thread
-                self.defer(queue, lambda: self._launch(queue, callback))
+            else:
+                off_thread(lambda: self._launch(queue, callback))
             return
         if self.deferred.running_for() is queue:
             self.deferred.submit([(queue, callback)])

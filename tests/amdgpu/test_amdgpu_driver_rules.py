@@ -274,3 +274,92 @@ emit({"alive": alive, "after": live_events()})
         timeout=60,
     )
     assert result == {"alive": 2, "after": 0}
+
+
+def test_queue_calls_from_a_host_function(hip_build, hip_child) -> None:
+    """From a host function: waiting for its own queue is refused (it would never finish), waiting
+    for another works, and host functions launched on its own or another queue run, their
+    failures reported by the queue they ran on."""
+    result = hip_child(
+        _prelude(hip_build)
+        + """
+queue, other = ol.olCreateQueue(dev), ol.olCreateQueue(dev)
+seen = []
+def record(what):
+    return lambda _: seen.append(what)
+def fail(_):
+    raise ValueError("nested failure")
+def nested_again(_):
+    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
+def outer(_):
+    try:
+        ol.olSyncQueue(queue)
+        seen.append("own sync returned")
+    except ol.OffloadError as exc:
+        seen.append(exc.code.name)
+    ol.olLaunchHostFunction(other, record("other"), None)
+    ol.olSyncQueue(other)
+    seen.append("other synced")
+    ol.olLaunchHostFunction(queue, record("nested"), None)
+    ol.olLaunchHostFunction(queue, nested_again, None)
+    ol.olLaunchHostFunction(queue, fail, None)
+ol.olLaunchHostFunction(queue, outer, None)
+try:
+    ol.olSyncQueue(queue)
+    error = None
+except ol.OffloadError as exc:
+    error = exc.details
+ol.olSyncQueue(other)
+ol.olShutDown()
+emit({"seen": seen, "error": error})
+""",
+        hip_build.env(),
+        timeout=60,
+    )
+    assert result["seen"] == ["INVALID_QUEUE", "other", "other synced", "nested", "nested again"]
+    assert "ValueError: nested failure" in result["error"]
+
+
+def test_a_kernel_fault_is_reported_and_teardown_completes(hip_build, hip_child) -> None:
+    """A trapping kernel (the simulator's sticky hipErrorLaunchFailure): the synchronous launch
+    reports it, every later call fails with it instead of hanging or succeeding, and the final
+    olShutDown still returns, every release failure joined."""
+    result = hip_child(
+        _prelude(hip_build)
+        + """
+queue = ol.olCreateQueue(dev)
+out = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 4 * 256)
+prog = ol.olCreateProgram(dev, (programs / "fault.hsaco").read_bytes())
+kernel = ol.olGetSymbol(prog, "fault", ol.SymbolKind.KERNEL)
+four = ol.KernelLaunchSizeArgs(dimensions=1, num_groups=ol.Dimensions(4, 1, 1),
+                               group_size=ol.Dimensions(64, 1, 1), dyn_shared_memory=0)
+start = ol.olCreateEvent(queue)
+staged = ctypes.create_string_buffer(16)
+def error(call, *args):
+    try:
+        call(*args)
+    except ol.OffloadError as exc:
+        return exc.code.name, "hipErrorLaunchFailure" in exc.details
+    return None
+res = {"sync_launch": error(ol.olLaunchKernel, None, dev, kernel, struct.pack("PII", out, 256, 1), four),
+       "sync": error(ol.olSyncQueue, queue),
+       "query": error(ol.olGetQueueInfo, queue, ol.QueueInfo.EMPTY),
+       "event": error(ol.olGetEventInfo, start, ol.EventInfo.IS_COMPLETE),
+       "launch": error(ol.olLaunchKernel, queue, dev, kernel, struct.pack("PII", out, 256, 99), four),
+       "host_function": error(ol.olLaunchHostFunction, queue, lambda _: None, None),
+       "copy": error(ol.olMemcpy, None, out, dev, ctypes.addressof(staged), host, 16),
+       "alloc": error(ol.olMemAlloc, dev, ol.AllocType.DEVICE, 64)}
+try:
+    ol.olShutDown()
+    res["shutdown"] = None
+except ol.OffloadError as exc:
+    res["shutdown"] = len(exc.errors) >= 1 and all("hipErrorLaunchFailure" in e.details for e in exc.errors)
+emit(res)
+""",
+        hip_build.env(),
+        timeout=60,
+    )
+    failure = ["BACKEND_FAILURE", True]
+    calls = ("sync_launch", "sync", "query", "event", "launch", "host_function", "copy", "alloc")
+    assert result == {**dict.fromkeys(calls, failure), "shutdown": True}
+

@@ -13,6 +13,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 PRELUDE = """
 import ctypes, threading
 from hip import hip
@@ -239,3 +241,29 @@ emit({"two": two, "one": live(), "again": st(hip.hipEventDestroy(b)), "zero": li
         {"LD_LIBRARY_PATH": str(hip_runtime)},
     )
     assert result == {"two": 2, "one": 1, "again": 0, "zero": 0}
+
+
+def test_device_memory_is_not_host_memory(hip_runtime) -> None:
+    """A host dereference of hipMalloc memory faults, as on a GPU (simcore's protection keys);
+    registered and hipHostMalloc memory stay host memory."""
+    code = PRELUDE + """
+import sys
+why = ctypes.c_char_p()
+lib = ctypes.CDLL("libamdhip64.so")
+if not lib.gpusim_memory_protected(ctypes.byref(why)):
+    print("UNPROTECTED", why.value.decode(), flush=True)
+    sys.exit(0)
+host = int(hip.hipHostMalloc(64, 0)[1])
+ctypes.memset(host, 1, 64)  # pinned host memory: fine
+device = int(hip.hipMalloc(64)[1])
+print("READING", flush=True)
+ctypes.string_at(device, 1)
+print("READ", flush=True)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    env["LD_LIBRARY_PATH"] = str(hip_runtime)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    if proc.stdout.startswith("UNPROTECTED"):
+        pytest.skip(f"device memory protection is off on this machine: {proc.stdout.strip()}")
+    assert "READING" in proc.stdout and "READ\n" not in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == -11, (proc.returncode, proc.stderr)  # SIGSEGV (SEGV_PKUERR)

@@ -416,8 +416,8 @@ static peer_mode peer_knob(void) {
   return PEER_YES;
 }
 
-/* hipDeviceReset: waits for the current device's work, then clears its sticky fault and its
- * peer access ("The peer memory remains accessible ... until hipDeviceDisablePeerAccess or
+/* hipDeviceReset: waits for the current device's work, then clears its sticky fault, the errors
+ * its streams keep, and its peer access ("The peer memory remains accessible ... until hipDeviceDisablePeerAccess or
  * hipDeviceReset"). Not modelled: the reset does not free the device's allocations. */
 static unsigned char peer_enabled[8][8];
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -428,6 +428,9 @@ EXPORT hipError_t hipDeviceReset(void) {
   if (e != hipSuccess) return ret(e);
   sim_device_wait_idle(current_device);
   sim_device_clear_fault(current_device);
+  /* The errors the device's streams still keep go with it (a call refused by the sticky fault
+   * returned before it synchronised, so a stream may still hold the fault as its own error). */
+  (void)sim_device_sync(current_device);
   pthread_mutex_lock(&peer_lock);
   for (int i = 0; i < 8; ++i) peer_enabled[current_device][i] = 0;
   pthread_mutex_unlock(&peer_lock);
@@ -711,6 +714,9 @@ EXPORT hipError_t hipLaunchHostFunc(hip_stream *stream, hipHostFn_t fn, void *da
  * library released its events. */
 static long live_events;
 EXPORT long gpusim_hip_live_events(void) { return __atomic_load_n(&live_events, __ATOMIC_RELAXED); }
+/* Whether hipMalloc memory is protected from host access (simcore's pkeys), and if not, why: a
+ * simulator-only export, as libcuda's, for tests that skip the rule with the reason. */
+EXPORT int gpusim_memory_protected(const char **why) { return sim_mem_protected(why); }
 
 typedef struct hip_event {
   unsigned magic;

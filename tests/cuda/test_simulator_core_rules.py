@@ -228,3 +228,47 @@ def test_a_trapping_kernel_leaves_a_sticky_error(run_child: Any, child_env: Any,
     assert out["attribute_query"] == "CUDA_SUCCESS"
     assert out["release"] == "CUDA_SUCCESS"
     assert out["after_reset"] == ["CUDA_SUCCESS", "CUDA_SUCCESS"] and out["after_reset_values"]
+
+
+_WILD = (
+    _PRELUDE
+    + r"""
+dev, ctx = setup()
+module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
+fault = ck(d.cuModuleGetFunction(module, b"fault"))
+stream = ck(d.cuStreamCreate(1))
+freed = ck(d.cuMemAlloc(1 << 16))
+ck(d.cuMemFree(freed))
+
+def launch(pointer):
+    args = [ctypes.c_uint64(pointer), ctypes.c_uint32(64), ctypes.c_uint32(1000)]  # no block traps
+    params = (ctypes.c_void_p * 3)(*[ctypes.addressof(a) for a in args])
+    return name(d.cuLaunchKernel(fault, 2, 1, 1, 32, 1, 1, 0, stream, ctypes.addressof(params), 0))
+
+out = {"launch": launch(int(os.environ["WILD"], 0) if os.environ["WILD"] != "freed" else int(freed))}
+out["sync"] = name(d.cuStreamSynchronize(stream))
+out["later"] = [name(d.cuMemAlloc(64)), name(d.cuCtxSynchronize())]
+ck(d.cuDevicePrimaryCtxRelease(dev))
+ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
+ck(d.cuCtxSetCurrent(ctx))
+out["after_release"] = name(d.cuMemAlloc(64))
+emit(out)
+"""
+)
+
+
+@pytest.mark.parametrize("wild", ["0x8", "freed"])
+def test_a_kernel_touching_unmapped_memory_leaves_a_sticky_illegal_address(
+    run_child: Any, child_env: Any, kernels: Any, wild: str
+) -> None:
+    """A kernel storing through a wild pointer, or into device memory already freed, does not
+    crash the process: as on a GPU, the launch fails with CUDA_ERROR_ILLEGAL_ADDRESS ("a load or
+    store instruction on an invalid memory address") and every later call returns it until the
+    context ends."""
+    out = run_child(_WILD, child_env(kernels=kernels, WILD=wild)).result
+    assert out == {
+        "launch": "CUDA_SUCCESS",
+        "sync": "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "later": ["CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_ILLEGAL_ADDRESS"],
+        "after_release": "CUDA_SUCCESS",
+    }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ const char *sim_status_name(sim_status status) {
   case SIM_ERR_HOST_CALLBACK: return "SIM_ERR_HOST_CALLBACK";
   case SIM_ERR_ILLEGAL_INSTRUCTION: return "SIM_ERR_ILLEGAL_INSTRUCTION";
   case SIM_ERR_NOT_PERMITTED: return "SIM_ERR_NOT_PERMITTED";
+  case SIM_ERR_ILLEGAL_ADDRESS: return "SIM_ERR_ILLEGAL_ADDRESS";
   }
   return "SIM_ERR_?";
 }
@@ -172,6 +174,25 @@ static unsigned device_access_deny(void) {
 
 static size_t page_round(size_t size) { return (size + page_size - 1) / page_size * page_size; }
 
+/* Freed device memory stays reserved without access (its pages released) for the next
+ * QUARANTINE frees, so a use after free faults instead of touching whatever reused the
+ * addresses (a kernel: the device's sticky ILLEGAL_ADDRESS). Then the oldest is unmapped. */
+#define QUARANTINE 4096
+static struct { void *base; size_t size; } quarantine[QUARANTINE];
+static size_t quarantine_next;
+
+static void device_pages_release(void *base, size_t size) { /* caller holds mem_lock */
+  size_t len = page_round(size);
+  if (mmap(base, len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+    munmap(base, len);
+    return;
+  }
+  size_t at = quarantine_next++ % QUARANTINE;
+  if (quarantine[at].base != NULL) munmap(quarantine[at].base, quarantine[at].size);
+  quarantine[at].base = base;
+  quarantine[at].size = len;
+}
+
 /* ---- memory: a sorted array of tracked ranges ---------------------------------------------- */
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -269,9 +290,9 @@ sim_status sim_mem_free(void *base, unsigned kind_mask) {
   sim_alloc_info gone = ranges[at];
   memmove(&ranges[at], &ranges[at + 1], (range_count - at - 1) * sizeof *ranges);
   --range_count;
+  if (gone.kind == SIM_MEM_DEVICE) device_pages_release(base, gone.size);
   pthread_mutex_unlock(&mem_lock);
-  if (gone.kind == SIM_MEM_DEVICE) munmap(base, page_round(gone.size));
-  else free(base);
+  if (gone.kind != SIM_MEM_DEVICE) free(base);
   return SIM_OK;
 }
 
@@ -391,10 +412,14 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+static void worker_fault_setup(void);
+static void worker_fault_teardown(void);
+
 static void *stream_worker(void *raw) {
   sim_stream *s = raw;
   unsigned delay = sim_delay_us();
   (void)sim_device_access_begin(); /* the device's own thread: device memory is its memory */
+  worker_fault_setup();
   pthread_mutex_lock(&s->mu);
   for (;;) {
     if (s->head == NULL && !s->stopping) {
@@ -440,6 +465,7 @@ static void *stream_worker(void *raw) {
     free(op);
   }
   pthread_mutex_unlock(&s->mu);
+  worker_fault_teardown();
   return NULL;
 }
 
@@ -798,7 +824,7 @@ sim_status sim_stream_wait_event(sim_stream *s, sim_event *e) {
 /* ---- launches: blocks of fibers ------------------------------------------------------------ */
 
 #define FIBER_STACK (128 * 1024)
-enum { FIBER_READY, FIBER_BARRIER, FIBER_DONE, FIBER_TRAPPED };
+enum { FIBER_READY, FIBER_BARRIER, FIBER_DONE, FIBER_TRAPPED, FIBER_FAULTED };
 
 typedef struct fiber {
   ucontext_t ctx;
@@ -822,6 +848,66 @@ static __thread unsigned tls_stack_count;
 static __thread fiber *tls_current;
 static __thread ucontext_t tls_scheduler;
 static __thread launch_op *tls_launch;
+static __thread volatile sig_atomic_t tls_in_kernel; /* a fiber of a kernel runs on this thread */
+static __thread void *tls_altstack;
+
+/* ---- memory faults of kernels: SIGSEGV/SIGBUS while a kernel's fiber runs abandons the launch
+ * (the device's sticky ILLEGAL_ADDRESS); any other fault goes to the handler that was there
+ * before (by default: the process dies, as it would have). ------------------------------------ */
+
+#define ALTSTACK_SIZE (64 * 1024)
+static pthread_once_t fault_handler_once = PTHREAD_ONCE_INIT;
+static struct sigaction previous_segv, previous_bus;
+
+static void kernel_fault_handler(int sig, siginfo_t *info, void *context) {
+  if (tls_in_kernel && tls_current != NULL) {
+    tls_in_kernel = 0;
+    tls_current->state = FIBER_FAULTED;
+    setcontext(&tls_scheduler); /* back to launch_run, which abandons the launch */
+  }
+  struct sigaction *previous = sig == SIGSEGV ? &previous_segv : &previous_bus;
+  if ((previous->sa_flags & SA_SIGINFO) && previous->sa_sigaction != NULL) {
+    previous->sa_sigaction(sig, info, context);
+    return;
+  }
+  if (!(previous->sa_flags & SA_SIGINFO) && previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN) {
+    previous->sa_handler(sig);
+    return;
+  }
+  /* The default action: restore it; the faulting instruction runs again and ends the process. */
+  signal(sig, SIG_DFL);
+}
+
+static void install_fault_handler(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = kernel_fault_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &previous_segv);
+  sigaction(SIGBUS, &sa, &previous_bus);
+}
+
+/* Each worker handles its kernels' faults on a stack of its own (a fiber's stack may be what
+ * overflowed). */
+static void worker_fault_setup(void) {
+  pthread_once(&fault_handler_once, install_fault_handler);
+  tls_altstack = malloc(ALTSTACK_SIZE);
+  if (tls_altstack == NULL) return;
+  stack_t ss = {.ss_sp = tls_altstack, .ss_flags = 0, .ss_size = ALTSTACK_SIZE};
+  if (sigaltstack(&ss, NULL) != 0) {
+    free(tls_altstack);
+    tls_altstack = NULL;
+  }
+}
+
+static void worker_fault_teardown(void) {
+  if (tls_altstack == NULL) return;
+  stack_t ss = {.ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0};
+  sigaltstack(&ss, NULL);
+  free(tls_altstack);
+  tls_altstack = NULL;
+}
 
 static const gpusim_thread *rt_self(void) { return &tls_current->self; }
 
@@ -897,8 +983,10 @@ static sim_status launch_run(void *raw) {
           for (unsigned i = 0; i < n && !trapped; ++i) {
             if (tls_fibers[i].state != FIBER_READY) continue;
             tls_current = &tls_fibers[i];
+            tls_in_kernel = 1;
             swapcontext(&tls_scheduler, &tls_fibers[i].ctx);
-            trapped = tls_fibers[i].state == FIBER_TRAPPED;
+            tls_in_kernel = 0;
+            trapped = tls_fibers[i].state == FIBER_TRAPPED || tls_fibers[i].state == FIBER_FAULTED;
           }
           if (trapped) break;
           /* Every fiber is now at the barrier or done: release the barrier. */
@@ -914,9 +1002,12 @@ static sim_status launch_run(void *raw) {
   tls_current = NULL;
   free(shared);
   if (trapped) {
-    /* A trap aborts the launch and leaves the device faulted (sticky). */
-    sim_device_set_fault(l->device, SIM_ERR_ILLEGAL_INSTRUCTION);
-    return SIM_ERR_ILLEGAL_INSTRUCTION;
+    /* A trap or a memory fault aborts the launch and leaves the device faulted (sticky). */
+    sim_status fault = SIM_ERR_ILLEGAL_INSTRUCTION;
+    for (unsigned i = 0; i < n; ++i)
+      if (tls_fibers[i].state == FIBER_FAULTED) fault = SIM_ERR_ILLEGAL_ADDRESS;
+    sim_device_set_fault(l->device, fault);
+    return fault;
   }
   return SIM_OK;
 }

@@ -28,7 +28,9 @@
  *   push buffer     at most GPUSIM_PUSH_BUFFER (default 1024) operations are pending (queued or
  *                   running) per stream; sim_stream_submit then BLOCKS until one completes (as
  *                   a driver's enqueue does when its push buffer is full), it does not fail;
- *   sticky faults   a kernel that traps (__trap() in a host build) leaves its device faulted:
+ *   sticky faults   a kernel that traps (__trap() in a host build: ILLEGAL_INSTRUCTION) or
+ *                   touches unmapped memory (a wild or freed pointer, its stack's guard page:
+ *                   SIGSEGV/SIGBUS on the worker, caught: ILLEGAL_ADDRESS) leaves its device faulted:
  *                   the launch's remaining blocks and every later operation on the device's
  *                   streams are skipped (their bookkeeping still completes, so nothing hangs),
  *                   sim_stream_submit / sim_stream_sync / sim_device_sync return the fault, and
@@ -77,6 +79,7 @@ typedef enum sim_status {
   SIM_ERR_HOST_CALLBACK,      /* reserved for fronts */
   SIM_ERR_ILLEGAL_INSTRUCTION, /* a kernel trapped (__trap()): the device's sticky fault */
   SIM_ERR_NOT_PERMITTED,      /* a driver call from inside a host function (see sim_in_host_function) */
+  SIM_ERR_ILLEGAL_ADDRESS,    /* a kernel touched unmapped memory: the device's sticky fault */
 } sim_status;
 
 const char *sim_status_name(sim_status status);
@@ -208,7 +211,8 @@ void sim_device_wait_idle(int device);
 
 /* ---- sticky faults ----------------------------------------------------------------------- */
 
-/* SIM_OK, or the device's sticky fault (SIM_ERR_ILLEGAL_INSTRUCTION after a kernel trapped). */
+/* SIM_OK, or the device's sticky fault (SIM_ERR_ILLEGAL_INSTRUCTION after a kernel trapped,
+ * SIM_ERR_ILLEGAL_ADDRESS after it touched unmapped memory). */
 sim_status sim_device_fault(int device);
 /* Faults the device as a trapping kernel does (for fronts modelling other sticky errors);
  * the first fault stays. */

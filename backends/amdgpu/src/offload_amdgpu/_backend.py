@@ -239,11 +239,21 @@ class AMDGPUBackend:
 
     @hookimpl
     def data_submit(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-        _memory.copy(self.hip, device, "hipMemcpyHtoDAsync", dst, src, size, None if queue is None else queue.stream)
+        if queue is not None:  # the hot path, inline
+            status = self.hip.hipMemcpyHtoDAsync(dst, src, size, queue.stream)[0]
+            if status:
+                raise_hip_error(self.hip, "hipMemcpyHtoDAsync", status)
+            return
+        _memory.copy(self.hip, device, "hipMemcpyHtoDAsync", dst, src, size, None)
 
     @hookimpl
     def data_retrieve(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-        _memory.copy(self.hip, device, "hipMemcpyDtoHAsync", dst, src, size, None if queue is None else queue.stream)
+        if queue is not None:
+            status = self.hip.hipMemcpyDtoHAsync(dst, src, size, queue.stream)[0]
+            if status:
+                raise_hip_error(self.hip, "hipMemcpyDtoHAsync", status)
+            return
+        _memory.copy(self.hip, device, "hipMemcpyDtoHAsync", dst, src, size, None)
 
     @hookimpl
     def data_exchange(

@@ -148,8 +148,8 @@ image = open(os.path.join(os.environ["OFFLOAD_AMDGPU_PROGRAMS"], "fault.hsaco"),
 module = hip.hipModuleLoadData(image)[1]
 kernel = hip.hipModuleGetFunction(module, b"fault")[1]
 out = hip.hipMalloc(4 * 256)[1]
-def launch(trap_block):
-    args = struct.pack("PII", int(out), 256, trap_block)
+def launch(trap_block, target=None):
+    args = struct.pack("PII", int(out) if target is None else target, 256, trap_block)
     buf = ctypes.create_string_buffer(args, len(args))
     size = ctypes.c_size_t(len(args))
     extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2, ctypes.addressof(size), 3)
@@ -160,6 +160,8 @@ res["malloc"] = st(hip.hipMalloc(8))
 res["again"] = st(hip.hipDeviceSynchronize())
 res["reset"] = st(hip.hipDeviceReset())
 res["after_reset"] = [st(hip.hipMalloc(8)), launch(99), st(hip.hipStreamSynchronize(None))]
+launch(99, target=16)  # a wild pointer: the kernel's stores fault
+res["wild"] = [st(hip.hipStreamSynchronize(None)), st(hip.hipMalloc(8)), st(hip.hipDeviceReset()), st(hip.hipMalloc(8))]
 emit(res)
 """,
         hip_build.env(),
@@ -169,6 +171,7 @@ emit(res)
     assert result["bad_sync"] == HIP_ERROR_LAUNCH_FAILURE
     assert result["malloc"] == HIP_ERROR_LAUNCH_FAILURE and result["again"] == HIP_ERROR_LAUNCH_FAILURE
     assert result["reset"] == 0 and result["after_reset"] == [0, 0, 0]
+    assert result["wild"] == [700, 700, 0, 0]  # hipErrorIllegalAddress, sticky until the reset
 
 
 def test_a_module_is_used_on_the_device_it_was_loaded_on(hip_build, hip_child) -> None:

@@ -94,7 +94,8 @@ static hipError_t from_sim(sim_status s) {
   case SIM_ERR_INVALID_IMAGE: return hipErrorInvalidImage;
   case SIM_ERR_NOT_SUPPORTED: return hipErrorNotSupported;
   case SIM_ERR_HOST_CALLBACK: return hipErrorLaunchFailure;
-  case SIM_ERR_ILLEGAL_INSTRUCTION: return hipErrorLaunchFailure; /* the device's sticky fault */
+  case SIM_ERR_ILLEGAL_INSTRUCTION: return hipErrorLaunchFailure; /* the device's sticky fault: a trap */
+  case SIM_ERR_ILLEGAL_ADDRESS: return hipErrorIllegalAddress;     /* ... or a wild memory access */
   case SIM_ERR_NOT_PERMITTED: return hipErrorIllegalState;        /* a HIP call from a host function */
   }
   return hipErrorUnknown;
@@ -104,8 +105,8 @@ static hipError_t from_sim(sim_status s) {
  * "sticky faults"). HOST_FN_GUARD: a HIP call from inside a host function (hipLaunchHostFunc:
  * "The host function must not make any HIP API calls") is refused with hipErrorIllegalState, as
  * the CUDA front refuses it with CUDA_ERROR_NOT_PERMITTED. GUARD adds the sticky fault: once a
- * kernel of the current device faulted, every call returns hipErrorLaunchFailure until
- * hipDeviceReset. */
+ * kernel of the current device faulted, every call returns its error (hipErrorLaunchFailure for a
+ * trap, hipErrorIllegalAddress for a wild access) until hipDeviceReset. */
 #define HOST_FN_GUARD()                                                                             \
   do {                                                                                              \
     if (sim_in_host_function()) return ret(hipErrorIllegalState);                                   \
@@ -114,7 +115,7 @@ static hipError_t from_sim(sim_status s) {
   do {                                                                                              \
     HOST_FN_GUARD();                                                                                \
     if (current_device < sim_device_count() && sim_device_fault(current_device) != SIM_OK)          \
-      return ret(hipErrorLaunchFailure);                                                            \
+      return ret(from_sim(sim_device_fault(current_device)));                                       \
   } while (0)
 
 static const struct {

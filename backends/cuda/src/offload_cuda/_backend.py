@@ -21,13 +21,12 @@ _OCCUPANCY_NO_LIMIT = 0
 class _DeviceState:
     """A device and its pools."""
 
-    __slots__ = ("device", "streams", "events", "legacy")
+    __slots__ = ("device", "streams", "events")
 
     def __init__(self, device: CudaDevice) -> None:
         self.device = device
         self.streams = StreamPool(device)
         self.events = EventPool(device)
-        self.legacy = device.driver.CUstream(0)  # the legacy default stream, for synchronous work
 
 
 class CudaBackend:
@@ -129,9 +128,9 @@ class CudaBackend:
         if queue is not None:
             _launch.launch(device.device, queue.stream, kernel, args, launch)
             return
-        _launch.launch(device.device, device.legacy, kernel, args, launch)
+        _launch.launch(device.device, device.device.legacy, kernel, args, launch)
         d = device.device.driver
-        check(d, d.cuStreamSynchronize(device.legacy), "cuStreamSynchronize")
+        check(d, d.cuStreamSynchronize(device.device.legacy), "cuStreamSynchronize")
 
     # --- memory --------------------------------------------------------------------------------
 

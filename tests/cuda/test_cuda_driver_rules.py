@@ -193,3 +193,48 @@ def test_flags_of_a_shared_active_primary_context_are_left_alone(
 ) -> None:
     out = run_child(_FLAGS, child_env(kernels=kernels)).result
     assert out["active"] and out["after"] == out["before"]
+
+
+_HOST_ERRORS = (
+    PRELUDE
+    + r"""
+ol.olInit()
+gpu = platform_devices()["cuda"][0]
+q = ol.olCreateQueue(gpu)
+
+def fail(message):
+    def fn(_):
+        raise RuntimeError(message)
+    return fn
+
+def outcome(call, *args):
+    try:
+        call(*args)
+    except ol.OffloadError as exc:  # a joined error keeps every one in .errors
+        return [[e.code.name, e.details] for e in (exc.errors or [exc])]
+    return []
+
+ol.olLaunchHostFunction(q, fail("first"), None)
+ol.olLaunchHostFunction(q, fail("second"), None)
+out = {"sync": outcome(ol.olSyncQueue, q), "again": outcome(ol.olSyncQueue, q)}
+ol.olLaunchHostFunction(q, fail("third"), None)
+event = ol.olCreateEvent(q)
+out["event"] = outcome(ol.olSyncEvent, event)
+out["after_event"] = outcome(ol.olSyncQueue, q)
+ol.olDestroyEvent(event)
+ol.olDestroyQueue(q)
+ol.olShutDown()
+emit(out)
+"""
+)
+
+
+def test_every_host_function_failure_is_kept_in_order(
+    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+) -> None:
+    out = run_child(_HOST_ERRORS, child_env(kernels=kernels)).result
+    assert [code for code, _ in out["sync"]] == ["UNKNOWN", "UNKNOWN"]
+    assert "first" in out["sync"][0][1] and "second" in out["sync"][1][1]
+    assert out["again"] == []
+    assert len(out["event"]) == 1 and "third" in out["event"][0][1]  # the event's queue's errors
+    assert out["after_event"] == []

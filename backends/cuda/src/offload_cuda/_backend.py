@@ -202,7 +202,7 @@ class CudaBackend:
         except BaseException:
             device.events.release(event)
             raise
-        return CudaEvent(event)
+        return CudaEvent(event, queue)
 
     @hookimpl
     def destroy_event(self, device: _DeviceState, event: CudaEvent) -> None:
@@ -229,6 +229,7 @@ class CudaBackend:
         d = device.device.driver
         device.device.activate()
         check(d, d.cuEventSynchronize(event.event), "cuEventSynchronize")
+        _queue.take_errors(event.queue)
 
     @hookimpl
     def event_elapsed_time(self, device: _DeviceState, start: CudaEvent, end: CudaEvent) -> float:

@@ -238,3 +238,35 @@ def test_every_host_function_failure_is_kept_in_order(
     assert out["again"] == []
     assert len(out["event"]) == 1 and "third" in out["event"][0][1]  # the event's queue's errors
     assert out["after_event"] == []
+
+
+_PTX = (
+    PRELUDE
+    + r"""
+ol.olInit()
+gpu = platform_devices()["cuda"][0]
+ptx = image("saxpy", "ptx").rstrip(b"\0")
+assert b".version 9.0" in ptx and b".target sm_90\n" in ptx
+variants = {
+    "plain": ptx,
+    "newer_isa": ptx.replace(b".version 9.0", b".version 9.1"),
+    "arch_specific": ptx.replace(b".target sm_90\n", b".target sm_90a\n"),
+    "family_specific": ptx.replace(b".target sm_90\n", b".target sm_90f\n"),
+}
+out = {name: ol.olIsValidBinary(gpu, data) for name, data in variants.items()}
+out["load_newer"] = error_of(ol.olCreateProgram, gpu, variants["newer_isa"] + b"\0")
+ol.olShutDown()
+emit(out)
+"""
+)
+
+
+def test_ptx_is_judged_by_its_isa_version_and_target(
+    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+) -> None:
+    sm90 = run_child(_PTX, child_env(kernels=kernels, GPUSIM_CUDA_SM="90")).result
+    assert sm90["plain"] and sm90["arch_specific"] and sm90["family_specific"]
+    assert sm90["newer_isa"] is False and sm90["load_newer"][0] == "INVALID_BINARY"
+    assert "PTX ISA 9.1" in sm90["load_newer"][1]
+    sm100 = run_child(_PTX, child_env(kernels=kernels, GPUSIM_CUDA_SM="100")).result
+    assert sm100["plain"] is True and sm100["arch_specific"] is False and sm100["family_specific"] is False

@@ -83,7 +83,7 @@ class CudaBackend:
 
     @hookimpl
     def is_valid_binary(self, device: _DeviceState, data: bytes) -> bool:
-        return _binary.problem(data, device.device.sm) is None
+        return _binary.problem(data, device.device.sm, device.device.driver_version) is None
 
     @hookimpl
     def load_binary(self, device: _DeviceState, data: bytes) -> CudaImage:

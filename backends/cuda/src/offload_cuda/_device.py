@@ -48,7 +48,7 @@ class CudaDevice:
     """A GPU on its primary context (retained in ``__init__``, released by ``release``)."""
 
     __slots__ = ("driver", "ordinal", "handle", "context", "context_address", "legacy", "attributes",
-                 "peers", "no_peers", "sm", "name")  # fmt: skip
+                 "peers", "no_peers", "sm", "name", "driver_version")  # fmt: skip
 
     def __init__(self, driver: Any, ordinal: int) -> None:
         self.driver = driver
@@ -65,6 +65,7 @@ class CudaDevice:
         self.sm = self.attributes["COMPUTE_CAPABILITY_MAJOR"] * 10 + self.attributes["COMPUTE_CAPABILITY_MINOR"]
         raw = check(driver, driver.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
         self.name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace").strip()
+        self.driver_version = int(check(driver, driver.cuDriverGetVersion(), "cuDriverGetVersion"))
         self.peers: set[int] = set()  # ordinals this context may access (peer access enabled)
         self.no_peers: set[int] = set()  # ordinals whose peer access the driver refused
         self.legacy = driver.CUstream(0)  # the legacy default stream, for work without a queue

@@ -13,7 +13,13 @@ the per-round ratios):
 
 What is measured is the cost of an enqueue on the calling thread: the stream is held by a
 blocking host function while the calls are made (so the simulator's worker, which runs every
-operation as a GPU would, is not woken per call), then released and drained off the clock.
+operation as a GPU would, is not woken per call), then released and drained off the clock. A
+stream takes about a thousand pending operations before the enqueuing call blocks (the push
+buffer: GPUSIM_PUSH_BUFFER, 1024 by default, and about the same on real hardware), so the calls
+are made in batches of at most BATCH (1000, or less under a smaller GPUSIM_PUSH_BUFFER) behind
+one gate each; a batch larger than that would block
+behind its own gate forever. A HIP error in a raw call ends the run with exit status 2 (the ol
+calls raise OffloadError), instead of measuring calls that fail or waiting for a dead stream.
 No AMD hardware is involved. Needs gcc (the simulator) and clang-19 (the kernels; installed with
 apt where possible, see tests/simulators/hip/hipsim.py).
 
@@ -42,6 +48,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "simulators" / "hip"))
 
 TARGET_LAUNCH_RATIO = 1.3
+# Calls behind one gate: with the gate itself, under the push buffer (the simulator's
+# GPUSIM_PUSH_BUFFER when set, else ~1024 entries, as on real hardware).
+BATCH = max(1, min(1000, int(os.environ.get("GPUSIM_PUSH_BUFFER") or 1024) - 24))
 TARGET_MEMCPY_RATIO = 1.5
 _CHILD_MARK = "OFFLOAD_BENCH_AMDGPU_DIR"
 
@@ -79,19 +88,35 @@ def reexec_with_simulator(argv: list[str]) -> None:
     os.execve(sys.executable, [sys.executable, *argv], env)
 
 
+class DriverError(RuntimeError):
+    """A raw HIP call failed: the run stops (exit status 2)."""
+
+
+def check(call: str, status: Any) -> None:
+    if status:
+        raise DriverError(f"{call} failed: hipError_t {int(status)}")
+
+
 def timed(gate: Callable[[], Callable[[], None]], body: Callable[[int], None], calls: int) -> float:
-    """ns per call of ``body(calls)`` on a gated stream; the gate opens and the stream drains after."""
-    drain = gate()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        start = time.perf_counter_ns()
-        body(calls)
-        return (time.perf_counter_ns() - start) / calls
-    finally:
-        if enabled:
-            gc.enable()
-        drain()
+    """ns per call of ``body`` over ``calls`` calls, in batches of at most BATCH, each on a
+    freshly gated stream; the gate opens and the stream drains after each batch, off the clock."""
+    total = 0
+    done = 0
+    while done < calls:
+        batch = min(BATCH, calls - done)
+        drain = gate()
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            start = time.perf_counter_ns()
+            body(batch)
+            total += time.perf_counter_ns() - start
+        finally:
+            if enabled:
+                gc.enable()
+            drain()
+        done += batch
+    return total / calls
 
 
 def interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> tuple[dict[str, float], float]:
@@ -165,13 +190,13 @@ def run(quick: bool) -> dict[str, Any]:
 
     def raw_gate_open() -> Callable[[], None]:
         raw_gate.append(threading.Event())
-        hip.hipLaunchHostFunc(stream, ctypes.cast(raw_gate_fn, ctypes.c_void_p).value, 0)
+        check("hipLaunchHostFunc", hip.hipLaunchHostFunc(stream, ctypes.cast(raw_gate_fn, ctypes.c_void_p).value, 0)[0])
 
         def drain() -> None:
             raw_gate[-1].set()
             while int(hip.hipStreamQuery(stream)[0]) == 600:  # hipErrorNotReady: let the gate return first
                 time.sleep(1e-5)  # (hip-python 6.4 / 7.x hold the GIL in hipStreamSynchronize)
-            stream_sync(stream)
+            check("hipStreamSynchronize", stream_sync(stream)[0])
 
         return drain
 
@@ -181,7 +206,9 @@ def run(quick: bool) -> dict[str, Any]:
 
     def raw_launch(n: int) -> None:
         for _ in range(n):
-            mod_launch(raw_noargs, 1, 1, 1, 1, 1, 1, 0, stream, None, None)
+            status = mod_launch(raw_noargs, 1, 1, 1, 1, 1, 1, 0, stream, None, None)[0]
+            if status:
+                check("hipModuleLaunchKernel", status)
 
     def ol_launch_args(n: int) -> None:
         for _ in range(n):
@@ -189,7 +216,9 @@ def run(quick: bool) -> dict[str, Any]:
 
     def raw_launch_args(n: int) -> None:
         for _ in range(n):
-            mod_launch(raw_foo, 1, 1, 1, 1, 1, 1, 0, stream, None, extra_addr)
+            status = mod_launch(raw_foo, 1, 1, 1, 1, 1, 1, 0, stream, None, extra_addr)[0]
+            if status:
+                check("hipModuleLaunchKernel", status)
 
     def ol_copy(n: int) -> None:
         for _ in range(n):
@@ -197,7 +226,9 @@ def run(quick: bool) -> dict[str, Any]:
 
     def raw_copy(n: int) -> None:
         for _ in range(n):
-            htod(dev_mem, host_addr, 8, stream)
+            status = htod(dev_mem, host_addr, 8, stream)[0]
+            if status:
+                check("hipMemcpyHtoDAsync", status)
 
     for body, gate in ((ol_launch, ol_gate), (raw_launch, raw_gate_open), (ol_launch_args, ol_gate),
                        (raw_launch_args, raw_gate_open), (ol_copy, ol_gate), (raw_copy, raw_gate_open)):  # fmt: skip
@@ -303,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
         reexec_with_simulator([str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])])
     try:
         results = run(args.quick)
+    except DriverError as exc:
+        log(f"bench_amdgpu: stopped: {exc}")
+        return 2
     finally:  # the build folder made by reexec_with_simulator
         shutil.rmtree(os.environ[_CHILD_MARK], ignore_errors=True)
     if args.json:

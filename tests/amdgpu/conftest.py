@@ -110,6 +110,27 @@ def real_hip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 ChildRunner = Callable[..., Any]
 
+#: Only when coverage.py measures the children (COVERAGE_PROCESS_START): HIP's own threads run the
+#: backend's host-function trampoline, and coverage.py traces only threads Python started, so the
+#: trampoline first installs the tracer on its thread. Nothing changes otherwise.
+COVERAGE_SHIM = """
+import os as _os
+if _os.environ.get("COVERAGE_PROCESS_START"):
+    import threading as _threading
+    try:
+        from offload_amdgpu import _queue as _amdgpu_queue
+    except ImportError:
+        _amdgpu_queue = None
+    if _amdgpu_queue is not None:
+        def _traced(run):
+            def traced_run(self, key):
+                if sys.gettrace() is None and _threading.gettrace() is not None:
+                    sys.settrace(_threading.gettrace())
+                return run(self, key)
+            return traced_run
+        _amdgpu_queue.HostCalls._run = _traced(_amdgpu_queue.HostCalls._run)
+"""
+
 
 @pytest.fixture
 def hip_child() -> ChildRunner:
@@ -121,6 +142,7 @@ def hip_child() -> ChildRunner:
 
     def run(code: str, env: dict[str, str], timeout: float = 120) -> Any:
         prologue = "import json, sys\ndef emit(value):\n    print('RESULT ' + json.dumps(value), flush=True)\n"
+        prologue += COVERAGE_SHIM
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
         full_env.update(env)
         proc = subprocess.run(

@@ -26,3 +26,15 @@ def test_quick_run_reports_every_ratio(clang: str) -> None:
     assert all(ratio > 0 for ratio in results["ratios"].values())
     assert len(results["ns_per_call"]) == 6
     assert len(results["breakdown"]) == 2 and all(ratio > 0 for ratio in results["breakdown"].values())
+
+
+def test_batches_stay_under_the_push_buffer(clang: str) -> None:
+    """Every call is made behind a blocking gate: a batch larger than the stream's push buffer would
+    block its enqueuing call behind its own gate forever (the timeout is only a hang guard)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    env["GPUSIM_PUSH_BUFFER"] = "128"  # 500 quick calls per measurement: several batches each
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(ratio > 0 for ratio in json.loads(proc.stdout)["ratios"].values())

@@ -154,7 +154,11 @@ out["globals"] = [int(sa), int(sb), int(ga) != int(gb)]
 write = ck(d.cuModuleGetFunction(a, b"write"))
 ck(d.cuLaunchKernel(write, 1, 1, 1, 64, 1, 1, 0, 0, 0, 0))
 ck(d.cuCtxSynchronize())
-out["separate_globals"] = [u32s(int(ga), 4), u32s(int(gb), 4)]
+def read_u32s(dptr, count):  # device memory: read through the driver, never dereferenced by the host
+    buf = (ctypes.c_uint32 * count)()
+    ck(d.cuMemcpyDtoH(ctypes.addressof(buf), dptr, 4 * count))
+    return list(buf)
+out["separate_globals"] = [read_u32s(ga, 4), read_u32s(gb, 4)]
 sink = ctypes.create_string_buffer(512)
 out["global_copy_past_end"] = name(d.cuMemcpyDtoH(ctypes.addressof(sink), ga, 257))
 ck(d.cuModuleUnload(a))

@@ -13,6 +13,7 @@
  * `__shared__` variable is one per block (blocks of one launch run one after another on one
  * worker thread, so thread_local storage is the block's), and GPUSIM_DYNAMIC_SHARED(T, name)
  * binds the block's dynamic shared memory. Atomics are the compiler's __atomic builtins.
+ * __trap() aborts the launch and leaves the device with a sticky fault, as on a GPU.
  * Not modelled: warps (no warp intrinsics or lock-step), memory fences beyond the barrier,
  * texture/surface memory, device-side printf formatting beyond the host's printf.
  */
@@ -23,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define GPUSIM_RUNTIME_ABI 1u
+#define GPUSIM_RUNTIME_ABI 2u
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,9 @@ typedef struct gpusim_runtime {
   unsigned abi; /* GPUSIM_RUNTIME_ABI */
   const gpusim_thread *(*self)(void);
   void (*syncthreads)(void);
+  /* Aborts the launch as a GPU trap does: the calling thread never returns, the launch's other
+   * threads and blocks stop, and the device takes a sticky fault (ABI 2). */
+  void (*trap)(void) __attribute__((noreturn));
 } gpusim_runtime;
 
 #ifdef __cplusplus
@@ -78,6 +82,7 @@ struct dim3 {
 #define blockDim (gpusim_rt->self()->block_dim)
 #define gridDim (gpusim_rt->self()->grid_dim)
 #define __syncthreads() (gpusim_rt->syncthreads())
+#define __trap() (gpusim_rt->trap())
 #define GPUSIM_DYNAMIC_SHARED(type, name) type *const name = (type *)gpusim_rt->self()->dynamic_shared
 
 template <typename T> static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@ const char *sim_status_name(sim_status status) {
   case SIM_ERR_INVALID_IMAGE: return "SIM_ERR_INVALID_IMAGE";
   case SIM_ERR_NOT_SUPPORTED: return "SIM_ERR_NOT_SUPPORTED";
   case SIM_ERR_HOST_CALLBACK: return "SIM_ERR_HOST_CALLBACK";
+  case SIM_ERR_ILLEGAL_INSTRUCTION: return "SIM_ERR_ILLEGAL_INSTRUCTION";
+  case SIM_ERR_NOT_PERMITTED: return "SIM_ERR_NOT_PERMITTED";
+  case SIM_ERR_ILLEGAL_ADDRESS: return "SIM_ERR_ILLEGAL_ADDRESS";
   }
   return "SIM_ERR_?";
 }
@@ -40,6 +44,8 @@ const char *sim_status_name(sim_status status) {
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int device_count;
 static unsigned delay_us;
+static unsigned push_buffer = 1024;
+static int protect_wanted = 1;
 static sim_device_props props[SIM_MAX_DEVICES];
 
 static long env_long(const char *name, long fallback, long lo, long hi) {
@@ -57,6 +63,8 @@ static long env_long(const char *name, long fallback, long lo, long hi) {
 static void read_config(void) {
   device_count = (int)env_long("GPUSIM_DEVICES", 1, 0, SIM_MAX_DEVICES);
   delay_us = (unsigned)env_long("GPUSIM_DELAY_US", 0, 0, 10 * 1000 * 1000);
+  push_buffer = (unsigned)env_long("GPUSIM_PUSH_BUFFER", 1024, 1, 1 << 20);
+  protect_wanted = (int)env_long("GPUSIM_PROTECT", 1, 0, 1);
   long mib = env_long("GPUSIM_MEMORY_MIB", 1024, 1, 1 << 20);
   for (int i = 0; i < SIM_MAX_DEVICES; ++i) {
     sim_device_props *p = &props[i];
@@ -96,10 +104,93 @@ unsigned sim_delay_us(void) {
   return delay_us;
 }
 
+unsigned sim_push_buffer(void) {
+  pthread_once(&config_once, read_config);
+  return push_buffer;
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- device memory protection: a memory protection key only workers enable ----------------- */
+
+static pthread_once_t protect_once = PTHREAD_ONCE_INIT;
+static int protect_key = -1;
+static const char *protect_why = "not yet initialised";
+static size_t page_size = 4096;
+
+static void protect_init(void) {
+  pthread_once(&config_once, read_config);
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps > 0) page_size = (size_t)ps;
+  if (!protect_wanted) {
+    protect_why = "device memory protection turned off (GPUSIM_PROTECT=0)";
+    return;
+  }
+  /* Every thread's access rights to a new key start as the rights of its creator, and the
+   * kernel starts a process with access to every key but 0 disabled: application threads
+   * stay denied; the core's workers enable it for themselves. */
+  int key = pkey_alloc(0, PKEY_DISABLE_ACCESS);
+  if (key < 0) {
+    static char why[160];
+    snprintf(why, sizeof why, "memory protection keys unavailable (pkey_alloc: %s): a host dereference of device memory is not caught",
+             strerror(errno));
+    protect_why = why;
+    fprintf(stderr, "gpusim: %s\n", why);
+    return;
+  }
+  protect_key = key;
+  protect_why = "device memory is protected by a memory protection key";
+}
+
+int sim_mem_protected(const char **why) {
+  pthread_once(&protect_once, protect_init);
+  if (why) *why = protect_why;
+  return protect_key >= 0;
+}
+
+unsigned sim_device_access_begin(void) {
+  pthread_once(&protect_once, protect_init);
+  if (protect_key < 0) return 0;
+  unsigned previous = (unsigned)pkey_get(protect_key);
+  pkey_set(protect_key, 0);
+  return previous;
+}
+
+void sim_device_access_end(unsigned token) {
+  if (protect_key >= 0) pkey_set(protect_key, token);
+}
+
+/* Denies the calling thread device access (for application code run on a worker). */
+static unsigned device_access_deny(void) {
+  if (protect_key < 0) return 0;
+  unsigned previous = (unsigned)pkey_get(protect_key);
+  pkey_set(protect_key, PKEY_DISABLE_ACCESS);
+  return previous;
+}
+
+static size_t page_round(size_t size) { return (size + page_size - 1) / page_size * page_size; }
+
+/* Freed device memory stays reserved without access (its pages released) for the next
+ * QUARANTINE frees, so a use after free faults instead of touching whatever reused the
+ * addresses (a kernel: the device's sticky ILLEGAL_ADDRESS). Then the oldest is unmapped. */
+#define QUARANTINE 4096
+static struct { void *base; size_t size; } quarantine[QUARANTINE];
+static size_t quarantine_next;
+
+static void device_pages_release(void *base, size_t size) { /* caller holds mem_lock */
+  size_t len = page_round(size);
+  if (mmap(base, len, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+    munmap(base, len);
+    return;
+  }
+  size_t at = quarantine_next++ % QUARANTINE;
+  if (quarantine[at].base != NULL) munmap(quarantine[at].base, quarantine[at].size);
+  quarantine[at].base = base;
+  quarantine[at].size = len;
 }
 
 /* ---- memory: a sorted array of tracked ranges ---------------------------------------------- */
@@ -155,15 +246,32 @@ sim_status sim_mem_alloc(int device, sim_mem_kind kind, size_t size, void **out)
     return SIM_ERR_OUT_OF_MEMORY;
   }
   void *base = NULL;
-  if (posix_memalign(&base, 256, size) != 0) {
-    pthread_mutex_unlock(&mem_lock);
-    return SIM_ERR_OUT_OF_MEMORY;
+  if (kind == SIM_MEM_DEVICE) {
+    /* Pages of its own (zero-filled by the kernel), tagged with the protection key. */
+    pthread_once(&protect_once, protect_init);
+    base = mmap(NULL, page_round(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) base = NULL;
+    if (base != NULL && protect_key >= 0 && pkey_mprotect(base, page_round(size), PROT_READ | PROT_WRITE, protect_key) != 0) {
+      munmap(base, page_round(size));
+      base = NULL;
+    }
+    if (base == NULL) {
+      pthread_mutex_unlock(&mem_lock);
+      return SIM_ERR_OUT_OF_MEMORY;
+    }
+  } else {
+    if (posix_memalign(&base, 256, size) != 0) {
+      pthread_mutex_unlock(&mem_lock);
+      return SIM_ERR_OUT_OF_MEMORY;
+    }
+    memset(base, 0, size);
   }
-  memset(base, 0, size);
   sim_status status = insert_range(device, kind, base, size);
   if (status == SIM_OK) {
     used[device] += size;
     *out = base;
+  } else if (kind == SIM_MEM_DEVICE) {
+    munmap(base, page_round(size));
   } else {
     free(base);
   }
@@ -179,10 +287,12 @@ sim_status sim_mem_free(void *base, unsigned kind_mask) {
     return SIM_ERR_INVALID_VALUE;
   }
   used[ranges[at].device] -= ranges[at].size;
+  sim_alloc_info gone = ranges[at];
   memmove(&ranges[at], &ranges[at + 1], (range_count - at - 1) * sizeof *ranges);
   --range_count;
+  if (gone.kind == SIM_MEM_DEVICE) device_pages_release(base, gone.size);
   pthread_mutex_unlock(&mem_lock);
-  free(base);
+  if (gone.kind != SIM_MEM_DEVICE) free(base);
   return SIM_OK;
 }
 
@@ -247,10 +357,13 @@ size_t sim_mem_report_leaks(int device, unsigned kind_mask, const char *when) {
 
 /* ---- streams ------------------------------------------------------------------------------ */
 
+#define SIM_OP_CONTROL 0x100u /* the core's own bookkeeping (waits, event marks): always runs */
+
 typedef struct sim_op {
   sim_op_fn fn;
   void *arg;
   void (*free_arg)(void *);
+  unsigned flags;
   struct sim_op *next;
 } sim_op;
 
@@ -272,15 +385,41 @@ static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static sim_stream *device_streams[SIM_MAX_DEVICES];
 static sim_stream *legacy_streams[SIM_MAX_DEVICES];
 
+static sim_status device_faults[SIM_MAX_DEVICES]; /* atomics */
+static __thread int tls_host_function;
+
+int sim_in_host_function(void) { return tls_host_function; }
+
+sim_status sim_device_fault(int device) {
+  if (device < 0 || device >= SIM_MAX_DEVICES) return SIM_OK;
+  return (sim_status)__atomic_load_n(&device_faults[device], __ATOMIC_ACQUIRE);
+}
+
+void sim_device_set_fault(int device, sim_status fault) {
+  if (device < 0 || device >= SIM_MAX_DEVICES || fault == SIM_OK) return;
+  sim_status none = SIM_OK;
+  __atomic_compare_exchange_n(&device_faults[device], &none, fault, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void sim_device_clear_fault(int device) {
+  if (device < 0 || device >= SIM_MAX_DEVICES) return;
+  __atomic_store_n(&device_faults[device], SIM_OK, __ATOMIC_RELEASE);
+}
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }
 
+static void worker_fault_setup(void);
+static void worker_fault_teardown(void);
+
 static void *stream_worker(void *raw) {
   sim_stream *s = raw;
   unsigned delay = sim_delay_us();
+  (void)sim_device_access_begin(); /* the device's own thread: device memory is its memory */
+  worker_fault_setup();
   pthread_mutex_lock(&s->mu);
   for (;;) {
     if (s->head == NULL && !s->stopping) {
@@ -301,8 +440,21 @@ static void *stream_worker(void *raw) {
     if (s->head == NULL) break;
     sim_op *op = s->head;
     pthread_mutex_unlock(&s->mu);
-    if (delay) usleep(delay);
-    sim_status status = op->fn(op->arg);
+    sim_status status = SIM_OK;
+    /* After a sticky fault the device runs nothing more; bookkeeping still completes. */
+    int skip = !(op->flags & (SIM_OP_CONTROL | SIM_OP_AFTER_FAULT)) && sim_device_fault(s->device) != SIM_OK;
+    if (!skip) {
+      if (delay) usleep(delay);
+      if (op->flags & SIM_OP_HOST_FUNCTION) {
+        unsigned token = device_access_deny();
+        tls_host_function = 1;
+        status = op->fn(op->arg);
+        tls_host_function = 0;
+        sim_device_access_end(token);
+      } else {
+        status = op->fn(op->arg);
+      }
+    }
     if (op->free_arg) op->free_arg(op->arg);
     pthread_mutex_lock(&s->mu);
     s->head = op->next;
@@ -313,6 +465,7 @@ static void *stream_worker(void *raw) {
     free(op);
   }
   pthread_mutex_unlock(&s->mu);
+  worker_fault_teardown();
   return NULL;
 }
 
@@ -372,11 +525,11 @@ void sim_stream_destroy(sim_stream *s) {
   free(s);
 }
 
-/* Enqueues without legacy-stream ordering. */
-static sim_status enqueue(sim_stream *s, sim_op_fn fn, void *arg, void (*free_arg)(void *)) {
+/* Enqueues without legacy-stream ordering; blocks while the push buffer is full. */
+static sim_status enqueue(sim_stream *s, sim_op_fn fn, void *arg, void (*free_arg)(void *), unsigned flags) {
   sim_op *op = malloc(sizeof *op);
   if (op == NULL) return SIM_ERR_OUT_OF_MEMORY;
-  *op = (sim_op){fn, arg, free_arg, NULL};
+  *op = (sim_op){fn, arg, free_arg, flags, NULL};
   pthread_mutex_lock(&s->mu);
   if (!s->started) {
     pthread_attr_t attr;
@@ -390,6 +543,12 @@ static sim_status enqueue(sim_stream *s, sim_op_fn fn, void *arg, void (*free_ar
       return SIM_ERR_OUT_OF_MEMORY;
     }
     s->started = 1;
+  }
+  unsigned limit = sim_push_buffer();
+  if (s->submitted - s->completed >= limit) {
+    ++s->done_waiters;
+    while (s->submitted - s->completed >= limit && !s->stopping) pthread_cond_wait(&s->cv, &s->mu);
+    --s->done_waiters;
   }
   if (s->tail) s->tail->next = op;
   else __atomic_store_n(&s->head, op, __ATOMIC_RELEASE);
@@ -425,11 +584,23 @@ static sim_status order_after(sim_stream *s, sim_stream *other) {
   ticket_wait *w = malloc(sizeof *w);
   if (w == NULL) return SIM_ERR_OUT_OF_MEMORY;
   *w = (ticket_wait){other, ticket};
-  return enqueue(s, wait_ticket_op, w, free);
+  sim_status status = enqueue(s, wait_ticket_op, w, free, SIM_OP_CONTROL);
+  if (status != SIM_OK) free(w);
+  return status;
 }
 
 sim_status sim_stream_submit(sim_stream *s, sim_op_fn fn, void *arg, void (*free_arg)(void *)) {
-  if (s == NULL || fn == NULL) return SIM_ERR_INVALID_VALUE;
+  return sim_stream_submit_ex(s, fn, arg, free_arg, 0);
+}
+
+sim_status sim_stream_submit_ex(sim_stream *s, sim_op_fn fn, void *arg, void (*free_arg)(void *), unsigned flags) {
+  if (s == NULL || fn == NULL || (flags & ~(SIM_OP_HOST_FUNCTION | SIM_OP_AFTER_FAULT | SIM_OP_CONTROL)))
+    return SIM_ERR_INVALID_VALUE;
+  if (tls_host_function) return SIM_ERR_NOT_PERMITTED;
+  if (!(flags & SIM_OP_CONTROL)) {
+    sim_status fault = sim_device_fault(s->device);
+    if (fault != SIM_OK) return fault;
+  }
   if (s->legacy) {
     /* The legacy default stream waits for all earlier work of every blocking stream. */
     pthread_mutex_lock(&streams_lock);
@@ -450,7 +621,7 @@ sim_status sim_stream_submit(sim_stream *s, sim_op_fn fn, void *arg, void (*free
       if (status != SIM_OK) return status;
     }
   }
-  return enqueue(s, fn, arg, free_arg);
+  return enqueue(s, fn, arg, free_arg, flags);
 }
 
 int sim_stream_busy(sim_stream *s) {
@@ -461,6 +632,7 @@ int sim_stream_busy(sim_stream *s) {
 }
 
 sim_status sim_stream_sync(sim_stream *s) {
+  if (tls_host_function) return SIM_ERR_NOT_PERMITTED;
   pthread_mutex_lock(&s->mu);
   uint64_t ticket = s->submitted;
   ++s->done_waiters;
@@ -469,7 +641,8 @@ sim_status sim_stream_sync(sim_stream *s) {
   sim_status status = s->error;
   s->error = SIM_OK;
   pthread_mutex_unlock(&s->mu);
-  return status;
+  sim_status fault = sim_device_fault(s->device);
+  return fault != SIM_OK ? fault : status;
 }
 
 void sim_stream_wait_idle(sim_stream *s) {
@@ -493,6 +666,7 @@ void sim_device_wait_idle(int device) {
 
 sim_status sim_device_sync(int device) {
   if (sim_device(device) == NULL) return SIM_ERR_INVALID_VALUE;
+  if (tls_host_function) return SIM_ERR_NOT_PERMITTED;
   sim_status first = SIM_OK;
   /* Streams are not destroyed while a front synchronises its own device (front contract). */
   pthread_mutex_lock(&streams_lock);
@@ -572,7 +746,7 @@ sim_status sim_event_record(sim_event *e, sim_stream *s) {
   m->generation = ++e->recorded;
   ++e->refs;
   pthread_mutex_unlock(&e->mu);
-  sim_status status = sim_stream_submit(s, mark_op, m, free);
+  sim_status status = sim_stream_submit_ex(s, mark_op, m, free, SIM_OP_CONTROL);
   if (status != SIM_OK) {
     pthread_mutex_lock(&e->mu);
     --e->recorded;
@@ -590,6 +764,7 @@ sim_status sim_event_query(sim_event *e) {
 }
 
 sim_status sim_event_sync(sim_event *e) {
+  if (tls_host_function) return SIM_ERR_NOT_PERMITTED;
   pthread_mutex_lock(&e->mu);
   uint64_t want = e->recorded;
   while (e->done < want) pthread_cond_wait(&e->cv, &e->mu);
@@ -636,7 +811,7 @@ sim_status sim_stream_wait_event(sim_stream *s, sim_event *e) {
   sim_status status = m == NULL ? SIM_ERR_OUT_OF_MEMORY : SIM_OK;
   if (m != NULL) {
     *m = (event_mark){e, generation};
-    status = sim_stream_submit(s, wait_event_op, m, free);
+    status = sim_stream_submit_ex(s, wait_event_op, m, free, SIM_OP_CONTROL);
   }
   if (status != SIM_OK) {
     free(m);
@@ -649,7 +824,7 @@ sim_status sim_stream_wait_event(sim_stream *s, sim_event *e) {
 /* ---- launches: blocks of fibers ------------------------------------------------------------ */
 
 #define FIBER_STACK (128 * 1024)
-enum { FIBER_READY, FIBER_BARRIER, FIBER_DONE };
+enum { FIBER_READY, FIBER_BARRIER, FIBER_DONE, FIBER_TRAPPED, FIBER_FAULTED };
 
 typedef struct fiber {
   ucontext_t ctx;
@@ -658,6 +833,7 @@ typedef struct fiber {
 } fiber;
 
 typedef struct launch_op {
+  int device;
   sim_kernel_entry entry;
   sim_dim3 grid, block;
   size_t dynamic_shared;
@@ -672,6 +848,66 @@ static __thread unsigned tls_stack_count;
 static __thread fiber *tls_current;
 static __thread ucontext_t tls_scheduler;
 static __thread launch_op *tls_launch;
+static __thread volatile sig_atomic_t tls_in_kernel; /* a fiber of a kernel runs on this thread */
+static __thread void *tls_altstack;
+
+/* ---- memory faults of kernels: SIGSEGV/SIGBUS while a kernel's fiber runs abandons the launch
+ * (the device's sticky ILLEGAL_ADDRESS); any other fault goes to the handler that was there
+ * before (by default: the process dies, as it would have). ------------------------------------ */
+
+#define ALTSTACK_SIZE (64 * 1024)
+static pthread_once_t fault_handler_once = PTHREAD_ONCE_INIT;
+static struct sigaction previous_segv, previous_bus;
+
+static void kernel_fault_handler(int sig, siginfo_t *info, void *context) {
+  if (tls_in_kernel && tls_current != NULL) {
+    tls_in_kernel = 0;
+    tls_current->state = FIBER_FAULTED;
+    setcontext(&tls_scheduler); /* back to launch_run, which abandons the launch */
+  }
+  struct sigaction *previous = sig == SIGSEGV ? &previous_segv : &previous_bus;
+  if ((previous->sa_flags & SA_SIGINFO) && previous->sa_sigaction != NULL) {
+    previous->sa_sigaction(sig, info, context);
+    return;
+  }
+  if (!(previous->sa_flags & SA_SIGINFO) && previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN) {
+    previous->sa_handler(sig);
+    return;
+  }
+  /* The default action: restore it; the faulting instruction runs again and ends the process. */
+  signal(sig, SIG_DFL);
+}
+
+static void install_fault_handler(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = kernel_fault_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &previous_segv);
+  sigaction(SIGBUS, &sa, &previous_bus);
+}
+
+/* Each worker handles its kernels' faults on a stack of its own (a fiber's stack may be what
+ * overflowed). */
+static void worker_fault_setup(void) {
+  pthread_once(&fault_handler_once, install_fault_handler);
+  tls_altstack = malloc(ALTSTACK_SIZE);
+  if (tls_altstack == NULL) return;
+  stack_t ss = {.ss_sp = tls_altstack, .ss_flags = 0, .ss_size = ALTSTACK_SIZE};
+  if (sigaltstack(&ss, NULL) != 0) {
+    free(tls_altstack);
+    tls_altstack = NULL;
+  }
+}
+
+static void worker_fault_teardown(void) {
+  if (tls_altstack == NULL) return;
+  stack_t ss = {.ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0};
+  sigaltstack(&ss, NULL);
+  free(tls_altstack);
+  tls_altstack = NULL;
+}
 
 static const gpusim_thread *rt_self(void) { return &tls_current->self; }
 
@@ -681,7 +917,14 @@ static void rt_syncthreads(void) {
   swapcontext(&f->ctx, &tls_scheduler);
 }
 
-static gpusim_runtime runtime = {GPUSIM_RUNTIME_ABI, rt_self, rt_syncthreads};
+__attribute__((noreturn)) static void rt_trap(void) {
+  fiber *f = tls_current;
+  f->state = FIBER_TRAPPED;
+  swapcontext(&f->ctx, &tls_scheduler); /* the scheduler abandons the launch: never resumed */
+  abort();
+}
+
+static gpusim_runtime runtime = {GPUSIM_RUNTIME_ABI, rt_self, rt_syncthreads, rt_trap};
 
 static void fiber_main(void) {
   tls_launch->entry(tls_launch->params);
@@ -721,9 +964,10 @@ static sim_status launch_run(void *raw) {
   void *shared = NULL;
   if (l->dynamic_shared && (shared = calloc(1, l->dynamic_shared)) == NULL) return SIM_ERR_OUT_OF_RESOURCES;
   tls_launch = l;
-  for (unsigned bz = 0; bz < l->grid.z; ++bz)
-    for (unsigned by = 0; by < l->grid.y; ++by)
-      for (unsigned bx = 0; bx < l->grid.x; ++bx) {
+  int trapped = 0;
+  for (unsigned bz = 0; bz < l->grid.z && !trapped; ++bz)
+    for (unsigned by = 0; by < l->grid.y && !trapped; ++by)
+      for (unsigned bx = 0; bx < l->grid.x && !trapped; ++bx) {
         for (unsigned i = 0; i < n; ++i) {
           fiber *f = &tls_fibers[i];
           f->self.thread_idx = (gpusim_uint3){i % l->block.x, (i / l->block.x) % l->block.y, i / (l->block.x * l->block.y)};
@@ -735,12 +979,16 @@ static sim_status launch_run(void *raw) {
           f->state = FIBER_READY;
           fiber_prepare(f, tls_stacks[i]);
         }
-        for (;;) {
-          for (unsigned i = 0; i < n; ++i) {
+        while (!trapped) {
+          for (unsigned i = 0; i < n && !trapped; ++i) {
             if (tls_fibers[i].state != FIBER_READY) continue;
             tls_current = &tls_fibers[i];
+            tls_in_kernel = 1;
             swapcontext(&tls_scheduler, &tls_fibers[i].ctx);
+            tls_in_kernel = 0;
+            trapped = tls_fibers[i].state == FIBER_TRAPPED || tls_fibers[i].state == FIBER_FAULTED;
           }
+          if (trapped) break;
           /* Every fiber is now at the barrier or done: release the barrier. */
           unsigned waiting = 0;
           for (unsigned i = 0; i < n; ++i)
@@ -753,6 +1001,14 @@ static sim_status launch_run(void *raw) {
       }
   tls_current = NULL;
   free(shared);
+  if (trapped) {
+    /* A trap or a memory fault aborts the launch and leaves the device faulted (sticky). */
+    sim_status fault = SIM_ERR_ILLEGAL_INSTRUCTION;
+    for (unsigned i = 0; i < n; ++i)
+      if (tls_fibers[i].state == FIBER_FAULTED) fault = SIM_ERR_ILLEGAL_ADDRESS;
+    sim_device_set_fault(l->device, fault);
+    return fault;
+  }
   return SIM_OK;
 }
 
@@ -777,7 +1033,7 @@ sim_status sim_launch(sim_stream *s, const sim_launch_desc *d) {
   if (d->dynamic_shared > p->shared_per_block_optin) return SIM_ERR_INVALID_VALUE;
   launch_op *l = calloc(1, sizeof *l);
   if (l == NULL) return SIM_ERR_OUT_OF_MEMORY;
-  *l = (launch_op){d->entry, d->grid, d->block, d->dynamic_shared, NULL, NULL};
+  *l = (launch_op){s->device, d->entry, d->grid, d->block, d->dynamic_shared, NULL, NULL};
   l->args = malloc(d->args_size ? d->args_size : 1);
   l->params = malloc((d->param_count ? d->param_count : 1) * sizeof *l->params);
   if (l->args == NULL || l->params == NULL) {

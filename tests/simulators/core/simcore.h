@@ -22,6 +22,34 @@
  *             loads of one image have separate globals;
  *   ELF64     a bounds-checked reader of sections and symbols, for the fronts' image parsers.
  *
+ * and the rules that make a simulated driver as strict as a real one (tests/simulators/README.md
+ * cites the documentation of each):
+ *
+ *   push buffer     at most GPUSIM_PUSH_BUFFER (default 1024) operations are pending (queued or
+ *                   running) per stream; sim_stream_submit then BLOCKS until one completes (as
+ *                   a driver's enqueue does when its push buffer is full), it does not fail;
+ *   sticky faults   a kernel that traps (__trap() in a host build: ILLEGAL_INSTRUCTION) or
+ *                   touches unmapped memory (a wild or freed pointer, its stack's guard page:
+ *                   SIGSEGV/SIGBUS on the worker, caught: ILLEGAL_ADDRESS) leaves its device faulted:
+ *                   the launch's remaining blocks and every later operation on the device's
+ *                   streams are skipped (their bookkeeping still completes, so nothing hangs),
+ *                   sim_stream_submit / sim_stream_sync / sim_device_sync return the fault, and
+ *                   the front returns it from every call until it calls sim_device_clear_fault
+ *                   (context reset / last release);
+ *   device memory   SIM_MEM_DEVICE allocations are pages of their own, tagged with a memory
+ *   is not host     protection key (pkey_mprotect) whose access only the core's worker threads
+ *   memory          enable: a dereference of a device pointer by application code (or a host
+ *                   function, which runs on a worker with access disabled) faults (SIGSEGV,
+ *                   SEGV_PKUERR) as on a GPU. A front touching device memory itself brackets
+ *                   it with sim_device_access_begin/end. GPUSIM_PROTECT=0 turns this off; where
+ *                   pkeys are unavailable it is off, said once on stderr, and sim_mem_protected
+ *                   says why (tests skip that rule with the reason);
+ *   host functions  an operation submitted with SIM_OP_HOST_FUNCTION runs application code:
+ *                   sim_in_host_function() is 1 on its thread meanwhile (fronts refuse driver
+ *                   calls then; the core refuses sim_stream_submit with NOT_PERMITTED), device
+ *                   access is disabled, and after a sticky fault it is skipped unless
+ *                   SIM_OP_AFTER_FAULT is also given (a callback that must see the status).
+ *
  * API stability: functions here are only ever added, never changed (the fronts are built
  * against it independently). Status codes are the core's; each front maps them to its API's.
  */
@@ -49,6 +77,9 @@ typedef enum sim_status {
   SIM_ERR_INVALID_IMAGE,      /* malformed ELF */
   SIM_ERR_NOT_SUPPORTED,      /* something the simulator deliberately does not model */
   SIM_ERR_HOST_CALLBACK,      /* reserved for fronts */
+  SIM_ERR_ILLEGAL_INSTRUCTION, /* a kernel trapped (__trap()): the device's sticky fault */
+  SIM_ERR_NOT_PERMITTED,      /* a driver call from inside a host function (see sim_in_host_function) */
+  SIM_ERR_ILLEGAL_ADDRESS,    /* a kernel touched unmapped memory: the device's sticky fault */
 } sim_status;
 
 const char *sim_status_name(sim_status status);
@@ -106,7 +137,8 @@ typedef struct sim_alloc_info {
 } sim_alloc_info;
 
 /* Allocates size (> 0) bytes, 256-byte aligned, zero-filled (a front may poison it); counts
- * against the device limit (all kinds but REGISTERED/GLOBAL). */
+ * against the device limit (all kinds but REGISTERED/GLOBAL). DEVICE allocations are whole
+ * pages, protected from host access (sim_mem_protected). */
 sim_status sim_mem_alloc(int device, sim_mem_kind kind, size_t size, void **out);
 /* Frees a live base address of one of the given kinds (kind_mask: 1 << sim_mem_kind);
  * INVALID_VALUE for an interior, unknown or already freed pointer, or another kind. */
@@ -116,6 +148,15 @@ sim_status sim_mem_free(void *base, unsigned kind_mask);
 sim_status sim_mem_track(int device, sim_mem_kind kind, void *base, size_t size);
 /* Stops tracking a range added with sim_mem_track (by its base). */
 sim_status sim_mem_untrack(void *base);
+/* 1 when SIM_MEM_DEVICE allocations are protected from host access (see the header comment);
+ * 0 otherwise, with *why (if not NULL) saying why (a static string). */
+int sim_mem_protected(const char **why);
+/* Enables the calling thread's access to device memory, returning a token for
+ * sim_device_access_end, which restores the previous state. For a front's own accesses (e.g.
+ * poisoning a new allocation, a copy it performs on the calling thread); no-ops when memory is
+ * not protected. */
+unsigned sim_device_access_begin(void);
+void sim_device_access_end(unsigned token);
 /* Finds the allocation containing p (0 if none, 1 if found). */
 int sim_mem_find(const void *p, sim_alloc_info *out);
 /* SIM_OK when [p, p + size) lies inside one tracked allocation, else INVALID_VALUE. */
@@ -141,8 +182,21 @@ sim_stream *sim_stream_legacy(int device);
 int sim_stream_device(const sim_stream *stream);
 /* Waits for the stream's work, then frees it. Must not be the legacy stream. */
 void sim_stream_destroy(sim_stream *stream);
-/* Enqueues fn(arg). Never blocks on the stream's work. */
+/* Enqueues fn(arg). Blocks while the stream's push buffer is full (sim_push_buffer()
+ * operations pending); returns the device's sticky fault instead of enqueuing once faulted;
+ * NOT_PERMITTED from inside a host function. On a non-OK return nothing was enqueued and
+ * free_arg was NOT called (the caller still owns arg). */
 sim_status sim_stream_submit(sim_stream *stream, sim_op_fn fn, void *arg, void (*free_arg)(void *));
+
+/* Flags of sim_stream_submit_ex. */
+#define SIM_OP_HOST_FUNCTION 1u /* application code: sim_in_host_function() = 1, device access off */
+#define SIM_OP_AFTER_FAULT 2u   /* still runs after the device's sticky fault (to report it) */
+/* sim_stream_submit with flags (0 = a device operation, as sim_stream_submit). */
+sim_status sim_stream_submit_ex(sim_stream *stream, sim_op_fn fn, void *arg, void (*free_arg)(void *), unsigned flags);
+/* GPUSIM_PUSH_BUFFER: the most operations pending per stream (default 1024, 1..1048576). */
+unsigned sim_push_buffer(void);
+/* 1 on a worker thread while it runs an operation submitted with SIM_OP_HOST_FUNCTION. */
+int sim_in_host_function(void);
 /* 1 while work is queued or running. */
 int sim_stream_busy(sim_stream *stream);
 /* Waits until every operation enqueued before the call has finished; returns and clears the
@@ -154,6 +208,18 @@ void sim_stream_wait_idle(sim_stream *stream);
 sim_status sim_device_sync(int device);
 /* Every stream of the device idle (errors kept). */
 void sim_device_wait_idle(int device);
+
+/* ---- sticky faults ----------------------------------------------------------------------- */
+
+/* SIM_OK, or the device's sticky fault (SIM_ERR_ILLEGAL_INSTRUCTION after a kernel trapped,
+ * SIM_ERR_ILLEGAL_ADDRESS after it touched unmapped memory). */
+sim_status sim_device_fault(int device);
+/* Faults the device as a trapping kernel does (for fronts modelling other sticky errors);
+ * the first fault stays. */
+void sim_device_set_fault(int device, sim_status fault);
+/* Makes the device usable again (the front's context reset / last release, after
+ * sim_device_wait_idle). */
+void sim_device_clear_fault(int device);
 
 /* ---- events ------------------------------------------------------------------------------ */
 

@@ -292,18 +292,58 @@ static const char *ptx_declaration(const char *p, const char *end, uint32_t *ali
   return p;
 }
 
+static __thread char jit_log[512];
+
+const char *cu_image_jit_log(void) { return jit_log; }
+
+static unsigned line_of(const char *text, const char *at) {
+  unsigned line = 1;
+  for (const char *p = text; p < at; ++p) line += *p == '\n';
+  return line;
+}
+
 static int parse_ptx(const char *text, size_t len, int device_sm, int max_ptx, cu_image *img) {
   const char *end = text + len;
   const char *v = strstr(text, ".version");
   const char *t = strstr(text, ".target");
-  if (v == NULL || t == NULL) return INVALID_IMAGE;
+  if (v == NULL || t == NULL) {
+    snprintf(jit_log, sizeof jit_log, "ptxas fatal   : no %s directive in the PTX input", v == NULL ? ".version" : ".target");
+    return INVALID_IMAGE;
+  }
   unsigned major = 0, minor = 0, sm = 0;
-  if (sscanf(v, ".version %u.%u", &major, &minor) != 2) return INVALID_PTX;
-  if (sscanf(t, ".target sm_%u", &sm) != 1) return INVALID_PTX;
+  char suffix = 0;
+  if (sscanf(v, ".version %u.%u", &major, &minor) != 2) {
+    snprintf(jit_log, sizeof jit_log, "ptxas application ptx input, line %u; fatal   : malformed .version directive", line_of(text, v));
+    return INVALID_PTX;
+  }
+  int fields = sscanf(t, ".target sm_%u%c", &sm, &suffix);
+  if (fields < 1) {
+    snprintf(jit_log, sizeof jit_log, "ptxas application ptx input, line %u; fatal   : malformed .target directive", line_of(text, t));
+    return INVALID_PTX;
+  }
+  if (fields < 2 || (suffix != 'a' && suffix != 'f')) suffix = 0;
   img->ptx_version = major * 10 + minor;
   img->sm = sm;
-  if ((int)img->ptx_version > max_ptx) return UNSUPPORTED_PTX_VERSION;
-  if ((int)sm > device_sm) return INVALID_PTX;
+  /* The driver's JIT reads PTX ISA versions up to its own (PTX ISA "Release Notes": 9.0 with
+   * CUDA 13.0); newer PTX is refused before anything else. */
+  if ((int)img->ptx_version > max_ptx) {
+    snprintf(jit_log, sizeof jit_log,
+             "ptxas application ptx input, line %u; fatal   : Unsupported .version %u.%u; current version is '%d.%d'",
+             line_of(text, v), major, minor, max_ptx / 10, max_ptx % 10);
+    return UNSUPPORTED_PTX_VERSION;
+  }
+  /* PTX ISA "Target ISA notes": sm_XXa (architecture-specific) code runs only on exactly sm_XX;
+   * sm_XXf (family-specific) on the same major with a minor not below; plain sm_XX on any
+   * device of that compute capability or newer. */
+  int ok = suffix == 'a' ? (int)sm == device_sm
+           : suffix == 'f' ? (int)sm / 10 == device_sm / 10 && (int)sm <= device_sm
+                           : (int)sm <= device_sm;
+  if (!ok) {
+    snprintf(jit_log, sizeof jit_log,
+             "ptxas application ptx input, line %u; error   : '.target sm_%u%s' cannot be compiled for this device (sm_%d)",
+             line_of(text, t), sm, suffix == 'a' ? "a" : suffix == 'f' ? "f" : "", device_sm);
+    return INVALID_PTX;
+  }
   img->sm = (unsigned)device_sm; /* JIT-compiled for the device */
   for (const char *p = text; p < end;) {
     p = skip_space(p, end);
@@ -449,6 +489,7 @@ static int parse_fatbin(const unsigned char *p, int device_sm, int max_ptx, cu_i
 int cu_image_parse(const void *image, int device_sm, int max_ptx, cu_image *out, size_t *image_size) {
   const unsigned char *p = image;
   memset(out, 0, sizeof *out);
+  jit_log[0] = '\0';
   int rc;
   if (memcmp(p, "\177ELF", 4) == 0) {
     if (p[4] != 2 || p[5] != 1) return INVALID_IMAGE;

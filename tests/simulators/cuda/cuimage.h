@@ -45,9 +45,12 @@ typedef struct cu_image {
 
 /* Parses an image as cuModuleLoadData receives it. Returns a CUresult: INVALID_IMAGE for
  * anything unrecognised or malformed, NO_BINARY_FOR_GPU for an incompatible architecture,
- * UNSUPPORTED_PTX_VERSION for PTX newer than max_ptx, INVALID_PTX for PTX whose target is newer
- * than the device. *image_size is the extent of the image (what its hash covers). */
+ * UNSUPPORTED_PTX_VERSION for PTX newer than max_ptx, INVALID_PTX for PTX whose target the device
+ * cannot run (newer; sm_XXa on any other device than sm_XX; sm_XXf outside its family). *image_size is the extent of the image (what its hash covers). */
 int cu_image_parse(const void *image, int device_sm, int max_ptx, cu_image *out, size_t *image_size);
 void cu_image_release(cu_image *image);
+/* The JIT's error log of the calling thread's last cu_image_parse ("" when it had nothing to
+ * say): what cuModuleLoadDataEx returns through CU_JIT_ERROR_LOG_BUFFER. */
+const char *cu_image_jit_log(void);
 
 #endif

@@ -23,6 +23,7 @@
 #include "../core/simcore.h"
 #include "amdgpu_image.h"
 #include "hip_device_prop.h"
+#include "host_alias.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -46,7 +47,9 @@ typedef enum hipError_t {
   hipErrorInvalidDevice = 101,
   hipErrorInvalidImage = 200,
   hipErrorNoBinaryForGpu = 209,
+  hipErrorPeerAccessUnsupported = 217,
   hipErrorInvalidHandle = 400,
+  hipErrorIllegalState = 401,
   hipErrorNotFound = 500,
   hipErrorNotReady = 600,
   hipErrorIllegalAddress = 700,
@@ -91,9 +94,29 @@ static hipError_t from_sim(sim_status s) {
   case SIM_ERR_INVALID_IMAGE: return hipErrorInvalidImage;
   case SIM_ERR_NOT_SUPPORTED: return hipErrorNotSupported;
   case SIM_ERR_HOST_CALLBACK: return hipErrorLaunchFailure;
+  case SIM_ERR_ILLEGAL_INSTRUCTION: return hipErrorLaunchFailure; /* the device's sticky fault: a trap */
+  case SIM_ERR_ILLEGAL_ADDRESS: return hipErrorIllegalAddress;     /* ... or a wild memory access */
+  case SIM_ERR_NOT_PERMITTED: return hipErrorIllegalState;        /* a HIP call from a host function */
   }
   return hipErrorUnknown;
 }
+
+/* Every hip* call but the error-text ones starts with one of these (README: "host functions",
+ * "sticky faults"). HOST_FN_GUARD: a HIP call from inside a host function (hipLaunchHostFunc:
+ * "The host function must not make any HIP API calls") is refused with hipErrorIllegalState, as
+ * the CUDA front refuses it with CUDA_ERROR_NOT_PERMITTED. GUARD adds the sticky fault: once a
+ * kernel of the current device faulted, every call returns its error (hipErrorLaunchFailure for a
+ * trap, hipErrorIllegalAddress for a wild access) until hipDeviceReset. */
+#define HOST_FN_GUARD()                                                                             \
+  do {                                                                                              \
+    if (sim_in_host_function()) return ret(hipErrorIllegalState);                                   \
+  } while (0)
+#define GUARD()                                                                                     \
+  do {                                                                                              \
+    HOST_FN_GUARD();                                                                                \
+    if (current_device < sim_device_count() && sim_device_fault(current_device) != SIM_OK)          \
+      return ret(from_sim(sim_device_fault(current_device)));                                       \
+  } while (0)
 
 static const struct {
   hipError_t code;
@@ -112,7 +135,9 @@ static const struct {
     {hipErrorInvalidDevice, "hipErrorInvalidDevice", "invalid device ordinal"},
     {hipErrorInvalidImage, "hipErrorInvalidImage", "device kernel image is invalid"},
     {hipErrorNoBinaryForGpu, "hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device"},
+    {hipErrorPeerAccessUnsupported, "hipErrorPeerAccessUnsupported", "peer access is not supported between these two devices"},
     {hipErrorInvalidHandle, "hipErrorInvalidHandle", "invalid resource handle"},
+    {hipErrorIllegalState, "hipErrorIllegalState", "the operation cannot be performed in the present state"},
     {hipErrorNotFound, "hipErrorNotFound", "named symbol not found"},
     {hipErrorNotReady, "hipErrorNotReady", "device not ready"},
     {hipErrorIllegalAddress, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
@@ -140,6 +165,7 @@ EXPORT const char *hipGetErrorString(hipError_t e) {
 }
 
 EXPORT hipError_t hipGetLastError(void) {
+  HOST_FN_GUARD();
   hipError_t e = last_error;
   last_error = hipSuccess;
   return e;
@@ -179,11 +205,13 @@ static hipError_t check_current(void) {
 }
 
 EXPORT hipError_t hipInit(unsigned int flags) {
+  HOST_FN_GUARD();
   if (flags != 0) return ret(hipErrorInvalidValue);
   return ret(sim_device_count() == 0 ? hipErrorNoDevice : hipSuccess);
 }
 
 EXPORT hipError_t hipDriverGetVersion(int *version) {
+  HOST_FN_GUARD();
   if (version == NULL) return ret(hipErrorInvalidValue);
   *version = HIP_VERSION_VALUE;
   return hipSuccess;
@@ -192,12 +220,14 @@ EXPORT hipError_t hipDriverGetVersion(int *version) {
 EXPORT hipError_t hipRuntimeGetVersion(int *version) { return hipDriverGetVersion(version); }
 
 EXPORT hipError_t hipGetDeviceCount(int *count) {
+  HOST_FN_GUARD();
   if (count == NULL) return ret(hipErrorInvalidValue);
   *count = sim_device_count();
   return ret(*count == 0 ? hipErrorNoDevice : hipSuccess);
 }
 
 EXPORT hipError_t hipSetDevice(int device) {
+  HOST_FN_GUARD();
   if (sim_device_count() == 0) return ret(hipErrorNoDevice);
   if (device_props(device) == NULL) return ret(hipErrorInvalidDevice);
   current_device = device;
@@ -205,6 +235,7 @@ EXPORT hipError_t hipSetDevice(int device) {
 }
 
 EXPORT hipError_t hipGetDevice(int *device) {
+  GUARD();
   if (device == NULL) return ret(hipErrorInvalidValue);
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
@@ -213,6 +244,7 @@ EXPORT hipError_t hipGetDevice(int *device) {
 }
 
 EXPORT hipError_t hipDeviceGetName(char *name, int len, int device) {
+  GUARD();
   const sim_device_props *p = device_props(device);
   if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
   if (name == NULL || len <= 0) return ret(hipErrorInvalidValue);
@@ -221,6 +253,7 @@ EXPORT hipError_t hipDeviceGetName(char *name, int len, int device) {
 }
 
 EXPORT hipError_t hipDeviceTotalMem(size_t *bytes, int device) {
+  GUARD();
   const sim_device_props *p = device_props(device);
   if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
   if (bytes == NULL) return ret(hipErrorInvalidValue);
@@ -233,6 +266,7 @@ typedef struct hipUUID {
 } hipUUID;
 
 EXPORT hipError_t hipDeviceGetUuid(hipUUID *uuid, int device) {
+  GUARD();
   const sim_device_props *p = device_props(device);
   if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
   if (uuid == NULL) return ret(hipErrorInvalidValue);
@@ -281,6 +315,7 @@ enum {
 static int clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
 
 EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
+  GUARD();
   const sim_device_props *p = device_props(device);
   if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
   if (value == NULL) return ret(hipErrorInvalidValue);
@@ -322,6 +357,7 @@ EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
 }
 
 EXPORT hipError_t hipGetDevicePropertiesR0600(hip_device_prop *prop, int device) {
+  GUARD();
   const sim_device_props *p = device_props(device);
   if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
   if (prop == NULL) return ret(hipErrorInvalidValue);
@@ -361,26 +397,64 @@ EXPORT hipError_t hipGetDevicePropertiesR0600(hip_device_prop *prop, int device)
 }
 
 EXPORT hipError_t hipDeviceSynchronize(void) {
+  GUARD();
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
   return ret(from_sim(sim_device_sync(current_device)));
 }
 
-EXPORT hipError_t hipDeviceCanAccessPeer(int *can, int device, int peer) {
-  if (can == NULL) return ret(hipErrorInvalidValue);
-  if (device_props(device) == NULL || device_props(peer) == NULL) return ret(hipErrorInvalidDevice);
-  *can = device != peer;
-  return hipSuccess;
+/* GPUSIM_HIP_PEER: "1" (default) peers can reach each other; "0" no peer access (a machine
+ * without P2P: hipDeviceCanAccessPeer answers 0, and hipDeviceEnablePeerAccess refuses with
+ * hipErrorInvalidDevice, as clr's hip_peer.cpp does when canAccessPeer is 0); "fail" peers report
+ * they can, but enabling fails (hipErrorPeerAccessUnsupported: the mapping could not be made). */
+typedef enum { PEER_YES, PEER_NO, PEER_FAIL } peer_mode;
+static peer_mode peer_knob(void) {
+  const char *v = getenv("GPUSIM_HIP_PEER");
+  if (v == NULL || *v == '\0' || strcmp(v, "1") == 0) return PEER_YES;
+  if (strcmp(v, "0") == 0) return PEER_NO;
+  if (strcmp(v, "fail") == 0) return PEER_FAIL;
+  fprintf(stderr, "gpusim-hip: GPUSIM_HIP_PEER=%s: expected 1, 0 or fail; using 1\n", v);
+  return PEER_YES;
 }
 
+/* hipDeviceReset: waits for the current device's work, then clears its sticky fault, the errors
+ * its streams keep, and its peer access ("The peer memory remains accessible ... until hipDeviceDisablePeerAccess or
+ * hipDeviceReset"). Not modelled: the reset does not free the device's allocations. */
 static unsigned char peer_enabled[8][8];
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
 
+EXPORT hipError_t hipDeviceReset(void) {
+  HOST_FN_GUARD();
+  hipError_t e = check_current();
+  if (e != hipSuccess) return ret(e);
+  sim_device_wait_idle(current_device);
+  sim_device_clear_fault(current_device);
+  /* The errors the device's streams still keep go with it (a call refused by the sticky fault
+   * returned before it synchronised, so a stream may still hold the fault as its own error). */
+  (void)sim_device_sync(current_device);
+  pthread_mutex_lock(&peer_lock);
+  for (int i = 0; i < 8; ++i) peer_enabled[current_device][i] = 0;
+  pthread_mutex_unlock(&peer_lock);
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipDeviceCanAccessPeer(int *can, int device, int peer) {
+  GUARD();
+  if (can == NULL) return ret(hipErrorInvalidValue);
+  if (device_props(device) == NULL || device_props(peer) == NULL) return ret(hipErrorInvalidDevice);
+  *can = device != peer && peer_knob() != PEER_NO;
+  return hipSuccess;
+}
+
 EXPORT hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  GUARD();
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
   if (flags != 0) return ret(hipErrorInvalidValue);
   if (device_props(peer) == NULL || peer == current_device) return ret(hipErrorInvalidDevice);
+  peer_mode mode = peer_knob();
+  if (mode == PEER_NO) return ret(hipErrorInvalidDevice);
+  if (mode == PEER_FAIL) return ret(hipErrorPeerAccessUnsupported);
   pthread_mutex_lock(&peer_lock);
   int already = peer_enabled[current_device][peer];
   peer_enabled[current_device][peer] = 1;
@@ -389,6 +463,7 @@ EXPORT hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
 }
 
 EXPORT hipError_t hipDeviceDisablePeerAccess(int peer) {
+  GUARD();
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
   if (device_props(peer) == NULL) return ret(hipErrorInvalidDevice);
@@ -404,6 +479,7 @@ EXPORT hipError_t hipDeviceDisablePeerAccess(int peer) {
 #define KIND(k) (1u << (k))
 
 static hipError_t alloc(void **ptr, size_t size, sim_mem_kind kind) {
+  GUARD();
   if (ptr == NULL) return ret(hipErrorInvalidValue);
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
@@ -417,17 +493,20 @@ static hipError_t alloc(void **ptr, size_t size, sim_mem_kind kind) {
 EXPORT hipError_t hipMalloc(void **ptr, size_t size) { return alloc(ptr, size, SIM_MEM_DEVICE); }
 
 EXPORT hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
+  GUARD();
   if (flags & ~0x3fu) return ret(hipErrorInvalidValue);
   return alloc(ptr, size, SIM_MEM_HOST);
 }
 
 EXPORT hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) {
+  GUARD();
   if (flags != 1 /* hipMemAttachGlobal */ && flags != 2 /* hipMemAttachHost */) return ret(hipErrorInvalidValue);
   return alloc(ptr, size, SIM_MEM_MANAGED);
 }
 
 /* hipFree and hipHostFree wait for the device's work first, as HIP does. */
 EXPORT hipError_t hipFree(void *ptr) {
+  GUARD();
   if (ptr == NULL) return hipSuccess;
   sim_alloc_info info;
   if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
@@ -436,6 +515,7 @@ EXPORT hipError_t hipFree(void *ptr) {
 }
 
 EXPORT hipError_t hipHostFree(void *ptr) {
+  GUARD();
   if (ptr == NULL) return hipSuccess;
   sim_alloc_info info;
   if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
@@ -443,23 +523,92 @@ EXPORT hipError_t hipHostFree(void *ptr) {
   return ret(from_sim(sim_mem_free(ptr, KIND(SIM_MEM_HOST))));
 }
 
+/* Registered host ranges. hipHostRegister's documentation: "use hipHostGetDevicePointer to obtain
+ * the mapped device pointer. On many systems, the mapped device pointer will have a different
+ * value than the mapped host pointer. Applications must use the device pointer in device code, and
+ * the host pointer in host code." So the device pointer here is a second mapping of the same pages
+ * (host_alias.c): kernels and copies given it see the host's data, and code that passes the host
+ * address where the device pointer belongs is caught (that address is not the device's). Where
+ * no second mapping can be made (the pages are not plain anonymous memory, e.g. shared with an
+ * earlier registration), the device pointer is the host address, as HIP also allows. */
+#define MAX_REGISTERED 1024
+typedef struct registration {
+  void *host, *device; /* device != host: a second mapping made by host_alias_map */
+  size_t size;
+} registration;
+static registration registered[MAX_REGISTERED];
+static pthread_mutex_t registered_lock = PTHREAD_MUTEX_INITIALIZER;
+
 EXPORT hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags) {
+  GUARD();
   if (ptr == NULL || size == 0 || (flags & ~0xfu)) return ret(hipErrorInvalidValue);
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
-  sim_status s = sim_mem_track(current_device, SIM_MEM_REGISTERED, ptr, size);
+  pthread_mutex_lock(&registered_lock);
+  registration *slot = NULL;
+  for (size_t i = 0; i < MAX_REGISTERED && slot == NULL; ++i)
+    if (registered[i].host == NULL) slot = &registered[i];
+  sim_status s = slot == NULL ? SIM_ERR_OUT_OF_MEMORY : sim_mem_track(current_device, SIM_MEM_REGISTERED, ptr, size);
+  if (s == SIM_OK) {
+    void *alias = host_alias_map(ptr, size);
+    if (alias != NULL && sim_mem_track(current_device, SIM_MEM_REGISTERED, alias, size) != SIM_OK) {
+      host_alias_unmap(alias, ptr, size);
+      alias = NULL;
+    }
+    *slot = (registration){ptr, alias != NULL ? alias : ptr, size};
+  }
+  pthread_mutex_unlock(&registered_lock);
   return ret(s == SIM_OK ? hipSuccess : s == SIM_ERR_INVALID_VALUE ? hipErrorHostMemoryAlreadyRegistered : from_sim(s));
 }
 
 EXPORT hipError_t hipHostUnregister(void *ptr) {
-  sim_alloc_info info;
+  GUARD();
   if (ptr == NULL) return ret(hipErrorInvalidValue);
-  if (!sim_mem_find(ptr, &info) || info.base != ptr || info.kind != SIM_MEM_REGISTERED)
+  pthread_mutex_lock(&registered_lock);
+  registration *slot = NULL;
+  for (size_t i = 0; i < MAX_REGISTERED && slot == NULL; ++i)
+    if (registered[i].host == ptr) slot = &registered[i];
+  if (slot == NULL) { /* never registered, or the device pointer (not the host one) */
+    pthread_mutex_unlock(&registered_lock);
     return ret(hipErrorHostMemoryNotRegistered);
+  }
+  registration r = *slot;
+  *slot = (registration){0};
+  pthread_mutex_unlock(&registered_lock);
+  if (r.device != r.host) {
+    sim_device_wait_idle(current_device); /* no copy or kernel may still use the second mapping */
+    sim_mem_untrack(r.device);
+    host_alias_unmap(r.device, r.host, r.size);
+  }
   return ret(from_sim(sim_mem_untrack(ptr)));
 }
 
+/* hipHostGetDevicePointer: the device pointer of registered memory (any address inside a
+ * registered range) or of hipHostMalloc memory (the same address: it is allocated mapped). */
+EXPORT hipError_t hipHostGetDevicePointer(void **device_ptr, void *host_ptr, unsigned int flags) {
+  GUARD();
+  if (device_ptr == NULL || host_ptr == NULL || flags != 0) return ret(hipErrorInvalidValue);
+  pthread_mutex_lock(&registered_lock);
+  for (size_t i = 0; i < MAX_REGISTERED; ++i) {
+    registration *r = &registered[i];
+    if (r->host != NULL && (uintptr_t)host_ptr >= (uintptr_t)r->host &&
+        (uintptr_t)host_ptr < (uintptr_t)r->host + r->size) {
+      *device_ptr = (unsigned char *)r->device + ((uintptr_t)host_ptr - (uintptr_t)r->host);
+      pthread_mutex_unlock(&registered_lock);
+      return hipSuccess;
+    }
+  }
+  pthread_mutex_unlock(&registered_lock);
+  sim_alloc_info info;
+  if (sim_mem_find(host_ptr, &info) && info.kind == SIM_MEM_HOST) {
+    *device_ptr = host_ptr;
+    return hipSuccess;
+  }
+  return ret(hipErrorInvalidValue);
+}
+
 EXPORT hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total) {
+  GUARD();
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
   if (free_bytes == NULL || total == NULL) return ret(hipErrorInvalidValue);
@@ -490,6 +639,7 @@ static hipError_t stream_of(hip_stream *stream, sim_stream **out) {
 }
 
 EXPORT hipError_t hipStreamCreateWithFlags(hip_stream **out, unsigned int flags) {
+  GUARD();
   if (out == NULL || flags > 1) return ret(hipErrorInvalidValue);
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
@@ -509,6 +659,7 @@ EXPORT hipError_t hipStreamCreateWithFlags(hip_stream **out, unsigned int flags)
 EXPORT hipError_t hipStreamCreate(hip_stream **out) { return hipStreamCreateWithFlags(out, 0); }
 
 EXPORT hipError_t hipStreamDestroy(hip_stream *stream) {
+  GUARD();
   if (stream == NULL || stream->magic != HANDLE_MAGIC_STREAM) return ret(hipErrorInvalidHandle);
   stream->magic = 0;
   sim_stream_destroy(stream->sim); /* waits for its work */
@@ -517,6 +668,7 @@ EXPORT hipError_t hipStreamDestroy(hip_stream *stream) {
 }
 
 EXPORT hipError_t hipStreamSynchronize(hip_stream *stream) {
+  GUARD();
   sim_stream *s;
   hipError_t e = stream_of(stream, &s);
   if (e != hipSuccess) return ret(e);
@@ -524,6 +676,7 @@ EXPORT hipError_t hipStreamSynchronize(hip_stream *stream) {
 }
 
 EXPORT hipError_t hipStreamQuery(hip_stream *stream) {
+  GUARD();
   sim_stream *s;
   hipError_t e = stream_of(stream, &s);
   if (e != hipSuccess) return ret(e);
@@ -543,6 +696,7 @@ static sim_status host_call_op(void *raw) {
 }
 
 EXPORT hipError_t hipLaunchHostFunc(hip_stream *stream, hipHostFn_t fn, void *data) {
+  GUARD();
   if (fn == NULL) return ret(hipErrorInvalidValue);
   sim_stream *s;
   hipError_t e = stream_of(stream, &s);
@@ -550,12 +704,20 @@ EXPORT hipError_t hipLaunchHostFunc(hip_stream *stream, hipHostFn_t fn, void *da
   host_call *c = malloc(sizeof *c);
   if (c == NULL) return ret(hipErrorOutOfMemory);
   *c = (host_call){fn, data};
-  sim_status st = sim_stream_submit(s, host_call_op, c, free);
+  sim_status st = sim_stream_submit_ex(s, host_call_op, c, free, SIM_OP_HOST_FUNCTION);
   if (st != SIM_OK) free(c);
   return ret(from_sim(st));
 }
 
 /* ---- events ------------------------------------------------------------------------------- */
+
+/* Events created and not destroyed: a simulator-only export (no hip* name) for tests that check a
+ * library released its events. */
+static long live_events;
+EXPORT long gpusim_hip_live_events(void) { return __atomic_load_n(&live_events, __ATOMIC_RELAXED); }
+/* Whether hipMalloc memory is protected from host access (simcore's pkeys), and if not, why: a
+ * simulator-only export, as libcuda's, for tests that skip the rule with the reason. */
+EXPORT int gpusim_memory_protected(const char **why) { return sim_mem_protected(why); }
 
 typedef struct hip_event {
   unsigned magic;
@@ -563,6 +725,7 @@ typedef struct hip_event {
 } hip_event;
 
 EXPORT hipError_t hipEventCreateWithFlags(hip_event **out, unsigned flags) {
+  GUARD();
   /* hipEventDefault 0, BlockingSync 1, DisableTiming 2, Interprocess 4 (needs DisableTiming) */
   if (out == NULL || (flags & ~0x7u) || ((flags & 4) && !(flags & 2))) return ret(hipErrorInvalidValue);
   hip_event *ev = calloc(1, sizeof *ev);
@@ -573,6 +736,7 @@ EXPORT hipError_t hipEventCreateWithFlags(hip_event **out, unsigned flags) {
     return ret(hipErrorOutOfMemory);
   }
   ev->magic = HANDLE_MAGIC_EVENT;
+  __atomic_add_fetch(&live_events, 1, __ATOMIC_RELAXED);
   *out = ev;
   return hipSuccess;
 }
@@ -582,14 +746,17 @@ EXPORT hipError_t hipEventCreate(hip_event **out) { return hipEventCreateWithFla
 static int valid_event(const hip_event *ev) { return ev != NULL && ev->magic == HANDLE_MAGIC_EVENT; }
 
 EXPORT hipError_t hipEventDestroy(hip_event *ev) {
+  GUARD();
   if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
   ev->magic = 0;
+  __atomic_sub_fetch(&live_events, 1, __ATOMIC_RELAXED);
   sim_event_destroy(ev->sim);
   free(ev);
   return hipSuccess;
 }
 
 EXPORT hipError_t hipEventRecord(hip_event *ev, hip_stream *stream) {
+  GUARD();
   if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
   sim_stream *s;
   hipError_t e = stream_of(stream, &s);
@@ -598,16 +765,19 @@ EXPORT hipError_t hipEventRecord(hip_event *ev, hip_stream *stream) {
 }
 
 EXPORT hipError_t hipEventQuery(hip_event *ev) {
+  GUARD();
   if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
   return sim_event_query(ev->sim) == SIM_OK ? hipSuccess : hipErrorNotReady;
 }
 
 EXPORT hipError_t hipEventSynchronize(hip_event *ev) {
+  GUARD();
   if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
   return ret(from_sim(sim_event_sync(ev->sim)));
 }
 
 EXPORT hipError_t hipEventElapsedTime(float *ms, hip_event *start, hip_event *stop) {
+  GUARD();
   if (ms == NULL) return ret(hipErrorInvalidValue);
   if (!valid_event(start) || !valid_event(stop)) return ret(hipErrorInvalidHandle);
   sim_status s = sim_event_elapsed(start->sim, stop->sim, ms);
@@ -615,6 +785,7 @@ EXPORT hipError_t hipEventElapsedTime(float *ms, hip_event *start, hip_event *st
 }
 
 EXPORT hipError_t hipStreamWaitEvent(hip_stream *stream, hip_event *ev, unsigned int flags) {
+  GUARD();
   if (flags != 0) return ret(hipErrorInvalidValue);
   if (!valid_event(ev)) return ret(hipErrorInvalidHandle);
   sim_stream *s;
@@ -668,43 +839,56 @@ static hipError_t sync_null(hipError_t e) {
 }
 
 EXPORT hipError_t hipMemcpyHtoDAsync(void *dst, const void *src, size_t size, hip_stream *stream) {
+  GUARD();
   return submit_copy(dst, 1, src, 0, size, stream);
 }
 
 EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, const void *src, size_t size, hip_stream *stream) {
+  GUARD();
   return submit_copy(dst, 0, src, 1, size, stream);
 }
 
 EXPORT hipError_t hipMemcpyDtoDAsync(void *dst, const void *src, size_t size, hip_stream *stream) {
+  GUARD();
   return submit_copy(dst, 1, src, 1, size, stream);
 }
 
 /* hipMemcpyKind: HostToHost 0, HostToDevice 1, DeviceToHost 2, DeviceToDevice 3, Default 4. */
 EXPORT hipError_t hipMemcpyAsync(void *dst, const void *src, size_t size, int kind, hip_stream *stream) {
+  GUARD();
   if (kind < 0 || kind > 4) return ret(hipErrorInvalidMemcpyDirection);
   int dst_dev = kind == 1 || kind == 3, src_dev = kind == 2 || kind == 3;
   return submit_copy(dst, dst_dev, src, src_dev, size, stream);
 }
 
 EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) {
+  GUARD();
   return sync_null(hipMemcpyAsync(dst, src, size, kind, NULL));
 }
 
 EXPORT hipError_t hipMemcpyHtoD(void *dst, const void *src, size_t size) {
+  GUARD();
   return sync_null(hipMemcpyHtoDAsync(dst, src, size, NULL));
 }
 
 EXPORT hipError_t hipMemcpyDtoH(void *dst, const void *src, size_t size) {
+  GUARD();
   return sync_null(hipMemcpyDtoHAsync(dst, src, size, NULL));
 }
 
 EXPORT hipError_t hipMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device, size_t size,
                                      hip_stream *stream) {
+  GUARD();
   if (device_props(dst_device) == NULL || device_props(src_device) == NULL) return ret(hipErrorInvalidDevice);
   sim_alloc_info d, s;
   if (size && (!sim_mem_find(dst, &d) || d.device != dst_device || !sim_mem_find(src, &s) || s.device != src_device))
     return ret(hipErrorInvalidValue);
   return submit_copy(dst, 1, src, 1, size, stream);
+}
+
+/* hipMemcpyPeer: synchronous (the null stream's copy, then waited for); needs no peer access. */
+EXPORT hipError_t hipMemcpyPeer(void *dst, int dst_device, const void *src, int src_device, size_t size) {
+  return sync_null(hipMemcpyPeerAsync(dst, dst_device, src, src_device, size, NULL));
 }
 
 typedef struct fill_op {
@@ -744,24 +928,29 @@ static hipError_t submit_fill(void *dst, size_t pitch, size_t width, size_t heig
 }
 
 EXPORT hipError_t hipMemsetD8Async(void *dst, unsigned char value, size_t count, hip_stream *stream) {
+  GUARD();
   return submit_fill(dst, count, count, 1, 1, value, stream);
 }
 
 EXPORT hipError_t hipMemsetD16Async(void *dst, unsigned short value, size_t count, hip_stream *stream) {
+  GUARD();
   return submit_fill(dst, count * 2, count * 2, 1, 2, value, stream);
 }
 
 EXPORT hipError_t hipMemsetD32Async(void *dst, int value, size_t count, hip_stream *stream) {
+  GUARD();
   return submit_fill(dst, count * 4, count * 4, 1, 4, (uint32_t)value, stream);
 }
 
 EXPORT hipError_t hipMemsetAsync(void *dst, int value, size_t size, hip_stream *stream) {
+  GUARD();
   return submit_fill(dst, size, size, 1, 1, (unsigned char)value, stream);
 }
 
 EXPORT hipError_t hipMemset(void *dst, int value, size_t size) { return sync_null(hipMemsetAsync(dst, value, size, NULL)); }
 
 EXPORT hipError_t hipMemset2DAsync(void *dst, size_t pitch, int value, size_t width, size_t height, hip_stream *stream) {
+  GUARD();
   return submit_fill(dst, pitch, width, height, 1, (unsigned char)value, stream);
 }
 
@@ -819,6 +1008,7 @@ static hipError_t run_init_fini(hip_module *m, const char *name) {
 }
 
 EXPORT hipError_t hipModuleLoadData(hip_module **out, const void *image) {
+  GUARD();
   if (out == NULL || image == NULL) return ret(hipErrorInvalidValue);
   hipError_t e = check_current();
   if (e != hipSuccess) return ret(e);
@@ -875,6 +1065,7 @@ EXPORT hipError_t hipModuleLoadData(hip_module **out, const void *image) {
 }
 
 EXPORT hipError_t hipModuleUnload(hip_module *m) {
+  GUARD();
   if (m == NULL || m->magic != HANDLE_MAGIC_MODULE) return ret(hipErrorInvalidHandle);
   sim_device_wait_idle(m->device); /* kernels of the module may still be running */
   hipError_t fini = run_init_fini(m, "amdgcn.device.fini");
@@ -891,9 +1082,22 @@ EXPORT hipError_t hipModuleUnload(hip_module *m) {
   return ret(fini);
 }
 
+/* HIP's runtime (clr hip_code_object.hpp, DynCO::CheckDeviceIdMatch, called by getDynFunc and
+ * getDeviceVar) aborts the process when a module is used with another device current than the one
+ * it was loaded on: guarantee(false, "Device mismatch from where this module is loaded"). */
+static void check_module_device(const hip_module *m) {
+  if (m->device != current_device) {
+    fprintf(stderr, "gpusim-hip: guarantee failed: Device mismatch from where this module is loaded "
+                    "(module of device %d, current device %d)\n", m->device, current_device);
+    abort();
+  }
+}
+
 EXPORT hipError_t hipModuleGetFunction(hip_function **out, hip_module *m, const char *name) {
+  GUARD();
   if (out == NULL || name == NULL) return ret(hipErrorInvalidValue);
   if (m == NULL || m->magic != HANDLE_MAGIC_MODULE) return ret(hipErrorInvalidHandle);
+  check_module_device(m);
   for (unsigned i = 0; i < m->kernel_count; ++i)
     if (strcmp(m->kernels[i].name, name) == 0) {
       *out = &m->functions[i];
@@ -919,8 +1123,10 @@ static int find_object(const sim_elf_symbol *sym, void *raw) {
 }
 
 EXPORT hipError_t hipModuleGetGlobal(void **dptr, size_t *bytes, hip_module *m, const char *name) {
+  GUARD();
   if (name == NULL) return ret(hipErrorInvalidValue);
   if (m == NULL || m->magic != HANDLE_MAGIC_MODULE) return ret(hipErrorInvalidHandle);
+  check_module_device(m);
   sim_elf elf;
   symbol_lookup lookup = {name, 0, 0};
   if (sim_elf_open(m->code, m->code_size, &elf) != SIM_OK || sim_elf_symbols(&elf, find_object, &lookup) < 0)
@@ -957,6 +1163,7 @@ static int valid_function(const hip_function *f) {
 EXPORT hipError_t hipModuleLaunchKernel(hip_function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                         unsigned by, unsigned bz, unsigned shared, hip_stream *stream,
                                         void **params, void **extra) {
+  GUARD();
   if (!valid_function(f)) return ret(hipErrorInvalidHandle);
   const amdgpu_kernel *k = f->kernel;
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return ret(hipErrorInvalidValue);
@@ -1005,8 +1212,12 @@ EXPORT hipError_t hipModuleLaunchKernel(hip_function *f, unsigned gx, unsigned g
 
 EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int *grid, int *block, hip_function *f, size_t shared,
                                                           int limit) {
+  GUARD();
   if (grid == NULL || block == NULL) return ret(hipErrorInvalidValue);
   if (!valid_function(f)) return ret(hipErrorInvalidHandle);
+  /* HIP computes occupancy for the current device (hip::getCurrentDevice()); a module's function
+   * has code for the device its module was loaded on only. */
+  if (f->module->device != current_device) return ret(hipErrorInvalidDeviceFunction);
   if (shared + f->kernel->group_segment_size > LDS_LIMIT) return ret(hipErrorInvalidValue);
   const sim_device_props *p = device_props(f->module->device);
   int best = (int)f->kernel->max_flat_workgroup_size;

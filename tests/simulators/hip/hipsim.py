@@ -61,8 +61,8 @@ def _sources_digest(paths: Iterable[Path]) -> str:
 
 def build_runtime(out: Path) -> Path:
     """``out/libamdhip64.so`` (rebuilt only when a source changed)."""
-    sources = [HERE / "hip_front.c", HERE / "amdgpu_image.c", CORE / "simcore.c"]
-    headers = [HERE / "amdgpu_image.h", HERE / "hip_device_prop.h", CORE / "simcore.h", CORE / "gpusim_kernel.h"]
+    sources = [HERE / "hip_front.c", HERE / "amdgpu_image.c", HERE / "host_alias.c", CORE / "simcore.c"]
+    headers = [HERE / "amdgpu_image.h", HERE / "hip_device_prop.h", HERE / "host_alias.h", CORE / "simcore.h", CORE / "gpusim_kernel.h"]
     out.mkdir(parents=True, exist_ok=True)
     lib = out / "libamdhip64.so"
     stamp = out / "libamdhip64.stamp"

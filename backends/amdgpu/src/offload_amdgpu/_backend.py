@@ -1,7 +1,13 @@
 """The AMDGPU backend: the hookimpls of ``offload.hookspecs`` on hip-python.
 
 ``queue is None`` (a synchronous operation) runs on the device's null stream, then waits for it.
-With more than one device, calls that act on HIP's "current device" select it first.
+With more than one device, calls that act on HIP's "current device" select it first (a module
+belongs to the device it was loaded on: HIP aborts on a mismatch).
+
+From a host function (a thread HIP runs the function on, which must not call HIP): the releases
+the core may ask there (``mem_free``, ``unload_binary``, the final teardown's hooks) are deferred
+to the backend's deferred thread, which runs them once the function has returned (``_deferred``);
+``has_pending_work`` of another queue asks HIP from a short-lived thread.
 """
 
 from __future__ import annotations
@@ -13,20 +19,17 @@ from typing import Any
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
 
-from . import _code_object, _device, _runtime
-from ._device import HipDevice
+from . import _code_object, _device, _memory, _runtime
+from ._device import HipDevice, check, select
 from ._errors import raise_hip_error
 from ._program import HipImage, HipKernel, LaunchBlocks, short_args_error
+from ._deferred import off_thread
 from ._queue import HIP_ERROR_NOT_READY, HIP_STREAM_NON_BLOCKING, HipEvent, HipQueue, HostCalls, take_errors
 
 __all__ = ["AMDGPUBackend"]
 
 log = logging.getLogger("offload_amdgpu")
 
-HIP_HOST_MALLOC_DEFAULT = 0
-HIP_MEM_ATTACH_GLOBAL = 1
-HIP_HOST_REGISTER_DEFAULT = 0
-HIP_MEMCPY_DEFAULT = 4
 HIP_EVENT_DEFAULT = 0  # timing enabled
 
 
@@ -44,6 +47,7 @@ class AMDGPUBackend:
         self._host_calls: HostCalls | None = None
         self._launch_blocks = LaunchBlocks()
         self._module_launch: Any = None  # hip.hipModuleLaunchKernel, bound once (the hot path)
+        self._peers: _memory.Peers = {}  # (from, to) ordinals -> peer access enabled
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -65,15 +69,41 @@ class AMDGPUBackend:
 
     @hookimpl
     def deinit(self) -> None:
+        if self._deferring(None, self._deinit):
+            return
+        self._deinit()
+
+    def _deinit(self) -> None:
         self.devices = []
+        self._peers = {}
 
     @hookimpl
     def deinit_device(self, device: HipDevice) -> None:
+        if self._deferring(None, lambda: self._deinit_device(device)):
+            return
+        self._deinit_device(device)
+
+    def _deinit_device(self, device: HipDevice) -> None:
+        """Destroy the events still alive (the core does not) and the pooled streams."""
         self._select(device)
         with device.lock:
             streams, device.streams = device.streams, []
+            events, device.events = list(device.events), set()
+        failures: list[OffloadError] = []
+        for event in events:
+            try:
+                self._call("hipEventDestroy", self.hip.hipEventDestroy(event.handle))
+            except OffloadError as exc:
+                failures.append(exc)
         for stream in streams:
-            self._call("hipStreamDestroy", self.hip.hipStreamDestroy(stream))
+            try:
+                self._call("hipStreamDestroy", self.hip.hipStreamDestroy(stream))
+            except OffloadError as exc:
+                failures.append(exc)
+        if len(failures) == 1:
+            raise failures[0]
+        if failures:
+            raise ExceptionGroup(f"releasing device {device.ordinal} failed {len(failures)} times", failures)
 
     @hookimpl
     def get_device_info(self, device: HipDevice) -> Mapping[DeviceInfo, Any]:
@@ -83,22 +113,23 @@ class AMDGPUBackend:
     # --- helpers -----------------------------------------------------------------------------
 
     def _call(self, name: str, result: Any) -> Any:
-        """Raise for a failed hip-python result tuple; return its value(s)."""
-        if result[0]:
-            raise_hip_error(self.hip, name, result[0])
-        return result[1] if len(result) == 2 else None
+        """Raise for a failed hip-python result tuple; return its value."""
+        return check(self.hip, name, result)
 
     def _select(self, device: HipDevice) -> None:
-        if device.select:
-            self._call("hipSetDevice", self.hip.hipSetDevice(device.ordinal))
+        select(self.hip, device)
 
-    def _finish(self, name: str, device: HipDevice, status: Any) -> None:
-        """Check a call enqueued on the null stream (a synchronous operation), then wait for it."""
-        if status:
-            raise_hip_error(self.hip, name, status)
-        status = self.hip.hipStreamSynchronize(None)[0]
-        if status:
-            raise_hip_error(self.hip, f"hipStreamSynchronize (after {name})", status)
+    def _deferring(self, queue: HipQueue | None, work: Callable[[], None]) -> bool:
+        """On a host function's (HIP) thread: keep ``work`` for the deferred thread, return True.
+
+        Its exception becomes an error of ``queue`` (default: the function's own queue)."""
+        host_calls = self._host_calls
+        own = None if host_calls is None else host_calls.running_for()
+        if own is None:
+            return False
+        assert host_calls is not None
+        host_calls.defer(queue or own, work)
+        return True
 
     # --- programs ----------------------------------------------------------------------------
 
@@ -124,6 +155,8 @@ class AMDGPUBackend:
 
     @hookimpl
     def unload_binary(self, device: HipDevice, image: HipImage) -> None:
+        if self._deferring(None, lambda: self.unload_binary(device, image)):
+            return
         self._select(device)
         self._call("hipModuleUnload", self.hip.hipModuleUnload(image.module))
 
@@ -132,6 +165,7 @@ class AMDGPUBackend:
         info = image.code.kernels.get(name)
         if info is None:
             raise OffloadError(ErrorCode.NOT_FOUND, f"no kernel {name!r} in the code object")
+        self._select(device)  # the module's device (HIP aborts on another)
         function = self._call(
             f"hipModuleGetFunction({name!r})", self.hip.hipModuleGetFunction(image.module, name.encode())
         )
@@ -141,6 +175,7 @@ class AMDGPUBackend:
     def get_global(self, device: HipDevice, image: HipImage, name: str) -> tuple[int, int]:
         if name not in image.code.globals:
             raise OffloadError(ErrorCode.NOT_FOUND, f"no global variable {name!r} in the code object")
+        self._select(device)
         result = self.hip.hipModuleGetGlobal(image.module, name.encode())
         if result[0]:
             raise_hip_error(self.hip, f"hipModuleGetGlobal({name!r})", result[0])
@@ -152,6 +187,7 @@ class AMDGPUBackend:
 
     @hookimpl
     def max_group_size(self, device: HipDevice, kernel: HipKernel, dynamic_memory: int) -> int:
+        self._select(device)  # HIP computes occupancy for the current device
         result = self.hip.hipModuleOccupancyMaxPotentialBlockSize(kernel.function, dynamic_memory, 0)
         if result[0]:
             raise_hip_error(self.hip, "hipModuleOccupancyMaxPotentialBlockSize", result[0])
@@ -177,51 +213,38 @@ class AMDGPUBackend:
             return
         self._select(device)  # the null stream is the current device's
         status = self._module_launch(kernel.function, gx, gy, gz, bx, by, bz, shared, None, None, extra)[0]
-        self._finish("hipModuleLaunchKernel", device, status)
+        _memory.finish(self.hip, "hipModuleLaunchKernel", status, None)
 
     # --- memory ------------------------------------------------------------------------------
 
     @hookimpl
     def mem_alloc(self, device: HipDevice, alloc_type: AllocType, size: int) -> int:
-        hip = self.hip
-        self._select(device)
-        if alloc_type is AllocType.DEVICE:
-            pointer = self._call("hipMalloc", hip.hipMalloc(size))
-        elif alloc_type is AllocType.HOST:
-            pointer = self._call("hipHostMalloc", hip.hipHostMalloc(size, HIP_HOST_MALLOC_DEFAULT))
-        else:
-            pointer = self._call("hipMallocManaged", hip.hipMallocManaged(size, HIP_MEM_ATTACH_GLOBAL))
-        return int(pointer)
+        return _memory.alloc(self.hip, device, alloc_type, size)
 
     @hookimpl
     def mem_free(self, device: HipDevice, address: int, alloc_type: AllocType) -> None:
-        self._select(device)
-        if alloc_type is AllocType.HOST:
-            self._call("hipHostFree", self.hip.hipHostFree(address))
-        else:
-            self._call("hipFree", self.hip.hipFree(address))
+        if self._deferring(None, lambda: self.mem_free(device, address, alloc_type)):
+            return
+        _memory.free(self.hip, device, address, alloc_type)
 
     @hookimpl
     def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
-        """hipHostRegister (the core counts nested registrations and refuses partial overlaps)."""
-        self._select(device)
-        self._call("hipHostRegister", self.hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
-        return address
+        """HIP's device pointer of the registered range (the core counts nested registrations
+        and refuses partial overlaps)."""
+        return _memory.register(self.hip, device, address, size)
 
     @hookimpl
     def mem_unregister(self, device: HipDevice, address: int) -> None:
-        self._select(device)
-        self._call("hipHostUnregister", self.hip.hipHostUnregister(address))
+        _memory.unregister(self.hip, device, address)
 
     @hookimpl
     def data_submit(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-        if queue is not None:
+        if queue is not None:  # the hot path, inline
             status = self.hip.hipMemcpyHtoDAsync(dst, src, size, queue.stream)[0]
             if status:
                 raise_hip_error(self.hip, "hipMemcpyHtoDAsync", status)
             return
-        self._select(device)
-        self._finish("hipMemcpyHtoDAsync", device, self.hip.hipMemcpyHtoDAsync(dst, src, size, None)[0])
+        _memory.copy(self.hip, device, "hipMemcpyHtoDAsync", dst, src, size, None)
 
     @hookimpl
     def data_retrieve(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
@@ -230,65 +253,18 @@ class AMDGPUBackend:
             if status:
                 raise_hip_error(self.hip, "hipMemcpyDtoHAsync", status)
             return
-        self._select(device)
-        self._finish("hipMemcpyDtoHAsync", device, self.hip.hipMemcpyDtoHAsync(dst, src, size, None)[0])
+        _memory.copy(self.hip, device, "hipMemcpyDtoHAsync", dst, src, size, None)
 
     @hookimpl
     def data_exchange(
         self, src_device: HipDevice, src: int, dst_device: HipDevice, dst: int, size: int, queue: HipQueue | None
     ) -> None:
-        hip = self.hip
         stream = None if queue is None else queue.stream
-        if queue is None:
-            self._select(src_device)
-        if src_device is dst_device:
-            name, status = (
-                "hipMemcpyAsync",
-                hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0],
-            )
-        else:
-            self._enable_peer(src_device, dst_device)
-            name = "hipMemcpyPeerAsync"
-            status = hip.hipMemcpyPeerAsync(dst, dst_device.ordinal, src, src_device.ordinal, size, stream)[0]
-        if queue is None:
-            self._finish(name, src_device, status)
-        elif status:
-            raise_hip_error(hip, name, status)
-
-    def _enable_peer(self, src_device: HipDevice, dst_device: HipDevice) -> None:
-        """Let ``src_device`` reach ``dst_device`` (idempotent: "already enabled" is fine)."""
-        hip = self.hip
-        self._call("hipSetDevice", hip.hipSetDevice(src_device.ordinal))
-        status = hip.hipDeviceEnablePeerAccess(dst_device.ordinal, 0)[0]
-        if status and int(status) != 704:  # hipErrorPeerAccessAlreadyEnabled
-            raise_hip_error(hip, "hipDeviceEnablePeerAccess", status)
+        _memory.exchange(self.hip, self._peers, src_device, src, dst_device, dst, size, stream)
 
     @hookimpl
     def data_fill(self, device: HipDevice, address: int, pattern: bytes, size: int, queue: HipQueue | None) -> None:
-        """1, 2 and 4-byte patterns natively; any other size as one strided byte fill per pattern byte."""
-        hip = self.hip
-        stream = None if queue is None else queue.stream
-        if queue is None:
-            self._select(device)
-        width = len(pattern)
-        value = int.from_bytes(pattern, "little")
-        if width == 1:
-            name, status = "hipMemsetD8Async", hip.hipMemsetD8Async(address, value, size, stream)[0]
-        elif width == 2:
-            name, status = "hipMemsetD16Async", hip.hipMemsetD16Async(address, value, size // 2, stream)[0]
-        elif width == 4:  # hipMemsetD32Async takes an int
-            value -= (value & 0x80000000) << 1
-            name, status = "hipMemsetD32Async", hip.hipMemsetD32Async(address, value, size // 4, stream)[0]
-        else:
-            name, status = "hipMemset2DAsync", 0
-            for index, byte in enumerate(pattern):  # column `index` of a (size / width) x width matrix
-                status = hip.hipMemset2DAsync(address + index, width, byte, 1, size // width, stream)[0]
-                if status:
-                    break
-        if queue is None:
-            self._finish(name, device, status)
-        elif status:
-            raise_hip_error(hip, name, status)
+        _memory.fill(self.hip, device, address, pattern, size, None if queue is None else queue.stream)
 
     # --- queues and events ---------------------------------------------------------------------
 
@@ -317,19 +293,57 @@ class AMDGPUBackend:
 
     @hookimpl
     def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:
+        assert self._host_calls is not None
+        own = self._host_calls.running_for()
+        if own is not None:
+            self._synchronize_from_host_function(device, queue, release, own)
+            return
+        if self._host_calls.deferred.running_for() is queue:
+            raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
         self._drain(self.hip.hipStreamQuery, queue.stream)
         status = self.hip.hipStreamSynchronize(queue.stream)[0]
+        self._host_calls.deferred.wait(queue)  # work its host functions asked for, run after them
         try:
             if status:
                 raise_hip_error(self.hip, "hipStreamSynchronize", status)
-            take_errors(queue, "olSyncQueue")
+            take_errors(queue)
         finally:
             if release:
                 with device.lock:
                     device.streams.append(queue.stream)
 
+    def _synchronize_from_host_function(self, device: HipDevice, queue: HipQueue, release: bool, own: HipQueue) -> None:
+        """synchronize called on a host function's thread (of queue ``own``), where HIP may not
+        be called. The own queue cannot be waited for (the function holds it): released (the final
+        olShutDown), it drops the host functions queued behind and goes back to the pool once the
+        function has returned. Another queue released is synchronized by the deferred thread; one
+        merely waited for is waited for by a short-lived thread."""
+        if queue is own:
+            if not release:
+                raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
+            queue.released = True
+            self._deferring(queue, lambda: self._return_stream(device, queue.stream))
+            take_errors(queue)
+            return
+        if release:
+            self._deferring(own, lambda: self.synchronize(device, queue, True))
+            return
+        off_thread(lambda: self.synchronize(device, queue, False))
+
+    @staticmethod
+    def _return_stream(device: HipDevice, stream: Any) -> None:
+        with device.lock:
+            device.streams.append(stream)
+
     @hookimpl
     def has_pending_work(self, device: HipDevice, queue: HipQueue) -> bool:
+        if queue.deferred:
+            return True
+        host_calls = self._host_calls
+        if host_calls is not None and host_calls.running_for() is not None:  # no HIP call on this thread
+            if host_calls.running_for() is queue:
+                return True
+            return bool(off_thread(lambda: self.has_pending_work(device, queue)))
         status = self.hip.hipStreamQuery(queue.stream)[0]
         if not status:
             return False
@@ -351,10 +365,15 @@ class AMDGPUBackend:
         if status:
             hip.hipEventDestroy(handle)
             raise_hip_error(hip, "hipEventRecord", status)
-        return HipEvent(handle, queue)
+        event = HipEvent(handle, queue)
+        with device.lock:
+            device.events.add(event)
+        return event
 
     @hookimpl
     def destroy_event(self, device: HipDevice, event: HipEvent) -> None:
+        with device.lock:
+            device.events.discard(event)
         self._call("hipEventDestroy", self.hip.hipEventDestroy(event.handle))
 
     @hookimpl
@@ -374,7 +393,7 @@ class AMDGPUBackend:
     def sync_event(self, device: HipDevice, event: HipEvent) -> None:
         self._drain(self.hip.hipEventQuery, event.handle)
         self._call("hipEventSynchronize", self.hip.hipEventSynchronize(event.handle))
-        take_errors(event.queue, "olSyncEvent")
+        take_errors(event.queue)
 
     @hookimpl
     def event_elapsed_time(self, device: HipDevice, start: HipEvent, end: HipEvent) -> float:

@@ -15,7 +15,7 @@ from offload import DeviceFpCapabilityFlag, DeviceInfo, Dimensions
 from ._code_object import Target
 from ._errors import raise_hip_error
 
-__all__ = ["HipDevice", "probe_info"]
+__all__ = ["HipDevice", "check", "probe_info", "select"]
 
 UINT32_MAX = (1 << 32) - 1
 AMD_VENDOR_ID = 0x1002
@@ -24,12 +24,13 @@ AMD_VENDOR_ID = 0x1002
 class HipDevice:
     """A HIP device of this process: ordinal, target, and the streams kept for reuse."""
 
-    __slots__ = ("ordinal", "target", "streams", "lock", "select")
+    __slots__ = ("ordinal", "target", "streams", "events", "lock", "select")
 
     def __init__(self, ordinal: int, target: Target, select: bool) -> None:
         self.ordinal = ordinal
         self.target = target
         self.streams: list[Any] = []  # idle hipStream_t handles (the pool)
+        self.events: set[Any] = set()  # live HipEvents (destroyed by deinit_device if still alive)
         self.lock = threading.Lock()
         #: Whether calls that act on "the current device" must hipSetDevice first (more than one device).
         self.select = select
@@ -38,10 +39,17 @@ class HipDevice:
         return f"<HipDevice {self.ordinal} {self.target}>"
 
 
-def _check(hip: Any, call: str, result: Any) -> Any:
+def check(hip: Any, call: str, result: Any) -> Any:
+    """Raise for a failed hip-python result tuple; return its value (its values, if several)."""
     if result[0]:
         raise_hip_error(hip, call, result[0])
     return result[1] if len(result) == 2 else result[1:]
+
+
+def select(hip: Any, device: HipDevice) -> None:
+    """Make ``device`` HIP's current device of this thread (where there is more than one)."""
+    if device.select:
+        check(hip, "hipSetDevice", hip.hipSetDevice(device.ordinal))
 
 
 def _text(value: Any) -> str:
@@ -53,10 +61,10 @@ def _text(value: Any) -> str:
 def read_target(hip: Any, ordinal: int) -> Target:
     """The device's gfx target from ``hipDeviceProp_t.gcnArchName``."""
     try:  # hip-python 10.x: hipGetDeviceProperties(deviceId) -> (status, props)
-        props = _check(hip, "hipGetDeviceProperties", hip.hipGetDeviceProperties(ordinal))
+        props = check(hip, "hipGetDeviceProperties", hip.hipGetDeviceProperties(ordinal))
     except TypeError:  # 6.4 / 7.x: hipGetDeviceProperties(props, deviceId) -> (status,)
         props = hip.hipDeviceProp_t()
-        _check(hip, "hipGetDeviceProperties", (*hip.hipGetDeviceProperties(props, ordinal), None))
+        check(hip, "hipGetDeviceProperties", (*hip.hipGetDeviceProperties(props, ordinal), None))
     return Target.parse(_text(props.gcnArchName))
 
 
@@ -66,7 +74,7 @@ def probe_info(hip: Any, device: HipDevice) -> dict[DeviceInfo, Any]:
     A = hip.hipDeviceAttribute_t
 
     def attr(name: str) -> int:
-        return int(_check(hip, f"hipDeviceGetAttribute({name})", hip.hipDeviceGetAttribute(getattr(A, name), ordinal)))
+        return int(check(hip, f"hipDeviceGetAttribute({name})", hip.hipDeviceGetAttribute(getattr(A, name), ordinal)))
 
     block = (
         attr("hipDeviceAttributeMaxBlockDimX"),
@@ -80,10 +88,10 @@ def probe_info(hip: Any, device: HipDevice) -> dict[DeviceInfo, Any]:
     )
     work = tuple(min(g * b, UINT32_MAX) for g, b in zip(grid, block, strict=True))
     total_work = min(work[0] * work[1] * work[2], UINT32_MAX)
-    memory = int(_check(hip, "hipDeviceTotalMem", hip.hipDeviceTotalMem(ordinal)))
-    product = _text(_check(hip, "hipDeviceGetName", hip.hipDeviceGetName(256, ordinal)))
-    driver = int(_check(hip, "hipDriverGetVersion", hip.hipDriverGetVersion()))
-    runtime = int(_check(hip, "hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
+    memory = int(check(hip, "hipDeviceTotalMem", hip.hipDeviceTotalMem(ordinal)))
+    product = _text(check(hip, "hipDeviceGetName", hip.hipDeviceGetName(256, ordinal)))
+    driver = int(check(hip, "hipDriverGetVersion", hip.hipDriverGetVersion()))
+    runtime = int(check(hip, "hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
     single = (
         DeviceFpCapabilityFlag.CORRECTLY_ROUNDED_DIVIDE_SQRT
         | DeviceFpCapabilityFlag.ROUND_TO_NEAREST
@@ -138,7 +146,7 @@ def _hip_version(value: int) -> str:
 def _uid(hip: Any, ordinal: int, attr: Any) -> str:
     """``GPU-<uuid hex>`` (as ROCm names agents); the PCI location when the runtime has no UUID."""
     try:
-        uuid = _check(hip, "hipDeviceGetUuid", hip.hipDeviceGetUuid(ordinal))
+        uuid = check(hip, "hipDeviceGetUuid", hip.hipDeviceGetUuid(ordinal))
         raw = bytes(uuid.bytes) if hasattr(uuid, "bytes") else b""
     except Exception:  # older runtimes (and hip-python lines) lack it: fall back below
         raw = b""

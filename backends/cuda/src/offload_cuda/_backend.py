@@ -21,13 +21,12 @@ _OCCUPANCY_NO_LIMIT = 0
 class _DeviceState:
     """A device and its pools."""
 
-    __slots__ = ("device", "streams", "events", "legacy")
+    __slots__ = ("device", "streams", "events")
 
     def __init__(self, device: CudaDevice) -> None:
         self.device = device
         self.streams = StreamPool(device)
         self.events = EventPool(device)
-        self.legacy = device.driver.CUstream(0)  # the legacy default stream, for synchronous work
 
 
 class CudaBackend:
@@ -84,7 +83,7 @@ class CudaBackend:
 
     @hookimpl
     def is_valid_binary(self, device: _DeviceState, data: bytes) -> bool:
-        return _binary.problem(data, device.device.sm) is None
+        return _binary.problem(data, device.device.sm, device.device.driver_version) is None
 
     @hookimpl
     def load_binary(self, device: _DeviceState, data: bytes) -> CudaImage:
@@ -129,9 +128,9 @@ class CudaBackend:
         if queue is not None:
             _launch.launch(device.device, queue.stream, kernel, args, launch)
             return
-        _launch.launch(device.device, device.legacy, kernel, args, launch)
+        _launch.launch(device.device, device.device.legacy, kernel, args, launch)
         d = device.device.driver
-        check(d, d.cuStreamSynchronize(device.legacy), "cuStreamSynchronize")
+        check(d, d.cuStreamSynchronize(device.device.legacy), "cuStreamSynchronize")
 
     # --- memory --------------------------------------------------------------------------------
 
@@ -203,7 +202,7 @@ class CudaBackend:
         except BaseException:
             device.events.release(event)
             raise
-        return CudaEvent(event)
+        return CudaEvent(event, queue)
 
     @hookimpl
     def destroy_event(self, device: _DeviceState, event: CudaEvent) -> None:
@@ -230,6 +229,7 @@ class CudaBackend:
         d = device.device.driver
         device.device.activate()
         check(d, d.cuEventSynchronize(event.event), "cuEventSynchronize")
+        _queue.take_errors(event.queue)
 
     @hookimpl
     def event_elapsed_time(self, device: _DeviceState, start: CudaEvent, end: CudaEvent) -> float:

@@ -3,7 +3,10 @@
 ``problem(data, device_sm)`` is None for an image the device can load, else why not. The
 architecture rule is upstream liboffload's (and the driver's): a cubin for sm_XY runs on a
 device of the same major whose minor is at least Y; PTX runs on a device at least as new as its
-``.target``; a fatbin is loadable when one of its entries is.
+``.target`` (an arch-specific ``sm_XYa`` target only on exactly sm_XY, a family-specific
+``sm_XYf`` on the same major with a minor at least Y) and a PTX ISA ``.version`` the driver's JIT
+knows (CUDA 12.0 reads ISA 8.0 ... CUDA 13.0 reads 9.0; a newer ISA is
+``CUDA_ERROR_UNSUPPORTED_PTX_VERSION`` at load); a fatbin is loadable when one of its entries is.
 """
 
 from __future__ import annotations
@@ -15,7 +18,22 @@ __all__ = ["EM_CUDA", "FATBIN_MAGIC", "cubin_sm", "elf_extent", "image_format", 
 
 EM_CUDA = 190
 FATBIN_MAGIC = 0xBA55ED50
-_PTX_TARGET = re.compile(rb"^\s*\.target\s+sm_(\d+)", re.M)
+_PTX_TARGET = re.compile(rb"^\s*\.target\s+sm_(\d+)([af]?)\b", re.M)
+
+#: The newest PTX ISA each CUDA driver version's JIT compiles (the PTX ISA release notes).
+_PTX_ISA_OF_DRIVER = {
+    12000: (8, 0), 12010: (8, 1), 12020: (8, 2), 12030: (8, 3), 12040: (8, 4), 12050: (8, 5),
+    12060: (8, 5), 12080: (8, 7), 12090: (8, 8), 13000: (9, 0),
+}  # fmt: skip
+
+
+def newest_ptx_isa(driver_version: int) -> tuple[int, int] | None:
+    """The newest PTX ISA a driver of ``driver_version`` (``cuDriverGetVersion``) reads; None when
+    the driver is newer than this table (it then decides at load)."""
+    known = [v for v in _PTX_ISA_OF_DRIVER if v <= driver_version]
+    if not known or driver_version > max(_PTX_ISA_OF_DRIVER):
+        return None
+    return _PTX_ISA_OF_DRIVER[max(known)]
 _PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+)\.(\d+)", re.M)
 
 
@@ -68,16 +86,33 @@ def _sm_ok(image_sm: int, device_sm: int) -> bool:
     return image_sm // 10 == device_sm // 10 and image_sm % 10 <= device_sm % 10
 
 
-def _ptx_problem(text: bytes, device_sm: int) -> str | None:
+def _ptx_problem(text: bytes, device_sm: int, driver_version: int | None) -> str | None:
     target = _PTX_TARGET.search(text)
     if target is None:
         return "PTX without a .target"
-    sm = int(target.group(1))
-    return None if sm <= device_sm else f"PTX for sm_{sm} cannot run on this sm_{device_sm} device"
+    sm, suffix = int(target.group(1)), target.group(2).decode()
+    name = f"sm_{sm}{suffix}"
+    if suffix == "a" and sm != device_sm:
+        return f"PTX for the arch-specific {name} runs only on an sm_{sm} device, not this sm_{device_sm} one"
+    if suffix == "f" and not _sm_ok(sm, device_sm):
+        return f"PTX for the family-specific {name} cannot run on this sm_{device_sm} device"
+    if sm > device_sm:
+        return f"PTX for {name} cannot run on this sm_{device_sm} device"
+    version = _PTX_VERSION.search(text)
+    newest = None if driver_version is None else newest_ptx_isa(driver_version)
+    if version is not None and newest is not None:
+        isa = (int(version.group(1)), int(version.group(2)))
+        if isa > newest:
+            return (
+                f"PTX ISA {isa[0]}.{isa[1]} is newer than the {newest[0]}.{newest[1]} this driver "
+                f"({driver_version // 1000}.{driver_version % 1000 // 10}) compiles"
+            )
+    return None
 
 
-def problem(data: bytes, device_sm: int) -> str | None:
-    """None when ``data`` is an image this device can load, else a description of why not."""
+def problem(data: bytes, device_sm: int, driver_version: int | None = None) -> str | None:
+    """None when ``data`` is an image this device can load, else a description of why not
+    (``driver_version`` as ``cuDriverGetVersion`` gives it; None skips the PTX ISA check)."""
     fmt = image_format(data)
     if fmt is None:
         return "not a CUDA image (cubin, fatbin or PTX)"
@@ -87,7 +122,7 @@ def problem(data: bytes, device_sm: int) -> str | None:
         sm = cubin_sm(data)
         return None if _sm_ok(sm, device_sm) else f"a cubin for sm_{sm} cannot run on this sm_{device_sm} device"
     if fmt == "ptx":
-        return _ptx_problem(data.rstrip(b"\0"), device_sm)
+        return _ptx_problem(data.rstrip(b"\0"), device_sm, driver_version)
     (header,) = struct.unpack_from("<H", data, 6)
     (total,) = struct.unpack_from("<Q", data, 8)
     if header + total > len(data):
@@ -111,7 +146,7 @@ def problem(data: bytes, device_sm: int) -> str | None:
             if _PTX_VERSION.search(text) is None:  # compressed
                 if arch <= device_sm:
                     return None
-            elif _ptx_problem(text, device_sm) is None:
+            elif _ptx_problem(text, device_sm, driver_version) is None:
                 return None
             seen.append(f"sm_{arch} PTX")
         at += entry_header + size

@@ -3,7 +3,6 @@ in), and its properties read from the driver."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from offload import DeviceFpCapabilityFlag as Fp
@@ -14,9 +13,6 @@ from ._driver import check
 __all__ = ["CudaDevice"]
 
 _CTX_SCHED_BLOCKING_SYNC = 0x4
-
-#: Per thread: the CudaDevice whose context this module last made current there.
-_current = threading.local()
 
 # CUdevice_attribute values (cuda.h)
 _A = {
@@ -51,19 +47,13 @@ _FULL_FP = (
 class CudaDevice:
     """A GPU on its primary context (retained in ``__init__``, released by ``release``)."""
 
-    __slots__ = ("driver", "ordinal", "handle", "context", "attributes", "peers",
-                 "sm", "name")  # fmt: skip
+    __slots__ = ("driver", "ordinal", "handle", "context", "context_address", "legacy", "attributes",
+                 "peers", "no_peers", "sm", "name", "driver_version")  # fmt: skip
 
     def __init__(self, driver: Any, ordinal: int) -> None:
         self.driver = driver
         self.ordinal = ordinal
         self.handle = check(driver, driver.cuDeviceGet(ordinal), "cuDeviceGet")
-        check(
-            driver,
-            driver.cuDevicePrimaryCtxSetFlags(self.handle, _CTX_SCHED_BLOCKING_SYNC),
-            "cuDevicePrimaryCtxSetFlags",
-        )
-        self.context = check(driver, driver.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
         self.attributes: dict[str, int] = {}
         for key, attribute in _A.items():
             value = check(
@@ -75,19 +65,38 @@ class CudaDevice:
         self.sm = self.attributes["COMPUTE_CAPABILITY_MAJOR"] * 10 + self.attributes["COMPUTE_CAPABILITY_MINOR"]
         raw = check(driver, driver.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
         self.name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace").strip()
+        self.driver_version = int(check(driver, driver.cuDriverGetVersion(), "cuDriverGetVersion"))
         self.peers: set[int] = set()  # ordinals this context may access (peer access enabled)
+        self.no_peers: set[int] = set()  # ordinals whose peer access the driver refused
+        self.legacy = driver.CUstream(0)  # the legacy default stream, for work without a queue
+        # The primary context is shared with every other library of the process: its scheduling
+        # flags are set (blocking sync, so a synchronize sleeps) only while nobody holds it active;
+        # an active one keeps the flags its owner chose. Retained last, so nothing above can fail
+        # with the context held.
+        _, active = check(driver, driver.cuDevicePrimaryCtxGetState(self.handle), "cuDevicePrimaryCtxGetState")
+        if not active:
+            check(
+                driver,
+                driver.cuDevicePrimaryCtxSetFlags(self.handle, _CTX_SCHED_BLOCKING_SYNC),
+                "cuDevicePrimaryCtxSetFlags",
+            )
+        self.context = check(driver, driver.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
+        self.context_address = int(self.context)
 
     def activate(self) -> None:
-        """Make this device's primary context current on the calling thread (cached per thread)."""
-        if getattr(_current, "device", None) is self:
+        """Make this device's primary context current on the calling thread.
+
+        Asked of the driver each time (``cuCtxGetCurrent``, as upstream does): another library in
+        the process (cuda.core, CuPy, torch) may have made another context current since.
+        """
+        d = self.driver
+        result, current = d.cuCtxGetCurrent()
+        if not result and int(current) == self.context_address:
             return
-        check(self.driver, self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
-        _current.device = self
+        check(d, d.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
 
     def release(self) -> None:
         """Release the primary context (the driver reports leaks there)."""
-        if getattr(_current, "device", None) is self:
-            _current.device = None
         check(self.driver, self.driver.cuDevicePrimaryCtxRelease(self.handle), "cuDevicePrimaryCtxRelease")
 
     def info(self) -> dict[DeviceInfo, Any]:

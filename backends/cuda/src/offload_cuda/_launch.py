@@ -48,20 +48,28 @@ _memmove = ctypes.memmove
 
 
 def launch(device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size: KernelLaunchSizeArgs) -> None:
-    """Enqueue ``kernel`` on ``stream`` (refusing an argument buffer shorter than its parameters)."""
+    """Enqueue ``kernel`` on ``stream`` (refusing an argument buffer shorter than its parameters).
+
+    The driver is given exactly the parameters' extent (last offset + size, from
+    ``cuFuncGetParamInfo``) as ``CU_LAUNCH_PARAM_BUFFER_SIZE``: it refuses a longer size with
+    ``CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES``, so a buffer's tail padding is never passed on (the
+    same fix as llvm-project PR #172249 in liboffload).
+    """
     n = 0 if args is None else len(args)
-    if n < kernel.param_bytes:
+    extent = kernel.param_bytes
+    if n < extent:
         raise OffloadError(
             ErrorCode.INVALID_ARGUMENT,
-            f"the argument buffer holds {n} bytes but kernel {kernel.name} takes {kernel.param_bytes} bytes of parameters",
+            f"the argument buffer holds {n} bytes but kernel {kernel.name} takes {extent} bytes of parameters",
         )
+    n = extent
     scratch = _scratch
     gx, gy, gz = size.num_groups
     bx, by, bz = size.group_size
     dynamic = size.dyn_shared_memory
+    device.activate()  # cuFuncSetAttribute below needs the context current on this thread
     if dynamic > kernel.dynamic_shared_limit:
         kernel.allow_dynamic_shared(device, dynamic)
-    device.activate()
     extra: Any = 0
     keep: Any = None
     if n:
@@ -71,14 +79,14 @@ def launch(device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size:
                     _memmove(scratch.buffer_address, args, n)
                     scratch.held = args  # immutable: the same object again needs no copy
                 else:
-                    _memmove(scratch.buffer_address, bytes(args), n)
+                    _memmove(scratch.buffer_address, bytes(args)[:n], n)
                     scratch.held = None
             if n != scratch.held_size:
                 scratch.size.value = scratch.held_size = n
             extra = scratch.extra_address
         else:  # a large argument struct: its own buffer for this call
             scratch.held = None
-            keep = ctypes.create_string_buffer(bytes(args), n)
+            keep = ctypes.create_string_buffer(bytes(args)[:n], n)
             count = ctypes.c_size_t(n)
             array = (ctypes.c_void_p * 5)(1, ctypes.addressof(keep), 2, ctypes.addressof(count), 0)
             keep = (keep, count, array)

@@ -1,6 +1,12 @@
 """Memory: allocation (DEVICE, HOST = pinned, MANAGED), registration (pinning user memory),
 copies in every direction (async on the queue's stream, or synchronous without a queue), and
-fills (1, 2 and 4-byte patterns natively; other sizes as strided 2-D fills, upstream's way)."""
+fills (1, 2 and 4-byte patterns natively; other sizes as strided 2-D fills, upstream's way).
+
+Without a queue the work is complete on return, as hookspecs promises. CUDA's own "synchronous"
+calls do not promise that ("API synchronization behavior": memsets to device memory and
+device-to-device copies are asynchronous to the host, a copy from pageable memory returns once
+the data is staged), so such work is enqueued on the legacy stream and that stream synchronised.
+"""
 
 from __future__ import annotations
 
@@ -50,36 +56,47 @@ def unregister(device: CudaDevice, address: int) -> None:
     check(d, d.cuMemHostUnregister(address), "cuMemHostUnregister")
 
 
+def _finish(device: CudaDevice, stream: Any | None) -> None:
+    """Without a queue: wait for the work just enqueued on the legacy stream."""
+    if stream is None:
+        d = device.driver
+        check(d, d.cuStreamSynchronize(device.legacy), "cuStreamSynchronize")
+
+
 def copy_to_device(device: CudaDevice, dst: int, src: int, size: int, stream: Any | None) -> None:
     d = device.driver
     device.activate()
-    if stream is None:
-        check(d, d.cuMemcpyHtoD(dst, src, size), "cuMemcpyHtoD")
-    else:
-        check(d, d.cuMemcpyHtoDAsync(dst, src, size, stream), "cuMemcpyHtoDAsync")
+    check(d, d.cuMemcpyHtoDAsync(dst, src, size, device.legacy if stream is None else stream), "cuMemcpyHtoDAsync")
+    _finish(device, stream)
 
 
 def copy_from_device(device: CudaDevice, dst: int, src: int, size: int, stream: Any | None) -> None:
     d = device.driver
     device.activate()
-    if stream is None:
-        check(d, d.cuMemcpyDtoH(dst, src, size), "cuMemcpyDtoH")
-    else:
-        check(d, d.cuMemcpyDtoHAsync(dst, src, size, stream), "cuMemcpyDtoHAsync")
+    check(d, d.cuMemcpyDtoHAsync(dst, src, size, device.legacy if stream is None else stream), "cuMemcpyDtoHAsync")
+    _finish(device, stream)
 
 
 def _enable_peer(src: CudaDevice, dst: CudaDevice) -> bool:
-    """Enable ``src``'s context to access ``dst``'s memory when the driver allows it."""
+    """Enable ``src``'s context to access ``dst``'s memory when the driver allows it, once per pair.
+
+    Only an optimisation: ``cuMemcpyPeer`` needs no peer access, so a refusal (no P2P, too many
+    peers) is remembered and the copy goes on without it.
+    """
     if dst.ordinal in src.peers:
         return True
+    if dst.ordinal in src.no_peers:
+        return False
     d = src.driver
-    can = int(check(d, d.cuDeviceCanAccessPeer(src.handle, dst.handle), "cuDeviceCanAccessPeer"))
-    if not can:
+    result, can = d.cuDeviceCanAccessPeer(src.handle, dst.handle)
+    if int(result) or not int(can):
+        src.no_peers.add(dst.ordinal)
         return False
     src.activate()
     (result,) = d.cuCtxEnablePeerAccess(dst.context, 0)
     if int(result) not in (0, _CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED):
-        check(d, (result,), "cuCtxEnablePeerAccess")
+        src.no_peers.add(dst.ordinal)
+        return False
     src.peers.add(dst.ordinal)
     return True
 
@@ -89,46 +106,34 @@ def copy_between(
 ) -> None:
     """Within one GPU a device-to-device copy; across GPUs a peer copy."""
     d = src_device.driver
+    on = src_device.legacy if stream is None else stream
     if src_device is dst_device:
         src_device.activate()
-        if stream is None:
-            check(d, d.cuMemcpyDtoD(dst, src, size), "cuMemcpyDtoD")
-        else:
-            check(d, d.cuMemcpyDtoDAsync(dst, src, size, stream), "cuMemcpyDtoDAsync")
-        return
-    _enable_peer(src_device, dst_device)
-    src_device.activate()
-    if stream is None:
-        check(d, d.cuMemcpyPeer(dst, dst_device.context, src, src_device.context, size), "cuMemcpyPeer")
+        check(d, d.cuMemcpyDtoDAsync(dst, src, size, on), "cuMemcpyDtoDAsync")
     else:
+        _enable_peer(src_device, dst_device)
+        src_device.activate()
         check(
-            d, d.cuMemcpyPeerAsync(dst, dst_device.context, src, src_device.context, size, stream), "cuMemcpyPeerAsync"
+            d, d.cuMemcpyPeerAsync(dst, dst_device.context, src, src_device.context, size, on), "cuMemcpyPeerAsync"
         )
+    _finish(src_device, stream)
 
 
 def fill(device: CudaDevice, address: int, pattern: bytes, size: int, stream: Any | None) -> None:
     d = device.driver
     device.activate()
+    on = device.legacy if stream is None else stream
     n = len(pattern)
     if n == 1 or (n in (2, 4) and address % n == 0):
         value = int.from_bytes(pattern, "little")
-        count = size // n
-        bits = n * 8
-        if stream is None:
-            fn = {1: d.cuMemsetD8, 2: d.cuMemsetD16, 4: d.cuMemsetD32}[n]
-            check(d, fn(address, value, count), f"cuMemsetD{bits}")
-        else:
-            fn = {1: d.cuMemsetD8Async, 2: d.cuMemsetD16Async, 4: d.cuMemsetD32Async}[n]
-            check(d, fn(address, value, count, stream), f"cuMemsetD{bits}Async")
-        return
-    # Any other pattern: one strided 2-D fill per element of the pattern (pitch = pattern size).
-    element = 4 if n % 4 == 0 and address % 4 == 0 else 2 if n % 2 == 0 and address % 2 == 0 else 1
-    rows = size // n
-    sync = {1: d.cuMemsetD2D8, 2: d.cuMemsetD2D16, 4: d.cuMemsetD2D32}[element]
-    queued = {1: d.cuMemsetD2D8Async, 2: d.cuMemsetD2D16Async, 4: d.cuMemsetD2D32Async}[element]
-    for offset in range(0, n, element):
-        value = int.from_bytes(pattern[offset : offset + element], "little")
-        if stream is None:
-            check(d, sync(address + offset, n, value, 1, rows), f"cuMemsetD2D{element * 8}")
-        else:
-            check(d, queued(address + offset, n, value, 1, rows, stream), f"cuMemsetD2D{element * 8}Async")
+        fn = {1: d.cuMemsetD8Async, 2: d.cuMemsetD16Async, 4: d.cuMemsetD32Async}[n]
+        check(d, fn(address, value, size // n, on), f"cuMemsetD{n * 8}Async")
+    else:
+        # Any other pattern: one strided 2-D fill per element of the pattern (pitch = pattern size).
+        element = 4 if n % 4 == 0 and address % 4 == 0 else 2 if n % 2 == 0 and address % 2 == 0 else 1
+        rows = size // n
+        queued = {1: d.cuMemsetD2D8Async, 2: d.cuMemsetD2D16Async, 4: d.cuMemsetD2D32Async}[element]
+        for offset in range(0, n, element):
+            value = int.from_bytes(pattern[offset : offset + element], "little")
+            check(d, queued(address + offset, n, value, 1, rows, on), f"cuMemsetD2D{element * 8}Async")
+    _finish(device, stream)

@@ -70,13 +70,28 @@ class CudaKernel:
             self.dynamic_shared_limit = size
 
 
+_JIT_LOG_BYTES = 4096
+
+
+def _load_module(d: Any, data: bytes) -> Any:
+    """``cuModuleLoadDataEx`` with a JIT error log: a PTX image the driver refuses is reported
+    with what its JIT compiler said."""
+    log = bytearray(_JIT_LOG_BYTES)
+    options = [d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER, d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
+    result, module = d.cuModuleLoadDataEx(data, 2, options, [log, len(log)])
+    if int(result):
+        said = bytes(log).split(b"\0", 1)[0].decode(errors="replace").strip()
+        check(d, (result,), f"cuModuleLoadDataEx (JIT log: {said})" if said else "cuModuleLoadDataEx")
+    return module
+
+
 class CudaImage:
     """A loaded CUmodule (the image bytes kept alive with it) and its kernels by name."""
 
     __slots__ = ("module", "data", "kernels", "lock")
 
     def __init__(self, device: CudaDevice, data: bytes) -> None:
-        why = _binary.problem(data, device.sm)
+        why = _binary.problem(data, device.sm, device.driver_version)
         if why is not None:
             raise OffloadError(ErrorCode.INVALID_BINARY, f"cannot load on {device.name}: {why}")
         if _binary.image_format(data) == "ptx" and not data.endswith(b"\0"):
@@ -84,7 +99,7 @@ class CudaImage:
         d = device.driver
         device.activate()
         self.data = data
-        self.module = check(d, d.cuModuleLoadData(data), "cuModuleLoadData")
+        self.module = _load_module(d, data)
         self.kernels: dict[str, CudaKernel] = {}
         self.lock = threading.Lock()
         try:

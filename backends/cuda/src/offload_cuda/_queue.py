@@ -1,6 +1,10 @@
 """Queues are CUDA streams (non-blocking, from a per-device pool); events are CUDA events (from
 a pool, with timing). Host functions run through ``cuLaunchHostFunc`` in stream order: the
-Python callable is kept alive until it ran, and its exception is reported at the next sync."""
+Python callable is kept alive until it ran. Errors: every exception a host function raised is
+kept, in order, and raised by the queue's next ``synchronize`` (or a ``sync_event`` of an event
+recorded on it): one ``OffloadError`` for one, an ``ExceptionGroup`` of them for several, as the
+host backend does; an ``OffloadError`` stays itself, anything else becomes ``UNKNOWN``
+(``OUT_OF_RESOURCES`` for ``MemoryError``) with the exception as its cause."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from offload import ErrorCode, OffloadError
 from ._device import CudaDevice
 from ._driver import check
 
-__all__ = ["CudaEvent", "CudaQueue", "StreamPool", "EventPool"]
+__all__ = ["CudaEvent", "CudaQueue", "StreamPool", "EventPool", "take_errors"]
 
 _CU_STREAM_NON_BLOCKING = 1
 _CUDA_ERROR_NOT_READY = 600
@@ -24,18 +28,48 @@ _CUDA_ERROR_NOT_READY = 600
 class CudaQueue:
     """One stream and the errors of its host functions (raised by the next ``synchronize``)."""
 
-    __slots__ = ("stream", "errors", "__weakref__")
+    __slots__ = ("stream", "errors", "lock", "__weakref__")
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
         self.errors: list[BaseException] = []
+        self.lock = threading.Lock()
+
+    def keep(self, exc: BaseException) -> None:
+        """Keep a host function's exception for the next synchronize."""
+        with self.lock:
+            self.errors.append(exc)
 
 
 class CudaEvent:
-    __slots__ = ("event",)
+    """A recorded CUDA event and the queue it was recorded on (for that queue's host errors)."""
 
-    def __init__(self, event: Any) -> None:
+    __slots__ = ("event", "queue")
+
+    def __init__(self, event: Any, queue: CudaQueue) -> None:
         self.event = event
+        self.queue = queue
+
+
+def _as_error(queue: CudaQueue, error: BaseException) -> OffloadError:
+    if isinstance(error, OffloadError):
+        return error
+    code = ErrorCode.OUT_OF_RESOURCES if isinstance(error, MemoryError) else ErrorCode.UNKNOWN
+    converted = OffloadError(code, f"a host function failed: {type(error).__name__}: {error}")
+    converted.__cause__ = error
+    return converted
+
+
+def take_errors(queue: CudaQueue) -> None:
+    """Raise (and forget) every host-function error kept since the last synchronize, in order."""
+    if not queue.errors:
+        return
+    with queue.lock:
+        errors, queue.errors = queue.errors, []
+    converted = [_as_error(queue, error) for error in errors]
+    if len(converted) == 1:
+        raise converted[0]
+    raise ExceptionGroup(f"{len(converted)} host functions failed", converted)
 
 
 class StreamPool:
@@ -108,7 +142,7 @@ def _trampoline(key: int | None) -> None:
     try:
         callback()
     except BaseException as exc:  # reported by the queue's next synchronize
-        queue.errors.append(exc)
+        queue.keep(exc)
 
 
 _TRAMPOLINE = _HOST_FN(_trampoline)  # alive for the life of the module
@@ -128,16 +162,11 @@ def enqueue_host_call(device: CudaDevice, queue: CudaQueue, callback: Callable[[
 
 
 def synchronize(device: CudaDevice, queue: CudaQueue) -> None:
-    """Wait for the stream; raise a driver error, else the first host-function error."""
+    """Wait for the stream; raise a driver error, else every host-function error (``take_errors``)."""
     d = device.driver
     device.activate()
     check(d, d.cuStreamSynchronize(queue.stream), "cuStreamSynchronize")
-    if queue.errors:
-        errors, queue.errors = queue.errors, []
-        first = errors[0]
-        if isinstance(first, OffloadError):
-            raise first
-        raise OffloadError(ErrorCode.UNKNOWN, f"a host function failed: {first!r}") from first
+    take_errors(queue)
 
 
 def has_pending_work(device: CudaDevice, queue: CudaQueue) -> bool:

@@ -1,0 +1,208 @@
+/* simcuda.h - what the files of the simulated CUDA driver share (internal; not installed).
+ *
+ * simcuda.c   errors, init, devices, primary contexts, peers, cuGetProcAddress's table
+ * cumem.c     allocations, registered memory, copies and memsets (and their synchronisation)
+ * custream.c  handle recycling, streams, events, host functions and stream callbacks
+ * cumodule.c  modules (cuimage.c parses them), functions, launches, occupancy
+ * See ../README.md for what is modelled and where the documentation says so.
+ */
+#ifndef GPUSIM_SIMCUDA_H
+#define GPUSIM_SIMCUDA_H
+
+#include "../core/simcore.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct cuctx *CUcontext;
+typedef struct custream *CUstream;
+typedef struct cuevent *CUevent;
+typedef struct cumodule *CUmodule;
+typedef struct cufunction *CUfunction;
+typedef struct { unsigned char bytes[16]; } CUuuid;
+typedef void (*CUhostFn)(void *user_data);
+typedef size_t (*CUoccupancyB2DSize)(int block_size);
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_IMAGE = 200,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
+  CUDA_ERROR_INVALID_PTX = 218,
+  CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+  CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
+  CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
+  CUDA_ERROR_TOO_MANY_PEERS = 711,
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+  CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
+  CUDA_ERROR_LAUNCH_FAILED = 719,
+  CUDA_ERROR_NOT_PERMITTED = 800,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_UNKNOWN = 999,
+};
+
+#define DRIVER_VERSION 13000
+#define MODELLED_PTX_ISA 90 /* PTX ISA 9.0 is what a 13.0 driver's JIT reads */
+
+/* ---- shared state and checks (simcuda.c) ---------------------------------------------------- */
+
+struct cuctx {
+  int device;
+  int refs;          /* primary-context retain count; active while > 0 */
+  unsigned generation; /* bumped when the last release ends the context: its streams/events die */
+  unsigned flags;
+  int peer[8];       /* peer access enabled towards device i */
+};
+
+extern int cu_initialized;
+/* The sim_status of the core as a CUresult. */
+CUresult from_sim(sim_status status);
+/* The current context, or why there is none usable: after a kernel fault every call that needs
+ * the context returns the sticky error ("any further CUDA work will return the same error"). */
+CUresult cu_current(struct cuctx **out);
+/* GPUSIM_CUDA_SM, the devices' compute capability (default 90). */
+int cu_device_sm(void);
+
+#define REQUIRE_INIT()                                                    \
+  do {                                                                    \
+    if (!__atomic_load_n(&cu_initialized, __ATOMIC_ACQUIRE)) return CUDA_ERROR_NOT_INITIALIZED; \
+    if (sim_in_host_function()) return CUDA_ERROR_NOT_PERMITTED;          \
+  } while (0)
+
+#define REQUIRE_CTX(var)                   \
+  struct cuctx *var;                       \
+  do {                                     \
+    REQUIRE_INIT();                        \
+    CUresult rc_ = cu_current(&var);       \
+    if (rc_ != CUDA_SUCCESS) return rc_;   \
+    (void)var;                             \
+  } while (0)
+
+#define REQUIRE_DEVICE(dev)                                              \
+  do {                                                                   \
+    REQUIRE_INIT();                                                      \
+    if (sim_device(dev) == NULL) return CUDA_ERROR_INVALID_DEVICE;       \
+  } while (0)
+
+#define KIND(k) (1u << (k))
+#define PTR(d) ((void *)(uintptr_t)(d))
+
+/* ---- handles, streams, events (custream.c) ------------------------------------------------- */
+
+enum { BIN_STREAM, BIN_EVENT, BIN_MODULE };
+/* A destroyed handle's memory is kept (magic cleared) and reused for a later handle of the same
+ * kind, so using a destroyed handle reads INVALID_HANDLE instead of freed memory. */
+void *handle_new(int bin, size_t size);
+void handle_delete(int bin, void *h);
+
+#define STREAM_MAGIC 0x5354524du
+#define EVENT_MAGIC 0x45564e54u
+
+struct custream {
+  unsigned magic;
+  unsigned flags;
+  struct cuctx *ctx;
+  unsigned generation; /* of ctx when created: a stream dies with its context */
+  sim_stream *sim;
+};
+
+struct cuevent {
+  unsigned magic;
+  unsigned flags;
+  struct cuctx *ctx;
+  unsigned generation;
+  sim_event *sim;
+};
+
+int is_default_stream(CUstream stream);
+/* Resolves a stream handle (NULL and CU_STREAM_LEGACY/PER_THREAD mean the current context's
+ * legacy default stream); *owner (if not NULL) is the context the stream belongs to. A stream
+ * of a context that has since ended is INVALID_HANDLE. */
+CUresult resolve_stream_owner(CUstream stream, struct cuctx *ctx, sim_stream **out, struct cuctx **owner);
+CUresult resolve_stream(CUstream stream, struct cuctx *ctx, sim_stream **out);
+
+typedef void (*CUstreamCallback)(CUstream stream, CUresult status, void *user_data);
+
+/* ---- the exported driver functions defined outside simcuda.c (for the entry-point table) ---- */
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total);
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size);
+EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t size);
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags);
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr);
+EXPORT CUresult cuMemFreeHost(void *p);
+EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned flags);
+EXPORT CUresult cuMemHostUnregister(void *p);
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr dptr);
+EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags);
+EXPORT CUresult cuStreamDestroy_v2(CUstream stream);
+EXPORT CUresult cuStreamDestroy(CUstream stream);
+EXPORT CUresult cuStreamQuery(CUstream stream);
+EXPORT CUresult cuStreamSynchronize(CUstream stream);
+EXPORT CUresult cuStreamGetFlags(CUstream stream, unsigned *flags);
+EXPORT CUresult cuStreamAddCallback(CUstream stream, CUstreamCallback fn, void *user_data, unsigned flags);
+EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data);
+EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags);
+EXPORT CUresult cuEventDestroy_v2(CUevent event);
+EXPORT CUresult cuEventDestroy(CUevent event);
+EXPORT CUresult cuEventRecord(CUevent event, CUstream stream);
+EXPORT CUresult cuEventQuery(CUevent event);
+EXPORT CUresult cuEventSynchronize(CUevent event);
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end);
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end);
+EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned flags);
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream stream);
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream stream);
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n);
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
+EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n, CUstream stream);
+EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n);
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n);
+EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n);
+EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n);
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s);
+EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s);
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream s);
+EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h);
+EXPORT CUresult cuMemsetD2D16_v2(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h);
+EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h);
+EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s);
+EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s);
+EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s);
+EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image);
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n, int *options, void **values);
+EXPORT CUresult cuModuleUnload(CUmodule m);
+EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name);
+EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name);
+EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);
+EXPORT CUresult cuFuncGetAttribute(int *value, int attribute, CUfunction f);
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attribute, int value);
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params, void **extra);
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size, size_t dyn);
+EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize to_dyn, size_t dyn, int limit);
+
+#endif /* GPUSIM_SIMCUDA_H */

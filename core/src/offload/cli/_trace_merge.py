@@ -97,13 +97,15 @@ def per_rank(events: list[dict[str, Any]]) -> dict[str, RankUsage]:
     """Usage per ``rank N`` process group ({} when no process is named after a rank)."""
     ranks: dict[Any, str] = {}
     for e in events:
-        if e.get("ph") == "M" and e.get("name") == "process_name":
-            rank = rank_of_process(str((e.get("args") or {}).get("name", "")))
-            if rank is not None:
+        args = e.get("args")
+        if e.get("ph") == "M" and e.get("name") == "process_name" and isinstance(args, dict):
+            rank = rank_of_process(str(args.get("name", "")))
+            if rank is not None and isinstance(e.get("pid"), (int, str)):
                 ranks[e.get("pid")] = rank
     usage: dict[str, RankUsage] = {}
     for e in events:
-        rank = ranks.get(e.get("pid"))
+        pid = e.get("pid")
+        rank = ranks.get(pid) if isinstance(pid, (int, str)) else None  # odd ids name no rank
         if rank is None or e.get("ph") != "X":
             continue
         u = usage.setdefault(rank, RankUsage())

@@ -443,7 +443,18 @@ static void free_ops(op_t *op) {
   }
 }
 
+/* Set in a child made by fork(): the parent's executor and workers do not exist there, and a
+ * lock one of them held at the fork stays held forever, so queues and events made before the
+ * fork are freed without touching them (their memory leaks in the child; the core refuses every
+ * call there anyway). */
+static int forked_child;
+static void note_forked_child(void) { forked_child = 1; }
+
 static void q_dealloc(QueueObject *self) {
+  if (forked_child) {
+    Py_TYPE(self)->tp_free((PyObject *)self);
+    return;
+  }
   if (self->errors != NULL) { /* initialised: no worker is left, it holds a reference */
     if (self->exec != NULL) {
       Py_BEGIN_ALLOW_THREADS
@@ -678,6 +689,10 @@ static PyObject *take_errors(QueueObject *self, uint64_t limit);
 static int wait_until(QueueObject *self, uint64_t target);
 
 static void e_dealloc(EventObject *self) {
+  if (forked_child) {
+    Py_TYPE(self)->tp_free((PyObject *)self);
+    return;
+  }
   if (self->ev != NULL) ev_unref(self->ev);
   Py_XDECREF(self->queue);
   Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1320,6 +1335,14 @@ static PyMethodDef hostq_functions[] = {
 };
 
 int hostq_exec(PyObject *module) {
+  static int atfork_registered;
+  if (!atfork_registered) {
+    if (pthread_atfork(NULL, NULL, note_forked_child) != 0) {
+      PyErr_SetString(PyExc_OSError, "pthread_atfork failed");
+      return -1;
+    }
+    atfork_registered = 1;
+  }
   if (PyModule_AddFunctions(module, hostq_functions) < 0) return -1;
   main_thread = pthread_self();
   if (PyType_Ready(&QueueType) < 0 || PyType_Ready(&EventType) < 0) return -1;

@@ -30,7 +30,7 @@ from ._enums import (
     SymbolInfo,
     SymbolKind,
 )
-from ._errors import OffloadError
+from ._errors import OffloadError, raise_kept_errors
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
 from ._runtime import STATE as _STATE
@@ -93,6 +93,7 @@ __all__ = [
     *_enums.c_constants(),
     # errors, backends, tracing
     "OffloadError",
+    "raise_kept_errors",
     "OffloadBackendWarning",
     "BackendStatus",
     "backend_status",

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from offload import ErrorCode, OffloadError
+from offload import raise_kept_errors
 
 from ._deferred import Deferred, Job, off_thread
 from ._device import HipDevice
@@ -72,25 +72,11 @@ class HipEvent:
         self.queue = queue
 
 
-def _as_error(queue: HipQueue, error: BaseException) -> OffloadError:
-    if isinstance(error, OffloadError):
-        return error
-    code = ErrorCode.OUT_OF_RESOURCES if isinstance(error, MemoryError) else ErrorCode.UNKNOWN
-    converted = OffloadError(code, f"a host function on {queue!r} failed: {type(error).__name__}: {error}")
-    converted.__cause__ = error
-    return converted
-
-
 def take_errors(queue: HipQueue) -> None:
     """Raise (and forget) every error kept since the last synchronize, in order."""
     with queue.lock:
         errors, queue.errors = queue.errors, []
-    if not errors:
-        return
-    converted = [_as_error(queue, error) for error in errors]
-    if len(converted) == 1:
-        raise converted[0]
-    raise ExceptionGroup(f"{len(converted)} host functions on {queue!r} failed", converted)
+    raise_kept_errors(errors, f"a host function on {queue!r}", f"host functions on {queue!r}")
 
 
 class HostCalls:

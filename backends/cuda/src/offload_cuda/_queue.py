@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from offload import ErrorCode, OffloadError
+from offload import raise_kept_errors
 
 from ._device import CudaDevice
 from ._driver import check
@@ -51,25 +51,13 @@ class CudaEvent:
         self.queue = queue
 
 
-def _as_error(queue: CudaQueue, error: BaseException) -> OffloadError:
-    if isinstance(error, OffloadError):
-        return error
-    code = ErrorCode.OUT_OF_RESOURCES if isinstance(error, MemoryError) else ErrorCode.UNKNOWN
-    converted = OffloadError(code, f"a host function failed: {type(error).__name__}: {error}")
-    converted.__cause__ = error
-    return converted
-
-
 def take_errors(queue: CudaQueue) -> None:
     """Raise (and forget) every host-function error kept since the last synchronize, in order."""
     if not queue.errors:
         return
     with queue.lock:
         errors, queue.errors = queue.errors, []
-    converted = [_as_error(queue, error) for error in errors]
-    if len(converted) == 1:
-        raise converted[0]
-    raise ExceptionGroup(f"{len(converted)} host functions failed", converted)
+    raise_kept_errors(errors, "a host function", "host functions")
 
 
 class StreamPool:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from offload import ErrorCode, OffloadError
+from offload import ErrorCode, OffloadError, raise_kept_errors
 
 from . import _native
 
@@ -121,20 +121,7 @@ class HostQueue(_native.Queue):
 
     def raise_errors(self, errors: list[BaseException] | None) -> None:
         """Raise kept errors: one OffloadError for one, an ExceptionGroup of them for several."""
-        if not errors:
-            return
-        converted = [self._as_error(error) for error in errors]
-        if len(converted) == 1:
-            raise converted[0]
-        raise ExceptionGroup(f"{len(converted)} operations on {self.name} failed", converted)
-
-    def _as_error(self, error: BaseException) -> OffloadError:
-        if isinstance(error, OffloadError):
-            return error
-        code = ErrorCode.OUT_OF_RESOURCES if isinstance(error, MemoryError) else ErrorCode.UNKNOWN
-        converted = OffloadError(code, f"an operation on {self.name} failed: {type(error).__name__}: {error}")
-        converted.__cause__ = error
-        return converted
+        raise_kept_errors(errors or (), f"an operation on {self.name}", f"operations on {self.name}")
 
     def record(self) -> HostEvent:  # type: ignore[override]
         """An event that completes when the work submitted so far is done."""

@@ -338,3 +338,57 @@ def test_stream_callbacks_get_the_status_and_may_not_call_the_driver(
         assert out["seen"][1] == ["CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_NOT_PERMITTED"]
     else:
         assert out["added"] == "CUDA_ERROR_ILLEGAL_INSTRUCTION" and len(out["seen"]) == 1
+
+
+_COMPUTE_MODE = (
+    _PRELUDE
+    + r"""
+ck(d.cuInit(0))
+mode = lambda i: int(ck(d.cuDeviceGetAttribute(d.CUdevice_attribute(20), ck(d.cuDeviceGet(i)))))
+out = {"modes": [mode(i) for i in range(3)]}
+out["retain_prohibited"] = name(d.cuDevicePrimaryCtxRetain(ck(d.cuDeviceGet(1))))
+out["state_prohibited"] = [int(v) for v in ck(d.cuDevicePrimaryCtxGetState(ck(d.cuDeviceGet(1))))]
+ctx0 = ck(d.cuDevicePrimaryCtxRetain(ck(d.cuDeviceGet(0))))
+out["retain_default"] = "CUDA_SUCCESS"
+ck(d.cuDevicePrimaryCtxRelease(ck(d.cuDeviceGet(0))))
+emit(out)
+"""
+)
+
+
+def test_a_prohibited_device_refuses_its_primary_context(run_child: Any, child_env: Any) -> None:
+    """cuDevicePrimaryCtxRetain: "Retaining the primary context for the first time will fail with
+    CUDA_ERROR_UNKNOWN if the compute mode of the device is CU_COMPUTEMODE_PROHIBITED"; the mode
+    is CU_DEVICE_ATTRIBUTE_COMPUTE_MODE (20). GPUSIM_COMPUTE_MODE sets it per ordinal."""
+    out = run_child(_COMPUTE_MODE, child_env(devices=3, GPUSIM_COMPUTE_MODE="0,2,3")).result
+    assert out["modes"] == [0, 2, 3]
+    assert out["retain_prohibited"] == "CUDA_ERROR_UNKNOWN"
+    assert out["state_prohibited"][1] == 0  # not active: the refused retain took no reference
+    assert out["retain_default"] == "CUDA_SUCCESS"
+
+
+_LEAKED_HANDLES = (
+    _PRELUDE
+    + r"""
+dev, ctx = setup()
+streams = [ck(d.cuStreamCreate(1)) for _ in range(3)]
+events = [ck(d.cuEventCreate(0)) for _ in range(4)]
+ck(d.cuStreamDestroy(streams.pop()))
+ck(d.cuEventDestroy(events.pop()))
+ck(d.cuDevicePrimaryCtxRelease(dev))  # the last reference: the context is reset
+# the reset destroyed them: using one is an invalid handle
+out = {"stale_event": name(d.cuEventDestroy(events[0])), "stale_stream": name(d.cuStreamDestroy(streams[0]))}
+emit(out)
+"""
+)
+
+
+def test_streams_and_events_never_destroyed_are_reported_at_the_reset(run_child: Any, child_env: Any) -> None:
+    """cuDevicePrimaryCtxRelease: "The context is automatically reset once the last reference to
+    it is released" (cuDevicePrimaryCtxReset: "Destroy all allocations and reset all state"). The
+    simulator destroys the context's streams and events there and reports the ones never
+    destroyed, as it reports leaked allocations."""
+    child = run_child(_LEAKED_HANDLES, child_env())
+    assert child.result == {"stale_event": "CUDA_ERROR_INVALID_HANDLE", "stale_stream": "CUDA_ERROR_INVALID_HANDLE"}
+    assert "gpusim: leak at primary context release of device 0: 2 stream(s) never destroyed" in child.stderr
+    assert "gpusim: leak at primary context release of device 0: 3 event(s) never destroyed" in child.stderr

@@ -74,6 +74,7 @@ EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   s->flags = flags;
   s->ctx = ctx;
   s->generation = __atomic_load_n(&ctx->generation, __ATOMIC_ACQUIRE);
+  __atomic_add_fetch(&ctx->live_streams, 1, __ATOMIC_ACQ_REL);
   *out = s;
   return CUDA_SUCCESS;
 }
@@ -85,6 +86,7 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
   sim_status fault = sim_device_fault(stream->ctx->device);
   if (fault != SIM_OK) return from_sim(fault);
   stream->magic = 0;
+  __atomic_sub_fetch(&stream->ctx->live_streams, 1, __ATOMIC_ACQ_REL);
   sim_stream_destroy(stream->sim);
   handle_delete(BIN_STREAM, stream);
   return CUDA_SUCCESS;
@@ -188,6 +190,7 @@ EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
   e->flags = flags;
   e->ctx = ctx;
   e->generation = __atomic_load_n(&ctx->generation, __ATOMIC_ACQUIRE);
+  __atomic_add_fetch(&ctx->live_events, 1, __ATOMIC_ACQ_REL);
   *out = e;
   return CUDA_SUCCESS;
 }
@@ -204,6 +207,7 @@ EXPORT CUresult cuEventDestroy_v2(CUevent event) {
   sim_status fault = sim_device_fault(event->ctx->device);
   if (fault != SIM_OK) return from_sim(fault);
   event->magic = 0;
+  __atomic_sub_fetch(&event->ctx->live_events, 1, __ATOMIC_ACQ_REL);
   sim_event_destroy(event->sim);
   handle_delete(BIN_EVENT, event);
   return CUDA_SUCCESS;

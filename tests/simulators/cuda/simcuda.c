@@ -111,6 +111,26 @@ int cu_device_sm(void) {
   return sm;
 }
 
+/* GPUSIM_COMPUTE_MODE: each device's CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, comma-separated by
+ * ordinal (0 DEFAULT, 2 PROHIBITED, 3 EXCLUSIVE_PROCESS); devices not named are DEFAULT. */
+enum { CU_COMPUTEMODE_DEFAULT = 0, CU_COMPUTEMODE_PROHIBITED = 2, CU_COMPUTEMODE_EXCLUSIVE_PROCESS = 3 };
+static int compute_mode(int dev) {
+  const char *text = getenv("GPUSIM_COMPUTE_MODE");
+  for (int i = 0; text && *text; ++i) {
+    char *end;
+    long mode = strtol(text, &end, 10);
+    if (i == dev) {
+      if (end != text && (mode == CU_COMPUTEMODE_DEFAULT || mode == CU_COMPUTEMODE_PROHIBITED || mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS))
+        return (int)mode;
+      fprintf(stderr, "gpusim: ignoring GPUSIM_COMPUTE_MODE entry %d (0, 2 or 3)\n", i);
+      return CU_COMPUTEMODE_DEFAULT;
+    }
+    text = strchr(text, ',');
+    if (text) ++text;
+  }
+  return CU_COMPUTEMODE_DEFAULT;
+}
+
 /* The current context, or why there is none usable: after a kernel fault every call that needs
  * the context returns the sticky error ("any further CUDA work will return the same error"). */
 CUresult cu_current(struct cuctx **out) {
@@ -203,7 +223,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   case 17: v = 0; break;                                   /* KERNEL_EXEC_TIMEOUT */
   case 18: v = 0; break;                                   /* INTEGRATED */
   case 19: v = 1; break;                                   /* CAN_MAP_HOST_MEMORY */
-  case 20: v = 0; break;                                   /* COMPUTE_MODE default */
+  case 20: v = compute_mode(dev); break;                    /* COMPUTE_MODE (GPUSIM_COMPUTE_MODE) */
   case 31: v = 1; break;                                   /* CONCURRENT_KERNELS */
   case 32: v = 0; break;                                   /* ECC_ENABLED */
   case 33: v = p->pci_bus_id; break;
@@ -262,6 +282,12 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
   REQUIRE_DEVICE(dev);
   if (ctx == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&state_lock);
+  /* cuDevicePrimaryCtxRetain: "Retaining the primary context for the first time will fail with
+   * CUDA_ERROR_UNKNOWN if the compute mode of the device is CU_COMPUTEMODE_PROHIBITED." */
+  if (primary[dev].refs == 0 && compute_mode(dev) == CU_COMPUTEMODE_PROHIBITED) {
+    pthread_mutex_unlock(&state_lock);
+    return CUDA_ERROR_UNKNOWN;
+  }
   __atomic_add_fetch(&primary[dev].refs, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&state_lock);
   *ctx = &primary[dev];
@@ -391,6 +417,12 @@ static void release_context_resources(int dev) {
   unsigned kinds = KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_HOST) | KIND(SIM_MEM_MANAGED);
   size_t leaks = sim_mem_report_leaks(dev, kinds, "primary context release");
   if (leaks) fprintf(stderr, "gpusim: %zu allocation(s) leaked at primary context release of device %d\n", leaks, dev);
+  /* The reset destroys the context's streams and events too; one never destroyed is reported as
+   * a leak (with a primary context shared by another library, no reset comes and it stays). */
+  int streams = __atomic_exchange_n(&primary[dev].live_streams, 0, __ATOMIC_ACQ_REL);
+  int events = __atomic_exchange_n(&primary[dev].live_events, 0, __ATOMIC_ACQ_REL);
+  if (streams) fprintf(stderr, "gpusim: leak at primary context release of device %d: %d stream(s) never destroyed\n", dev, streams);
+  if (events) fprintf(stderr, "gpusim: leak at primary context release of device %d: %d event(s) never destroyed\n", dev, events);
 }
 
 /* ---- the simulator's own queries (not driver API: for tests of the simulator) ------------------ */

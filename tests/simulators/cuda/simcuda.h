@@ -71,6 +71,8 @@ struct cuctx {
   unsigned generation; /* bumped when the last release ends the context: its streams/events die */
   unsigned flags;
   int peer[8];       /* peer access enabled towards device i */
+  int live_streams;  /* created and not destroyed in this generation (reported at the last release) */
+  int live_events;
 };
 
 extern int cu_initialized;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,18 @@ from ._queue import CudaEvent, CudaQueue, EventPool, StreamPool
 __all__ = ["CudaBackend"]
 
 _OCCUPANCY_NO_LIMIT = 0
+_CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20
+_COMPUTE_MODES = {2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
+log = logging.getLogger("offload_cuda")
+
+
+def _compute_mode_note(driver: Any, ordinal: int) -> str:
+    """Why a GPU may refuse its context, where its compute mode says so (else empty)."""
+    result, mode = driver.cuDeviceGetAttribute(
+        driver.CUdevice_attribute(_CU_DEVICE_ATTRIBUTE_COMPUTE_MODE), ordinal
+    )
+    name = _COMPUTE_MODES.get(int(mode)) if not int(result) else None
+    return f" (its compute mode is {name}: see nvidia-smi --compute-mode)" if name else ""
 
 
 class _DeviceState:
@@ -54,14 +67,23 @@ class CudaBackend:
         except DriverUnavailable as exc:
             self.unavailable_reason = str(exc)
             return []
+        skipped: list[str] = []
         try:
             for ordinal in range(count):
-                self.states.append(_DeviceState(CudaDevice(self.driver, ordinal)))
+                try:
+                    device = CudaDevice(self.driver, ordinal)
+                except OffloadError as exc:  # this GPU only: the others still serve
+                    skipped.append(f"GPU {ordinal}: {exc.details}{_compute_mode_note(self.driver, ordinal)}")
+                    log.warning("offload-cuda: skipping %s", skipped[-1])
+                    continue
+                self.states.append(_DeviceState(device))
         except BaseException:
             for state in self.states:
                 state.device.release()
             self.states = []
             raise
+        if not self.states and skipped:
+            self.unavailable_reason = "no GPU could be used: " + "; ".join(skipped)
         return list(self.states)
 
     @hookimpl
@@ -70,10 +92,16 @@ class CudaBackend:
 
     @hookimpl
     def deinit_device(self, device: _DeviceState) -> None:
-        device.device.activate()
-        device.streams.destroy()
-        device.events.destroy()
-        device.device.release()
+        """Destroy the pooled streams and every event still alive (the core does not destroy
+        events at shutdown), then release the primary context, whatever failed before it."""
+        try:
+            device.device.activate()
+            try:
+                device.streams.destroy()
+            finally:
+                device.events.destroy()
+        finally:
+            device.device.release()
 
     @hookimpl
     def get_device_info(self, device: _DeviceState) -> Mapping[DeviceInfo, Any]:

@@ -90,11 +90,13 @@ class StreamPool:
 
 
 class EventPool:
-    """Events of one device (timing enabled, for ``olGetEventElapsedTime``), reused."""
+    """Events of one device (timing enabled, for ``olGetEventElapsedTime``), reused. ``destroy``
+    destroys every event the pool made, released or not (events may outlive ``olShutDown``)."""
 
     def __init__(self, device: CudaDevice) -> None:
         self.device = device
         self.free: list[Any] = []
+        self.made: list[Any] = []
         self.lock = threading.Lock()
 
     def acquire(self) -> Any:
@@ -103,7 +105,10 @@ class EventPool:
                 return self.free.pop()
         d = self.device.driver
         self.device.activate()
-        return check(d, d.cuEventCreate(0), "cuEventCreate")
+        event = check(d, d.cuEventCreate(0), "cuEventCreate")
+        with self.lock:
+            self.made.append(event)
+        return event
 
     def release(self, event: Any) -> None:
         with self.lock:
@@ -112,7 +117,7 @@ class EventPool:
     def destroy(self) -> None:
         d = self.device.driver
         with self.lock:
-            events, self.free = self.free, []
+            events, self.made, self.free = self.made, [], []
         for event in events:
             check(d, d.cuEventDestroy(event), "cuEventDestroy")
 

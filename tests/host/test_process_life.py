@@ -1,4 +1,5 @@
-"""Host queues apply backpressure, and Ctrl-C stops a launch loop and a waiting sync.
+"""Host queues apply backpressure, and Ctrl-C stops a launch loop, a waiting sync and a long
+synchronous launch.
 
 Each case runs in a child interpreter (a hang is then one failed test, through the timeout).
 Timing bounds here are hang guards measured on the child's own clock, with a generous margin
@@ -117,12 +118,30 @@ import os; os._exit(0)
 """
 
 
-@pytest.mark.parametrize("case", ["launch loop", "waiting sync"])
+SYNC_LAUNCH = COMMON + r"""
+args = struct.pack("PQ", counter, 2_000_000)  # 2 ms per work-group
+GRID = ol.KernelLaunchSizeArgs(1, (15000, 1, 1), (1, 1, 1))  # 30 s of groups on one thread
+print("ready", flush=True)
+try:
+    ol.olLaunchKernel(None, host, spin, args, GRID)
+    print("caught never")
+except KeyboardInterrupt:
+    print("caught", time.monotonic(), "done", done(), flush=True)
+ol.olDestroyQueue(queue)
+ol.olShutDown()  # the interrupted launch left nothing running
+print("shut down")
+"""
+
+
+@pytest.mark.parametrize("case", ["launch loop", "waiting sync", "synchronous launch"])
 def test_ctrl_c_stops_within_a_second(case: str) -> None:
     # the sync is signalled once it helps run the queue itself (after the executor's first turn)
-    delay, out = _interrupt(LOOP, 0.3) if case == "launch loop" else _interrupt(SYNC, 1.5)
+    code, wait = {"launch loop": (LOOP, 0.3), "waiting sync": (SYNC, 1.5), "synchronous launch": (SYNC_LAUNCH, 1.0)}[case]
+    delay, out = _interrupt(code, wait)
     assert delay < 1.0, (delay, out)
-    if case == "launch loop":
+    if case == "synchronous launch":  # the groups not started were dropped (old: all 15000 ran)
+        assert int(out.split("done")[1].split()[0]) < 15000 and "shut down" in out
+    elif case == "launch loop":
         launched = int(out.split("launched")[1].split()[0])
         assert int(out.split("finished")[1].split()[0]) == launched  # every launch made ran
     else:

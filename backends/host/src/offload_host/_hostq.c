@@ -54,6 +54,8 @@ static __thread int in_host_function; /* this thread is running a host function 
 
 static pthread_t main_thread; /* the thread that imported the module: the one Python signals */
 
+int hostq_on_main_thread(void) { return pthread_equal(pthread_self(), main_thread); }
+
 /* Waits on cv (mu held) for at most WAIT_SLICE_NS. */
 static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu) {
   struct timespec ts;

@@ -132,7 +132,32 @@ typedef struct {
   _Atomic uint64_t next;    /* first unclaimed linear group index */
   unsigned refs;            /* workers attached to this job; guarded by the pool lock */
   _Atomic uint64_t cpus;    /* CPUs (those below 64) a thread of this job runs on */
+  _Atomic int cancel;       /* set when the caller was interrupted: nobody claims more groups */
+  PyThreadState **caller;   /* non-NULL: the launching (main) thread checks for signals between claims */
+  uint64_t next_check_ns;   /* when the caller checks next */
+  _Atomic uint64_t limit;   /* interruptible jobs: groups a claim may take, sized from measured claims */
 } job_t;
+
+#define SIGNAL_CHECK_NS 20000000ull /* a synchronous launch on the main thread sees Ctrl-C this often */
+#define CLAIM_TARGET_NS 5000000ull  /* and a claim of an interruptible job lasts about this long at most */
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The launching thread, between two of its claims: every SIGNAL_CHECK_NS it takes the GIL back
+ * to run Python's signal handlers; one that raised (Ctrl-C) cancels the rest of the grid. */
+static void caller_check_signals(job_t *job) {
+  uint64_t now = monotonic_ns();
+  if (now < job->next_check_ns) return;
+  job->next_check_ns = now + SIGNAL_CHECK_NS;
+  PyEval_RestoreThread(*job->caller);
+  int interrupted = PyErr_CheckSignals() < 0; /* the exception stays set for the caller */
+  *job->caller = PyEval_SaveThread();
+  if (interrupted) atomic_store_explicit(&job->cancel, 1, memory_order_relaxed);
+}
 
 /* Runs groups [begin, end) of the job with the given local memory. */
 static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *local_mem) {
@@ -162,20 +187,33 @@ static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *loca
 
 /* Claims and runs chunks until the grid is exhausted. The caller has reserved dyn_mem
  * bytes in buf. */
-static void run_share(job_t *job, local_buf *buf) {
+static void run_share(job_t *job, local_buf *buf, int is_caller) {
   void *local_mem = job->dyn_mem ? buf->data : NULL;
   for (;;) {
+    if (atomic_load_explicit(&job->cancel, memory_order_relaxed)) return;
+    if (is_caller && job->caller != NULL) caller_check_signals(job);
     /* Guided: a quarter of each taker's share of what is left, at most `chunk`, so that the
      * last claims are small and a thread that is preempted holding one delays little. */
     uint64_t begin = atomic_load_explicit(&job->next, memory_order_relaxed), n;
+    /* An interruptible job's claims start at one group and are then sized from the time the
+     * groups take (about CLAIM_TARGET_NS), so a cancel is seen within a claim by every taker. */
+    uint64_t limit = job->caller != NULL ? atomic_load_explicit(&job->limit, memory_order_relaxed) : job->chunk;
     do {
       if (begin >= job->total) return;
       n = (job->total - begin) / (4 * job->takers);
-      n = n < 1 ? 1 : n > job->chunk ? job->chunk : n;
+      n = n < 1 ? 1 : n > limit ? limit : n;
     } while (!atomic_compare_exchange_weak_explicit(&job->next, &begin, begin + n, memory_order_relaxed,
                                                     memory_order_relaxed));
     uint64_t end = begin + n;
+    if (job->caller == NULL) {
+      run_range(job, begin, end, local_mem);
+      continue;
+    }
+    uint64_t start = monotonic_ns();
     run_range(job, begin, end, local_mem);
+    uint64_t per_group = (monotonic_ns() - start) / n + 1;
+    uint64_t fit = CLAIM_TARGET_NS / per_group;
+    atomic_store_explicit(&job->limit, fit < 1 ? 1 : fit > job->chunk ? job->chunk : fit, memory_order_relaxed);
   }
 }
 
@@ -270,7 +308,7 @@ static void *worker_main(void *arg) {
      * thread, which always has its memory, finishes the grid. */
     if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) {
       job_spread(job);
-      run_share(job, &self->buf);
+      run_share(job, &self->buf, 0);
     }
     worked = 1;
 
@@ -373,7 +411,7 @@ static PyObject *py_pool_destroy(PyObject *m, PyObject *const *args, Py_ssize_t 
 static int launch_inline(job_t *job) {
   local_buf buf = {NULL, 0};
   if (local_buf_reserve(&buf, job->dyn_mem) < 0) return -1;
-  run_share(job, &buf);
+  run_share(job, &buf, 1);
   local_buf_release(&buf);
   return 0;
 }
@@ -392,7 +430,7 @@ static int launch_pooled(pool_t *pool, job_t *job) {
     pthread_cond_broadcast(&pool->work_cv);
     pthread_mutex_unlock(&pool->lock);
 
-    run_share(job, &pool->caller_buf);
+    run_share(job, &pool->caller_buf, 1);
 
     /* Retract the job so late wakers skip it, then wait for attached workers: every
      * claimed group was claimed by the caller or by one of them. */
@@ -410,6 +448,11 @@ size_t pool_threads(const pool_t *pool) { return pool->nthreads; }
 
 int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
              offload_dim3_t group_size, size_t dyn_mem) {
+  return pool_run_interruptible(pool, kernel, args, num_groups, group_size, dyn_mem, NULL);
+}
+
+int pool_run_interruptible(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
+                           offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller) {
   job_t job = {
       .kernel = kernel,
       .args = args,
@@ -417,17 +460,24 @@ int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_d
       .group_size = group_size,
       .dyn_mem = dyn_mem,
       .total = (uint64_t)num_groups.x * num_groups.y * num_groups.z,
+      .limit = 1,
   };
+  if (caller != NULL && job.total > 1) { /* one group has nothing to cancel between claims */
+    job.caller = caller;
+    job.next_check_ns = monotonic_ns() + SIGNAL_CHECK_NS;
+  }
   if (pool->nthreads == 0 || job.total == 1) {
     job.chunk = job.total;
     job.takers = 1;
-    return launch_inline(&job);
+    int rc = launch_inline(&job);
+    return rc == 0 && atomic_load(&job.cancel) ? -2 : rc;
   }
   /* About 16 claims per taking thread balance the load; small grids go one group a claim. */
   uint64_t chunk = job.total / ((uint64_t)(pool->nthreads + 1) * 16);
   job.chunk = chunk < 1 ? 1 : chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
   job.takers = pool->nthreads + 1;
-  return launch_pooled(pool, &job);
+  int rc = launch_pooled(pool, &job);
+  return rc == 0 && atomic_load(&job.cancel) ? -2 : rc;
 }
 
 /* Sets the grid from d = (ngx, ngy, ngz, gsx, gsy, gsz). Refuses (OverflowError) a dimension
@@ -542,11 +592,14 @@ static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
   if (have_view && PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) return NULL;
   const void *kargs = have_view && view.len > 0 ? view.buf : NULL;
 
-  int rc;
-  Py_BEGIN_ALLOW_THREADS
-  rc = pool_run(l.pool, l.kernel, kargs, l.num_groups, l.group_size, l.dyn_mem);
-  Py_END_ALLOW_THREADS
+  /* On the main thread the launch sees Ctrl-C between its claims of groups (every
+   * SIGNAL_CHECK_NS): the groups not started are dropped and the handler's exception raised. */
+  PyThreadState *ts = PyEval_SaveThread();
+  int rc = pool_run_interruptible(l.pool, l.kernel, kargs, l.num_groups, l.group_size, l.dyn_mem,
+                                  hostq_on_main_thread() ? &ts : NULL);
+  PyEval_RestoreThread(ts);
   if (have_view) PyBuffer_Release(&view);
+  if (rc == -2) return NULL;
   if (rc < 0) return PyErr_NoMemory();
   Py_RETURN_NONE;
 }

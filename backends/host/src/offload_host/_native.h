@@ -58,6 +58,14 @@ size_t pool_threads(const pool_t *pool);
  * group finished. 0 on success, -1 when local memory cannot be allocated (then nothing ran). */
 int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
              offload_dim3_t group_size, size_t dyn_mem);
+/* pool_run, and when caller is not NULL the calling thread (the main one) takes the GIL back
+ * through *caller between its claims to run Python's signal handlers: one that raises cancels
+ * the groups not yet claimed, and -2 is returned with the exception set (the caller restores
+ * the GIL from *caller). */
+int pool_run_interruptible(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
+                           offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller);
+/* Whether the calling thread is the one that imported the module (the one Python signals). */
+int hostq_on_main_thread(void);
 /* memmove, split over the pool when big and not overlapping (pool may be NULL). */
 void pool_copy(pool_t *pool, void *dst, const void *src, size_t size);
 /* Fills size bytes with the repeated pattern (the last copy may be partial), split like pool_copy. */

@@ -46,6 +46,30 @@ def test_right_target_and_metadata(hip_build) -> None:
     assert info.explicit_size == 18
 
 
+OPENCL_TYPED = """
+__kernel void typed(__global const double *src, __global int *dst, ulong n, __global void *raw,
+                    __global uchar *bytes) {
+  dst[0] = (int)(src[0] * 2) + (int)n + (raw != 0) + bytes[0];
+}
+"""
+
+
+def test_opencl_type_names_give_pointer_element_types(clang: str, tmp_path: Path) -> None:
+    """clang's OpenCL C metadata (``.type_name`` "double*", ``.is_const``) becomes
+    ``KernelParam.element`` / ``const``; ``void*`` stays untyped. (HIP
+    code objects carry no ``.type_name``: ``test_right_target_and_metadata``.)"""
+    source = tmp_path / "typed.cl"
+    source.write_text(OPENCL_TYPED)
+    out = tmp_path / "typed.hsaco"
+    subprocess.run([clang, "-x", "cl", "-cl-std=CL2.0", "--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib",
+                    "-O2", "-o", str(out), str(source)], check=True, capture_output=True)  # fmt: skip
+    params = CodeObject.parse(out.read_bytes()).kernels["typed"].params
+    assert [(p.kind, p.element, p.const) for p in params] == [
+        ("pointer", "float64", True), ("pointer", "int32", False), ("uint", None, False),
+        ("pointer", None, False), ("pointer", "uint8", False),
+    ]  # fmt: skip
+
+
 def test_hidden_arguments_are_left_out(hip_build) -> None:
     code = CodeObject.parse((hip_build.programs / "foo.hsaco").read_bytes())
     info = code.kernels["foo"]  # uses blockDim: the runtime appends hidden arguments

@@ -337,7 +337,7 @@ _DECLARED = {
     ("localmem_static", "localmem_static"): [(0, 8, P, "out")],
     ("multiargs", "multiargs"): [(0, 1, I, "A"), (8, 8, P, "B"), (16, 2, I, "C")],
     ("noargs", "noargs"): [],
-    ("saxpy", "saxpy"): [(0, 4, F, "a"), (8, 8, P, "x"), (16, 8, P, "y"), (24, 8, U, "n")],
+    ("saxpy", "saxpy"): [(0, 4, F, "a"), (8, 8, P, "x", "float32", True), (16, 8, P, "y", "float32"), (24, 8, U, "n")],
     ("sequence", "sequence"): [(0, 4, U, "idx"), (8, 8, P, "inout")],
     ("single_counter", "single_counter"): [(0, 4, I, "init_loop"), (4, 4, I, "addend"), (8, 8, P, "init_val"), (16, 8, P, "out")],
 }
@@ -374,7 +374,7 @@ def test_every_shipped_kernel_declares_its_parameters(backend: _Backend) -> None
     for (program, kernel), expected in _DECLARED.items():
         params = backend.backend.kernel_params(backend.device, backend.kernel(offload_host.build_test_kernel(program), kernel))
         assert params is not None, f"{program}:{kernel} is undeclared"
-        assert [tuple(p) for p in params] == expected, f"{program}:{kernel}"
+        assert [tuple(p) for p in params] == [tuple(ol.KernelParam(*e)) for e in expected], f"{program}:{kernel}"
         assert all(isinstance(p, ol.KernelParam) for p in params)
 
 
@@ -401,7 +401,9 @@ OFFLOAD_KERNEL(undeclared) { (void)offload_args_; (void)offload_group_; }
         (getattr(Mixed, name).offset, getattr(Mixed, name).size, kind, name)
         for name, kind in zip("abcdef", (I, F, U, "bytes", P, I))
     ]
-    assert [tuple(p) for p in backend.backend.kernel_params(backend.device, backend.kernel(data, "mixed"))] == expected
+    assert [tuple(p) for p in backend.backend.kernel_params(backend.device, backend.kernel(data, "mixed"))] == [
+        tuple(ol.KernelParam(*e)) for e in expected  # no element types declared: None, not const
+    ]
     # undeclared: launchable, unchecked (the documented rule)
     assert backend.backend.kernel_params(backend.device, backend.kernel(data, "undeclared")) is None
 

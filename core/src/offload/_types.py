@@ -146,9 +146,15 @@ class KernelParam(NamedTuple):
     ``offset`` and ``size`` are in bytes. ``kind`` is what the bytes hold when the backend knows
     it: ``"pointer"`` (a device address), ``"int"`` / ``"uint"`` / ``"float"`` (a scalar of
     ``size`` bytes), or ``"bytes"`` (an aggregate, or not known). ``name`` may be empty.
+    For a pointer, ``element`` is the numpy name of what it points to where the backend knows it
+    (``"float32"``, ``"int64"``, ``"bool"``; None: untyped or unknown), and ``const`` whether the
+    kernel only reads through it: the object layer then refuses an Array of another dtype, and
+    passes read-only memory only to a ``const`` pointer.
     """
 
     offset: int
     size: int
     kind: str = "bytes"
     name: str = ""
+    element: str | None = None
+    const: bool = False

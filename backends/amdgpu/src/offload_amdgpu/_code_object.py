@@ -123,6 +123,25 @@ _SCALAR_PREFIXES = (("unsigned", "uint"), ("uint", "uint"), ("uchar", "uint"), (
                     ("double", "float"), ("half", "float"))  # fmt: skip
 
 
+# OpenCL C element types (as ``.type_name`` spells them, e.g. "float*") -> numpy names; OpenCL's
+# long is 64 bits. HIP code objects carry no ``.type_name``: their pointers stay untyped.
+_ELEMENTS = {"bool": "bool", "char": "int8", "uchar": "uint8", "unsigned char": "uint8", "short": "int16",
+             "ushort": "uint16", "unsigned short": "uint16", "int": "int32", "uint": "uint32",
+             "unsigned int": "uint32", "long": "int64", "ulong": "uint64", "unsigned long": "uint64",
+             "half": "float16", "float": "float32", "double": "float64"}  # fmt: skip
+
+
+def _pointer_element(arg: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """(numpy name of the element type, const) of a global pointer argument, where the metadata
+    says (``.type_name`` "float*", ``.is_const``); (None, False) when it does not."""
+    if arg.get(".value_kind") != "global_buffer":
+        return None, False
+    type_name = str(arg.get(".type_name", "")).strip()
+    if not type_name.endswith("*") or type_name.count("*") != 1:
+        return None, False
+    return _ELEMENTS.get(type_name[:-1].strip()), bool(arg.get(".is_const", False))
+
+
 def _param_kind(arg: Mapping[str, Any]) -> str:
     value_kind = arg.get(".value_kind")
     if value_kind in _POINTER_KINDS:
@@ -174,7 +193,9 @@ def _kernel_info(entry: Any) -> KernelInfo:
             ) from exc
         if str(value_kind).startswith("hidden_"):
             continue  # the runtime appends these after the explicit arguments
-        params.append(KernelParam(offset, size, _param_kind(arg), str(arg.get(".name", ""))))
+        kind = _param_kind(arg)
+        element, const = _pointer_element(arg) if kind == "pointer" else (None, False)
+        params.append(KernelParam(offset, size, kind, str(arg.get(".name", "")), element, const and element is not None))
     return KernelInfo(
         name=name,
         params=tuple(params),

@@ -41,7 +41,10 @@ __all__ = ["HostImage", "image_problem", "kernel_params_of"]
 _PARAMS_PREFIX = "offload_params_"  # offload_host.h: OFFLOAD_KERNEL_PARAMS
 _PARAMS_MAGIC, _PARAMS_VERSION = 0x504B464F, 1  # "OFKP"
 _PARAMS_HEADER = struct.Struct("<IIQQ")  # magic, version, args_size, count
-_PARAM_ENTRY = struct.Struct("<QQII48s")  # offset, size, kind, reserved, name
+_PARAM_ENTRY = struct.Struct("<QQII48s")  # offset, size, kind, element, name
+_ELEMENTS = {1: "bool", 2: "int8", 3: "uint8", 4: "int16", 5: "uint16", 6: "int32", 7: "uint32",
+             8: "int64", 9: "uint64", 10: "float16", 11: "float32", 12: "float64"}  # fmt: skip
+_ELEMENT_CONST = 0x100
 _KINDS = {1: "pointer", 2: "int", 3: "uint", 4: "float", 5: "bytes"}
 _KIND_SIZES = {"pointer": (8,), "int": (1, 2, 4, 8), "uint": (1, 2, 4, 8), "float": (2, 4, 8)}
 
@@ -232,14 +235,17 @@ def _declared_params(elf: ElfImage, kernel: str) -> tuple[KernelParam, ...] | No
         raise bad(f"{count} parameters do not fit in {len(raw)} bytes")
     params = []
     for index in range(count):
-        offset, size, kind_code, _reserved, name_raw = _PARAM_ENTRY.unpack_from(raw, _PARAMS_HEADER.size + index * _PARAM_ENTRY.size)
+        offset, size, kind_code, element_code, name_raw = _PARAM_ENTRY.unpack_from(raw, _PARAMS_HEADER.size + index * _PARAM_ENTRY.size)
         kind = _KINDS.get(kind_code)
         name = name_raw.split(b"\0", 1)[0].decode(errors="replace")
         if kind is None:
             raise bad(f"parameter {name!r} has unknown kind {kind_code}")
         if size == 0 or offset + size > args_size or (kind in _KIND_SIZES and size not in _KIND_SIZES[kind]):
             raise bad(f"parameter {name!r} ({kind}, {size} bytes at {offset}) does not fit its kind or the {args_size}-byte struct")
-        params.append(KernelParam(offset, size, kind, name))
+        element = _ELEMENTS.get(element_code & ~_ELEMENT_CONST)
+        if element_code and (kind != "pointer" or element is None or element_code & ~(_ELEMENT_CONST | 0xFF)):
+            raise bad(f"parameter {name!r} ({kind}) has unknown element type code {element_code:#x}")
+        params.append(KernelParam(offset, size, kind, name, element, bool(element_code & _ELEMENT_CONST)))
     return tuple(params)
 
 

@@ -25,7 +25,7 @@ def checked_params(params: Sequence[Any], where: str) -> tuple[KernelParam, ...]
     checked = []
     for i, p in enumerate(params):
         try:
-            offset, size, kind, name = KernelParam(*p)
+            offset, size, kind, name, element, const = KernelParam(*p)
         except TypeError:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{where}: parameter #{i} {p!r} is not a KernelParam") from None
         if (
@@ -35,9 +35,11 @@ def checked_params(params: Sequence[Any], where: str) -> tuple[KernelParam, ...]
             or size <= 0
             or kind not in PARAM_KINDS
             or not isinstance(name, str)
+            or not (element is None or (isinstance(element, str) and kind == "pointer"))
+            or type(const) is not bool
         ):
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{where}: parameter #{i} {p!r} is malformed")
-        checked.append(KernelParam(offset, size, kind, name))
+        checked.append(KernelParam(offset, size, kind, name, element, const))
     return tuple(checked)
 
 

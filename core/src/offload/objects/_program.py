@@ -188,6 +188,8 @@ class Kernel:
         params = reported if declared is None else declared
         if reported is not None and declared is not None:
             params = _merge(name, reported, declared)
+        if reported is not None:  # element types the backend knows (its metadata, a host header)
+            pointees = _reported_pointees(name, reported, pointees)
         self._packer = None if params is None else Packer(name, params, pointees)
         packer = self._packer if self._packer is not None else Packer(name, ())
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
@@ -296,3 +298,26 @@ def _merge(name: str, reported: Sequence[KernelParam], declared: Sequence[Kernel
             )
         merged.append(KernelParam(d.offset, d.size, d.kind, r.name or d.name))
     return tuple(merged)
+
+
+def _reported_pointees(
+    name: str, reported: Sequence[KernelParam], declared: tuple[Pointee | None, ...]
+) -> tuple[Pointee | None, ...]:
+    """What each pointer points to: the declared signature's word where it has one, else the
+    backend's; a declared element type that contradicts the backend's is INVALID_ARGUMENT."""
+    pointees: list[Pointee | None] = []
+    for i, r in enumerate(reported):
+        mine = declared[i] if i < len(declared) else None
+        if r.element is None or r.kind != "pointer":
+            pointees.append(mine)
+        elif mine is None or mine.element is None:
+            pointees.append(Pointee(r.element, r.const or (mine is not None and mine.const)))
+        elif mine.element != r.element:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"kernel {name!r} parameter {r.name or f'#{i}'!r}: declared a pointer to {mine.element}, "
+                f"the backend reports a pointer to {r.element}",
+            )
+        else:
+            pointees.append(mine)
+    return tuple(pointees)

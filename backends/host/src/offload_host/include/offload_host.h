@@ -104,7 +104,10 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
  *
  *     OFFLOAD_KERNEL_NO_PARAMS(noargs);   (a kernel without parameters)
  *
- * Kinds: OFFLOAD_POINTER (a device address), OFFLOAD_INT / OFFLOAD_UINT (a signed / unsigned
+ * Kinds: OFFLOAD_POINTER (a device address), OFFLOAD_POINTER_TO(member, element) and
+ * OFFLOAD_CONST_POINTER_TO(member, element) (a device address of `element`s, one of bool, int8,
+ * uint8, int16, uint16, int32, uint32, int64, uint64, float16, float32, float64; CONST: the kernel
+ * only reads through it), OFFLOAD_INT / OFFLOAD_UINT (a signed / unsigned
  * integer of 1, 2, 4 or 8 bytes), OFFLOAD_FLOAT (2, 4 or 8 bytes), OFFLOAD_BYTES (anything
  * else: an array, a nested struct). Offsets and sizes come from the struct itself (offsetof,
  * sizeof), so a declaration cannot drift from the layout. At most 32 parameters; names of
@@ -115,6 +118,10 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
  * the kernel_params hook: olLaunchKernel then refuses an argument buffer shorter than the end
  * of the last parameter (INVALID_ARGUMENT, naming both sizes); a longer one (tail padding) is
  * accepted, as upstream does.
+ *
+ * With an element type declared, the object layer refuses an offload.Array of another dtype for
+ * that parameter, and passes read-only memory only to a CONST pointer (both INVALID_ARGUMENT,
+ * naming the kernel and the parameter).
  *
  * An UNDECLARED kernel stays launchable but is unchecked: kernel_params returns None and the
  * kernel reads whatever buffer it is given (NULL for no arguments). Declare every kernel that
@@ -129,6 +136,22 @@ enum offload_param_kind {
   OFFLOAD_PARAM_BYTES_ = 5
 };
 
+enum offload_param_element {
+  OFFLOAD_ELEMENT_bool = 1,
+  OFFLOAD_ELEMENT_int8 = 2,
+  OFFLOAD_ELEMENT_uint8 = 3,
+  OFFLOAD_ELEMENT_int16 = 4,
+  OFFLOAD_ELEMENT_uint16 = 5,
+  OFFLOAD_ELEMENT_int32 = 6,
+  OFFLOAD_ELEMENT_uint32 = 7,
+  OFFLOAD_ELEMENT_int64 = 8,
+  OFFLOAD_ELEMENT_uint64 = 9,
+  OFFLOAD_ELEMENT_float16 = 10,
+  OFFLOAD_ELEMENT_float32 = 11,
+  OFFLOAD_ELEMENT_float64 = 12,
+  OFFLOAD_ELEMENT_CONST_ = 0x100
+};
+
 #define OFFLOAD_PARAM_NAME_MAX 48 /* bytes of a parameter name, NUL included */
 #define OFFLOAD_PARAMS_MAGIC 0x504B464Fu /* "OFKP" */
 
@@ -136,7 +159,7 @@ typedef struct offload_param_decl {
   uint64_t offset;
   uint64_t size;
   uint32_t kind; /* enum offload_param_kind */
-  uint32_t reserved;
+  uint32_t element; /* pointers: enum offload_param_element, | OFFLOAD_ELEMENT_CONST_; else 0 */
   char name[OFFLOAD_PARAM_NAME_MAX];
 } offload_param_decl_t;
 
@@ -148,11 +171,14 @@ typedef struct offload_kernel_params {
   offload_param_decl_t params[32];
 } offload_kernel_params_t;
 
-#define OFFLOAD_POINTER(member) (POINTER_, member)
-#define OFFLOAD_INT(member) (INT_, member)
-#define OFFLOAD_UINT(member) (UINT_, member)
-#define OFFLOAD_FLOAT(member) (FLOAT_, member)
-#define OFFLOAD_BYTES(member) (BYTES_, member)
+#define OFFLOAD_POINTER(member) (POINTER_, member, 0)
+#define OFFLOAD_POINTER_TO(member, element) (POINTER_, member, OFFLOAD_ELEMENT_##element)
+#define OFFLOAD_CONST_POINTER_TO(member, element) \
+  (POINTER_, member, OFFLOAD_ELEMENT_##element | OFFLOAD_ELEMENT_CONST_)
+#define OFFLOAD_INT(member) (INT_, member, 0)
+#define OFFLOAD_UINT(member) (UINT_, member, 0)
+#define OFFLOAD_FLOAT(member) (FLOAT_, member, 0)
+#define OFFLOAD_BYTES(member) (BYTES_, member, 0)
 
 #define OFFLOAD_KERNEL_PARAMS(kernel, type, ...)                                          \
   OFFLOAD_PARAMS_LINKAGE_ const offload_kernel_params_t offload_params_##kernel = {       \
@@ -170,10 +196,10 @@ typedef struct offload_kernel_params {
 #define OFFLOAD_PARAMS_LINKAGE_ OFFLOAD_EXPORT
 #endif
 #define OFFLOAD_PARAM_ENTRY_(t, e) OFFLOAD_PARAM_ENTRY2_(t, OFFLOAD_UNPACK_ e)
-#define OFFLOAD_UNPACK_(kind, member) kind, member
+#define OFFLOAD_UNPACK_(kind, member, element) kind, member, element
 #define OFFLOAD_PARAM_ENTRY2_(t, ...) OFFLOAD_PARAM_ENTRY3_(t, __VA_ARGS__)
-#define OFFLOAD_PARAM_ENTRY3_(t, kind, member)                                            \
-  {offsetof(t, member), sizeof(((t *)0)->member), OFFLOAD_PARAM_##kind, 0, #member}
+#define OFFLOAD_PARAM_ENTRY3_(t, kind, member, element)                                   \
+  {offsetof(t, member), sizeof(((t *)0)->member), OFFLOAD_PARAM_##kind, (element), #member}
 #define OFFLOAD_COUNT_(...) OFFLOAD_COUNT2_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
 #define OFFLOAD_COUNT2_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, n, ...) n
 #define OFFLOAD_CAT_(a, b) OFFLOAD_CAT2_(a, b)

@@ -9,8 +9,8 @@ struct saxpy_args {
 };
 OFFLOAD_KERNEL_PARAMS(saxpy, struct saxpy_args,
                       OFFLOAD_FLOAT(a),
-                      OFFLOAD_POINTER(x),
-                      OFFLOAD_POINTER(y),
+                      OFFLOAD_CONST_POINTER_TO(x, float32),
+                      OFFLOAD_POINTER_TO(y, float32),
                       OFFLOAD_UINT(n));
 
 OFFLOAD_KERNEL(saxpy) {

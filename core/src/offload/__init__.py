@@ -8,12 +8,7 @@ addresses, handles are opaque objects made only by the API, and every failure ra
 
 from __future__ import annotations
 
-import atexit as _atexit
-from typing import TYPE_CHECKING
-
-from . import _enums
-from ._api import finish_queued_work_at_exit as _finish_queued_work_at_exit
-from ._entrypoints import generate as _generate
+from . import objects
 from ._entrypoints import olInit, olShutDown
 from ._enums import (
     AllocType,
@@ -31,30 +26,16 @@ from ._enums import (
     SymbolKind,
 )
 from ._errors import OffloadError, raise_kept_errors
+from ._flat_api import *  # noqa: F403 (the generated ol* functions and the C enum constants)
+from ._flat_api import __all__ as _flat_api_names
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
-from ._runtime import STATE as _STATE
+from ._runtime import backend_status
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
 from ._version import __version__
 from .hookspecs import hookimpl
-
-
-_api = _generate()
-globals().update(_api)
-_atexit.register(_finish_queued_work_at_exit)
-globals().update(_enums.c_constants())
-
-if TYPE_CHECKING:  # the generated functions and C constants, typed (generated: python -m offload._stubgen)
-    from ._flat_api import *  # noqa: F403
-
-from . import objects  # noqa: E402  (the object layer calls the functions generated above)
-from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device  # noqa: E402
-
-
-def backend_status() -> list[BackendStatus]:
-    """What happened to every discovered backend at the last fresh ``olInit`` (empty before one)."""
-    return list(_STATE.last_statuses)
+from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device
 
 
 def __dir__() -> list[str]:
@@ -65,7 +46,7 @@ __all__ = [
     # lifecycle and the generated ol* functions
     "olInit",
     "olShutDown",
-    *_api,
+    *_flat_api_names,
     # value types and handles
     "Dimensions",
     "KernelLaunchSizeArgs",
@@ -90,7 +71,6 @@ __all__ = [
     "EventInfo",
     "SymbolKind",
     "SymbolInfo",
-    *_enums.c_constants(),
     # errors, backends, tracing
     "OffloadError",
     "raise_kept_errors",

@@ -13,15 +13,18 @@ the parameter its table entry ``registers`` (olLaunchKernel: the kernel, for olD
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import perf_counter_ns
 from typing import Any
 
-from . import _api_table
+from . import _api, _api_table
 from ._api_table import _NO_DEFAULT, Function, Param
 from ._enums import ErrorCode
 from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol, _Handle
-from ._memory import as_address, as_size
+from ._ranges import as_address, as_size
 from ._runtime import STATE, uninitialized
+from ._runtime import init as _runtime_init
+from ._runtime import shutdown as _runtime_shutdown
 from ._types import buffer_size
 
 _STALE_CODES = {
@@ -143,8 +146,6 @@ def _source(fn: Function, trace: bool) -> str:
 
 
 def _traced(ctx: Any, fn: Function, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    from time import perf_counter_ns
-
     start = perf_counter_ns()
     try:
         result = body(ctx, *args)
@@ -171,7 +172,7 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
     }
     functions = {}
     for fn in _api_table.FUNCTIONS:
-        namespace[f"_impl_{fn.name}"] = _api_table.IMPLEMENTATIONS[fn.name]
+        namespace[f"_impl_{fn.name}"] = _api.implementation(fn.name)
         namespace[f"_FN_{fn.name}"] = fn
         exec(compile(_source(fn, trace), f"<offload entry point {fn.name}>", "exec"), namespace)
         public = namespace[fn.name]
@@ -184,8 +185,6 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
 
 def olInit() -> None:
     """Initialise the library (reference counted; the first call loads every backend)."""
-    from time import perf_counter_ns
-
     start = perf_counter_ns()
     _runtime_init()
     ctx = STATE.ctx
@@ -201,20 +200,19 @@ def olShutDown() -> None:
     re-raised once it is done) and raises the errors of destroyed queues too. Inside a host
     function it releases that function's own queue from inside (the work queued behind it is
     dropped) without waiting for other threads' ``olSyncQueue`` / ``olSyncEvent``.
-    """
-    from time import perf_counter_ns
 
+    The tracer is told whether this call ended the session (``final``: the timeline writes its
+    file then), so that it never reads the runtime's state itself.
+    """
     ctx = STATE.ctx
     start = perf_counter_ns()
     try:
         _runtime_shutdown()
     except OffloadError as error:
         if ctx is not None and ctx.trace:
-            ctx.tracer.emit(None, (), None, error, perf_counter_ns() - start, api="olShutDown")
+            final = STATE.ctx is not ctx
+            ctx.tracer.emit(None, (), None, error, perf_counter_ns() - start, api="olShutDown", final=final)
         raise
     if ctx is not None and ctx.trace:
-        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olShutDown")
-
-
-from ._runtime import init as _runtime_init  # noqa: E402
-from ._runtime import shutdown as _runtime_shutdown  # noqa: E402
+        final = STATE.ctx is not ctx
+        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olShutDown", final=final)

@@ -109,6 +109,7 @@ def unregister_backend(name: str) -> None:
 def _candidates(strict: bool = False) -> list[_Candidate]:
     """Every discovered backend that ``OFFLOAD_BACKENDS`` selects (records ``last_selection``)."""
     global _last_selection
+    # imported at the first olInit, not at `import offload`: importlib.metadata takes ~25 ms to import
     from importlib.metadata import entry_points
 
     found: dict[str, _Candidate] = {}

@@ -32,6 +32,7 @@ from __future__ import annotations
 import enum
 import sys
 import threading
+from collections.abc import Callable
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
@@ -51,11 +52,13 @@ from ._enums import (
 )
 from ._handles import HANDLE_TYPES
 from ._info import Kind
+from ._timeline import Timeline, path_from_setting
 from ._types import Dimensions, KernelLaunchSizeArgs, buffer_size
 
 if TYPE_CHECKING:
     from ._api_table import Function
     from ._errors import OffloadError
+    from ._handles import Device
 
 _app_logger: Any = None
 
@@ -257,7 +260,18 @@ class Tracer:
     def __init__(self, logger: Any) -> None:
         self._logger = logger
 
-    def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
+    def emit(
+        self,
+        fn: Function | None,
+        args: tuple[Any, ...],
+        result: Any,
+        error: OffloadError | None,
+        elapsed_ns: int,
+        api: str = "",
+        final: bool = False,
+    ) -> None:
+        """Emit one call (``fn``, or ``api`` for olInit / olShutDown); ``final``: the olShutDown
+        that ended the session (unused here: each line stands alone)."""
         try:
             params = trace_params(fn, args, result, error is None) if fn is not None else {}
         except Exception as exc:  # an argument the format cannot show must not change the call's result
@@ -274,25 +288,27 @@ class Tracer:
 
 
 class TimelineTracer:
-    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``."""
+    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``
+    (the caller says which one is: ``final``)."""
 
     __slots__ = ("timeline",)
 
-    def __init__(self, path: str) -> None:
-        from ._timeline import Timeline
+    def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
+        self.timeline = Timeline(path, owner_of)
 
-        self.timeline = Timeline(path)
-
-    def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
+    def emit(
+        self,
+        fn: Function | None,
+        args: tuple[Any, ...],
+        result: Any,
+        error: OffloadError | None,
+        elapsed_ns: int,
+        api: str = "",
+        final: bool = False,
+    ) -> None:
         end = perf_counter_ns()
         name = api or (fn.name if fn else "")
-        final = False
         try:
-            if name == "olShutDown":
-                from ._runtime import STATE
-
-                current = STATE.ctx
-                final = current is None or current.tracer is not self  # the last olShutDown of this session
             shown: dict[str, Any] = dict(trace_params(fn, args, result, error is None)) if fn is not None else {}
             shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
             if error is not None:
@@ -307,18 +323,21 @@ class TimelineTracer:
 OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off
 
 
-def tracer_from_environment(setting: str | None) -> Tracer | TimelineTracer | None:
+def tracer_from_environment(
+    setting: str | None, owner_of: Callable[[int], Device | None]
+) -> Tracer | TimelineTracer | None:
     """The tracer for an ``OFFLOAD_TRACE`` value (None when unset, or one of ``OFF_VALUES`` in
-    any case and spacing, and no app logger is set)."""
+    any case and spacing, and no app logger is set). ``owner_of``: the device owning an address
+    in the session being traced (the timeline places a synchronous fill with it)."""
     if _app_logger is not None:
         return Tracer(_app_logger)
     if setting is None or setting.strip().lower() in OFF_VALUES:
         return None
-    from ._timeline import path_from_setting
-
     path = path_from_setting(setting)
     if path is not None:
-        return TimelineTracer(path)
+        return TimelineTracer(path, owner_of)
+    # imported here, not at the top: structlog takes ~50 ms to import, which `import offload`
+    # without tracing (the common case) does not pay
     import structlog
 
     if setting.strip().lower() == "json":

@@ -6,7 +6,8 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .. import _handles, _ranks, olGetDeviceInfo, olGetPlatformInfo
+from .. import _handles, _ranks
+from .._flat_api import olGetDeviceInfo, olGetPlatformInfo
 from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
 from .._errors import OffloadError
 from .._runtime import STATE

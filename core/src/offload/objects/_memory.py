@@ -6,7 +6,7 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .. import olMemAlloc, olMemFill, olMemFree, olMemcpy
+from .._flat_api import olMemAlloc, olMemFill, olMemFree, olMemcpy
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _session

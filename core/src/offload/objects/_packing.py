@@ -26,6 +26,7 @@ from typing import Any
 
 from .._enums import ErrorCode
 from .._errors import OffloadError
+from .._flat_api import olLaunchKernel
 from .._runtime import STATE
 from .._types import KernelParam
 from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
@@ -320,7 +321,6 @@ class Packer:
         ``ValueError`` and a value out of range ``struct.error`` or ``OverflowError`` before
         anything is launched; the caller then calls ``pack`` for the error naming the parameter.
         """
-        from .. import olLaunchKernel
         from ._array import Array
         from ._memory import Buffer
 

@@ -9,8 +9,8 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import (
-    _handles,
+from .. import _handles
+from .._flat_api import (
     olCalculateOptimalOccupancy,
     olCreateProgram,
     olDestroyProgram,

@@ -7,8 +7,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import (
-    _handles,
+from .. import _handles
+from .._flat_api import (
     olCreateEvent,
     olCreateQueue,
     olDestroyEvent,

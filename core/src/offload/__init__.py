@@ -9,7 +9,6 @@ addresses, handles are opaque objects made only by the API, and every failure ra
 from __future__ import annotations
 
 from . import objects
-from ._entrypoints import olInit, olShutDown
 from ._enums import (
     AllocType,
     DeviceFpCapabilityFlag,
@@ -26,9 +25,8 @@ from ._enums import (
     SymbolKind,
 )
 from ._errors import OffloadError, raise_kept_errors
-from ._flat_api import *  # noqa: F403 (the generated ol* functions and the C enum constants)
+from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
-from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
 from ._runtime import backend_status
 from ._tracing import set_trace_logger
@@ -43,20 +41,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    # lifecycle and the generated ol* functions
-    "olInit",
-    "olShutDown",
+    # the flat API: olInit, olShutDown, the generated ol* functions, the handle types, the C constants
     *_flat_api_names,
-    # value types and handles
+    # value types
     "Dimensions",
     "KernelLaunchSizeArgs",
     "KernelParam",
-    "Platform",
-    "Device",
-    "Queue",
-    "Event",
-    "Program",
-    "Symbol",
     # enums
     "ErrorCode",
     "PlatformInfo",

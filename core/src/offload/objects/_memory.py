@@ -14,7 +14,7 @@ from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 
 if TYPE_CHECKING:
-    from .._runtime import Context
+    from .._sessions import Session
     from numpy.typing import DTypeLike
 
     from ._array import Array
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 CLOSES = [0]  # how many Buffers were closed: a remembered argument buffer holding an address is stale once it moves
 
 
-def _free(ctx: Context, address: int) -> None:
+def _free(ctx: Session, address: int) -> None:
     """The finalizer: free the allocation if its session is still live (a later one freed it)."""
     if _session.is_current(ctx):
         try:
@@ -104,7 +104,7 @@ class Buffer:
     _kind: AllocType
     _finalizer: weakref.finalize[Any, Any] | None
     _keepalive: Any
-    _ctx: Context | None  # the session the memory belongs to (None: owned outside offload)
+    _ctx: Session | None  # the session the memory belongs to (None: owned outside offload)
     _readonly: bool
 
     def __init__(self, size: int, device: Device | str | None = None, kind: AllocType | str = AllocType.DEVICE) -> None:
@@ -132,7 +132,7 @@ class Buffer:
         owner: Any = None,
         *,
         readonly: bool = False,
-        session: Context | None = None,
+        session: Session | None = None,
     ) -> Buffer:
         """A non-owning Buffer over memory someone else owns (``owner`` is kept alive).
 
@@ -332,7 +332,7 @@ def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any
     return address, nbytes, host_device(), keep
 
 
-def stale_details(buffer: Buffer, ctx: Context) -> str:
+def stale_details(buffer: Buffer, ctx: Session) -> str:
     """Why ``buffer`` of session ``ctx`` cannot be used any more."""
     if _session.forked_from_parent(ctx):
         return f"{buffer!r}: {_session.FORKED}"

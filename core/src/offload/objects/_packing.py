@@ -27,7 +27,7 @@ from typing import Any
 from .._enums import ErrorCode
 from .._errors import OffloadError
 from .._flat_api import olLaunchKernel
-from .._runtime import STATE
+from .._sessions import session_cell
 from .._types import KernelParam
 from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
 from ._params import checked_params
@@ -331,7 +331,7 @@ class Packer:
             "_Buffer": Buffer,
             "_Array": Array,
             "_pack_slow": self.pack,
-            "_state": STATE,
+            "_state": session_cell(),
         }
         names = [f"a{i}" for i in range(len(self.params))]
         if self._struct is None:  # parameters not in offset order: the general packer

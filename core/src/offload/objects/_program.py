@@ -9,7 +9,8 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import _handles
+from .._flat_api import Program as ProgramHandle
+from .._flat_api import Symbol as SymbolHandle
 from .._flat_api import (
     olCalculateOptimalOccupancy,
     olCreateProgram,
@@ -19,6 +20,7 @@ from .._flat_api import (
 )
 from .._enums import AllocType, ErrorCode, SymbolKind
 from .._errors import OffloadError
+from .._sessions import session_of
 from .._types import KernelLaunchSizeArgs, KernelParam
 from . import _session
 from ._discovery import Device, as_device
@@ -27,7 +29,7 @@ from ._packing import Packer, Pointee, declared_signature
 from ._params import kernel_params
 
 if TYPE_CHECKING:
-    from .._runtime import Context
+    from .._sessions import Session
     from ._queue import Queue
 
 Signature = str | Sequence[Any]
@@ -36,8 +38,8 @@ _SIZES_CACHE_LIMIT = 256
 _NEVER = object()  # no launch size asked yet
 
 
-def _unload(ctx: Context, handle: _handles.Program) -> None:
-    if _session.is_current(ctx) and handle._ctx is ctx:
+def _unload(ctx: Session, handle: ProgramHandle) -> None:
+    if _session.is_current(ctx) and session_of(handle) is ctx:
         try:
             olDestroyProgram(handle)
         except OffloadError:
@@ -76,7 +78,7 @@ class Program:
         self._finalizer.atexit = False
 
     @property
-    def handle(self) -> _handles.Program:
+    def handle(self) -> ProgramHandle:
         return self._handle
 
     @property
@@ -193,7 +195,7 @@ class Kernel:
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
 
     @property
-    def handle(self) -> _handles.Symbol:
+    def handle(self) -> SymbolHandle:
         return self._handle
 
     @property

@@ -7,7 +7,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import _handles
+from .._flat_api import Queue as QueueHandle
+from .._flat_api import Event as EventHandle
 from .._flat_api import (
     olCreateEvent,
     olCreateQueue,
@@ -23,19 +24,20 @@ from .._flat_api import (
 )
 from .._enums import ErrorCode, EventInfo
 from .._errors import OffloadError
+from .._sessions import session_of
 from . import _session
 from ._array import register_queue
 from ._discovery import Device, as_device
 from ._memory import endpoint, memcpy
 
 if TYPE_CHECKING:
-    from .._runtime import Context
+    from .._sessions import Session
     from ._program import Extent, Kernel
 
 
-def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) -> None:
+def _destroy_queue(ctx: Session, handle: QueueHandle, inflight: list[Any]) -> None:
     """Finalizer: wait for work that holds objects alive, then destroy (nothing after shutdown)."""
-    if _session.is_current(ctx) and handle._ctx is ctx:
+    if _session.is_current(ctx) and session_of(handle) is ctx:
         try:
             if inflight:
                 olSyncQueue(handle)
@@ -48,8 +50,8 @@ def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) ->
     inflight.clear()
 
 
-def _destroy_event(ctx: Context, handle: _handles.Event) -> None:
-    if _session.is_current(ctx) and handle._ctx is ctx:
+def _destroy_event(ctx: Session, handle: EventHandle) -> None:
+    if _session.is_current(ctx) and session_of(handle) is ctx:
         try:
             olDestroyEvent(handle)
         except OffloadError:
@@ -77,7 +79,7 @@ class Queue:
         register_queue(self)
 
     @property
-    def handle(self) -> _handles.Queue:
+    def handle(self) -> QueueHandle:
         return self._handle
 
     @property
@@ -152,7 +154,7 @@ class Queue:
         """Synchronise, then destroy the queue (idempotent; a queue of an ended session just lets go)."""
         if not self._finalizer.alive:
             return
-        if self._handle._ctx is None or not _session.is_current(self._handle._ctx):
+        if (owner := session_of(self._handle)) is None or not _session.is_current(owner):
             self._finalizer()
             return
         try:
@@ -195,7 +197,7 @@ class Event:
         self._finalizer.atexit = False
 
     @property
-    def handle(self) -> _handles.Event:
+    def handle(self) -> EventHandle:
         return self._handle
 
     @property

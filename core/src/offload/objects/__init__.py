@@ -14,11 +14,14 @@ The most used names are also in ``offload`` itself: ``offload.devices()``, ``off
 from __future__ import annotations
 
 from ._array import Array, empty, from_dlpack, to_device
+from ._buffer import Buffer
 from ._discovery import Device, InfoMapping, Platform, default_device, devices, platforms
-from ._memory import Buffer
+from ._makers import register
 from ._mpi import host_staging, mpi_buffer
 from ._program import Kernel, Program
 from ._queue import Event, Queue
+
+register(buffer=Buffer, array=Array, queue=Queue, program=Program)  # what Device and Buffer make (see _makers)
 
 for _public in (Array, Buffer, Device, Event, InfoMapping, Kernel, Platform, Program, Queue):
     _public.__module__ = __name__  # help() and reprs name offload.objects, not the private module

@@ -15,11 +15,12 @@ from .._errors import OffloadError
 from .._sessions import current_session
 from .._types import Dimensions
 from . import _session
+from ._makers import MAKERS
 
 if TYPE_CHECKING:
     from os import PathLike
 
-    from ._memory import Buffer
+    from ._buffer import Buffer
     from ._program import Program
     from ._queue import Queue
 
@@ -208,21 +209,15 @@ class Device:
 
     def alloc(self, size: int, kind: AllocType = AllocType.DEVICE) -> Buffer:
         """A new ``Buffer`` of ``size`` bytes of ``kind`` memory on this device."""
-        from ._memory import Buffer
-
-        return Buffer(size, device=self, kind=kind)
+        return MAKERS.buffer(size, device=self, kind=kind)
 
     def queue(self) -> Queue:
         """A new queue on this device."""
-        from ._queue import Queue
-
-        return Queue(self)
+        return MAKERS.queue(self)
 
     def load_program(self, image: bytes | bytearray | memoryview | str | PathLike[str]) -> Program:
         """Load a program image (bytes, or a path to a file holding it) on this device."""
-        from ._program import Program
-
-        return Program(self, image)
+        return MAKERS.program(self, image)
 
     def __repr__(self) -> str:
         return f"<offload.objects.Device {self.id} {self.name!r}>"

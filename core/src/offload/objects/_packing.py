@@ -29,6 +29,8 @@ from .._errors import OffloadError
 from .._flat_api import olLaunchKernel
 from .._sessions import session_cell
 from .._types import KernelParam
+from ._array import Array
+from ._buffer import CLOSES, Buffer
 from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
 from ._params import checked_params
 
@@ -144,9 +146,6 @@ def _label(kernel: str, index: int, param: KernelParam) -> str:
 def _pointer_converter(label: str, pointee: Pointee | None = None) -> Callable[[Any], int]:
     """Buffers and Arrays of the live session (their dtype checked against a known element type,
     read-only memory only for a pointer to const), ``__offload_ptr__`` objects, int addresses, None."""
-    from ._array import Array
-    from ._memory import Buffer
-
     element = None if pointee is None or pointee.element is None else _element_dtype(pointee.element)
     const = pointee is not None and pointee.const
 
@@ -321,9 +320,6 @@ class Packer:
         ``ValueError`` and a value out of range ``struct.error`` or ``OverflowError`` before
         anything is launched; the caller then calls ``pack`` for the error naming the parameter.
         """
-        from ._array import Array
-        from ._memory import Buffer
-
         namespace: dict[str, Any] = {
             "_launch": olLaunchKernel,
             "_device": device,
@@ -382,8 +378,6 @@ class Packer:
         ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never mix
         two calls); the kernel keeps its last arguments alive until its next different call.
         """
-        from ._memory import CLOSES
-
         namespace["_closes"] = CLOSES
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))

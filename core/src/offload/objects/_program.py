@@ -24,7 +24,7 @@ from .._sessions import session_of
 from .._types import KernelLaunchSizeArgs, KernelParam
 from . import _session
 from ._discovery import Device, as_device
-from ._memory import Buffer
+from ._buffer import Buffer
 from ._packing import Packer, Pointee, declared_signature
 from ._params import kernel_params
 

@@ -28,7 +28,7 @@ from .._sessions import session_of
 from . import _session
 from ._array import register_queue
 from ._discovery import Device, as_device
-from ._memory import endpoint, memcpy
+from ._buffer import endpoint, memcpy
 
 if TYPE_CHECKING:
     from .._sessions import Session

@@ -31,7 +31,7 @@ from ._registry import BackendStatus, OffloadBackendWarning, register_backend, u
 from ._runtime import backend_status
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
-from ._version import __version__
+from ._version import __version__ as __version__
 from .hookspecs import hookimpl
 from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device
 

@@ -60,7 +60,9 @@ def olLaunchKernel(
     # olDestroyProgram sees it there (and waits), or this sees the kernel destroyed
     if kernel._ctx is None:
         raise fail(ErrorCode.INVALID_ARGUMENT, f"Kernel {kernel!r} was destroyed with its program")
-    device.backend.launch_kernel(device.native, None if queue is None else queue.native, kernel.native, args, launch)
+    # (a Symbol checked to be a kernel has its native kernel; only a global variable's is None)
+    native_queue = None if queue is None else queue.native
+    device.backend.launch_kernel(device.native, native_queue, kernel.native, args, launch)  # type: ignore[arg-type]
 
 
 def _check_launch(queue: Queue | None, device: Device, kernel: Symbol, launch: Any) -> None:
@@ -115,4 +117,5 @@ def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:
 def olCalculateOptimalOccupancy(ctx: Context, device: Device, kernel: Symbol, shared_memory: Any) -> int:
     if kernel.kind is not SymbolKind.KERNEL:
         raise fail(ErrorCode.SYMBOL_KIND, "provided symbol is not a kernel")
-    return int(device.backend.max_group_size(device.native, kernel.native, size_arg(shared_memory, "SharedMemory")))
+    dynamic = size_arg(shared_memory, "SharedMemory")
+    return int(device.backend.max_group_size(device.native, kernel.native, dynamic))  # type: ignore[arg-type]  # a kernel: native set

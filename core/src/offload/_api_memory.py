@@ -27,9 +27,9 @@ _host_copy_cached = _ranges.host_copy_cached
 _BIG_HOST_COPY = 4 << 20
 
 
-def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size: Any) -> int:
+def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size_value: Any) -> int:
     alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAlloc type")
-    size = size_arg(size, "Size")
+    size = size_arg(size_value, "Size")
     backend, native = device.backend, device.native
     rejected: list[int] = []
     try:
@@ -45,7 +45,7 @@ def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size: Any) -> int:
             if not address:
                 raise fail(ErrorCode.OUT_OF_RESOURCES, f"{device.platform.name} could not allocate {size} bytes")
             if ctx.allocations.insert(Allocation(device, alloc_type, address, address + size)):
-                return address
+                return int(address)
             rejected.append(address)  # overlaps another device's allocation: keep it out of reach
         raise fail(ErrorCode.BACKEND_FAILURE, "failed to allocate non-overlapping memory")
     finally:
@@ -62,10 +62,12 @@ def olMemFree(ctx: Context, address: Any) -> None:
         shown = f"{address:#x}" if type(address) is int else repr(address)
         raise fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({shown})")
     device = allocation.device
+    # ctx.allocations holds olMemAlloc's allocations only (a global variable, of no AllocType, is in ctx.globals)
+    alloc_type: AllocType = allocation.alloc_type  # type: ignore[assignment]
     if "mem_free" not in device.backend.implemented:  # keep it: the allocation stays live
         ctx.allocations.insert(allocation)
-        device.backend.mem_free(device.native, address, allocation.alloc_type)  # raises UNSUPPORTED
-    release = functools.partial(device.backend.mem_free, device.native, address, allocation.alloc_type)
+        device.backend.mem_free(device.native, address, alloc_type)  # raises UNSUPPORTED
+    release = functools.partial(device.backend.mem_free, device.native, address, alloc_type)
     release_after_queued_work(ctx, ctx.devices, release)
     HOST_MAPPINGS.forget()
 
@@ -106,7 +108,7 @@ def olMemRegister(ctx: Context, device: Device, ptr: Any, size: Any, flags: Any)
         for base, entry in device.registered.items():
             if base <= ptr and end <= base + entry[0]:
                 entry[1] += 1
-                return ptr
+                return int(ptr)
             if base < end and ptr < base + entry[0]:
                 raise fail(
                     ErrorCode.INVALID_ARGUMENT,
@@ -175,7 +177,8 @@ def olMemcpy(
                 _memmove(dst, src, size)
         else:
             qdev = queue.device
-            qdev.backend.enqueue_host_call(qdev.native, queue.native, functools.partial(_memmove, dst, src, size))
+            copy = functools.partial(_memmove, dst, src, size)  # (its result, the address, is dropped)
+            qdev.backend.enqueue_host_call(qdev.native, queue.native, copy)  # type: ignore[arg-type]
         return
     if src_device.is_host:
         owner = dst_device

@@ -100,7 +100,7 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
             params=params, args_size=args_size, launch_device=program.device if kind is SymbolKind.KERNEL else None,
         )
         program.symbols[key] = symbol
-        return symbol
+        return symbol  # type: ignore[no-any-return]  # Symbol._make builds a Symbol (typed Any: it serves every handle class)
 
 
 def _kernel_params(device: Device, kernel: Any, name: str) -> tuple[KernelParam, ...] | None:

@@ -23,6 +23,8 @@ from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol, _Handle
 from ._ranges import as_address, as_size
 from ._runtime import STATE, uninitialized
+
+LIFECYCLE = ("olInit", "olShutDown")  # the flat API's functions written by hand, not generated from the table
 from ._runtime import init as _runtime_init
 from ._runtime import shutdown as _runtime_shutdown
 from ._types import buffer_size
@@ -188,8 +190,9 @@ def olInit() -> None:
     start = perf_counter_ns()
     _runtime_init()
     ctx = STATE.ctx
-    if ctx is not None and ctx.trace:  # printed after the call, as liboffload does (PR #167893)
-        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olInit")
+    tracer = None if ctx is None else ctx.tracer
+    if tracer is not None:  # printed after the call, as liboffload does (PR #167893)
+        tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olInit")
 
 
 def olShutDown() -> None:
@@ -205,14 +208,13 @@ def olShutDown() -> None:
     file then), so that it never reads the runtime's state itself.
     """
     ctx = STATE.ctx
+    tracer = None if ctx is None else ctx.tracer
     start = perf_counter_ns()
     try:
         _runtime_shutdown()
     except OffloadError as error:
-        if ctx is not None and ctx.trace:
-            final = STATE.ctx is not ctx
-            ctx.tracer.emit(None, (), None, error, perf_counter_ns() - start, api="olShutDown", final=final)
+        if tracer is not None:
+            tracer.emit(None, (), None, error, perf_counter_ns() - start, api="olShutDown", final=STATE.ctx is not ctx)
         raise
-    if ctx is not None and ctx.trace:
-        final = STATE.ctx is not ctx
-        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olShutDown", final=final)
+    if tracer is not None:
+        tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olShutDown", final=STATE.ctx is not ctx)

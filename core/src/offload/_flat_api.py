@@ -14,12 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ._api_queues import finish_queued_work_at_exit
-from ._entrypoints import generate, olInit, olShutDown  # noqa: F401 (re-exported: __all__)
+from ._entrypoints import LIFECYCLE, generate, olInit, olShutDown  # noqa: F401 (re-exported: __all__)
 from ._enums import c_constants
-from ._handles import Device, Event, Platform, Program, Queue, Symbol  # noqa: F401 (re-exported: __all__)
+from ._handles import HANDLE_TYPES, Device, Event, Platform, Program, Queue, Symbol  # noqa: F401 (re-exported: __all__)
 
-LIFECYCLE = ("olInit", "olShutDown")  # written by hand (_entrypoints), exported with the generated ones
-HANDLES = ("Platform", "Device", "Queue", "Event", "Program", "Symbol")  # the handle types they take and return
+HANDLES = tuple(cls.__name__ for cls in HANDLE_TYPES)  # the handle types the functions take and return
 _FUNCTIONS: dict[str, Callable[..., Any]] = generate()
 _C_CONSTANTS: dict[str, int] = c_constants()
 globals().update(_FUNCTIONS)

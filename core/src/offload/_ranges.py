@@ -73,16 +73,19 @@ def as_address(value: Any, name: str) -> int:
 def as_size(value: Any, name: str) -> int:
     """A size argument as an int: an int or an ``__index__`` integer below 2**64
     (``INVALID_ARGUMENT`` for another type, ``INVALID_SIZE`` for a negative or too large value)."""
-    if type(value) is not int:
+    size: int
+    if type(value) is int:
+        size = value
+    else:
         try:
             if isinstance(value, bool):
                 raise TypeError("a bool is not a size")
-            value = operator.index(value)
+            size = operator.index(value)
         except Exception:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} must be an int, got {type(value).__name__}") from None
-    if not 0 <= value < ADDRESS_LIMIT:
-        raise OffloadError(ErrorCode.INVALID_SIZE, f"{name} = {value} is not a size (0 <= size < 2**64)")
-    return value
+    if not 0 <= size < ADDRESS_LIMIT:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"{name} = {size} is not a size (0 <= size < 2**64)")
+    return size
 
 
 def end_of(address: int, size: int, name: str) -> int:

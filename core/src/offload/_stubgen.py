@@ -21,7 +21,10 @@ from typing import Any
 
 from . import _api_table, _enums, _info
 from ._api_table import _NO_DEFAULT, Function, Param
-from ._flat_api import HANDLES, LIFECYCLE
+from ._entrypoints import LIFECYCLE
+from ._handles import HANDLE_TYPES
+
+HANDLES = tuple(cls.__name__ for cls in HANDLE_TYPES)
 
 STUB_PATH = pathlib.Path(__file__).with_name("_flat_api.pyi")
 

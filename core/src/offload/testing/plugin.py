@@ -165,7 +165,7 @@ def program_binary(capabilities: Any) -> Callable[[str], bytes]:
         data = capabilities.binary(name)
         if data is None:
             pytest.skip(f"{capabilities!r}: capabilities.binary({name!r}) provides no binary of this test program")
-        return data
+        return bytes(data)
 
     return get
 

@@ -24,7 +24,7 @@ _TYPES = list(A)
 
 
 def _type_id(alloc_type: Any) -> str:
-    return alloc_type.name
+    return str(alloc_type.name)
 
 
 def _require_type(capabilities: Any, alloc_type: Any) -> None:

@@ -4,6 +4,14 @@ The functions keep their C names; out-parameters are return values, pointers are
 addresses, handles are opaque objects made only by the API, and every failure raises
 ``OffloadError`` (``.code``: an ``ErrorCode``; ``.details``: the message). Backend authors read
 ``offload.hookspecs`` and write ``from offload import hookimpl``.
+
+Two levels share some names. ``offload.Platform``, ``Device``, ``Queue``, ``Event``, ``Program``
+and ``Symbol`` are the flat API's handle types (liboffload's ``ol_*_handle_t``), also spelled
+``offload.DeviceHandle``, ``QueueHandle``, ...; the object layer's classes of those names live in
+``offload.objects`` (``offload.objects.Queue``) and wrap a handle (``.handle``). So
+``dev.queue()`` on an ``offload.objects.Device`` is an ``offload.objects.Queue``, not an
+``offload.Queue``; its ``.handle`` is one. ``offload.Buffer``, ``Array`` and ``Kernel`` are object
+layer classes (the flat API has no such handles).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from ._enums import (
 from ._errors import OffloadError, raise_kept_errors
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
+from ._handles import DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
 from ._runtime import backend_status
 from ._tracing import set_trace_logger
@@ -43,6 +52,13 @@ def __dir__() -> list[str]:
 __all__ = [
     # the flat API: olInit, olShutDown, the generated ol* functions, the handle types, the C constants
     *_flat_api_names,
+    # the handle types again, named as handles (offload.objects has classes named Device, Queue, ...)
+    "PlatformHandle",
+    "DeviceHandle",
+    "QueueHandle",
+    "EventHandle",
+    "ProgramHandle",
+    "SymbolHandle",
     # value types
     "Dimensions",
     "KernelLaunchSizeArgs",

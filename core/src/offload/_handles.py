@@ -138,3 +138,12 @@ class Symbol(_Handle):
 
 
 HANDLE_TYPES = (Platform, Device, Queue, Event, Program, Symbol)
+
+# The same classes under names that say they are the flat API's handles, for code that also uses
+# the object layer (whose offload.objects.Device, Queue, ... wrap them): `offload.QueueHandle`.
+PlatformHandle = Platform
+DeviceHandle = Device
+QueueHandle = Queue
+EventHandle = Event
+ProgramHandle = Program
+SymbolHandle = Symbol

@@ -8,7 +8,7 @@ overload per result type (``olGetDeviceInfo(d, DeviceInfo.NAME)`` is a ``str``),
     python -m offload._stubgen            # rewrite core/src/offload/_flat_api.pyi
     python -m offload._stubgen --check    # exit 1 if the file differs from what the table gives
 
-``tests/pythonic/test_typed_api.py`` fails when the file drifts from the table.
+``tests/objects/test_typed_api.py`` fails when the file drifts from the table.
 """
 
 from __future__ import annotations

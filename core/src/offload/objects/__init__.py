@@ -8,7 +8,9 @@ handle as ``.handle`` and buffers their address as ``__offload_ptr__``.
 
 The most used names are also in ``offload`` itself: ``offload.devices()``, ``offload.Buffer``,
 ``offload.Array``, ``offload.to_device``, ... The classes that share a name with a flat handle
-(``Device``, ``Platform``, ``Queue``, ``Event``, ``Program``) live here only.
+(``Device``, ``Platform``, ``Queue``, ``Event``, ``Program``) live here only: ``offload.Queue`` is
+the flat handle type (also ``offload.QueueHandle``), and ``isinstance(dev.queue(), offload.Queue)``
+is False while ``isinstance(dev.queue().handle, offload.QueueHandle)`` is True.
 """
 
 from __future__ import annotations

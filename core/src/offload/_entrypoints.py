@@ -27,6 +27,7 @@ from ._runtime import STATE, uninitialized
 LIFECYCLE = ("olInit", "olShutDown")  # the flat API's functions written by hand, not generated from the table
 from ._runtime import init as _runtime_init
 from ._runtime import shutdown as _runtime_shutdown
+from ._tracing import TracedCall
 from ._types import buffer_size
 
 _STALE_CODES = {
@@ -152,9 +153,9 @@ def _traced(ctx: Any, fn: Function, body: Callable[..., Any], args: tuple[Any, .
     try:
         result = body(ctx, *args)
     except OffloadError as error:
-        ctx.tracer.emit(fn, args, None, error, perf_counter_ns() - start)
+        ctx.tracer.emit(TracedCall(fn, args, None, error, perf_counter_ns() - start))
         raise
-    ctx.tracer.emit(fn, args, result, None, perf_counter_ns() - start)
+    ctx.tracer.emit(TracedCall(fn, args, result, None, perf_counter_ns() - start))
     return result
 
 
@@ -192,7 +193,7 @@ def olInit() -> None:
     ctx = STATE.ctx
     tracer = None if ctx is None else ctx.tracer
     if tracer is not None:  # printed after the call, as liboffload does (PR #167893)
-        tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olInit")
+        tracer.emit(TracedCall(None, (), None, None, perf_counter_ns() - start, api="olInit"))
 
 
 def olShutDown() -> None:
@@ -214,7 +215,7 @@ def olShutDown() -> None:
         _runtime_shutdown()
     except OffloadError as error:
         if tracer is not None:
-            tracer.emit(None, (), None, error, perf_counter_ns() - start, api="olShutDown", final=STATE.ctx is not ctx)
+            tracer.emit(TracedCall(None, (), None, error, perf_counter_ns() - start, "olShutDown", STATE.ctx is not ctx))
         raise
     if tracer is not None:
-        tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olShutDown", final=STATE.ctx is not ctx)
+        tracer.emit(TracedCall(None, (), None, None, perf_counter_ns() - start, "olShutDown", STATE.ctx is not ctx))

@@ -34,7 +34,7 @@ import sys
 import threading
 from collections.abc import Callable
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _info
 from ._enums import (
@@ -252,6 +252,32 @@ def render_liboffload(_logger: Any, _method: str, event: dict[str, Any]) -> str:
     return line
 
 
+def result_text(error: OffloadError | None) -> str:
+    """A call's result as liboffload's trace prints it."""
+    return "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
+
+
+class TracedCall(NamedTuple):
+    """One traced call, as the entry points hand it to the session's tracer."""
+
+    fn: Function | None  # None for olInit and olShutDown, which ``api`` names
+    args: tuple[Any, ...]
+    result: Any
+    error: OffloadError | None
+    elapsed_ns: int
+    api: str = ""
+    final: bool = False  # the olShutDown that ended the session (the timeline writes its file then)
+
+    @property
+    def name(self) -> str:
+        return self.api or (self.fn.name if self.fn else "")
+
+    def params(self) -> dict[str, str]:
+        """The C parameters as liboffload prints them (none for olInit / olShutDown)."""
+        fn = self.fn
+        return trace_params(fn, self.args, self.result, self.error is None) if fn is not None else {}
+
+
 class Tracer:
     """Emits one structlog event per traced call."""
 
@@ -260,60 +286,41 @@ class Tracer:
     def __init__(self, logger: Any) -> None:
         self._logger = logger
 
-    def emit(
-        self,
-        fn: Function | None,
-        args: tuple[Any, ...],
-        result: Any,
-        error: OffloadError | None,
-        elapsed_ns: int,
-        api: str = "",
-        final: bool = False,
-    ) -> None:
-        """Emit one call (``fn``, or ``api`` for olInit / olShutDown); ``final``: the olShutDown
-        that ended the session (unused here: each line stands alone)."""
+    def emit(self, call: TracedCall) -> None:
         try:
-            params = trace_params(fn, args, result, error is None) if fn is not None else {}
+            params = call.params()
         except Exception as exc:  # an argument the format cannot show must not change the call's result
             params = {"<unprintable>": f"{type(exc).__name__}: {exc}"}
+        error = call.error
         self._logger.info(
-            api or (fn.name if fn else ""),
-            api=api or (fn.name if fn else ""),
+            call.name,
+            api=call.name,
             args=params,
-            result="OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}",
+            result=result_text(error),
             details=None if error is None else error.details,
-            elapsed_ns=elapsed_ns,
+            elapsed_ns=call.elapsed_ns,
             thread=threading.current_thread().name,
         )
 
 
 class TimelineTracer:
     """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``
-    (the caller says which one is: ``final``)."""
+    (the caller says which one is: ``call.final``)."""
 
     __slots__ = ("timeline",)
 
     def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
         self.timeline = Timeline(path, owner_of)
 
-    def emit(
-        self,
-        fn: Function | None,
-        args: tuple[Any, ...],
-        result: Any,
-        error: OffloadError | None,
-        elapsed_ns: int,
-        api: str = "",
-        final: bool = False,
-    ) -> None:
+    def emit(self, call: TracedCall) -> None:
         end = perf_counter_ns()
-        name = api or (fn.name if fn else "")
+        name, error, final = call.name, call.error, call.final
         try:
-            shown: dict[str, Any] = dict(trace_params(fn, args, result, error is None)) if fn is not None else {}
-            shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
+            shown: dict[str, Any] = dict(call.params())
+            shown["result"] = result_text(error)
             if error is not None:
                 shown["details"] = error.details
-            self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown, final)
+            self.timeline.call(name, call.args, call.result, error is None, end - call.elapsed_ns, end, shown, final)
         except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
             self.timeline.warn(f"could not record {name}", exc)
         if final:

@@ -46,7 +46,7 @@ def _unload(ctx: Session, handle: ProgramHandle) -> None:
             pass  # destroyed through the flat API meanwhile
 
 
-class Program:
+class Program(_session.HandleOwner[ProgramHandle]):
     """A program image loaded on one device; unloaded by ``close()``, ``with`` or the GC.
 
     A kernel launched through the layer keeps its program alive until the launching queue is
@@ -55,7 +55,7 @@ class Program:
     global lives, and makes the globals' Buffers closed.
     """
 
-    __slots__ = ("_handle", "_device", "_finalizer", "_kernels", "_ctx", "_globals", "__weakref__")
+    __slots__ = ("_device", "_kernels", "_ctx", "_globals", "__weakref__")
 
     def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
         dev = as_device(device)
@@ -69,25 +69,16 @@ class Program:
                 raise OffloadError(ErrorCode.HOST_IO, f"cannot read program {os.fspath(image)!r}: {error}") from None
         else:
             data = image
-        self._handle = olCreateProgram(dev.handle, data)
+        handle = olCreateProgram(dev.handle, data)
         self._device = dev
         self._kernels: dict[tuple[str, Any], Kernel] = {}
         self._ctx = ctx
         self._globals: weakref.WeakSet[Buffer] = weakref.WeakSet()
-        self._finalizer = weakref.finalize(self, _session.release_later, _unload, ctx, self._handle)
-        self._finalizer.atexit = False
-
-    @property
-    def handle(self) -> ProgramHandle:
-        return self._handle
+        self._own(handle, _unload, ctx, handle)
 
     @property
     def device(self) -> Device:
         return self._device
-
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
 
     def kernel(self, name: str, signature: Signature | None = None) -> Kernel:
         """The kernel ``name``; ``signature`` declares its parameters where the backend cannot report them.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +57,7 @@ def _destroy_event(ctx: Session, handle: EventHandle) -> None:
             pass
 
 
-class Queue:
+class Queue(_session.HandleOwner[QueueHandle]):
     """An in-order queue of one device.
 
     Objects used by enqueued work (buffers, arrays, host memory, kernels) are kept alive until the
@@ -66,29 +65,20 @@ class Queue:
     so does the garbage collector when it finds a queue whose work still holds objects.
     """
 
-    __slots__ = ("_handle", "_device", "_inflight", "_finalizer", "__weakref__")
+    __slots__ = ("_device", "_inflight", "__weakref__")
 
     def __init__(self, device: Device | str | None = None) -> None:
         dev = as_device(device)
         ctx = _session.acquire()
-        self._handle = olCreateQueue(dev.handle)
+        handle = olCreateQueue(dev.handle)
         self._device = dev
         self._inflight: list[Any] = []
-        self._finalizer = weakref.finalize(self, _session.release_later, _destroy_queue, ctx, self._handle, self._inflight)
-        self._finalizer.atexit = False
+        self._own(handle, _destroy_queue, ctx, handle, self._inflight)
         register_queue(self)
-
-    @property
-    def handle(self) -> QueueHandle:
-        return self._handle
 
     @property
     def device(self) -> Device:
         return self._device
-
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
 
     def _hold(self, obj: Any) -> None:
         self._inflight.append(obj)
@@ -184,21 +174,16 @@ def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:
     function(*args)
 
 
-class Event:
+class Event(_session.HandleOwner[EventHandle]):
     """A point in a queue's work: complete once everything enqueued before it is."""
 
-    __slots__ = ("_handle", "_queue", "_finalizer", "__weakref__")
+    __slots__ = ("_queue", "__weakref__")
 
     def __init__(self, queue: Queue) -> None:
         ctx = _session.acquire()
-        self._handle = olCreateEvent(queue.handle)
+        handle = olCreateEvent(queue.handle)
         self._queue = queue
-        self._finalizer = weakref.finalize(self, _session.release_later, _destroy_event, ctx, self._handle)
-        self._finalizer.atexit = False
-
-    @property
-    def handle(self) -> EventHandle:
-        return self._handle
+        self._own(handle, _destroy_event, ctx, handle)
 
     @property
     def queue(self) -> Queue:

@@ -30,8 +30,9 @@ import gc
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .._enums import ErrorCode
 from .._errors import OffloadError
@@ -209,3 +210,30 @@ def wrapper(handle: Any, make: Any) -> Any:
         if obj is None or obj._handle is not handle:
             obj = _wrappers[key] = make()
         return obj
+
+
+H = TypeVar("H")
+
+
+class HandleOwner(Generic[H]):
+    """A layer object owning one flat handle (``handle``); its finalizer releases the handle
+    through ``release_later`` when the object is closed or collected (``closed`` then)."""
+
+    __slots__ = ("_handle", "_finalizer")
+
+    _handle: H
+    _finalizer: weakref.finalize[Any, Any]
+
+    def _own(self, handle: H, release: Callable[..., None], *args: Any) -> None:
+        """Take ``handle``; ``release(*args)`` runs once, at ``close()`` or collection (never at exit)."""
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, release_later, release, *args)
+        self._finalizer.atexit = False
+
+    @property
+    def handle(self) -> H:
+        return self._handle
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive

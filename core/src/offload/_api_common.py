@@ -26,16 +26,19 @@ ctx_lock = threading.Lock()  # guards Context.orphan_errors
 
 
 def fail(code: ErrorCode, details: str) -> OffloadError:
+    """The error to raise (``raise fail(...)``)."""
     return OffloadError(code, details)
 
 
 def address_arg(value: Any, name: str) -> int:
+    """An address argument as an int: an in-range int as it is, anything else through ``as_address``."""
     if type(value) is int and 0 <= value < ADDRESS_LIMIT:
         return value
     return as_address(value, name)
 
 
 def size_arg(value: Any, name: str) -> int:
+    """A size argument as an int: an in-range int as it is, anything else through ``as_size``."""
     if type(value) is int and 0 <= value < ADDRESS_LIMIT:
         return value
     return as_size(value, name)

@@ -1,6 +1,6 @@
 """The object layer (offload.objects) on the AMDGPU platform, through the simulated HIP runtime.
 
-A child pytest runs every test of tests/pythonic that is parametrised over devices, selecting the
+A child pytest runs every test of tests/objects that is parametrised over devices, selecting the
 ``amdgpu`` ones; then the amdgpu example launches the clang-built saxpy through the objects (its
 arguments packed from the code object's metadata).
 """
@@ -30,7 +30,7 @@ def _env(hip_build: Any) -> dict[str, str]:
 
 def test_object_layer_on_amdgpu(hip_build: Any) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "amdgpu", "tests/pythonic"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "amdgpu", "tests/objects"],
         capture_output=True, text=True, env=_env(hip_build), cwd=ROOT, timeout=600,
     )
     counts = _summary(proc.stdout)

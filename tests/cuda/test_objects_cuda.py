@@ -1,6 +1,6 @@
 """The object layer (offload.objects) on the CUDA platform, through the simulated driver.
 
-A child pytest runs every test of tests/pythonic that is parametrised over devices, selecting the
+A child pytest runs every test of tests/objects that is parametrised over devices, selecting the
 ``cuda`` ones, so Buffers, Arrays, DLPack, queues and events run on a CUDA device; then the cuda
 example launches the nvcc-built saxpy through the objects (its arguments packed from the
 kernel's layout, which cuFuncGetParamInfo reports).
@@ -29,7 +29,7 @@ def test_object_layer_on_cuda(child_env: Any, kernels: Any, simulator: Any) -> N
         pytest.skip("runs on the simulated driver (OFFLOAD_CUDA_REAL is set)")
     env = child_env(devices=1, kernels=kernels)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "cuda", "tests/pythonic"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "cuda", "tests/objects"],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
     )
     counts = _summary(proc.stdout)

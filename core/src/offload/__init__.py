@@ -4,17 +4,19 @@ The functions keep their C names; out-parameters are return values, pointers are
 addresses, handles are opaque objects made only by the API, and every failure raises
 ``OffloadError`` (``.code``: an ``ErrorCode``; ``.details``: the message). Backend authors read
 ``offload.hookspecs`` and write ``from offload import hookimpl``.
+
+Two levels share some names. ``offload.Platform``, ``Device``, ``Queue``, ``Event``, ``Program``
+and ``Symbol`` are the flat API's handle types (liboffload's ``ol_*_handle_t``), also spelled
+``offload.DeviceHandle``, ``QueueHandle``, ...; the object layer's classes of those names live in
+``offload.objects`` (``offload.objects.Queue``) and wrap a handle (``.handle``). So
+``dev.queue()`` on an ``offload.objects.Device`` is an ``offload.objects.Queue``, not an
+``offload.Queue``; its ``.handle`` is one. ``offload.Buffer``, ``Array`` and ``Kernel`` are object
+layer classes (the flat API has no such handles).
 """
 
 from __future__ import annotations
 
-import atexit as _atexit
-from typing import TYPE_CHECKING
-
-from . import _enums
-from ._api import finish_queued_work_at_exit as _finish_queued_work_at_exit
-from ._entrypoints import generate as _generate
-from ._entrypoints import olInit, olShutDown
+from . import objects
 from ._enums import (
     AllocType,
     DeviceFpCapabilityFlag,
@@ -31,30 +33,16 @@ from ._enums import (
     SymbolKind,
 )
 from ._errors import OffloadError, raise_kept_errors
-from ._handles import Device, Event, Platform, Program, Queue, Symbol
+from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
+from ._flat_api import __all__ as _flat_api_names
+from ._handles import DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
-from ._runtime import STATE as _STATE
+from ._runtime import backend_status
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
-from ._version import __version__
+from ._version import __version__ as __version__
 from .hookspecs import hookimpl
-
-
-_api = _generate()
-globals().update(_api)
-_atexit.register(_finish_queued_work_at_exit)
-globals().update(_enums.c_constants())
-
-if TYPE_CHECKING:  # the generated functions and C constants, typed (generated: python -m offload._stubgen)
-    from ._flat_api import *  # noqa: F403
-
-from . import objects  # noqa: E402  (the object layer calls the functions generated above)
-from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device  # noqa: E402
-
-
-def backend_status() -> list[BackendStatus]:
-    """What happened to every discovered backend at the last fresh ``olInit`` (empty before one)."""
-    return list(_STATE.last_statuses)
+from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device
 
 
 def __dir__() -> list[str]:
@@ -62,20 +50,19 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    # lifecycle and the generated ol* functions
-    "olInit",
-    "olShutDown",
-    *_api,
-    # value types and handles
+    # the flat API: olInit, olShutDown, the generated ol* functions, the handle types, the C constants
+    *_flat_api_names,
+    # the handle types again, named as handles (offload.objects has classes named Device, Queue, ...)
+    "PlatformHandle",
+    "DeviceHandle",
+    "QueueHandle",
+    "EventHandle",
+    "ProgramHandle",
+    "SymbolHandle",
+    # value types
     "Dimensions",
     "KernelLaunchSizeArgs",
     "KernelParam",
-    "Platform",
-    "Device",
-    "Queue",
-    "Event",
-    "Program",
-    "Symbol",
     # enums
     "ErrorCode",
     "PlatformInfo",
@@ -90,7 +77,6 @@ __all__ = [
     "EventInfo",
     "SymbolKind",
     "SymbolInfo",
-    *_enums.c_constants(),
     # errors, backends, tracing
     "OffloadError",
     "raise_kept_errors",

@@ -4,15 +4,14 @@ Each ``Function`` lists its parameters in C order with their C names, and its ow
 conditions in the ``.td`` order. From it ``_entrypoints`` generates every public function: the
 initialisation check, the validation (own conditions, then ``NULL == <handle>`` checks, then
 ``NULL == <pointer>`` checks, as liboffload's generator orders them), the handle liveness checks,
-the call of the ``_api`` implementation, and the trace line.
+the call of the implementation, and the trace line. It is data only: ``_entrypoints`` binds each
+function to its implementation.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple
 
-from . import _api
 from ._enums import ErrorCode
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 
@@ -249,14 +248,3 @@ FUNCTIONS: tuple[Function, ...] = (
     ),
 )
 
-
-
-def _implementation(name: str) -> Any:
-    info = re.fullmatch(r"olGet(\w+?)Info(Size)?", name)
-    if info is None:
-        return getattr(_api, name)
-    query = _api.INFO_QUERIES[info[1]]
-    return _api.info_size(query) if info[2] else _api.info_value(query)
-
-
-IMPLEMENTATIONS: dict[str, Any] = {f.name: _implementation(f.name) for f in FUNCTIONS}

@@ -13,15 +13,21 @@ the parameter its table entry ``registers`` (olLaunchKernel: the kernel, for olD
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import perf_counter_ns
 from typing import Any
 
-from . import _api_table
+from . import _api, _api_table
 from ._api_table import _NO_DEFAULT, Function, Param
 from ._enums import ErrorCode
 from ._errors import OffloadError, as_offload_error
 from ._handles import Device, Event, Platform, Program, Queue, Symbol, _Handle
-from ._memory import as_address, as_size
+from ._ranges import as_address, as_size
 from ._runtime import STATE, uninitialized
+
+LIFECYCLE = ("olInit", "olShutDown")  # the flat API's functions written by hand, not generated from the table
+from ._runtime import init as _runtime_init
+from ._runtime import shutdown as _runtime_shutdown
+from ._tracing import TracedCall
 from ._types import buffer_size
 
 _STALE_CODES = {
@@ -143,15 +149,13 @@ def _source(fn: Function, trace: bool) -> str:
 
 
 def _traced(ctx: Any, fn: Function, body: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-    from time import perf_counter_ns
-
     start = perf_counter_ns()
     try:
         result = body(ctx, *args)
     except OffloadError as error:
-        ctx.tracer.emit(fn, args, None, error, perf_counter_ns() - start)
+        ctx.tracer.emit(TracedCall(fn, args, None, error, perf_counter_ns() - start))
         raise
-    ctx.tracer.emit(fn, args, result, None, perf_counter_ns() - start)
+    ctx.tracer.emit(TracedCall(fn, args, result, None, perf_counter_ns() - start))
     return result
 
 
@@ -171,7 +175,7 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
     }
     functions = {}
     for fn in _api_table.FUNCTIONS:
-        namespace[f"_impl_{fn.name}"] = _api_table.IMPLEMENTATIONS[fn.name]
+        namespace[f"_impl_{fn.name}"] = _api.implementation(fn.name)
         namespace[f"_FN_{fn.name}"] = fn
         exec(compile(_source(fn, trace), f"<offload entry point {fn.name}>", "exec"), namespace)
         public = namespace[fn.name]
@@ -184,13 +188,12 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
 
 def olInit() -> None:
     """Initialise the library (reference counted; the first call loads every backend)."""
-    from time import perf_counter_ns
-
     start = perf_counter_ns()
     _runtime_init()
     ctx = STATE.ctx
-    if ctx is not None and ctx.trace:  # printed after the call, as liboffload does (PR #167893)
-        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olInit")
+    tracer = None if ctx is None else ctx.tracer
+    if tracer is not None:  # printed after the call, as liboffload does (PR #167893)
+        tracer.emit(TracedCall(None, (), None, None, perf_counter_ns() - start, api="olInit"))
 
 
 def olShutDown() -> None:
@@ -201,20 +204,18 @@ def olShutDown() -> None:
     re-raised once it is done) and raises the errors of destroyed queues too. Inside a host
     function it releases that function's own queue from inside (the work queued behind it is
     dropped) without waiting for other threads' ``olSyncQueue`` / ``olSyncEvent``.
-    """
-    from time import perf_counter_ns
 
+    The tracer is told whether this call ended the session (``final``: the timeline writes its
+    file then), so that it never reads the runtime's state itself.
+    """
     ctx = STATE.ctx
+    tracer = None if ctx is None else ctx.tracer
     start = perf_counter_ns()
     try:
         _runtime_shutdown()
     except OffloadError as error:
-        if ctx is not None and ctx.trace:
-            ctx.tracer.emit(None, (), None, error, perf_counter_ns() - start, api="olShutDown")
+        if tracer is not None:
+            tracer.emit(TracedCall(None, (), None, error, perf_counter_ns() - start, "olShutDown", STATE.ctx is not ctx))
         raise
-    if ctx is not None and ctx.trace:
-        ctx.tracer.emit(None, (), None, None, perf_counter_ns() - start, api="olShutDown")
-
-
-from ._runtime import init as _runtime_init  # noqa: E402
-from ._runtime import shutdown as _runtime_shutdown  # noqa: E402
+    if tracer is not None:
+        tracer.emit(TracedCall(None, (), None, None, perf_counter_ns() - start, "olShutDown", STATE.ctx is not ctx))

@@ -218,7 +218,7 @@ def c_name(value: Any) -> str:
     if isinstance(value, enum.IntFlag):
         names = [c_prefix(cls) + m.name for m in cls if m.value and (value & m.value) == m.value]
         return " | ".join(names) if names else "0"
-    return c_prefix(cls) + value.name
+    return c_prefix(cls) + str(value.name)
 
 
 def c_constants() -> dict[str, int]:

@@ -15,6 +15,8 @@ from ._enums import DeviceInfo, PlatformBackend, SymbolKind
 if TYPE_CHECKING:
     from ._registry import BoundBackend
     from ._runtime import Context
+    from ._types import KernelParam
+    from .hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 
 
 class _Handle:
@@ -61,14 +63,14 @@ class Device(_Handle):
         "limits", "registered",
     )
     backend: BoundBackend
-    native: Any
+    native: NativeDevice
     platform: Platform
     index: int
     info: dict[DeviceInfo, Any]  # the backend's answers, asked once at olInit
     info_cache: dict[Any, tuple[Any, Any]]  # converted (value, kind) per property asked
     is_host: bool
     lock: threading.Lock  # guards parked, queues, programs and registered
-    parked: list[Any]  # native queues destroyed while busy, kept for reuse (newest last)
+    parked: list[NativeQueue]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
     programs: set[Program]  # live program handles
     limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
@@ -83,7 +85,7 @@ class Queue(_Handle):
 
     __slots__ = ("device", "native", "id")
     device: Device
-    native: Any
+    native: NativeQueue
     id: int
 
     def _describe(self) -> str:
@@ -95,7 +97,7 @@ class Event(_Handle):
 
     __slots__ = ("device", "native", "queue", "queue_id")
     device: Device
-    native: Any
+    native: NativeEvent
     queue: Queue
     queue_id: int
 
@@ -108,7 +110,7 @@ class Program(_Handle):
 
     __slots__ = ("device", "image", "data", "symbols", "lock")
     device: Device
-    image: Any
+    image: NativeProgram
     data: bytes  # the core's private copy of the binary
     symbols: dict[tuple[SymbolKind, str], Symbol]
     lock: threading.Lock
@@ -124,10 +126,10 @@ class Symbol(_Handle):
     program: Program
     kind: SymbolKind
     name: str
-    native: Any  # the backend's kernel object (kernels only)
+    native: NativeKernel | None  # the backend's kernel object (kernels only)
     address: int  # global variables only
     size: int  # global variables only
-    params: tuple[Any, ...] | None  # kernels: their KernelParams (None: the backend cannot tell)
+    params: tuple[KernelParam, ...] | None  # kernels: their KernelParams (None: the backend cannot tell)
     args_size: int | None  # kernels: the end of the last parameter (None: unknown, not checked)
     launch_device: Device | None  # kernels: the device they launch on; None for global variables
 
@@ -136,3 +138,12 @@ class Symbol(_Handle):
 
 
 HANDLE_TYPES = (Platform, Device, Queue, Event, Program, Symbol)
+
+# The same classes under names that say they are the flat API's handles, for code that also uses
+# the object layer (whose offload.objects.Device, Queue, ... wrap them): `offload.QueueHandle`.
+PlatformHandle = Platform
+DeviceHandle = Device
+QueueHandle = Queue
+EventHandle = Event
+ProgramHandle = Program
+SymbolHandle = Symbol

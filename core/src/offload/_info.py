@@ -10,6 +10,7 @@ from collections.abc import Container
 from typing import Any
 
 from ._enums import (
+    AllocType,
     DeviceFpCapabilityFlag,
     DeviceInfo,
     DeviceType,
@@ -99,8 +100,6 @@ SYMBOL_INFO: dict[SymbolInfo, tuple[Kind, type | None]] = {
     SymbolInfo.GLOBAL_VARIABLE_ADDRESS: (Kind.POINTER, None),
     SymbolInfo.GLOBAL_VARIABLE_SIZE: (Kind.SIZE, None),
 }
-from ._enums import AllocType  # noqa: E402
-
 MEM_INFO: dict[MemInfo, tuple[Kind, type | None]] = {
     MemInfo.DEVICE: (Kind.HANDLE, None),
     MemInfo.BASE: (Kind.POINTER, None),

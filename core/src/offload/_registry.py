@@ -20,7 +20,7 @@ import inspect
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,11 @@ import pluggy
 from . import hookspecs
 from ._enums import ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
+
+if TYPE_CHECKING:
+    from ._enums import AllocType, DeviceInfo
+    from ._types import KernelLaunchSizeArgs, KernelParam
+    from .hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 
 ENTRY_POINT_GROUP = "offload.backends"
 SELECT_ENV = "OFFLOAD_BACKENDS"
@@ -109,6 +114,7 @@ def unregister_backend(name: str) -> None:
 def _candidates(strict: bool = False) -> list[_Candidate]:
     """Every discovered backend that ``OFFLOAD_BACKENDS`` selects (records ``last_selection``)."""
     global _last_selection
+    # imported at the first olInit, not at `import offload`: importlib.metadata takes ~25 ms to import
     from importlib.metadata import entry_points
 
     found: dict[str, _Candidate] = {}
@@ -204,9 +210,38 @@ class BoundBackend:
     def __repr__(self) -> str:
         return f"<BoundBackend {self.name!r}>"
 
-    if TYPE_CHECKING:  # every hook of offload.hookspecs is bound as an attribute
-
-        def __getattr__(self, hook: str) -> Callable[..., Any]: ...
+    if TYPE_CHECKING:  # every hook of offload.hookspecs is bound as an attribute, typed as its spec
+        init: Callable[[], Sequence[NativeDevice]]
+        no_devices_reason: Callable[[], str | None]
+        deinit: Callable[[], None]
+        deinit_device: Callable[[NativeDevice], None]
+        get_device_info: Callable[[NativeDevice], Mapping[DeviceInfo, Any]]
+        is_valid_binary: Callable[[NativeDevice, bytes], bool]
+        load_binary: Callable[[NativeDevice, bytes], NativeProgram]
+        unload_binary: Callable[[NativeDevice, NativeProgram], None]
+        get_kernel: Callable[[NativeDevice, NativeProgram, str], NativeKernel]
+        get_global: Callable[[NativeDevice, NativeProgram, str], tuple[int, int]]
+        kernel_params: Callable[[NativeDevice, NativeKernel], Sequence[KernelParam] | None]
+        max_group_size: Callable[[NativeDevice, NativeKernel, int], int]
+        launch_kernel: Callable[[NativeDevice, NativeQueue | None, NativeKernel, Any, KernelLaunchSizeArgs], None]
+        mem_alloc: Callable[[NativeDevice, AllocType, int], int]
+        mem_free: Callable[[NativeDevice, int, AllocType], None]
+        mem_register: Callable[[NativeDevice, int, int, bool], int]
+        mem_unregister: Callable[[NativeDevice, int, int, bool], None]
+        data_submit: Callable[[NativeDevice, int, int, int, NativeQueue | None], None]
+        data_retrieve: Callable[[NativeDevice, int, int, int, NativeQueue | None], None]
+        data_exchange: Callable[[NativeDevice, int, NativeDevice, int, int, NativeQueue | None], None]
+        data_fill: Callable[[NativeDevice, int, bytes, int, NativeQueue | None], None]
+        create_queue: Callable[[NativeDevice], NativeQueue]
+        synchronize: Callable[[NativeDevice, NativeQueue, bool], None]
+        has_pending_work: Callable[[NativeDevice, NativeQueue], bool]
+        enqueue_host_call: Callable[[NativeDevice, NativeQueue, Callable[[], None]], None]
+        create_event: Callable[[NativeDevice, NativeQueue], NativeEvent]
+        destroy_event: Callable[[NativeDevice, NativeEvent], None]
+        wait_event: Callable[[NativeDevice, NativeQueue, NativeEvent], None]
+        is_event_complete: Callable[[NativeDevice, NativeEvent], bool]
+        sync_event: Callable[[NativeDevice, NativeEvent], None]
+        event_elapsed_time: Callable[[NativeDevice, NativeEvent, NativeEvent], float]
 
 
 def _instantiate(backend: Any) -> Any:

@@ -38,8 +38,10 @@ from ._allocations import AllocationMap
 from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 from ._handles import Device, Platform
-from ._memory import HOST_MAPPINGS
+from ._ranges import HOST_MAPPINGS
 from ._registry import BackendStatus, BoundBackend, load_backends, release_backend
+from ._tracing import Tracer, TimelineTracer, tracer_from_environment
+from ._types import Dimensions
 
 TRACE_ENV = "OFFLOAD_TRACE"
 DISABLE_VALIDATION_ENV = "OFFLOAD_DISABLE_VALIDATION"
@@ -56,7 +58,7 @@ class Context:
 
     trace: bool
     validate: bool
-    tracer: Any  # a _tracing.Tracer when trace is True
+    tracer: Tracer | TimelineTracer | None  # set when trace is True
     platforms: list[Platform]
     devices: list[Device]
     statuses: list[BackendStatus]
@@ -67,19 +69,22 @@ class Context:
     orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
 
     def __init__(self) -> None:
-        from . import _tracing
-
-        self.tracer = _tracing.tracer_from_environment(os.environ.get(TRACE_ENV))
+        self.allocations = AllocationMap()
+        self.tracer = tracer_from_environment(os.environ.get(TRACE_ENV), self._owner_of)
         self.trace = self.tracer is not None
         self.validate = DISABLE_VALIDATION_ENV not in os.environ
         self.platforms = []
         self.devices = []
         self.statuses = []
-        self.allocations = AllocationMap()
         self.globals = AllocationMap()
         self.queue_ids = itertools.count(1)
         self.calls = []
         self.orphan_errors = []
+
+    def _owner_of(self, address: int) -> Device | None:
+        """The device of the allocation holding ``address`` (what the timeline is told)."""
+        allocation = self.allocations.find(address)
+        return None if allocation is None else allocation.device
 
 
 class _State:
@@ -97,6 +102,11 @@ class _State:
 
 
 STATE = _State()
+
+
+def backend_status() -> list[BackendStatus]:
+    """What happened to every discovered backend at the last fresh ``olInit`` (empty before one)."""
+    return list(STATE.last_statuses)
 
 UNINITIALIZED_DETAILS = "liboffload has not been initialized - please call olInit before using this API"
 
@@ -154,7 +164,6 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
 def launch_limits(info: dict[Any, Any]) -> tuple[Any, ...]:
     """(MAX_WORK_GROUP_SIZE, its per-dimension Dimensions, MAX_WORK_SIZE, its per-dimension
     Dimensions) from a device's info; each None where the backend does not give it."""
-    from ._types import Dimensions
 
     def scalar(prop: DeviceInfo) -> int | None:
         try:
@@ -348,35 +357,3 @@ def teardown(
             device._ctx = None
         errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
         platform._ctx = None
-
-
-def device_info_value(device: Device, prop: DeviceInfo) -> Any:
-    """A device property: the backend's answer, else the default documented at
-    ``hookspecs.get_device_info`` (liboffload R1's synthesised ones, plus those that follow from
-    another answer), else ``UNIMPLEMENTED``."""
-    try:
-        return device.info[prop]
-    except KeyError:
-        pass
-    from ._enums import DeviceFpCapabilityFlag, DeviceType
-
-    if prop is DeviceInfo.TYPE:
-        return DeviceType.HOST if device.is_host else DeviceType.GPU
-    if prop is DeviceInfo.PLATFORM:
-        return device.platform
-    if prop in (DeviceInfo.SINGLE_FP_CONFIG, DeviceInfo.DOUBLE_FP_CONFIG):
-        return DeviceFpCapabilityFlag(127)
-    if prop is DeviceInfo.HALF_FP_CONFIG:
-        return DeviceFpCapabilityFlag(0)
-    if prop in (DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT):
-        return bool(device_info_value(device, DeviceInfo[prop.name.replace("_SUPPORT", "_CONFIG")]))
-    if DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR <= prop <= DeviceInfo.NATIVE_VECTOR_WIDTH_HALF:
-        return 0 if prop is DeviceInfo.NATIVE_VECTOR_WIDTH_HALF else 1
-    if prop is DeviceInfo.MAX_MEM_ALLOC_SIZE and DeviceInfo.GLOBAL_MEM_SIZE in device.info:
-        return device.info[DeviceInfo.GLOBAL_MEM_SIZE]
-    if prop is DeviceInfo.PRODUCT_NAME and DeviceInfo.NAME in device.info:
-        return device.info[DeviceInfo.NAME]
-    raise OffloadError(
-        ErrorCode.UNIMPLEMENTED,
-        f"OL_DEVICE_INFO_{prop.name}: plugin did not provide a response for this information",
-    )

@@ -57,130 +57,51 @@ import atexit
 import collections
 import itertools
 import json
-import operator
 import os
 import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _job_timeline, _ranks
+from ._enums import DeviceInfo
+from ._timeline_work import (
+    API_PID,
+    DEVICE_PID_BASE,
+    EVENT_HOOKS,
+    EVENTS,
+    IN_CALL,
+    SYNCHRONOUS,
+    TIMING_SOURCE,
+    TRACK_BASE,
+    UNKNOWN,
+    DeviceClock,
+    OffloadTraceWarning,
+    Work,
+    anchor_clock,
+    callable_name,
+    direction,
+    hex_of,
+    json_default,
+    number_of,
+)
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._handles import Device, Event, Queue
 
-TIMING_SOURCE = (
-    "backend events (event_elapsed_time from a per-device anchor event) where the backend has them, "
-    "bounded by host completion callbacks (enqueue_host_call); the callbacks alone otherwise"
-)
-EVENTS, CALLBACK, IN_CALL, UNKNOWN = "backend events", "completion callback", "within its call", "unknown"
-_EVENT_HOOKS = frozenset({"create_event", "is_event_complete", "sync_event", "event_elapsed_time"})
-TRACK_BASE = 1_000_000  # a device's tracks are tid pid * TRACK_BASE + queue id (0: synchronous), apart from real tids
-SYNCHRONOUS = "synchronous (no queue)"
-API_PID = 1
-_DEVICE_PID_BASE = 100
-
-
-class Work:
-    """One piece of device work: a kernel, a copy, a fill, a host function, an event record or wait."""
-
-    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timing", "event", "event_end_ns", "device")
-
-    def __init__(self, name: str, cat: str, args: dict[str, Any], pid: int, tid: int, submit_ns: int) -> None:
-        self.name = name
-        self.cat = cat
-        self.args = args
-        self.pid = pid
-        self.tid = tid
-        self.submit_ns = submit_ns  # the enqueuing call's start
-        self.end_ns: int | None = None  # stamped by the completion callback
-        self.flow = 0  # id of the flow from the enqueuing call
-        self.sources: list[Work] = []  # event records this wait waits on
-        self.timing = CALLBACK
-        self.event: Any = None  # the tracer's own backend event after the work, until read
-        self.event_end_ns: int | None = None  # that event's completion on the perf_counter clock
-        self.device: Device | None = None
-
-    def complete(self) -> None:
-        """The completion callback: runs on the queue once everything before it is done."""
-        self.end_ns = time.perf_counter_ns()
-
-
-class _DeviceClock:
-    """A device's anchor event and the perf_counter time it completed: event times to host times."""
-
-    __slots__ = ("anchor", "anchor_ns")
-
-    def __init__(self, anchor: Any, anchor_ns: int) -> None:
-        self.anchor = anchor
-        self.anchor_ns = anchor_ns
-
-
-def _anchor(device: Device) -> _DeviceClock | None:
-    """Record and synchronise an event on a private queue of ``device`` (released at once)."""
-    backend, native = device.backend, device.native
-    try:
-        queue = backend.create_queue(native)
-    except Exception:
-        return None
-    try:
-        anchor = backend.create_event(native, queue)
-        backend.sync_event(native, anchor)
-        return _DeviceClock(anchor, time.perf_counter_ns())
-    except Exception:
-        return None
-    finally:
-        try:
-            backend.synchronize(native, queue, True)
-        except Exception:  # noqa: BLE001 - the timeline must never fail the user's call
-            pass
-
-
-class OffloadTraceWarning(UserWarning):
-    """The timeline could not record a call or write its file; the API call itself is unaffected."""
-
-
-def _number(value: Any) -> int | None:
-    """An address or size argument as the call saw it (an ``__offload_ptr__`` object, an
-    ``__index__`` integer such as numpy's), None when it is neither."""
-    try:
-        candidate = getattr(value, "__offload_ptr__", value)
-        return None if isinstance(candidate, bool) else operator.index(candidate)
-    except Exception:  # noqa: BLE001 - the call itself validated it; the timeline shows what it can
-        return None
-
-
-def _hex_of(value: Any) -> str:
-    number = _number(value)
-    return f"{number:#x}" if number is not None else repr(value)
-
-
-def _json_default(value: Any) -> Any:
-    """``json.dump``'s fallback: integers and floats of other types (numpy's) by value, else text."""
-    number = _number(value)
-    if number is not None:
-        return number
-    try:
-        return float(value)
-    except Exception:  # noqa: BLE001
-        return str(value)
-
-
-def _direction(src_device: Device, dst_device: Device) -> str:
-    return ("H" if src_device.is_host else "D") + "to" + ("H" if dst_device.is_host else "D")
-
-
-def _callable_name(value: Any) -> str:
-    func = getattr(value, "func", value)  # functools.partial
-    return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__name__)
-
 
 class Timeline:
-    """Collects one session's API spans and device work; ``write`` makes the trace-event file."""
+    """Collects one session's API spans and device work; ``write`` makes the trace-event file.
 
-    def __init__(self, path: str) -> None:
+    ``owner_of(address)``: the device owning an allocation of the session (None if none does);
+    the timeline is given it rather than reading the runtime's state."""
+
+    def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
         self.path = path
+        self._owner_of = owner_of
         self.pid = os.getpid()  # a child forked inside the session writes nothing of the parent's
         self.origin_ns = time.perf_counter_ns()
         self.rank = _ranks.global_rank()  # named in the process names; None outside a launcher
@@ -195,7 +116,7 @@ class Timeline:
         self._queues: dict[tuple[int, int], str] = {}
         self._events: dict[int, tuple[Event, Work]] = {}  # id(event handle) -> its record
         self._flows = itertools.count(1)
-        self._clocks: dict[int, _DeviceClock | None] = {}  # id(device) -> its clock (None: no event timing)
+        self._clocks: dict[int, DeviceClock | None] = {}  # id(device) -> its clock (None: no event timing)
         self._pending: dict[tuple[int, int], collections.deque[Work]] = {}  # per queue, work whose event is unread
         self._reading = threading.Lock()  # one reader of events at a time
         self._closed = False  # the final olShutDown ran: no backend call any more
@@ -270,10 +191,10 @@ class Timeline:
                 pass
         return True
 
-    def _clock(self, device: Device) -> _DeviceClock | None:
+    def _clock(self, device: Device) -> DeviceClock | None:
         key = id(device)
         if key not in self._clocks:
-            clock = _anchor(device) if _EVENT_HOOKS <= device.backend.implemented else None
+            clock = anchor_clock(device) if EVENT_HOOKS <= device.backend.implemented else None
             with self._lock:
                 self._clocks.setdefault(key, clock)
         return self._clocks[key]
@@ -283,9 +204,9 @@ class Timeline:
         with self._lock:
             known = self._devices.get(key)
             if known is None:
-                name = device.info.get(_device_name_prop(), "")
+                name = device.info.get(DeviceInfo.NAME, "")
                 label = f"device {device.platform.name}:{device.index}" + (f" ({name})" if name else "")
-                known = self._devices[key] = (_DEVICE_PID_BASE + len(self._devices), label)
+                known = self._devices[key] = (DEVICE_PID_BASE + len(self._devices), label)
         return known[0]
 
     def _work_of(self, api: str, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int) -> Work | None:
@@ -302,20 +223,20 @@ class Timeline:
             return self._enqueue(queue, device, kernel.name, "kernel", grid, start_ns, end_ns)
         if api == "olMemcpy":
             queue, dst, dst_device, src, src_device, size = args
-            direction = _direction(src_device, dst_device)
+            way = direction(src_device, dst_device)
             owner = dst_device if src_device.is_host else src_device
-            info = {"bytes": _number(size), "direction": direction, "src": _hex_of(src), "dst": _hex_of(dst)}
-            return self._enqueue(queue, owner, f"memcpy {direction}", "memcpy", info, start_ns, end_ns)
+            info = {"bytes": number_of(size), "direction": way, "src": hex_of(src), "dst": hex_of(dst)}
+            return self._enqueue(queue, owner, f"memcpy {way}", "memcpy", info, start_ns, end_ns)
         if api == "olMemFill":
             queue, ptr, pattern, size = args
-            owner = queue.device if queue is not None else _allocation_device(ptr)
+            owner = queue.device if queue is not None else self._allocation_device(ptr)
             if owner is None:
                 return None
-            info = {"bytes": _number(size), "pattern_bytes": memoryview(pattern).nbytes, "ptr": _hex_of(ptr)}
+            info = {"bytes": number_of(size), "pattern_bytes": memoryview(pattern).nbytes, "ptr": hex_of(ptr)}
             return self._enqueue(queue, owner, "fill", "fill", info, start_ns, end_ns)
         if api == "olLaunchHostFunction":
             queue, callback, _ = args
-            name = _callable_name(callback)
+            name = callable_name(callback)
             return self._enqueue(queue, queue.device, f"host function {name}", "host_function", {"callback": name}, start_ns, end_ns)
         if api == "olCreateEvent":
             (queue,) = args
@@ -449,8 +370,6 @@ class Timeline:
         return out
 
     def document(self) -> dict[str, Any]:
-        from . import __version__
-
         events = self.events()
         other = {"producer": f"offload {__version__}", "device_timing": TIMING_SOURCE}
         other.update(_job_timeline.file_identity(self.rank, self.anchor, self._written_origin))
@@ -480,7 +399,7 @@ class Timeline:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             with open(tmp, "w") as f:
-                json.dump(self.document(), f, separators=(",", ":"), default=_json_default)
+                json.dump(self.document(), f, separators=(",", ":"), default=json_default)
             os.replace(tmp, self.path)
         except Exception as error:  # noqa: BLE001 - the timeline never fails the user's call
             try:
@@ -495,20 +414,9 @@ class Timeline:
         if os.getpid() == self.pid:
             self.write()
 
-
-def _allocation_device(ptr: int) -> Device | None:
-    """The device owning ``ptr`` (a synchronous fill names no queue), if the session knows it."""
-    from ._runtime import STATE
-
-    ctx = STATE.ctx
-    allocation = ctx.allocations.find(ptr) if ctx is not None else None
-    return None if allocation is None else allocation.device
-
-
-def _device_name_prop() -> Any:
-    from ._enums import DeviceInfo
-
-    return DeviceInfo.NAME
+    def _allocation_device(self, ptr: int) -> Device | None:
+        """The device owning ``ptr`` (a synchronous fill names no queue), if the session knows it."""
+        return self._owner_of(ptr)
 
 
 def path_from_setting(setting: str) -> str | None:

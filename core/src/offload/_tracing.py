@@ -32,8 +32,9 @@ from __future__ import annotations
 import enum
 import sys
 import threading
+from collections.abc import Callable
 from time import perf_counter_ns
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _info
 from ._enums import (
@@ -51,11 +52,13 @@ from ._enums import (
 )
 from ._handles import HANDLE_TYPES
 from ._info import Kind
+from ._timeline import Timeline, path_from_setting
 from ._types import Dimensions, KernelLaunchSizeArgs, buffer_size
 
 if TYPE_CHECKING:
     from ._api_table import Function
     from ._errors import OffloadError
+    from ._handles import Device
 
 _app_logger: Any = None
 
@@ -249,6 +252,32 @@ def render_liboffload(_logger: Any, _method: str, event: dict[str, Any]) -> str:
     return line
 
 
+def result_text(error: OffloadError | None) -> str:
+    """A call's result as liboffload's trace prints it."""
+    return "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
+
+
+class TracedCall(NamedTuple):
+    """One traced call, as the entry points hand it to the session's tracer."""
+
+    fn: Function | None  # None for olInit and olShutDown, which ``api`` names
+    args: tuple[Any, ...]
+    result: Any
+    error: OffloadError | None
+    elapsed_ns: int
+    api: str = ""
+    final: bool = False  # the olShutDown that ended the session (the timeline writes its file then)
+
+    @property
+    def name(self) -> str:
+        return self.api or (self.fn.name if self.fn else "")
+
+    def params(self) -> dict[str, str]:
+        """The C parameters as liboffload prints them (none for olInit / olShutDown)."""
+        fn = self.fn
+        return trace_params(fn, self.args, self.result, self.error is None) if fn is not None else {}
+
+
 class Tracer:
     """Emits one structlog event per traced call."""
 
@@ -257,47 +286,41 @@ class Tracer:
     def __init__(self, logger: Any) -> None:
         self._logger = logger
 
-    def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
+    def emit(self, call: TracedCall) -> None:
         try:
-            params = trace_params(fn, args, result, error is None) if fn is not None else {}
+            params = call.params()
         except Exception as exc:  # an argument the format cannot show must not change the call's result
             params = {"<unprintable>": f"{type(exc).__name__}: {exc}"}
+        error = call.error
         self._logger.info(
-            api or (fn.name if fn else ""),
-            api=api or (fn.name if fn else ""),
+            call.name,
+            api=call.name,
             args=params,
-            result="OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}",
+            result=result_text(error),
             details=None if error is None else error.details,
-            elapsed_ns=elapsed_ns,
+            elapsed_ns=call.elapsed_ns,
             thread=threading.current_thread().name,
         )
 
 
 class TimelineTracer:
-    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``."""
+    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``
+    (the caller says which one is: ``call.final``)."""
 
     __slots__ = ("timeline",)
 
-    def __init__(self, path: str) -> None:
-        from ._timeline import Timeline
+    def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
+        self.timeline = Timeline(path, owner_of)
 
-        self.timeline = Timeline(path)
-
-    def emit(self, fn: Function | None, args: tuple[Any, ...], result: Any, error: OffloadError | None, elapsed_ns: int, api: str = "") -> None:
+    def emit(self, call: TracedCall) -> None:
         end = perf_counter_ns()
-        name = api or (fn.name if fn else "")
-        final = False
+        name, error, final = call.name, call.error, call.final
         try:
-            if name == "olShutDown":
-                from ._runtime import STATE
-
-                current = STATE.ctx
-                final = current is None or current.tracer is not self  # the last olShutDown of this session
-            shown: dict[str, Any] = dict(trace_params(fn, args, result, error is None)) if fn is not None else {}
-            shown["result"] = "OL_SUCCESS" if error is None else f"OL_ERRC_{error.code.name}"
+            shown: dict[str, Any] = dict(call.params())
+            shown["result"] = result_text(error)
             if error is not None:
                 shown["details"] = error.details
-            self.timeline.call(name, args, result, error is None, end - elapsed_ns, end, shown, final)
+            self.timeline.call(name, call.args, call.result, error is None, end - call.elapsed_ns, end, shown, final)
         except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
             self.timeline.warn(f"could not record {name}", exc)
         if final:
@@ -307,18 +330,21 @@ class TimelineTracer:
 OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off
 
 
-def tracer_from_environment(setting: str | None) -> Tracer | TimelineTracer | None:
+def tracer_from_environment(
+    setting: str | None, owner_of: Callable[[int], Device | None]
+) -> Tracer | TimelineTracer | None:
     """The tracer for an ``OFFLOAD_TRACE`` value (None when unset, or one of ``OFF_VALUES`` in
-    any case and spacing, and no app logger is set)."""
+    any case and spacing, and no app logger is set). ``owner_of``: the device owning an address
+    in the session being traced (the timeline places a synchronous fill with it)."""
     if _app_logger is not None:
         return Tracer(_app_logger)
     if setting is None or setting.strip().lower() in OFF_VALUES:
         return None
-    from ._timeline import path_from_setting
-
     path = path_from_setting(setting)
     if path is not None:
-        return TimelineTracer(path)
+        return TimelineTracer(path, owner_of)
+    # imported here, not at the top: structlog takes ~50 ms to import, which `import offload`
+    # without tracing (the common case) does not pay
     import structlog
 
     if setting.strip().lower() == "json":

@@ -89,7 +89,7 @@ Threads. Hooks may be called from many threads at once; per-object locking is th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NewType
 
 import pluggy
 
@@ -101,6 +101,23 @@ PROJECT = "offload"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+# --- the opaque values a backend hands the core ------------------------------------------------
+# The core never looks inside them: it keeps what a hook returned and passes it back, unchanged,
+# to the same backend's later hooks. Each is a distinct type to a type checker, so the core cannot
+# pass a queue where a device is expected; a backend annotates its hookimpls with its own concrete
+# types (pluggy matches hooks by argument name only) or with these names where it keeps a value
+# opaque, wrapping once (``NativeQueue(stream)``, free at run time) where it hands one back.
+NativeDevice = NewType("NativeDevice", object)
+"""One device, as ``init`` returned it."""
+NativeQueue = NewType("NativeQueue", object)
+"""A queue, as ``create_queue`` returned it; a hook's ``queue`` of None means "synchronously"."""
+NativeEvent = NewType("NativeEvent", object)
+"""An event, as ``create_event`` returned it."""
+NativeProgram = NewType("NativeProgram", object)
+"""A loaded image, as ``load_binary`` returned it."""
+NativeKernel = NewType("NativeKernel", object)
+"""A kernel of a loaded image, as ``get_kernel`` returned it."""
+
 REQUIRED_HOOKS = frozenset(
     {"init", "deinit", "get_device_info", "load_binary", "unload_binary", "synchronize", "has_pending_work"}
 )
@@ -109,7 +126,7 @@ REQUIRED_HOOKS = frozenset(
 
 
 @hookspec
-def init() -> Sequence[Any]:
+def init() -> Sequence[NativeDevice]:
     """Initialise the driver and return one opaque ``device`` object per usable device.
 
     Returning no devices is fine (no hardware): the platform then shows zero devices. Raise when
@@ -129,12 +146,12 @@ def deinit() -> None:
 
 
 @hookspec
-def deinit_device(device: Any) -> None:
+def deinit_device(device: NativeDevice) -> None:
     """Release one device's resources (its queues, programs and memory are already gone)."""
 
 
 @hookspec
-def get_device_info(device: Any) -> Mapping[DeviceInfo, Any]:
+def get_device_info(device: NativeDevice) -> Mapping[DeviceInfo, Any]:
     """The device's properties, asked once at ``olInit`` and cached by the core.
 
     Values: ``str`` for NAME, PRODUCT_NAME, UID, VENDOR, DRIVER_VERSION; ``int`` for the uint32
@@ -157,12 +174,12 @@ def get_device_info(device: Any) -> Mapping[DeviceInfo, Any]:
 
 
 @hookspec
-def is_valid_binary(device: Any, data: bytes) -> bool:
+def is_valid_binary(device: NativeDevice, data: bytes) -> bool:
     """Whether ``data`` could be loaded on ``device`` (a cheap check; no loading). Default: False."""
 
 
 @hookspec
-def load_binary(device: Any, data: bytes) -> Any:
+def load_binary(device: NativeDevice, data: bytes) -> NativeProgram:
     """Load a program image and return an opaque ``image``.
 
     ``data`` is the core's private copy; the backend may keep it. Raise ``INVALID_BINARY`` for
@@ -171,22 +188,22 @@ def load_binary(device: Any, data: bytes) -> Any:
 
 
 @hookspec
-def unload_binary(device: Any, image: Any) -> None:
+def unload_binary(device: NativeDevice, image: NativeProgram) -> None:
     """Unload one image loaded by ``load_binary`` (global destructors run here)."""
 
 
 @hookspec
-def get_kernel(device: Any, image: Any, name: str) -> Any:
+def get_kernel(device: NativeDevice, image: NativeProgram, name: str) -> NativeKernel:
     """Return an opaque ``kernel`` for the kernel ``name`` in ``image``; ``NOT_FOUND`` if absent."""
 
 
 @hookspec
-def get_global(device: Any, image: Any, name: str) -> tuple[int, int]:
+def get_global(device: NativeDevice, image: NativeProgram, name: str) -> tuple[int, int]:
     """Return ``(address, size)`` of the global variable ``name`` in ``image``; ``NOT_FOUND`` if absent."""
 
 
 @hookspec
-def kernel_params(device: Any, kernel: Any) -> Sequence[KernelParam] | None:
+def kernel_params(device: NativeDevice, kernel: NativeKernel) -> Sequence[KernelParam] | None:
     """The explicit parameters of ``kernel`` in order, as laid out in the packed argument buffer.
 
     The core asks once per kernel symbol (at ``olGetSymbol``; the answer is kept on the symbol) and
@@ -200,12 +217,14 @@ def kernel_params(device: Any, kernel: Any) -> Sequence[KernelParam] | None:
 
 
 @hookspec
-def max_group_size(device: Any, kernel: Any, dynamic_memory: int) -> int:
+def max_group_size(device: NativeDevice, kernel: NativeKernel, dynamic_memory: int) -> int:
     """The work-group size giving optimal occupancy with ``dynamic_memory`` bytes of local memory."""
 
 
 @hookspec
-def launch_kernel(device: Any, queue: Any, kernel: Any, args: bytes | None, launch: KernelLaunchSizeArgs) -> None:
+def launch_kernel(
+    device: NativeDevice, queue: NativeQueue | None, kernel: NativeKernel, args: bytes | None, launch: KernelLaunchSizeArgs
+) -> None:
     """Launch ``kernel`` over ``launch``'s grid with the packed argument struct ``args``.
 
     ``args`` is ``None`` for no arguments; otherwise a bytes-like object that the caller may reuse
@@ -221,17 +240,17 @@ def launch_kernel(device: Any, queue: Any, kernel: Any, args: bytes | None, laun
 
 
 @hookspec
-def mem_alloc(device: Any, alloc_type: AllocType, size: int) -> int:
+def mem_alloc(device: NativeDevice, alloc_type: AllocType, size: int) -> int:
     """Allocate ``size`` (> 0) bytes of the given kind; return the address (never 0)."""
 
 
 @hookspec
-def mem_free(device: Any, address: int, alloc_type: AllocType) -> None:
+def mem_free(device: NativeDevice, address: int, alloc_type: AllocType) -> None:
     """Free an address returned by ``mem_alloc`` (the core guarantees it is a live base address)."""
 
 
 @hookspec
-def mem_register(device: Any, address: int, size: int, lock: bool) -> int:
+def mem_register(device: NativeDevice, address: int, size: int, lock: bool) -> int:
     """Register (and, if ``lock``, page-lock) host memory; return the pinned address.
 
     Called once per range: the core counts users, refuses partial overlaps and never registers a
@@ -239,28 +258,30 @@ def mem_register(device: Any, address: int, size: int, lock: bool) -> int:
 
 
 @hookspec
-def mem_unregister(device: Any, address: int, size: int, unlock: bool) -> None:
+def mem_unregister(device: NativeDevice, address: int, size: int, unlock: bool) -> None:
     """Undo the ``mem_register`` of exactly ``[address, address + size)``, when its last user is
     gone. ``unlock``: the range was registered with ``lock`` and ``UNLOCK_MEMORY`` was asked."""
 
 
 @hookspec
-def data_submit(device: Any, dst: int, src: int, size: int, queue: Any) -> None:
+def data_submit(device: NativeDevice, dst: int, src: int, size: int, queue: NativeQueue | None) -> None:
     """Copy ``size`` bytes from host memory ``src`` to device memory ``dst``."""
 
 
 @hookspec
-def data_retrieve(device: Any, dst: int, src: int, size: int, queue: Any) -> None:
+def data_retrieve(device: NativeDevice, dst: int, src: int, size: int, queue: NativeQueue | None) -> None:
     """Copy ``size`` bytes from device memory ``src`` to host memory ``dst``."""
 
 
 @hookspec
-def data_exchange(src_device: Any, src: int, dst_device: Any, dst: int, size: int, queue: Any) -> None:
+def data_exchange(
+    src_device: NativeDevice, src: int, dst_device: NativeDevice, dst: int, size: int, queue: NativeQueue | None
+) -> None:
     """Copy between two devices of this backend. If absent, the core bounces through host memory."""
 
 
 @hookspec
-def data_fill(device: Any, address: int, pattern: bytes, size: int, queue: Any) -> None:
+def data_fill(device: NativeDevice, address: int, pattern: bytes, size: int, queue: NativeQueue | None) -> None:
     """Fill ``size`` bytes (a multiple of ``len(pattern)``) at ``address`` with the repeated pattern."""
 
 
@@ -268,12 +289,12 @@ def data_fill(device: Any, address: int, pattern: bytes, size: int, queue: Any) 
 
 
 @hookspec
-def create_queue(device: Any) -> Any:
+def create_queue(device: NativeDevice) -> NativeQueue:
     """Create an in-order queue and return it as an opaque ``queue``."""
 
 
 @hookspec
-def synchronize(device: Any, queue: Any, release: bool) -> None:
+def synchronize(device: NativeDevice, queue: NativeQueue, release: bool) -> None:
     """Block until ``queue`` has no pending work, then raise its asynchronous errors, if any (one
     exception, or an ``ExceptionGroup`` of all of them: each is kept).
 
@@ -286,7 +307,7 @@ def synchronize(device: Any, queue: Any, release: bool) -> None:
 
 
 @hookspec
-def has_pending_work(device: Any, queue: Any) -> bool:
+def has_pending_work(device: NativeDevice, queue: NativeQueue) -> bool:
     """Whether ``queue`` has work queued or running. Must not block. If unknowable, return True.
 
     The core polls it (``olMemFree``, ``olDestroyProgram``, interpreter exit) to wait for a queue
@@ -295,7 +316,7 @@ def has_pending_work(device: Any, queue: Any) -> bool:
 
 
 @hookspec
-def enqueue_host_call(device: Any, queue: Any, callback: Callable[[], None]) -> None:
+def enqueue_host_call(device: NativeDevice, queue: NativeQueue, callback: Callable[[], None]) -> None:
     """Run ``callback()`` in queue order: after all earlier work, before all later work.
 
     An exception from the callback is an asynchronous error of the queue.
@@ -306,32 +327,32 @@ def enqueue_host_call(device: Any, queue: Any, callback: Callable[[], None]) -> 
 
 
 @hookspec
-def create_event(device: Any, queue: Any) -> Any:
+def create_event(device: NativeDevice, queue: NativeQueue) -> NativeEvent:
     """Create and record an event on ``queue``: complete once all earlier work is. Return it."""
 
 
 @hookspec
-def destroy_event(device: Any, event: Any) -> None:
+def destroy_event(device: NativeDevice, event: NativeEvent) -> None:
     """Release an event."""
 
 
 @hookspec
-def wait_event(device: Any, queue: Any, event: Any) -> None:
+def wait_event(device: NativeDevice, queue: NativeQueue, event: NativeEvent) -> None:
     """Make later work on ``queue`` wait until ``event`` (of any queue of this backend) is complete."""
 
 
 @hookspec
-def is_event_complete(device: Any, event: Any) -> bool:
+def is_event_complete(device: NativeDevice, event: NativeEvent) -> bool:
     """Whether ``event`` is complete. Must not block."""
 
 
 @hookspec
-def sync_event(device: Any, event: Any) -> None:
+def sync_event(device: NativeDevice, event: NativeEvent) -> None:
     """Block until ``event`` is complete."""
 
 
 @hookspec
-def event_elapsed_time(device: Any, start: Any, end: Any) -> float:
+def event_elapsed_time(device: NativeDevice, start: NativeEvent, end: NativeEvent) -> float:
     """Milliseconds between two complete events of this device."""
 
 
@@ -339,4 +360,15 @@ HOOK_NAMES: tuple[str, ...] = tuple(
     name for name, value in list(globals().items()) if callable(value) and hasattr(value, PROJECT + "_spec")
 )
 
-__all__ = ["hookimpl", "hookspec", "HOOK_NAMES", "REQUIRED_HOOKS", "PROJECT"]
+__all__ = [
+    "hookimpl",
+    "hookspec",
+    "HOOK_NAMES",
+    "REQUIRED_HOOKS",
+    "PROJECT",
+    "NativeDevice",
+    "NativeQueue",
+    "NativeEvent",
+    "NativeProgram",
+    "NativeKernel",
+]

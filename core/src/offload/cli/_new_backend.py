@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._version import __version__
 from ._common import EXIT_NOTHING, EXIT_OK
 
 #: Template file -> where it goes in the package (``{package}`` is the import package).
@@ -44,8 +45,6 @@ class NewBackendError(ValueError):
 
 def substitutions(name: str) -> dict[str, str]:
     """The template values for platform ``name``: package ``offload_<name>``, class prefix."""
-    from offload import __version__
-
     if not _NAME.match(name):
         raise NewBackendError(f"NAME must be lower case letters, digits and '_', starting with a letter: {name!r}")
     if len(name) > MAX_NAME:
@@ -69,7 +68,7 @@ def substitutions(name: str) -> dict[str, str]:
 
 def _installed_names() -> dict[str, str]:
     """Backend names and ``offload-*`` distribution suffixes in use here -> what uses them."""
-    from importlib.metadata import distributions, entry_points
+    from importlib.metadata import distributions, entry_points  # here, not at the top: importlib.metadata takes ~25 ms to import, which only this command pays
 
     taken: dict[str, str] = {}
     for ep in entry_points(group="offload.backends"):

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 import offload as ol
+from offload.testing import capabilities_for
 
 from ._common import (
     _ERROR_PREFIX,
@@ -45,8 +46,6 @@ def max_size() -> int:
 
 def no_binary_reason(platform_name: str, name: str) -> str:
     """Why ``program_binary`` found nothing: where the platform's capabilities look for it."""
-    from offload.testing import capabilities_for
-
     capabilities = capabilities_for(platform_name)
     variable = capabilities.programs_env
     if variable is None:
@@ -63,8 +62,6 @@ def program_binary(platform_name: str, name: str) -> bytes | None:
     in-process or through the ``offload.conformance`` entry point). An error raised while building
     a binary propagates: it is a failure, not a skip.
     """
-    from offload.testing import capabilities_for
-
     binary = capabilities_for(platform_name).binary(name)
     return None if binary is None else bytes(binary)
 

@@ -8,17 +8,22 @@ handle as ``.handle`` and buffers their address as ``__offload_ptr__``.
 
 The most used names are also in ``offload`` itself: ``offload.devices()``, ``offload.Buffer``,
 ``offload.Array``, ``offload.to_device``, ... The classes that share a name with a flat handle
-(``Device``, ``Platform``, ``Queue``, ``Event``, ``Program``) live here only.
+(``Device``, ``Platform``, ``Queue``, ``Event``, ``Program``) live here only: ``offload.Queue`` is
+the flat handle type (also ``offload.QueueHandle``), and ``isinstance(dev.queue(), offload.Queue)``
+is False while ``isinstance(dev.queue().handle, offload.QueueHandle)`` is True.
 """
 
 from __future__ import annotations
 
 from ._array import Array, empty, from_dlpack, to_device
+from ._buffer import Buffer
 from ._discovery import Device, InfoMapping, Platform, default_device, devices, platforms
-from ._memory import Buffer
+from ._makers import register
 from ._mpi import host_staging, mpi_buffer
 from ._program import Kernel, Program
 from ._queue import Event, Queue
+
+register(buffer=Buffer, array=Array, queue=Queue, program=Program)  # what Device and Buffer make (see _makers)
 
 for _public in (Array, Buffer, Device, Event, InfoMapping, Kernel, Platform, Program, Queue):
     _public.__module__ = __name__  # help() and reprs name offload.objects, not the private module

@@ -14,7 +14,7 @@ from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _session
 from ._discovery import Device, as_device, devices, host_device
-from ._memory import Buffer, as_kind, as_size, dlpack_device
+from ._buffer import Buffer, as_kind, as_size, dlpack_device
 
 if TYPE_CHECKING:
     import numpy
@@ -31,7 +31,7 @@ _live_queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the layer's queues, sy
 
 def _numpy() -> Any:
     try:
-        import numpy
+        import numpy  # here, not at the top: numpy is optional (offload-core imports without it)
     except ImportError:  # pragma: no cover - the test environment has numpy
         raise OffloadError(ErrorCode.UNSUPPORTED, "offload.Array needs numpy (pip install numpy)") from None
     return numpy
@@ -51,15 +51,6 @@ def as_dtype(np: Any, dtype: Any) -> Any:
     if dt.itemsize == 0:
         raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
     return dt
-
-
-def exports_of(buffer: Buffer | None) -> int:
-    """How many live exports view ``buffer``'s memory (0 for None). When no export of session
-    memory is left, the exports' session reference is dropped (``_session.settle``)."""
-    _session.settle()
-    if buffer is None:
-        return 0
-    return sum(1 for o in _dlpack.live_owners() if o.__class__ is Array and o._buffer is buffer)
 
 
 def _shape(shape: Any) -> tuple[int, ...]:

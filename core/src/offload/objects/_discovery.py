@@ -6,17 +6,21 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .. import _handles, _ranks, olGetDeviceInfo, olGetPlatformInfo
+from .. import _ranks
+from .._flat_api import Device as DeviceHandle
+from .._flat_api import Platform as PlatformHandle
+from .._flat_api import olGetDeviceInfo, olGetPlatformInfo
 from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
 from .._errors import OffloadError
-from .._runtime import STATE
+from .._sessions import current_session
 from .._types import Dimensions
 from . import _session
+from ._makers import MAKERS
 
 if TYPE_CHECKING:
     from os import PathLike
 
-    from ._memory import Buffer
+    from ._buffer import Buffer
     from ._program import Program
     from ._queue import Queue
 
@@ -59,12 +63,12 @@ class Platform:
 
     __slots__ = ("_handle", "_info")
 
-    def __init__(self, handle: _handles.Platform) -> None:
+    def __init__(self, handle: PlatformHandle) -> None:
         self._handle = handle
         self._info: InfoMapping[PlatformInfo] | None = None
 
     @property
-    def handle(self) -> _handles.Platform:
+    def handle(self) -> PlatformHandle:
         """The flat API's handle."""
         return self._handle
 
@@ -105,12 +109,12 @@ class Device:
 
     __slots__ = ("_handle", "_info", "__weakref__")
 
-    def __init__(self, handle: _handles.Device) -> None:
+    def __init__(self, handle: DeviceHandle) -> None:
         self._handle = handle
         self._info: InfoMapping[DeviceInfo] | None = None
 
     @property
-    def handle(self) -> _handles.Device:
+    def handle(self) -> DeviceHandle:
         """The flat API's handle."""
         return self._handle
 
@@ -205,21 +209,15 @@ class Device:
 
     def alloc(self, size: int, kind: AllocType = AllocType.DEVICE) -> Buffer:
         """A new ``Buffer`` of ``size`` bytes of ``kind`` memory on this device."""
-        from ._memory import Buffer
-
-        return Buffer(size, device=self, kind=kind)
+        return MAKERS.buffer(size, device=self, kind=kind)
 
     def queue(self) -> Queue:
         """A new queue on this device."""
-        from ._queue import Queue
-
-        return Queue(self)
+        return MAKERS.queue(self)
 
     def load_program(self, image: bytes | bytearray | memoryview | str | PathLike[str]) -> Program:
         """Load a program image (bytes, or a path to a file holding it) on this device."""
-        from ._program import Program
-
-        return Program(self, image)
+        return MAKERS.program(self, image)
 
     def __repr__(self) -> str:
         return f"<offload.objects.Device {self.id} {self.name!r}>"
@@ -231,21 +229,21 @@ class Device:
         return hash(self._handle)
 
 
-def _platform(handle: _handles.Platform) -> Platform:
+def _platform(handle: PlatformHandle) -> Platform:
     return _session.wrapper(handle, lambda: Platform(handle))  # type: ignore[no-any-return]
 
 
-def _device(handle: _handles.Device) -> Device:
+def _device(handle: DeviceHandle) -> Device:
     return _session.wrapper(handle, lambda: Device(handle))  # type: ignore[no-any-return]
 
 
-def as_device(device: Device | _handles.Device | str | None) -> Device:
+def as_device(device: Device | DeviceHandle | str | None) -> Device:
     """A ``Device`` from a Device, a flat handle, a ``"platform[:index]"`` id, or None (the default)."""
     if device is None:
         return default_device()
     if isinstance(device, Device):
         return device
-    if isinstance(device, _handles.Device):
+    if isinstance(device, DeviceHandle):
         _session.acquire()
         return _device(device)
     if isinstance(device, str):
@@ -316,12 +314,12 @@ def host_device() -> Device:
     """The device that stands for host memory in copies (a device of the host platform)."""
     global _host
     cached = _host
-    if cached is not None and cached[0] is STATE.ctx is not None:
+    if cached is not None and cached[0] is current_session() is not None:
         return cached[1]
     found = devices(backend=PlatformBackend.HOST)
     if not found:
         raise OffloadError(
             ErrorCode.UNSUPPORTED, "copies with host memory need the host platform (install offload-host)"
         )
-    _host = (STATE.ctx, found[0])
+    _host = (current_session(), found[0])
     return found[0]

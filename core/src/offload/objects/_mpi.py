@@ -27,7 +27,7 @@ from typing import Any
 from .._enums import ErrorCode
 from .._errors import OffloadError
 from ._array import Array, _numpy, _sync_queues_of
-from ._memory import Buffer
+from ._buffer import Buffer
 
 GPU_AWARE_ENV = "OFFLOAD_MPI_GPU_AWARE"
 _QUERIES = {"cuda": ("MPIX_Query_cuda_support",), "amdgpu": ("MPIX_Query_rocm_support", "MPIX_Query_hip_support")}

@@ -26,8 +26,11 @@ from typing import Any
 
 from .._enums import ErrorCode
 from .._errors import OffloadError
-from .._runtime import STATE
+from .._flat_api import olLaunchKernel
+from .._sessions import session_cell
 from .._types import KernelParam
+from ._array import Array
+from ._buffer import CLOSES, Buffer
 from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
 from ._params import checked_params
 
@@ -143,9 +146,6 @@ def _label(kernel: str, index: int, param: KernelParam) -> str:
 def _pointer_converter(label: str, pointee: Pointee | None = None) -> Callable[[Any], int]:
     """Buffers and Arrays of the live session (their dtype checked against a known element type,
     read-only memory only for a pointer to const), ``__offload_ptr__`` objects, int addresses, None."""
-    from ._array import Array
-    from ._memory import Buffer
-
     element = None if pointee is None or pointee.element is None else _element_dtype(pointee.element)
     const = pointee is not None and pointee.const
 
@@ -320,10 +320,6 @@ class Packer:
         ``ValueError`` and a value out of range ``struct.error`` or ``OverflowError`` before
         anything is launched; the caller then calls ``pack`` for the error naming the parameter.
         """
-        from .. import olLaunchKernel
-        from ._array import Array
-        from ._memory import Buffer
-
         namespace: dict[str, Any] = {
             "_launch": olLaunchKernel,
             "_device": device,
@@ -331,7 +327,7 @@ class Packer:
             "_Buffer": Buffer,
             "_Array": Array,
             "_pack_slow": self.pack,
-            "_state": STATE,
+            "_state": session_cell(),
         }
         names = [f"a{i}" for i in range(len(self.params))]
         if self._struct is None:  # parameters not in offset order: the general packer
@@ -382,8 +378,6 @@ class Packer:
         ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never mix
         two calls); the kernel keeps its last arguments alive until its next different call.
         """
-        from ._memory import CLOSES
-
         namespace["_closes"] = CLOSES
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))

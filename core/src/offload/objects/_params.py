@@ -1,6 +1,6 @@
-"""Where a kernel's parameter layout comes from: the backend's ``kernel_params`` hook, asked once
-per kernel symbol. A core that caches the answer on the Symbol (``symbol.params``) is read;
-otherwise this module asks the bound backend itself and caches the answer per Symbol."""
+"""Where a kernel's parameter layout comes from: the backend's ``kernel_params`` hook, which the
+core asks once per kernel symbol (``_sessions.kernel_parameters``); the layer checks the answer
+against the kinds it can pack, once per Symbol."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._enums import ErrorCode
-from .._errors import OffloadError, as_offload_error
-from .._handles import Symbol
+from .._errors import OffloadError
+from .._flat_api import Symbol
+from .._sessions import backend_name, kernel_parameters
 from .._types import KernelParam
 
 PARAM_KINDS = frozenset({"pointer", "int", "uint", "float", "bytes"})
@@ -43,28 +44,13 @@ def checked_params(params: Sequence[Any], where: str) -> tuple[KernelParam, ...]
     return tuple(checked)
 
 
-_MISSING: Any = object()
-
-
 def kernel_params(symbol: Symbol) -> tuple[KernelParam, ...] | None:
     """The kernel's parameters as its backend reports them, or None when it cannot tell."""
     with _lock:
         if symbol in _cache:
             return _cache[symbol]
-    device = symbol.program.device
-    backend = device.backend
-    cached_by_core = getattr(symbol, "params", _MISSING)
-    if cached_by_core is not _MISSING:
-        reported = cached_by_core
-        params = None if reported is None else checked_params(reported, f"{backend.name}: kernel_params of {symbol.name!r}")
-    elif "kernel_params" not in backend.implemented:
-        params = None
-    else:
-        try:
-            reported = backend.kernel_params(device.native, symbol.native)
-        except Exception as error:
-            raise as_offload_error(error, f"{backend.name}: kernel_params") from error
-        params = None if reported is None else checked_params(reported, f"{backend.name}: kernel_params of {symbol.name!r}")
+    reported = kernel_parameters(symbol)
+    params = None if reported is None else checked_params(reported, f"{backend_name(symbol)}: kernel_params of {symbol.name!r}")
     with _lock:
         _cache[symbol] = params
     return params

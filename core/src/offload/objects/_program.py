@@ -9,8 +9,9 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import (
-    _handles,
+from .._flat_api import Program as ProgramHandle
+from .._flat_api import Symbol as SymbolHandle
+from .._flat_api import (
     olCalculateOptimalOccupancy,
     olCreateProgram,
     olDestroyProgram,
@@ -19,15 +20,16 @@ from .. import (
 )
 from .._enums import AllocType, ErrorCode, SymbolKind
 from .._errors import OffloadError
+from .._sessions import session_of
 from .._types import KernelLaunchSizeArgs, KernelParam
 from . import _session
 from ._discovery import Device, as_device
-from ._memory import Buffer
+from ._buffer import Buffer
 from ._packing import Packer, Pointee, declared_signature
 from ._params import kernel_params
 
 if TYPE_CHECKING:
-    from .._runtime import Context
+    from .._sessions import Session
     from ._queue import Queue
 
 Signature = str | Sequence[Any]
@@ -36,15 +38,15 @@ _SIZES_CACHE_LIMIT = 256
 _NEVER = object()  # no launch size asked yet
 
 
-def _unload(ctx: Context, handle: _handles.Program) -> None:
-    if _session.is_current(ctx) and handle._ctx is ctx:
+def _unload(ctx: Session, handle: ProgramHandle) -> None:
+    if _session.is_current(ctx) and session_of(handle) is ctx:
         try:
             olDestroyProgram(handle)
         except OffloadError:
             pass  # destroyed through the flat API meanwhile
 
 
-class Program:
+class Program(_session.HandleOwner[ProgramHandle]):
     """A program image loaded on one device; unloaded by ``close()``, ``with`` or the GC.
 
     A kernel launched through the layer keeps its program alive until the launching queue is
@@ -53,7 +55,7 @@ class Program:
     global lives, and makes the globals' Buffers closed.
     """
 
-    __slots__ = ("_handle", "_device", "_finalizer", "_kernels", "_ctx", "_globals", "__weakref__")
+    __slots__ = ("_device", "_kernels", "_ctx", "_globals", "__weakref__")
 
     def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
         dev = as_device(device)
@@ -67,25 +69,16 @@ class Program:
                 raise OffloadError(ErrorCode.HOST_IO, f"cannot read program {os.fspath(image)!r}: {error}") from None
         else:
             data = image
-        self._handle = olCreateProgram(dev.handle, data)
+        handle = olCreateProgram(dev.handle, data)
         self._device = dev
         self._kernels: dict[tuple[str, Any], Kernel] = {}
         self._ctx = ctx
         self._globals: weakref.WeakSet[Buffer] = weakref.WeakSet()
-        self._finalizer = weakref.finalize(self, _session.release_later, _unload, ctx, self._handle)
-        self._finalizer.atexit = False
-
-    @property
-    def handle(self) -> _handles.Program:
-        return self._handle
+        self._own(handle, _unload, ctx, handle)
 
     @property
     def device(self) -> Device:
         return self._device
-
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
 
     def kernel(self, name: str, signature: Signature | None = None) -> Kernel:
         """The kernel ``name``; ``signature`` declares its parameters where the backend cannot report them.
@@ -195,7 +188,7 @@ class Kernel:
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
 
     @property
-    def handle(self) -> _handles.Symbol:
+    def handle(self) -> SymbolHandle:
         return self._handle
 
     @property

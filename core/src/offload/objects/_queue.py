@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import struct
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import (
-    _handles,
+from .._flat_api import Queue as QueueHandle
+from .._flat_api import Event as EventHandle
+from .._flat_api import (
     olCreateEvent,
     olCreateQueue,
     olDestroyEvent,
@@ -23,19 +23,20 @@ from .. import (
 )
 from .._enums import ErrorCode, EventInfo
 from .._errors import OffloadError
+from .._sessions import session_of
 from . import _session
 from ._array import register_queue
 from ._discovery import Device, as_device
-from ._memory import endpoint, memcpy
+from ._buffer import endpoint, memcpy
 
 if TYPE_CHECKING:
-    from .._runtime import Context
+    from .._sessions import Session
     from ._program import Extent, Kernel
 
 
-def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) -> None:
+def _destroy_queue(ctx: Session, handle: QueueHandle, inflight: list[Any]) -> None:
     """Finalizer: wait for work that holds objects alive, then destroy (nothing after shutdown)."""
-    if _session.is_current(ctx) and handle._ctx is ctx:
+    if _session.is_current(ctx) and session_of(handle) is ctx:
         try:
             if inflight:
                 olSyncQueue(handle)
@@ -48,15 +49,15 @@ def _destroy_queue(ctx: Context, handle: _handles.Queue, inflight: list[Any]) ->
     inflight.clear()
 
 
-def _destroy_event(ctx: Context, handle: _handles.Event) -> None:
-    if _session.is_current(ctx) and handle._ctx is ctx:
+def _destroy_event(ctx: Session, handle: EventHandle) -> None:
+    if _session.is_current(ctx) and session_of(handle) is ctx:
         try:
             olDestroyEvent(handle)
         except OffloadError:
             pass
 
 
-class Queue:
+class Queue(_session.HandleOwner[QueueHandle]):
     """An in-order queue of one device.
 
     Objects used by enqueued work (buffers, arrays, host memory, kernels) are kept alive until the
@@ -64,29 +65,20 @@ class Queue:
     so does the garbage collector when it finds a queue whose work still holds objects.
     """
 
-    __slots__ = ("_handle", "_device", "_inflight", "_finalizer", "__weakref__")
+    __slots__ = ("_device", "_inflight", "__weakref__")
 
     def __init__(self, device: Device | str | None = None) -> None:
         dev = as_device(device)
         ctx = _session.acquire()
-        self._handle = olCreateQueue(dev.handle)
+        handle = olCreateQueue(dev.handle)
         self._device = dev
         self._inflight: list[Any] = []
-        self._finalizer = weakref.finalize(self, _session.release_later, _destroy_queue, ctx, self._handle, self._inflight)
-        self._finalizer.atexit = False
+        self._own(handle, _destroy_queue, ctx, handle, self._inflight)
         register_queue(self)
-
-    @property
-    def handle(self) -> _handles.Queue:
-        return self._handle
 
     @property
     def device(self) -> Device:
         return self._device
-
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
 
     def _hold(self, obj: Any) -> None:
         self._inflight.append(obj)
@@ -152,7 +144,7 @@ class Queue:
         """Synchronise, then destroy the queue (idempotent; a queue of an ended session just lets go)."""
         if not self._finalizer.alive:
             return
-        if self._handle._ctx is None or not _session.is_current(self._handle._ctx):
+        if (owner := session_of(self._handle)) is None or not _session.is_current(owner):
             self._finalizer()
             return
         try:
@@ -182,21 +174,16 @@ def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:
     function(*args)
 
 
-class Event:
+class Event(_session.HandleOwner[EventHandle]):
     """A point in a queue's work: complete once everything enqueued before it is."""
 
-    __slots__ = ("_handle", "_queue", "_finalizer", "__weakref__")
+    __slots__ = ("_queue", "__weakref__")
 
     def __init__(self, queue: Queue) -> None:
         ctx = _session.acquire()
-        self._handle = olCreateEvent(queue.handle)
+        handle = olCreateEvent(queue.handle)
         self._queue = queue
-        self._finalizer = weakref.finalize(self, _session.release_later, _destroy_event, ctx, self._handle)
-        self._finalizer.atexit = False
-
-    @property
-    def handle(self) -> _handles.Event:
-        return self._handle
+        self._own(handle, _destroy_event, ctx, handle)
 
     @property
     def queue(self) -> Queue:

@@ -30,17 +30,15 @@ import gc
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
-from .._entrypoints import olInit, olShutDown
 from .._enums import ErrorCode
 from .._errors import OffloadError
-from .._runtime import STATE
+from .._flat_api import olInit, olShutDown
+from .._sessions import Session, current_session
 from . import _dlpack
-
-if TYPE_CHECKING:
-    from .._runtime import Context
 
 FORKED = (
     "this process was forked after offload was used: the parent's devices, memory and objects are not "
@@ -48,11 +46,11 @@ FORKED = (
 )
 
 _lock = threading.RLock()
-_held: Context | None = None  # the session whose reference the layer holds
+_held: Session | None = None  # the session whose reference the layer holds
 _atexit_registered = False
 _wrappers: dict[int, Any] = {}  # id(handle) -> the layer's object, for the held session only
-_pinned: Context | None = None  # the session an extra reference is held on for live exports
-_parent: Context | None = None  # in a forked child: the parent's session (never current here)
+_pinned: Session | None = None  # the session an extra reference is held on for live exports
+_parent: Session | None = None  # in a forked child: the parent's session (never current here)
 
 
 _deferred: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = collections.deque()
@@ -100,28 +98,28 @@ def _drain_after_gc(phase: str, info: dict[str, int]) -> None:
 gc.callbacks.append(_drain_after_gc)
 
 
-def acquire() -> Context:
+def acquire() -> Session:
     """The current session, taking the layer's reference on it first if it does not hold one."""
     if _deferred:
         drain()
-    ctx = STATE.ctx
+    ctx = current_session()
     if ctx is not None and ctx is _held:
         return ctx
     return _take_reference()
 
 
-def _take_reference() -> Context:
+def _take_reference() -> Session:
     global _held, _atexit_registered
 
     with _lock:
-        ctx = STATE.ctx
+        ctx = current_session()
         if ctx is not None and ctx is _held:
             return ctx
         if forked_from_parent(ctx):
             raise OffloadError(ErrorCode.UNSUPPORTED, FORKED)
         settle()  # a session kept only by exports that are gone ends before the new reference
         olInit()
-        _held = STATE.ctx
+        _held = current_session()
         _wrappers.clear()
         if not _atexit_registered:
             atexit.register(_release_at_exit)
@@ -141,7 +139,7 @@ def release() -> None:
             olShutDown()
 
 
-def pin(ctx: Context | None) -> None:
+def pin(ctx: Session | None) -> None:
     """Hold one more reference on ``ctx`` (the live session) while exports of its memory live."""
     global _pinned
 
@@ -185,7 +183,7 @@ def _forget_in_child() -> None:
     global _held, _pinned, _parent, _lock
 
     _lock = threading.RLock()  # another thread of the parent may have held it at the fork
-    _parent = _held if _held is not None else _pinned if _pinned is not None else STATE.ctx
+    _parent = _held if _held is not None else _pinned if _pinned is not None else current_session()
     _held = _pinned = None
     _wrappers.clear()
 
@@ -193,13 +191,13 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
-def is_current(ctx: Context | None) -> bool:
+def is_current(ctx: Session | None) -> bool:
     """Whether ``ctx`` is the live session of this process (finalizers of older sessions, and a
     forked child's copies of the parent's objects, do nothing)."""
-    return ctx is not None and STATE.ctx is ctx and ctx is not _parent
+    return ctx is not None and current_session() is ctx and ctx is not _parent
 
 
-def forked_from_parent(ctx: Context | None) -> bool:
+def forked_from_parent(ctx: Session | None) -> bool:
     """Whether ``ctx`` is the session of the parent this process was forked from."""
     return ctx is not None and ctx is _parent
 
@@ -212,3 +210,30 @@ def wrapper(handle: Any, make: Any) -> Any:
         if obj is None or obj._handle is not handle:
             obj = _wrappers[key] = make()
         return obj
+
+
+H = TypeVar("H")
+
+
+class HandleOwner(Generic[H]):
+    """A layer object owning one flat handle (``handle``); its finalizer releases the handle
+    through ``release_later`` when the object is closed or collected (``closed`` then)."""
+
+    __slots__ = ("_handle", "_finalizer")
+
+    _handle: H
+    _finalizer: weakref.finalize[Any, Any]
+
+    def _own(self, handle: H, release: Callable[..., None], *args: Any) -> None:
+        """Take ``handle``; ``release(*args)`` runs once, at ``close()`` or collection (never at exit)."""
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, release_later, release, *args)
+        self._finalizer.atexit = False
+
+    @property
+    def handle(self) -> H:
+        return self._handle
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive

@@ -24,6 +24,9 @@ from typing import Any
 
 import pytest
 
+import offload as ol
+from offload.testing import capabilities_for
+
 PLATFORM_ENV = "OFFLOAD_TEST_PLATFORM"
 MARKER = "offload_conformance"
 
@@ -49,8 +52,6 @@ def _all_devices(ol: Any) -> list[Any]:
 
 def _selected_ids() -> list[str]:
     """The ids of the devices under test: one balanced olInit/olShutDown, nothing kept."""
-    import offload as ol
-
     ol.olInit()
     try:
         identified = _identify(ol, _all_devices(ol))
@@ -88,8 +89,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def ol_session() -> Iterator[list[Any]]:
     """One olInit for the test module using the suite, one olShutDown after its last test
     (so the project's other test modules find the library as they left it): every device."""
-    import offload as ol
-
     ol.olInit()
     try:
         yield _all_devices(ol)
@@ -100,8 +99,6 @@ def ol_session() -> Iterator[list[Any]]:
 @pytest.fixture
 def device(request: pytest.FixtureRequest, ol_session: list[Any]) -> Any:
     """The device under test (parametrised over every selected device)."""
-    import offload as ol
-
     key = getattr(request, "param", None)
     if key is None:
         pytest.fail("the 'device' fixture is only parametrised for tests marked offload_conformance")
@@ -114,16 +111,12 @@ def device(request: pytest.FixtureRequest, ol_session: list[Any]) -> Any:
 @pytest.fixture
 def platform(device: Any) -> Any:
     """The platform of the device under test."""
-    import offload as ol
-
     return ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)
 
 
 @pytest.fixture
 def host_device(ol_session: list[Any]) -> Any:
     """The first device whose platform backend is HOST (host memory); skip when there is none."""
-    import offload as ol
-
     for dev in ol_session:
         platform = ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM)
         if ol.olGetPlatformInfo(platform, ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST:
@@ -135,9 +128,6 @@ def host_device(ol_session: list[Any]) -> Any:
 def capabilities(platform: Any) -> Any:
     """The resolved ``Capabilities`` of the device's platform (register_capabilities / entry
     point), every flag a bool: ``None`` flags derived from the hooks the backend implements."""
-    import offload as ol
-    from offload.testing import capabilities_for
-
     declared = capabilities_for(ol.olGetPlatformInfo(platform, ol.PlatformInfo.NAME))
     return declared.resolve(implemented_hooks(platform))
 
@@ -157,8 +147,6 @@ def require(capabilities: Any, flag: str) -> None:
 def queue(device: Any, capabilities: Any) -> Iterator[Any]:
     """A queue of the device under test, synchronised and destroyed after the test
     (skips without ``capabilities.queues``)."""
-    import offload as ol
-
     require(capabilities, "queues")
     q = ol.olCreateQueue(device)
     yield q
@@ -177,7 +165,7 @@ def program_binary(capabilities: Any) -> Callable[[str], bytes]:
         data = capabilities.binary(name)
         if data is None:
             pytest.skip(f"{capabilities!r}: capabilities.binary({name!r}) provides no binary of this test program")
-        return data
+        return bytes(data)
 
     return get
 
@@ -185,8 +173,6 @@ def program_binary(capabilities: Any) -> Callable[[str], bytes]:
 @pytest.fixture
 def load_program(device: Any, program_binary: Callable[[str], bytes]) -> Iterator[Callable[[str], Any]]:
     """``load_program(name)``: olCreateProgram of a test program; destroyed after the test."""
-    import offload as ol
-
     made: list[Any] = []
 
     def load(name: str) -> Any:
@@ -210,8 +196,6 @@ def alloc(device: Any, capabilities: Any) -> Iterator[Callable[..., int]]:
     Skips without ``memory``, or without MANAGED (``managed_memory``) or HOST (``host_memory``)
     memory when that kind is asked for.
     """
-    import offload as ol
-
     made: list[int] = []
 
     def allocate(size: int, alloc_type: Any = None) -> int:

@@ -15,16 +15,8 @@ from ._device import TestDeviceInfo, TestDeviceInfoSize, TestIterateDevices
 from ._event import TestEvent, TestEventElapsedTime, TestEventInfo
 from ._init import TestInit
 from ._kernel import TestKernelParams, TestLaunchKernel, TestOccupancy, TestSingleCounter
-from ._memory import (
-    TestMemAlloc,
-    TestMemcpy,
-    TestMemcpyGlobal,
-    TestMemFill,
-    TestMemFree,
-    TestMemInfo,
-    TestMemInfoSize,
-    TestMemRegister,
-)
+from ._alloc import TestMemAlloc, TestMemFree, TestMemInfo, TestMemInfoSize, TestMemRegister
+from ._copy import TestMemcpy, TestMemcpyGlobal, TestMemFill
 from ._platform import TestPlatformInfo, TestPlatformInfoSize
 from ._program import TestIsValidBinary, TestProgram, TestSymbol, TestSymbolInfo, TestSymbolInfoSize
 from ._queue import TestHostFunction, TestQueue, TestQueueInfo, TestWaitEvents

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import offload as ol
+from offload.testing import capabilities_for
 from offload.testing._capabilities import FEATURES, contradictions, partial_groups
 
 from ._helpers import Base, expect_unsupported, implemented, kernel, launch, ptr_arg, require
@@ -23,8 +24,6 @@ _FAKE_ADDRESS = 0x1000  # a non-null address: the core must refuse before any ba
 class TestCapabilities(Base):
     def test_declarations_match_hooks(self, device: Any, capabilities: Any) -> None:
         """A flag declared True needs its hooks (and the flags it builds on)."""
-        from offload.testing import capabilities_for
-
         declared = capabilities_for(device.platform.name)
         assert contradictions(declared, implemented(device)) == []
 

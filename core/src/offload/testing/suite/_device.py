@@ -61,7 +61,7 @@ assert set(_C_SIZE) | set(_STRINGS) == set(D)
 
 
 def _name(prop: Any) -> str:
-    return prop.name
+    return str(prop.name)
 
 
 class TestIterateDevices(Base):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import offload as ol
-from offload.testing.plugin import implemented_hooks, require  # noqa: F401 (require: re-exported to the suite)
+from offload.testing.plugin import implemented_hooks, require as require  # noqa: F401 (require: re-exported to the suite)
 
 #: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
 conformance = pytest.mark.offload_conformance

@@ -73,16 +73,19 @@ def as_address(value: Any, name: str) -> int:
 def as_size(value: Any, name: str) -> int:
     """A size argument as an int: an int or an ``__index__`` integer below 2**64
     (``INVALID_ARGUMENT`` for another type, ``INVALID_SIZE`` for a negative or too large value)."""
-    if type(value) is not int:
+    size: int
+    if type(value) is int:
+        size = value
+    else:
         try:
             if isinstance(value, bool):
                 raise TypeError("a bool is not a size")
-            value = operator.index(value)
+            size = operator.index(value)
         except Exception:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} must be an int, got {type(value).__name__}") from None
-    if not 0 <= value < ADDRESS_LIMIT:
-        raise OffloadError(ErrorCode.INVALID_SIZE, f"{name} = {value} is not a size (0 <= size < 2**64)")
-    return value
+    if not 0 <= size < ADDRESS_LIMIT:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"{name} = {size} is not a size (0 <= size < 2**64)")
+    return size
 
 
 def end_of(address: int, size: int, name: str) -> int:
@@ -172,7 +175,47 @@ HOST_MAPPINGS = HostMappings()
 HOT: list[tuple[int, int, Any, Any]] = [(0, 0, None, None), (0, 0, None, None), (0, 0, None, None)]
 
 
+def host_copy_cached(snapshot: Any, dst: int, src: int, size: int) -> bool:
+    """Whether a host-to-host copy needs no lookup: ``[dst, dst + size)`` lies in the host segment
+    last found writable and ``[src, src + size)`` in the one last found readable, both found in
+    the allocation ``snapshot`` that is still current (TypeError for a None pointer)."""
+    hot_dst, hot_src = HOT[WRITE], HOT[READ]
+    return (
+        hot_dst[2] is snapshot
+        and hot_src[2] is snapshot
+        and hot_dst[0] <= dst
+        and dst + size <= hot_dst[1]
+        and hot_src[0] <= src
+        and src + size <= hot_src[1]
+    )
+
+
+def _cached(hot: tuple[int, int, Any, Any], snapshot: Any, start: int, end: int, device: Device) -> bool:
+    """Whether [start, end) lies in the segment ``hot`` (found in ``snapshot``, for ``device``)."""
+    return hot[2] is snapshot and hot[0] <= start and end <= hot[1] and (hot[3] is None or hot[3] is device)
+
+
 # --- range checks --------------------------------------------------------------------------------
+
+
+def refuse_copy_values(dst: int, src: int, size: int) -> None:
+    """Raise the error for a copy whose addresses or size are out of range or whose ends wrap
+    (called once a one-test check of all three has failed, to name what was wrong)."""
+    as_address(dst, "DstPtr")
+    as_address(src, "SrcPtr")
+    as_size(size, "Size")
+    end_of(dst, size, "DstPtr")
+    end_of(src, size, "SrcPtr")
+
+
+def check_copy(ctx: Context, dst: int, dst_end: int, dst_device: Device, src: int, src_end: int, src_device: Device) -> None:
+    """Check a copy's destination (written) and source (read) ranges; a range inside the host
+    segment (or device allocation) last found safe needs no lookup."""
+    snapshot = ctx.allocations.snapshot
+    if not _cached(HOT[WRITE] if dst_device.is_host else HOT[DEVICE], snapshot, dst, dst_end, dst_device):
+        check_range(ctx, "DstPtr", dst, dst_end, dst_device, WRITE)
+    if not _cached(HOT[READ] if src_device.is_host else HOT[DEVICE], snapshot, src, src_end, src_device):
+        check_range(ctx, "SrcPtr", src, src_end, src_device, READ)
 
 
 def _describe(allocation: Allocation) -> str:

@@ -6,15 +6,16 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .. import olMemAlloc, olMemFill, olMemFree, olMemcpy
+from .._flat_api import olMemAlloc, olMemFill, olMemFree, olMemcpy
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _session
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
+from ._makers import MAKERS
 
 if TYPE_CHECKING:
-    from .._runtime import Context
+    from .._sessions import Session
     from numpy.typing import DTypeLike
 
     from ._array import Array
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 CLOSES = [0]  # how many Buffers were closed: a remembered argument buffer holding an address is stale once it moves
 
 
-def _free(ctx: Context, address: int) -> None:
+def _free(ctx: Session, address: int) -> None:
     """The finalizer: free the allocation if its session is still live (a later one freed it)."""
     if _session.is_current(ctx):
         try:
@@ -104,7 +105,7 @@ class Buffer:
     _kind: AllocType
     _finalizer: weakref.finalize[Any, Any] | None
     _keepalive: Any
-    _ctx: Context | None  # the session the memory belongs to (None: owned outside offload)
+    _ctx: Session | None  # the session the memory belongs to (None: owned outside offload)
     _readonly: bool
 
     def __init__(self, size: int, device: Device | str | None = None, kind: AllocType | str = AllocType.DEVICE) -> None:
@@ -132,7 +133,7 @@ class Buffer:
         owner: Any = None,
         *,
         readonly: bool = False,
-        session: Context | None = None,
+        session: Session | None = None,
     ) -> Buffer:
         """A non-owning Buffer over memory someone else owns (``owner`` is kept alive).
 
@@ -205,7 +206,7 @@ class Buffer:
     @property
     def exports(self) -> int:
         """How many DLPack exports and numpy views of this memory are alive (``close()`` refuses while any is)."""
-        return _array.exports_of(self)
+        return exports_of(self)
 
     @property
     def host_accessible(self) -> bool:
@@ -220,13 +221,13 @@ class Buffer:
         OffloadError (INVALID_ARGUMENT) while exports of the memory are alive: drop the numpy
         views and DLPack consumers first.
         """
-        if self._address and (live := _array.exports_of(self)):
+        if self._address and (live := exports_of(self)):
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"cannot close {self!r}: {live} DLPack export(s) or numpy view(s) of its memory are alive",
             )
         self.invalidate()
-        _array.exports_of(None)  # drop the exports' session reference if none is left
+        exports_of(None)  # drop the exports' session reference if none is left
 
     def invalidate(self) -> None:
         """Free (or forget) the memory now, exports or not: the owner of a view's memory is gone."""
@@ -301,7 +302,7 @@ class Buffer:
         offset: int = 0,
     ) -> Array:
         """A typed array view of this buffer (``strides`` in bytes; default C-contiguous, filling it)."""
-        return _array.Array(self, shape, dtype, strides, offset)
+        return MAKERS.array(self, shape, dtype, strides, offset)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return dlpack_device(self._device, self._kind)
@@ -318,11 +319,20 @@ class Buffer:
         return self.view().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
 
+def exports_of(buffer: Buffer | None) -> int:
+    """How many live exports view ``buffer``'s memory (0 for None). When no export of session
+    memory is left, the exports' session reference is dropped (``_session.settle``)."""
+    _session.settle()
+    if buffer is None:
+        return 0
+    return sum(1 for o in _dlpack.live_owners() if o.__class__ is MAKERS.array and o._buffer is buffer)
+
+
 def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any]:
     """``(address, nbytes, device, keepalive)`` of a copy's source or destination."""
     if isinstance(obj, Buffer):
         return (obj.writable_address(what) if writable else obj.address), obj._size, obj._device, obj
-    if isinstance(obj, _array.Array):
+    if isinstance(obj, MAKERS.array):
         if not obj.is_contiguous:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous Array")
         if writable:
@@ -332,7 +342,7 @@ def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any
     return address, nbytes, host_device(), keep
 
 
-def stale_details(buffer: Buffer, ctx: Context) -> str:
+def stale_details(buffer: Buffer, ctx: Session) -> str:
     """Why ``buffer`` of session ``ctx`` cannot be used any more."""
     if _session.forked_from_parent(ctx):
         return f"{buffer!r}: {_session.FORKED}"
@@ -351,5 +361,3 @@ def memcpy(
     olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
     queue._hold(keep)
 
-
-from . import _array  # noqa: E402  (a cycle: Arrays view Buffers)

@@ -1,0 +1,82 @@
+"""What every section of the ``ol*`` implementation shares: argument conversion and errors,
+and releasing a resource only after the queued work that may use it.
+
+Each ``_api_<section>`` module follows a section of ``hookspecs`` and holds the ``_impl`` layer of
+its functions (liboffload's ``<fn>_impl``): each takes the live ``Context`` first and the Python
+arguments after it. By the time it runs, the generated entry point (``_entrypoints``) has checked
+initialisation, run the validation conditions of ``_api_table`` and checked that every handle
+argument is live and of its kind. What is left there is the semantics: enum ranges, kind and
+ownership rules, routing to the backend.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._enums import ErrorCode
+from ._errors import OffloadError
+from ._handles import Device
+from ._ranges import ADDRESS_LIMIT, as_address, as_size
+from ._runtime import LOCAL, Context
+
+ctx_lock = threading.Lock()  # guards Context.orphan_errors
+
+
+def fail(code: ErrorCode, details: str) -> OffloadError:
+    """The error to raise (``raise fail(...)``)."""
+    return OffloadError(code, details)
+
+
+def address_arg(value: Any, name: str) -> int:
+    """An address argument as an int: an in-range int as it is, anything else through ``as_address``."""
+    if type(value) is int and 0 <= value < ADDRESS_LIMIT:
+        return value
+    return as_address(value, name)
+
+
+def size_arg(value: Any, name: str) -> int:
+    """A size argument as an int: an in-range int as it is, anything else through ``as_size``."""
+    if type(value) is int and 0 <= value < ADDRESS_LIMIT:
+        return value
+    return as_size(value, name)
+
+
+def bytes_arg(value: Any, name: str) -> bytes:
+    """A private copy of a bytes-like argument."""
+    try:
+        return memoryview(value).tobytes()
+    except TypeError:
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"{name} must be bytes-like, got {type(value).__name__}") from None
+
+
+def release_after_queued_work(ctx: Context, devices: Sequence[Device], release: Callable[[], None]) -> None:
+    """Wait for every busy queue of ``devices``, then call ``release``; inside a host function,
+    ``release`` is enqueued on its own queue instead (which cannot be waited for from inside)."""
+    own = LOCAL.queue
+    for device in devices:
+        live, parked = tuple(device.queues), tuple(device.parked)  # copied atomically (GIL)
+        if not live and not parked:
+            continue
+        backend, native = device.backend, device.native
+        has_pending_work = backend.has_pending_work
+        for native_queue in (*(q.native for q in live), *parked):
+            if native_queue is not own and has_pending_work(native, native_queue):
+                wait_for_queue(ctx, device, native_queue)
+    if own is None:
+        release()
+    else:
+        own_device = LOCAL.device
+        own_device.backend.enqueue_host_call(own_device.native, own, release)
+
+
+def wait_for_queue(ctx: Context, device: Device, native_queue: Any) -> None:
+    """Wait until a queue has no pending work. Polls ``has_pending_work`` (with a growing sleep):
+    nothing is enqueued on a queue this caller does not own, and its errors stay its owner's."""
+    backend, native = device.backend, device.native
+    delay = 0.00005
+    while backend.has_pending_work(native, native_queue):
+        time.sleep(delay)
+        delay = min(delay * 2, 0.005)

@@ -1,0 +1,85 @@
+"""Platforms and devices: ``olIterateDevices`` and the platform and device info queries, with the
+device properties the core answers itself where a backend gives none (``hookspecs.get_device_info``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import _info
+from ._api_common import fail
+from ._enums import DeviceFpCapabilityFlag, DeviceInfo, DeviceType, ErrorCode, PlatformInfo
+from ._errors import OffloadError
+from ._handles import Device, Platform
+from ._runtime import LOCAL, Context
+
+OL_VERSION = "v0.0.1"
+PLATFORM_VENDOR = "Unknown platform vendor"
+
+
+def olIterateDevices(ctx: Context, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
+    """Call ``callback`` per device; it may call any function, the final ``olShutDown`` included."""
+    if not callable(callback):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+    LOCAL.iterating += 1
+    try:
+        for device in list(ctx.devices):
+            if not callback(device, user_data):
+                return
+    finally:
+        LOCAL.iterating -= 1
+
+
+def platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
+    prop = _info.lookup(_info.PLATFORM_INFO, PlatformInfo, prop, "getPlatformInfo")
+    kind = _info.PLATFORM_INFO[prop][0]
+    if prop is PlatformInfo.NAME:
+        return platform.name, kind
+    if prop is PlatformInfo.VENDOR_NAME:
+        return PLATFORM_VENDOR, kind
+    if prop is PlatformInfo.VERSION:
+        return OL_VERSION, kind
+    return platform.kind, kind
+
+
+def device_info(ctx: Context, device: Device, prop: Any) -> tuple[Any, _info.Kind]:
+    # the cache is keyed by DeviceInfo (equal to its int): another enum class (PlatformInfo.NAME)
+    # must not hit it, but go to lookup, which refuses it
+    answer = device.info_cache.get(prop) if type(prop) is DeviceInfo or type(prop) is int else None
+    if answer is None:
+        prop = _info.lookup(_info.DEVICE_INFO, DeviceInfo, prop, "getDeviceInfo")
+        kind, enum_type = _info.DEVICE_INFO[prop]
+        value = _info.convert(kind, enum_type, device_info_value(device, prop), "OL_DEVICE_INFO_" + prop.name)
+        answer = device.info_cache[prop] = (value, kind)
+    return answer
+
+
+def device_info_value(device: Device, prop: DeviceInfo) -> Any:
+    """A device property: the backend's answer, else the default documented at
+    ``hookspecs.get_device_info`` (liboffload R1's synthesised ones, plus those that follow from
+    another answer), else ``UNIMPLEMENTED``."""
+    try:
+        return device.info[prop]
+    except KeyError:
+        pass
+    if prop is DeviceInfo.TYPE:
+        return DeviceType.HOST if device.is_host else DeviceType.GPU
+    if prop is DeviceInfo.PLATFORM:
+        return device.platform
+    if prop in (DeviceInfo.SINGLE_FP_CONFIG, DeviceInfo.DOUBLE_FP_CONFIG):
+        return DeviceFpCapabilityFlag(127)
+    if prop is DeviceInfo.HALF_FP_CONFIG:
+        return DeviceFpCapabilityFlag(0)
+    if prop in (DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT):
+        return bool(device_info_value(device, DeviceInfo[prop.name.replace("_SUPPORT", "_CONFIG")]))
+    if DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR <= prop <= DeviceInfo.NATIVE_VECTOR_WIDTH_HALF:
+        return 0 if prop is DeviceInfo.NATIVE_VECTOR_WIDTH_HALF else 1
+    if prop is DeviceInfo.MAX_MEM_ALLOC_SIZE and DeviceInfo.GLOBAL_MEM_SIZE in device.info:
+        return device.info[DeviceInfo.GLOBAL_MEM_SIZE]
+    if prop is DeviceInfo.PRODUCT_NAME and DeviceInfo.NAME in device.info:
+        return device.info[DeviceInfo.NAME]
+    raise OffloadError(
+        ErrorCode.UNIMPLEMENTED,
+        f"OL_DEVICE_INFO_{prop.name}: plugin did not provide a response for this information",
+    )
+

@@ -23,3 +23,30 @@ def test_quick_json(kernels: Any, child_env: Any, simulated: Any) -> None:
     assert results["memcpy_8b"]["ratio"] > 0 and results["memcpy_large"]["ol_gbps"] > 0
     assert results["churn"]["ol_queues_per_s"] > 0
     assert [c["passed"] in (True, False) for c in results["checks"]] == [True, True]
+
+
+def test_batches_stay_under_a_small_push_buffer(kernels: Any, child_env: Any, simulated: Any) -> None:
+    """With a push buffer of 64 the held batches must be smaller, or an enqueue blocks behind the
+    hold until its 300 s gate times out (the run then exceeds the timeout below)."""
+    env = {k: v for k, v in child_env().items() if k != "LD_LIBRARY_PATH"}
+    env["GPUSIM_PUSH_BUFFER"] = "64"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["launch"]["ratio"] > 0
+
+
+def test_a_driver_error_ends_the_run_with_a_message(kernels: Any, child_env: Any, simulated: Any) -> None:
+    """GPUSIM_FAULT_AFTER makes the 50th device operation fault (sticky ILLEGAL_ADDRESS): the
+    benchmark stops with one message and exit status 2, promptly, instead of a traceback or a hang."""
+    env = {k: v for k, v in child_env().items() if k != "LD_LIBRARY_PATH"}
+    env["GPUSIM_FAULT_AFTER"] = "50"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "bench_cuda: driver error, benchmark stopped:" in proc.stderr
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""

@@ -3,9 +3,10 @@
 with offload in one process, arrays exchanged through DLPack both ways with their data checked;
 and another context made current (``cuCtxCreate`` / ``cuCtxPushCurrent``) between offload calls.
 
-Everything runs in child processes on the simulated driver (tests/simulators), which models the
+Everything runs in child processes, on the simulated driver (tests/simulators), which models the
 driver calls cuda.core makes (libraries, ``cuLaunchKernelEx``, stream-ordered pools, stream
-queries; tests/cuda/test_simulator_sharing_rules.py tests them with raw calls).
+queries; tests/cuda/test_simulator_sharing_rules.py tests them with raw calls), or on a real one
+(scripts/cuda-real.sh).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ emit(out)
 
 
 def test_offload_and_cuda_core_share_the_device_and_exchange_arrays(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+    run_child: Any, child_env: Any, kernels: Any, simulator: Any
 ) -> None:
     missing = _cuda_core_missing()
     if missing:
@@ -118,8 +119,9 @@ def test_offload_and_cuda_core_share_the_device_and_exchange_arrays(
     assert out["offload_kernel_on_core_memory"] is True
     assert out["offload_after_core"] is True
     assert out["pool_used_after_close"] == 0
-    assert out["device_memory_in_use"] == 0
-    assert "gpusim: leak" not in child.stderr, child.stderr
+    if simulator is not None:  # a real device's memory is also other processes' (and the pool's reserve)
+        assert out["device_memory_in_use"] == 0
+        assert "gpusim: leak" not in child.stderr, child.stderr
 
 
 _OTHER_CONTEXT = (
@@ -171,9 +173,7 @@ emit(out)
 )
 
 
-def test_another_context_current_between_offload_calls(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_another_context_current_between_offload_calls(run_child: Any, child_env: Any, kernels: Any) -> None:
     """A backend that remembered the current context per thread would launch on its primary-context
     stream while the created context is current (the driver refuses: the stream is not the current
     context's) and free under the wrong context; this one asks cuCtxGetCurrent each time."""

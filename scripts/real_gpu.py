@@ -68,6 +68,7 @@ class Step:
     log: str = ""
     note: str = ""
     optional: bool = False  # its failure is reported, not the run's
+    env: dict[str, str] = field(default_factory=dict)  # this step's own variables
     figures: dict[str, object] = field(default_factory=dict)
 
     @property
@@ -169,7 +170,7 @@ def run_step(step: Step, logs: Path, env: dict[str, str], timeout: int = 3600) -
     print(f"real_gpu: {step.name}: {' '.join(step.command)}", file=sys.stderr, flush=True)
     start = time.monotonic()
     try:
-        proc = subprocess.run(step.command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(step.command, cwd=ROOT, env={**env, **step.env}, capture_output=True, text=True, timeout=timeout)
         step.returncode, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         partial = b"".join(x if isinstance(x, bytes) else (x or "").encode() for x in (exc.stdout, exc.stderr))
@@ -230,7 +231,8 @@ def amdgpu_steps(machine: Machine, pytest_args: list[str]) -> list[Step]:
     return [
         Step("prepare .venv", venv),
         Step(f"build the test kernels for {machine.arch} (code objects)", [PY, "-c", build]),
-        Step("conformance kit on the real HIP runtime", kit, note=f"OFFLOAD_AMDGPU_PROGRAMS={programs}"),
+        Step("conformance kit on the real HIP runtime", kit, note=f"OFFLOAD_AMDGPU_PROGRAMS={programs}",
+             env={"OFFLOAD_TEST_PLATFORM": "amdgpu", "OFFLOAD_AMDGPU_PROGRAMS": str(programs)}),  # fmt: skip
         Step("AMDGPU tests", [PY, "-m", "pytest", "-q", "-rs", "tests/amdgpu", *pytest_args],
              note="the suite runs on the simulated HIP runtime (it has no real-runtime mode): a check of this machine's build"),  # fmt: skip
         Step("benchmark bench_amdgpu.py", [PY, "benchmarks/bench_amdgpu.py", "--json"],
@@ -251,7 +253,6 @@ def run(kind: str, report: Path, pytest_args: list[str]) -> int:
             env.update(OFFLOAD_CUDA_REAL="1", OFFLOAD_CUDA_ARCH=machine.arch)
             planned = cuda_steps(machine, pytest_args)
         else:
-            env.update(OFFLOAD_TEST_PLATFORM="amdgpu", OFFLOAD_AMDGPU_PROGRAMS=str(BUILD / f"amdgpu-real-{machine.arch}"))
             planned = amdgpu_steps(machine, pytest_args)
         logs = report.with_suffix(".logs")
         for step in planned:

@@ -40,6 +40,8 @@ GPU_KERNELS = (
     "global", "global_ctor", "global_dtor", "sequence", "single_counter", "saxpy",
 )  # fmt: skip
 
+HOST_BUILDS_MARKER = "host-builds-registered"
+
 NVCC_PINS = (
     "nvidia-cuda-nvcc==13.0.*",
     "nvidia-cuda-runtime==13.0.*",
@@ -274,7 +276,9 @@ def gpu_kernels(host_builds: bool = True) -> GpuKernels | str:
         tool.path, tool.version, _cxx(), cuda_arch(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers)
     )
     final = BUILD / f"gpu-kernels-{key}"
-    if (final / "registry").exists():
+    # A build without host builds (a real-GPU run) must not stand in for one the simulator needs:
+    # the marker says the registry is complete; a build lacking it is replaced when they are needed.
+    if (final / "registry").exists() and (not host_builds or (final / HOST_BUILDS_MARKER).exists()):
         return GpuKernels(final, final / "registry")
     BUILD.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=BUILD, prefix=".gpu-kernels-"))
@@ -294,6 +298,10 @@ def gpu_kernels(host_builds: bool = True) -> GpuKernels | str:
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         for future in [pool.submit(one, s) for s in sources]:
             future.result()
+    if host_builds:
+        (tmp / HOST_BUILDS_MARKER).touch()
+        if final.exists():  # an earlier build without host builds
+            shutil.rmtree(final, ignore_errors=True)
     _publish(tmp, final)
     return GpuKernels(final, final / "registry")
 

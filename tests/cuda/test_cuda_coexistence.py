@@ -134,7 +134,7 @@ host = platform_devices()["host"][0]
 out = {}
 ck(d.cuInit(0))
 device = ck(d.cuDeviceGet(0))
-primary = ck(d.cuDevicePrimaryCtxRetain(device))  # only to compare handles (released below)
+ck(d.cuDevicePrimaryCtxRetain(device))  # held as another library would (released below)
 a = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 256)
 # another library creates its own context on the same device: cuCtxCreate makes it current
 other = ck(d.cuCtxCreate(None, 0, device))
@@ -143,7 +143,6 @@ out["fill"] = error_of(ol.olMemFill, None, a, b"\x11", 256)
 back = (ctypes.c_uint8 * 8)()
 out["copy"] = error_of(ol.olMemcpy, None, ctypes.addressof(back), host, a, gpu, 4)
 out["data"] = list(back)[:4]
-out["offload_made_primary_current"] = int(ck(d.cuCtxGetCurrent())) == int(primary)
 # the other library pushes its context again and works on its own stream between offload calls
 ck(d.cuCtxPushCurrent(other))
 theirs = ck(d.cuStreamCreate(1))
@@ -181,7 +180,6 @@ def test_another_context_current_between_offload_calls(run_child: Any, child_env
     out = child.result
     assert out["other_is_current"] is True
     assert out["fill"] is None and out["copy"] is None and out["data"] == [0x11] * 4
-    assert out["offload_made_primary_current"] is True
     assert out["queued_launch"] is None and out["sync"] is None
     assert out["their_stream_query"] == 0
     assert out["read_back"] is None and out["foo_wrote"] == [0, 1]

@@ -232,7 +232,7 @@ def amdgpu_steps(machine: Machine, pytest_args: list[str]) -> list[Step]:
         Step("prepare .venv", venv),
         Step(f"build the test kernels for {machine.arch} (code objects)", [PY, "-c", build]),
         Step("conformance kit on the real HIP runtime", kit, note=f"OFFLOAD_AMDGPU_PROGRAMS={programs}",
-             env={"OFFLOAD_TEST_PLATFORM": "amdgpu", "OFFLOAD_AMDGPU_PROGRAMS": str(programs)}),  # fmt: skip
+             env={"OFFLOAD_TEST_PLATFORM": "amdgpu", "OFFLOAD_AMDGPU_PROGRAMS": str(programs), "OFFLOAD_BACKENDS_STRICT": "1"}),  # fmt: skip
         Step("AMDGPU tests", [PY, "-m", "pytest", "-q", "-rs", "tests/amdgpu", *pytest_args],
              note="the suite runs on the simulated HIP runtime (it has no real-runtime mode): a check of this machine's build"),  # fmt: skip
         Step("benchmark bench_amdgpu.py", [PY, "benchmarks/bench_amdgpu.py", "--json"],

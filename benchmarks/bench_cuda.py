@@ -21,6 +21,12 @@ Ratios are the median of per-round ratios (each round times both sides back to b
 * churn    ``olCreateQueue`` + ``olDestroyQueue`` N times (pooled streams) against raw
            ``cuStreamCreate`` + ``cuStreamDestroy``: queues/s.
 
+Every held batch stays under the driver's push buffer (about 1024 pending operations per
+stream on NVIDIA drivers, ``GPUSIM_PUSH_BUFFER`` on the simulator): past it the enqueuing call
+blocks until the device drains work, which a held stream never does (``batch_size``). A driver
+error (or offload error) ends the run with a one-line message on stderr and exit status 2,
+after releasing any held stream, instead of hanging behind it.
+
 Usage: ``python benchmarks/bench_cuda.py [--quick] [--json] [--strict]``.
 """
 
@@ -59,9 +65,18 @@ class Config:
 FULL = Config(repeats=9, launches=20_000, copies=20_000, large_copies=5, large_size=64 * MIB, churn=5_000)
 QUICK = Config(repeats=2, launches=300, copies=300, large_copies=1, large_size=4 * MIB, churn=100)
 
+#: Pending operations per stream a real driver accepts before enqueuing blocks (an order of
+#: magnitude, not a documented figure); the simulator's is GPUSIM_PUSH_BUFFER.
+DRIVER_PUSH_BUFFER = 1024
+EXIT_DRIVER_ERROR = 2
+
 TARGET_LAUNCH = 1.2 if REAL else 1.3
 TARGET_COPY = 1.5
 TARGET_BANDWIDTH = 0.97
+
+
+class DriverError(RuntimeError):
+    """A raw driver call of the benchmark failed (its CUresult is the message)."""
 
 
 def _build_module() -> Any:
@@ -100,6 +115,20 @@ def _kernel_image(name: str) -> bytes:
     return (Path(root) / f"{name}.cubin").read_bytes()
 
 
+def batch_size(push_buffer: int | None = None) -> int:
+    """Operations enqueued behind one hold: half the push buffer (the hold itself and any
+    bookkeeping the queue adds take slots too), never more than 512."""
+    if push_buffer is None:
+        text = os.environ.get("GPUSIM_PUSH_BUFFER", "")
+        push_buffer = int(text) if text.isdigit() and not REAL else DRIVER_PUSH_BUFFER
+    return max(1, min(512, push_buffer // 2))
+
+
+def batches(n: int, size: int) -> list[int]:
+    """``n`` split into batches of at most ``size`` (the last one may be shorter)."""
+    return [min(size, n - start) for start in range(0, n, size)]
+
+
 def _interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
     """Median of each variant's samples (GC off around each); with two variants also ``"ratio"``:
     the median of the per-round ratios first / second."""
@@ -116,7 +145,7 @@ def run(config: Config) -> dict[str, Any]:
 
     def ck(returned: Any) -> Any:
         if returned[0]:
-            raise RuntimeError(f"driver call failed: {returned[0]!r}")
+            raise DriverError(f"driver call failed: {returned[0]!r}")
         return None if len(returned) == 1 else returned[1] if len(returned) == 2 else returned[1:]
 
     ol.olInit()
@@ -153,17 +182,27 @@ def run(config: Config) -> dict[str, Any]:
     extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buffer), 2, ctypes.addressof(buffer_size), 0)
     extra_address = ctypes.addressof(extra)
 
-    def timed(body: Callable[[], None], after: Callable[[], None], n: int) -> float:
-        start = time.perf_counter_ns()
-        body()
-        elapsed = time.perf_counter_ns() - start
-        after()
+    batch = batch_size()
+
+    def held(hold: Callable[[], None], enqueue: Callable[[int], None], release: Callable[[], None], n: int) -> float:
+        """Mean ns per operation of ``enqueue(count)`` over batches of ``n``, each behind a hold
+        and under the push buffer; the hold is released even when an enqueue fails."""
+        elapsed = 0
+        for count in batches(n, batch):
+            hold()
+            try:
+                start = time.perf_counter_ns()
+                enqueue(count)
+                elapsed += time.perf_counter_ns() - start
+            finally:
+                release()
         return elapsed / n
 
     n = config.launches
-    # Each timed launch loop runs behind a host function that holds the stream until the loop
-    # is done (a deep queue, as on a GPU): the enqueue cost is measured without the simulator's
-    # worker executing kernels beside the loop (on 2 cores that skews whichever side is slower).
+    # Each timed batch of launches runs behind a host function that holds the stream until the
+    # batch is enqueued (a deep queue, as on a GPU): the enqueue cost is measured without the
+    # simulator's worker executing kernels beside the loop (on 2 cores that skews whichever
+    # side is slower). A batch is at most half the push buffer, so the enqueue never blocks.
     gate = threading.Event()
     host_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: gate.wait(300) and None)
     host_fn_address = ctypes.cast(host_fn, ctypes.c_void_p).value
@@ -184,24 +223,20 @@ def run(config: Config) -> dict[str, Any]:
         gate.set()
         ck(d.cuStreamSynchronize(stream))
 
-    def ol_launch() -> None:
+    def ol_launch(count: int) -> None:
         launch = ol.olLaunchKernel
-        for _ in range(n):
+        for _ in range(count):
             launch(queue, gpu, foo, args, size)
 
-    def raw_launch() -> None:
+    def raw_launch(count: int) -> None:
         launch = d.cuLaunchKernel
-        for _ in range(n):
-            launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, extra_address)
-
-    def held(hold: Callable[[], None], body: Callable[[], None], release: Callable[[], None]) -> float:
-        hold()
-        return timed(body, release, n)
+        for _ in range(count):
+            launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, extra_address)  # errors: the sync after reports them
 
     launch_ns = _interleaved(
         {
-            "olLaunchKernel": lambda: held(hold_ol, ol_launch, release_ol),
-            "cuLaunchKernel": lambda: held(hold_raw, raw_launch, release_raw),
+            "olLaunchKernel": lambda: held(hold_ol, ol_launch, release_ol, n),
+            "cuLaunchKernel": lambda: held(hold_raw, raw_launch, release_raw, n),
         },
         config.repeats,
     )
@@ -213,26 +248,22 @@ def run(config: Config) -> dict[str, Any]:
     small_address = ol.olMemAlloc(gpu, ol.AllocType.HOST, 8)
     target = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 8)
 
-    def ol_copy() -> None:
+    def ol_copy(count: int) -> None:
         copy = ol.olMemcpy
-        for _ in range(m):
+        for _ in range(count):
             copy(queue, target, gpu, small_address, host, 8)
 
-    def raw_copy() -> None:
+    def raw_copy(count: int) -> None:
         copy = d.cuMemcpyHtoDAsync
-        for _ in range(m):
+        for _ in range(count):
             copy(target, small_address, 8, stream)
 
     # the copies are enqueued behind a held stream too, as the launches are: the simulator's
     # worker does not run (and compete for the 2 cores) beside the loop being timed
-    def held_n(hold: Callable[[], None], body: Callable[[], None], release: Callable[[], None]) -> float:
-        hold()
-        return timed(body, release, m)
-
     copy_ns = _interleaved(
         {
-            "olMemcpy": lambda: held_n(hold_ol, ol_copy, release_ol),
-            "cuMemcpyHtoDAsync": lambda: held_n(hold_raw, raw_copy, release_raw),
+            "olMemcpy": lambda: held(hold_ol, ol_copy, release_ol, m),
+            "cuMemcpyHtoDAsync": lambda: held(hold_raw, raw_copy, release_raw, m),
         },
         config.repeats,
     )
@@ -346,7 +377,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
     _ensure_driver()
-    results = run(QUICK if args.quick else FULL)
+    from offload import OffloadError  # after _ensure_driver: the re-executed child loads offload
+
+    try:
+        results = run(QUICK if args.quick else FULL)
+    except (DriverError, OffloadError) as exc:
+        print(f"bench_cuda: driver error, benchmark stopped: {exc}", file=sys.stderr)
+        return EXIT_DRIVER_ERROR
     print(json.dumps(results, indent=2) if args.json else report(results))
     return 1 if args.strict and not all(c["passed"] for c in results["checks"]) else 0
 

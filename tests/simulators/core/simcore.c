@@ -46,6 +46,8 @@ static int device_count;
 static unsigned delay_us;
 static unsigned push_buffer = 1024;
 static int protect_wanted = 1;
+static long fault_after; /* GPUSIM_FAULT_AFTER: the device operation that faults (0: none) */
+static long ops_run[SIM_MAX_DEVICES]; /* device operations started, per device */
 static sim_device_props props[SIM_MAX_DEVICES];
 
 static long env_long(const char *name, long fallback, long lo, long hi) {
@@ -65,6 +67,7 @@ static void read_config(void) {
   delay_us = (unsigned)env_long("GPUSIM_DELAY_US", 0, 0, 10 * 1000 * 1000);
   push_buffer = (unsigned)env_long("GPUSIM_PUSH_BUFFER", 1024, 1, 1 << 20);
   protect_wanted = (int)env_long("GPUSIM_PROTECT", 1, 0, 1);
+  fault_after = env_long("GPUSIM_FAULT_AFTER", 0, 0, 1L << 40);
   long mib = env_long("GPUSIM_MEMORY_MIB", 1024, 1, 1 << 20);
   for (int i = 0; i < SIM_MAX_DEVICES; ++i) {
     sim_device_props *p = &props[i];
@@ -443,6 +446,14 @@ static void *stream_worker(void *raw) {
     sim_status status = SIM_OK;
     /* After a sticky fault the device runs nothing more; bookkeeping still completes. */
     int skip = !(op->flags & (SIM_OP_CONTROL | SIM_OP_AFTER_FAULT)) && sim_device_fault(s->device) != SIM_OK;
+    if (!skip && fault_after && !(op->flags & (SIM_OP_HOST_FUNCTION | SIM_OP_CONTROL)) &&
+        __atomic_add_fetch(&ops_run[s->device], 1, __ATOMIC_ACQ_REL) == fault_after) {
+      /* GPUSIM_FAULT_AFTER: this operation faults as a kernel touching unmapped memory would
+       * (an injected driver error for tests of error paths); the device is faulted from now on. */
+      sim_device_set_fault(s->device, SIM_ERR_ILLEGAL_ADDRESS);
+      status = SIM_ERR_ILLEGAL_ADDRESS;
+      skip = 1;
+    }
     if (!skip) {
       if (delay) usleep(delay);
       if (op->flags & SIM_OP_HOST_FUNCTION) {

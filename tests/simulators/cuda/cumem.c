@@ -49,10 +49,13 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned flags
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   REQUIRE_CTX(ctx);
   if (dptr == 0) return CUDA_SUCCESS;
+  if (cu_pool_free_pending(dptr)) return CUDA_ERROR_INVALID_VALUE; /* cuMemFreeAsync has it already */
   /* cuMemFree synchronises with the device (as the driver does for non-async frees). */
   sim_alloc_info info;
   if (sim_mem_find((void *)(uintptr_t)dptr, &info)) sim_device_wait_idle(info.device);
-  return from_sim(sim_mem_free((void *)(uintptr_t)dptr, KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_MANAGED)));
+  CUresult rc = from_sim(sim_mem_free((void *)(uintptr_t)dptr, KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_MANAGED)));
+  if (rc == CUDA_SUCCESS) cu_pool_forget(dptr); /* a stream-ordered allocation freed synchronously */
+  return rc;
 }
 
 EXPORT CUresult cuMemFreeHost(void *p) {

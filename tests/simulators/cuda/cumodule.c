@@ -11,10 +11,12 @@
 /* ---- modules -------------------------------------------------------------------------------- */
 
 struct cufunction {
+  unsigned magic; /* FUNCTION_MAGIC: tells a function from a library's kernel (culibrary.c) */
   struct cumodule *module;
   cu_kernel_info info;
   sim_kernel_entry entry;
   int max_dynamic_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  int non_portable_cluster; /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
 };
 
 struct cumodule {
@@ -27,7 +29,6 @@ struct cumodule {
   int *global_owned;     /* 1 when the front allocated it (no host build) */
 };
 
-#define MODULE_MAGIC 0x4d4f444cu
 
 static void module_free(struct cumodule *m) {
   for (unsigned i = 0; i < m->image.global_count; ++i) {
@@ -43,12 +44,13 @@ static void module_free(struct cumodule *m) {
   handle_delete(BIN_MODULE, m);
 }
 
-static CUresult module_load(CUmodule *out, const void *image) {
-  REQUIRE_CTX(ctx);
+/* Loads an image as a module of a device (no context checks: cuModuleLoadData's and the
+ * libraries' shared part). */
+CUresult cu_module_load_device(int device, const void *image, CUmodule *out) {
   if (out == NULL || image == NULL) return CUDA_ERROR_INVALID_VALUE;
   struct cumodule *m = handle_new(BIN_MODULE, sizeof *m);
   if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  m->device = ctx->device;
+  m->device = device;
   size_t image_size = 0;
   CUresult rc = cu_image_parse(image, cu_device_sm(), MODELLED_PTX_ISA, &m->image, &image_size);
   if (rc != CUDA_SUCCESS) {
@@ -70,6 +72,7 @@ static CUresult module_load(CUmodule *out, const void *image) {
   }
   for (unsigned i = 0; i < m->image.kernel_count; ++i) {
     struct cufunction *f = &m->functions[i];
+    f->magic = FUNCTION_MAGIC;
     f->module = m;
     f->info = m->image.kernels[i];
     f->entry = m->lib ? sim_hostlib_kernel(m->lib, f->info.name) : NULL;
@@ -98,6 +101,11 @@ static CUresult module_load(CUmodule *out, const void *image) {
   m->magic = MODULE_MAGIC;
   *out = m;
   return CUDA_SUCCESS;
+}
+
+static CUresult module_load(CUmodule *out, const void *image) {
+  REQUIRE_CTX(ctx);
+  return cu_module_load_device(ctx->device, image, out);
 }
 
 EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image) { return module_load(out, image); }
@@ -129,15 +137,20 @@ static void jit_log_out(unsigned n, const int *options, void **values, int buffe
   values[size_at] = (void *)(uintptr_t)(len ? len + 1 : 0);
 }
 
-EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n, int *options, void **values) {
+CUresult cu_module_load_options(int device, CUmodule *out, const void *image, unsigned n, int *options, void **values) {
   if (n > 0 && (options == NULL || values == NULL)) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < n; ++i)
     if (options[i] < 0 || options[i] >= CU_JIT_NUM_OPTIONS_MODELLED) return CUDA_ERROR_INVALID_VALUE;
-  CUresult rc = module_load(out, image);
+  CUresult rc = cu_module_load_device(device, image, out);
   const char *log = rc == CUDA_SUCCESS ? "" : cu_image_jit_log();
   jit_log_out(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, log);
   jit_log_out(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
   return rc;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n, int *options, void **values) {
+  REQUIRE_CTX(ctx);
+  return cu_module_load_options(ctx->device, out, image, n, options, values);
 }
 
 EXPORT CUresult cuModuleUnload(CUmodule m) {
@@ -173,8 +186,22 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule 
   return CUDA_ERROR_NOT_FOUND;
 }
 
-#define REQUIRE_FUNC(f) \
-  do { if ((f) == NULL || (f)->module == NULL || (f)->module->magic != MODULE_MAGIC) return CUDA_ERROR_INVALID_HANDLE; } while (0)
+/* A CUfunction, or a library's CUkernel cast to one (the driver accepts those wherever it takes
+ * a function, in the current context: "the context to use ... will be the current context"),
+ * resolved to the function of the given device (-1: functions only). */
+static CUresult resolve_function(CUfunction *f, int device) {
+  if (*f == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  if ((*f)->magic == FUNCTION_MAGIC)
+    return (*f)->module != NULL && (*f)->module->magic == MODULE_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (device < 0) return CUDA_ERROR_INVALID_HANDLE;
+  return cu_kernel_function((void *)*f, device, f);
+}
+
+#define REQUIRE_FUNC(f)                                        \
+  do {                                                         \
+    CUresult rf_ = resolve_function(&(f), ctx->device);        \
+    if (rf_ != CUDA_SUCCESS) return rf_;                       \
+  } while (0)
 
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size) {
   REQUIRE_CTX(ctx);
@@ -187,15 +214,15 @@ EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, s
 
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f) {
   REQUIRE_INIT();
-  REQUIRE_FUNC(f);
+  CUresult rc = resolve_function(&f, -1);
+  if (rc != CUDA_SUCCESS) return rc;
   if (name == NULL) return CUDA_ERROR_INVALID_VALUE;
   *name = f->info.name;
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuFuncGetAttribute(int *value, int attribute, CUfunction f) {
-  REQUIRE_CTX(ctx);
-  REQUIRE_FUNC(f);
+/* CUfunction_attribute values (cuda.h) of one function, no context checks. */
+CUresult cu_func_attribute(CUfunction f, int attribute, int *value) {
   if (value == NULL) return CUDA_ERROR_INVALID_VALUE;
   switch (attribute) {
   case 0: *value = sim_device(f->module->device)->max_threads_per_block; break;
@@ -208,14 +235,28 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attribute, CUfunction f) {
   case 7: *value = 0; break;
   case 8: *value = f->max_dynamic_shared; break;
   case 9: *value = -1; break;
+  case 10: *value = 0; break; /* CLUSTER_SIZE_MUST_BE_SET */
+  case 11: case 12: case 13: *value = 0; break; /* REQUIRED_CLUSTER_WIDTH/HEIGHT/DEPTH: none */
+  case 14: *value = f->non_portable_cluster; break; /* NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
+  case 15: *value = 0; break; /* CLUSTER_SCHEDULING_POLICY_PREFERENCE: default */
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attribute, int value) {
+EXPORT CUresult cuFuncGetAttribute(int *value, int attribute, CUfunction f) {
   REQUIRE_CTX(ctx);
   REQUIRE_FUNC(f);
+  return cu_func_attribute(f, attribute, value);
+}
+
+/* Sets a CUfunction_attribute of one function, no context checks. */
+CUresult cu_func_set_attribute(CUfunction f, int attribute, int value) {
+  if (attribute == 14) {
+    if (value != 0 && value != 1) return CUDA_ERROR_INVALID_VALUE;
+    f->non_portable_cluster = value;
+    return CUDA_SUCCESS;
+  }
   if (attribute == 8) {
     size_t limit = sim_device(f->module->device)->shared_per_block_optin - f->info.static_shared;
     if (value < 0 || (size_t)value > limit) return CUDA_ERROR_INVALID_VALUE;
@@ -225,6 +266,24 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attribute, int value) {
   if (attribute == 9) return value >= -1 && value <= 100 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   return CUDA_ERROR_INVALID_VALUE;
 }
+
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attribute, int value) {
+  REQUIRE_CTX(ctx);
+  REQUIRE_FUNC(f);
+  return cu_func_set_attribute(f, attribute, value);
+}
+
+/* The parameter layout of a function, no context checks. */
+CUresult cu_func_param(CUfunction f, size_t index, size_t *offset, size_t *size) {
+  if (index >= f->info.param_count) return CUDA_ERROR_INVALID_VALUE;
+  if (offset) *offset = f->info.params[index].offset;
+  if (size) *size = f->info.params[index].size;
+  return CUDA_SUCCESS;
+}
+
+const char *cu_func_name(CUfunction f) { return f->info.name; }
+unsigned cu_module_kernel_count(CUmodule m) { return m->image.kernel_count; }
+CUfunction cu_module_kernel(CUmodule m, unsigned index) { return &m->functions[index]; }
 
 #define CU_LAUNCH_PARAM_END ((void *)0x00)
 #define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)

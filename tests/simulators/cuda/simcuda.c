@@ -45,8 +45,10 @@ static const error_text errors[] = {
     {713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
     {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
     {800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {912, "CUDA_ERROR_INVALID_CLUSTER_SIZE", "invalid cluster size"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -100,6 +102,8 @@ static struct cuctx primary[8];
 
 static __thread CUcontext tls_stack[16];
 static __thread int tls_depth; /* tls_stack[tls_depth - 1] is current; depth 0: none */
+
+struct cuctx *cu_primary(int device) { return &primary[device]; }
 
 int cu_device_sm(void) {
   static int sm;
@@ -245,7 +249,12 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   case 86: v = 1; break;                                   /* SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO */
   case 89: v = 1; break;                                   /* CONCURRENT_MANAGED_ACCESS */
   case 97: v = (int)p->shared_per_block_optin; break;      /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+  case 95: v = 1; break;                                   /* COOPERATIVE_LAUNCH */
+  case 102: v = 0; break;                                  /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: VMM not modelled */
   case 106: v = 32; break;                                 /* MAX_BLOCKS_PER_MULTIPROCESSOR */
+  case 115: v = 1; break;                                  /* MEMORY_POOLS_SUPPORTED (cupool.c) */
+  case 119: v = 0; break;                                  /* MEMPOOL_SUPPORTED_HANDLE_TYPES: no IPC pools */
+  case 120: v = cu_device_sm() >= 90; break;               /* CLUSTER_LAUNCH */
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   *value = v;
@@ -432,12 +441,6 @@ EXPORT int gpusim_memory_protected(const char **why) { return sim_mem_protected(
 
 /* ---- entry points ---------------------------------------------------------------------------- */
 
-typedef struct proc_entry {
-  const char *name;
-  int version; /* the lowest cudaVersion this entry serves */
-  void *fn;
-} proc_entry;
-
 #define E(name, version, fn) {name, version, (void *)fn}
 static const proc_entry procs[] = {
     E("cuGetErrorName", 6000, cuGetErrorName),
@@ -539,6 +542,13 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
     known = 1;
     if (procs[i].version <= version && (best == NULL || procs[i].version > best->version)) best = &procs[i];
   }
+  const proc_entry *tables[] = {cu_pool_procs, cu_library_procs, cu_ext_procs};
+  for (size_t t = 0; t < sizeof tables / sizeof *tables; ++t)
+    for (const proc_entry *e = tables[t]; e->name != NULL; ++e) {
+      if (strcmp(e->name, symbol) != 0) continue;
+      known = 1;
+      if (e->version <= version && (best == NULL || e->version > best->version)) best = e;
+    }
   if (best == NULL) {
     *pfn = NULL;
     if (status) *status = known ? 2 : 1;

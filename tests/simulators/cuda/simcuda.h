@@ -4,6 +4,10 @@
  * cumem.c     allocations, registered memory, copies and memsets (and their synchronisation)
  * custream.c  handle recycling, streams, events, host functions and stream callbacks
  * cumodule.c  modules (cuimage.c parses them), functions, launches, occupancy
+ * culibrary.c context-independent libraries and their kernels (cuLibrary*, cuKernel*)
+ * cupool.c    stream-ordered memory pools (cuMemPool*, cuMemAllocAsync, cuMemFreeAsync)
+ * simcuda_ext.c created contexts, stream queries and priorities, cuLaunchKernelEx, pointer
+ *             attributes, and the entry-point table of those files
  * See ../README.md for what is modelled and where the documentation says so.
  */
 #ifndef GPUSIM_SIMCUDA_H
@@ -24,6 +28,9 @@ typedef struct custream *CUstream;
 typedef struct cuevent *CUevent;
 typedef struct cumodule *CUmodule;
 typedef struct cufunction *CUfunction;
+typedef struct culibrary *CUlibrary;
+typedef struct cukernel *CUkernel;
+typedef struct cumempool *CUmemoryPool;
 typedef struct { unsigned char bytes[16]; } CUuuid;
 typedef void (*CUhostFn)(void *user_data);
 typedef size_t (*CUoccupancyB2DSize)(int block_size);
@@ -55,8 +62,10 @@ enum {
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
   CUDA_ERROR_ILLEGAL_INSTRUCTION = 715,
   CUDA_ERROR_LAUNCH_FAILED = 719,
+  CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720,
   CUDA_ERROR_NOT_PERMITTED = 800,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_INVALID_CLUSTER_SIZE = 912,
   CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -67,6 +76,8 @@ enum {
 
 struct cuctx {
   int device;
+  int created;       /* 1 for a cuCtxCreate context (0: the device's primary context) */
+  unsigned long long id; /* cuCtxGetId (0 until first asked) */
   int refs;          /* primary-context retain count; active while > 0 */
   unsigned generation; /* bumped when the last release ends the context: its streams/events die */
   unsigned flags;
@@ -76,6 +87,8 @@ struct cuctx {
 };
 
 extern int cu_initialized;
+/* The primary context of a device (whether active or not). */
+struct cuctx *cu_primary(int device);
 /* The sim_status of the core as a CUresult. */
 CUresult from_sim(sim_status status);
 /* The current context, or why there is none usable: after a kernel fault every call that needs
@@ -125,6 +138,8 @@ struct custream {
   struct cuctx *ctx;
   unsigned generation; /* of ctx when created: a stream dies with its context */
   sim_stream *sim;
+  int priority;        /* cuStreamCreateWithPriority (clamped to the context's range) */
+  unsigned long long id; /* cuStreamGetId (0 until first asked) */
 };
 
 struct cuevent {
@@ -143,6 +158,47 @@ CUresult resolve_stream_owner(CUstream stream, struct cuctx *ctx, sim_stream **o
 CUresult resolve_stream(CUstream stream, struct cuctx *ctx, sim_stream **out);
 
 typedef void (*CUstreamCallback)(CUstream stream, CUresult status, void *user_data);
+
+/* ---- modules, functions and libraries (cumodule.c, culibrary.c) ----------------------------- */
+
+#define MODULE_MAGIC 0x4d4f444cu
+#define FUNCTION_MAGIC 0x46554e43u
+#define KERNEL_MAGIC 0x4b45524eu
+
+/* Loads an image as a module of a device, no context checks (cuModuleLoadData's core). */
+CUresult cu_module_load_device(int device, const void *image, CUmodule *out);
+/* The same with cuModuleLoadDataEx's JIT options (the logs are written). */
+CUresult cu_module_load_options(int device, CUmodule *out, const void *image, unsigned n, int *options, void **values);
+unsigned cu_module_kernel_count(CUmodule m);
+CUfunction cu_module_kernel(CUmodule m, unsigned index);
+/* Function queries without context checks (f must be a live function). */
+CUresult cu_func_attribute(CUfunction f, int attribute, int *value);
+CUresult cu_func_set_attribute(CUfunction f, int attribute, int value);
+CUresult cu_func_param(CUfunction f, size_t index, size_t *offset, size_t *size);
+const char *cu_func_name(CUfunction f);
+/* A library kernel's function on a device (its module loaded there on first use);
+ * INVALID_HANDLE when handle is not a live kernel. */
+CUresult cu_kernel_function(void *handle, int device, CUfunction *out);
+
+/* ---- stream-ordered pools (cupool.c) ----------------------------------------------------- */
+
+/* The pool an address was allocated from (NULL: none); cuMemFree of such memory forgets it. */
+CUmemoryPool cu_pool_of(CUdeviceptr ptr);
+void cu_pool_forget(CUdeviceptr ptr);
+/* 1 when a cuMemFreeAsync of ptr is enqueued and has not run yet. */
+int cu_pool_free_pending(CUdeviceptr ptr);
+
+/* ---- the entry-point table ------------------------------------------------------------------ */
+
+typedef struct proc_entry {
+  const char *name;
+  int version; /* the lowest cudaVersion this entry serves */
+  void *fn;
+} proc_entry;
+/* The entries of cupool.c, culibrary.c and simcuda_ext.c (each ends with a NULL name). */
+extern const proc_entry cu_pool_procs[];
+extern const proc_entry cu_library_procs[];
+extern const proc_entry cu_ext_procs[];
 
 /* ---- the exported driver functions defined outside simcuda.c (for the entry-point table) ---- */
 
@@ -203,6 +259,10 @@ EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, s
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);
 EXPORT CUresult cuFuncGetAttribute(int *value, int attribute, CUfunction f);
 EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attribute, int value);
+EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx);
+EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer);
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx);
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params, void **extra);
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size, size_t dyn);
 EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize to_dyn, size_t dyn, int limit);

@@ -30,13 +30,14 @@ from ._enums import (
     SymbolInfo,
     SymbolKind,
 )
-from ._errors import OffloadError, raise_kept_errors
+from ._errors import OffloadError
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
 from ._runtime import STATE as _STATE
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
 from ._version import __version__
+from .backend_support import raise_kept_errors  # also offload.backend_support.raise_kept_errors
 from .hookspecs import hookimpl
 
 

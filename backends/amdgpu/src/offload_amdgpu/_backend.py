@@ -16,11 +16,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from offload import AllocType, DeviceInfo, KernelLaunchSizeArgs, KernelParam, hookimpl
+from offload import AllocType, DeviceInfo, KernelParam, hookimpl
 
 from . import _code_object, _device, _launch, _memory, _queue
 from ._device import HipDevice
-from ._driver import DriverUnavailable, check, load
+from ._driver import DriverUnavailable, load
 from ._errors import raise_for
 from ._program import HipImage, HipKernel
 from ._queue import HipEvent, HipQueue, HostCalls
@@ -127,16 +127,7 @@ class AMDGPUBackend:
             raise_for(hip, result[0], "hipModuleOccupancyMaxPotentialBlockSize")
         return int(result[2])
 
-    @hookimpl
-    def launch_kernel(
-        self, device: HipDevice, queue: HipQueue | None, kernel: HipKernel, args: Any, launch: KernelLaunchSizeArgs
-    ) -> None:
-        if queue is not None:
-            _launch.launch(device, queue.stream, kernel, args, launch)
-            return
-        device.activate()  # the null stream is the current device's
-        _launch.launch(device, None, kernel, args, launch)
-        check(device.hip, device.hip.hipStreamSynchronize(None), "hipStreamSynchronize (after hipModuleLaunchKernel)")
+    launch_kernel = staticmethod(hookimpl(_launch.launch_kernel))  # the hot path, without a glue frame
 
     # --- memory --------------------------------------------------------------------------------
 
@@ -159,13 +150,8 @@ class AMDGPUBackend:
     def mem_unregister(self, device: HipDevice, address: int) -> None:
         _memory.unregister(device, address)
 
-    @hookimpl
-    def data_submit(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-        _memory.copy_to_device(device, dst, src, size, None if queue is None else queue.stream)
-
-    @hookimpl
-    def data_retrieve(self, device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-        _memory.copy_from_device(device, dst, src, size, None if queue is None else queue.stream)
+    data_submit = staticmethod(hookimpl(_memory.data_submit))  # hot paths, without a glue frame
+    data_retrieve = staticmethod(hookimpl(_memory.data_retrieve))
 
     @hookimpl
     def data_exchange(

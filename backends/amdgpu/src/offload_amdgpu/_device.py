@@ -30,10 +30,11 @@ class HipDevice:
     """A HIP device of this process: ordinal, target, the streams kept for reuse (``streams``),
     and the events alive (destroyed by ``deinit_device`` if still alive then)."""
 
-    __slots__ = ("hip", "ordinal", "target", "streams", "events", "peers", "lock", "select")
+    __slots__ = ("hip", "module_launch", "ordinal", "target", "streams", "events", "peers", "lock", "select")
 
     def __init__(self, hip: Any, ordinal: int, target: Target, select: bool) -> None:
         self.hip = hip
+        self.module_launch = hip.hipModuleLaunchKernel  # bound once: the launch hot path
         self.ordinal = ordinal
         self.target = target
         self.streams: ResourcePool[Any] = ResourcePool(

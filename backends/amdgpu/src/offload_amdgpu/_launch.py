@@ -17,10 +17,12 @@ from typing import Any
 from offload import ErrorCode, KernelLaunchSizeArgs, OffloadError
 
 from ._device import HipDevice
+from ._driver import check
 from ._errors import raise_for
 from ._program import HipKernel
+from ._queue import HipQueue
 
-__all__ = ["LaunchBlocks", "launch", "short_args_error"]
+__all__ = ["LaunchBlocks", "launch_kernel", "short_args_error"]
 
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 2
@@ -87,9 +89,12 @@ class LaunchBlocks:
 _BLOCKS = LaunchBlocks()
 
 
-def launch(device: HipDevice, stream: Any, kernel: HipKernel, args: Any, size: KernelLaunchSizeArgs) -> None:
-    """Enqueue ``kernel`` on ``stream`` (refusing an argument buffer shorter than its parameters);
-    ``stream`` None: on the current device's null stream (the caller waits for it)."""
+def launch_kernel(
+    device: HipDevice, queue: HipQueue | None, kernel: HipKernel, args: Any, launch: KernelLaunchSizeArgs
+) -> None:
+    """The ``launch_kernel`` hook itself (``AMDGPUBackend`` binds it: the hot path has no glue
+    frame). Refuses an argument buffer shorter than the kernel's parameters; ``queue`` None: on the
+    null stream of the device made current, waited for."""
     if args is not None and type(args) is not bytes:
         args = bytes(args)  # any bytes-like object: its bytes (len() of a memoryview counts items)
     n = 0 if args is None else len(args)
@@ -97,11 +102,17 @@ def launch(device: HipDevice, stream: Any, kernel: HipKernel, args: Any, size: K
     if n < extent:
         raise short_args_error(kernel, n)
     extra = _BLOCKS.pack(args, extent) if extent else None
-    gx, gy, gz = size.num_groups
-    bx, by, bz = size.group_size
-    hip = device.hip
-    status = hip.hipModuleLaunchKernel(
-        kernel.function, gx, gy, gz, bx, by, bz, size.dyn_shared_memory, stream, None, extra
-    )[0]
+    gx, gy, gz = launch.num_groups
+    bx, by, bz = launch.group_size
+    if queue is not None:
+        status = device.module_launch(
+            kernel.function, gx, gy, gz, bx, by, bz, launch.dyn_shared_memory, queue.stream, None, extra
+        )[0]
+        if status:
+            raise_for(device.hip, status, "hipModuleLaunchKernel")
+        return
+    device.activate()  # the null stream is the current device's
+    status = device.module_launch(kernel.function, gx, gy, gz, bx, by, bz, launch.dyn_shared_memory, None, None, extra)[0]
     if status:
-        raise_for(hip, status, "hipModuleLaunchKernel")
+        raise_for(device.hip, status, "hipModuleLaunchKernel")
+    check(device.hip, device.hip.hipStreamSynchronize(None), "hipStreamSynchronize (after hipModuleLaunchKernel)")

@@ -19,8 +19,9 @@ from offload import AllocType
 from ._device import HipDevice
 from ._driver import check
 from ._errors import raise_for
+from ._queue import HipQueue
 
-__all__ = ["alloc", "copy_between", "copy_from_device", "copy_to_device", "fill", "free", "register", "unregister"]
+__all__ = ["alloc", "copy_between", "data_retrieve", "data_submit", "fill", "free", "register", "unregister"]
 
 log = logging.getLogger("offload_amdgpu")
 
@@ -80,16 +81,26 @@ def unregister(device: HipDevice, address: int) -> None:
     check(hip, hip.hipHostUnregister(address), "hipHostUnregister")
 
 
-def copy_to_device(device: HipDevice, dst: int, src: int, size: int, stream: Any) -> None:
-    if stream is None:
-        device.activate()
-    _finish(device, "hipMemcpyHtoDAsync", device.hip.hipMemcpyHtoDAsync(dst, src, size, stream)[0], stream)
+def data_submit(device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
+    """The ``data_submit`` hook itself (``AMDGPUBackend`` binds it: the hot path has no glue frame)."""
+    if queue is not None:  # the hot path: one HIP call
+        status = device.hip.hipMemcpyHtoDAsync(dst, src, size, queue.stream)[0]
+        if status:
+            raise_for(device.hip, status, "hipMemcpyHtoDAsync")
+        return
+    device.activate()
+    _finish(device, "hipMemcpyHtoDAsync", device.hip.hipMemcpyHtoDAsync(dst, src, size, None)[0], None)
 
 
-def copy_from_device(device: HipDevice, dst: int, src: int, size: int, stream: Any) -> None:
-    if stream is None:
-        device.activate()
-    _finish(device, "hipMemcpyDtoHAsync", device.hip.hipMemcpyDtoHAsync(dst, src, size, stream)[0], stream)
+def data_retrieve(device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
+    """The ``data_retrieve`` hook itself (as ``data_submit``)."""
+    if queue is not None:
+        status = device.hip.hipMemcpyDtoHAsync(dst, src, size, queue.stream)[0]
+        if status:
+            raise_for(device.hip, status, "hipMemcpyDtoHAsync")
+        return
+    device.activate()
+    _finish(device, "hipMemcpyDtoHAsync", device.hip.hipMemcpyDtoHAsync(dst, src, size, None)[0], None)
 
 
 def copy_between(src_device: HipDevice, src: int, dst_device: HipDevice, dst: int, size: int, stream: Any) -> None:

@@ -168,11 +168,21 @@ def test_host_functions_defer_driver_work_and_synchronize_from_inside() -> None:
     own, other = Queue("own"), Queue("other")
     fake.stream(own), fake.stream(other)
     seen: list[Any] = []
-    synchronized: list[tuple[str, bool]] = []
+    waited: list[str] = []
     recycled: list[str] = []
 
-    def synchronize(q: Queue, release: bool) -> None:
-        synchronized.append((q.name, release))
+    def wait(q: Queue) -> None:
+        if fake.running_for() is not None:
+            raise AssertionError("a driver wait from inside a host function")
+        waited.append(q.name)
+
+    def recycle(q: Queue) -> None:
+        recycled.append(q.name)
+
+    def query(q: Queue) -> bool:
+        if fake.running_for() is not None:
+            raise AssertionError("a driver query from inside a host function")
+        return False
 
     def inside() -> None:
         seen.append(fake.running_for() is own)
@@ -180,12 +190,13 @@ def test_host_functions_defer_driver_work_and_synchronize_from_inside() -> None:
         fake.enqueue(own, lambda: seen.append("own, after"))  # runs on the deferred thread
         fake.enqueue(other, lambda: seen.append("other"))  # launched by a short-lived thread
         try:
-            fake.synchronize_inside(own, False, synchronize, lambda: None)
+            fake.synchronize(own, False, wait, recycle)
         except OffloadError as exc:
             seen.append(exc.code.name)
-        seen.append(fake.synchronize_inside(other, False, synchronize, lambda: None))
-        seen.append(fake.busy(own))
-        seen.append(fake.ask_driver(threading.get_ident) != threading.get_ident())
+        fake.synchronize(other, False, wait, recycle)  # waited for by a short-lived thread
+        seen.append(waited == ["other"])
+        seen.append(fake.has_pending_work(own, query))  # its own queue: busy, nothing asked
+        seen.append(fake.has_pending_work(other, query))  # asked on a short-lived thread
         seen.append("returning")
 
     fake.enqueue(own, inside)
@@ -194,13 +205,12 @@ def test_host_functions_defer_driver_work_and_synchronize_from_inside() -> None:
     # "other" ran on the other stream's thread at any time after its launch; the rest in order
     assert seen.count("other") == 1
     seen.remove("other")
-    assert seen == [True, True, "INVALID_QUEUE", True, True, True, "returning", "deferred release", "own, after"]
-    assert synchronized == [("other", False)]
-    assert fake.synchronize_inside(own, False, synchronize, lambda: None) is False  # not in a host function
+    assert seen == [True, True, "INVALID_QUEUE", True, True, False, "returning", "deferred release", "own, after"]
+    assert fake.has_pending_work(own, query) is False and recycled == []
 
     def release_inside() -> None:
-        fake.synchronize_inside(other, True, synchronize, lambda: recycled.append("other"))
-        fake.synchronize_inside(own, True, synchronize, lambda: recycled.append("own"))
+        fake.synchronize(other, True, wait, recycle)  # after this function, on the deferred thread
+        fake.synchronize(own, True, wait, recycle)  # dropped the functions behind, recycled after
 
     dropped: list[str] = []
     gate = threading.Event()
@@ -212,8 +222,25 @@ def test_host_functions_defer_driver_work_and_synchronize_from_inside() -> None:
     fake.streams[own].put((lambda _key: done.set(), 0))
     assert done.wait(10)
     fake.deferred.wait(own)
-    assert own.released and dropped == [] and recycled == ["own"]
-    assert synchronized[-1] == ("other", True)  # after the function, on the deferred thread
+    assert own.released and dropped == [] and sorted(recycled) == ["other", "own"]
+    assert waited == ["other", "other"]  # own never waited for: the function held it
+
+
+def test_synchronize_outside_waits_then_raises_and_recycles_on_failure() -> None:
+    fake = FakeStreams()
+    q = Queue("q")
+    q.keep(ValueError("kept"))
+    recycled: list[str] = []
+
+    def failing_wait(_: Queue) -> None:
+        raise OffloadError(ErrorCode.BACKEND_FAILURE, "the driver failed")
+
+    with pytest.raises(OffloadError, match="the driver failed"):
+        fake.synchronize(q, True, failing_wait, lambda r: recycled.append(r.name))
+    assert recycled == ["q"]
+    with pytest.raises(OffloadError, match="ValueError: kept"):
+        fake.synchronize(q, False, lambda _: None, lambda r: recycled.append(r.name))
+    assert recycled == ["q"]
 
 
 def test_a_host_function_failure_is_kept_on_its_queue() -> None:

@@ -24,7 +24,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ._enums import ErrorCode
 from ._errors import OffloadError
@@ -78,11 +78,10 @@ class KeptErrors:
     ``synchronize`` will ask for it).
     """
 
-    __slots__ = ("_kept", "_kept_lock", "released")
+    __slots__ = ("_kept", "released")
 
     def __init__(self) -> None:
-        self._kept: list[BaseException] = []
-        self._kept_lock = threading.Lock()
+        self._kept: list[BaseException] = []  # appended and taken without a lock: each step is atomic
         self.released = False
 
     def keep(self, exc: BaseException) -> None:
@@ -90,26 +89,16 @@ class KeptErrors:
         if self.released:
             log.error("after the final olShutDown, work on %r failed: %r", self, exc)
             return
-        with self._kept_lock:
-            self._kept.append(exc)
+        self._kept.append(exc)
 
     def raise_kept(self) -> None:
         """Raise (and forget) every error kept since the last call, in order (``raise_kept_errors``)."""
-        if not self._kept:
+        kept = self._kept
+        if not kept:
             return
-        with self._kept_lock:
-            errors, self._kept = self._kept, []
+        errors = kept[:]
+        del kept[: len(errors)]  # one kept meanwhile stays for the next call
         raise_kept_errors(errors, f"a host function on {self!r}", f"host functions on {self!r}")
-
-
-class _Queue(Protocol):
-    """What ``HostFunctions`` and ``DeferredWork`` need of a queue: a ``KeptErrors``."""
-
-    released: bool
-
-    def keep(self, exc: BaseException) -> None: ...
-
-    def raise_kept(self) -> None: ...
 
 
 # --- work deferred out of a host function ----------------------------------------------------
@@ -130,11 +119,12 @@ class DeferredWork:
         self._counts: dict[Any, int] = {}
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._local = threading.local()
+        self._running: tuple[int, Any] | None = None  # (the runner's thread id, the queue of its job)
 
     def running_for(self) -> Any:
         """The queue whose job this thread is running (None elsewhere)."""
-        return getattr(self._local, "queue", None)
+        running = self._running
+        return running[1] if running is not None and running[0] == threading.get_ident() else None
 
     def pending_for(self, queue: Any) -> bool:
         """Whether a job of ``queue`` has not run yet."""
@@ -153,6 +143,8 @@ class DeferredWork:
     def wait(self, queue: Any) -> None:
         """Block until no job of ``queue`` is pending. On the runner's own thread, return at once
         (the jobs still pending come after the one running: waiting would never end)."""
+        if queue not in self._counts:  # the common case, without the lock: a job is counted
+            return  # before the host function that deferred it stops being pending
         with self._lock:
             if threading.current_thread() is self._thread:
                 return
@@ -165,13 +157,13 @@ class DeferredWork:
                     self._thread = None
                     return
                 queue, job = self._jobs.popleft()
-            self._local.queue = queue
+            self._running = (threading.get_ident(), queue)
             try:
                 job()
             except BaseException as exc:  # the queue's asynchronous error (its next synchronize)
                 queue.keep(exc)
             finally:
-                self._local.queue = None
+                self._running = None
                 with self._lock:
                     left = self._counts[queue] - 1
                     if left:
@@ -222,7 +214,9 @@ class HostFunctions:
         self._pending: dict[int, tuple[Any, Callable[[], None]]] = {}
         self._keys = itertools.count(1)
         self._lock = threading.Lock()
-        self._local = threading.local()
+        #: thread id -> (the queue whose host function it runs, the work deferred from it); a dict
+        #: rather than a threading.local: empty, as it mostly is, it answers without a lookup
+        self._running: dict[int, tuple[Any, list[Job]]] = {}
         self.deferred = DeferredWork(f"{name}-deferred")
         self._trampoline = _HOST_FN(self._run)
         _TRAMPOLINES.append(self._trampoline)  # a dropped queue's functions may still call it
@@ -237,18 +231,18 @@ class HostFunctions:
         """The trampoline's body, on the driver's thread: the callable registered under ``key``."""
         with self._lock:
             queue, callback = self._pending[key or 0]
-        local = self._local
+        ident = threading.get_ident()
         try:
             if queue.released:  # the final olShutDown released it from an earlier host function
                 return
-            local.queue, local.later = queue, []
+            later: list[Job] = []
+            self._running[ident] = (queue, later)
             try:
                 callback()
             except BaseException as exc:  # reported by the queue's next synchronize
                 queue.keep(exc)
             finally:
-                later: list[Job] = local.later
-                local.queue = local.later = None
+                del self._running[ident]
                 if later:  # counted on their queues before this function stops being pending
                     self.deferred.submit(later)
         finally:
@@ -257,16 +251,19 @@ class HostFunctions:
 
     def running_for(self) -> Any:
         """The queue whose host function this thread is running, else None."""
-        return getattr(self._local, "queue", None)
+        if not self._running:
+            return None
+        entry = self._running.get(threading.get_ident())
+        return None if entry is None else entry[0]
 
     def deferring(self, queue: Any, work: Callable[[], None]) -> bool:
         """On a host function's thread: keep ``work`` to run once the function has returned and
         return True (its exception becomes an error of ``queue``, or of the function's own queue
         for None); elsewhere return False (the caller does the work itself)."""
-        own = self.running_for()
-        if own is None:
+        entry = self._running.get(threading.get_ident()) if self._running else None
+        if entry is None:
             return False
-        self._local.later.append((queue or own, work))
+        entry[1].append((queue or entry[0], work))
         return True
 
     def enqueue(self, queue: Any, callback: Callable[[], None]) -> None:
@@ -301,48 +298,66 @@ class HostFunctions:
         """Host functions enqueued and not yet returned."""
         return len(self._pending)
 
-    def busy(self, queue: Any) -> bool:
-        """For ``has_pending_work``, what is known without a driver call: True while ``queue`` has
-        deferred work or is the queue whose host function this thread runs (else ask the driver,
-        through ``ask_driver``)."""
-        return self.deferred.pending_for(queue) or self.running_for() is queue
-
-    def ask_driver(self, call: Callable[[], T]) -> T:
-        """``call()`` (a driver query or wait), made on a short-lived thread when this thread runs a
-        host function (no driver call there), else here."""
-        if self.running_for() is None:
-            return call()
-        return off_thread(call, f"{self.name}-query")
-
-    def synchronize_inside(
-        self, queue: Any, release: bool, synchronize: Callable[[Any, bool], None], recycle: Callable[[], None]
-    ) -> bool:
-        """The start of a backend's ``synchronize``: True when it was handled here, on a host
-        function's thread (no driver call allowed) or the deferred one; False when the caller
-        waits for the driver itself (then ``deferred.wait(queue)`` after the stream).
-
-        The own queue cannot be waited for (the function holds it): without ``release`` that is
-        ``INVALID_QUEUE``; released (the final ``olShutDown``), it drops the host functions queued
-        behind and ``recycle`` (giving its stream back) runs once the function has returned.
-        Another queue released is synchronized (``synchronize(queue, True)``) after the function;
-        one merely waited for is waited for by a short-lived thread."""
+    def has_pending_work(self, queue: Any, query: Callable[[Any], bool]) -> bool:
+        """The ``has_pending_work`` hook: True while ``queue`` has deferred work, else the driver's
+        answer ``query(queue)``; from a host function, True for its own queue and the query of
+        another made on a short-lived thread (no driver call on the function's own)."""
+        if queue in self.deferred._counts:
+            return True
+        if not self._running:  # no host function runs anywhere: ask here (the common case)
+            return query(queue)
         own = self.running_for()
         if own is None:
-            if self.deferred.running_for() is queue:
-                raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
-            return False
+            return query(queue)
+        if own is queue:
+            return True
+        return off_thread(lambda: query(queue), f"{self.name}-query")
+
+    def synchronize(
+        self, queue: Any, release: bool, wait: Callable[[Any], None], recycle: Callable[[Any], None]
+    ) -> None:
+        """The ``synchronize`` hook: ``wait(queue)`` (the driver's wait for the stream), then the work
+        its host functions deferred, then every kept error (``KeptErrors.raise_kept``); with
+        ``release``, ``recycle(queue)`` gives its stream back whatever was raised.
+
+        From a host function (no driver call there): its own queue cannot be waited for (the
+        function holds it): without ``release`` that is ``INVALID_QUEUE``; released (the final
+        ``olShutDown``), the host functions queued behind are dropped and ``recycle`` runs once the
+        function has returned. Another queue released is synchronized after the function; one
+        merely waited for is waited for by a short-lived thread. From a job of ``queue`` on the
+        deferred thread, waiting for ``queue`` is ``INVALID_QUEUE`` too (it would wait for itself)."""
+        own = self.running_for() if self._running else None
+        if own is not None:
+            self._synchronize_inside(own, queue, release, wait, recycle)
+            return
+        if self.deferred._running is not None and self.deferred.running_for() is queue:
+            raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
+        try:
+            try:
+                wait(queue)
+            finally:
+                if queue in self.deferred._counts:  # work its host functions asked for, run after them
+                    self.deferred.wait(queue)
+            if queue._kept:
+                queue.raise_kept()
+        finally:
+            if release:
+                recycle(queue)
+
+    def _synchronize_inside(
+        self, own: Any, queue: Any, release: bool, wait: Callable[[Any], None], recycle: Callable[[Any], None]
+    ) -> None:
         if queue is own:
             if not release:
                 raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
             queue.released = True
-            self.deferring(queue, recycle)
+            self.deferring(queue, lambda: recycle(queue))
             queue.raise_kept()
-            return True
+            return
         if release:
-            self.deferring(own, lambda: synchronize(queue, True))
-            return True
-        off_thread(lambda: synchronize(queue, False), f"{self.name}-query")
-        return True
+            self.deferring(own, lambda: self.synchronize(queue, True, wait, recycle))
+            return
+        off_thread(lambda: self.synchronize(queue, False, wait, recycle), f"{self.name}-query")
 
 
 # --- pools -----------------------------------------------------------------------------------

@@ -289,7 +289,7 @@ def synchronize(device: Any, queue: Any, release: bool) -> None:
     it the queue stays usable; the core uses that before reusing a parked queue. ``release`` may be
     called from a host function running on the queue itself (the final ``olShutDown`` called there):
     then drop the work queued behind that function, do not wait for it, and let the queue's thread
-    end as soon as the function returns (``backend_support.HostFunctions.synchronize_inside``).
+    end as soon as the function returns (``backend_support.HostFunctions.synchronize``).
     """
 
 

@@ -172,12 +172,12 @@ class AMDGPUBackend:
     @hookimpl
     def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:
         assert self.host_calls is not None
-        _queue.synchronize(self.host_calls, device, queue, release)
+        self.host_calls.synchronize(queue, release, self.host_calls.wait, _queue.recycle)
 
     @hookimpl
     def has_pending_work(self, device: HipDevice, queue: HipQueue) -> bool:
         assert self.host_calls is not None
-        return _queue.has_pending_work(self.host_calls, device, queue)
+        return self.host_calls.has_pending_work(queue, _queue.stream_busy)
 
     @hookimpl
     def enqueue_host_call(self, device: HipDevice, queue: HipQueue, callback: Callable[[], None]) -> None:

@@ -5,7 +5,7 @@ Host functions run through ``hipLaunchHostFunc`` with one C trampoline (``HostCa
 must not make any HIP API calls"), and ``hipFree`` / ``hipModuleUnload`` synchronise the device
 whose stream that function holds: so the driver work asked from one is deferred until it has
 returned (``HostCalls.deferring``), a query of another queue is made by a short-lived thread, and
-``synchronize`` from one follows ``HostFunctions.synchronize_inside``. Errors: every exception a
+``synchronize`` from one follows ``HostFunctions.synchronize``. Errors: every exception a
 host function (or deferred work) raised is kept on its queue, in order (``KeptErrors``), and
 raised by the queue's next ``synchronize`` or a ``sync_event`` of an event recorded on it.
 """
@@ -30,11 +30,11 @@ __all__ = [
     "create_event",
     "destroy_event",
     "event_elapsed_time",
-    "has_pending_work",
     "is_event_complete",
+    "recycle",
     "release_device",
+    "stream_busy",
     "sync_event",
-    "synchronize",
     "wait_event",
 ]
 
@@ -78,6 +78,15 @@ class HostCalls(HostFunctions):
         if status:
             raise_for(self._hip, status, "hipLaunchHostFunc")
 
+    def wait(self, queue: HipQueue) -> None:
+        """HIP's wait for the queue's stream (``synchronize`` calls it), polling while Python host
+        functions are queued (``_drain``)."""
+        hip = self._hip
+        _drain(self, hip.hipStreamQuery, queue.stream)
+        status = hip.hipStreamSynchronize(queue.stream)[0]
+        if status:
+            raise_for(hip, status, "hipStreamSynchronize")
+
 
 def _drain(host_calls: HostCalls, query: Callable[[Any], Any], handle: Any) -> None:
     """While Python host functions are queued, wait by polling ``query`` with the GIL free.
@@ -97,37 +106,14 @@ def create_queue(device: HipDevice) -> HipQueue:
     return HipQueue(device, device.streams.acquire())
 
 
-def synchronize(host_calls: HostCalls, device: HipDevice, queue: HipQueue, release: bool) -> None:
-    """Wait for the stream and the work its host functions deferred; raise a HIP error, else every
-    kept error. ``release``: the stream goes back to the device's pool."""
-    if host_calls.synchronize_inside(
-        queue,
-        release,
-        lambda other, released: synchronize(host_calls, device, other, released),
-        lambda: device.streams.release(queue.stream),
-    ):
-        return
-    hip = device.hip
-    _drain(host_calls, hip.hipStreamQuery, queue.stream)
-    status = hip.hipStreamSynchronize(queue.stream)[0]
-    host_calls.deferred.wait(queue)  # work its host functions asked for, run after them
-    try:
-        if status:
-            raise_for(hip, status, "hipStreamSynchronize")
-        queue.raise_kept()
-    finally:
-        if release:
-            device.streams.release(queue.stream)
+def recycle(queue: HipQueue) -> None:
+    """The queue's stream back to its device's pool (``HostFunctions.synchronize`` calls it)."""
+    queue.device.streams.release(queue.stream)
 
 
-def has_pending_work(host_calls: HostCalls, device: HipDevice, queue: HipQueue) -> bool:
-    if host_calls.busy(queue):
-        return True
-    return host_calls.ask_driver(lambda: _stream_busy(device, queue))
-
-
-def _stream_busy(device: HipDevice, queue: HipQueue) -> bool:
-    hip = device.hip
+def stream_busy(queue: HipQueue) -> bool:
+    """HIP's answer to ``has_pending_work`` (``HostFunctions.has_pending_work`` asks it)."""
+    hip = queue.device.hip
     status = hip.hipStreamQuery(queue.stream)[0]
     if not status:
         return False

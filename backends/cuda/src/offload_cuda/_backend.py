@@ -28,14 +28,15 @@ _OCCUPANCY_NO_LIMIT = 0
 
 
 class _DeviceState:
-    """A device and its pools."""
+    """A device and its pools (``recycle(queue)``: its stream back to the pool)."""
 
-    __slots__ = ("device", "streams", "events")
+    __slots__ = ("device", "streams", "events", "recycle")
 
     def __init__(self, device: CudaDevice) -> None:
         self.device = device
         self.streams: ResourcePool[Any] = _queue.stream_pool(device)
         self.events: ResourcePool[Any] = _queue.event_pool(device)
+        self.recycle: Callable[[CudaQueue], None] = lambda queue: self.streams.release(queue.stream)
 
 
 class CudaBackend:
@@ -200,12 +201,12 @@ class CudaBackend:
     @hookimpl
     def synchronize(self, device: _DeviceState, queue: CudaQueue, release: bool) -> None:
         assert self.host_calls is not None
-        _queue.synchronize(self.host_calls, device.device, queue, device.streams, release)
+        self.host_calls.synchronize(queue, release, _queue.wait, device.recycle)
 
     @hookimpl
     def has_pending_work(self, device: _DeviceState, queue: CudaQueue) -> bool:
         assert self.host_calls is not None
-        return _queue.has_pending_work(self.host_calls, device.device, queue)
+        return self.host_calls.has_pending_work(queue, _queue.stream_busy)
 
     @hookimpl
     def enqueue_host_call(self, device: _DeviceState, queue: CudaQueue, callback: Callable[[], None]) -> None:

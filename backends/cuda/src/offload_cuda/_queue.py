@@ -7,7 +7,7 @@ Host functions run through ``cuLaunchHostFunc`` with one C trampoline (``HostCal
 ``CUDA_ERROR_NOT_PERMITTED`` or deadlocks): so the driver work asked from one (``olMemFree``,
 ``olDestroyProgram``, the final ``olShutDown``, a host function launched on its own queue) is
 deferred until it has returned (``HostCalls.deferring``), a query of another queue is made by a
-short-lived thread, and ``synchronize`` from one follows ``HostFunctions.synchronize_inside``.
+short-lived thread, and ``synchronize`` from one follows ``HostFunctions.synchronize``.
 Errors: every exception a host function (or deferred work) raised is kept on its queue, in order
 (``KeptErrors``), and raised by the queue's next ``synchronize`` or a ``sync_event`` of an event
 recorded on it: one ``OffloadError`` for one, an ``ExceptionGroup`` of them for several, as the
@@ -31,11 +31,11 @@ __all__ = [
     "create_event",
     "event_elapsed_time",
     "event_pool",
-    "has_pending_work",
     "is_event_complete",
+    "stream_busy",
     "stream_pool",
     "sync_event",
-    "synchronize",
+    "wait",
     "wait_event",
 ]
 
@@ -105,35 +105,17 @@ def event_pool(device: CudaDevice) -> ResourcePool[Any]:
                         f"events of device {device.ordinal}")  # fmt: skip
 
 
-def synchronize(host_calls: HostCalls, device: CudaDevice, queue: CudaQueue, streams: ResourcePool[Any],
-                release: bool) -> None:  # fmt: skip
-    """Wait for the stream and the work its host functions deferred; raise a driver error, else
-    every kept error. ``release``: the stream goes back to ``streams``."""
-    if host_calls.synchronize_inside(
-        queue,
-        release,
-        lambda other, released: synchronize(host_calls, device, other, streams, released),
-        lambda: streams.release(queue.stream),
-    ):
-        return
+def wait(queue: CudaQueue) -> None:
+    """The driver's wait for the queue's stream (``HostFunctions.synchronize`` calls it)."""
+    device = queue.device
     d = device.driver
-    try:
-        device.activate()
-        check(d, d.cuStreamSynchronize(queue.stream), "cuStreamSynchronize")
-        host_calls.deferred.wait(queue)  # work its host functions asked for, run after them
-        queue.raise_kept()
-    finally:
-        if release:
-            streams.release(queue.stream)
+    device.activate()
+    check(d, d.cuStreamSynchronize(queue.stream), "cuStreamSynchronize")
 
 
-def has_pending_work(host_calls: HostCalls, device: CudaDevice, queue: CudaQueue) -> bool:
-    if host_calls.busy(queue):
-        return True
-    return host_calls.ask_driver(lambda: _stream_busy(device, queue))
-
-
-def _stream_busy(device: CudaDevice, queue: CudaQueue) -> bool:
+def stream_busy(queue: CudaQueue) -> bool:
+    """The driver's answer to ``has_pending_work`` (``HostFunctions.has_pending_work`` asks it)."""
+    device = queue.device
     d = device.driver
     device.activate()
     (result,) = d.cuStreamQuery(queue.stream)

@@ -9,7 +9,8 @@ the contract, this module helps keep it).
   one runs. A driver forbids driver calls there, and the releases the core may ask from inside one
   (``mem_free``, ``unload_binary``, the final teardown's hooks, ``enqueue_host_call`` on its own
   queue) could not finish there anyway: they are deferred (``DeferredWork``) to run, in order, on a
-  thread of the backend once the function has returned.
+  thread of the backend once the function has returned. ``HostFunctions.synchronize`` and
+  ``.has_pending_work`` are those hooks' skeleton around the driver's own wait and query.
 - ``ResourcePool``: driver resources (streams, events) kept for reuse.
 - ``launch_extent``: the exact launch-buffer extent a driver must be given.
 

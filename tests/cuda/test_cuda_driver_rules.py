@@ -10,7 +10,9 @@ Each scenario is one the old backend got wrong on a driver as strict as the real
 - the launch buffer's tail padding passed to the driver (LAUNCH_OUT_OF_RESOURCES);
 - scheduling flags forced on a primary context another library holds active;
 - one GPU whose primary context cannot be retained (compute mode PROHIBITED) failing the platform;
-- events alive at olShutDown never destroyed (the simulator reports them at the context's reset).
+- events alive at olShutDown never destroyed (the simulator reports them at the context's reset);
+- the API from a host function (olMemFree, olDestroyProgram, the final olShutDown, queue calls):
+  the driver refuses CUDA calls there (CUDA_ERROR_NOT_PERMITTED; a real driver may deadlock).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import subprocess
 import sys
 from typing import Any
 
-from cuda_child import PRELUDE
+from cuda_child import DRIVER_PRELUDE, PRELUDE
 
 _SYNC_WORK = (
     PRELUDE
@@ -293,6 +295,34 @@ if gpus:
     ol.olMemFree(a)
 ol.olShutDown()
 emit(out)
+_FROM_HOST_FUNCTION = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
+import threading
+setup()  # this thread keeps the primary context current and retained, to ask cuMemGetInfo
+ol.olInit()
+gpu = platform_devices()["cuda"][0]
+before = ck(d.cuMemGetInfo())[0]
+q = ol.olCreateQueue(gpu)
+mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 1 << 20)
+prog = ol.olCreateProgram(gpu, image("foo"))
+kernel = ol.olGetSymbol(prog, "foo", ol.SymbolKind.KERNEL)
+ol.olLaunchKernel(q, gpu, kernel, struct.pack("P", mem), launch())
+seen = []
+def release(_):
+    for call, arg in ((ol.olMemFree, mem), (ol.olDestroyProgram, prog)):
+        try:
+            call(arg)
+            seen.append("ok")
+        except Exception as exc:
+            seen.append(repr(exc))
+ol.olLaunchHostFunction(q, release, None)
+sync = error_of(ol.olSyncQueue, q)
+freed = ck(d.cuMemGetInfo())[0] == before
+ol.olDestroyQueue(q)
+ol.olShutDown()
+emit({"seen": seen, "sync": sync, "freed": freed})
 """
 )
 
@@ -323,6 +353,60 @@ ol.olShutDown()
 
 
 _EVENTS_AT_SHUTDOWN = (
+def test_free_and_destroy_program_from_a_host_function(
+    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+) -> None:
+    out = run_child(_FROM_HOST_FUNCTION, child_env(kernels=kernels), timeout=90).result
+    assert out == {"seen": ["ok", "ok"], "sync": None, "freed": True}
+
+
+_SHUTDOWN_FROM_HOST_FUNCTION = (
+    PRELUDE
+    + r"""
+import threading, time
+ol.olInit()
+gpu = platform_devices()["cuda"][0]
+q = ol.olCreateQueue(gpu)
+other = ol.olCreateQueue(gpu)
+mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 4096)
+prog = ol.olCreateProgram(gpu, image("foo"))
+event = ol.olCreateEvent(q)
+done, gate, result, dropped = threading.Event(), threading.Event(), [], []
+def shut(_):
+    gate.wait(20)  # the next host function is queued first
+    try:
+        ol.olShutDown()
+        result.append("ok")
+    except BaseException as exc:
+        result.append(repr(exc))
+    done.set()
+ol.olLaunchHostFunction(q, shut, None)
+ol.olLaunchHostFunction(q, dropped.append, "ran after shutdown")
+gate.set()
+finished = done.wait(30)
+deadline = time.monotonic() + 30  # the deferred teardown runs once shut() has returned
+def offload_threads():
+    return [t.name for t in threading.enumerate() if t.name.startswith("offload-cuda")]
+while offload_threads() and time.monotonic() < deadline:
+    time.sleep(0.01)
+# the teardown released the primary context: nothing of offload is left on the device
+from cuda.bindings import driver as d
+active = d.cuDevicePrimaryCtxGetState(d.cuDeviceGet(0)[1])[2]
+emit({"finished": finished, "result": result, "dropped": dropped, "threads": offload_threads(),
+      "context_active": bool(active), "again": error_of(ol.olInit)})
+"""
+)
+
+
+def test_the_final_shutdown_from_a_host_function(
+    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+) -> None:
+    out = run_child(_SHUTDOWN_FROM_HOST_FUNCTION, child_env(kernels=kernels), timeout=120).result
+    assert out == {"finished": True, "result": ["ok"], "dropped": [], "threads": [], "context_active": False,
+                   "again": None}
+
+
+_QUEUE_CALLS_FROM_HOST_FUNCTION = (
     PRELUDE
     + r"""
 ol.olInit()
@@ -333,6 +417,28 @@ ol.olDestroyEvent(kept.pop())  # one back in the pool, two never destroyed
 ol.olSyncQueue(q)
 ol.olShutDown()
 emit({"ok": True})
+queue, other = ol.olCreateQueue(gpu), ol.olCreateQueue(gpu)
+seen = []
+def record(what):
+    return lambda _: seen.append(what)
+def fail(_):
+    raise ValueError("nested failure")
+def nested_again(_):
+    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
+def outer(_):
+    seen.append(error_of(ol.olSyncQueue, queue))
+    seen.append(ol.olGetQueueInfo(other, ol.QueueInfo.EMPTY))
+    ol.olLaunchHostFunction(other, record("other"), None)
+    ol.olSyncQueue(other)
+    seen.append("other synced")
+    ol.olLaunchHostFunction(queue, record("nested"), None)
+    ol.olLaunchHostFunction(queue, nested_again, None)
+    ol.olLaunchHostFunction(queue, fail, None)
+ol.olLaunchHostFunction(queue, outer, None)
+error = error_of(ol.olSyncQueue, queue)
+ol.olSyncQueue(other)
+ol.olShutDown()
+emit({"seen": seen, "error": error})
 """
 )
 
@@ -341,3 +447,11 @@ def test_events_alive_at_shutdown_are_destroyed(run_child: Any, child_env: Any, 
     child = run_child(_EVENTS_AT_SHUTDOWN, child_env(kernels=kernels))
     assert child.result == {"ok": True}
     assert "never destroyed" not in child.stderr, child.stderr
+def test_queue_calls_from_a_host_function(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
+    """Waiting for its own queue is refused (it would never finish); querying, launching on and
+    waiting for another queue work; host functions launched on its own queue run after it, their
+    failures reported by that queue."""
+    out = run_child(_QUEUE_CALLS_FROM_HOST_FUNCTION, child_env(kernels=kernels), timeout=90).result
+    assert out["seen"][0][0] == "INVALID_QUEUE" and "cannot wait for its own queue" in out["seen"][0][1]
+    assert out["seen"][1:] == [True, "other", "other synced", "nested", "nested again"]
+    assert out["error"][0] == "UNKNOWN" and "ValueError: nested failure" in out["error"][1]

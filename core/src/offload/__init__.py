@@ -32,7 +32,7 @@ from ._enums import (
     SymbolInfo,
     SymbolKind,
 )
-from ._errors import OffloadError, raise_kept_errors
+from ._errors import OffloadError
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
 from ._handles import DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
@@ -41,6 +41,7 @@ from ._runtime import backend_status
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
 from ._version import __version__ as __version__
+from .backend_support import raise_kept_errors  # also offload.backend_support.raise_kept_errors
 from .hookspecs import hookimpl
 from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device
 

@@ -83,23 +83,3 @@ def as_offload_error(exc: BaseException, what: str) -> OffloadError:
     error.__cause__ = exc
     return error
 
-
-def raise_kept_errors(errors: Iterable[BaseException], what: str, many: str) -> None:
-    """Raise the asynchronous errors a backend kept for a queue, in order (for backends; the
-    ``synchronize`` and ``sync_event`` obligations in hookspecs): nothing for none, the one
-    ``OffloadError`` for one, an ``ExceptionGroup`` of them for several (the core joins it). An
-    ``OffloadError`` stays itself; anything else becomes ``UNKNOWN`` (``OUT_OF_RESOURCES`` for
-    ``MemoryError``) with the exception as its cause. ``what`` names one failing thing ("a host
-    function on queue 3"), ``many`` several ("host functions on queue 3")."""
-    converted: list[OffloadError] = []
-    for error in errors:
-        if not isinstance(error, OffloadError):
-            code = ErrorCode.OUT_OF_RESOURCES if isinstance(error, MemoryError) else ErrorCode.UNKNOWN
-            mapped = OffloadError(code, f"{what} failed: {type(error).__name__}: {error}")
-            mapped.__cause__ = error
-            error = mapped
-        converted.append(error)
-    if len(converted) == 1:
-        raise converted[0]
-    if converted:
-        raise ExceptionGroup(f"{len(converted)} {many} failed", converted)

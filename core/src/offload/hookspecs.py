@@ -39,7 +39,11 @@ functions, say): each is kept, joined into the ``OffloadError``'s ``.errors``. W
 asynchronously on a queue is reported by the next ``synchronize`` of that queue (or ``sync_event``
 of a later event); errors of a queue destroyed while busy are kept by the core and raised by the
 final ``olShutDown``. A ``BaseException`` (``KeyboardInterrupt``) raised by a hook during the final
-``olShutDown`` is re-raised once the rest of the teardown has run.
+``olShutDown`` is re-raised once the rest of the teardown has run. ``offload.backend_support`` holds
+what every backend does alike: ``KeptErrors`` and ``raise_kept_errors`` (a queue's errors, every one
+in order), ``HostFunctions`` (host functions through a driver callback, the calls below made from
+inside one deferred until it has returned), ``ResourcePool`` (reused streams and events) and
+``launch_extent``.
 
 Memory and lifetimes (the core's side, so a backend can rely on it). Before ``data_submit``,
 ``data_retrieve``, ``data_exchange`` or ``data_fill`` is called, every range lies inside a live
@@ -48,7 +52,9 @@ range passes 2**64, and ``size`` is above 0. ``mem_free`` (at ``olMemFree``) is 
 (live or parked) has been seen without pending work, and ``unload_binary`` (at
 ``olDestroyProgram``) once every queue of its device has and no launch of the image's kernels is
 being made; called from a host function, the release is enqueued (``enqueue_host_call``) behind
-that function's own queue instead. A backend never frees or unloads under work in flight. Launches reach
+that function's own queue instead (a driver that forbids driver calls inside a host function, as
+CUDA's and HIP's do, gets them deferred until it returned: ``backend_support.HostFunctions``). A
+backend never frees or unloads under work in flight. Launches reach
 ``launch_kernel`` only with an argument buffer at least as long as ``kernel_params`` says, and a
 grid within the MAX_WORK_GROUP_SIZE / MAX_WORK_SIZE (and per-dimension) limits the device info
 gives, and of fewer than 2**64 groups.
@@ -211,7 +217,8 @@ def kernel_params(device: NativeDevice, kernel: NativeKernel) -> Sequence[Kernel
     (``INVALID_ARGUMENT``, naming both sizes), and ``args=None`` for a kernel with parameters; a
     longer buffer (a C struct with tail padding) is accepted. Items may be ``KernelParam`` or
     ``(offset, size[, kind, name])`` tuples. Return ``None`` only when the image does not say (the
-    core then cannot check, and the backend documents its rule). A backend that implements
+    core then cannot check, and the backend documents its rule). A driver is given exactly the
+    parameters' extent, ``offload.backend_support.launch_extent(params)``, not a longer buffer. A backend that implements
     ``launch_kernel`` implements this too; one that does not is treated as answering ``None``.
     """
 
@@ -290,7 +297,8 @@ def data_fill(device: NativeDevice, address: int, pattern: bytes, size: int, que
 
 @hookspec
 def create_queue(device: NativeDevice) -> NativeQueue:
-    """Create an in-order queue and return it as an opaque ``queue``."""
+    """Create an in-order queue and return it as an opaque ``queue`` (driver streams are worth
+    reusing: ``offload.backend_support.ResourcePool``)."""
 
 
 @hookspec
@@ -302,7 +310,7 @@ def synchronize(device: NativeDevice, queue: NativeQueue, release: bool) -> None
     it the queue stays usable; the core uses that before reusing a parked queue. ``release`` may be
     called from a host function running on the queue itself (the final ``olShutDown`` called there):
     then drop the work queued behind that function, do not wait for it, and let the queue's thread
-    end as soon as the function returns.
+    end as soon as the function returns (``backend_support.HostFunctions.synchronize``).
     """
 
 
@@ -319,7 +327,8 @@ def has_pending_work(device: NativeDevice, queue: NativeQueue) -> bool:
 def enqueue_host_call(device: NativeDevice, queue: NativeQueue, callback: Callable[[], None]) -> None:
     """Run ``callback()`` in queue order: after all earlier work, before all later work.
 
-    An exception from the callback is an asynchronous error of the queue.
+    An exception from the callback is an asynchronous error of the queue (kept in order with the
+    others: ``offload.backend_support.KeptErrors``).
     """
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload import KernelParam
+from offload.backend_support import launch_extent
 
 from . import _msgpack
 
@@ -113,7 +114,7 @@ class KernelInfo:
     @property
     def explicit_size(self) -> int:
         """End of the last explicit argument: the least argument buffer a launch must bring."""
-        return max((p.offset + p.size for p in self.params), default=0)
+        return launch_extent(self.params)
 
 
 _POINTER_KINDS = frozenset({"global_buffer", "dynamic_shared_pointer", "image", "sampler", "pipe", "queue"})

@@ -1,4 +1,5 @@
-"""One HIP device: its ordinal, gfx target, stream pool, and its ``DeviceInfo`` answers.
+"""One HIP device: its ordinal, gfx target, the pool of its streams, its live events, and its
+``DeviceInfo`` answers. ``activate`` makes it HIP's current device of the calling thread.
 
 Numeric properties come from ``hipDeviceGetAttribute`` (present in every HIP version); the gfx
 target name (``gcnArchName``) only exists in ``hipGetDeviceProperties``'s struct, which is read
@@ -11,26 +12,36 @@ import threading
 from typing import Any
 
 from offload import DeviceFpCapabilityFlag, DeviceInfo, Dimensions
+from offload.backend_support import ResourcePool
 
 from ._code_object import Target
-from ._errors import raise_hip_error
+from ._driver import check
 
-__all__ = ["HipDevice", "check", "probe_info", "select"]
+__all__ = ["HipDevice", "probe_info", "read_target"]
 
 UINT32_MAX = (1 << 32) - 1
 AMD_VENDOR_ID = 0x1002
 
 
+HIP_STREAM_NON_BLOCKING = 1
+
+
 class HipDevice:
-    """A HIP device of this process: ordinal, target, and the streams kept for reuse."""
+    """A HIP device of this process: ordinal, target, the streams kept for reuse (``streams``),
+    and the events alive (destroyed by ``deinit_device`` if still alive then)."""
 
-    __slots__ = ("ordinal", "target", "streams", "events", "lock", "select")
+    __slots__ = ("hip", "module_launch", "ordinal", "target", "streams", "events", "peers", "lock", "select")
 
-    def __init__(self, ordinal: int, target: Target, select: bool) -> None:
+    def __init__(self, hip: Any, ordinal: int, target: Target, select: bool) -> None:
+        self.hip = hip
+        self.module_launch = hip.hipModuleLaunchKernel  # bound once: the launch hot path
         self.ordinal = ordinal
         self.target = target
-        self.streams: list[Any] = []  # idle hipStream_t handles (the pool)
-        self.events: set[Any] = set()  # live HipEvents (destroyed by deinit_device if still alive)
+        self.streams: ResourcePool[Any] = ResourcePool(
+            self._create_stream, self._destroy_stream, f"streams of device {ordinal}"
+        )
+        self.events: set[Any] = set()  # live HipEvents
+        self.peers: dict[int, bool] = {}  # ordinal -> whether peer access to it is enabled (asked once)
         self.lock = threading.Lock()
         #: Whether calls that act on "the current device" must hipSetDevice first (more than one device).
         self.select = select
@@ -38,18 +49,17 @@ class HipDevice:
     def __repr__(self) -> str:
         return f"<HipDevice {self.ordinal} {self.target}>"
 
+    def activate(self) -> None:
+        """Make this device HIP's current device of the calling thread (where there is more than one)."""
+        if self.select:
+            check(self.hip, self.hip.hipSetDevice(self.ordinal), "hipSetDevice")
 
-def check(hip: Any, call: str, result: Any) -> Any:
-    """Raise for a failed hip-python result tuple; return its value (its values, if several)."""
-    if result[0]:
-        raise_hip_error(hip, call, result[0])
-    return result[1] if len(result) == 2 else result[1:]
+    def _create_stream(self) -> Any:
+        self.activate()
+        return check(self.hip, self.hip.hipStreamCreateWithFlags(HIP_STREAM_NON_BLOCKING), "hipStreamCreateWithFlags")
 
-
-def select(hip: Any, device: HipDevice) -> None:
-    """Make ``device`` HIP's current device of this thread (where there is more than one)."""
-    if device.select:
-        check(hip, "hipSetDevice", hip.hipSetDevice(device.ordinal))
+    def _destroy_stream(self, stream: Any) -> None:
+        check(self.hip, self.hip.hipStreamDestroy(stream), "hipStreamDestroy")
 
 
 def _text(value: Any) -> str:
@@ -61,20 +71,21 @@ def _text(value: Any) -> str:
 def read_target(hip: Any, ordinal: int) -> Target:
     """The device's gfx target from ``hipDeviceProp_t.gcnArchName``."""
     try:  # hip-python 10.x: hipGetDeviceProperties(deviceId) -> (status, props)
-        props = check(hip, "hipGetDeviceProperties", hip.hipGetDeviceProperties(ordinal))
+        props = check(hip, hip.hipGetDeviceProperties(ordinal), "hipGetDeviceProperties")
     except TypeError:  # 6.4 / 7.x: hipGetDeviceProperties(props, deviceId) -> (status,)
         props = hip.hipDeviceProp_t()
-        check(hip, "hipGetDeviceProperties", (*hip.hipGetDeviceProperties(props, ordinal), None))
+        check(hip, hip.hipGetDeviceProperties(props, ordinal), "hipGetDeviceProperties")
     return Target.parse(_text(props.gcnArchName))
 
 
-def probe_info(hip: Any, device: HipDevice) -> dict[DeviceInfo, Any]:
+def probe_info(device: HipDevice) -> dict[DeviceInfo, Any]:
     """Every ``DeviceInfo`` property of ``device`` (PLATFORM and TYPE are the core's)."""
-    ordinal = device.ordinal
+    hip, ordinal = device.hip, device.ordinal
+    device.activate()
     A = hip.hipDeviceAttribute_t
 
     def attr(name: str) -> int:
-        return int(check(hip, f"hipDeviceGetAttribute({name})", hip.hipDeviceGetAttribute(getattr(A, name), ordinal)))
+        return int(check(hip, hip.hipDeviceGetAttribute(getattr(A, name), ordinal), f"hipDeviceGetAttribute({name})"))
 
     block = (
         attr("hipDeviceAttributeMaxBlockDimX"),
@@ -88,10 +99,10 @@ def probe_info(hip: Any, device: HipDevice) -> dict[DeviceInfo, Any]:
     )
     work = tuple(min(g * b, UINT32_MAX) for g, b in zip(grid, block, strict=True))
     total_work = min(work[0] * work[1] * work[2], UINT32_MAX)
-    memory = int(check(hip, "hipDeviceTotalMem", hip.hipDeviceTotalMem(ordinal)))
-    product = _text(check(hip, "hipDeviceGetName", hip.hipDeviceGetName(256, ordinal)))
-    driver = int(check(hip, "hipDriverGetVersion", hip.hipDriverGetVersion()))
-    runtime = int(check(hip, "hipRuntimeGetVersion", hip.hipRuntimeGetVersion()))
+    memory = int(check(hip, hip.hipDeviceTotalMem(ordinal), "hipDeviceTotalMem"))
+    product = _text(check(hip, hip.hipDeviceGetName(256, ordinal), "hipDeviceGetName"))
+    driver = int(check(hip, hip.hipDriverGetVersion(), "hipDriverGetVersion"))
+    runtime = int(check(hip, hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion"))
     single = (
         DeviceFpCapabilityFlag.CORRECTLY_ROUNDED_DIVIDE_SQRT
         | DeviceFpCapabilityFlag.ROUND_TO_NEAREST
@@ -146,7 +157,7 @@ def _hip_version(value: int) -> str:
 def _uid(hip: Any, ordinal: int, attr: Any) -> str:
     """``GPU-<uuid hex>`` (as ROCm names agents); the PCI location when the runtime has no UUID."""
     try:
-        uuid = check(hip, "hipDeviceGetUuid", hip.hipDeviceGetUuid(ordinal))
+        uuid = check(hip, hip.hipDeviceGetUuid(ordinal), "hipDeviceGetUuid")
         raw = bytes(uuid.bytes) if hasattr(uuid, "bytes") else b""
     except Exception:  # older runtimes (and hip-python lines) lack it: fall back below
         raw = b""

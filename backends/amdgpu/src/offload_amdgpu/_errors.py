@@ -1,7 +1,9 @@
-"""hipError_t -> ``offload.ErrorCode``, and raising HIP failures as ``OffloadError``.
+"""hipError_t -> ``offload.ErrorCode``: every HIP failure becomes an ``OffloadError`` (a
+``HipError``) here.
 
 Mapped by number (the hip-python lines disagree on which members their enum has). The details
-carry the call, HIP's own error name and string (asked from the runtime), and the number.
+carry the call, HIP's own error name and string (asked from the runtime), and the number, e.g.
+``hipMalloc failed: hipErrorOutOfMemory (2): out of memory``.
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ from typing import Any, NoReturn
 
 from offload import ErrorCode, OffloadError
 
-__all__ = ["HIP_ERROR_CODES", "error_code", "hip_error_text", "raise_hip_error"]
+__all__ = ["ERROR_CODES", "HIP_ERROR_CODES", "HipError", "error_code", "hip_error_text", "raise_for", "raise_hip_error"]
 
 _E = ErrorCode
 
 #: Every hipError_t of HIP 5.2 to 7.x; a value not listed here is ``BACKEND_FAILURE``.
-HIP_ERROR_CODES: Mapping[int, ErrorCode] = {
+ERROR_CODES: Mapping[int, ErrorCode] = {
     1: _E.INVALID_ARGUMENT,  # hipErrorInvalidValue
     2: _E.OUT_OF_RESOURCES,  # hipErrorOutOfMemory
     3: _E.UNINITIALIZED,  # hipErrorNotInitialized
@@ -99,9 +101,20 @@ HIP_ERROR_CODES: Mapping[int, ErrorCode] = {
 }
 
 
+HIP_ERROR_CODES = ERROR_CODES  # its earlier name, kept for callers (ERROR_CODES, as in offload_cuda)
+
+
+class HipError(OffloadError):
+    """An ``OffloadError`` from a HIP call; ``.result`` is the hipError_t value."""
+
+    def __init__(self, code: ErrorCode, details: str, result: int) -> None:
+        super().__init__(code, details)
+        self.result = result
+
+
 def error_code(status: int) -> ErrorCode:
     """The ``ErrorCode`` for a (non-zero) hipError_t value."""
-    return HIP_ERROR_CODES.get(int(status), ErrorCode.BACKEND_FAILURE)
+    return ERROR_CODES.get(int(status), ErrorCode.BACKEND_FAILURE)
 
 
 def _text(result: Any) -> str:
@@ -126,6 +139,13 @@ def hip_error_text(hip: Any, status: Any) -> str:
     return f"{name} ({value}): {text}"
 
 
+def raise_for(hip: Any, status: Any, call: str) -> NoReturn:
+    """Raise the ``HipError`` for ``call`` failing with ``status`` (not hipSuccess): HIP's name and
+    string in the details."""
+    value = int(status)
+    raise HipError(error_code(value), f"{call} failed: {hip_error_text(hip, status)}", value)
+
+
 def raise_hip_error(hip: Any, call: str, status: Any) -> NoReturn:
-    """Raise ``OffloadError`` for ``call`` failing with ``status``: HIP's name and string in the details."""
-    raise OffloadError(error_code(int(status)), f"{call} failed: {hip_error_text(hip, status)}")
+    """``raise_for`` under its earlier name and argument order, kept for callers."""
+    raise_for(hip, status, call)

@@ -1,10 +1,12 @@
 """Memory: allocation (DEVICE ``hipMalloc``, HOST ``hipHostMalloc``, MANAGED ``hipMallocManaged``),
-registration (``hipHostRegister`` and HIP's device pointer of the range), copies (on the queue's
-stream, or on the null stream and waited for), peer access (asked once per device pair) and fills
-(1, 2 and 4-byte patterns natively where HIP allows; any other as strided byte fills).
+registration (``hipHostRegister`` and HIP's device pointer of the range), copies in every
+direction (on the queue's stream, or on the null stream and waited for), peer access (asked once
+per device pair) and fills (1, 2 and 4-byte patterns natively where HIP allows; any other as
+strided byte fills).
 
 ``stream`` is the queue's stream, or None for a synchronous operation: it then runs on the null
-stream of the device made current, and ``finish`` waits for it.
+stream of the device made current, and ``_finish`` waits for it (the work is complete on return,
+as hookspecs promises).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Any
 
 from offload import AllocType
 
-from ._device import HipDevice, check, select
-from ._errors import raise_hip_error
+from ._device import HipDevice
+from ._driver import check
+from ._errors import raise_for
+from ._queue import HipQueue
 
-__all__ = ["alloc", "copy", "exchange", "fill", "finish", "free", "peer_access", "register", "unregister"]
+__all__ = ["alloc", "copy_between", "data_retrieve", "data_submit", "fill", "free", "register", "unregister"]
 
 log = logging.getLogger("offload_amdgpu")
 
@@ -27,117 +31,135 @@ HIP_HOST_REGISTER_DEFAULT = 0
 HIP_MEMCPY_DEFAULT = 4
 HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 
-Peers = dict[tuple[int, int], bool]  # (from, to) ordinals -> peer access enabled
 
-
-def finish(hip: Any, name: str, status: Any, stream: Any) -> None:
+def _finish(device: HipDevice, call: str, status: Any, stream: Any) -> None:
     """Check a call's status; for a synchronous one (``stream`` None), wait for the null stream."""
+    hip = device.hip
     if status:
-        raise_hip_error(hip, name, status)
+        raise_for(hip, status, call)
     if stream is None:
         status = hip.hipStreamSynchronize(None)[0]
         if status:
-            raise_hip_error(hip, f"hipStreamSynchronize (after {name})", status)
+            raise_for(hip, status, f"hipStreamSynchronize (after {call})")
 
 
-def alloc(hip: Any, device: HipDevice, alloc_type: AllocType, size: int) -> int:
-    select(hip, device)
+def alloc(device: HipDevice, alloc_type: AllocType, size: int) -> int:
+    hip = device.hip
+    device.activate()
     if alloc_type is AllocType.DEVICE:
-        return int(check(hip, "hipMalloc", hip.hipMalloc(size)))
+        return int(check(hip, hip.hipMalloc(size), "hipMalloc"))
     if alloc_type is AllocType.HOST:
-        return int(check(hip, "hipHostMalloc", hip.hipHostMalloc(size, HIP_HOST_MALLOC_DEFAULT)))
-    return int(check(hip, "hipMallocManaged", hip.hipMallocManaged(size, HIP_MEM_ATTACH_GLOBAL)))
+        return int(check(hip, hip.hipHostMalloc(size, HIP_HOST_MALLOC_DEFAULT), "hipHostMalloc"))
+    return int(check(hip, hip.hipMallocManaged(size, HIP_MEM_ATTACH_GLOBAL), "hipMallocManaged"))
 
 
-def free(hip: Any, device: HipDevice, address: int, alloc_type: AllocType) -> None:
-    select(hip, device)
+def free(device: HipDevice, address: int, alloc_type: AllocType) -> None:
+    hip = device.hip
+    device.activate()
     if alloc_type is AllocType.HOST:
-        check(hip, "hipHostFree", hip.hipHostFree(address))
+        check(hip, hip.hipHostFree(address), "hipHostFree")
     else:
-        check(hip, "hipFree", hip.hipFree(address))
+        check(hip, hip.hipFree(address), "hipFree")
 
 
-def register(hip: Any, device: HipDevice, address: int, size: int) -> int:
+def register(device: HipDevice, address: int, size: int) -> int:
     """hipHostRegister, then the range's device pointer (hipHostRegister: "the mapped device
     pointer will have a different value than the mapped host pointer")."""
-    select(hip, device)
-    check(hip, "hipHostRegister", hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT))
+    hip = device.hip
+    device.activate()
+    check(hip, hip.hipHostRegister(address, size, HIP_HOST_REGISTER_DEFAULT), "hipHostRegister")
     result = hip.hipHostGetDevicePointer(address, 0)
     if result[0]:
         hip.hipHostUnregister(address)
-        raise_hip_error(hip, "hipHostGetDevicePointer", result[0])
+        raise_for(hip, result[0], "hipHostGetDevicePointer")
     return int(result[1])
 
 
-def unregister(hip: Any, device: HipDevice, address: int) -> None:
-    select(hip, device)
-    check(hip, "hipHostUnregister", hip.hipHostUnregister(address))
+def unregister(device: HipDevice, address: int) -> None:
+    hip = device.hip
+    device.activate()
+    check(hip, hip.hipHostUnregister(address), "hipHostUnregister")
 
 
-def copy(hip: Any, device: HipDevice, name: str, dst: int, src: int, size: int, stream: Any) -> None:
-    """Host to device or back: ``name`` is hipMemcpyHtoDAsync or hipMemcpyDtoHAsync."""
-    if stream is None:
-        select(hip, device)
-    finish(hip, name, getattr(hip, name)(dst, src, size, stream)[0], stream)
+def data_submit(device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
+    """The ``data_submit`` hook itself (``AMDGPUBackend`` binds it: the hot path has no glue frame)."""
+    if queue is not None:  # the hot path: one HIP call
+        status = device.hip.hipMemcpyHtoDAsync(dst, src, size, queue.stream)[0]
+        if status:
+            raise_for(device.hip, status, "hipMemcpyHtoDAsync")
+        return
+    device.activate()
+    _finish(device, "hipMemcpyHtoDAsync", device.hip.hipMemcpyHtoDAsync(dst, src, size, None)[0], None)
 
 
-def exchange(
-    hip: Any, peers: Peers, src_device: HipDevice, src: int, dst_device: HipDevice, dst: int, size: int, stream: Any
-) -> None:
+def data_retrieve(device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
+    """The ``data_retrieve`` hook itself (as ``data_submit``)."""
+    if queue is not None:
+        status = device.hip.hipMemcpyDtoHAsync(dst, src, size, queue.stream)[0]
+        if status:
+            raise_for(device.hip, status, "hipMemcpyDtoHAsync")
+        return
+    device.activate()
+    _finish(device, "hipMemcpyDtoHAsync", device.hip.hipMemcpyDtoHAsync(dst, src, size, None)[0], None)
+
+
+def copy_between(src_device: HipDevice, src: int, dst_device: HipDevice, dst: int, size: int, stream: Any) -> None:
     """Device to device: hipMemcpyAsync on one device, hipMemcpyPeerAsync between two (which
     works with or without peer access, so access is only asked for, once per pair)."""
+    hip = src_device.hip
     if stream is None:
-        select(hip, src_device)
+        src_device.activate()
     if src_device is dst_device:
-        name = "hipMemcpyAsync"
+        call = "hipMemcpyAsync"
         status = hip.hipMemcpyAsync(dst, src, size, hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT), stream)[0]
     else:
-        peer_access(hip, peers, src_device, dst_device)
-        name = "hipMemcpyPeerAsync"
+        _enable_peer(src_device, dst_device)
+        call = "hipMemcpyPeerAsync"
         status = hip.hipMemcpyPeerAsync(dst, dst_device.ordinal, src, src_device.ordinal, size, stream)[0]
-    finish(hip, name, status, stream)
+    _finish(src_device, call, status, stream)
 
 
-def peer_access(hip: Any, peers: Peers, src_device: HipDevice, dst_device: HipDevice) -> bool:
+def _enable_peer(src_device: HipDevice, dst_device: HipDevice) -> bool:
     """Whether ``src_device`` reaches ``dst_device``'s memory: asked once per pair
     (hipDeviceCanAccessPeer, then hipDeviceEnablePeerAccess with ``src_device`` current). Without
     it hipMemcpyPeer(Async) still copies ("the hipMemcpy will still work, but will perform the copy
     using a staging buffer on the host"), so a refusal is remembered and logged, not raised."""
-    key = (src_device.ordinal, dst_device.ordinal)
-    enabled = peers.get(key)
+    hip = src_device.hip
+    enabled = src_device.peers.get(dst_device.ordinal)
     if enabled is not None:
         return enabled
-    can = check(hip, "hipDeviceCanAccessPeer", hip.hipDeviceCanAccessPeer(src_device.ordinal, dst_device.ordinal))
+    can = check(hip, hip.hipDeviceCanAccessPeer(src_device.ordinal, dst_device.ordinal), "hipDeviceCanAccessPeer")
     enabled = False
     if can:
-        check(hip, "hipSetDevice", hip.hipSetDevice(src_device.ordinal))
+        check(hip, hip.hipSetDevice(src_device.ordinal), "hipSetDevice")
         status = int(hip.hipDeviceEnablePeerAccess(dst_device.ordinal, 0)[0])
         enabled = status in (0, HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED)
         if not enabled:
             log.info("offload-amdgpu: peer access %d -> %d not enabled (hipError %d); peer copies are staged",
-                     *key, status)  # fmt: skip
-    peers[key] = enabled  # two threads racing both ask: HIP answers the second "already enabled"
+                     src_device.ordinal, dst_device.ordinal, status)  # fmt: skip
+    src_device.peers[dst_device.ordinal] = enabled  # two threads racing both ask: HIP answers "already enabled"
     return enabled
 
 
-def fill(hip: Any, device: HipDevice, address: int, pattern: bytes, size: int, stream: Any) -> None:
+def fill(device: HipDevice, address: int, pattern: bytes, size: int, stream: Any) -> None:
     """``size`` bytes of the repeated ``pattern``. hipMemsetD16 / D32 need a destination aligned to
     the element (HIP refuses others); olMemFill does not, so such a fill goes bytewise."""
+    hip = device.hip
     if stream is None:
-        select(hip, device)
+        device.activate()
     width = len(pattern)
     value = int.from_bytes(pattern, "little")
     if width == 1:
-        name, status = "hipMemsetD8Async", hip.hipMemsetD8Async(address, value, size, stream)[0]
+        call, status = "hipMemsetD8Async", hip.hipMemsetD8Async(address, value, size, stream)[0]
     elif width == 2 and address % 2 == 0:
-        name, status = "hipMemsetD16Async", hip.hipMemsetD16Async(address, value, size // 2, stream)[0]
+        call, status = "hipMemsetD16Async", hip.hipMemsetD16Async(address, value, size // 2, stream)[0]
     elif width == 4 and address % 4 == 0:  # hipMemsetD32Async takes an int
         value -= (value & 0x80000000) << 1
-        name, status = "hipMemsetD32Async", hip.hipMemsetD32Async(address, value, size // 4, stream)[0]
+        call, status = "hipMemsetD32Async", hip.hipMemsetD32Async(address, value, size // 4, stream)[0]
     else:
-        name, status = "hipMemset2DAsync", 0
+        call, status = "hipMemset2DAsync", 0
         for index, byte in enumerate(pattern):  # column `index` of a (size / width) x width matrix
             status = hip.hipMemset2DAsync(address + index, width, byte, 1, size // width, stream)[0]
             if status:
                 break
-    finish(hip, name, status, stream)
+    _finish(device, call, status, stream)

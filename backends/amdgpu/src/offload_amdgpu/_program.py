@@ -1,27 +1,37 @@
-"""Loaded programs (HIP modules) and their kernels, with the launch argument packing.
+"""Programs and kernels: one ``HipImage`` per loaded HIP module, one ``HipKernel`` per function.
 
-A launch passes the packed argument buffer through ``hipModuleLaunchKernel``'s ``extra``
-array (``HIP_LAUNCH_PARAM_BUFFER_POINTER``, ``..._SIZE``, ``..._END`` = 1, 2, 3); HIP copies
-it before the call returns and appends the hidden arguments itself. The array, the size word
-and a copy of the arguments lie in one block per thread, reused from launch to launch.
+A module belongs to the device it was loaded on (HIP aborts the process on a mismatch), so each
+call here makes that device current first. Kernel parameters come from the code object's
+metadata (``_code_object``), not from HIP.
 """
 
 from __future__ import annotations
 
-import ctypes
-import struct
-from threading import get_ident
 from typing import Any
 
 from offload import ErrorCode, OffloadError
 
+from . import _code_object
 from ._code_object import CodeObject, KernelInfo
+from ._device import HipDevice
+from ._driver import check
+from ._errors import raise_for
 
-__all__ = ["HipImage", "HipKernel", "LaunchBlocks", "short_args_error"]
+__all__ = ["HipImage", "HipKernel"]
 
-HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
-HIP_LAUNCH_PARAM_BUFFER_SIZE = 2
-HIP_LAUNCH_PARAM_END = 3
+
+class HipKernel:
+    """A kernel function handle with its metadata (explicit arguments, limits)."""
+
+    __slots__ = ("function", "info", "param_bytes")
+
+    def __init__(self, function: Any, info: KernelInfo) -> None:
+        self.function = function
+        self.info = info
+        self.param_bytes = info.explicit_size  # the launch-buffer extent: the bytes a launch passes (launch_extent)
+
+    def __repr__(self) -> str:
+        return f"<HipKernel {self.info.name} args={self.param_bytes}B>"
 
 
 class HipImage:
@@ -29,77 +39,39 @@ class HipImage:
 
     __slots__ = ("module", "code")
 
-    def __init__(self, module: Any, code: CodeObject) -> None:
-        self.module = module
-        self.code = code
+    def __init__(self, device: HipDevice, data: bytes) -> None:
+        """Load the code object of ``data`` (a code object or an offload bundle) for ``device``."""
+        try:
+            code = _code_object.code_object_for(data, device.target)
+        except ValueError as exc:
+            raise OffloadError(
+                ErrorCode.INVALID_BINARY, f"{_code_object.describe(data)} does not load on {device.target}: {exc}"
+            ) from None
+        hip = device.hip
+        device.activate()
+        self.module = check(hip, hip.hipModuleLoadData(code.data), "hipModuleLoadData")
+        self.code: CodeObject = code
 
+    def unload(self, device: HipDevice) -> None:
+        hip = device.hip
+        device.activate()
+        check(hip, hip.hipModuleUnload(self.module), "hipModuleUnload")
 
-class HipKernel:
-    """A kernel function handle with its metadata (explicit arguments, limits)."""
+    def kernel(self, device: HipDevice, name: str) -> HipKernel:
+        info = self.code.kernels.get(name)
+        if info is None:
+            raise OffloadError(ErrorCode.NOT_FOUND, f"no kernel {name!r} in the code object")
+        hip = device.hip
+        device.activate()
+        function = check(hip, hip.hipModuleGetFunction(self.module, name.encode()), f"hipModuleGetFunction({name!r})")
+        return HipKernel(function, info)
 
-    __slots__ = ("function", "info", "explicit_size")
-
-    def __init__(self, function: Any, info: KernelInfo) -> None:
-        self.function = function
-        self.info = info
-        self.explicit_size = info.explicit_size
-
-    def __repr__(self) -> str:
-        return f"<HipKernel {self.info.name} args={self.explicit_size}B>"
-
-
-def short_args_error(kernel: HipKernel, size: int) -> OffloadError:
-    """The error for an argument buffer shorter than the kernel's explicit arguments."""
-    return OffloadError(
-        ErrorCode.INVALID_ARGUMENT,
-        f"kernel {kernel.info.name!r} takes {kernel.explicit_size} bytes of arguments "
-        f"({len(kernel.info.params)} parameters) but the argument buffer has {size} bytes",
-    )
-
-
-_HEADER = 48  # the extra array (5 pointers), then the size word, then the arguments
-_packers: dict[int, struct.Struct] = {}
-
-
-def _packer(size: int) -> struct.Struct:
-    """``struct`` writing the size word and ``size`` argument bytes in one call (cached per size)."""
-    packer = _packers.get(size)
-    if packer is None:
-        packer = _packers.setdefault(size, struct.Struct(f"<Q{size}s"))
-    return packer
-
-
-class LaunchBlock:
-    """One thread's launch block: the ``extra`` array, the size word it points to, and a copy of
-    the arguments it points to. HIP reads it during the launch call only."""
-
-    __slots__ = ("capacity", "buffer", "address")
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.buffer = ctypes.create_string_buffer(_HEADER + capacity)
-        self.address = base = ctypes.addressof(self.buffer)
-        extra = (
-            HIP_LAUNCH_PARAM_BUFFER_POINTER, base + _HEADER,
-            HIP_LAUNCH_PARAM_BUFFER_SIZE, base + 40,
-            HIP_LAUNCH_PARAM_END,
-        )  # fmt: skip
-        struct.pack_into("<5Q", self.buffer, 0, *extra)
-
-
-class LaunchBlocks:
-    """The launch block of each thread (by thread id; a dead thread's block is reused by its id)."""
-
-    __slots__ = ("_blocks",)
-
-    def __init__(self) -> None:
-        self._blocks: dict[int, LaunchBlock] = {}
-
-    def pack(self, args: bytes, size: int) -> int:
-        """Copy ``args`` (``size`` bytes) into this thread's block; return the ``extra`` address."""
-        ident = get_ident()
-        block = self._blocks.get(ident)
-        if block is None or size > block.capacity:
-            block = self._blocks[ident] = LaunchBlock(max(256, 2 * size))
-        (_packers.get(size) or _packer(size)).pack_into(block.buffer, 40, size, args)
-        return block.address
+    def global_variable(self, device: HipDevice, name: str) -> tuple[int, int]:
+        if name not in self.code.globals:
+            raise OffloadError(ErrorCode.NOT_FOUND, f"no global variable {name!r} in the code object")
+        hip = device.hip
+        device.activate()
+        result = hip.hipModuleGetGlobal(self.module, name.encode())
+        if result[0]:
+            raise_for(hip, result[0], f"hipModuleGetGlobal({name!r})")
+        return int(result[1]), int(result[2])

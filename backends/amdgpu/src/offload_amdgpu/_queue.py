@@ -1,65 +1,59 @@
-"""Queues are HIP streams (non-blocking, pooled per device); events are HIP timing events.
+"""Queues are HIP streams (non-blocking, from the device's pool); events are HIP timing events.
 
-Host functions run through ``hipLaunchHostFunc`` with one C trampoline for the whole process:
-the stream's worker calls it with a key, the key finds the callback. While it runs, the thread is
-marked as running that queue's host function (``HostCalls.running_for``): HIP calls are not
-allowed there, so the backend defers driver work asked from it (``_deferred``). Errors: every
-exception a host function (or deferred work) raised is kept, in order, and raised by the queue's
-next ``synchronize``: one ``OffloadError`` for one, an ``ExceptionGroup`` of them for several
-(as the host backend does); an ``OffloadError`` stays itself, anything else becomes ``UNKNOWN``
-(``OUT_OF_RESOURCES`` for ``MemoryError``) with the exception as its cause.
+Host functions run through ``hipLaunchHostFunc`` with one C trampoline (``HostCalls``, on
+``offload.backend_support.HostFunctions``). HIP forbids HIP calls inside one ("The host function
+must not make any HIP API calls"), and ``hipFree`` / ``hipModuleUnload`` synchronise the device
+whose stream that function holds: so the driver work asked from one is deferred until it has
+returned (``HostCalls.deferring``), a query of another queue is made by a short-lived thread, and
+``synchronize`` from one follows ``HostFunctions.synchronize``. Errors: every exception a
+host function (or deferred work) raised is kept on its queue, in order (``KeptErrors``), and
+raised by the queue's next ``synchronize`` or a ``sync_event`` of an event recorded on it.
 """
 
 from __future__ import annotations
 
-import ctypes
-import itertools
-import logging
-import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from offload import raise_kept_errors
+from offload import ErrorCode, OffloadError
+from offload.backend_support import HostFunctions, KeptErrors, raise_kept_errors
 
-from ._deferred import Deferred, Job, off_thread
 from ._device import HipDevice
-from ._errors import raise_hip_error
+from ._driver import check
+from ._errors import raise_for
 
-__all__ = ["HipEvent", "HipQueue", "HostCalls", "take_errors"]
+__all__ = [
+    "HipEvent",
+    "HipQueue",
+    "HostCalls",
+    "create_event",
+    "destroy_event",
+    "event_elapsed_time",
+    "is_event_complete",
+    "recycle",
+    "release_device",
+    "stream_busy",
+    "sync_event",
+    "wait_event",
+]
 
-log = logging.getLogger("offload_amdgpu")
-
-HIP_STREAM_NON_BLOCKING = 1
 HIP_ERROR_NOT_READY = 600
+HIP_EVENT_DEFAULT = 0  # timing enabled
 
 
-class HipQueue:
-    """One stream of a device, plus the errors its host functions raised.
+class HipQueue(KeptErrors):
+    """One stream of a device, plus the errors its host functions raised (``KeptErrors``)."""
 
-    ``released``: the final ``olShutDown`` released it from one of its own host functions; the
-    host functions still queued behind are dropped. ``deferred``: jobs of it not yet run.
-    """
-
-    __slots__ = ("device", "stream", "errors", "released", "deferred", "lock")
+    __slots__ = ("device", "stream")
 
     def __init__(self, device: HipDevice, stream: Any) -> None:
+        super().__init__()
         self.device = device
         self.stream = stream
-        self.errors: list[BaseException] = []
-        self.released = False
-        self.deferred = 0
-        self.lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<HipQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
-
-    def keep(self, exc: BaseException) -> None:
-        """Keep an asynchronous error for the next synchronize (logged if nothing will ask)."""
-        if self.released:
-            log.error("offload-amdgpu: after the final olShutDown, work on %r failed: %r", self, exc)
-            return
-        with self.lock:
-            self.errors.append(exc)
 
 
 class HipEvent:
@@ -72,83 +66,131 @@ class HipEvent:
         self.queue = queue
 
 
-def take_errors(queue: HipQueue) -> None:
-    """Raise (and forget) every error kept since the last synchronize, in order."""
-    with queue.lock:
-        errors, queue.errors = queue.errors, []
-    raise_kept_errors(errors, f"a host function on {queue!r}", f"host functions on {queue!r}")
-
-
-class HostCalls:
-    """Runs Python callbacks in stream order through one ``hipHostFn_t`` trampoline."""
+class HostCalls(HostFunctions):
+    """Python host functions on HIP streams, through ``hipLaunchHostFunc``."""
 
     def __init__(self, hip: Any) -> None:
+        super().__init__("offload-amdgpu")
         self._hip = hip
-        self._pending: dict[int, tuple[HipQueue, Callable[[], None]]] = {}
-        self._keys = itertools.count(1)
-        self._lock = threading.Lock()
-        self._local = threading.local()
-        self.deferred = Deferred(lambda queue, exc: queue.keep(exc))
-        self._trampoline = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self._run)  # kept alive with self
-        self._address = ctypes.cast(self._trampoline, ctypes.c_void_p).value
 
-    def _run(self, key: int | None) -> None:
-        with self._lock:
-            queue, callback = self._pending[key or 0]
-        local = self._local
-        try:
-            if queue.released:  # the final olShutDown released it from an earlier host function
-                return
-            local.queue, local.later = queue, []
-            try:
-                callback()
-            except BaseException as exc:  # reported by the queue's next synchronize
-                queue.keep(exc)
-            finally:
-                later: list[Job] = local.later
-                local.queue = local.later = None
-                if later:  # counted on their queues before this function stops being pending
-                    self.deferred.submit(later)
-        finally:
-            with self._lock:  # pending until it has returned (see AMDGPUBackend._drain)
-                del self._pending[key or 0]
-
-    def running_for(self) -> HipQueue | None:
-        """The queue whose host function this thread (a HIP stream's) is running, else None."""
-        return getattr(self._local, "queue", None)
-
-    def defer(self, queue: HipQueue, work: Callable[[], None]) -> None:
-        """From a host function: run ``work`` on the deferred thread once the function has returned."""
-        self._local.later.append((queue, work))
-
-    def enqueue(self, queue: HipQueue, callback: Callable[[], None]) -> None:
-        """``callback`` in ``queue``'s order. Asked from a host function of ``queue`` (on HIP's
-        thread or the deferred one), it runs on the deferred thread after that function; asked
-        from a host function of another queue, a short-lived thread makes the hipLaunchHostFunc
-        call (not allowed on the function's own thread) at once."""
-        own = self.running_for()
-        if own is not None:
-            if queue is own:
-                self.defer(queue, callback)
-            else:
-                off_thread(lambda: self._launch(queue, callback))
-            return
-        if self.deferred.running_for() is queue:
-            self.deferred.submit([(queue, callback)])
-            return
-        self._launch(queue, callback)
-
-    def _launch(self, queue: HipQueue, callback: Callable[[], None]) -> None:
-        key = next(self._keys)
-        with self._lock:
-            self._pending[key] = (queue, callback)
-        status = self._hip.hipLaunchHostFunc(queue.stream, self._address, key)[0]
+    def launch_host_function(self, queue: HipQueue, address: int, key: int) -> None:
+        status = self._hip.hipLaunchHostFunc(queue.stream, address, key)[0]
         if status:
-            with self._lock:
-                self._pending.pop(key, None)
-            raise_hip_error(self._hip, "hipLaunchHostFunc", status)
+            raise_for(self._hip, status, "hipLaunchHostFunc")
 
-    def pending(self) -> int:
-        """Callbacks enqueued and not yet returned."""
-        with self._lock:
-            return len(self._pending)
+    def wait(self, queue: HipQueue) -> None:
+        """HIP's wait for the queue's stream (``synchronize`` calls it), polling while Python host
+        functions are queued (``_drain``)."""
+        hip = self._hip
+        _drain(self, hip.hipStreamQuery, queue.stream)
+        status = hip.hipStreamSynchronize(queue.stream)[0]
+        if status:
+            raise_for(hip, status, "hipStreamSynchronize")
+
+
+def _drain(host_calls: HostCalls, query: Callable[[Any], Any], handle: Any) -> None:
+    """While Python host functions are queued, wait by polling ``query`` with the GIL free.
+
+    hip-python 6.4 / 7.x hold the GIL in blocking calls such as hipStreamSynchronize; a host
+    function (which needs the GIL on the runtime's thread) would then deadlock them.
+    """
+    delay = 0.0
+    while host_calls.pending():
+        if int(query(handle)[0]) != HIP_ERROR_NOT_READY:
+            return
+        time.sleep(delay)
+        delay = min(1e-3, 2 * delay or 2e-5)
+
+
+def create_queue(device: HipDevice) -> HipQueue:
+    return HipQueue(device, device.streams.acquire())
+
+
+def recycle(queue: HipQueue) -> None:
+    """The queue's stream back to its device's pool (``HostFunctions.synchronize`` calls it)."""
+    queue.device.streams.release(queue.stream)
+
+
+def stream_busy(queue: HipQueue) -> bool:
+    """HIP's answer to ``has_pending_work`` (``HostFunctions.has_pending_work`` asks it)."""
+    hip = queue.device.hip
+    status = hip.hipStreamQuery(queue.stream)[0]
+    if not status:
+        return False
+    if int(status) == HIP_ERROR_NOT_READY:
+        return True
+    raise_for(hip, status, "hipStreamQuery")
+
+
+def create_event(device: HipDevice, queue: HipQueue) -> HipEvent:
+    hip = device.hip
+    device.activate()
+    handle = check(hip, hip.hipEventCreateWithFlags(HIP_EVENT_DEFAULT), "hipEventCreateWithFlags")
+    status = hip.hipEventRecord(handle, queue.stream)[0]
+    if status:
+        hip.hipEventDestroy(handle)
+        raise_for(hip, status, "hipEventRecord")
+    event = HipEvent(handle, queue)
+    with device.lock:
+        device.events.add(event)
+    return event
+
+
+def destroy_event(device: HipDevice, event: HipEvent) -> None:
+    with device.lock:
+        device.events.discard(event)
+    check(device.hip, device.hip.hipEventDestroy(event.handle), "hipEventDestroy")
+
+
+def wait_event(device: HipDevice, queue: HipQueue, event: HipEvent) -> None:
+    check(device.hip, device.hip.hipStreamWaitEvent(queue.stream, event.handle, 0), "hipStreamWaitEvent")
+
+
+def is_event_complete(device: HipDevice, event: HipEvent) -> bool:
+    hip = device.hip
+    status = hip.hipEventQuery(event.handle)[0]
+    if not status:
+        return True
+    if int(status) == HIP_ERROR_NOT_READY:
+        return False
+    raise_for(hip, status, "hipEventQuery")
+
+
+def sync_event(host_calls: HostCalls, device: HipDevice, event: HipEvent) -> None:
+    """Wait for the event; raise the kept errors of the queue it was recorded on."""
+    hip = device.hip
+    _drain(host_calls, hip.hipEventQuery, event.handle)
+    check(hip, hip.hipEventSynchronize(event.handle), "hipEventSynchronize")
+    event.queue.raise_kept()
+
+
+def event_elapsed_time(device: HipDevice, start: HipEvent, end: HipEvent) -> float:
+    hip = device.hip
+    result = hip.hipEventElapsedTime(start.handle, end.handle)
+    if result[0]:
+        if int(result[0]) == HIP_ERROR_NOT_READY:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, "an event is not complete yet (olSyncEvent it first)")
+        raise_for(hip, result[0], "hipEventElapsedTime")
+    return float(result[1])
+
+
+def release_device(device: HipDevice) -> None:
+    """Destroy the events still alive (the core does not) and the pooled streams; every failure
+    is kept and raised after the rest has been released."""
+    device.activate()
+    with device.lock:
+        events, device.events = list(device.events), set()
+    failures: list[BaseException] = []
+    for event in events:
+        try:
+            check(device.hip, device.hip.hipEventDestroy(event.handle), "hipEventDestroy")
+        except OffloadError as exc:
+            failures.append(exc)
+    try:
+        device.streams.destroy()
+    except OffloadError as exc:
+        failures.append(exc)
+    except ExceptionGroup as group:
+        failures.extend(group.exceptions)
+    what = f"device {device.ordinal}"
+    raise_kept_errors(failures, f"releasing {what}", f"releases of {what}")

@@ -1,4 +1,11 @@
-"""The CUDA backend: the hookimpls of ``offload.hookspecs`` on cuda.bindings' driver API."""
+"""The CUDA backend: the hookimpls of ``offload.hookspecs`` on cuda.bindings' driver API (thin
+glue; the driver calls are made in ``_memory``, ``_queue``, ``_program`` and ``_launch``).
+
+``queue is None`` (a synchronous operation) runs on the legacy default stream, then waits for it.
+From a host function (a thread the driver runs the function on, which must not call CUDA): the
+releases the core may ask there (``mem_free``, ``unload_binary``, the final teardown's hooks) are
+deferred until the function has returned (``HostCalls.deferring``, ``offload.backend_support``).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,15 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from offload.backend_support import ResourcePool
+
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
 
 from . import _binary, _launch, _memory, _queue
 from ._device import CudaDevice
 from ._driver import DriverUnavailable, check, load
 from ._program import CudaImage, CudaKernel
-from ._queue import CudaEvent, CudaQueue, EventPool, StreamPool
+from ._queue import CudaEvent, CudaQueue, HostCalls
 
 __all__ = ["CudaBackend"]
 
@@ -32,14 +41,15 @@ def _compute_mode_note(driver: Any, ordinal: int) -> str:
 
 
 class _DeviceState:
-    """A device and its pools."""
+    """A device and its pools (``recycle(queue)``: its stream back to the pool)."""
 
-    __slots__ = ("device", "streams", "events")
+    __slots__ = ("device", "streams", "events", "recycle")
 
     def __init__(self, device: CudaDevice) -> None:
         self.device = device
-        self.streams = StreamPool(device)
-        self.events = EventPool(device)
+        self.streams: ResourcePool[Any] = _queue.stream_pool(device)
+        self.events: ResourcePool[Any] = _queue.event_pool(device)
+        self.recycle: Callable[[CudaQueue], None] = lambda queue: self.streams.release(queue.stream)
 
 
 class CudaBackend:
@@ -53,6 +63,12 @@ class CudaBackend:
         self.driver: Any = None
         self.states: list[_DeviceState] = []
         self.unavailable_reason: str | None = None
+        self.host_calls: HostCalls | None = None
+
+    def _deferring(self, work: Callable[[], None]) -> bool:
+        """On a host function's thread: keep ``work`` for after the function, return True."""
+        host_calls = self.host_calls
+        return host_calls is not None and host_calls.deferring(None, work)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -67,6 +83,7 @@ class CudaBackend:
         except DriverUnavailable as exc:
             self.unavailable_reason = str(exc)
             return []
+        self.host_calls = HostCalls(self.driver)
         skipped: list[str] = []
         try:
             for ordinal in range(count):
@@ -88,12 +105,15 @@ class CudaBackend:
 
     @hookimpl
     def deinit(self) -> None:
-        self.states = []
+        if not self._deferring(self.deinit):
+            self.states = []
 
     @hookimpl
     def deinit_device(self, device: _DeviceState) -> None:
         """Destroy the pooled streams and every event still alive (the core does not destroy
         events at shutdown), then release the primary context, whatever failed before it."""
+        if self._deferring(lambda: self.deinit_device(device)):
+            return
         try:
             device.device.activate()
             try:
@@ -119,7 +139,8 @@ class CudaBackend:
 
     @hookimpl
     def unload_binary(self, device: _DeviceState, image: CudaImage) -> None:
-        image.unload(device.device)
+        if not self._deferring(lambda: image.unload(device.device)):
+            image.unload(device.device)
 
     @hookimpl
     def get_kernel(self, device: _DeviceState, image: CudaImage, name: str) -> CudaKernel:
@@ -168,7 +189,8 @@ class CudaBackend:
 
     @hookimpl
     def mem_free(self, device: _DeviceState, address: int, alloc_type: AllocType) -> None:
-        _memory.free(device.device, address, alloc_type)
+        if not self._deferring(lambda: _memory.free(device.device, address, alloc_type)):
+            _memory.free(device.device, address, alloc_type)
 
     @hookimpl
     def mem_register(self, device: _DeviceState, address: int, size: int, lock: bool) -> int:
@@ -202,68 +224,43 @@ class CudaBackend:
 
     @hookimpl
     def create_queue(self, device: _DeviceState) -> CudaQueue:
-        return device.streams.acquire()
+        return CudaQueue(device.device, device.streams.acquire())
 
     @hookimpl
     def synchronize(self, device: _DeviceState, queue: CudaQueue, release: bool) -> None:
-        try:
-            _queue.synchronize(device.device, queue)
-        finally:
-            if release:
-                device.streams.release(queue)
+        assert self.host_calls is not None
+        self.host_calls.synchronize(queue, release, _queue.wait, device.recycle)
 
     @hookimpl
     def has_pending_work(self, device: _DeviceState, queue: CudaQueue) -> bool:
-        return _queue.has_pending_work(device.device, queue)
+        assert self.host_calls is not None
+        return self.host_calls.has_pending_work(queue, _queue.stream_busy)
 
     @hookimpl
     def enqueue_host_call(self, device: _DeviceState, queue: CudaQueue, callback: Callable[[], None]) -> None:
-        _queue.enqueue_host_call(device.device, queue, callback)
+        assert self.host_calls is not None
+        self.host_calls.enqueue(queue, callback)
 
     @hookimpl
     def create_event(self, device: _DeviceState, queue: CudaQueue) -> CudaEvent:
-        d = device.device.driver
-        event = device.events.acquire()
-        device.device.activate()
-        try:
-            check(d, d.cuEventRecord(event, queue.stream), "cuEventRecord")
-        except BaseException:
-            device.events.release(event)
-            raise
-        return CudaEvent(event, queue)
+        return _queue.create_event(device.device, device.events, queue)
 
     @hookimpl
     def destroy_event(self, device: _DeviceState, event: CudaEvent) -> None:
-        device.events.release(event.event)
+        device.events.release(event.handle)
 
     @hookimpl
     def wait_event(self, device: _DeviceState, queue: CudaQueue, event: CudaEvent) -> None:
-        d = device.device.driver
-        device.device.activate()
-        check(d, d.cuStreamWaitEvent(queue.stream, event.event, 0), "cuStreamWaitEvent")
+        _queue.wait_event(device.device, queue, event)
 
     @hookimpl
     def is_event_complete(self, device: _DeviceState, event: CudaEvent) -> bool:
-        d = device.device.driver
-        device.device.activate()
-        (result,) = d.cuEventQuery(event.event)
-        if int(result) == 600:  # CUDA_ERROR_NOT_READY
-            return False
-        check(d, (result,), "cuEventQuery")
-        return True
+        return _queue.is_event_complete(device.device, event)
 
     @hookimpl
     def sync_event(self, device: _DeviceState, event: CudaEvent) -> None:
-        d = device.device.driver
-        device.device.activate()
-        check(d, d.cuEventSynchronize(event.event), "cuEventSynchronize")
-        _queue.take_errors(event.queue)
+        _queue.sync_event(device.device, event)
 
     @hookimpl
     def event_elapsed_time(self, device: _DeviceState, start: CudaEvent, end: CudaEvent) -> float:
-        d = device.device.driver
-        device.device.activate()
-        for name, event in (("StartEvent", start), ("EndEvent", end)):
-            if not self.is_event_complete(device, event):
-                raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} is not complete yet (olSyncEvent it first)")
-        return float(check(d, d.cuEventElapsedTime(start.event, end.event), "cuEventElapsedTime"))
+        return _queue.event_elapsed_time(device.device, start, end)

@@ -1,168 +1,121 @@
-"""Queues are CUDA streams (non-blocking, from a per-device pool); events are CUDA events (from
-a pool, with timing). Host functions run through ``cuLaunchHostFunc`` in stream order: the
-Python callable is kept alive until it ran. Errors: every exception a host function raised is
-kept, in order, and raised by the queue's next ``synchronize`` (or a ``sync_event`` of an event
-recorded on it): one ``OffloadError`` for one, an ``ExceptionGroup`` of them for several, as the
-host backend does; an ``OffloadError`` stays itself, anything else becomes ``UNKNOWN``
-(``OUT_OF_RESOURCES`` for ``MemoryError``) with the exception as its cause."""
+"""Queues are CUDA streams (non-blocking, from a per-device pool); events are CUDA events (from a
+pool, with timing).
+
+Host functions run through ``cuLaunchHostFunc`` with one C trampoline (``HostCalls``, on
+``offload.backend_support.HostFunctions``). The driver forbids CUDA calls inside one
+(``cuLaunchHostFunc``: "The host function must not make any CUDA API calls"; the driver answers
+``CUDA_ERROR_NOT_PERMITTED`` or deadlocks): so the driver work asked from one (``olMemFree``,
+``olDestroyProgram``, the final ``olShutDown``, a host function launched on its own queue) is
+deferred until it has returned (``HostCalls.deferring``), a query of another queue is made by a
+short-lived thread, and ``synchronize`` from one follows ``HostFunctions.synchronize``.
+Errors: every exception a host function (or deferred work) raised is kept on its queue, in order
+(``KeptErrors``), and raised by the queue's next ``synchronize`` or a ``sync_event`` of an event
+recorded on it: one ``OffloadError`` for one, an ``ExceptionGroup`` of them for several, as the
+host backend does.
+"""
 
 from __future__ import annotations
 
-import ctypes
-import itertools
-import threading
-from collections.abc import Callable
 from typing import Any
 
-from offload import raise_kept_errors
+from offload import ErrorCode, OffloadError
+from offload.backend_support import HostFunctions, KeptErrors, ResourcePool
 
 from ._device import CudaDevice
 from ._driver import check
 
-__all__ = ["CudaEvent", "CudaQueue", "StreamPool", "EventPool", "take_errors"]
+__all__ = [
+    "CudaEvent",
+    "CudaQueue",
+    "HostCalls",
+    "create_event",
+    "event_elapsed_time",
+    "event_pool",
+    "is_event_complete",
+    "stream_busy",
+    "stream_pool",
+    "sync_event",
+    "wait",
+    "wait_event",
+]
 
 _CU_STREAM_NON_BLOCKING = 1
 _CUDA_ERROR_NOT_READY = 600
 
 
-class CudaQueue:
-    """One stream and the errors of its host functions (raised by the next ``synchronize``)."""
+class CudaQueue(KeptErrors):
+    """One stream and the errors of its host functions (``KeptErrors``)."""
 
-    __slots__ = ("stream", "errors", "lock", "__weakref__")
+    __slots__ = ("device", "stream", "__weakref__")
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, device: CudaDevice, stream: Any) -> None:
+        super().__init__()
+        self.device = device
         self.stream = stream
-        self.errors: list[BaseException] = []
-        self.lock = threading.Lock()
 
-    def keep(self, exc: BaseException) -> None:
-        """Keep a host function's exception for the next synchronize."""
-        with self.lock:
-            self.errors.append(exc)
+    def __repr__(self) -> str:
+        return f"<CudaQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
 
 
 class CudaEvent:
     """A recorded CUDA event and the queue it was recorded on (for that queue's host errors)."""
 
-    __slots__ = ("event", "queue")
+    __slots__ = ("handle", "queue")
 
-    def __init__(self, event: Any, queue: CudaQueue) -> None:
-        self.event = event
+    def __init__(self, handle: Any, queue: CudaQueue) -> None:
+        self.handle = handle
         self.queue = queue
 
 
-def take_errors(queue: CudaQueue) -> None:
-    """Raise (and forget) every host-function error kept since the last synchronize, in order."""
-    if not queue.errors:
-        return
-    with queue.lock:
-        errors, queue.errors = queue.errors, []
-    raise_kept_errors(errors, "a host function", "host functions")
+class HostCalls(HostFunctions):
+    """Python host functions on CUDA streams, through ``cuLaunchHostFunc``."""
+
+    def __init__(self, driver: Any) -> None:
+        super().__init__("offload-cuda")
+        self._driver = driver
+        self._host_fn = driver.CUhostFn(self.address)
+
+    def launch_host_function(self, queue: CudaQueue, address: int, key: int) -> None:
+        d = self._driver
+        queue.device.activate()
+        check(d, d.cuLaunchHostFunc(queue.stream, self._host_fn, key), "cuLaunchHostFunc")
 
 
-class StreamPool:
-    """Non-blocking streams of one device, reused after ``release``."""
-
-    def __init__(self, device: CudaDevice) -> None:
-        self.device = device
-        self.free: list[Any] = []
-        self.lock = threading.Lock()
-
-    def acquire(self) -> CudaQueue:
-        with self.lock:
-            stream = self.free.pop() if self.free else None
-        if stream is None:
-            d = self.device.driver
-            self.device.activate()
-            stream = check(d, d.cuStreamCreate(_CU_STREAM_NON_BLOCKING), "cuStreamCreate")
-        return CudaQueue(stream)
-
-    def release(self, queue: CudaQueue) -> None:
-        with self.lock:
-            self.free.append(queue.stream)
-
-    def destroy(self) -> None:
-        d = self.device.driver
-        with self.lock:
-            streams, self.free = self.free, []
-        for stream in streams:
-            check(d, d.cuStreamDestroy(stream), "cuStreamDestroy")
-
-
-class EventPool:
-    """Events of one device (timing enabled, for ``olGetEventElapsedTime``), reused. ``destroy``
-    destroys every event the pool made, released or not (events may outlive ``olShutDown``)."""
-
-    def __init__(self, device: CudaDevice) -> None:
-        self.device = device
-        self.free: list[Any] = []
-        self.made: list[Any] = []
-        self.lock = threading.Lock()
-
-    def acquire(self) -> Any:
-        with self.lock:
-            if self.free:
-                return self.free.pop()
-        d = self.device.driver
-        self.device.activate()
-        event = check(d, d.cuEventCreate(0), "cuEventCreate")
-        with self.lock:
-            self.made.append(event)
-        return event
-
-    def release(self, event: Any) -> None:
-        with self.lock:
-            self.free.append(event)
-
-    def destroy(self) -> None:
-        d = self.device.driver
-        with self.lock:
-            events, self.made, self.free = self.made, [], []
-        for event in events:
-            check(d, d.cuEventDestroy(event), "cuEventDestroy")
-
-
-# --- host functions ------------------------------------------------------------------------
-
-_HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_pending: dict[int, tuple[Callable[[], None], CudaQueue]] = {}
-_keys = itertools.count(1)
-
-
-def _trampoline(key: int | None) -> None:
-    """Runs on the driver's thread: the callable registered under ``key`` (then forgets it)."""
-    callback, queue = _pending.pop(key or 0)
-    try:
-        callback()
-    except BaseException as exc:  # reported by the queue's next synchronize
-        queue.keep(exc)
-
-
-_TRAMPOLINE = _HOST_FN(_trampoline)  # alive for the life of the module
-_TRAMPOLINE_ADDRESS = ctypes.cast(_TRAMPOLINE, ctypes.c_void_p).value
-
-
-def enqueue_host_call(device: CudaDevice, queue: CudaQueue, callback: Callable[[], None]) -> None:
+def stream_pool(device: CudaDevice) -> ResourcePool[Any]:
+    """The device's non-blocking streams, reused after ``release``."""
     d = device.driver
-    key = next(_keys)
-    _pending[key] = (callback, queue)
-    device.activate()
-    try:
-        check(d, d.cuLaunchHostFunc(queue.stream, d.CUhostFn(_TRAMPOLINE_ADDRESS), key), "cuLaunchHostFunc")
-    except BaseException:
-        _pending.pop(key, None)
-        raise
+
+    def create() -> Any:
+        device.activate()
+        return check(d, d.cuStreamCreate(_CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+
+    return ResourcePool(create, lambda stream: check(d, d.cuStreamDestroy(stream), "cuStreamDestroy"),
+                        f"streams of device {device.ordinal}")  # fmt: skip
 
 
-def synchronize(device: CudaDevice, queue: CudaQueue) -> None:
-    """Wait for the stream; raise a driver error, else every host-function error (``take_errors``)."""
+def event_pool(device: CudaDevice) -> ResourcePool[Any]:
+    """The device's events (timing enabled, for ``olGetEventElapsedTime``), reused."""
+    d = device.driver
+
+    def create() -> Any:
+        device.activate()
+        return check(d, d.cuEventCreate(0), "cuEventCreate")
+
+    return ResourcePool(create, lambda event: check(d, d.cuEventDestroy(event), "cuEventDestroy"),
+                        f"events of device {device.ordinal}")  # fmt: skip
+
+
+def wait(queue: CudaQueue) -> None:
+    """The driver's wait for the queue's stream (``HostFunctions.synchronize`` calls it)."""
+    device = queue.device
     d = device.driver
     device.activate()
     check(d, d.cuStreamSynchronize(queue.stream), "cuStreamSynchronize")
-    take_errors(queue)
 
 
-def has_pending_work(device: CudaDevice, queue: CudaQueue) -> bool:
+def stream_busy(queue: CudaQueue) -> bool:
+    """The driver's answer to ``has_pending_work`` (``HostFunctions.has_pending_work`` asks it)."""
+    device = queue.device
     d = device.driver
     device.activate()
     (result,) = d.cuStreamQuery(queue.stream)
@@ -170,3 +123,48 @@ def has_pending_work(device: CudaDevice, queue: CudaQueue) -> bool:
         return True
     check(d, (result,), "cuStreamQuery")
     return False
+
+
+def create_event(device: CudaDevice, events: ResourcePool[Any], queue: CudaQueue) -> CudaEvent:
+    d = device.driver
+    event = events.acquire()
+    device.activate()
+    try:
+        check(d, d.cuEventRecord(event, queue.stream), "cuEventRecord")
+    except BaseException:
+        events.release(event)
+        raise
+    return CudaEvent(event, queue)
+
+
+def wait_event(device: CudaDevice, queue: CudaQueue, event: CudaEvent) -> None:
+    d = device.driver
+    device.activate()
+    check(d, d.cuStreamWaitEvent(queue.stream, event.handle, 0), "cuStreamWaitEvent")
+
+
+def is_event_complete(device: CudaDevice, event: CudaEvent) -> bool:
+    d = device.driver
+    device.activate()
+    (result,) = d.cuEventQuery(event.handle)
+    if int(result) == _CUDA_ERROR_NOT_READY:
+        return False
+    check(d, (result,), "cuEventQuery")
+    return True
+
+
+def sync_event(device: CudaDevice, event: CudaEvent) -> None:
+    """Wait for the event; raise the kept errors of the queue it was recorded on."""
+    d = device.driver
+    device.activate()
+    check(d, d.cuEventSynchronize(event.handle), "cuEventSynchronize")
+    event.queue.raise_kept()
+
+
+def event_elapsed_time(device: CudaDevice, start: CudaEvent, end: CudaEvent) -> float:
+    d = device.driver
+    device.activate()
+    for name, event in (("StartEvent", start), ("EndEvent", end)):
+        if not is_event_complete(device, event):
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{name} is not complete yet (olSyncEvent it first)")
+    return float(check(d, d.cuEventElapsedTime(start.handle, end.handle), "cuEventElapsedTime"))

@@ -20,7 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from offload import ErrorCode, OffloadError, raise_kept_errors
+from offload import ErrorCode, OffloadError
+from offload.backend_support import raise_kept_errors
 
 from . import _native
 

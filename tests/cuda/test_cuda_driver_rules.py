@@ -278,23 +278,6 @@ def test_ptx_is_judged_by_its_isa_version_and_target(
     assert sm100["plain"] is True and sm100["arch_specific"] is False and sm100["family_specific"] is False
 
 
-_PROHIBITED = (
-    PRELUDE
-    + r"""
-import logging
-logging.basicConfig(level=logging.WARNING)
-ol.olInit()
-gpus = platform_devices().get("cuda", [])
-out = {"count": len(gpus), "names": [ol.olGetDeviceInfo(g, ol.DeviceInfo.NAME) for g in gpus]}
-if gpus:
-    a = ol.olMemAlloc(gpus[0], ol.AllocType.DEVICE, 64)
-    ol.olMemFill(None, a, b"\x07", 64)
-    back = (ctypes.c_uint8 * 4)()
-    ol.olMemcpy(None, ctypes.addressof(back), platform_devices()["host"][0], a, gpus[0], 4)
-    out["data"] = list(back)
-    ol.olMemFree(a)
-ol.olShutDown()
-emit(out)
 _FROM_HOST_FUNCTION = (
     PRELUDE
     + DRIVER_PRELUDE
@@ -327,32 +310,6 @@ emit({"seen": seen, "sync": sync, "freed": freed})
 )
 
 
-def test_a_gpu_that_refuses_its_context_is_skipped_not_the_platform(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
-    # cuDevicePrimaryCtxRetain: "Retaining the primary context for the first time will fail with
-    # CUDA_ERROR_UNKNOWN if the compute mode of the device is CU_COMPUTEMODE_PROHIBITED."
-    child = run_child(_PROHIBITED, child_env(devices=3, kernels=kernels, GPUSIM_COMPUTE_MODE="0,2,0"))
-    assert child.result["count"] == 2 and child.result["data"] == [7] * 4, child.stderr
-    assert "skipping GPU 1" in child.stderr and "PROHIBITED" in child.stderr
-    assert "leak" not in child.stderr
-
-
-def test_no_usable_gpu_says_why_in_offload_backends(run_child: Any, child_env: Any, simulated: Any) -> None:
-    code = PRELUDE + r"""
-ol.olInit()
-emit({"count": len(platform_devices().get("cuda", []))})
-ol.olShutDown()
-"""
-    env = child_env(devices=1, GPUSIM_COMPUTE_MODE="2")
-    assert run_child(code, env).result == {"count": 0}
-    shown = subprocess.run([sys.executable, "-m", "offload", "backends"], capture_output=True, text=True, env=env,
-                           timeout=120)  # fmt: skip
-    assert "no GPU could be used: GPU 0:" in shown.stdout + shown.stderr
-    assert "PROHIBITED" in shown.stdout + shown.stderr
-
-
-_EVENTS_AT_SHUTDOWN = (
 def test_free_and_destroy_program_from_a_host_function(
     run_child: Any, child_env: Any, kernels: Any, simulated: Any
 ) -> None:
@@ -411,12 +368,6 @@ _QUEUE_CALLS_FROM_HOST_FUNCTION = (
     + r"""
 ol.olInit()
 gpu = platform_devices()["cuda"][0]
-q = ol.olCreateQueue(gpu)
-kept = [ol.olCreateEvent(q) for _ in range(3)]
-ol.olDestroyEvent(kept.pop())  # one back in the pool, two never destroyed
-ol.olSyncQueue(q)
-ol.olShutDown()
-emit({"ok": True})
 queue, other = ol.olCreateQueue(gpu), ol.olCreateQueue(gpu)
 seen = []
 def record(what):
@@ -443,10 +394,6 @@ emit({"seen": seen, "error": error})
 )
 
 
-def test_events_alive_at_shutdown_are_destroyed(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
-    child = run_child(_EVENTS_AT_SHUTDOWN, child_env(kernels=kernels))
-    assert child.result == {"ok": True}
-    assert "never destroyed" not in child.stderr, child.stderr
 def test_queue_calls_from_a_host_function(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
     """Waiting for its own queue is refused (it would never finish); querying, launching on and
     waiting for another queue work; host functions launched on its own queue run after it, their
@@ -455,3 +402,70 @@ def test_queue_calls_from_a_host_function(run_child: Any, child_env: Any, kernel
     assert out["seen"][0][0] == "INVALID_QUEUE" and "cannot wait for its own queue" in out["seen"][0][1]
     assert out["seen"][1:] == [True, "other", "other synced", "nested", "nested again"]
     assert out["error"][0] == "UNKNOWN" and "ValueError: nested failure" in out["error"][1]
+
+
+_PROHIBITED = (
+    PRELUDE
+    + r"""
+import logging
+logging.basicConfig(level=logging.WARNING)
+ol.olInit()
+gpus = platform_devices().get("cuda", [])
+out = {"count": len(gpus), "names": [ol.olGetDeviceInfo(g, ol.DeviceInfo.NAME) for g in gpus]}
+if gpus:
+    a = ol.olMemAlloc(gpus[0], ol.AllocType.DEVICE, 64)
+    ol.olMemFill(None, a, b"\x07", 64)
+    back = (ctypes.c_uint8 * 4)()
+    ol.olMemcpy(None, ctypes.addressof(back), platform_devices()["host"][0], a, gpus[0], 4)
+    out["data"] = list(back)
+    ol.olMemFree(a)
+ol.olShutDown()
+emit(out)
+"""
+)
+
+
+def test_a_gpu_that_refuses_its_context_is_skipped_not_the_platform(
+    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+) -> None:
+    # cuDevicePrimaryCtxRetain: "Retaining the primary context for the first time will fail with
+    # CUDA_ERROR_UNKNOWN if the compute mode of the device is CU_COMPUTEMODE_PROHIBITED."
+    child = run_child(_PROHIBITED, child_env(devices=3, kernels=kernels, GPUSIM_COMPUTE_MODE="0,2,0"))
+    assert child.result["count"] == 2 and child.result["data"] == [7] * 4, child.stderr
+    assert "skipping GPU 1" in child.stderr and "PROHIBITED" in child.stderr
+    assert "leak" not in child.stderr
+
+
+def test_no_usable_gpu_says_why_in_offload_backends(run_child: Any, child_env: Any, simulated: Any) -> None:
+    code = PRELUDE + r"""
+ol.olInit()
+emit({"count": len(platform_devices().get("cuda", []))})
+ol.olShutDown()
+"""
+    env = child_env(devices=1, GPUSIM_COMPUTE_MODE="2")
+    assert run_child(code, env).result == {"count": 0}
+    shown = subprocess.run([sys.executable, "-m", "offload", "backends"], capture_output=True, text=True, env=env,
+                           timeout=120)  # fmt: skip
+    assert "no GPU could be used: GPU 0:" in shown.stdout + shown.stderr
+    assert "PROHIBITED" in shown.stdout + shown.stderr
+
+
+_EVENTS_AT_SHUTDOWN = (
+    PRELUDE
+    + r"""
+ol.olInit()
+gpu = platform_devices()["cuda"][0]
+q = ol.olCreateQueue(gpu)
+kept = [ol.olCreateEvent(q) for _ in range(3)]
+ol.olDestroyEvent(kept.pop())  # one back in the pool, two never destroyed
+ol.olSyncQueue(q)
+ol.olShutDown()
+emit({"ok": True})
+"""
+)
+
+
+def test_events_alive_at_shutdown_are_destroyed(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
+    child = run_child(_EVENTS_AT_SHUTDOWN, child_env(kernels=kernels))
+    assert child.result == {"ok": True}
+    assert "never destroyed" not in child.stderr, child.stderr

@@ -74,7 +74,8 @@ emit(out)
         "INVALID_ARGUMENT",
         "kernel 'multiargs' takes 18 bytes of arguments (3 parameters) but the argument buffer has 17 bytes",
     ]
-    assert result["params"] == [[0, 1, "bytes", ""], [8, 8, "pointer", ""], [16, 2, "bytes", ""]]
+    # HIP metadata has no type names: no element types (None, not const)
+    assert result["params"] == [[0, 1, "bytes", "", None, False], [8, 8, "pointer", "", None, False], [16, 2, "bytes", "", None, False]]
 
 
 def test_binary_checks(hip_build, foo_bundle, hip_child) -> None:

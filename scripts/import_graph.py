@@ -87,13 +87,18 @@ def analyse(package_dir: Path) -> tuple[dict[str, set[str]], list[tuple[str, int
     names = {module_name(package_dir, p): p for p in files}
     top = package_dir.name
     graph: dict[str, set[str]] = {name: set() for name in names}
+    # compiled extension modules (known by their stubs): ``from . import _native`` imports the
+    # extension, not the package's __init__; they import nothing of the package themselves
+    extensions = {module_name(package_dir, p.with_suffix(".py")) for p in package_dir.rglob("*.pyi")} - set(names)
     deferred: list[tuple[str, int, str]] = []
     for name, path in names.items():
-        visitor = Imports(name, path.name == "__init__.py", set(names))
+        visitor = Imports(name, path.name == "__init__.py", set(names) | extensions)
         visitor.visit(ast.parse(path.read_text(), str(path)))
         for line, target, inside in sorted(set(visitor.found)):
             if inside:
                 deferred.append((name, line, target))
+                continue
+            if target in extensions:
                 continue
             if (target == top or target.startswith(top + ".")) and target != name:
                 # a module imported from a package runs the package's __init__ first

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import offload as ol
+from helpers import MinimalBackend
 import pytest
 from offload import cli
 from offload._runtime import STATE
@@ -58,7 +59,7 @@ def _broken_factory() -> Any:
     raise _Boom("driver library libbroken.so.1 not found")
 
 
-class FakeBackend:
+class FakeBackend(MinimalBackend):
     """A loadable backend of one device that answers only NAME and has no saxpy binary."""
 
     @ol.hookimpl
@@ -66,28 +67,8 @@ class FakeBackend:
         return ["fake-device"]
 
     @ol.hookimpl
-    def deinit(self) -> None:
-        pass
-
-    @ol.hookimpl
     def get_device_info(self, device: Any) -> dict[ol.DeviceInfo, Any]:
         return {ol.DeviceInfo.NAME: "Fake Accelerator"}
-
-    @ol.hookimpl
-    def load_binary(self, device: Any, data: bytes) -> Any:
-        raise ol.OffloadError(ol.ErrorCode.INVALID_BINARY, "fake devices run nothing")
-
-    @ol.hookimpl
-    def unload_binary(self, device: Any, image: Any) -> None:
-        pass
-
-    @ol.hookimpl
-    def synchronize(self, device: Any, queue: Any, release: bool) -> None:
-        pass
-
-    @ol.hookimpl
-    def has_pending_work(self, device: Any, queue: Any) -> bool:
-        return False
 
 
 @pytest.fixture

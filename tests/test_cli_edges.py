@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import offload as ol
+from helpers import MinimalBackend
 import pytest
 from offload import cli
 from offload.cli import _selfcheck
@@ -139,7 +140,7 @@ def test_the_size_limit_follows_ids_and_memory() -> None:
     assert 1 <= limit <= (1 << 32) - 1 and 24 * limit <= memory
 
 
-class ZeroBackend:
+class ZeroBackend(MinimalBackend):
     """A backend that loads and finds no device, and says why."""
 
     @ol.hookimpl
@@ -151,28 +152,8 @@ class ZeroBackend:
         return "no zerodev driver library (libzero.so.1) was found"
 
     @ol.hookimpl
-    def deinit(self) -> None:
-        pass
-
-    @ol.hookimpl
     def get_device_info(self, device: Any) -> dict[Any, Any]:
         return {}
-
-    @ol.hookimpl
-    def load_binary(self, device: Any, data: bytes) -> Any:
-        raise ol.OffloadError(ol.ErrorCode.INVALID_BINARY, "none")
-
-    @ol.hookimpl
-    def unload_binary(self, device: Any, image: Any) -> None:
-        pass
-
-    @ol.hookimpl
-    def synchronize(self, device: Any, queue: Any, release: bool) -> None:
-        pass
-
-    @ol.hookimpl
-    def has_pending_work(self, device: Any, queue: Any) -> bool:
-        return False
 
 
 @pytest.fixture

@@ -11,16 +11,12 @@ import json
 import pathlib
 from typing import Any
 
+from helpers import HOST_CHILD_PRELUDE
+
 FORK = r"""
 import ctypes, os, struct, sys
-import offload as ol, offload_host
-
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-host = found[-1]
-program = ol.olCreateProgram(host, offload_host.build_test_kernel("foo"))
-kernel = ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)
+""" + HOST_CHILD_PRELUDE + r"""
+program, kernel = load_kernel("foo")
 out = ol.olMemAlloc(host, ol.AllocType.MANAGED, 64 * 4)
 queue = ol.olCreateQueue(host)
 size = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1))

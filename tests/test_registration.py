@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 import offload as ol
+from helpers import MinimalBackend
 from offload._runtime import STATE
 
 LOCK, UNLOCK = int(ol.MemoryRegisterFlag.LOCK_MEMORY), int(ol.MemoryRegisterFlag.UNLOCK_MEMORY)
 
 
-class RecordingBackend:
+class RecordingBackend(MinimalBackend):
     """Required hooks plus registration; every registration hook call is recorded."""
 
     calls: list[tuple[Any, ...]] = []
@@ -26,28 +27,8 @@ class RecordingBackend:
         return ["dev"]
 
     @ol.hookimpl
-    def deinit(self) -> None:
-        pass
-
-    @ol.hookimpl
     def get_device_info(self, device: str) -> dict[Any, Any]:
         return {ol.DeviceInfo.NAME: "recording"}
-
-    @ol.hookimpl
-    def load_binary(self, device: str, data: bytes) -> None:
-        raise ol.OffloadError(ol.ErrorCode.INVALID_BINARY, "no programs")
-
-    @ol.hookimpl
-    def unload_binary(self, device: str, image: Any) -> None:
-        pass
-
-    @ol.hookimpl
-    def synchronize(self, device: str, queue: Any, release: bool) -> None:
-        pass
-
-    @ol.hookimpl
-    def has_pending_work(self, device: str, queue: Any) -> bool:
-        return False
 
     @ol.hookimpl
     def mem_register(self, device: str, address: int, size: int, lock: bool) -> int:

@@ -9,20 +9,15 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
+from helpers import HOST_CHILD_PRELUDE
 
 from offload import cli
 from offload.cli import _trace
 
 JOB = r"""
 import ctypes, struct, sys, threading
-import offload as ol, offload_host
-
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-host = found[-1]
-program = ol.olCreateProgram(host, offload_host.build_test_kernel("foo"))
-kernel = ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)
+""" + HOST_CHILD_PRELUDE + r"""
+program, kernel = load_kernel("foo")
 n = 1 << 15
 a = ol.olMemAlloc(host, ol.AllocType.DEVICE, 4 * n)
 b = ol.olMemAlloc(host, ol.AllocType.DEVICE, 4 * n)
@@ -270,14 +265,8 @@ def test_a_failed_olinit_writes_no_file(run_python: Any, tmp_path: pathlib.Path)
 
 THREADS_JOB = r"""
 import struct, threading
-import offload as ol, offload_host
-
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-host = found[-1]
-program = ol.olCreateProgram(host, offload_host.build_test_kernel("noargs"))
-kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
+""" + HOST_CHILD_PRELUDE + r"""
+program, kernel = load_kernel("noargs")
 def work():
     queue = ol.olCreateQueue(host)
     for _ in range(25):
@@ -350,14 +339,8 @@ def test_the_main_job_timeline(run_python: Any, tmp_path: pathlib.Path) -> None:
 
 BLOCKED_JOB = r"""
 import struct, threading
-import offload as ol, offload_host
-
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-host = found[-1]
-program = ol.olCreateProgram(host, offload_host.build_test_kernel("noargs"))
-kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
+""" + HOST_CHILD_PRELUDE + r"""
+program, kernel = load_kernel("noargs")
 gate = threading.Event()
 queue = ol.olCreateQueue(host)
 ol.olLaunchHostFunction(queue, lambda _: gate.wait(), None)

@@ -1,5 +1,6 @@
 """The benchmark scripts still run: ``benchmarks/bench_host.py --quick`` and
-``benchmarks/bench_peer_pocl.py --quick`` (skipped without PyOpenCL) in a subprocess."""
+``benchmarks/bench_peer_pocl.py --quick`` (skipped without PyOpenCL) and ``bench_startup.py --quick``
+in a subprocess."""
 
 from __future__ import annotations
 
@@ -108,3 +109,17 @@ def test_a_benchmark_exits_with_a_message_on_an_error(name: str) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"{name[:-3]}: error: OffloadError" in proc.stderr and "the device fell over" in proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_startup_quick_json() -> None:
+    """benchmarks/bench_startup.py --quick: fresh processes time import + olInit, every backend
+    and the host alone, and say which GPU bindings were imported."""
+    proc = _run("--json", script=SCRIPT.with_name("bench_startup.py"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(proc.stdout)
+    for variant in ("all backends", "host only"):
+        figures = results[variant]
+        assert 0 < figures["import_s"] < figures["total_s"] and figures["init_s"] > 0
+        assert figures["backends"]["host"][0] == 1
+    assert results["host only"]["heavy_modules"] == []
+    assert results["passed"] == (results["all backends"]["total_s"] <= results["target_s"])

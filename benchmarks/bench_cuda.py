@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from _measure import interleaved_samples, medians, paired_ratio
+from _cuda_peers import Side, cuda_core_side, objects_side
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = os.environ.get("OFFLOAD_CUDA_REAL") == "1"
@@ -137,6 +138,26 @@ def _interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict
     if len(samples) == 2:
         result["ratio"] = paired_ratio(*samples.values())
     return result
+
+
+def _with_ratios(samples: dict[str, list[float]], anchor: str) -> dict[str, float]:
+    """Each variant's median, and ``<variant>_ratio``: the median of its per-round ratios to
+    ``anchor`` (raw cuda.bindings)."""
+    result = medians(samples)
+    for name, values in samples.items():
+        if name != anchor:
+            result[f"{name}_ratio"] = paired_ratio(values, samples[anchor])
+    return result
+
+
+def _peer_figures(figures: dict[str, float], flat: str) -> dict[str, Any]:
+    """The peers' ns and ratios to raw, and the flat call's ratio to cuda.core's (when it ran)."""
+    out: dict[str, Any] = {"objects_ns": figures["objects"], "objects_ratio": figures["objects_ratio"],
+                           "objects_vs_flat": figures["objects"] / figures[flat]}
+    if "cuda.core" in figures:
+        out |= {"cuda_core_ns": figures["cuda.core"], "cuda_core_ratio": figures["cuda.core_ratio"],
+                "flat_vs_cuda_core": figures[flat] / figures["cuda.core"]}
+    return out
 
 
 def run(config: Config) -> dict[str, Any]:
@@ -233,20 +254,37 @@ def run(config: Config) -> dict[str, Any]:
         for _ in range(count):
             launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, extra_address)  # errors: the sync after reports them
 
-    launch_ns = _interleaved(
+    # 8-byte host-to-device copies: from pinned host memory on every side (an async copy from
+    # pageable memory syncs its stream first, as CUDA documents and the simulator models, so it
+    # could not be enqueued behind a hold)
+    small_address = ol.olMemAlloc(gpu, ol.AllocType.HOST, 8)
+    target = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 8)
+
+    # the peers: cuda.core (when installed) and offload's object layer, held the same way
+    peers: dict[str, Side] = {"objects": objects_side(image, gpu, gate)}
+    core = cuda_core_side(d, image, out, target, small_address, gate, host_fn_address)
+    core_missing = core if isinstance(core, str) else None
+    if isinstance(core, Side):
+        peers["cuda.core"] = core
+
+    def peer_variants(op: str, count: int) -> dict[str, Callable[[], float]]:
+        return {
+            name: (lambda side=side: held(side.hold, getattr(side, op), side.release, count))
+            for name, side in peers.items()
+        }
+
+    launch_samples = interleaved_samples(
         {
             "olLaunchKernel": lambda: held(hold_ol, ol_launch, release_ol, n),
             "cuLaunchKernel": lambda: held(hold_raw, raw_launch, release_raw, n),
+            **peer_variants("launch", n),
         },
         config.repeats,
+        gc_off=True,
     )
+    launch_ns = _with_ratios(launch_samples, "cuLaunchKernel")
 
-    # 8-byte host-to-device copies
     m = config.copies
-    # from pinned host memory on both sides: an async copy from pageable memory syncs its stream
-    # first (as CUDA documents, and the simulator models), so it could not be enqueued behind a hold
-    small_address = ol.olMemAlloc(gpu, ol.AllocType.HOST, 8)
-    target = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 8)
 
     def ol_copy(count: int) -> None:
         copy = ol.olMemcpy
@@ -260,13 +298,18 @@ def run(config: Config) -> dict[str, Any]:
 
     # the copies are enqueued behind a held stream too, as the launches are: the simulator's
     # worker does not run (and compete for the 2 cores) beside the loop being timed
-    copy_ns = _interleaved(
+    copy_samples = interleaved_samples(
         {
             "olMemcpy": lambda: held(hold_ol, ol_copy, release_ol, m),
             "cuMemcpyHtoDAsync": lambda: held(hold_raw, raw_copy, release_raw, m),
+            **peer_variants("copy", m),
         },
         config.repeats,
+        gc_off=True,
     )
+    copy_ns = _with_ratios(copy_samples, "cuMemcpyHtoDAsync")
+    for side in peers.values():
+        side.close()
 
     # large copies from pinned host memory
     big = config.large_size
@@ -317,8 +360,8 @@ def run(config: Config) -> dict[str, Any]:
     ol.olDestroyProgram(program)
     ol.olShutDown()
 
-    launch_ratio = launch_ns["ratio"]
-    copy_ratio = copy_ns["ratio"]
+    launch_ratio = launch_ns["olLaunchKernel_ratio"]
+    copy_ratio = copy_ns["olMemcpy_ratio"]
     bandwidth_ratio = 1 / big_ns["ratio"]
     checks = [
         {"name": "olLaunchKernel enqueued / raw cuLaunchKernel", "value": launch_ratio, "target": f"<= {TARGET_LAUNCH}",
@@ -338,8 +381,11 @@ def run(config: Config) -> dict[str, Any]:
     return {
         "driver": "real" if REAL else "simulated (tests/simulators)",
         "device": device_name,
-        "launch": {"ol_ns": launch_ns["olLaunchKernel"], "raw_ns": launch_ns["cuLaunchKernel"], "ratio": launch_ratio},
-        "memcpy_8b": {"ol_ns": copy_ns["olMemcpy"], "raw_ns": copy_ns["cuMemcpyHtoDAsync"], "ratio": copy_ratio},
+        "launch": {"ol_ns": launch_ns["olLaunchKernel"], "raw_ns": launch_ns["cuLaunchKernel"], "ratio": launch_ratio,
+                   **_peer_figures(launch_ns, "olLaunchKernel")},
+        "memcpy_8b": {"ol_ns": copy_ns["olMemcpy"], "raw_ns": copy_ns["cuMemcpyHtoDAsync"], "ratio": copy_ratio,
+                      **_peer_figures(copy_ns, "olMemcpy")},
+        "cuda_core_missing": core_missing,
         "memcpy_large": {
             "bytes": big,
             "ol_gbps": big / big_ns["olMemcpy"],
@@ -354,11 +400,26 @@ def run(config: Config) -> dict[str, Any]:
     }
 
 
+def _peer_lines(results: dict[str, Any]) -> list[str]:
+    """The four-way table: ns per enqueued operation and the ratio to raw cuda.bindings."""
+    lines = ["enqueued, ns per call (ratio to raw cuda.bindings): raw | cuda.core | offload flat | offload objects"]
+    for label, key in (("launch", "launch"), ("8 B HtoD copy", "memcpy_8b")):
+        r = results[key]
+        core = (f"{r['cuda_core_ns']:6.0f} ({r['cuda_core_ratio']:.2f}x)" if "cuda_core_ns" in r else "  (not run)")
+        lines.append(f"  {label:<14} {r['raw_ns']:6.0f} | {core} | {r['ol_ns']:6.0f} ({r['ratio']:.2f}x)"
+                     f" | {r['objects_ns']:6.0f} ({r['objects_ratio']:.2f}x); objects / flat {r['objects_vs_flat']:.2f}x"
+                     + (f"; flat / cuda.core {r['flat_vs_cuda_core']:.2f}x" if "flat_vs_cuda_core" in r else ""))
+    if results["cuda_core_missing"]:
+        lines.append(f"  cuda.core not run: {results['cuda_core_missing']}")
+    return lines
+
+
 def report(results: dict[str, Any]) -> str:
     lines = [
         f"driver: {results['driver']}; device: {results['device']}",
         f"launch      olLaunchKernel enqueued {results['launch']['ol_ns']:9.0f} ns   raw cuLaunchKernel {results['launch']['raw_ns']:9.0f} ns   ratio {results['launch']['ratio']:.2f}x",
         f"memcpy 8 B  olMemcpy HtoD          {results['memcpy_8b']['ol_ns']:9.0f} ns   raw cuMemcpyHtoDAsync {results['memcpy_8b']['raw_ns']:6.0f} ns   ratio {results['memcpy_8b']['ratio']:.2f}x",
+        *_peer_lines(results),
         f"memcpy {results['memcpy_large']['bytes'] // MIB} MiB pinned  olMemcpy {results['memcpy_large']['ol_gbps']:.2f} GB/s   raw {results['memcpy_large']['raw_gbps']:.2f} GB/s   {results['memcpy_large']['ratio']:.3f}x throughput",
         f"churn       olCreateQueue+olDestroyQueue {results['churn']['ol_queues_per_s']:9.0f} queues/s   raw cuStreamCreate+Destroy {results['churn']['raw_streams_per_s']:9.0f} streams/s",
         "summary",

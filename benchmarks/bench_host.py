@@ -9,6 +9,9 @@ Sections (each compares its variants in interleaved repeats and reports medians)
            Target: 64 MiB throughput >= 0.9x memmove.
 * churn    ``olCreateQueue`` + one enqueued launch + ``olDestroyQueue``, N times: queues/s, the
            peak number of parked queues, live threads and the process RSS before/after.
+* saxpy    ``y = a*x + y`` over 2^24 floats with offload's shipped ``saxpy`` (launch + sync) against
+           the bandwidth limit, a bare C OpenMP loop (``-O3 -march=native -fopenmp``,
+           ``OMP_WAIT_POLICY=passive``) on the same buffers (``_saxpy_limit.py``). Target: <= 1.15x.
 * tracing  a cheap call (``olQueryQueue``; also ``olGetDeviceInfo(TYPE)``) through the normal
            entry points (tracing off) against ``offload._entrypoints.generate(trace=False)``
            (tracing compiled out), as the median of per-round ratios. Target: overhead <= 2%.
@@ -35,6 +38,7 @@ from typing import Any
 import offload as ol
 from offload._entrypoints import generate
 from _measure import exit_on_error, interleaved, interleaved_samples, medians, ns_per, paired_ratio
+from _saxpy_limit import TARGET_SAXPY_RATIO, bench_saxpy
 
 MIB = 1 << 20
 
@@ -50,6 +54,9 @@ class Config:
     churn_repeats: int
     cheap_calls: int  # calls per tracing sample
     tracing_repeats: int
+    saxpy_n: int  # floats of the saxpy section
+    saxpy_runs: int  # saxpys per sample
+    saxpy_repeats: int
 
 
 FULL = Config(
@@ -62,6 +69,9 @@ FULL = Config(
     churn_repeats=5,
     cheap_calls=20_000,
     tracing_repeats=101,
+    saxpy_n=1 << 24,
+    saxpy_runs=5,
+    saxpy_repeats=9,
 )
 QUICK = Config(
     repeats=2,
@@ -73,6 +83,9 @@ QUICK = Config(
     churn_repeats=1,
     cheap_calls=1_000,
     tracing_repeats=3,
+    saxpy_n=1 << 12,
+    saxpy_runs=2,
+    saxpy_repeats=2,
 )
 
 TARGET_LAUNCH_RATIO = 4.0  # olLaunchKernel sync <= 4x bare ctypes (issues 5 and 8)
@@ -354,7 +367,10 @@ class Check:
 
 
 def checks(results: dict[str, Any]) -> list[Check]:
-    launch, memcpy, tracing = results["launch"], results["memcpy"], results["tracing"]
+    launch, memcpy, tracing, saxpy = results["launch"], results["memcpy"], results["tracing"], results["saxpy"]
+    saxpy_check = [] if "skipped" in saxpy else [
+        Check("saxpy / C OpenMP loop", saxpy["ratio"], f"<= {TARGET_SAXPY_RATIO:g}x", saxpy["ratio"] <= TARGET_SAXPY_RATIO)
+    ]
     return [
         Check(
             "olLaunchKernel sync / bare ctypes",
@@ -380,6 +396,17 @@ def checks(results: dict[str, Any]) -> list[Check]:
             f"<= {TARGET_TRACING_PCT:g}%",
             tracing["query_overhead_pct"] <= TARGET_TRACING_PCT,
         ),
+    ] + saxpy_check
+
+
+def _saxpy_lines(saxpy: dict[str, Any]) -> list[str]:
+    if "skipped" in saxpy:
+        return ["saxpy vs the C OpenMP loop: skipped: " + saxpy["skipped"]]
+    return [
+        f"saxpy (2^{saxpy['n'].bit_length() - 1} floats, same buffers; OMP_WAIT_POLICY={saxpy['omp_wait_policy']})",
+        f"  offload saxpy + sync       {saxpy['offload_ns'] / 1e6:10.2f} ms        {saxpy['offload_gbps']:8.2f} GB/s",
+        f"  C OpenMP loop              {saxpy['openmp_ns'] / 1e6:10.2f} ms        {saxpy['openmp_gbps']:8.2f} GB/s"
+        f"   (offload {saxpy['ratio']:.2f}x time, median of paired rounds)",
     ]
 
 
@@ -411,6 +438,8 @@ def report(results: dict[str, Any], verdicts: list[Check]) -> str:
         f"  RSS                        before {churn['rss_before_kib']} KiB, after {churn['rss_after_kib']} KiB "
         f"({churn['rss_after_kib'] - churn['rss_before_kib']:+d} KiB)",
         "",
+        *_saxpy_lines(results["saxpy"]),
+        "",
         f"tracing off vs compiled out ({tracing['calls_per_sample']} calls/sample; overhead: median of paired rounds)",
         f"  olQueryQueue               {tracing['query_tracing_off_ns']:8.0f} vs {tracing['query_compiled_out_ns']:8.0f} ns"
         f"   {tracing['query_overhead_pct']:+6.2f}%",
@@ -435,6 +464,9 @@ def run(cfg: Config, mode: str, quiet: bool) -> dict[str, Any]:
             if not quiet:
                 log(f"bench_host: {name} ...")
             results[name] = bench(env, cfg)
+        if not quiet:
+            log("bench_host: saxpy ...")
+        results["saxpy"] = bench_saxpy(env.device, cfg.saxpy_n, cfg.saxpy_runs, cfg.saxpy_repeats)
         ol.olDestroyProgram(env.program)
     finally:
         ol.olShutDown()

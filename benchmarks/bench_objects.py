@@ -12,6 +12,7 @@ median of per-round ratios so that drift between rounds cancels out):
             Target: enqueued object launch <= 1.5x flat.
 * pack      ``Kernel.pack`` of four arguments against ``struct.pack`` of the already-converted values.
 * memory    ``Buffer(64).close()`` against ``olMemAlloc`` + ``olMemFree``; ``Buffer.copy_from`` of
+            a prebuilt host Buffer (8 B, on a queue) against ``olMemcpy`` on it; ``Buffer.copy_from`` of
             8 B of numpy against ``olMemcpy`` from a known address (reported only).
 
 Usage: ``python benchmarks/bench_objects.py [--quick] [--json] [--strict]`` (as bench_host.py).
@@ -143,6 +144,7 @@ def run(config: Config) -> dict[str, Any]:
     log("memory ...")
     host = offload.olMemAlloc(device.handle, AllocType.HOST, 8)
     source = np.arange(2, dtype=np.float32)
+    host_buffer = offload.Buffer(8, device, kind=AllocType.HOST)  # a prebuilt source Buffer
     samples = interleaved_samples(
         {
             "flat_alloc_free": _timed(
@@ -155,13 +157,25 @@ def run(config: Config) -> dict[str, Any]:
                 config.allocs,
             ),
             "buffer_copy_from_8B": _timed(call_loop("copy(source)", copy=x.buffer.copy_from, source=source), config.allocs),
+            "flat_copy_8B_queued": _timed(
+                call_loop("copy(qh, dst, dh, src, dh, 8)", copy=offload.olMemcpy, qh=queue.handle, dst=x.address, src=host, dh=device.handle),
+                config.allocs,
+                queue.sync,
+            ),
+            "buffer_copy_from_buffer_8B_queued": _timed(
+                call_loop("copy(source, queue=q)", copy=x.buffer.copy_from, source=host_buffer, q=queue), config.allocs, queue.sync
+            ),
         },
         config.repeats,
     )
     offload.olMemFree(host)
+    host_buffer.close()
     results["memory"] = medians(samples)
     results["memory"]["alloc_ratio"] = paired_ratio(samples["buffer_alloc_close"], samples["flat_alloc_free"])
     results["memory"]["copy_ratio"] = paired_ratio(samples["buffer_copy_from_8B"], samples["flat_copy_8B"])
+    results["memory"]["buffer_copy_ratio"] = paired_ratio(
+        samples["buffer_copy_from_buffer_8B_queued"], samples["flat_copy_8B_queued"]
+    )
 
     queue.close()
     program.close()
@@ -194,6 +208,8 @@ def report(results: dict[str, Any]) -> str:
         f"  Buffer(64).close()                       {memory['buffer_alloc_close']:9.0f} ns   {memory['alloc_ratio']:.2f}x",
         f"  olMemcpy 8 B                             {memory['flat_copy_8B']:9.0f} ns",
         f"  Buffer.copy_from(numpy) 8 B              {memory['buffer_copy_from_8B']:9.0f} ns   {memory['copy_ratio']:.2f}x",
+        f"  olMemcpy 8 B on a queue                  {memory['flat_copy_8B_queued']:9.0f} ns",
+        f"  Buffer.copy_from(Buffer) 8 B on a queue  {memory['buffer_copy_from_buffer_8B_queued']:9.0f} ns   {memory['buffer_copy_ratio']:.2f}x",
         "summary",
     ]
     for check in results["checks"]:

@@ -1,5 +1,6 @@
 """The benchmark scripts still run: ``benchmarks/bench_host.py --quick`` and
-``benchmarks/bench_peer_pocl.py --quick`` (skipped without PyOpenCL) in a subprocess."""
+``benchmarks/bench_peer_pocl.py --quick`` (skipped without PyOpenCL) and ``bench_startup.py --quick``
+in a subprocess."""
 
 from __future__ import annotations
 
@@ -46,8 +47,11 @@ def test_quick_run_prints_every_metric() -> None:
         "tracing off vs compiled out",
     ):
         assert text in out, f"{text!r} missing from:\n{out}"
+    if "saxpy vs the C OpenMP loop: skipped" not in out:  # a compiler without OpenMP skips it
+        for text in ("offload saxpy + sync", "C OpenMP loop", "saxpy / C OpenMP loop"):
+            assert text in out, f"{text!r} missing from:\n{out}"
     summary = out[out.index("summary") :]
-    assert summary.count("PASS") + summary.count("FAIL") == 4
+    assert summary.count("PASS") + summary.count("FAIL") == 4 + ("saxpy / C OpenMP loop" in summary)
 
 
 def test_quick_json() -> None:
@@ -58,8 +62,10 @@ def test_quick_json() -> None:
     assert results["launch"]["enqueued_ns"] > 0
     assert results["memcpy"]["large_throughput_ratio"] > 0
     assert results["churn"]["queues_per_s"] > 0 and results["churn"]["rss_after_kib"] >= 0
+    saxpy = results["saxpy"]
+    assert "skipped" in saxpy or (saxpy["offload_ns"] > 0 and saxpy["openmp_ns"] > 0 and saxpy["ratio"] > 0)
     assert "query_overhead_pct" in results["tracing"]
-    assert [c["passed"] in (True, False) for c in results["checks"]] == [True] * 4
+    assert [c["passed"] in (True, False) for c in results["checks"]] == [True] * (4 + ("skipped" not in saxpy))
 
 
 def test_peer_benchmark_without_pyopencl_says_how_to_install_it(tmp_path: pathlib.Path) -> None:
@@ -108,3 +114,17 @@ def test_a_benchmark_exits_with_a_message_on_an_error(name: str) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"{name[:-3]}: error: OffloadError" in proc.stderr and "the device fell over" in proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_startup_quick_json() -> None:
+    """benchmarks/bench_startup.py --quick: fresh processes time import + olInit, every backend
+    and the host alone, and say which GPU bindings were imported."""
+    proc = _run("--json", script=SCRIPT.with_name("bench_startup.py"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(proc.stdout)
+    for variant in ("all backends", "host only"):
+        figures = results[variant]
+        assert 0 < figures["import_s"] < figures["total_s"] and figures["init_s"] > 0
+        assert figures["backends"]["host"][0] == 1
+    assert results["host only"]["heavy_modules"] == []
+    assert results["passed"] == (results["all backends"]["total_s"] <= results["target_s"])

@@ -1,4 +1,5 @@
-"""benchmarks/bench_cuda.py still runs (``--quick``; it re-executes itself on the simulator)."""
+"""benchmarks/bench_cuda.py still runs (``--quick``; it re-executes itself on the simulator), with
+its peers: cuda.core (when installed) and offload's object layer."""
 
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ def test_quick_json(kernels: Any, child_env: Any, simulated: Any) -> None:
     assert results["memcpy_8b"]["ratio"] > 0 and results["memcpy_large"]["ol_gbps"] > 0
     assert results["churn"]["ol_queues_per_s"] > 0
     assert [c["passed"] in (True, False) for c in results["checks"]] == [True, True]
+    # the peers: offload's object layer always, cuda.core when installed (scripts/test.sh installs it)
+    for key in ("launch", "memcpy_8b"):
+        figures = results[key]
+        assert figures["objects_ns"] > 0 and figures["objects_ratio"] > 0 and figures["objects_vs_flat"] > 0
+        if results["cuda_core_missing"] is None:
+            assert figures["cuda_core_ns"] > 0 and figures["cuda_core_ratio"] > 0 and figures["flat_vs_cuda_core"] > 0
+        else:
+            assert "cuda.core" in results["cuda_core_missing"] and "cuda_core_ns" not in figures
 
 
 def test_batches_stay_under_a_small_push_buffer(kernels: Any, child_env: Any, simulated: Any) -> None:

@@ -34,7 +34,7 @@ print("WARN", len([w for w in caught if issubclass(w.category, offload_host.Offl
 for w in caught:
     print("MSG", w.message)
 compiler = build._compiler()
-flags = [*build._BASE_FLAGS, f"-I{offload_host.include_dir()}"]
+flags = build._program_flags(compiler, None, ())
 print("KEY", build._cache_key(build._compiler_id(compiler), flags, source))
 ol.olInit()
 found = []

@@ -91,6 +91,40 @@ def test_buffer_to_buffer_and_on_a_queue(device: offload.objects.Device) -> None
         np.testing.assert_array_equal(out, data)
 
 
+def test_buffer_to_buffer_offsets_and_errors(device: offload.objects.Device) -> None:
+    """Copies between two Buffers (the inline common case) with offsets both ways, and every case
+    it leaves to the general path: overruns, a negative offset, read-only and closed memory."""
+    data = np.arange(16, dtype=np.int32)
+    with device.alloc(64) as big, device.alloc(16, AllocType.HOST) as small, device.queue() as queue:
+        big.copy_from(data)
+        big.copy_to(small, offset=16)  # bytes 16..32 of big: elements 4..7
+        assert np.frombuffer(small.to_bytes(), np.int32).tolist() == [4, 5, 6, 7]
+        big.copy_from(small, offset=48, queue=queue)  # into the last 16 bytes, enqueued
+        queue.sync()
+        assert np.frombuffer(big.to_bytes(), np.int32).tolist() == [*range(12), 4, 5, 6, 7]
+        with pytest.raises(OffloadError, match="overruns"):
+            small.copy_from(big)  # 64 bytes into 16
+        with pytest.raises(OffloadError, match="overruns"):
+            big.copy_from(small, offset=56)
+        with pytest.raises(OffloadError, match="overruns"):
+            big.copy_to(small, offset=52)
+        with pytest.raises(OffloadError, match="must be non-negative"):
+            big.copy_from(small, offset=-4)
+        readonly = offload.Buffer.wrap(small.address, 16, device, AllocType.HOST, small, readonly=True,
+                                       session=small._ctx)
+        with pytest.raises(OffloadError, match="read-only"):
+            readonly.copy_from(small, queue=queue)
+        with pytest.raises(OffloadError, match="read-only"):
+            big.copy_to(readonly)
+        gone = device.alloc(16)
+        gone.close()
+        with pytest.raises(OffloadError, match="closed"):
+            big.copy_from(gone)
+        with pytest.raises(OffloadError, match="closed"):
+            gone.copy_to(small, queue=queue)
+        queue.sync()
+
+
 def test_queue_keeps_host_memory_alive_until_sync(device: offload.objects.Device) -> None:
     with device.alloc(1 << 20) as buffer, device.queue() as queue:
         queue.copy(buffer, np.full(1 << 18, 7, np.int32))  # a temporary: the queue holds it

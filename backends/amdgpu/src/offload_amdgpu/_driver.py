@@ -2,7 +2,11 @@
 result check of every HIP call.
 
 hip-python imports without a runtime and dlopens ``libamdhip64.so`` at its first call; a missing
-library is a plain ``RuntimeError``. ``load()`` returns the ``hip`` module and the device count,
+library is a plain ``RuntimeError``. Importing hip-python costs ~80 ms, so ``load()`` first opens
+the runtime library itself, by the path hip-python would use (its
+``rocm.bindings.util.paths.get_library_path``: bundled, rocm_sdk, ``ROCM_PATH``, then the bare
+name through the dynamic loader and ``LD_LIBRARY_PATH``; the bare name on hip-python lines
+without it), and imports hip-python only when the library exists. ``load()`` returns the ``hip`` module and the device count,
 or raises ``DriverUnavailable`` with the reason for every way of having no usable runtime or no
 device (the backend then reports zero devices and keeps the reason); a runtime that is present
 but fails otherwise raises ``OffloadError``.
@@ -10,11 +14,13 @@ but fails otherwise raises ``OffloadError``.
 
 from __future__ import annotations
 
+import ctypes
+import os
 from typing import Any
 
 from ._errors import hip_error_text, raise_for
 
-__all__ = ["NO_DEVICE_STATUSES", "DriverUnavailable", "check", "import_hip", "load"]
+__all__ = ["NO_DEVICE_STATUSES", "DriverUnavailable", "check", "find_runtime", "import_hip", "load", "runtime_path"]
 
 #: hipErrorNoDevice, hipErrorInvalidDevice (what HIP 5.2 answers hipInit with on a machine without AMD GPU).
 NO_DEVICE_STATUSES = frozenset({100, 101})
@@ -31,8 +37,29 @@ def import_hip() -> Any:
     return hip
 
 
+def runtime_path() -> bytes:
+    """The HIP runtime library hip-python will dlopen (a path, or a bare name for the loader)."""
+    try:  # hip-python's resolver, a pure-Python module (7.x and later); importing it loads no HIP
+        from rocm.bindings.util.paths import get_library_path
+    except ImportError:
+        return b"libamdhip64.so"
+    return bytes(get_library_path("amdhip64"))
+
+
+def find_runtime() -> None:
+    """Load the HIP runtime library as hip-python will (``RTLD_NOW``), or raise
+    ``DriverUnavailable`` with hip-python's wording for a failed dlopen."""
+    path = runtime_path()
+    try:
+        ctypes.CDLL(os.fsdecode(path), mode=getattr(os, "RTLD_NOW", 0))
+    except OSError as exc:
+        raise DriverUnavailable(f"no HIP runtime: failed to dlopen {path!r}: {exc}") from exc
+
+
 def load() -> tuple[Any, int]:
-    """Import hip-python and initialise HIP; return ``(hip, device_count)`` (at least 1)."""
+    """Find the HIP runtime library, import hip-python and initialise HIP; return
+    ``(hip, device_count)`` (at least 1)."""
+    find_runtime()
     try:
         hip = import_hip()
     except ImportError as exc:

@@ -1,27 +1,48 @@
 """Loading the CUDA driver through cuda.bindings (imported here only, on first use).
 
-``load()`` imports ``cuda.bindings.driver`` and calls ``cuInit``. It returns the driver module
-and the visible device count, or raises ``DriverUnavailable`` with the reason (no libcuda, a
-driver without devices); the backend then reports zero devices and keeps the reason.
+``load()`` first looks for the driver library the way cuda.bindings will (cuda-pathfinder's
+system search for a driver library: ``dlopen("libcuda.so.1")`` through the dynamic loader, so
+``LD_LIBRARY_PATH`` and the ld.so cache decide), and only when it exists imports
+``cuda.bindings.driver`` (~60 ms) and calls ``cuInit``. It returns the driver module and the
+visible device count, or raises ``DriverUnavailable`` with the reason (no libcuda, a driver
+without devices); the backend then reports zero devices and keeps the reason.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 from typing import Any
 
 from ._errors import raise_for
 
-__all__ = ["DriverUnavailable", "check", "load"]
+__all__ = ["DRIVER_LIBRARY", "DriverUnavailable", "check", "find_driver", "load"]
 
 _CUDA_ERROR_NO_DEVICE = 100
+
+#: The driver library's name per platform, as cuda-pathfinder's descriptor for ``"cuda"`` has it.
+DRIVER_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
 
 class DriverUnavailable(Exception):
     """No usable CUDA driver (the reason is the message)."""
 
 
+def find_driver() -> None:
+    """Load the driver library by name (as cuda.bindings will, with the same mode) or raise
+    ``DriverUnavailable`` naming it; the bindings then find it already loaded."""
+    mode = getattr(os, "RTLD_NOW", 0) | getattr(os, "RTLD_GLOBAL", 0)
+    try:
+        ctypes.CDLL(DRIVER_LIBRARY, mode=mode)
+    except OSError as exc:
+        raise DriverUnavailable(f"no CUDA driver: {DRIVER_LIBRARY} cannot be loaded ({exc})") from exc
+
+
 def load() -> tuple[Any, int]:
-    """Import the bindings and initialise the driver; return ``(driver, device_count)``."""
+    """Find the driver library, import the bindings and initialise the driver; return
+    ``(driver, device_count)``."""
+    find_driver()
     try:
         from cuda.bindings import driver
     except ImportError as exc:  # pragma: no cover - cuda-bindings is a dependency

@@ -8,6 +8,23 @@ program bytes for ``olCreateProgram``.
 from __future__ import annotations
 
 from ._backend import HostBackend
-from .build import TEST_KERNELS, OffloadHostCacheWarning, build_program, build_test_kernel, include_dir, test_kernel_source
+from .build import (
+    TEST_KERNELS,
+    OffloadHostCacheWarning,
+    build_program,
+    build_test_kernel,
+    include_dir,
+    machine_flags,
+    test_kernel_source,
+)
 
-__all__ = ["HostBackend", "OffloadHostCacheWarning", "TEST_KERNELS", "build_program", "build_test_kernel", "include_dir", "test_kernel_source"]
+__all__ = [
+    "HostBackend",
+    "OffloadHostCacheWarning",
+    "TEST_KERNELS",
+    "build_program",
+    "build_test_kernel",
+    "include_dir",
+    "machine_flags",
+    "test_kernel_source",
+]

@@ -1,8 +1,14 @@
 """Compiles C source into host program bytes (ELF shared objects) with the system compiler.
 
+Programs are built for the machine they run on: ``-O3``, the host CPU's instruction set
+(``-march=native``, or ``-mcpu=native`` where the compiler has only that) and
+``-ffp-contract=off`` (no fused multiply-adds, so results do not depend on the CPU);
+``machine_flags()`` says which, and ``build_program(..., machine_flags=...)`` overrides them.
+
 Results are cached in memory and on disk (``$OFFLOAD_HOST_CACHE``, else
-``~/.cache/offload-host/``), keyed by the compiler, its version, the flags, the source and
-the launch ABI header, so a rebuilt compiler or header never serves a stale binary.
+``~/.cache/offload-host/``), keyed by the compiler, its version, the flags, the host CPU (when a
+flag names ``native``), the source and the launch ABI header, so a rebuilt compiler or header, or
+a cache folder shared with another CPU, never serves a stale or foreign binary.
 
 The disk cache holds code that is later loaded into the process, and its keys are computable
 from public source, so it is trusted only when nobody else could have written it (the rule of
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
+import platform
 import shlex
 import shutil
 import subprocess
@@ -32,12 +39,16 @@ __all__ = [
     "build_program",
     "build_test_kernel",
     "include_dir",
+    "machine_flags",
     "test_kernel_source",
 ]
 
 _PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 _KERNELS_DIR = _PACKAGE_DIR / "kernels"
-_BASE_FLAGS = ("-O2", "-shared", "-fPIC", "-std=gnu11")
+_BASE_FLAGS = ("-shared", "-fPIC", "-std=gnu11")
+_OPT_FLAGS = ("-O3",)
+_EXACT_FP_FLAGS = ("-ffp-contract=off",)
+_NATIVE_CANDIDATES = (("-march=native",), ("-mcpu=native",))
 _STDERR_TAIL = 4000  # characters of compiler output kept in a COMPILE_FAILURE message
 
 #: Names of the shipped liboffload test programs (``kernels/<name>.c``).
@@ -65,6 +76,8 @@ class OffloadHostCacheWarning(UserWarning):
 _memory_cache: dict[str, bytes] = {}
 _warned: set[str] = set()
 _compiler_ids: dict[str, str] = {}
+_native_flags: dict[str, tuple[str, ...]] = {}
+_cpu_ids: list[str] = []
 _lock = threading.Lock()
 
 
@@ -112,6 +125,59 @@ def _compiler_id(compiler: list[str]) -> str:
     return ident
 
 
+def _native_flags_of(compiler: list[str]) -> tuple[str, ...]:
+    """The first of ``-march=native`` / ``-mcpu=native`` the compiler accepts, or none (cached
+    per command)."""
+    command = shlex.join(compiler)
+    with _lock:
+        cached = _native_flags.get(command)
+    if cached is not None:
+        return cached
+    found: tuple[str, ...] = ()
+    for candidate in _NATIVE_CANDIDATES:
+        try:
+            probe = subprocess.run(
+                [*compiler, *candidate, "-fsyntax-only", "-x", "c", os.devnull],
+                capture_output=True, timeout=60, check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            break
+        if probe.returncode == 0:
+            found = candidate
+            break
+    with _lock:
+        _native_flags[command] = found
+    return found
+
+
+def machine_flags() -> tuple[str, ...]:
+    """The optimisation flags ``build_program`` uses by default with ``$CC``: ``-O3``, the host
+    CPU's instruction set where the compiler supports it (``-march=native`` or ``-mcpu=native``),
+    and ``-ffp-contract=off``."""
+    return (*_OPT_FLAGS, *_native_flags_of(_compiler()), *_EXACT_FP_FLAGS)
+
+
+def _cpu_id() -> str:
+    """This machine's CPU model and feature flags (``/proc/cpuinfo``'s first processor), else
+    what ``platform`` says: a program built with ``native`` flags runs only on such a CPU."""
+    with _lock:
+        if _cpu_ids:
+            return _cpu_ids[0]
+    ident = f"{platform.machine()}\n{platform.processor()}"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            first = f.read().split("\n\n", 1)[0]
+        ident += "\n" + "\n".join(
+            line for line in first.splitlines()
+            if line.split(":", 1)[0].strip() in ("model name", "flags", "Features", "CPU part", "isa")
+        )
+    except OSError:
+        pass
+    with _lock:
+        _cpu_ids[:] = [ident]
+    return ident
+
+
 def _cache_dir() -> pathlib.Path:
     env = os.environ.get("OFFLOAD_HOST_CACHE")
     if env:
@@ -121,8 +187,9 @@ def _cache_dir() -> pathlib.Path:
 
 def _cache_key(compiler_id: str, flags: Sequence[str], source: str) -> str:
     header = (include_dir() / "offload_host.h").read_bytes()
+    cpu = _cpu_id() if any("native" in flag for flag in flags) else ""
     h = hashlib.sha256()
-    for part in (compiler_id.encode(), "\0".join(flags).encode(), source.encode(), header):
+    for part in (compiler_id.encode(), "\0".join(flags).encode(), cpu.encode(), source.encode(), header):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     return h.hexdigest()
@@ -225,14 +292,31 @@ def _compile(compiler: list[str], flags: Sequence[str], source: str, name: str) 
         return out.read_bytes()
 
 
-def build_program(
-    source: str, *, name: str = "program", cflags: Sequence[str] = (), cache: bool = True
-) -> bytes:
-    """Compile C ``source`` (written against ``offload_host.h``) into shared-object bytes.
+def _program_flags(compiler: list[str], machine: Sequence[str] | None, cflags: Sequence[str]) -> list[str]:
+    """Every flag of a build but the output and the source (``machine`` None: the defaults)."""
+    if machine is None:
+        machine = (*_OPT_FLAGS, *_native_flags_of(compiler), *_EXACT_FP_FLAGS)
+    return [*_BASE_FLAGS, *machine, f"-I{include_dir()}", *cflags]
 
-    Runs ``$CC`` (else ``cc``) as ``cc -O2 -shared -fPIC -std=gnu11 -I<include_dir>
-    <cflags> -o lib<name>.so <name>.c`` in a private temporary directory. With ``cache``,
-    results are reused from memory and disk.
+
+def build_program(
+    source: str,
+    *,
+    name: str = "program",
+    cflags: Sequence[str] = (),
+    cache: bool = True,
+    machine_flags: Sequence[str] | None = None,
+) -> bytes:
+    """Compile C ``source`` (written against ``offload_host.h``) into shared-object bytes for
+    the machine it runs on.
+
+    Runs ``$CC`` (else ``cc``) as ``cc -shared -fPIC -std=gnu11 <machine_flags> -I<include_dir>
+    <cflags> -o lib<name>.so <name>.c`` in a private temporary directory. ``machine_flags``
+    defaults to ``machine_flags()``: ``-O3``, ``-march=native`` (``-mcpu=native`` where the
+    compiler has only that; nothing where it has neither) and ``-ffp-contract=off``; pass your
+    own (e.g. ``("-O2",)`` for a portable program) to replace them. ``cflags`` come last, so
+    they win over both. With ``cache``, results are reused from memory and disk (the key holds
+    every flag, and the CPU when a flag names ``native``).
 
     Raises ``OffloadError`` with ``HOST_TOOL_NOT_FOUND`` when the compiler is missing and
     ``COMPILE_FAILURE`` (carrying the compiler's diagnostics) when compilation fails.
@@ -241,8 +325,10 @@ def build_program(
         raise TypeError("cflags must be a sequence of strings, not a string")
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"invalid program name {name!r}")
+    if isinstance(machine_flags, str):
+        raise TypeError("machine_flags must be a sequence of strings, not a string")
     compiler = _compiler()
-    flags = [*_BASE_FLAGS, f"-I{include_dir()}", *cflags]
+    flags = _program_flags(compiler, machine_flags, cflags)
     if not cache:
         return _compile(compiler, flags, source, name)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._flat_api import olMemAlloc, olMemFill, olMemFree, olMemcpy
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
+from .._sessions import session_cell
 from . import _dlpack, _session
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
@@ -256,6 +257,9 @@ class Buffer:
 
     def copy_from(self, src: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Copy all of ``src`` (a Buffer, a contiguous Array or any buffer-protocol object) to ``offset``."""
+        if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see _fast_copy)
+            if _fast_copy(self, offset, src, 0, src._size, queue):
+                return
         src_address, nbytes, src_device, keep = endpoint(src, False, "src")
         offset = as_size(offset, "offset")
         if offset + nbytes > self._size:
@@ -266,6 +270,9 @@ class Buffer:
 
     def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
+        if dst.__class__ is Buffer and offset.__class__ is int:
+            if _fast_copy(dst, 0, self, offset, dst._size, queue):
+                return
         dst_address, nbytes, dst_device, keep = endpoint(dst, True, "dst")
         offset = as_size(offset, "offset")
         if offset + nbytes > self._size:
@@ -317,6 +324,29 @@ class Buffer:
     ) -> Any:
         """The whole buffer as a 1-D uint8 DLPack tensor."""
         return self.view().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+
+_STATE = session_cell()
+
+
+def _fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None) -> bool:
+    """The copy between two live Buffers of the current session, in bounds, into writable memory,
+    in one frame: True when done, False (nothing done) for every other case, which the general
+    path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync."""
+    ctx = _STATE.ctx
+    if (
+        ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes
+        or not dst._address or not src._address or dst_offset < 0 or src_offset < 0
+        or dst_offset + nbytes > dst._size or src_offset + nbytes > src._size
+    ):
+        return False
+    if queue is None:
+        olMemcpy(None, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
+    else:
+        olMemcpy(queue._handle, dst._address + dst_offset, dst._device._handle, src._address + src_offset,
+                 src._device._handle, nbytes)
+        queue._inflight.append((src, dst))
+    return True
 
 
 def exports_of(buffer: Buffer | None) -> int:

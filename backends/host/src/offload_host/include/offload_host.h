@@ -80,6 +80,23 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
         for (offload_dim3_t tid = {offload_x_, offload_y_, offload_z_}; offload_once_;   \
              offload_once_ = 0)
 
+/* The vectorisable 1-D form: runs the following statement once per work-item of the group,
+ * binding `i` (a uint64_t) to its global x id, in one countable loop over the group's ids
+ * (a compiler vectorises it: build with -O3 and the CPU's vector width, as build_program does).
+ * OFFLOAD_FOR_EACH_GLOBAL_X_BELOW(i, limit) skips the ids >= limit (the usual `if (i < n)`
+ * guard, hoisted out of the loop). Meant for 1-D groups; in a group with y or z sizes above 1
+ * the loop runs once per (y, z) row, every x id once per row. A work-group barrier is the
+ * boundary between two loops, as with OFFLOAD_FOR_EACH_ITEM.
+ *
+ *     OFFLOAD_FOR_EACH_GLOBAL_X_BELOW(i, a->n) { a->y[i] = a->a * a->x[i] + a->y[i]; }
+ */
+#define OFFLOAD_FOR_EACH_GLOBAL_X_BELOW(i, limit)                                        \
+  for (uint32_t offload_z_ = 0; offload_z_ < offload_group_->group_size.z; ++offload_z_) \
+    for (uint32_t offload_y_ = 0; offload_y_ < offload_group_->group_size.y; ++offload_y_) \
+      for (uint64_t i = offload_group_first_x_(), offload_end_x_ = offload_group_end_x_(limit); \
+           i < offload_end_x_; ++i)
+#define OFFLOAD_FOR_EACH_GLOBAL_X(i) OFFLOAD_FOR_EACH_GLOBAL_X_BELOW(i, UINT64_MAX)
+
 /* Global ids of a work-item (group_id * group_size + tid), per dimension, as uint32_t: a
  * launch whose NumGroups * GroupSize exceeds 2**32 in some dimension is refused with
  * INVALID_SIZE, so these never wrap. */
@@ -90,6 +107,13 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
 /* Linear id of a work-item within its group, x fastest. */
 #define offload_local_linear_id(tid)                                                     \
   (((tid).z * offload_group_->group_size.y + (tid).y) * offload_group_->group_size.x + (tid).x)
+
+/* Implementation details of OFFLOAD_FOR_EACH_GLOBAL_X: the group's first global x id and the
+ * end of its ids, clamped to `limit`. */
+#define offload_group_first_x_() ((uint64_t)offload_group_->group_id.x * offload_group_->group_size.x)
+#define offload_group_end_x_(limit) \
+  offload_min_u64_(offload_group_first_x_() + offload_group_->group_size.x, (uint64_t)(limit))
+static inline uint64_t offload_min_u64_(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* ---- Kernel parameter declarations ----------------------------------------------------
  *

@@ -18,10 +18,6 @@ OFFLOAD_KERNEL(saxpy) {
   const float a = p->a;
   const float *restrict x = p->x;
   float *restrict y = p->y;
-  const uint64_t n = p->n;
-  const uint64_t base = (uint64_t)OFFLOAD_GROUP->group_id.x * OFFLOAD_GROUP->group_size.x;
-  uint64_t end = base + OFFLOAD_GROUP->group_size.x;
-  if (end > n) end = n;
-  /* The work-items of a 1-D group are one contiguous range: a plain, vectorizable loop. */
-  for (uint64_t i = base; i < end; ++i) y[i] = a * x[i] + y[i];
+  /* One countable loop over the group's global ids below n: vectorised by the compiler. */
+  OFFLOAD_FOR_EACH_GLOBAL_X_BELOW(i, p->n) { y[i] = a * x[i] + y[i]; }
 }

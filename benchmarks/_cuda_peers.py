@@ -1,0 +1,113 @@
+"""bench_cuda's peers beside raw cuda.bindings and the flat API: cuda.core and offload's object
+layer, each enqueueing the same launch of ``foo`` and the same 8-byte pinned host-to-device copy
+on its own stream / queue, held by the same host-function gate as the other two sides.
+
+cuda.core (``cuda-core`` 1.2.2, optional: without it the section says why and is left out) runs
+on the same device through the same primary context: ``launch(stream, LaunchConfig, kernel,
+buffer)`` (``cuLaunchKernelEx``) with the kernel from ``ObjectCode.from_cubin``, and
+``Buffer.copy_from(src, stream=...)`` between ``Buffer.from_handle`` views of the flat side's
+memory. The object layer: ``queue.launch(kernel, 1, 1, out)`` and
+``target.copy_from(pinned, queue=queue)`` with ``offload.Buffer`` objects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import offload
+
+__all__ = ["Side", "cuda_core_side", "objects_side"]
+
+
+@dataclass
+class Side:
+    """One peer's hold / release of its stream and its enqueue loops (``count`` operations)."""
+
+    hold: Callable[[], None]
+    release: Callable[[], None]
+    launch: Callable[[int], None]
+    copy: Callable[[int], None]
+    close: Callable[[], None]
+
+
+def cuda_core_side(driver: Any, image: bytes, out: int, target: int, source: int, gate: threading.Event,
+                   host_fn_address: int) -> Side | str:
+    """cuda.core on device 0, or why it cannot run."""
+    try:
+        from cuda.core import Buffer, Device, LaunchConfig, ObjectCode, launch
+    except ImportError as exc:
+        return f"cuda.core is not importable ({exc}); scripts/test.sh installs cuda-core==1.2.2"
+    device = Device(0)
+    device.set_current()
+    stream = device.create_stream()
+    kernel = ObjectCode.from_cubin(image).get_kernel("foo")
+    config = LaunchConfig(grid=1, block=1)
+    out_buffer = Buffer.from_handle(out, 256)
+    dst, src = Buffer.from_handle(target, 8), Buffer.from_handle(source, 8)
+    host_fn = driver.CUhostFn(host_fn_address)
+
+    def hold() -> None:
+        gate.clear()
+        (result,) = driver.cuLaunchHostFunc(stream.handle, host_fn, 0)
+        if result:
+            raise RuntimeError(f"cuLaunchHostFunc on cuda.core's stream failed: {result!r}")
+
+    def release() -> None:
+        gate.set()
+        stream.sync()
+
+    def launches(count: int) -> None:
+        for _ in range(count):
+            launch(stream, config, kernel, out_buffer)
+
+    def copies(count: int) -> None:
+        copy_from = dst.copy_from
+        for _ in range(count):
+            copy_from(src, stream=stream)
+
+    def close() -> None:
+        stream.close()
+
+    return Side(hold, release, launches, copies, close)
+
+
+def objects_side(image: bytes, gpu_handle: Any, gate: threading.Event) -> Side:
+    """offload's object layer on the flat side's CUDA device."""
+    device = next(d for d in offload.devices("cuda") if d.handle == gpu_handle)
+    program = device.load_program(image)
+    kernel = program.kernel("foo")
+    queue = device.queue()
+    out = offload.Buffer(256, device)
+    target = offload.Buffer(8, device)
+    pinned = offload.Buffer(8, device, kind=offload.AllocType.HOST)
+    ctypes.memset(pinned.address, 0, 8)
+
+    def hold() -> None:
+        gate.clear()
+        queue.host_function(gate.wait, 300)
+
+    def release() -> None:
+        gate.set()
+        queue.sync()
+
+    def launches(count: int) -> None:
+        launch = queue.launch
+        for _ in range(count):
+            launch(kernel, 1, 1, out)
+
+    def copies(count: int) -> None:
+        copy_from = target.copy_from
+        for _ in range(count):
+            copy_from(pinned, queue=queue)
+
+    def close() -> None:
+        queue.close()
+        for buffer in (out, target, pinned):
+            buffer.close()
+        program.close()
+
+    return Side(hold, release, launches, copies, close)

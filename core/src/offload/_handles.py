@@ -45,11 +45,12 @@ class _Handle:
 class Platform(_Handle):
     """``ol_platform_handle_t``: one loaded backend."""
 
-    __slots__ = ("backend", "name", "kind", "devices")
+    __slots__ = ("backend", "name", "kind", "devices", "default_context")
     backend: BoundBackend
     name: str
     kind: PlatformBackend
     devices: list[Device]
+    default_context: Context  # every device of the platform: what calls without a context use
 
     def _describe(self) -> str:
         return self.name
@@ -80,13 +81,47 @@ class Device(_Handle):
         return f"{self.platform.name}:{self.index}"
 
 
+class Context(_Handle):
+    """``ol_context_handle_t`` (main): devices of one platform grouped as the owner of allocations,
+    queues and programs. Each platform has a default one (``default``), which calls made without a
+    context use and which cannot be destroyed."""
+
+    __slots__ = ("platform", "devices", "default", "lock", "allocations", "queues", "programs")
+    platform: Platform
+    devices: tuple[Device, ...]
+    default: bool
+    lock: threading.Lock  # guards the three sets below
+    allocations: set[int]  # base addresses of its live allocations
+    queues: set[Queue]
+    programs: set[Program]
+
+    def _describe(self) -> str:
+        kind = "default " if self.default else ""
+        return f"{kind}on {self.platform.name} ({len(self.devices)} device(s))"
+
+    def owned(self) -> str:
+        """What it still owns, in words ("" when nothing)."""
+        with self.lock:
+            parts = []
+            if self.allocations:
+                shown = ", ".join(f"{a:#x}" for a in sorted(self.allocations)[:4])
+                more = ", ..." if len(self.allocations) > 4 else ""
+                parts.append(f"{len(self.allocations)} allocation(s) ({shown}{more})")
+            if self.queues:
+                parts.append(f"{len(self.queues)} queue(s)")
+            if self.programs:
+                parts.append(f"{len(self.programs)} program(s)")
+        return ", ".join(parts)
+
+
 class Queue(_Handle):
     """``ol_queue_handle_t``."""
 
-    __slots__ = ("device", "native", "id")
+    __slots__ = ("device", "native", "id", "context")
     device: Device
     native: NativeQueue
     id: int
+    context: Context
 
     def _describe(self) -> str:
         return f"#{self.id} on {self.device._describe()}"
@@ -95,11 +130,12 @@ class Queue(_Handle):
 class Event(_Handle):
     """``ol_event_handle_t``; it outlives its queue."""
 
-    __slots__ = ("device", "native", "queue", "queue_id")
+    __slots__ = ("device", "native", "queue", "queue_id", "profiling")
     device: Device
     native: NativeEvent
     queue: Queue
     queue_id: int
+    profiling: bool  # created with EventFlags.ENABLE_PROFILING
 
     def _describe(self) -> str:
         return f"of queue #{self.queue_id}"
@@ -108,8 +144,9 @@ class Event(_Handle):
 class Program(_Handle):
     """``ol_program_handle_t``: one image loaded on one device."""
 
-    __slots__ = ("device", "image", "data", "symbols", "lock")
+    __slots__ = ("device", "image", "data", "symbols", "lock", "context")
     device: Device
+    context: Context
     image: NativeProgram
     data: bytes  # the core's private copy of the binary
     symbols: dict[tuple[SymbolKind, str], Symbol]
@@ -137,12 +174,13 @@ class Symbol(_Handle):
         return f"{self.kind.name.lower()} {self.name!r}"
 
 
-HANDLE_TYPES = (Platform, Device, Queue, Event, Program, Symbol)
+HANDLE_TYPES = (Platform, Device, Context, Queue, Event, Program, Symbol)
 
 # The same classes under names that say they are the flat API's handles, for code that also uses
 # the object layer (whose offload.objects.Device, Queue, ... wrap them): `offload.QueueHandle`.
 PlatformHandle = Platform
 DeviceHandle = Device
+ContextHandle = Context
 QueueHandle = Queue
 EventHandle = Event
 ProgramHandle = Program

@@ -521,6 +521,8 @@ static const proc_entry procs[] = {
     E("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx),
     E("cuModuleUnload", 2000, cuModuleUnload),
     E("cuModuleGetFunction", 2000, cuModuleGetFunction),
+    E("cuModuleGetFunctionCount", 12040, cuModuleGetFunctionCount),
+    E("cuModuleEnumerateFunctions", 12040, cuModuleEnumerateFunctions),
     E("cuModuleGetGlobal", 3020, cuModuleGetGlobal_v2),
     E("cuFuncGetAttribute", 2020, cuFuncGetAttribute),
     E("cuFuncSetAttribute", 9000, cuFuncSetAttribute),

@@ -254,6 +254,8 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image);
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n, int *options, void **values);
 EXPORT CUresult cuModuleUnload(CUmodule m);
 EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name);
+EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m);
+EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned n, CUmodule m);
 EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name);
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from offload import AllocType, DeviceInfo, KernelParam, hookimpl
+from offload import AllocType, DeviceInfo, KernelParam, SymbolKind, hookimpl
 
-from . import _code_object, _device, _launch, _memory, _queue
+from . import _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice
 from ._driver import DriverUnavailable, load
 from ._errors import raise_for
@@ -128,6 +128,16 @@ class AMDGPUBackend:
         return int(result[2])
 
     launch_kernel = staticmethod(hookimpl(_launch.launch_kernel))  # the hot path, without a glue frame
+    launch_kernel_cooperative = staticmethod(hookimpl(_cooperative.launch_cooperative))
+    max_cooperative_groups = staticmethod(hookimpl(_cooperative.max_cooperative_groups))
+
+    @hookimpl
+    def symbol_names(self, device: HipDevice, image: HipImage, kind: SymbolKind) -> list[str]:
+        """From the code object: its kernels' metadata, or its exported data symbols (less the
+        ``__hip_cuid_*`` compilation-unit ids clang adds, which HIP's module does not resolve)."""
+        if kind is SymbolKind.KERNEL:
+            return list(image.code.kernels)
+        return [name for name in image.code.globals if not name.startswith("__hip_cuid_")]
 
     # --- memory --------------------------------------------------------------------------------
 

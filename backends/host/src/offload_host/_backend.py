@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import mmap
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
+from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
 
 from . import _device_info, _native
 from ._image import HostImage, image_problem, kernel_params_of
@@ -131,6 +132,29 @@ class HostBackend:
         return address
 
     @hookimpl
+    def mem_alloc_aligned(self, device: HostDevice, alloc_type: AllocType, size: int, alignment: int) -> int:
+        """Whole pages are page aligned; a larger alignment maps ``size + alignment`` bytes and
+        unmaps the unaligned head and the tail, so the allocation is still pages of its own."""
+        page = mmap.PAGESIZE
+        if alignment <= page:
+            return self.mem_alloc(device, alloc_type, size)
+        span = _round_up(size, page) + alignment
+        raw = _native.pages_alloc(span)
+        start = _round_up(raw, alignment)
+        end = start + _round_up(size, page)
+        if start > raw:
+            _native.pages_free(raw, start - raw)
+        if raw + span > end:
+            _native.pages_free(end, raw + span - end)
+        with device.lock:
+            device.allocations[start] = size
+        return start
+
+    @hookimpl
+    def symbol_names(self, device: HostDevice, image: HostImage, kind: SymbolKind) -> list[str]:
+        return image.symbol_names(kind is SymbolKind.KERNEL)
+
+    @hookimpl
     def mem_free(self, device: HostDevice, address: int) -> None:
         with device.lock:
             size = device.allocations.pop(address)
@@ -233,6 +257,10 @@ class HostBackend:
 
 
 PARAM_LIMIT = 4096  # argument bytes an undeclared kernel may read: a shorter buffer is zero-padded
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
 
 
 def _padded(args: Any) -> Any:

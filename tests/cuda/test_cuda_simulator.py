@@ -182,3 +182,28 @@ def test_modules(run_child: Any, child_env: Any, kernels: Any) -> None:
     assert out["unload_twice"] == "CUDA_ERROR_INVALID_HANDLE"
     assert out["params"] == [[0, 4], [4, 4], [8, 8], [16, 8]]
     assert out["ptx_params"] == out["params"]
+
+
+_ENUMERATE = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+setup()
+module = ck(d.cuModuleLoadData(image("global")))
+count = int(ck(d.cuModuleGetFunctionCount(module)))
+functions = ck(d.cuModuleEnumerateFunctions(count, module))
+names = sorted(bytes(ck(d.cuFuncGetName(f))).decode() for f in functions)
+first = ck(d.cuModuleEnumerateFunctions(1, module))
+emit({"count": count, "names": names, "first": len(first), "write": "write" in names,
+      "unloaded": name(d.cuModuleGetFunctionCount(d.CUmodule(0)))})
+"""
+)
+
+
+def test_module_function_enumeration(run_child: Any, child_env: Any, kernels: Any) -> None:
+    """cuModuleGetFunctionCount / cuModuleEnumerateFunctions (CUDA 12.4, issue 17's olIterateSymbols)."""
+    out = run_child(_ENUMERATE, child_env(kernels=kernels)).result
+    assert out["count"] == len(out["names"]) >= 1 and out["write"] is True
+    assert out["first"] == 1
+    assert out["unloaded"] == "CUDA_ERROR_INVALID_HANDLE"

@@ -13,6 +13,7 @@ from typing import Any, cast
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
 
 from . import _device_info, _native
+from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
 from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
 
@@ -119,6 +120,31 @@ class HostBackend:
                 queue.start_worker()  # the arguments were copied: the caller may reuse its buffer
         except OverflowError as exc:  # a dimension's global ids beyond uint32: see _native.c
             raise OffloadError(ErrorCode.INVALID_SIZE, str(exc)) from None
+
+    @hookimpl
+    def max_cooperative_groups(self, device: HostDevice, kernel: int, launch: KernelLaunchSizeArgs) -> int:
+        """One thread per group: at most ``MAX_COOPERATIVE_GROUPS``, whatever the kernel."""
+        return MAX_COOPERATIVE_GROUPS
+
+    @hookimpl
+    def launch_kernel_cooperative(
+        self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
+    ) -> None:
+        """Every group at once on a thread of its own (``_cooperative``); on a queue, in queue order."""
+        if launch.dyn_shared_memory > device.local_memory_limit:
+            raise OffloadError(
+                ErrorCode.OUT_OF_RESOURCES,
+                f"DynSharedMemory {launch.dyn_shared_memory} exceeds the host's local memory limit "
+                f"{device.local_memory_limit}",
+            )
+        if kernel_params_of.get(kernel) is None:
+            args = _padded(args)
+        if queue is None:
+            run_cooperative(kernel, args, launch)
+            return
+        copied = None if args is None else bytes(args)  # the caller may reuse its buffer at once
+        if queue.call(functools.partial(run_cooperative, kernel, copied, launch)):
+            queue.start_worker()
 
     # --- memory ------------------------------------------------------------------------------
 

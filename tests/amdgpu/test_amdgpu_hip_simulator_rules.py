@@ -304,3 +304,30 @@ emit(res)
     assert result["fits"] == 0 and result["sync"] == 0 and result["data"] == [0, 1, 2, 3]
     assert result["too_large"] == 720  # hipErrorCooperativeLaunchTooLarge
     assert result["bad_block"] == 1  # hipErrorInvalidValue
+
+
+def test_prefetch_of_managed_memory(hip_runtime, hip_child) -> None:
+    """hipMemPrefetchAsync (issue 17's olMemPrefetch): managed ranges only; a device or hipCpuDeviceId."""
+    result = hip_child(
+        PRELUDE
+        + """
+managed = hip.hipMallocManaged(4096, 1)[1]
+plain = hip.hipMalloc(4096)[1]
+stream = hip.hipStreamCreateWithFlags(0)[1]
+ctypes.memset(int(managed), 7, 4096)
+res = {
+    "to_device": st(hip.hipMemPrefetchAsync(managed, 4096, 0, stream)),
+    "to_host": st(hip.hipMemPrefetchAsync(int(managed) + 1024, 1024, -1, stream)),
+    "past_end": st(hip.hipMemPrefetchAsync(managed, 4097, 0, stream)),
+    "not_managed": st(hip.hipMemPrefetchAsync(plain, 64, 0, stream)),
+    "no_device": st(hip.hipMemPrefetchAsync(managed, 64, 9, stream)),
+}
+hip.hipStreamSynchronize(stream)
+res["data"] = ctypes.string_at(int(managed), 4096) == b"\\x07" * 4096
+emit(res)
+""",
+        {"LD_LIBRARY_PATH": str(hip_runtime)},
+    )
+    assert result["to_device"] == result["to_host"] == 0 and result["data"] is True
+    assert result["past_end"] == result["not_managed"] == 1  # hipErrorInvalidValue
+    assert result["no_device"] == 101  # hipErrorInvalidDevice

@@ -28,7 +28,8 @@ def _migration_flags(flags: Any) -> MemMigrationFlag:
 def olMemPrefetch(ctx: Context, queue: Queue, mems: Sequence[Any] | None, sizes: Sequence[Any] | None, flags: Any) -> None:
     """Hint that ranges migrate (HOST_TO_DEVICE: to the queue's device; DEVICE_TO_HOST: to the
     host), in queue order. Every range must lie in one allocation (INVALID_ARGUMENT, INVALID_SIZE);
-    a backend without ``mem_prefetch`` ignores the hint, as liboffload does."""
+    ranges of MANAGED allocations reach the backend's ``mem_prefetch`` (the others have nowhere to
+    migrate); a backend without it ignores the hint, as liboffload does."""
     flags = _migration_flags(flags)
     mems, sizes = list(mems or ()), list(sizes or ())
     if len(mems) != len(sizes):
@@ -42,7 +43,8 @@ def olMemPrefetch(ctx: Context, queue: Queue, mems: Sequence[Any] | None, sizes:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"Mems[{i}] {start:#x} is not in an allocation")
         if end > allocation.end or start < allocation.start:
             raise fail(ErrorCode.INVALID_SIZE, f"Mems[{i}] range [{start:#x}, {end:#x}) overruns its allocation")
-        ranges.append((start, length))
+        if allocation.alloc_type is AllocType.MANAGED:  # only managed memory migrates
+            ranges.append((start, length))
     device = queue.device
     backend = device.backend
     if not ranges or "mem_prefetch" not in backend.implemented:

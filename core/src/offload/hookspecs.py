@@ -279,8 +279,8 @@ def mem_alloc_aligned(device: NativeDevice, alloc_type: AllocType, size: int, al
 
 @hookspec
 def mem_prefetch(device: NativeDevice, queue: NativeQueue, address: int, size: int, flags: MemMigrationFlag) -> None:
-    """In queue order, migrate ``[address, address + size)`` (inside one allocation) towards the
-    device (``HOST_TO_DEVICE``) or the host (``DEVICE_TO_HOST``). A hint: it changes no data."""
+    """In queue order, migrate ``[address, address + size)`` (inside one MANAGED allocation) towards
+    the device (``HOST_TO_DEVICE``) or the host (``DEVICE_TO_HOST`` alone). A hint: it changes no data."""
 
 
 @hookspec

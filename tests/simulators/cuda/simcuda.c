@@ -475,6 +475,7 @@ static const proc_entry procs[] = {
     E("cuMemAlloc", 3020, cuMemAlloc_v2),
     E("cuMemAllocHost", 3020, cuMemAllocHost_v2),
     E("cuMemAllocManaged", 6000, cuMemAllocManaged),
+    E("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2),
     E("cuMemFree", 3020, cuMemFree_v2),
     E("cuMemFreeHost", 2000, cuMemFreeHost),
     E("cuMemHostRegister", 6050, cuMemHostRegister_v2),

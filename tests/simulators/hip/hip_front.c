@@ -1214,6 +1214,21 @@ EXPORT hipError_t hipModuleLaunchKernel(hip_function *f, unsigned gx, unsigned g
 /* hipModuleOccupancyMaxActiveBlocksPerMultiprocessor (HIP Runtime API, Occupancy): how many blocks
  * of block_size work-items one compute unit holds at once, limited by its work-items and its LDS
  * (the kernel's group segment plus the dynamic shared memory); 0 for a block the kernel cannot run. */
+/* hipMemPrefetchAsync (HIP Runtime API, Managed Memory): "Prefetches memory to the specified
+ * destination device"; dev_ptr must lie in memory of hipMallocManaged (the range inside one such
+ * allocation), device a device ordinal or hipCpuDeviceId (-1, the host); otherwise
+ * hipErrorInvalidValue (hipErrorInvalidDevice for an ordinal of no device). Managed memory is host
+ * memory here: the migration changes nothing a program can observe, so nothing is enqueued. */
+EXPORT hipError_t hipMemPrefetchAsync(const void *ptr, size_t count, int device, hip_stream *stream) {
+  GUARD();
+  sim_alloc_info info;
+  if (count == 0 || !sim_mem_find(ptr, &info) || info.kind != SIM_MEM_MANAGED) return ret(hipErrorInvalidValue);
+  if (sim_mem_check(ptr, count) != SIM_OK) return ret(hipErrorInvalidValue);
+  if (device != -1 && (device < 0 || device >= sim_device_count())) return ret(hipErrorInvalidDevice);
+  sim_stream *s;
+  return ret(stream_of(stream, &s));
+}
+
 EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, hip_function *f, int block_size,
                                                                      size_t shared) {
   GUARD();

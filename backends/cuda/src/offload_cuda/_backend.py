@@ -15,7 +15,17 @@ from typing import Any
 
 from offload.backend_support import ResourcePool
 
-from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
+from offload import (
+    AllocType,
+    DeviceInfo,
+    ErrorCode,
+    KernelLaunchSizeArgs,
+    KernelParam,
+    MemMigrationFlag,
+    OffloadError,
+    SymbolKind,
+    hookimpl,
+)
 
 from . import _binary, _launch, _memory, _queue
 from ._device import CudaDevice
@@ -194,6 +204,19 @@ class CudaBackend:
         _launch.launch(device.device, device.device.legacy, kernel, args, launch, cooperative=True)
         d = device.device.driver
         check(d, d.cuStreamSynchronize(device.device.legacy), "cuStreamSynchronize")
+
+    @hookimpl
+    def mem_prefetch(self, device: _DeviceState, queue: CudaQueue, address: int, size: int, flags: MemMigrationFlag) -> None:
+        """``cuMemPrefetchAsync`` of managed memory to the device, or to the host for DEVICE_TO_HOST alone."""
+        d = device.device.driver
+        device.device.activate()
+        location = d.CUmemLocation()
+        if flags == MemMigrationFlag.DEVICE_TO_HOST:
+            location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
+        else:
+            location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+            location.id = device.device.ordinal
+        check(d, d.cuMemPrefetchAsync(address, size, location, 0, queue.stream), "cuMemPrefetchAsync")
 
     @hookimpl
     def symbol_names(self, device: _DeviceState, image: CudaImage, kind: SymbolKind) -> list[str]:

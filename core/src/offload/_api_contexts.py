@@ -62,11 +62,28 @@ def olDestroyContext(ctx: Context, context: ContextHandle) -> None:
     with context.lock:
         if context._ctx is None:
             raise fail(ErrorCode.INVALID_CONTEXT, f"{context!r} was destroyed")
-        owned = bool(context.allocations or context.queues or context.programs)
+        owned = _owned(ctx, context)
         if not owned:
             context._ctx = None
             return
-    raise fail(ErrorCode.INVALID_CONTEXT, f"{context!r} still owns {context.owned()}: release them before olDestroyContext")
+    raise fail(ErrorCode.INVALID_CONTEXT, f"{context!r} still owns {owned}: release them before olDestroyContext")
+
+
+def _owned(ctx: Context, context: ContextHandle) -> str:
+    """What ``context`` still owns, in words ("" when nothing): found from the allocations, queues
+    and programs, each of which records its context (no bookkeeping on their hot paths)."""
+    allocations = sorted(a.start for a in ctx.allocations.snapshot[1] if a.owner is context)
+    queues = [q for d in context.devices for q in list(d.queues) if q.context is context]
+    programs = [p for d in context.devices for p in list(d.programs) if p.context is context]
+    parts = []
+    if allocations:
+        shown = ", ".join(f"{a:#x}" for a in allocations[:4]) + (", ..." if len(allocations) > 4 else "")
+        parts.append(f"{len(allocations)} allocation(s) ({shown})")
+    if queues:
+        parts.append(f"{len(queues)} queue(s)")
+    if programs:
+        parts.append(f"{len(programs)} program(s)")
+    return ", ".join(parts)
 
 
 def context_info(ctx: Context, context: ContextHandle, prop: Any) -> tuple[Any, _info.Kind]:

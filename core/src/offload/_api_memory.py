@@ -97,10 +97,8 @@ def allocate(ctx: Context, device: Device, alloc_type: AllocType, size: int, con
                 ) from exc
             if not address:
                 raise fail(ErrorCode.OUT_OF_RESOURCES, f"{device.platform.name} could not allocate {size} bytes")
-            with context.lock:
-                if ctx.allocations.insert(Allocation(device, alloc_type, address, address + size, context)):
-                    context.allocations.add(address)
-                    return int(address)
+            if ctx.allocations.insert(Allocation(device, alloc_type, address, address + size, context)):
+                return int(address)
             rejected.append(address)  # overlaps another device's allocation: keep it out of reach
         raise fail(ErrorCode.BACKEND_FAILURE, "failed to allocate non-overlapping memory")
     finally:
@@ -121,16 +119,11 @@ def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None
     if allocation is None:
         shown = f"{address:#x}" if type(address) is int else repr(address)
         raise fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({shown})")
-    owner: ContextHandle = allocation.owner
-    with owner.lock:
-        owner.allocations.discard(address)
     device = allocation.device
     # ctx.allocations holds olMemAlloc's allocations only (a global variable, of no AllocType, is in ctx.globals)
     alloc_type: AllocType = allocation.alloc_type  # type: ignore[assignment]
     if "mem_free" not in device.backend.implemented:  # keep it: the allocation stays live
         ctx.allocations.insert(allocation)
-        with owner.lock:
-            owner.allocations.add(address)
         device.backend.mem_free(device.native, address, alloc_type)  # raises UNSUPPORTED
     release = functools.partial(device.backend.mem_free, device.native, address, alloc_type)
     release_after_queued_work(ctx, ctx.devices, release)

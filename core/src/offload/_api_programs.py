@@ -32,8 +32,6 @@ def olCreateProgram(ctx: Context, device: Device, data: Any, context: ContextHan
     )
     with device.lock:
         device.programs.add(program)
-    with owner.lock:
-        owner.programs.add(program)
     return program
 
 
@@ -54,8 +52,6 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
             raise fail(ErrorCode.INVALID_ARGUMENT, f"{program!r} was destroyed")
         program._ctx = None
         device.programs.discard(program)
-    with program.context.lock:
-        program.context.programs.discard(program)
     with program.lock:
         for symbol in program.symbols.values():
             symbol._ctx = None

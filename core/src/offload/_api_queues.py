@@ -45,8 +45,6 @@ def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -
     queue: Queue = Queue._make(ctx, device=device, native=native_queue, id=next(ctx.queue_ids), context=owner)
     with device.lock:
         device.queues.add(queue)
-    with owner.lock:
-        owner.queues.add(queue)
     if device.parked:
         _release_surplus_parked(ctx, device)
     return queue
@@ -76,8 +74,6 @@ def olDestroyQueue(ctx: Context, queue: Queue) -> None:
             raise fail(ErrorCode.INVALID_QUEUE, f"{queue!r} was destroyed")
         queue._ctx = None
         device.queues.discard(queue)
-    with queue.context.lock:
-        queue.context.queues.discard(queue)
     if not backend.has_pending_work(native, queue.native) and LOCAL.queue is not queue.native:
         backend.synchronize(native, queue.native, True)
         return

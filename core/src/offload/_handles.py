@@ -83,35 +83,19 @@ class Device(_Handle):
 
 class Context(_Handle):
     """``ol_context_handle_t`` (main): devices of one platform grouped as the owner of allocations,
-    queues and programs. Each platform has a default one (``default``), which calls made without a
+    queues and programs (each records its context; what a context owns is found from them when
+    it is destroyed). Each platform has a default one (``default``), which calls made without a
     context use and which cannot be destroyed."""
 
-    __slots__ = ("platform", "devices", "default", "lock", "allocations", "queues", "programs")
+    __slots__ = ("platform", "devices", "default", "lock")
     platform: Platform
     devices: tuple[Device, ...]
     default: bool
-    lock: threading.Lock  # guards the three sets below
-    allocations: set[int]  # base addresses of its live allocations
-    queues: set[Queue]
-    programs: set[Program]
+    lock: threading.Lock  # serialises olDestroyContext
 
     def _describe(self) -> str:
         kind = "default " if self.default else ""
         return f"{kind}on {self.platform.name} ({len(self.devices)} device(s))"
-
-    def owned(self) -> str:
-        """What it still owns, in words ("" when nothing)."""
-        with self.lock:
-            parts = []
-            if self.allocations:
-                shown = ", ".join(f"{a:#x}" for a in sorted(self.allocations)[:4])
-                more = ", ..." if len(self.allocations) > 4 else ""
-                parts.append(f"{len(self.allocations)} allocation(s) ({shown}{more})")
-            if self.queues:
-                parts.append(f"{len(self.queues)} queue(s)")
-            if self.programs:
-                parts.append(f"{len(self.programs)} program(s)")
-        return ", ".join(parts)
 
 
 class Queue(_Handle):

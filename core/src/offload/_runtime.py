@@ -169,8 +169,7 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
 def make_context(ctx: Context, platform: Platform, devices: tuple[Device, ...], default: bool) -> ContextHandle:
     """A context handle over ``devices`` (of ``platform``), owning nothing yet."""
     handle: ContextHandle = ContextHandle._make(
-        ctx, platform=platform, devices=devices, default=default, lock=threading.Lock(),
-        allocations=set(), queues=set(), programs=set(),
+        ctx, platform=platform, devices=devices, default=default, lock=threading.Lock()
     )
     return handle
 

@@ -270,3 +270,64 @@ print("READ", flush=True)
         pytest.skip(f"device memory protection is off on this machine: {proc.stdout.strip()}")
     assert "READING" in proc.stdout and "READ\n" not in proc.stdout, proc.stdout + proc.stderr
     assert proc.returncode == -11, (proc.returncode, proc.stderr)  # SIGSEGV (SEGV_PKUERR)
+
+
+def test_cooperative_launches_need_every_block_resident(hip_build, hip_child) -> None:
+    """hipModuleLaunchCooperativeKernel (issue 17): a grid within the occupancy times the compute
+    units runs (its arguments through kernelParams); one block more is hipErrorCooperativeLaunchTooLarge."""
+    result = hip_child(
+        PRELUDE
+        + """
+import os
+image = open(os.path.join(os.environ["OFFLOAD_AMDGPU_PROGRAMS"], "foo.hsaco"), "rb").read()
+module = hip.hipModuleLoadData(image)[1]
+kernel = hip.hipModuleGetFunction(module, b"foo")[1]
+per_cu = hip.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(kernel, 64, 0)
+cus = hip.hipDeviceGetAttribute(hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount, 0)[1]
+limit = per_cu[1] * cus
+out = hip.hipMalloc(4 * 64 * (limit + 1))[1]
+slot = ctypes.c_void_p(int(out))
+params = (ctypes.c_void_p * 1)(ctypes.addressof(slot))
+def launch(groups):
+    return st(hip.hipModuleLaunchCooperativeKernel(kernel, groups, 1, 1, 64, 1, 1, 0, None, ctypes.addressof(params)))
+res = {"occupancy": st(per_cu), "per_cu": per_cu[1], "fits": launch(limit), "sync": st(hip.hipStreamSynchronize(None))}
+back = (ctypes.c_uint32 * 64)()
+hip.hipMemcpy(ctypes.addressof(back), out, 4 * 64, hip.hipMemcpyKind.hipMemcpyDeviceToHost)
+res["data"] = list(back)[:4]
+res["too_large"] = launch(limit + 1)
+res["bad_block"] = st(hip.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(kernel, 0, 0))
+emit(res)
+""",
+        hip_build.env(),
+    )
+    assert result["occupancy"] == 0 and result["per_cu"] >= 1
+    assert result["fits"] == 0 and result["sync"] == 0 and result["data"] == [0, 1, 2, 3]
+    assert result["too_large"] == 720  # hipErrorCooperativeLaunchTooLarge
+    assert result["bad_block"] == 1  # hipErrorInvalidValue
+
+
+def test_prefetch_of_managed_memory(hip_runtime, hip_child) -> None:
+    """hipMemPrefetchAsync (issue 17's olMemPrefetch): managed ranges only; a device or hipCpuDeviceId."""
+    result = hip_child(
+        PRELUDE
+        + """
+managed = hip.hipMallocManaged(4096, 1)[1]
+plain = hip.hipMalloc(4096)[1]
+stream = hip.hipStreamCreateWithFlags(0)[1]
+ctypes.memset(int(managed), 7, 4096)
+res = {
+    "to_device": st(hip.hipMemPrefetchAsync(managed, 4096, 0, stream)),
+    "to_host": st(hip.hipMemPrefetchAsync(int(managed) + 1024, 1024, -1, stream)),
+    "past_end": st(hip.hipMemPrefetchAsync(managed, 4097, 0, stream)),
+    "not_managed": st(hip.hipMemPrefetchAsync(plain, 64, 0, stream)),
+    "no_device": st(hip.hipMemPrefetchAsync(managed, 64, 9, stream)),
+}
+hip.hipStreamSynchronize(stream)
+res["data"] = ctypes.string_at(int(managed), 4096) == b"\\x07" * 4096
+emit(res)
+""",
+        {"LD_LIBRARY_PATH": str(hip_runtime)},
+    )
+    assert result["to_device"] == result["to_host"] == 0 and result["data"] is True
+    assert result["past_end"] == result["not_managed"] == 1  # hipErrorInvalidValue
+    assert result["no_device"] == 101  # hipErrorInvalidDevice

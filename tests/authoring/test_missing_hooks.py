@@ -113,6 +113,11 @@ CALLS: dict[str, Callable[[World], Any]] = {
     "is_event_complete": lambda w: ol.olGetEventInfo(w.event(w.queue()), ol.EventInfo.IS_COMPLETE),
     "sync_event": lambda w: ol.olSyncEvent(w.event(w.queue())),
     "event_elapsed_time": lambda w: ol.olGetEventElapsedTime(w.event(q := w.queue()), w.event(q)),
+    "symbol_names": lambda w: ol.olIterateSymbols(w.program("foo"), ol.SymbolKind.KERNEL, lambda s, u: True, None),
+    "max_cooperative_groups": lambda w: ol.olGetKernelMaxCooperativeGroupCount(w.device, w.foo(), _launch()),
+    "launch_kernel_cooperative": lambda w: ol.olLaunchKernel(
+        None, w.device, w.foo(), struct.pack("P", w.alloc()), _launch(), {ol.KernelLaunchPropType.IS_COOPERATIVE: True}
+    ),
 }
 
 
@@ -128,6 +133,25 @@ def _launch_without_params(w: World) -> None:
     out = w.alloc(64 * 4)
     ol.olLaunchKernel(None, w.device, w.foo(), struct.pack("P", out), _launch())
     assert list((ctypes.c_uint32 * 64).from_address(out)) == list(range(64))
+
+
+def _aligned_from_mem_alloc(w: World) -> None:
+    """Without mem_alloc_aligned: mem_alloc's address when it is aligned (pages are), else
+    UNSUPPORTED naming the device and the alignment."""
+    address = ol.olMemAllocAligned(w.device, A.DEVICE, 100, 4096)
+    assert address % 4096 == 0
+    ol.olMemFree(address)
+    big = 1 << 30
+    with pytest.raises(ol.OffloadError) as info:
+        ol.olMemAllocAligned(w.device, A.DEVICE, 100, big)
+    assert info.value.code is ol.ErrorCode.UNSUPPORTED and NAME in info.value.details and str(big) in info.value.details
+
+
+def _prefetch_ignored(w: World) -> None:
+    address = w.alloc(256)
+    queue = w.queue()
+    ol.olMemPrefetch(queue, [address], [256], ol.MemMigrationFlag.HOST_TO_DEVICE)
+    ol.olSyncQueue(queue)
 
 
 def _destroy_without_hook(w: World) -> None:
@@ -158,6 +182,8 @@ FALLBACKS: dict[str, Callable[[World], Any]] = {
     "is_valid_binary": _no_binary_is_valid,
     "deinit_device": _shutdown_skips_deinit_device,
     "no_devices_reason": _no_note_without_hook,  # offload backends shows no note
+    "mem_alloc_aligned": _aligned_from_mem_alloc,
+    "mem_prefetch": _prefetch_ignored,  # a hint: ignored, as liboffload does
 }
 
 

@@ -182,3 +182,67 @@ def test_modules(run_child: Any, child_env: Any, kernels: Any) -> None:
     assert out["unload_twice"] == "CUDA_ERROR_INVALID_HANDLE"
     assert out["params"] == [[0, 4], [4, 4], [8, 8], [16, 8]]
     assert out["ptx_params"] == out["params"]
+
+
+_ENUMERATE = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+setup()
+module = ck(d.cuModuleLoadData(image("global")))
+count = int(ck(d.cuModuleGetFunctionCount(module)))
+functions = ck(d.cuModuleEnumerateFunctions(count, module))
+names = sorted(bytes(ck(d.cuFuncGetName(f))).decode() for f in functions)
+first = ck(d.cuModuleEnumerateFunctions(1, module))
+emit({"count": count, "names": names, "first": len(first), "write": "write" in names,
+      "unloaded": name(d.cuModuleGetFunctionCount(d.CUmodule(0)))})
+"""
+)
+
+
+def test_module_function_enumeration(run_child: Any, child_env: Any, kernels: Any) -> None:
+    """cuModuleGetFunctionCount / cuModuleEnumerateFunctions (CUDA 12.4, issue 17's olIterateSymbols)."""
+    out = run_child(_ENUMERATE, child_env(kernels=kernels)).result
+    assert out["count"] == len(out["names"]) >= 1 and out["write"] is True
+    assert out["first"] == 1
+    assert out["unloaded"] == "CUDA_ERROR_INVALID_HANDLE"
+
+
+_PREFETCH = (
+    PRELUDE
+    + DRIVER_PRELUDE
+    + r"""
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+setup()
+managed = ck(d.cuMemAllocManaged(4096, 1))
+plain = ck(d.cuMemAlloc(4096))
+stream = ck(d.cuStreamCreate(0))
+def location(kind, ident=0):
+    loc = d.CUmemLocation()
+    loc.type = kind
+    loc.id = ident
+    return loc
+DEV, HOST = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, d.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
+ctypes.memset(int(managed), 7, 4096)
+out = {
+    "to_device": name(d.cuMemPrefetchAsync(managed, 4096, location(DEV), 0, stream)),
+    "to_host": name(d.cuMemPrefetchAsync(int(managed) + 1024, 1024, location(HOST), 0, stream)),
+    "past_end": name(d.cuMemPrefetchAsync(managed, 4097, location(DEV), 0, stream)),
+    "not_managed": name(d.cuMemPrefetchAsync(plain, 64, location(DEV), 0, stream)),
+    "flags": name(d.cuMemPrefetchAsync(managed, 64, location(DEV), 1, stream)),
+    "no_device": name(d.cuMemPrefetchAsync(managed, 64, location(DEV, 9), 0, stream)),
+}
+ck(d.cuStreamSynchronize(stream))
+out["data"] = ctypes.string_at(int(managed), 4096) == b"\x07" * 4096
+emit(out)
+"""
+)
+
+
+def test_prefetch_of_managed_memory(run_child: Any, child_env: Any) -> None:
+    """cuMemPrefetchAsync (issue 17's olMemPrefetch): managed ranges only, a device or the host, flags 0."""
+    out = run_child(_PREFETCH, child_env()).result
+    assert out["to_device"] == out["to_host"] == "CUDA_SUCCESS" and out["data"] is True
+    assert out["past_end"] == out["not_managed"] == out["flags"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["no_device"] == "CUDA_ERROR_INVALID_DEVICE"

@@ -162,6 +162,16 @@ class World:
             "olLaunchKernel": (None, w.dev, w.kernel, None, w.launch),
             "olLaunchKernel@queued": (w.queue, w.dev, w.kernel, None, w.launch),
             "olCalculateOptimalOccupancy": (w.dev, w.kernel, 0),
+            # liboffload main (issue 17)
+            "olMemAllocHost": (w.dev, 64),
+            "olMemAllocAligned": (w.dev, ol.AllocType.DEVICE, 64, 64),
+            "olMemAllocAlignedHost": (w.dev, 64, 64),
+            "olMemIsAccessible": (w.dev, w.a, 64),
+            "olMemPrefetch": (w.queue, [w.a], [64], ol.MemMigrationFlag.HOST_TO_DEVICE),
+            "olIteratePlatforms": (lambda p, u: True, None),
+            "olIterateCompatibleDevices": (w.binary, lambda d, u: True, None),
+            "olIterateSymbols": (w.program, ol.SymbolKind.KERNEL, lambda s, u: True, None),
+            "olGetKernelMaxCooperativeGroupCount": (w.dev, w.kernel, w.launch),
             **(
                 {
                     "olLaunchKernel@foo": (None, w.dev, w.foo, w.a.to_bytes(8, "little"), w.launch),
@@ -272,7 +282,7 @@ def cases(world: World) -> Iterator[tuple[str, str, Callable[[], Any]]]:
             for klass, label, value in world.bad_values(param.kind, param.handle):
                 if "@foo" in variant and label == "junk":
                     continue  # bytes that the kernel's own code reads as a pointer: its own fault
-                args = list(baseline)
+                args = list(baseline) + [None] * (len(fn.params) - len(baseline))  # main's trailing optionals
                 args[index] = value
                 yield f"{variant}:{param.c}={label}", klass, (lambda call=call, args=tuple(args): call(*args))
 

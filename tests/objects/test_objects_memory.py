@@ -184,3 +184,27 @@ def test_flat_calls_take_buffers_even_temporary_ones(device: offload.objects.Dev
             src = np.arange(16, dtype=np.uint8)
             offload.olMemcpy(None, dst, device.handle, offload.to_device(src, device), device.handle, 16)
             assert dst.to_bytes() == src.tobytes()
+
+
+@pytest.mark.parametrize("alignment", [64, 4096])
+def test_aligned_buffers(device: offload.objects.Device, alignment: int) -> None:
+    """Buffer(alignment=...): olMemAllocAligned(Host) (issue 17); UNSUPPORTED names the alignment."""
+    for kind in (AllocType.DEVICE, AllocType.HOST):
+        try:
+            buffer = offload.Buffer(100, device, kind, alignment=alignment)
+        except OffloadError as exc:
+            assert exc.code is ErrorCode.UNSUPPORTED and str(alignment) in exc.details
+            continue
+        with buffer:
+            assert buffer.address % alignment == 0 and buffer.size == 100
+            assert offload.olGetMemInfo(buffer.address, MemInfo.TYPE) is kind
+
+
+def test_prefetch_is_a_hint(device: offload.objects.Device) -> None:
+    queue = device.queue()
+    with offload.Buffer(64, device, AllocType.MANAGED) as buffer:
+        buffer.copy_from(bytes(range(64)))
+        buffer.prefetch(queue)
+        buffer.prefetch(queue, to_host=True)
+        queue.sync()
+        assert buffer.to_bytes() == bytes(range(64))

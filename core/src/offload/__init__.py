@@ -18,28 +18,34 @@ from __future__ import annotations
 
 from . import objects
 from ._enums import (
+    API_LEVELS,
     AllocType,
+    ContextInfo,
     DeviceFpCapabilityFlag,
     DeviceInfo,
     DeviceType,
     ErrorCode,
+    EventFlags,
     EventInfo,
+    KernelLaunchPropType,
     MemInfo,
+    MemMigrationFlag,
     MemoryRegisterFlag,
     PlatformBackend,
     PlatformInfo,
     QueueInfo,
     SymbolInfo,
     SymbolKind,
+    c_constants,
 )
 from ._errors import OffloadError
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
-from ._handles import DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
+from ._handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
 from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
 from ._runtime import backend_status
 from ._tracing import set_trace_logger
-from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
+from ._types import Dimensions, InitArgs, KernelLaunchSizeArgs, KernelParam, Rect
 from ._version import __version__ as __version__
 from .backend_support import raise_kept_errors  # also offload.backend_support.raise_kept_errors
 from .hookspecs import hookimpl
@@ -56,6 +62,7 @@ __all__ = [
     # the handle types again, named as handles (offload.objects has classes named Device, Queue, ...)
     "PlatformHandle",
     "DeviceHandle",
+    "ContextHandle",
     "QueueHandle",
     "EventHandle",
     "ProgramHandle",
@@ -64,7 +71,15 @@ __all__ = [
     "Dimensions",
     "KernelLaunchSizeArgs",
     "KernelParam",
-    # enums
+    "InitArgs",
+    "Rect",
+    # enums (API_LEVELS: olInit's levels; c_constants(level): the C numbers at a level)
+    "API_LEVELS",
+    "c_constants",
+    "ContextInfo",
+    "EventFlags",
+    "KernelLaunchPropType",
+    "MemMigrationFlag",
     "ErrorCode",
     "PlatformInfo",
     "PlatformBackend",

@@ -9,10 +9,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from . import _api_devices, _api_events, _api_kernels, _api_memory, _api_programs, _api_queues, _info
+from . import _api_contexts, _api_devices, _api_events, _api_kernels, _api_memory, _api_memory_main, _api_programs, _api_queues, _info
 from ._runtime import Context
 
-InfoQuery = Callable[[Context, Any, Any], tuple[Any, _info.Kind]]
+InfoQuery = Callable[..., tuple[Any, _info.Kind]]  # (ctx, handle, prop, *more) -> (value, kind)
 
 INFO_QUERIES: dict[str, InfoQuery] = {
     "Platform": _api_devices.platform_info,
@@ -21,25 +21,26 @@ INFO_QUERIES: dict[str, InfoQuery] = {
     "Queue": _api_queues.queue_info,
     "Event": _api_events.event_info,
     "Symbol": _api_programs.symbol_info,
+    "Context": _api_contexts.context_info,
 }
 
-_SECTIONS = (_api_devices, _api_memory, _api_queues, _api_events, _api_programs, _api_kernels)
+_SECTIONS = (_api_contexts, _api_devices, _api_memory, _api_memory_main, _api_queues, _api_events, _api_programs, _api_kernels)
 
 
-def info_value(query: InfoQuery) -> Callable[[Context, Any, Any], Any]:
+def info_value(query: InfoQuery) -> Callable[..., Any]:
     """``olGet<X>Info``: the property's value."""
 
-    def value(ctx: Context, handle: Any, prop: Any) -> Any:
-        return query(ctx, handle, prop)[0]
+    def value(ctx: Context, handle: Any, prop: Any, *more: Any) -> Any:
+        return query(ctx, handle, prop, *more)[0]
 
     return value
 
 
-def info_size(query: InfoQuery) -> Callable[[Context, Any, Any], int]:
+def info_size(query: InfoQuery) -> Callable[..., int]:
     """``olGet<X>InfoSize``: the property's C size in bytes."""
 
-    def size(ctx: Context, handle: Any, prop: Any) -> int:
-        value, kind = query(ctx, handle, prop)
+    def size(ctx: Context, handle: Any, prop: Any, *more: Any) -> int:
+        value, kind = query(ctx, handle, prop, *more)
         return _info.c_size(kind, value)
 
     return size

@@ -3,17 +3,19 @@ device properties the core answers itself where a backend gives none (``hookspec
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from typing import Any
 
 from . import _info
-from ._api_common import fail
-from ._enums import DeviceFpCapabilityFlag, DeviceInfo, DeviceType, ErrorCode, PlatformInfo
+from ._api_common import bytes_arg, fail
+from ._enums import DeviceFpCapabilityFlag, DeviceInfo, DeviceType, ErrorCode, PlatformInfo, members_at
 from ._errors import OffloadError
 from ._handles import Device, Platform
 from ._runtime import LOCAL, Context
 
 OL_VERSION = "v0.0.1"
+_R1_COUNT = len(members_at(DeviceInfo, "r1"))  # an int above R1's device info numbers is read at the session's level
 PLATFORM_VENDOR = "Unknown platform vendor"
 
 
@@ -30,8 +32,48 @@ def olIterateDevices(ctx: Context, callback: Callable[[Device, Any], bool], user
         LOCAL.iterating -= 1
 
 
+def olIteratePlatforms(ctx: Context, callback: Callable[[Platform, Any], bool], user_data: Any) -> None:
+    """Call ``callback`` per platform (the host platform last, as devices are ordered)."""
+    if not callable(callback):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+    LOCAL.iterating += 1
+    try:
+        for platform in list(ctx.platforms):
+            if not callback(platform, user_data):
+                return
+    finally:
+        LOCAL.iterating -= 1
+
+
+def olIterateCompatibleDevices(ctx: Context, data: Any, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
+    """Call ``callback`` per device whose backend says it could load ``data`` (``is_valid_binary``)."""
+    if not callable(callback):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+    image = bytes_arg(data, "ProgData")
+    compatible = [
+        d for d in list(ctx.devices)
+        if image and "is_valid_binary" in d.backend.implemented and d.backend.is_valid_binary(d.native, image)
+    ]
+    LOCAL.iterating += 1
+    try:
+        for device in compatible:
+            if not callback(device, user_data):
+                return
+    finally:
+        LOCAL.iterating -= 1
+
+
+def olPlatformRegisterRPCCallback(ctx: Context, platform: Platform, callback: Any) -> None:
+    """Refused: liboffload's device-side libc RPC needs the platform's RPC server."""
+    raise fail(
+        ErrorCode.UNSUPPORTED,
+        f"olPlatformRegisterRPCCallback: platform {platform.name!r} has no device-side libc RPC server "
+        "(offload runs no GPU libc), so there is no RPC traffic to hand a callback",
+    )
+
+
 def platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
-    prop = _info.lookup(_info.PLATFORM_INFO, PlatformInfo, prop, "getPlatformInfo")
+    prop = _info.lookup(_info.PLATFORM_INFO, PlatformInfo, prop, "getPlatformInfo", ctx.api_level)
     kind = _info.PLATFORM_INFO[prop][0]
     if prop is PlatformInfo.NAME:
         return platform.name, kind
@@ -45,9 +87,9 @@ def platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _in
 def device_info(ctx: Context, device: Device, prop: Any) -> tuple[Any, _info.Kind]:
     # the cache is keyed by DeviceInfo (equal to its int): another enum class (PlatformInfo.NAME)
     # must not hit it, but go to lookup, which refuses it
-    answer = device.info_cache.get(prop) if type(prop) is DeviceInfo or type(prop) is int else None
+    answer = device.info_cache.get(prop) if type(prop) is DeviceInfo or (type(prop) is int and prop < _R1_COUNT) else None
     if answer is None:
-        prop = _info.lookup(_info.DEVICE_INFO, DeviceInfo, prop, "getDeviceInfo")
+        prop = _info.lookup(_info.DEVICE_INFO, DeviceInfo, prop, "getDeviceInfo", ctx.api_level)
         kind, enum_type = _info.DEVICE_INFO[prop]
         value = _info.convert(kind, enum_type, device_info_value(device, prop), "OL_DEVICE_INFO_" + prop.name)
         answer = device.info_cache[prop] = (value, kind)
@@ -78,6 +120,11 @@ def device_info_value(device: Device, prop: DeviceInfo) -> Any:
         return device.info[DeviceInfo.GLOBAL_MEM_SIZE]
     if prop is DeviceInfo.PRODUCT_NAME and DeviceInfo.NAME in device.info:
         return device.info[DeviceInfo.NAME]
+    if prop is DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT:
+        return "max_cooperative_groups" in device.backend.implemented
+    if prop is DeviceInfo.DRIVER_ID:  # one driver per platform unless the backend says otherwise
+        driver = f"{device.platform.name}:{device.info.get(DeviceInfo.DRIVER_VERSION, '')}"
+        return zlib.crc32(driver.encode()) or 1
     raise OffloadError(
         ErrorCode.UNIMPLEMENTED,
         f"OL_DEVICE_INFO_{prop.name}: plugin did not provide a response for this information",

@@ -5,16 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 from . import _info
+import operator
+
 from ._api_common import fail
-from ._enums import ErrorCode, EventInfo
+from ._enums import ErrorCode, EventFlags, EventInfo
 from ._handles import Event, Queue
 from ._runtime import Context
 
 
-def olCreateEvent(ctx: Context, queue: Queue) -> Event:
+def _event_flags(flags: Any) -> EventFlags:
+    if flags is None:
+        return EventFlags.NONE
+    if not isinstance(flags, int) and hasattr(type(flags), "__index__"):
+        flags = operator.index(flags)
+    if not isinstance(flags, int) or isinstance(flags, bool) or flags & ~int(EventFlags.ENABLE_PROFILING):
+        raise fail(ErrorCode.INVALID_ENUMERATION, f"olCreateEvent flags '{flags}' are invalid")
+    return EventFlags(flags)
+
+
+def olCreateEvent(ctx: Context, queue: Queue, flags: Any) -> Event:
+    """Record an event; ``flags`` (EventFlags) ENABLE_PROFILING marks it for olGetEventElapsedTime,
+    which requires it on both events at API level main (at R1 every event can be timed)."""
+    profiling = bool(_event_flags(flags) & EventFlags.ENABLE_PROFILING)
     device = queue.device
     native = device.backend.create_event(device.native, queue.native)
-    event: Event = Event._make(ctx, device=device, native=native, queue=queue, queue_id=queue.id)
+    event: Event = Event._make(ctx, device=device, native=native, queue=queue, queue_id=queue.id, profiling=profiling)
     return event
 
 
@@ -34,7 +49,7 @@ def olSyncEvent(ctx: Context, event: Event) -> None:
 
 
 def event_info(ctx: Context, event: Event, prop: Any) -> tuple[Any, _info.Kind]:
-    prop = _info.lookup(_info.EVENT_INFO, EventInfo, prop, "olGetEventInfo")
+    prop = _info.lookup(_info.EVENT_INFO, EventInfo, prop, "olGetEventInfo", ctx.api_level)
     kind = _info.EVENT_INFO[prop][0]
     if prop is EventInfo.QUEUE:
         return event.queue, kind
@@ -43,6 +58,11 @@ def event_info(ctx: Context, event: Event, prop: Any) -> tuple[Any, _info.Kind]:
 
 
 def olGetEventElapsedTime(ctx: Context, start: Event, end: Event) -> float:
+    if ctx.api_level == "main" and not (start.profiling and end.profiling):
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT,
+            "olGetEventElapsedTime requires both events to be created with OL_EVENT_FLAGS_ENABLE_PROFILING",
+        )
     if start.device is not end.device:
         raise fail(ErrorCode.INVALID_DEVICE, "StartEvent and EndEvent must belong to the same device")
     device = start.device

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from collections.abc import Mapping
+
 from ._api_common import fail, size_arg
-from ._enums import ErrorCode, SymbolKind
+from ._enums import ErrorCode, KernelLaunchPropType, SymbolKind
 from ._handles import Device, Queue, Symbol
 from ._ranges import ADDRESS_LIMIT
 from ._runtime import Context
@@ -16,7 +18,13 @@ _KERNEL = SymbolKind.KERNEL  # a module global: reading an enum member off its c
 
 
 def olLaunchKernel(
-    ctx: Context, queue: Queue | None, device: Device, kernel: Symbol, args: Any, launch: KernelLaunchSizeArgs
+    ctx: Context,
+    queue: Queue | None,
+    device: Device,
+    kernel: Symbol,
+    args: Any,
+    launch: KernelLaunchSizeArgs,
+    properties: Any = None,
 ) -> None:
     """Launch a kernel. The argument buffer must hold every parameter the backend reports
     (``kernel_params``); the grid must fit the device's limits. Its program is not unloaded while
@@ -30,6 +38,8 @@ def olLaunchKernel(
         or launch.checked_for is not device.limits
     ):
         _check_launch(queue, device, kernel, launch)
+    if args.__class__ is list or args.__class__ is tuple:
+        args = pack_arguments(kernel, args)
     if args is None:
         if kernel.params:
             raise fail(
@@ -62,7 +72,99 @@ def olLaunchKernel(
         raise fail(ErrorCode.INVALID_ARGUMENT, f"Kernel {kernel!r} was destroyed with its program")
     # (a Symbol checked to be a kernel has its native kernel; only a global variable's is None)
     native_queue = None if queue is None else queue.native
+    if properties is not None and _cooperative(properties):
+        _launch_cooperative(device, native_queue, kernel, args, launch)
+        return
     device.backend.launch_kernel(device.native, native_queue, kernel.native, args, launch)  # type: ignore[arg-type]
+
+
+def pack_arguments(kernel: Symbol, values: list[Any] | tuple[Any, ...]) -> bytes:
+    """Per-argument values (main's ArgPtrs / ArgSizes) as the packed argument buffer: each value
+    bytes-like, as many as the kernel's parameters and each of its parameter's size, placed at the
+    parameter's offset (a backend that reports no parameters: packed at natural alignment)."""
+    views = []
+    for i, value in enumerate(values):
+        try:
+            views.append(memoryview(value).cast("B"))
+        except TypeError:
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"argument {i} must be bytes-like (a ctypes value, bytes...), got {type(value).__name__}") from None
+    params = kernel.params
+    if params is None:
+        packed = bytearray()
+        for view in views:
+            align = min(8, max(1, view.nbytes))
+            packed += bytes(-len(packed) % (align if align & (align - 1) == 0 else 1))
+            packed += view
+        return bytes(packed)
+    if len(views) != len(params):
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT,
+            f"NumArgs {len(views)} does not match the {len(params)} parameter(s) of kernel {kernel.name!r}",
+        )
+    packed = bytearray(kernel.args_size or 0)
+    for i, (view, param) in enumerate(zip(views, params)):
+        if view.nbytes != param.size:
+            raise fail(
+                ErrorCode.INVALID_ARGUMENT,
+                f"ArgSizes[{i}] = {view.nbytes} but parameter {i} of kernel {kernel.name!r} is {param.size} bytes",
+            )
+        packed[param.offset : param.offset + param.size] = view
+    return bytes(packed)
+
+
+def _cooperative(properties: Any) -> bool:
+    """Whether launch ``properties`` (a mapping, or pairs, of KernelLaunchPropType and value; a
+    NONE pair ends them, as C's OL_KERNEL_LAUNCH_PROP_END) ask for a cooperative launch."""
+    pairs = properties.items() if isinstance(properties, Mapping) else properties
+    cooperative = False
+    try:
+        for prop, value in pairs:
+            try:
+                member = KernelLaunchPropType(prop)
+            except ValueError:
+                raise fail(ErrorCode.INVALID_ENUMERATION, f"olLaunchKernel property enum '{prop}' is invalid") from None
+            if member is KernelLaunchPropType.NONE:
+                break
+            cooperative = bool(value)
+    except TypeError:
+        raise fail(
+            ErrorCode.INVALID_ARGUMENT, f"Properties must be a mapping or pairs of KernelLaunchPropType and value, got {properties!r}"
+        ) from None
+    return cooperative
+
+
+def _launch_cooperative(device: Device, native_queue: Any, kernel: Symbol, args: Any, launch: KernelLaunchSizeArgs) -> None:
+    """A cooperative launch: every group resident at once (at most the device's
+    ``max_cooperative_groups``: INVALID_SIZE beyond), through ``launch_kernel_cooperative``
+    (UNSUPPORTED, naming the device, where the backend has none)."""
+    backend = device.backend
+    if "launch_kernel_cooperative" not in backend.implemented:
+        raise fail(
+            ErrorCode.UNSUPPORTED,
+            f"{device._describe()} does not support cooperative launches "
+            f"(backend {backend.name!r} does not implement 'launch_kernel_cooperative')",
+        )
+    if "max_cooperative_groups" in backend.implemented:
+        limit = int(backend.max_cooperative_groups(device.native, kernel.native, launch))
+        if launch.total_groups > limit:
+            raise fail(
+                ErrorCode.INVALID_SIZE,
+                f"a cooperative launch of {launch.total_groups} groups exceeds the {limit} that {device._describe()} "
+                f"can run at once (olGetKernelMaxCooperativeGroupCount)",
+            )
+    backend.launch_kernel_cooperative(device.native, native_queue, kernel.native, args, launch)
+
+
+def olGetKernelMaxCooperativeGroupCount(ctx: Context, device: Device, kernel: Symbol, launch: Any) -> int:
+    """How many groups of ``launch``'s group size a cooperative launch can run at once."""
+    _check_launch(None, device, kernel, launch)
+    if "max_cooperative_groups" not in device.backend.implemented:
+        raise fail(
+            ErrorCode.UNSUPPORTED,
+            f"{device._describe()}: cooperative launch not supported "
+            f"(backend {device.backend.name!r} does not implement 'max_cooperative_groups')",
+        )
+    return int(device.backend.max_cooperative_groups(device.native, kernel.native, launch))
 
 
 def _check_launch(queue: Queue | None, device: Device, kernel: Symbol, launch: Any) -> None:

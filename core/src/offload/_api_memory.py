@@ -11,7 +11,9 @@ from typing import Any
 from . import _info, _ranges
 from ._allocations import Allocation
 from ._api_common import address_arg, bytes_arg, fail, release_after_queued_work, size_arg
+from ._api_contexts import context_for
 from ._enums import AllocType, ErrorCode, MemInfo, MemoryRegisterFlag
+from ._handles import Context as ContextHandle
 from ._handles import Device, Queue
 from ._ranges import ADDRESS_LIMIT, HOST_MAPPINGS, WRITE, end_of
 from ._runtime import Context
@@ -27,15 +29,66 @@ _host_copy_cached = _ranges.host_copy_cached
 _BIG_HOST_COPY = 4 << 20
 
 
-def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size_value: Any) -> int:
-    alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAlloc type")
-    size = size_arg(size_value, "Size")
+def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size_value: Any, context: ContextHandle | None) -> int:
+    alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAlloc type", ctx.api_level)
+    if alloc_type is AllocType.HOST and ctx.api_level == "main":
+        raise fail(ErrorCode.INVALID_ENUMERATION, "use olMemAllocHost for host allocations")
+    return allocate(ctx, device, alloc_type, size_arg(size_value, "Size"), context_for(ctx, context, device), 0)
+
+
+def olMemAllocHost(ctx: Context, device: Device, size: Any, context: ContextHandle | None) -> int:
+    return allocate(ctx, device, AllocType.HOST, size_arg(size, "Size"), context_for(ctx, context, device), 0)
+
+
+def olMemAllocAligned(
+    ctx: Context, device: Device, alloc_type: Any, size: Any, alignment: Any, context: ContextHandle | None
+) -> int:
+    alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAllocAligned type", ctx.api_level)
+    if alloc_type is AllocType.HOST and ctx.api_level == "main":
+        raise fail(ErrorCode.INVALID_ENUMERATION, "use olMemAllocAlignedHost for host allocations")
+    return allocate(ctx, device, alloc_type, size_arg(size, "Size"), context_for(ctx, context, device), _alignment(alignment))
+
+
+def olMemAllocAlignedHost(ctx: Context, device: Device, size: Any, alignment: Any, context: ContextHandle | None) -> int:
+    return allocate(
+        ctx, device, AllocType.HOST, size_arg(size, "Size"), context_for(ctx, context, device), _alignment(alignment)
+    )
+
+
+def _alignment(value: Any) -> int:
+    """An alignment argument: a power of two (INVALID_ARGUMENT otherwise, with validation off too)."""
+    alignment = size_arg(value, "Alignment")
+    if alignment == 0 or alignment & (alignment - 1):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"Alignment {alignment} is not a power of two")
+    return alignment
+
+
+def _allocate_once(device: Device, alloc_type: AllocType, size: int, alignment: int) -> int:
+    """One backend allocation: ``mem_alloc_aligned`` where the backend has it, else ``mem_alloc``,
+    whose address must then happen to be aligned (UNSUPPORTED, naming the device, if not)."""
+    backend, native = device.backend, device.native
+    if alignment > 1 and "mem_alloc_aligned" in backend.implemented:
+        return int(backend.mem_alloc_aligned(native, alloc_type, size, alignment))
+    address = backend.mem_alloc(native, alloc_type, size)
+    if alignment > 1 and address and address % alignment:
+        backend.mem_free(native, address, alloc_type)
+        raise fail(
+            ErrorCode.UNSUPPORTED,
+            f"{device.platform.name}:{device.index} cannot allocate {alloc_type.name} memory aligned to {alignment} "
+            f"bytes (its allocations are aligned to less; got {address:#x})",
+        )
+    return int(address) if address else 0
+
+
+def allocate(ctx: Context, device: Device, alloc_type: AllocType, size: int, context: ContextHandle, alignment: int) -> int:
+    """Allocate ``size`` bytes owned by ``context``, outside every live allocation of every device
+    (rejected blocks are kept until one fits, then freed, as liboffload R1 does)."""
     backend, native = device.backend, device.native
     rejected: list[int] = []
     try:
         for _ in range(MAX_ALLOC_TRIES):
             try:
-                address = backend.mem_alloc(native, alloc_type, size)
+                address = _allocate_once(device, alloc_type, size, alignment)
             except MemoryError as exc:
                 raise fail(
                     ErrorCode.OUT_OF_RESOURCES,
@@ -44,7 +97,7 @@ def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size_value: Any) -
                 ) from exc
             if not address:
                 raise fail(ErrorCode.OUT_OF_RESOURCES, f"{device.platform.name} could not allocate {size} bytes")
-            if ctx.allocations.insert(Allocation(device, alloc_type, address, address + size)):
+            if ctx.allocations.insert(Allocation(device, alloc_type, address, address + size, context)):
                 return int(address)
             rejected.append(address)  # overlaps another device's allocation: keep it out of reach
         raise fail(ErrorCode.BACKEND_FAILURE, "failed to allocate non-overlapping memory")
@@ -53,10 +106,15 @@ def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size_value: Any) -
             backend.mem_free(native, address, alloc_type)
 
 
-def olMemFree(ctx: Context, address: Any) -> None:
+def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None:
     """Free an allocation once no queued work can still use it: every busy queue (live or
     parked, of every device) is waited for first, as the CUDA driver's implicit synchronisation
-    does. Called from a host function, the free is queued behind its own queue's work instead."""
+    does. Called from a host function, the free is queued behind its own queue's work instead.
+    A context given must be the one the allocation was made in (INVALID_CONTEXT)."""
+    if context is not None and type(address) is int:
+        found = ctx.allocations.find(address)
+        if found is not None and found.start == address and found.owner is not context:
+            raise fail(ErrorCode.INVALID_CONTEXT, f"the allocation {address:#x} was not made in Context {context!r}")
     allocation = ctx.allocations.pop(address) if type(address) is int else None
     if allocation is None:
         shown = f"{address:#x}" if type(address) is int else repr(address)
@@ -72,14 +130,17 @@ def olMemFree(ctx: Context, address: Any) -> None:
     HOST_MAPPINGS.forget()
 
 
-def mem_info(ctx: Context, ptr: Any, prop: Any) -> tuple[Any, _info.Kind]:
-    prop = _info.lookup(_info.MEM_INFO, MemInfo, prop, "olGetMemInfo")
+def mem_info(ctx: Context, ptr: Any, prop: Any, context: ContextHandle | None = None) -> tuple[Any, _info.Kind]:
+    prop = _info.lookup(_info.MEM_INFO, MemInfo, prop, "olGetMemInfo", ctx.api_level)
     allocation = ctx.allocations.find(ptr) if type(ptr) is int else None
-    if allocation is None:
+    if allocation is None or (context is not None and allocation.owner is not context):
         shown = f"{ptr:#x}" if type(ptr) is int else repr(ptr)
-        raise fail(ErrorCode.NOT_FOUND, f"allocated memory information not found for {shown}")
+        where = "" if context is None else " in the given Context"
+        raise fail(ErrorCode.NOT_FOUND, f"allocated memory information not found for {shown}{where}")
     kind = _info.MEM_INFO[prop][0]
     if prop is MemInfo.DEVICE:
+        if ctx.api_level == "main" and allocation.alloc_type is AllocType.HOST:
+            raise fail(ErrorCode.INVALID_ARGUMENT, "OL_MEM_INFO_DEVICE is not valid for host allocations")
         return allocation.device, kind
     if prop is MemInfo.BASE:
         return allocation.start, kind
@@ -248,7 +309,7 @@ def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_si
     ptr, fill_size = address_arg(ptr, "Ptr"), size_arg(fill_size, "FillSize")
     end = end_of(ptr, fill_size, "Ptr")
     pattern = bytes_arg(pattern, "PatternPtr")
-    if not pattern or fill_size % len(pattern):
+    if not pattern or (fill_size % len(pattern) and ctx.validate):
         raise fail(ErrorCode.INVALID_SIZE, f"FillSize {fill_size} is not a multiple of PatternSize {len(pattern)}")
     allocation = ctx.allocations.find(ptr)
     if queue is not None:
@@ -265,4 +326,9 @@ def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_si
         )
     if fill_size:
         _ranges.check_range(ctx, "Ptr", ptr, end, device if allocation is None else allocation.device, WRITE)
-        device.backend.data_fill(device.native, ptr, pattern, fill_size, native_queue)
+        whole = fill_size - fill_size % len(pattern)
+        if whole:
+            device.backend.data_fill(device.native, ptr, pattern, whole, native_queue)
+        if whole < fill_size:  # validation off: the last pattern written in part, as liboffload does
+            tail = pattern[: fill_size - whole]
+            device.backend.data_fill(device.native, ptr + whole, tail, len(tail), native_queue)

@@ -5,26 +5,30 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import _info
 from ._allocations import Allocation
 from ._api_common import bytes_arg, fail, release_after_queued_work
 from ._enums import ErrorCode, SymbolInfo, SymbolKind
+from ._api_contexts import context_for
+from ._handles import Context as ContextHandle
 from ._handles import Device, Program, Symbol
-from ._runtime import Context
+from ._runtime import LOCAL, Context
 from ._types import KernelParam
 
 _SYMBOL_KINDS = frozenset(SymbolKind)
 
 
-def olCreateProgram(ctx: Context, device: Device, data: Any) -> Program:
+def olCreateProgram(ctx: Context, device: Device, data: Any, context: ContextHandle | None) -> Program:
+    owner = context_for(ctx, context, device)
     data = bytes_arg(data, "ProgData")
     if not data:
         raise fail(ErrorCode.INVALID_BINARY, "the binary is empty (ProgDataSize == 0)")
     image = device.backend.load_binary(device.native, data)
     program: Program = Program._make(
-        ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock()
+        ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock(), context=owner
     )
     with device.lock:
         device.programs.add(program)
@@ -66,8 +70,27 @@ def _launching(ctx: Context, program: Program) -> bool:
     return any(call.__class__ is Symbol and call.program is program for call in list(ctx.calls))
 
 
+def olIterateSymbols(
+    ctx: Context, program: Program, kind: Any, callback: Callable[[Symbol, Any], bool], user_data: Any
+) -> None:
+    """Call ``callback(symbol, user_data)`` for every symbol of ``kind`` the backend lists
+    (``symbol_names``; UNSUPPORTED without it), in its order, until it returns False."""
+    kind = _info.lookup(_SYMBOL_KINDS, SymbolKind, kind, "iterateSymbols kind", ctx.api_level)
+    if not callable(callback):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+    device = program.device
+    names = list(device.backend.symbol_names(device.native, program.image, kind))
+    LOCAL.iterating += 1
+    try:
+        for name in names:
+            if not callback(olGetSymbol(ctx, program, str(name), kind), user_data):
+                return
+    finally:
+        LOCAL.iterating -= 1
+
+
 def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
-    kind = _info.lookup(_SYMBOL_KINDS, SymbolKind, kind, "getSymbol kind")
+    kind = _info.lookup(_SYMBOL_KINDS, SymbolKind, kind, "getSymbol kind", ctx.api_level)
     if isinstance(name, (bytes, bytearray)):
         name = bytes(name).decode()
     if type(name) is not str or not name or "\0" in name:
@@ -121,10 +144,12 @@ def _kernel_params(device: Device, kernel: Any, name: str) -> tuple[KernelParam,
 
 
 def symbol_info(ctx: Context, symbol: Symbol, prop: Any) -> tuple[Any, _info.Kind]:
-    prop = _info.lookup(_info.SYMBOL_INFO, SymbolInfo, prop, "olGetSymbolInfo")
+    prop = _info.lookup(_info.SYMBOL_INFO, SymbolInfo, prop, "olGetSymbolInfo", ctx.api_level)
     kind = _info.SYMBOL_INFO[prop][0]
     if prop is SymbolInfo.KIND:
         return symbol.kind, kind
+    if prop is SymbolInfo.NAME:
+        return symbol.name, kind
     if symbol.kind is not SymbolKind.GLOBAL_VARIABLE:
         raise fail(
             ErrorCode.SYMBOL_KIND,

@@ -12,14 +12,18 @@ from . import _info
 from ._api_common import ctx_lock, fail, wait_for_queue
 from ._enums import ErrorCode, QueueInfo
 from ._errors import as_offload_error
+from ._api_contexts import context_for
+from ._handles import Context as ContextHandle
 from ._handles import Device, Event, Queue
 from ._runtime import LOCAL, PARKED_IDLE_LIMIT, STATE, Context
 
 
-def olCreateQueue(ctx: Context, device: Device) -> Queue:
+def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -> Queue:
     """A new queue, or a finished parked one reused; an asynchronous error that a parked queue
     still holds belongs to its destroyed owner, so it is kept for the final ``olShutDown``, never
-    given to this caller (and that queue is released instead of reused)."""
+    given to this caller (and that queue is released instead of reused). The queue belongs to
+    ``context`` (default: the device's platform's)."""
+    owner = context_for(ctx, context, device)
     backend, native = device.backend, device.native
     native_queue = None
     while native_queue is None:
@@ -38,7 +42,7 @@ def olCreateQueue(ctx: Context, device: Device) -> Queue:
         except Exception as exc:
             _orphan(ctx, exc, f"{device.platform.name}: a destroyed queue failed")
             _release_native_queue(ctx, device, reused)
-    queue: Queue = Queue._make(ctx, device=device, native=native_queue, id=next(ctx.queue_ids))
+    queue: Queue = Queue._make(ctx, device=device, native=native_queue, id=next(ctx.queue_ids), context=owner)
     with device.lock:
         device.queues.add(queue)
     if device.parked:
@@ -125,10 +129,12 @@ def olWaitEvents(ctx: Context, queue: Queue, events: Sequence[Event]) -> None:
 
 
 def queue_info(ctx: Context, queue: Queue, prop: Any) -> tuple[Any, _info.Kind]:
-    prop = _info.lookup(_info.QUEUE_INFO, QueueInfo, prop, "olGetQueueInfo")
+    prop = _info.lookup(_info.QUEUE_INFO, QueueInfo, prop, "olGetQueueInfo", ctx.api_level)
     kind = _info.QUEUE_INFO[prop][0]
     if prop is QueueInfo.DEVICE:
         return queue.device, kind
+    if prop is QueueInfo.CONTEXT:
+        return queue.context, kind
     device = queue.device
     return not device.backend.has_pending_work(device.native, queue.native), kind
 

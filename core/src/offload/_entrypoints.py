@@ -20,7 +20,7 @@ from . import _api, _api_table
 from ._api_table import _NO_DEFAULT, Function, Param
 from ._enums import ErrorCode
 from ._errors import OffloadError, as_offload_error
-from ._handles import Device, Event, Platform, Program, Queue, Symbol, _Handle
+from ._handles import Context, Device, Event, Platform, Program, Queue, Symbol, _Handle
 from ._ranges import as_address, as_size
 from ._runtime import STATE, uninitialized
 
@@ -28,11 +28,12 @@ LIFECYCLE = ("olInit", "olShutDown")  # the flat API's functions written by hand
 from ._runtime import init as _runtime_init
 from ._runtime import shutdown as _runtime_shutdown
 from ._tracing import TracedCall
-from ._types import buffer_size
+from ._types import KernelLaunchSizeArgs, buffer_size
 
 _STALE_CODES = {
     Platform: ErrorCode.INVALID_PLATFORM,
     Device: ErrorCode.INVALID_DEVICE,
+    Context: ErrorCode.INVALID_CONTEXT,
     Queue: ErrorCode.INVALID_QUEUE,
     Event: ErrorCode.INVALID_EVENT,
     Program: ErrorCode.INVALID_ARGUMENT,
@@ -80,7 +81,7 @@ def _body_lines(fn: Function) -> list[str]:
     checks += [
         (ErrorCode.INVALID_NULL_POINTER, f"NULL == {p.c}", _is_null_condition(p))
         for p in fn.params
-        if p.kind in ("pointer", "data", "callback", "events", "struct", "string") and not p.optional
+        if p.kind in ("pointer", "data", "callback", "events", "handles", "struct", "string") and not p.optional
     ]
     if checks:
         lines.append("    if ctx.validate:")
@@ -88,7 +89,7 @@ def _body_lines(fn: Function) -> list[str]:
             lines.append(f"        if {py_expr}:")
             lines.append(f"            raise _OffloadError({int(code)}, {'validation failure: ' + c_text!r})")
     for p in fn.params:
-        if p.kind != "handle":
+        if p.kind not in ("handle", "context"):
             continue
         cls = p.handle.__name__  # type: ignore[union-attr]
         test = f"{p.py}.__class__ is not _{cls} or {p.py}._ctx is not ctx"
@@ -122,11 +123,24 @@ def _signature(fn: Function) -> str:
     return ", ".join(parts)
 
 
+def _prologue(fn: Function) -> list[str]:
+    """The table's prologue, and for a function with a trailing ``context`` parameter the C order
+    (the Context first) accepted too: one class test on the first argument."""
+    lines = list(fn.prologue)
+    names = [p.py for p in fn.params]
+    if fn.params and fn.params[-1].kind == "context" and len(names) > 1:
+        rotated = names[1:] + names[:1]
+        lines.append(f"    if {names[0]}.__class__ is _Context:")
+        lines.append(f"        {', '.join(names)} = {', '.join(rotated)}")
+    return lines
+
+
 def _source(fn: Function, trace: bool) -> str:
     args = ", ".join(p.py for p in fn.params)
     body = _body_lines(fn)
     lines = [f"def _body_{fn.name}(ctx, {args}):", *body, ""]
     lines.append(f"def {fn.name}({_signature(fn)}):")
+    lines += _prologue(fn)
     if trace:  # tracing costs the untraced path nothing: STATE.untraced is None while it is on
         lines += [
             "    ctx = _STATE.untraced",
@@ -153,10 +167,18 @@ def _traced(ctx: Any, fn: Function, body: Callable[..., Any], args: tuple[Any, .
     try:
         result = body(ctx, *args)
     except OffloadError as error:
-        ctx.tracer.emit(TracedCall(fn, args, None, error, perf_counter_ns() - start))
+        ctx.tracer.emit(TracedCall(fn, args, None, error, perf_counter_ns() - start, level=ctx.api_level))
         raise
-    ctx.tracer.emit(TracedCall(fn, args, result, None, perf_counter_ns() - start))
+    ctx.tracer.emit(TracedCall(fn, args, result, None, perf_counter_ns() - start, level=ctx.api_level))
     return result
+
+
+def _count(value: Any) -> int:
+    """The length of a sequence argument (0 for anything without one: the call reports it)."""
+    try:
+        return len(value)
+    except TypeError:
+        return 0
 
 
 def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
@@ -171,6 +193,8 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
         "_nbytes": buffer_size,
         "_as_address": as_address,
         "_as_size": as_size,
+        "_KernelLaunchSizeArgs": KernelLaunchSizeArgs,
+        "_count": _count,
         **{f"_{cls.__name__}": cls for cls in _STALE_CODES},
     }
     functions = {}
@@ -186,14 +210,18 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
     return functions
 
 
-def olInit() -> None:
-    """Initialise the library (reference counted; the first call loads every backend)."""
+def olInit(init_args: Any = None) -> None:
+    """Initialise the library (reference counted; the first call loads the backends).
+
+    ``init_args``: an ``offload.InitArgs`` (liboffload main's ``ol_init_args_t``): the platforms
+    to bring up and the API level (``"r1"``, the default, or ``"main"``); None for the defaults.
+    Only the call that starts a session reads it, as liboffload does."""
     start = perf_counter_ns()
-    _runtime_init()
+    _runtime_init(init_args)
     ctx = STATE.ctx
     tracer = None if ctx is None else ctx.tracer
     if tracer is not None:  # printed after the call, as liboffload does (PR #167893)
-        tracer.emit(TracedCall(None, (), None, None, perf_counter_ns() - start, api="olInit"))
+        tracer.emit(TracedCall(None, (init_args,), None, None, perf_counter_ns() - start, api="olInit", level=ctx.api_level))
 
 
 def olShutDown() -> None:

@@ -1,5 +1,12 @@
 """The enumerations of the ol* API, numbered as liboffload snapshot R1 (early 2026).
 
+Names are the Python contract; the numbers are the C ones at API level ``r1`` (the default). The
+enumerators liboffload's main branch added after R1 are appended after R1's last value, so every R1
+number stays what it was. Where main renumbered (``OL_ERRC_INVALID_CONTEXT`` inserted before
+``SYMBOL_KIND``, ``OL_QUEUE_INFO_CONTEXT`` before ``EMPTY``), ``MAIN_NUMBERS`` holds main's C
+numbers: ``c_value(member, "main")`` and ``from_c(cls, number, "main")`` convert, and
+``c_constants("main")`` is main's table.
+
 Each class has its C prefix in ``C_PREFIX`` so that tracing prints the C enumerator name
 (``OL_ALLOC_TYPE_DEVICE``) and so that the C spellings can be exported as module constants.
 Every C enum also has a ``*_FORCE_UINT32 = 0x7fffffff`` value, which is never valid: it is
@@ -53,6 +60,7 @@ class ErrorCode(enum.IntEnum, metaclass=_EnumType):
     INVALID_QUEUE = 22
     INVALID_EVENT = 23
     SYMBOL_KIND = 24
+    INVALID_CONTEXT = 25  # main: 24 (inserted after INVALID_EVENT; SYMBOL_KIND is 25 there)
 
 
 class PlatformInfo(enum.IntEnum, metaclass=_EnumType):
@@ -120,6 +128,8 @@ class DeviceInfo(enum.IntEnum, metaclass=_EnumType):
     SINGLE_FP_SUPPORT = 30
     DOUBLE_FP_SUPPORT = 31
     HALF_FP_SUPPORT = 32
+    COOPERATIVE_LAUNCH_SUPPORT = 33  # main (appended)
+    DRIVER_ID = 34  # main (appended)
 
 
 class DeviceFpCapabilityFlag(enum.IntFlag, metaclass=_EnumType):
@@ -164,6 +174,7 @@ class QueueInfo(enum.IntEnum, metaclass=_EnumType):
 
     DEVICE = 0
     EMPTY = 1
+    CONTEXT = 2  # main: 1 (main's order is DEVICE, CONTEXT, EMPTY)
 
 
 class EventInfo(enum.IntEnum, metaclass=_EnumType):
@@ -186,6 +197,36 @@ class SymbolInfo(enum.IntEnum, metaclass=_EnumType):
     KIND = 0
     GLOBAL_VARIABLE_ADDRESS = 1
     GLOBAL_VARIABLE_SIZE = 2
+    NAME = 3  # main
+
+
+class ContextInfo(enum.IntEnum, metaclass=_EnumType):
+    """``ol_context_info_t`` (main)."""
+
+    NUM_DEVICES = 0
+    DEVICES = 1
+    PLATFORM = 2
+
+
+class EventFlags(enum.IntFlag, metaclass=_EnumType):
+    """``ol_event_flags_t`` (main; bit field): ENABLE_PROFILING lets olGetEventElapsedTime time the event."""
+
+    NONE = 0
+    ENABLE_PROFILING = 1 << 0
+
+
+class KernelLaunchPropType(enum.IntEnum, metaclass=_EnumType):
+    """``ol_kernel_launch_prop_type_t`` (main): NONE ends a C property list; IS_COOPERATIVE takes a bool."""
+
+    NONE = 0
+    IS_COOPERATIVE = 1
+
+
+class MemMigrationFlag(enum.IntFlag, metaclass=_EnumType):
+    """``ol_mem_migration_flag_t`` (main; bit field): the direction of an olMemPrefetch."""
+
+    HOST_TO_DEVICE = 1 << 0
+    DEVICE_TO_HOST = 1 << 1
 
 
 C_PREFIX: dict[type[enum.Enum], str] = {
@@ -202,7 +243,45 @@ C_PREFIX: dict[type[enum.Enum], str] = {
     EventInfo: "OL_EVENT_INFO_",
     SymbolKind: "OL_SYMBOL_KIND_",
     SymbolInfo: "OL_SYMBOL_INFO_",
+    ContextInfo: "OL_CONTEXT_INFO_",
+    EventFlags: "OL_EVENT_FLAGS_",
+    KernelLaunchPropType: "OL_KERNEL_LAUNCH_PROP_TYPE_",
+    MemMigrationFlag: "OL_MEM_MIGRATION_FLAG_",
 }
+
+API_LEVELS = ("r1", "main")
+"""The API levels ``olInit`` accepts: ``r1`` (liboffload R1, the default) and ``main`` (its main branch)."""
+
+def _key(member: Any) -> tuple[type, str]:
+    """A member as a set or dict key (IntEnum members of different classes compare equal by value)."""
+    return (type(member), member.name)
+
+
+# The members that exist only at level main (at r1 they are Python-only names, unknown to C).
+MAIN_ONLY: frozenset[tuple[type, str]] = frozenset(
+    _key(m)
+    for m in {
+        ErrorCode.INVALID_CONTEXT,
+        DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT,
+        DeviceInfo.DRIVER_ID,
+        QueueInfo.CONTEXT,
+        SymbolInfo.NAME,
+        *ContextInfo,
+        *EventFlags,
+        *KernelLaunchPropType,
+        *MemMigrationFlag,
+    }
+)
+
+# main's C numbers where they differ from the Python (= R1) values.
+_MAIN_RENUMBERED: tuple[tuple[enum.Enum, int], ...] = (
+    (ErrorCode.INVALID_CONTEXT, 24),
+    (ErrorCode.SYMBOL_KIND, 25),
+    (QueueInfo.CONTEXT, 1),
+    (QueueInfo.EMPTY, 2),
+)
+MAIN_NUMBERS: dict[tuple[type, str], int] = {_key(m): n for m, n in _MAIN_RENUMBERED}
+_FROM_MAIN: dict[tuple[type, int], enum.Enum] = {(type(m), n): m for m, n in _MAIN_RENUMBERED}
 
 ENUMS: tuple[type[enum.Enum], ...] = tuple(C_PREFIX)
 
@@ -221,13 +300,43 @@ def c_name(value: Any) -> str:
     return c_prefix(cls) + str(value.name)
 
 
-def c_constants() -> dict[str, int]:
-    """Every C spelling (``OL_ERRC_INVALID_SIZE``, ``OL_DEVICE_INFO_FORCE_UINT32``, ...)."""
+def members_at(cls: type[enum.Enum], level: str) -> list[Any]:
+    """The members of ``cls`` that exist at API ``level``."""
+    return [m for m in cls if level == "main" or _key(m) not in MAIN_ONLY]
+
+
+def c_value(member: Any, level: str) -> int:
+    """The C number of ``member`` at API ``level`` (``r1`` or ``main``)."""
+    if level == "main":
+        return MAIN_NUMBERS.get(_key(member), int(member))
+    return int(member)
+
+
+def from_c(cls: type[enum.Enum], number: int, level: str) -> Any:
+    """The member of ``cls`` whose C number at ``level`` is ``number`` (ValueError if none)."""
+    if level == "main":
+        found = _FROM_MAIN.get((cls, number))
+        if found is not None:
+            return found
+        member = cls(number)
+        if _key(member) in MAIN_NUMBERS:  # its main number differs: this number is another member's
+            raise ValueError(number)
+        return member
+    member = cls(number)
+    if not issubclass(cls, enum.IntFlag) and _key(member) in MAIN_ONLY:
+        raise ValueError(number)
+    return member
+
+
+def c_constants(level: str = "r1") -> dict[str, int]:
+    """Every C spelling (``OL_ERRC_INVALID_SIZE``, ``OL_DEVICE_INFO_FORCE_UINT32``, ...), numbered at
+    API ``level``. At ``r1`` the enumerators main added are included with their Python values, so
+    that ``offload.OL_ERRC_INVALID_CONTEXT`` exists whichever level a session runs at."""
     table: dict[str, int] = {}
     for cls in ENUMS:
         prefix = c_prefix(cls)
         for member in cls:
-            table[prefix + member.name] = member.value
+            table[prefix + member.name] = c_value(member, level)
         table[prefix + "FORCE_UINT32"] = FORCE_UINT32
-    table["OL_DEVICE_INFO_LAST"] = len(DeviceInfo)
+    table["OL_DEVICE_INFO_LAST"] = len(members_at(DeviceInfo, level))
     return table

@@ -16,7 +16,7 @@ from typing import Any
 from ._api_queues import finish_queued_work_at_exit
 from ._entrypoints import LIFECYCLE, generate, olInit, olShutDown  # noqa: F401 (re-exported: __all__)
 from ._enums import c_constants
-from ._handles import HANDLE_TYPES, Device, Event, Platform, Program, Queue, Symbol  # noqa: F401 (re-exported: __all__)
+from ._handles import HANDLE_TYPES, Context, Device, Event, Platform, Program, Queue, Symbol  # noqa: F401 (re-exported: __all__)
 
 HANDLES = tuple(cls.__name__ for cls in HANDLE_TYPES)  # the handle types the functions take and return
 _FUNCTIONS: dict[str, Callable[..., Any]] = generate()

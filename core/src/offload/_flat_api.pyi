@@ -8,11 +8,14 @@ from typing_extensions import Buffer as _BytesLike
 
 from ._enums import (
     AllocType,
+    ContextInfo,
     DeviceFpCapabilityFlag,
     DeviceInfo,
     DeviceType,
+    EventFlags,
     EventInfo,
     MemInfo,
+    MemMigrationFlag,
     MemoryRegisterFlag,
     PlatformBackend,
     PlatformInfo,
@@ -21,8 +24,8 @@ from ._enums import (
     SymbolKind,
 )
 from ._entrypoints import olInit, olShutDown
-from ._handles import Device, Event, Platform, Program, Queue, Symbol
-from ._types import Dimensions, KernelLaunchSizeArgs
+from ._handles import Context, Device, Event, Platform, Program, Queue, Symbol
+from ._types import Dimensions, KernelLaunchSizeArgs, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -52,13 +55,13 @@ def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.PLATFORM]) -> Platf
 @overload
 def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.NAME, DeviceInfo.PRODUCT_NAME, DeviceInfo.UID, DeviceInfo.VENDOR, DeviceInfo.DRIVER_VERSION]) -> str: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.MAX_WORK_GROUP_SIZE, DeviceInfo.MAX_WORK_SIZE, DeviceInfo.VENDOR_ID, DeviceInfo.NUM_COMPUTE_UNITS, DeviceInfo.MAX_CLOCK_FREQUENCY, DeviceInfo.MEMORY_CLOCK_RATE, DeviceInfo.ADDRESS_BITS, DeviceInfo.MAX_MEM_ALLOC_SIZE, DeviceInfo.GLOBAL_MEM_SIZE, DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE, DeviceInfo.NUM_LANES, DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR, DeviceInfo.NATIVE_VECTOR_WIDTH_SHORT, DeviceInfo.NATIVE_VECTOR_WIDTH_INT, DeviceInfo.NATIVE_VECTOR_WIDTH_LONG, DeviceInfo.NATIVE_VECTOR_WIDTH_FLOAT, DeviceInfo.NATIVE_VECTOR_WIDTH_DOUBLE, DeviceInfo.NATIVE_VECTOR_WIDTH_HALF]) -> int: ...
+def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.MAX_WORK_GROUP_SIZE, DeviceInfo.MAX_WORK_SIZE, DeviceInfo.VENDOR_ID, DeviceInfo.NUM_COMPUTE_UNITS, DeviceInfo.MAX_CLOCK_FREQUENCY, DeviceInfo.MEMORY_CLOCK_RATE, DeviceInfo.ADDRESS_BITS, DeviceInfo.MAX_MEM_ALLOC_SIZE, DeviceInfo.GLOBAL_MEM_SIZE, DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE, DeviceInfo.NUM_LANES, DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR, DeviceInfo.NATIVE_VECTOR_WIDTH_SHORT, DeviceInfo.NATIVE_VECTOR_WIDTH_INT, DeviceInfo.NATIVE_VECTOR_WIDTH_LONG, DeviceInfo.NATIVE_VECTOR_WIDTH_FLOAT, DeviceInfo.NATIVE_VECTOR_WIDTH_DOUBLE, DeviceInfo.NATIVE_VECTOR_WIDTH_HALF, DeviceInfo.DRIVER_ID]) -> int: ...
 @overload
 def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION, DeviceInfo.MAX_WORK_SIZE_PER_DIMENSION]) -> Dimensions: ...
 @overload
 def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.SINGLE_FP_CONFIG, DeviceInfo.DOUBLE_FP_CONFIG, DeviceInfo.HALF_FP_CONFIG]) -> DeviceFpCapabilityFlag: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT]) -> bool: ...
+def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT, DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT]) -> bool: ...
 @overload
 def olGetDeviceInfo(device: Device, prop: DeviceInfo | int) -> Any:
     """The value of one device property."""
@@ -66,23 +69,23 @@ def olGetDeviceInfo(device: Device, prop: DeviceInfo | int) -> Any:
 def olGetDeviceInfoSize(device: Device, prop: DeviceInfo | int) -> int:
     """The C size in bytes of one device property."""
 
-def olMemAlloc(device: Device, alloc_type: AllocType | int, size: SupportsIndex) -> int:
-    """Allocate ``size`` bytes of HOST, DEVICE or MANAGED memory; return the address."""
+def olMemAlloc(device: Device, alloc_type: AllocType | int, size: SupportsIndex, context: Context | None = ...) -> int:
+    """Allocate ``size`` bytes of HOST, DEVICE or MANAGED memory in ``context`` (default: the device's platform's); return the address. At API level main HOST is refused: use olMemAllocHost."""
 
-def olMemFree(address: _Address) -> None:
-    """Free an olMemAlloc allocation (its owner is found), once every busy queue (live or parked) has finished its work (from a host function: queued behind its own queue)."""
+def olMemFree(address: _Address, context: Context | None = ...) -> None:
+    """Free an olMemAlloc allocation (its owner is found; a context given must be its own: INVALID_CONTEXT), once every busy queue (live or parked) has finished its work (from a host function: queued behind its own queue)."""
 
 @overload
-def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.DEVICE]) -> Device: ...
+def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.DEVICE], context: Context | None = ...) -> Device: ...
 @overload
-def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.BASE, MemInfo.SIZE]) -> int: ...
+def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.BASE, MemInfo.SIZE], context: Context | None = ...) -> int: ...
 @overload
-def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.TYPE]) -> AllocType: ...
+def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.TYPE], context: Context | None = ...) -> AllocType: ...
 @overload
-def olGetMemInfo(ptr: _Address, prop: MemInfo | int) -> Any:
-    """A property of the allocation containing ``ptr`` (any interior pointer)."""
+def olGetMemInfo(ptr: _Address, prop: MemInfo | int, context: Context | None = ...) -> Any:
+    """A property of the allocation containing ``ptr`` (any interior pointer; of ``context`` when given)."""
 
-def olGetMemInfoSize(ptr: _Address, prop: MemInfo | int) -> int:
+def olGetMemInfoSize(ptr: _Address, prop: MemInfo | int, context: Context | None = ...) -> int:
     """The C size in bytes of a memory property."""
 
 def olMemRegister(device: Device, ptr: _Address, size: SupportsIndex, flags: MemoryRegisterFlag | int) -> int:
@@ -97,8 +100,8 @@ def olMemcpy(queue: Queue | None, dst: _Address, dst_device: Device, src: _Addre
 def olMemFill(queue: Queue | None, ptr: _Address, pattern: _BytesLike, fill_size: SupportsIndex) -> None:
     """Fill ``fill_size`` bytes at ``ptr`` with the repeated ``pattern``. No queue: synchronous. The range is checked as olMemcpy's are."""
 
-def olCreateQueue(device: Device) -> Queue:
-    """Create a queue (reusing a finished parked one; an error it still held goes to the final olShutDown)."""
+def olCreateQueue(device: Device, context: Context | None = ...) -> Queue:
+    """Create a queue in ``context`` (reusing a finished parked one; an error it still held goes to the final olShutDown)."""
 
 def olDestroyQueue(queue: Queue) -> None:
     """Destroy a queue; work already enqueued still runs, and its errors reach the final olShutDown."""
@@ -117,6 +120,8 @@ def olGetQueueInfo(queue: Queue, prop: Literal[QueueInfo.DEVICE]) -> Device: ...
 @overload
 def olGetQueueInfo(queue: Queue, prop: Literal[QueueInfo.EMPTY]) -> bool: ...
 @overload
+def olGetQueueInfo(queue: Queue, prop: Literal[QueueInfo.CONTEXT]) -> Context: ...
+@overload
 def olGetQueueInfo(queue: Queue, prop: QueueInfo | int) -> Any:
     """The value of one queue property."""
 
@@ -126,8 +131,8 @@ def olGetQueueInfoSize(queue: Queue, prop: QueueInfo | int) -> int:
 def olLaunchHostFunction(queue: Queue, callback: Callable[[Any], object], user_data: Any = ...) -> None:
     """Run ``callback(user_data)`` in queue order."""
 
-def olCreateEvent(queue: Queue) -> Event:
-    """Record an event after the queue's current work."""
+def olCreateEvent(queue: Queue, flags: EventFlags | int | None = ...) -> Event:
+    """Record an event after the queue's current work; ``flags``: EventFlags (ENABLE_PROFILING for olGetEventElapsedTime at API level main)."""
 
 def olDestroyEvent(event: Event) -> None:
     """Destroy an event."""
@@ -149,8 +154,8 @@ def olGetEventInfoSize(event: Event, prop: EventInfo | int) -> int:
 def olGetEventElapsedTime(start: Event, end: Event) -> float:
     """Milliseconds between two events of one device."""
 
-def olCreateProgram(device: Device, data: _BytesLike) -> Program:
-    """Load a program from a copy of ``data``."""
+def olCreateProgram(device: Device, data: _BytesLike, context: Context | None = ...) -> Program:
+    """Load a program from a copy of ``data``, owned by ``context``."""
 
 def olIsValidBinary(device: Device, data: _BytesLike) -> bool:
     """Whether ``data`` could be loaded on ``device``."""
@@ -166,17 +171,71 @@ def olGetSymbolInfo(symbol: Symbol, prop: Literal[SymbolInfo.KIND]) -> SymbolKin
 @overload
 def olGetSymbolInfo(symbol: Symbol, prop: Literal[SymbolInfo.GLOBAL_VARIABLE_ADDRESS, SymbolInfo.GLOBAL_VARIABLE_SIZE]) -> int: ...
 @overload
+def olGetSymbolInfo(symbol: Symbol, prop: Literal[SymbolInfo.NAME]) -> str: ...
+@overload
 def olGetSymbolInfo(symbol: Symbol, prop: SymbolInfo | int) -> Any:
     """The value of one symbol property."""
 
 def olGetSymbolInfoSize(symbol: Symbol, prop: SymbolInfo | int) -> int:
     """The C size in bytes of one symbol property."""
 
-def olLaunchKernel(queue: Queue | None, device: Device, kernel: Symbol, args: _BytesLike | None, launch_size_args: KernelLaunchSizeArgs) -> None:
-    """Launch a kernel with the packed argument struct ``args``. No queue: synchronous. ``args`` must hold every parameter the backend reports (INVALID_ARGUMENT), the grid must fit the device's limits (INVALID_SIZE)."""
+def olLaunchKernel(queue: Queue | None, device: Device, kernel: Symbol, args: _BytesLike | Sequence[_BytesLike] | None, launch_size_args: KernelLaunchSizeArgs, properties: Any = ...) -> None:
+    """Launch a kernel. ``args``: the packed argument struct (R1) or a sequence of per-argument values, each bytes-like (main's ArgPtrs/ArgSizes: as many as the kernel's parameters, each of its size). ``properties``: a mapping or pairs of KernelLaunchPropType and value (IS_COOPERATIVE: True for a cooperative launch). Main's order ``(queue, device, kernel, launch_size_args, properties, args)`` is accepted too. No queue: synchronous. ``args`` must hold every parameter the backend reports (INVALID_ARGUMENT), the grid must fit the device's limits (INVALID_SIZE)."""
 
 def olCalculateOptimalOccupancy(device: Device, kernel: Symbol, shared_memory: SupportsIndex) -> int:
     """The group size giving optimal occupancy with ``shared_memory`` bytes of dynamic memory."""
+
+def olCreateContext(devices: Sequence[Device]) -> Context:
+    """A context over ``devices`` (one platform, one driver ID): the owner of the allocations, queues and programs made in it."""
+
+def olDestroyContext(context: Context) -> None:
+    """Destroy a context that owns nothing any more (INVALID_CONTEXT naming what it still owns); a platform's default context is never destroyed."""
+
+@overload
+def olGetContextInfo(context: Context, prop: Literal[ContextInfo.NUM_DEVICES]) -> int: ...
+@overload
+def olGetContextInfo(context: Context, prop: Literal[ContextInfo.DEVICES]) -> list[Device]: ...
+@overload
+def olGetContextInfo(context: Context, prop: Literal[ContextInfo.PLATFORM]) -> Platform: ...
+@overload
+def olGetContextInfo(context: Context, prop: ContextInfo | int) -> Any:
+    """The value of one context property."""
+
+def olGetContextInfoSize(context: Context, prop: ContextInfo | int) -> int:
+    """The C size in bytes of one context property."""
+
+def olMemAllocHost(device: Device, size: SupportsIndex, context: Context | None = ...) -> int:
+    """Allocate ``size`` bytes of host memory accessible from ``device``; return the address."""
+
+def olMemAllocAligned(device: Device, alloc_type: AllocType | int, size: SupportsIndex, alignment: SupportsIndex, context: Context | None = ...) -> int:
+    """Allocate ``size`` bytes whose address is a multiple of ``alignment`` (a power of two); UNSUPPORTED (naming the device) for an alignment the device cannot give."""
+
+def olMemAllocAlignedHost(device: Device, size: SupportsIndex, alignment: SupportsIndex, context: Context | None = ...) -> int:
+    """olMemAllocAligned of host memory."""
+
+def olMemPrefetch(queue: Queue, mems: Sequence[_Address] | None, sizes: Sequence[SupportsIndex] | None, flags: MemMigrationFlag | int) -> None:
+    """Hint that each range ``(mems[i], sizes[i])`` (of allocations) migrates in the direction of ``flags`` (MemMigrationFlag) in queue order; a device without prefetch ignores it."""
+
+def olIterateSymbols(program: Program, kind: SymbolKind | int, callback: Callable[[Symbol, Any], bool], user_data: Any = ...) -> None:
+    """Call ``callback(symbol, user_data)`` for every symbol of ``kind`` in the program until it returns False."""
+
+def olGetKernelMaxCooperativeGroupCount(device: Device, kernel: Symbol, launch_size_args: KernelLaunchSizeArgs) -> int:
+    """The most groups of ``launch_size_args``' group size that a cooperative launch can run at once."""
+
+def olIteratePlatforms(callback: Callable[[Platform, Any], bool], user_data: Any = ...) -> None:
+    """Call ``callback(platform, user_data)`` for every platform until it returns False."""
+
+def olIterateCompatibleDevices(data: _BytesLike, callback: Callable[[Device, Any], bool], user_data: Any = ...) -> None:
+    """Call ``callback(device, user_data)`` for every device that could load ``data`` until it returns False."""
+
+def olMemcpyRect(queue: Queue | None, dst: Rect, src: Rect, extent: Dimensions | tuple[int, int, int]) -> None:
+    """Copy a 2D/3D region: ``extent`` (Dimensions: bytes per row, rows, slices) from ``src`` to ``dst`` (each an offload.Rect: pointer, device, offset (bytes, rows, slices), row and slice pitch). Every row of both sides is checked as olMemcpy's ranges are. No queue: synchronous."""
+
+def olMemIsAccessible(device: Device, ptr: _Address, size: SupportsIndex) -> bool:
+    """Whether ``device`` can access ``[ptr, ptr + size)``: its own memory, host or managed memory of its platform, memory registered with it (host devices: host memory the process maps)."""
+
+def olPlatformRegisterRPCCallback(platform: Platform, callback: Callable[[Any], object]) -> None:
+    """Refused (UNSUPPORTED): device-side libc RPC needs the device's libc server, which offload has not."""
 
 OL_ERRC_SUCCESS: int
 OL_ERRC_UNKNOWN: int
@@ -203,6 +262,7 @@ OL_ERRC_INVALID_DEVICE: int
 OL_ERRC_INVALID_QUEUE: int
 OL_ERRC_INVALID_EVENT: int
 OL_ERRC_SYMBOL_KIND: int
+OL_ERRC_INVALID_CONTEXT: int
 OL_ERRC_FORCE_UINT32: int
 OL_PLATFORM_INFO_NAME: int
 OL_PLATFORM_INFO_VENDOR_NAME: int
@@ -254,6 +314,8 @@ OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF: int
 OL_DEVICE_INFO_SINGLE_FP_SUPPORT: int
 OL_DEVICE_INFO_DOUBLE_FP_SUPPORT: int
 OL_DEVICE_INFO_HALF_FP_SUPPORT: int
+OL_DEVICE_INFO_COOPERATIVE_LAUNCH_SUPPORT: int
+OL_DEVICE_INFO_DRIVER_ID: int
 OL_DEVICE_INFO_FORCE_UINT32: int
 OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT: int
 OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST: int
@@ -278,6 +340,7 @@ OL_MEMORY_REGISTER_FLAG_UNLOCK_MEMORY: int
 OL_MEMORY_REGISTER_FLAG_FORCE_UINT32: int
 OL_QUEUE_INFO_DEVICE: int
 OL_QUEUE_INFO_EMPTY: int
+OL_QUEUE_INFO_CONTEXT: int
 OL_QUEUE_INFO_FORCE_UINT32: int
 OL_EVENT_INFO_QUEUE: int
 OL_EVENT_INFO_IS_COMPLETE: int
@@ -288,7 +351,20 @@ OL_SYMBOL_KIND_FORCE_UINT32: int
 OL_SYMBOL_INFO_KIND: int
 OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS: int
 OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE: int
+OL_SYMBOL_INFO_NAME: int
 OL_SYMBOL_INFO_FORCE_UINT32: int
+OL_CONTEXT_INFO_NUM_DEVICES: int
+OL_CONTEXT_INFO_DEVICES: int
+OL_CONTEXT_INFO_PLATFORM: int
+OL_CONTEXT_INFO_FORCE_UINT32: int
+OL_EVENT_FLAGS_ENABLE_PROFILING: int
+OL_EVENT_FLAGS_FORCE_UINT32: int
+OL_KERNEL_LAUNCH_PROP_TYPE_NONE: int
+OL_KERNEL_LAUNCH_PROP_TYPE_IS_COOPERATIVE: int
+OL_KERNEL_LAUNCH_PROP_TYPE_FORCE_UINT32: int
+OL_MEM_MIGRATION_FLAG_HOST_TO_DEVICE: int
+OL_MEM_MIGRATION_FLAG_DEVICE_TO_HOST: int
+OL_MEM_MIGRATION_FLAG_FORCE_UINT32: int
 OL_DEVICE_INFO_LAST: int
 
 __all__ = [
@@ -296,6 +372,7 @@ __all__ = [
     'olShutDown',
     'Platform',
     'Device',
+    'Context',
     'Queue',
     'Event',
     'Program',
@@ -335,6 +412,21 @@ __all__ = [
     'olGetSymbolInfoSize',
     'olLaunchKernel',
     'olCalculateOptimalOccupancy',
+    'olCreateContext',
+    'olDestroyContext',
+    'olGetContextInfo',
+    'olGetContextInfoSize',
+    'olMemAllocHost',
+    'olMemAllocAligned',
+    'olMemAllocAlignedHost',
+    'olMemPrefetch',
+    'olIterateSymbols',
+    'olGetKernelMaxCooperativeGroupCount',
+    'olIteratePlatforms',
+    'olIterateCompatibleDevices',
+    'olMemcpyRect',
+    'olMemIsAccessible',
+    'olPlatformRegisterRPCCallback',
     'OL_ERRC_SUCCESS',
     'OL_ERRC_UNKNOWN',
     'OL_ERRC_HOST_IO',
@@ -360,6 +452,7 @@ __all__ = [
     'OL_ERRC_INVALID_QUEUE',
     'OL_ERRC_INVALID_EVENT',
     'OL_ERRC_SYMBOL_KIND',
+    'OL_ERRC_INVALID_CONTEXT',
     'OL_ERRC_FORCE_UINT32',
     'OL_PLATFORM_INFO_NAME',
     'OL_PLATFORM_INFO_VENDOR_NAME',
@@ -411,6 +504,8 @@ __all__ = [
     'OL_DEVICE_INFO_SINGLE_FP_SUPPORT',
     'OL_DEVICE_INFO_DOUBLE_FP_SUPPORT',
     'OL_DEVICE_INFO_HALF_FP_SUPPORT',
+    'OL_DEVICE_INFO_COOPERATIVE_LAUNCH_SUPPORT',
+    'OL_DEVICE_INFO_DRIVER_ID',
     'OL_DEVICE_INFO_FORCE_UINT32',
     'OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT',
     'OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST',
@@ -435,6 +530,7 @@ __all__ = [
     'OL_MEMORY_REGISTER_FLAG_FORCE_UINT32',
     'OL_QUEUE_INFO_DEVICE',
     'OL_QUEUE_INFO_EMPTY',
+    'OL_QUEUE_INFO_CONTEXT',
     'OL_QUEUE_INFO_FORCE_UINT32',
     'OL_EVENT_INFO_QUEUE',
     'OL_EVENT_INFO_IS_COMPLETE',
@@ -445,6 +541,19 @@ __all__ = [
     'OL_SYMBOL_INFO_KIND',
     'OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS',
     'OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE',
+    'OL_SYMBOL_INFO_NAME',
     'OL_SYMBOL_INFO_FORCE_UINT32',
+    'OL_CONTEXT_INFO_NUM_DEVICES',
+    'OL_CONTEXT_INFO_DEVICES',
+    'OL_CONTEXT_INFO_PLATFORM',
+    'OL_CONTEXT_INFO_FORCE_UINT32',
+    'OL_EVENT_FLAGS_ENABLE_PROFILING',
+    'OL_EVENT_FLAGS_FORCE_UINT32',
+    'OL_KERNEL_LAUNCH_PROP_TYPE_NONE',
+    'OL_KERNEL_LAUNCH_PROP_TYPE_IS_COOPERATIVE',
+    'OL_KERNEL_LAUNCH_PROP_TYPE_FORCE_UINT32',
+    'OL_MEM_MIGRATION_FLAG_HOST_TO_DEVICE',
+    'OL_MEM_MIGRATION_FLAG_DEVICE_TO_HOST',
+    'OL_MEM_MIGRATION_FLAG_FORCE_UINT32',
     'OL_DEVICE_INFO_LAST',
 ]

@@ -45,11 +45,12 @@ class _Handle:
 class Platform(_Handle):
     """``ol_platform_handle_t``: one loaded backend."""
 
-    __slots__ = ("backend", "name", "kind", "devices")
+    __slots__ = ("backend", "name", "kind", "devices", "default_context")
     backend: BoundBackend
     name: str
     kind: PlatformBackend
     devices: list[Device]
+    default_context: Context  # every device of the platform: what calls without a context use
 
     def _describe(self) -> str:
         return self.name
@@ -80,13 +81,31 @@ class Device(_Handle):
         return f"{self.platform.name}:{self.index}"
 
 
+class Context(_Handle):
+    """``ol_context_handle_t`` (main): devices of one platform grouped as the owner of allocations,
+    queues and programs (each records its context; what a context owns is found from them when
+    it is destroyed). Each platform has a default one (``default``), which calls made without a
+    context use and which cannot be destroyed."""
+
+    __slots__ = ("platform", "devices", "default", "lock")
+    platform: Platform
+    devices: tuple[Device, ...]
+    default: bool
+    lock: threading.Lock  # serialises olDestroyContext
+
+    def _describe(self) -> str:
+        kind = "default " if self.default else ""
+        return f"{kind}on {self.platform.name} ({len(self.devices)} device(s))"
+
+
 class Queue(_Handle):
     """``ol_queue_handle_t``."""
 
-    __slots__ = ("device", "native", "id")
+    __slots__ = ("device", "native", "id", "context")
     device: Device
     native: NativeQueue
     id: int
+    context: Context
 
     def _describe(self) -> str:
         return f"#{self.id} on {self.device._describe()}"
@@ -95,11 +114,12 @@ class Queue(_Handle):
 class Event(_Handle):
     """``ol_event_handle_t``; it outlives its queue."""
 
-    __slots__ = ("device", "native", "queue", "queue_id")
+    __slots__ = ("device", "native", "queue", "queue_id", "profiling")
     device: Device
     native: NativeEvent
     queue: Queue
     queue_id: int
+    profiling: bool  # created with EventFlags.ENABLE_PROFILING
 
     def _describe(self) -> str:
         return f"of queue #{self.queue_id}"
@@ -108,8 +128,9 @@ class Event(_Handle):
 class Program(_Handle):
     """``ol_program_handle_t``: one image loaded on one device."""
 
-    __slots__ = ("device", "image", "data", "symbols", "lock")
+    __slots__ = ("device", "image", "data", "symbols", "lock", "context")
     device: Device
+    context: Context
     image: NativeProgram
     data: bytes  # the core's private copy of the binary
     symbols: dict[tuple[SymbolKind, str], Symbol]
@@ -137,12 +158,13 @@ class Symbol(_Handle):
         return f"{self.kind.name.lower()} {self.name!r}"
 
 
-HANDLE_TYPES = (Platform, Device, Queue, Event, Program, Symbol)
+HANDLE_TYPES = (Platform, Device, Context, Queue, Event, Program, Symbol)
 
 # The same classes under names that say they are the flat API's handles, for code that also uses
 # the object layer (whose offload.objects.Device, Queue, ... wrap them): `offload.QueueHandle`.
 PlatformHandle = Platform
 DeviceHandle = Device
+ContextHandle = Context
 QueueHandle = Queue
 EventHandle = Event
 ProgramHandle = Program

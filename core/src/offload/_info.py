@@ -11,6 +11,7 @@ from typing import Any
 
 from ._enums import (
     AllocType,
+    ContextInfo,
     DeviceFpCapabilityFlag,
     DeviceInfo,
     DeviceType,
@@ -21,6 +22,7 @@ from ._enums import (
     PlatformInfo,
     QueueInfo,
     SymbolInfo,
+    from_c,
 )
 from ._errors import OffloadError
 from ._types import Dimensions
@@ -33,6 +35,7 @@ class Kind(enum.Enum):
     SIZE = "size_t"
     BOOL = "bool"
     HANDLE = "handle"
+    HANDLES = "handle[]"  # an array of handles (OL_CONTEXT_INFO_DEVICES): 8 bytes each
     POINTER = "void *"
     DIMENSIONS = "ol_dimensions_t"
     ENUM = "enum"
@@ -78,6 +81,8 @@ DEVICE_INFO: dict[DeviceInfo, tuple[Kind, type | None]] = {
     DeviceInfo.SINGLE_FP_SUPPORT: (Kind.BOOL, None),
     DeviceInfo.DOUBLE_FP_SUPPORT: (Kind.BOOL, None),
     DeviceInfo.HALF_FP_SUPPORT: (Kind.BOOL, None),
+    DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT: (Kind.BOOL, None),
+    DeviceInfo.DRIVER_ID: (_U32, None),
 }
 assert set(DEVICE_INFO) == set(DeviceInfo)
 
@@ -90,6 +95,7 @@ PLATFORM_INFO: dict[PlatformInfo, tuple[Kind, type | None]] = {
 QUEUE_INFO: dict[QueueInfo, tuple[Kind, type | None]] = {
     QueueInfo.DEVICE: (Kind.HANDLE, None),
     QueueInfo.EMPTY: (Kind.BOOL, None),
+    QueueInfo.CONTEXT: (Kind.HANDLE, None),
 }
 EVENT_INFO: dict[EventInfo, tuple[Kind, type | None]] = {
     EventInfo.QUEUE: (Kind.HANDLE, None),
@@ -99,6 +105,12 @@ SYMBOL_INFO: dict[SymbolInfo, tuple[Kind, type | None]] = {
     SymbolInfo.KIND: (Kind.ENUM, None),
     SymbolInfo.GLOBAL_VARIABLE_ADDRESS: (Kind.POINTER, None),
     SymbolInfo.GLOBAL_VARIABLE_SIZE: (Kind.SIZE, None),
+    SymbolInfo.NAME: (Kind.STRING, None),
+}
+CONTEXT_INFO: dict[ContextInfo, tuple[Kind, type | None]] = {
+    ContextInfo.NUM_DEVICES: (Kind.SIZE, None),
+    ContextInfo.DEVICES: (Kind.HANDLES, None),
+    ContextInfo.PLATFORM: (Kind.HANDLE, None),
 }
 MEM_INFO: dict[MemInfo, tuple[Kind, type | None]] = {
     MemInfo.DEVICE: (Kind.HANDLE, None),
@@ -108,8 +120,11 @@ MEM_INFO: dict[MemInfo, tuple[Kind, type | None]] = {
 }
 
 
-def lookup(table: Container[Any], enum_type: type, prop: Any, what: str) -> Any:
-    """The enum member for ``prop``; INVALID_ENUMERATION ("<what> enum 'N' is invalid") if unknown."""
+def lookup(table: Container[Any], enum_type: type, prop: Any, what: str, level: str = "r1") -> Any:
+    """The enum member for ``prop``; INVALID_ENUMERATION ("<what> enum 'N' is invalid") if unknown.
+
+    A member is taken as it is (names are the Python contract at every level); a number is read
+    as the C number at API ``level`` (``_enums.from_c``)."""
     if type(prop) is enum_type:
         return prop
     if isinstance(prop, enum.Enum):  # PlatformInfo.NAME given for a DeviceInfo: its number means nothing here
@@ -117,7 +132,7 @@ def lookup(table: Container[Any], enum_type: type, prop: Any, what: str) -> Any:
             ErrorCode.INVALID_ENUMERATION, f"{what} enum '{type(prop).__name__}.{prop.name}' is invalid: not a {enum_type.__name__}"
         )
     try:
-        member = enum_type(prop if type(prop) is int or isinstance(prop, bool) else operator.index(prop))
+        member = from_c(enum_type, prop if type(prop) is int or isinstance(prop, bool) else operator.index(prop), level)
     except (ValueError, TypeError):
         member = None
     if member is None or member not in table:
@@ -149,4 +164,6 @@ def c_size(kind: Kind, value: Any) -> int:
     """The C size in bytes of a property value."""
     if kind is Kind.STRING:
         return len(str(value).encode()) + 1
+    if kind is Kind.HANDLES:
+        return 8 * len(value)
     return _FIXED_SIZES[kind]

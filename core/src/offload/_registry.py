@@ -292,8 +292,18 @@ def release_backend(
 Loaded = tuple[BoundBackend, list[Any], list[dict[Any, Any]]]  # backend, native devices, their info
 
 
-def load_backends() -> tuple[list[Loaded], list[BackendStatus]]:
-    """Discover, bind, ``init`` every selected backend and ask each device's info once.
+def platform_selected(name: str, platforms: tuple[Any, ...] | None) -> bool:
+    """Whether ``olInit``'s ``InitArgs.platforms`` brings up the backend ``name`` (None: all; the
+    host platform always, as liboffload does). Items are ``PlatformBackend`` values or names."""
+    if platforms is None or name == "host":
+        return True
+    kind = _BACKEND_KINDS.get(name, PlatformBackend.UNKNOWN)
+    return any(p == name if isinstance(p, str) else p == kind for p in platforms)
+
+
+def load_backends(platforms: tuple[Any, ...] | None = None) -> tuple[list[Loaded], list[BackendStatus]]:
+    """Discover, bind, ``init`` every selected backend and ask each device's info once
+    (``platforms``: only those ``platform_selected`` brings up).
 
     Returns the loaded backends with their native devices and device info, and a status for every
     discovered one. In strict mode the first failure raises (after releasing those already loaded).
@@ -305,6 +315,8 @@ def load_backends() -> tuple[list[Loaded], list[BackendStatus]]:
     pm.add_hookspecs(hookspecs)
     try:
         for candidate in _candidates(strict):
+            if not platform_selected(candidate.name, platforms):
+                continue
             status = BackendStatus(candidate.name, candidate.distribution, candidate.version)
             statuses.append(status)
             try:

@@ -37,11 +37,13 @@ from typing import Any
 from ._allocations import AllocationMap
 from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
+from ._handles import Context as ContextHandle
 from ._handles import Device, Platform
 from ._ranges import HOST_MAPPINGS
 from ._registry import BackendStatus, BoundBackend, load_backends, release_backend
 from ._tracing import Tracer, TimelineTracer, tracer_from_environment
-from ._types import Dimensions
+from ._types import Dimensions, InitArgs
+from ._enums import API_LEVELS
 
 TRACE_ENV = "OFFLOAD_TRACE"
 DISABLE_VALIDATION_ENV = "OFFLOAD_DISABLE_VALIDATION"
@@ -53,7 +55,7 @@ class Context:
 
     __slots__ = (
         "trace", "validate", "tracer", "platforms", "devices", "statuses", "allocations", "globals", "queue_ids",
-        "calls", "orphan_errors",
+        "calls", "orphan_errors", "api_level",
     )
 
     trace: bool
@@ -67,8 +69,10 @@ class Context:
     queue_ids: itertools.count[int]
     calls: list[Any]  # every generated call running now (any thread): its name, or what it registers
     orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
+    api_level: str  # "r1" or "main" (InitArgs.api_level): numbering, trace spelling, semantics
 
-    def __init__(self) -> None:
+    def __init__(self, api_level: str = "r1") -> None:
+        self.api_level = api_level
         self.allocations = AllocationMap()
         self.tracer = tracer_from_environment(os.environ.get(TRACE_ENV), self._owner_of)
         self.trace = self.tracer is not None
@@ -158,7 +162,35 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             registered={},
         )
         platform.devices.append(device)
+    platform.default_context = make_context(ctx, platform, tuple(platform.devices), default=True)
     return platform
+
+
+def make_context(ctx: Context, platform: Platform, devices: tuple[Device, ...], default: bool) -> ContextHandle:
+    """A context handle over ``devices`` (of ``platform``), owning nothing yet."""
+    handle: ContextHandle = ContextHandle._make(
+        ctx, platform=platform, devices=devices, default=default, lock=threading.Lock()
+    )
+    return handle
+
+
+def init_arguments(args: Any) -> InitArgs:
+    """``olInit``'s argument checked: None (defaults) or an ``InitArgs``."""
+    if args is None:
+        return InitArgs()
+    if not isinstance(args, InitArgs):
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"InitArgs must be an offload.InitArgs or None, got {type(args).__name__}")
+    if args.api_level not in API_LEVELS:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT, f"InitArgs.api_level {args.api_level!r} is not one of {', '.join(API_LEVELS)}"
+        )
+    if args.platforms is not None:
+        for item in args.platforms:
+            if not isinstance(item, (str, PlatformBackend)):
+                raise OffloadError(
+                    ErrorCode.INVALID_ENUMERATION, f"InitArgs.platforms holds {item!r}: not a PlatformBackend or a backend name"
+                )
+    return args
 
 
 def launch_limits(info: dict[Any, Any]) -> tuple[Any, ...]:
@@ -185,16 +217,19 @@ def launch_limits(info: dict[Any, Any]) -> tuple[Any, ...]:
     )
 
 
-def init() -> None:
-    """``olInit``: the first call builds the context; later calls count references."""
+def init(args: Any = None) -> None:
+    """``olInit``: the first call builds the context (``args``: an ``InitArgs``, read only then);
+    later calls count references."""
     with STATE.lock:
         if STATE.ctx is not None:
             STATE.refcount += 1
             return
         if STATE.forked_from:
             raise OffloadError(ErrorCode.UNINITIALIZED, forked_details())
-        ctx = Context()
-        loaded, statuses = load_backends()
+        init_args = init_arguments(args)
+        ctx = Context(init_args.api_level)
+        platforms = None if init_args.platforms is None else tuple(init_args.platforms)
+        loaded, statuses = load_backends(platforms)
         for bound, natives, infos in loaded:
             platform = _build_platform(ctx, bound, natives, infos)
             ctx.platforms.append(platform)

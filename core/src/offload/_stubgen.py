@@ -38,11 +38,14 @@ from typing_extensions import Buffer as _BytesLike
 
 from ._enums import (
     AllocType,
+    ContextInfo,
     DeviceFpCapabilityFlag,
     DeviceInfo,
     DeviceType,
+    EventFlags,
     EventInfo,
     MemInfo,
+    MemMigrationFlag,
     MemoryRegisterFlag,
     PlatformBackend,
     PlatformInfo,
@@ -51,8 +54,8 @@ from ._enums import (
     SymbolKind,
 )
 from ._entrypoints import olInit, olShutDown
-from ._handles import Device, Event, Platform, Program, Queue, Symbol
-from ._types import Dimensions, KernelLaunchSizeArgs
+from ._handles import Context, Device, Event, Platform, Program, Queue, Symbol
+from ._types import Dimensions, KernelLaunchSizeArgs, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -68,15 +71,19 @@ _INFO_TABLES: dict[str, tuple[type[enum.Enum], dict[Any, tuple[_info.Kind, type 
     "Queue": (_enums.QueueInfo, _info.QUEUE_INFO),
     "Event": (_enums.EventInfo, _info.EVENT_INFO),
     "Symbol": (_enums.SymbolInfo, _info.SYMBOL_INFO),
+    "Context": (_enums.ContextInfo, _info.CONTEXT_INFO),
 }
 _ENUM_PARAMS = {"alloc_type": "AllocType", "flags": "MemoryRegisterFlag", "kind": "SymbolKind"}
-_HANDLE_RESULTS = {"Queue": "Queue", "Event": "Event", "Program": "Program", "Symbol": "Symbol"}
+_FN_ENUM_PARAMS = {("olCreateEvent", "flags"): "EventFlags", ("olMemPrefetch", "flags"): "MemMigrationFlag"}
+_HANDLE_RESULTS = {"Queue": "Queue", "Event": "Event", "Program": "Program", "Symbol": "Symbol", "Context": "Context"}
 # keyed by (enum class, member name): members of different IntEnums with one value are equal
 _INFO_HANDLES = {
     ("DeviceInfo", "PLATFORM"): "Platform",
     ("MemInfo", "DEVICE"): "Device",
     ("QueueInfo", "DEVICE"): "Device",
     ("EventInfo", "QUEUE"): "Queue",
+    ("QueueInfo", "CONTEXT"): "Context",
+    ("ContextInfo", "PLATFORM"): "Platform",
 }
 _INFO_ENUMS = {("SymbolInfo", "KIND"): "SymbolKind"}
 _SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float"}
@@ -88,7 +95,17 @@ _KIND_TYPES = {
     _info.Kind.POINTER: "int",
     _info.Kind.BOOL: "bool",
     _info.Kind.DIMENSIONS: "Dimensions",
+    _info.Kind.HANDLES: "list[Device]",
 }
+
+
+_CALLBACKS = {
+    "olIterateDevices": "Callable[[Device, Any], bool]",
+    "olIterateCompatibleDevices": "Callable[[Device, Any], bool]",
+    "olIteratePlatforms": "Callable[[Platform, Any], bool]",
+    "olIterateSymbols": "Callable[[Symbol, Any], bool]",
+}
+_STRUCTS = {"dst": "Rect", "src": "Rect", "extent": "Dimensions | tuple[int, int, int]"}
 
 
 def _info_group(fn: Function) -> str | None:
@@ -105,17 +122,29 @@ def _param_type(fn: Function, p: Param) -> str:
     elif p.kind == "data":
         text = "_BytesLike"
     elif p.kind == "callback":
-        text = "Callable[[Device, Any], bool]" if fn.name == "olIterateDevices" else "Callable[[Any], object]"
+        text = _CALLBACKS.get(fn.name, "Callable[[Any], object]")
     elif p.kind == "events":
         text = "Sequence[Event]"
+    elif p.kind == "context":
+        text = "Context"
+    elif p.kind == "handles":
+        text = "Sequence[Device]"
+    elif p.kind == "array":
+        text = "Sequence[_Address]" if p.py == "mems" else "Sequence[SupportsIndex]"
+    elif p.kind == "kernel_args":
+        text = "_BytesLike | Sequence[_BytesLike]"
     elif p.kind == "enum":
         group = _info_group(fn)
-        name = _INFO_TABLES[group][0].__name__ if group and p.py == "prop" else _ENUM_PARAMS[p.py]
+        name = (
+            _INFO_TABLES[group][0].__name__
+            if group and p.py == "prop"
+            else _FN_ENUM_PARAMS.get((fn.name, p.py), _ENUM_PARAMS[p.py])
+        )
         text = f"{name} | int"
     elif p.kind == "size":
         text = "SupportsIndex"
     elif p.kind == "struct":
-        text = "KernelLaunchSizeArgs"
+        text = _STRUCTS.get(p.py, "KernelLaunchSizeArgs")
     elif p.kind == "string":
         text = "str | bytes"
     elif p.kind == "any":

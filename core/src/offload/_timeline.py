@@ -212,7 +212,9 @@ class Timeline:
     def _work_of(self, api: str, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int) -> Work | None:
         queue: Queue | None
         if api == "olLaunchKernel":
-            queue, device, kernel, data, launch = args
+            queue, device, kernel, data, launch = args[:5]
+            if isinstance(data, (list, tuple)):  # per-argument values (main's ArgPtrs)
+                data = b"".join(bytes(memoryview(v).cast("B")) for v in data)
             grid = {
                 "dimensions": launch.dimensions,
                 "num_groups": list(launch.num_groups),
@@ -239,7 +241,7 @@ class Timeline:
             name = callable_name(callback)
             return self._enqueue(queue, queue.device, f"host function {name}", "host_function", {"callback": name}, start_ns, end_ns)
         if api == "olCreateEvent":
-            (queue,) = args
+            queue = args[0]  # (and main's flags)
             work = self._enqueue(queue, queue.device, "event record", "event_record", {"event": f"{id(result):#x}"}, start_ns, end_ns)
             with self._lock:
                 self._events[id(result)] = (result, work)

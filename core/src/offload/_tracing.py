@@ -40,15 +40,19 @@ from . import _info
 from ._enums import (
     C_PREFIX,
     AllocType,
+    ContextInfo,
     DeviceInfo,
+    EventFlags,
     EventInfo,
     MemInfo,
+    MemMigrationFlag,
     MemoryRegisterFlag,
     PlatformInfo,
     QueueInfo,
     SymbolInfo,
     SymbolKind,
     c_name,
+    from_c,
 )
 from ._handles import HANDLE_TYPES
 from ._info import Kind
@@ -109,6 +113,10 @@ ENUM_PARAMS: dict[tuple[str, str], type[Any]] = {
     ("olGetSymbol", "Kind"): SymbolKind,
     ("olMemRegister", "Flags"): MemoryRegisterFlag,
     ("olMemUnregister", "Flags"): MemoryRegisterFlag,
+    ("olMemAllocAligned", "Type"): AllocType,
+    ("olCreateEvent", "Flags"): EventFlags,
+    ("olMemPrefetch", "Flags"): MemMigrationFlag,
+    ("olIterateSymbols", "Kind"): SymbolKind,
 }
 for _prefix, _enum in (
     ("Platform", PlatformInfo),
@@ -117,6 +125,7 @@ for _prefix, _enum in (
     ("Queue", QueueInfo),
     ("Event", EventInfo),
     ("Symbol", SymbolInfo),
+    ("Context", ContextInfo),
 ):
     ENUM_PARAMS[(f"olGet{_prefix}Info", "PropName")] = _enum
     ENUM_PARAMS[(f"olGet{_prefix}InfoSize", "PropName")] = _enum
@@ -128,21 +137,23 @@ _INFO_TABLES: dict[str, dict[Any, tuple[Kind, Any]]] = {
     "olGetQueueInfo": _info.QUEUE_INFO,
     "olGetEventInfo": _info.EVENT_INFO,
     "olGetSymbolInfo": _info.SYMBOL_INFO,
+    "olGetContextInfo": _info.CONTEXT_INFO,
 }
 _UNTYPED_ENUM_VALUES = {"olGetSymbolInfo": SymbolKind}  # OL_SYMBOL_INFO_KIND is the only enum there
 
 
-def _zeroed_info(fn_name: str, prop: Any) -> str:
+def _zeroed_info(fn_name: str, prop: Any, level: str = "r1") -> str:
     """What liboffload prints for the PropValue of a failed query: the zeroed buffer, by type."""
     table = _INFO_TABLES.get(fn_name)
     enum_type = ENUM_PARAMS.get((fn_name, "PropName"))
     try:
-        kind, value_enum = table[enum_type(int(prop))]  # type: ignore[index,misc]
+        member = prop if type(prop) is enum_type else from_c(enum_type, int(prop), level)  # type: ignore[arg-type]
+        kind, value_enum = table[member]  # type: ignore[index]
     except (KeyError, ValueError, TypeError):
         return "nullptr"
     if kind is Kind.STRING:
         return ""
-    if kind is Kind.HANDLE:
+    if kind in (Kind.HANDLE, Kind.HANDLES):
         return "0x0"
     if kind is Kind.ENUM:
         return format_enum(value_enum or _UNTYPED_ENUM_VALUES.get(fn_name), 0)
@@ -153,8 +164,9 @@ def _zeroed_info(fn_name: str, prop: Any) -> str:
     return "nullptr"
 
 
-def format_enum(cls: type[Any] | None, value: Any) -> str:
-    """An enumeration argument as liboffload prints it: by the parameter's C enum."""
+def format_enum(cls: type[Any] | None, value: Any, level: str = "r1") -> str:
+    """An enumeration argument as liboffload prints it: by the parameter's C enum (a number read
+    at API ``level``)."""
     if cls is None or isinstance(value, bool) or not isinstance(value, int):
         return format_value(value)
     if type(value) is cls:
@@ -166,7 +178,7 @@ def format_enum(cls: type[Any] | None, value: Any) -> str:
             known |= member.value
         return c_name(cls(number)) if not number & ~known else UNKNOWN_ENUMERATOR
     try:
-        return c_name(cls(number))
+        return c_name(from_c(cls, number, level))
     except ValueError:
         return UNKNOWN_ENUMERATOR
 
@@ -177,15 +189,58 @@ def _pointer(value: Any) -> str:
     return f"{value:#x}" if isinstance(value, int) else _hex(value)
 
 
-def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> dict[str, str]:
-    """The C parameter list of one call, each value formatted as liboffload prints it."""
+def _array(params: dict[str, str], param: Any, value: Any) -> None:
+    """A sequence argument as a C array: its address, its items, and its size parameter."""
+    try:
+        items = list(value) if value is not None else []
+    except TypeError:  # not a sequence: the call itself reports it
+        items = []
+    if param.size_name and param.size_first:
+        params[param.size_name] = str(len(items))
+    params[param.c] = "nullptr" if value is None else f"{_hex(value)} {{{', '.join(map(format_value, items))}}}"
+    if param.size_name and not param.size_first:
+        params[param.size_name] = str(len(items))
+
+
+def _kernel_args_main(value: Any) -> dict[str, str]:
+    """olLaunchKernel's arguments as main's NumArgs, ArgPtrs, ArgSizes (a packed buffer is one)."""
+    if value is None:
+        return {"NumArgs": "0", "ArgPtrs": "nullptr", "ArgSizes": "nullptr"}
+    size = buffer_size(value)
+    items = [value] if size >= 0 else list(value)
+    sizes = [str(max(0, buffer_size(v))) for v in items]
+    return {
+        "NumArgs": str(len(items)),
+        "ArgPtrs": f"{_hex(items)} {{{', '.join(_hex(v) for v in items)}}}",
+        "ArgSizes": f"{_hex(sizes)} {{{', '.join(sizes)}}}",
+    }
+
+
+def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool, level: str = "r1") -> dict[str, str]:
+    """The C parameter list of one call at API ``level``, each value formatted as liboffload prints
+    it (at ``main``: the Context first, main's added parameters, the kernel arguments per argument)."""
     params: dict[str, str] = {}
     unknown_prop = False
     prop: Any = None
+    main = level == "main"
+    tail: dict[str, str] = {}
     for param, value in zip(fn.params, args):
         kind = param.kind
+        if param.level == "main" and not main:
+            continue
+        if kind == "context":
+            params = {param.c: _pointer(value), **params}
+            continue
+        if kind == "kernel_args":
+            if main:
+                tail = _kernel_args_main(value)
+                continue
+            kind = "data"
         if kind == "enum":
-            text = format_enum(ENUM_PARAMS.get((fn.name, param.c)), value)
+            cls = ENUM_PARAMS.get((fn.name, param.c))
+            if value is None and cls is not None and issubclass(cls, enum.IntFlag):
+                value = 0
+            text = format_enum(cls, value, level)
             unknown_prop = text == UNKNOWN_ENUMERATOR
             prop = value
         elif kind == "pointer":
@@ -197,6 +252,9 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
             params[param.c] = _pointer(value)
             if not param.size_first:
                 params[param.size_name or ""] = size
+            continue
+        elif kind in ("handles", "array"):
+            _array(params, param, value)
             continue
         elif kind == "events":
             try:
@@ -215,6 +273,7 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
         else:
             text = format_value(value)
         params[param.c] = text
+    params.update(tail)
     out = fn.out
     if out is not None:
         shown = format_value(result) if ok else _FAILED_OUT.get(out.kind, "nullptr")
@@ -226,7 +285,7 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool) -> 
                 params[out.c] = UNKNOWN_ENUMERATOR
                 return params
             if not ok:
-                shown = _zeroed_info(fn.name, prop)
+                shown = _zeroed_info(fn.name, prop, level)
         params[out.c] = f"{_hex(out)} ({shown})"
     return params
 
@@ -240,6 +299,8 @@ def _info_size(value: Any) -> int:
         return 12
     if type(value) in C_PREFIX:
         return 4
+    if isinstance(value, list):
+        return 8 * len(value)
     return 8
 
 
@@ -267,6 +328,7 @@ class TracedCall(NamedTuple):
     elapsed_ns: int
     api: str = ""
     final: bool = False  # the olShutDown that ended the session (the timeline writes its file then)
+    level: str = "r1"  # the session's API level: the C signatures the trace spells
 
     @property
     def name(self) -> str:
@@ -275,7 +337,11 @@ class TracedCall(NamedTuple):
     def params(self) -> dict[str, str]:
         """The C parameters as liboffload prints them (none for olInit / olShutDown)."""
         fn = self.fn
-        return trace_params(fn, self.args, self.result, self.error is None) if fn is not None else {}
+        if fn is None:  # olInit / olShutDown; main's olInit takes an ol_init_args_t pointer
+            if self.api == "olInit" and self.level == "main":
+                return {"InitArgs": _pointer(self.args[0] if self.args else None)}
+            return {}
+        return trace_params(fn, self.args, self.result, self.error is None, self.level)
 
 
 class Tracer:

@@ -158,3 +158,30 @@ class KernelParam(NamedTuple):
     name: str = ""
     element: str | None = None
     const: bool = False
+
+
+class InitArgs(NamedTuple):
+    """``ol_init_args_t`` (main), given to ``olInit``: which platforms to bring up and the API level.
+
+    ``platforms``: ``PlatformBackend`` values or backend names (None: every one); the host
+    platform is always brought up, as liboffload does. ``api_level``: ``"r1"`` (liboffload R1:
+    its numbering, trace spelling and semantics; the default) or ``"main"`` (its main branch:
+    ``OL_ERRC_INVALID_CONTEXT`` is 24, HOST allocations only through ``olMemAllocHost``, elapsed
+    time only between events created with ``EventFlags.ENABLE_PROFILING``, contexts in traces).
+    Both are read by the ``olInit`` that starts a session; later ones only count references.
+    """
+
+    platforms: tuple[Any, ...] | None = None
+    api_level: str = "r1"
+
+
+class Rect(NamedTuple):
+    """One side of an ``olMemcpyRect``: a base pointer, its device, the byte offset of the copied
+    region's first element (x in bytes, y in rows, z in slices) and the pitches: ``row_pitch``
+    bytes between rows, ``slice_pitch`` bytes between slices."""
+
+    ptr: Any
+    device: Any
+    offset: tuple[int, int, int]
+    row_pitch: int
+    slice_pitch: int

@@ -82,7 +82,12 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
   A backend without programs still implements ``load_binary``, refusing every image with
   ``INVALID_BINARY``, and ``unload_binary``, which is then never called.
 - launches: ``launch_kernel`` with ``kernel_params`` (``kernel_launch``, ``kernel_params``);
-  occupancy: ``max_group_size`` (``occupancy``).
+  occupancy: ``max_group_size`` (``occupancy``); cooperative launches: ``launch_kernel_cooperative``
+  with ``max_cooperative_groups`` (``cooperative_launch``).
+- liboffload main's additions, each optional: ``mem_alloc_aligned`` (``aligned_alloc``; without
+  it ``olMemAllocAligned`` accepts a ``mem_alloc`` address that happens to be aligned, else
+  UNSUPPORTED naming the device), ``mem_prefetch`` (``prefetch``; without it a prefetch is
+  ignored, as liboffload does), ``symbol_names`` (``iterate_symbols``).
 - ``deinit_device``: absent, the core skips it. ``no_devices_reason``: absent, ``offload backends``
   shows a zero-device backend without a note.
 
@@ -99,7 +104,7 @@ from typing import Any, NewType
 
 import pluggy
 
-from ._enums import AllocType, DeviceInfo
+from ._enums import AllocType, DeviceInfo, MemMigrationFlag, SymbolKind
 from ._types import KernelLaunchSizeArgs, KernelParam
 
 PROJECT = "offload"
@@ -170,7 +175,9 @@ def get_device_info(device: NativeDevice) -> Mapping[DeviceInfo, Any]:
     - SINGLE/DOUBLE/HALF_FP_SUPPORT: whether that FP config (given or defaulted) is non-zero;
     - NATIVE_VECTOR_WIDTH_*: 1, and 0 for HALF (liboffload R1);
     - MAX_MEM_ALLOC_SIZE: GLOBAL_MEM_SIZE, when that is given;
-    - PRODUCT_NAME: NAME, when that is given.
+    - PRODUCT_NAME: NAME, when that is given;
+    - COOPERATIVE_LAUNCH_SUPPORT: whether ``max_cooperative_groups`` is implemented;
+    - DRIVER_ID: a CRC-32 of the platform's name and DRIVER_VERSION (devices of one driver share it).
 
     Any other property left out makes ``olGetDeviceInfo`` fail with ``OL_ERRC_UNIMPLEMENTED``.
     """
@@ -243,7 +250,37 @@ def launch_kernel(
     """
 
 
+@hookspec
+def launch_kernel_cooperative(
+    device: NativeDevice, queue: NativeQueue | None, kernel: NativeKernel, args: bytes | None, launch: KernelLaunchSizeArgs
+) -> None:
+    """``launch_kernel`` with every group resident at once, so that a grid-wide barrier in the
+    kernel synchronises all groups. The core has checked the grid against ``max_cooperative_groups``."""
+
+
+@hookspec
+def max_cooperative_groups(device: NativeDevice, kernel: NativeKernel, launch: KernelLaunchSizeArgs) -> int:
+    """The most groups of ``launch``'s group size (and dynamic memory) a cooperative launch can run."""
+
+
+@hookspec
+def symbol_names(device: NativeDevice, image: NativeProgram, kind: SymbolKind) -> Sequence[str]:
+    """The names of the kernels (``SymbolKind.KERNEL``) or global variables of ``image``."""
+
+
 # --- memory ----------------------------------------------------------------------------------
+
+
+@hookspec
+def mem_alloc_aligned(device: NativeDevice, alloc_type: AllocType, size: int, alignment: int) -> int:
+    """``mem_alloc`` whose address is a multiple of ``alignment`` (a power of two above 1);
+    UNSUPPORTED for an alignment the device cannot give. ``mem_free`` frees it."""
+
+
+@hookspec
+def mem_prefetch(device: NativeDevice, queue: NativeQueue, address: int, size: int, flags: MemMigrationFlag) -> None:
+    """In queue order, migrate ``[address, address + size)`` (inside one MANAGED allocation) towards
+    the device (``HOST_TO_DEVICE``) or the host (``DEVICE_TO_HOST`` alone). A hint: it changes no data."""
 
 
 @hookspec

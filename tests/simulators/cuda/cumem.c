@@ -128,6 +128,33 @@ static int is_device_kind(sim_mem_kind kind) {
   return kind == SIM_MEM_DEVICE || kind == SIM_MEM_GLOBAL || kind == SIM_MEM_MANAGED;
 }
 
+/* cuMemPrefetchAsync (CUDA 13.0; cuMemPrefetchAsync_v2 since 12.2), Unified Memory: "devPtr must
+ * point to memory allocated via cuMemAllocManaged or declared via __managed__ variables" (the
+ * range inside one such allocation); the location is a device (CU_MEM_LOCATION_TYPE_DEVICE, id a
+ * device ordinal) or the host (CU_MEM_LOCATION_TYPE_HOST and its NUMA forms); flags are "reserved
+ * for future use and must be 0"; anything else is CUDA_ERROR_INVALID_VALUE, a stream of another
+ * context CUDA_ERROR_INVALID_HANDLE. Managed memory is host memory here: the migration changes
+ * nothing a program can observe, so nothing is enqueued. */
+enum { MEM_LOCATION_DEVICE = 1, MEM_LOCATION_HOST = 2, MEM_LOCATION_HOST_NUMA_CURRENT = 4 };
+
+EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t count, CUmemLocation location, unsigned flags,
+                                      CUstream stream) {
+  REQUIRE_CTX(ctx);
+  sim_alloc_info info;
+  const void *p = (const void *)(uintptr_t)ptr;
+  if (flags != 0 || count == 0 || !sim_mem_find(p, &info) || info.kind != SIM_MEM_MANAGED) return CUDA_ERROR_INVALID_VALUE;
+  if (sim_mem_check(p, count) != SIM_OK) return CUDA_ERROR_INVALID_VALUE;
+  if (location.type == MEM_LOCATION_DEVICE) {
+    if (location.id < 0 || location.id >= sim_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  } else if (location.type < MEM_LOCATION_HOST || location.type > MEM_LOCATION_HOST_NUMA_CURRENT) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  sim_stream *s;
+  struct cuctx *owner;
+  CUresult rc = resolve_stream_owner(stream, ctx, &s, &owner);
+  return rc;
+}
+
 enum { DIR_HTOD, DIR_DTOH, DIR_DTOD };
 
 static CUresult copy_enqueue(struct cuctx *ctx, void *dst, const void *src, size_t size, CUstream stream, int dir,

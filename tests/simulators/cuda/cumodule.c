@@ -281,6 +281,24 @@ CUresult cu_func_param(CUfunction f, size_t index, size_t *offset, size_t *size)
   return CUDA_SUCCESS;
 }
 
+/* cuModuleGetFunctionCount / cuModuleEnumerateFunctions (CUDA 12.4; Driver API, Module
+ * Management): how many functions a module holds, and the first numFunctions of them. */
+EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m) {
+  REQUIRE_INIT();
+  if (count == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (m == NULL || m->magic != MODULE_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  *count = m->image.kernel_count;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned n, CUmodule m) {
+  REQUIRE_INIT();
+  if (functions == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (m == NULL || m->magic != MODULE_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  for (unsigned i = 0; i < n && i < m->image.kernel_count; ++i) functions[i] = &m->functions[i];
+  return CUDA_SUCCESS;
+}
+
 const char *cu_func_name(CUfunction f) { return f->info.name; }
 unsigned cu_module_kernel_count(CUmodule m) { return m->image.kernel_count; }
 CUfunction cu_module_kernel(CUmodule m, unsigned index) { return &m->functions[index]; }

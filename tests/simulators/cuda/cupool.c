@@ -27,7 +27,6 @@ enum { ATTR_FOLLOW = 1, ATTR_OPPORTUNISTIC, ATTR_INTERNAL, ATTR_THRESHOLD, ATTR_
        ATTR_MAX_SIZE, ATTR_HW_DECOMPRESS };
 enum { LOCATION_DEVICE = 1, LOCATION_HOST = 2, ALLOC_PINNED = 1, ALLOC_MANAGED = 2, ACCESS_RW = 3 };
 
-typedef struct { int type, id; } CUmemLocation;
 typedef struct {
   int allocType, handleTypes;
   CUmemLocation location;

@@ -254,6 +254,14 @@ EXPORT CUresult cuModuleLoadData(CUmodule *out, const void *image);
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n, int *options, void **values);
 EXPORT CUresult cuModuleUnload(CUmodule m);
 EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name);
+EXPORT CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule m);
+typedef struct {
+  int type; /* CUmemLocationType: 1 device, 2 host, 3 host NUMA node, 4 the calling thread's NUMA node */
+  int id;
+} CUmemLocation;
+EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t count, CUmemLocation location, unsigned flags,
+                                      CUstream stream);
+EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned n, CUmodule m);
 EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule m, const char *name);
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);

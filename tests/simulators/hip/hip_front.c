@@ -59,6 +59,7 @@ typedef enum hipError_t {
   hipErrorHostMemoryAlreadyRegistered = 712,
   hipErrorHostMemoryNotRegistered = 713,
   hipErrorLaunchFailure = 719,
+  hipErrorCooperativeLaunchTooLarge = 720,
   hipErrorNotSupported = 801,
   hipErrorUnknown = 999,
 } hipError_t;
@@ -1208,6 +1209,58 @@ EXPORT hipError_t hipModuleLaunchKernel(hip_function *f, unsigned gx, unsigned g
   sim_launch_desc d = {f->entry, {gx, gy, gz}, {bx, by, bz}, shared, args, args_size,
                        k->arg_offset, k->arg_count};
   return ret(from_sim(sim_launch(s, &d)));
+}
+
+/* hipModuleOccupancyMaxActiveBlocksPerMultiprocessor (HIP Runtime API, Occupancy): how many blocks
+ * of block_size work-items one compute unit holds at once, limited by its work-items and its LDS
+ * (the kernel's group segment plus the dynamic shared memory); 0 for a block the kernel cannot run. */
+/* hipMemPrefetchAsync (HIP Runtime API, Managed Memory): "Prefetches memory to the specified
+ * destination device"; dev_ptr must lie in memory of hipMallocManaged (the range inside one such
+ * allocation), device a device ordinal or hipCpuDeviceId (-1, the host); otherwise
+ * hipErrorInvalidValue (hipErrorInvalidDevice for an ordinal of no device). Managed memory is host
+ * memory here: the migration changes nothing a program can observe, so nothing is enqueued. */
+EXPORT hipError_t hipMemPrefetchAsync(const void *ptr, size_t count, int device, hip_stream *stream) {
+  GUARD();
+  sim_alloc_info info;
+  if (count == 0 || !sim_mem_find(ptr, &info) || info.kind != SIM_MEM_MANAGED) return ret(hipErrorInvalidValue);
+  if (sim_mem_check(ptr, count) != SIM_OK) return ret(hipErrorInvalidValue);
+  if (device != -1 && (device < 0 || device >= sim_device_count())) return ret(hipErrorInvalidDevice);
+  sim_stream *s;
+  return ret(stream_of(stream, &s));
+}
+
+EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, hip_function *f, int block_size,
+                                                                     size_t shared) {
+  GUARD();
+  if (blocks == NULL || block_size <= 0) return ret(hipErrorInvalidValue);
+  if (!valid_function(f)) return ret(hipErrorInvalidHandle);
+  const sim_device_props *p = device_props(f->module->device);
+  size_t lds = shared + f->kernel->group_segment_size;
+  if ((unsigned)block_size > f->kernel->max_flat_workgroup_size || lds > LDS_LIMIT) {
+    *blocks = 0;
+    return hipSuccess;
+  }
+  int by_items = p->max_threads_per_multiprocessor / block_size;
+  int by_lds = lds ? (int)(LDS_LIMIT / lds) : by_items;
+  *blocks = by_items < by_lds ? by_items : by_lds;
+  return hipSuccess;
+}
+
+/* hipModuleLaunchCooperativeKernel (HIP Runtime API, Module Management): hipModuleLaunchKernel
+ * whose blocks are all resident at once (so a grid barrier can synchronise them); a grid larger
+ * than the occupancy allows on every compute unit is hipErrorCooperativeLaunchTooLarge. The
+ * arguments come as one pointer per parameter (kernelParams); there is no `extra`. */
+EXPORT hipError_t hipModuleLaunchCooperativeKernel(hip_function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                                   unsigned by, unsigned bz, unsigned shared, hip_stream *stream,
+                                                   void **params) {
+  GUARD();
+  if (!valid_function(f)) return ret(hipErrorInvalidHandle);
+  int per_cu = 0, cus = 0;
+  hipError_t e = hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, f, (int)(bx * by * bz), shared);
+  if (e != hipSuccess) return e;
+  hipDeviceGetAttribute(&cus, ATTR_MULTIPROCESSOR_COUNT, f->module->device);
+  if ((uint64_t)gx * gy * gz > (uint64_t)per_cu * (uint64_t)cus) return ret(hipErrorCooperativeLaunchTooLarge);
+  return hipModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, NULL);
 }
 
 EXPORT hipError_t hipModuleOccupancyMaxPotentialBlockSize(int *grid, int *block, hip_function *f, size_t shared,

@@ -16,11 +16,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from offload import AllocType, DeviceInfo, KernelParam, hookimpl
+from offload import AllocType, DeviceInfo, KernelParam, MemMigrationFlag, SymbolKind, hookimpl
 
-from . import _code_object, _device, _launch, _memory, _queue
+from . import _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice
-from ._driver import DriverUnavailable, load
+from ._driver import DriverUnavailable, check, load
 from ._errors import raise_for
 from ._program import HipImage, HipKernel
 from ._queue import HipEvent, HipQueue, HostCalls
@@ -128,6 +128,25 @@ class AMDGPUBackend:
         return int(result[2])
 
     launch_kernel = staticmethod(hookimpl(_launch.launch_kernel))  # the hot path, without a glue frame
+    launch_kernel_cooperative = staticmethod(hookimpl(_cooperative.launch_cooperative))
+    max_cooperative_groups = staticmethod(hookimpl(_cooperative.max_cooperative_groups))
+
+    @hookimpl
+    def mem_prefetch(self, device: HipDevice, queue: HipQueue, address: int, size: int, flags: MemMigrationFlag) -> None:
+        """``hipMemPrefetchAsync`` of managed memory to the device, or to the host
+        (``hipCpuDeviceId``, -1) for DEVICE_TO_HOST alone."""
+        hip = device.hip
+        device.activate()
+        target = -1 if flags == MemMigrationFlag.DEVICE_TO_HOST else device.ordinal
+        check(hip, hip.hipMemPrefetchAsync(address, size, target, queue.stream), "hipMemPrefetchAsync")
+
+    @hookimpl
+    def symbol_names(self, device: HipDevice, image: HipImage, kind: SymbolKind) -> list[str]:
+        """From the code object: its kernels' metadata, or its exported data symbols (less the
+        ``__hip_cuid_*`` compilation-unit ids clang adds, which HIP's module does not resolve)."""
+        if kind is SymbolKind.KERNEL:
+            return list(image.code.kernels)
+        return [name for name in image.code.globals if not name.startswith("__hip_cuid_")]
 
     # --- memory --------------------------------------------------------------------------------
 

@@ -15,7 +15,17 @@ from typing import Any
 
 from offload.backend_support import ResourcePool
 
-from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
+from offload import (
+    AllocType,
+    DeviceInfo,
+    ErrorCode,
+    KernelLaunchSizeArgs,
+    KernelParam,
+    MemMigrationFlag,
+    OffloadError,
+    SymbolKind,
+    hookimpl,
+)
 
 from . import _binary, _launch, _memory, _queue
 from ._device import CudaDevice
@@ -169,6 +179,54 @@ class CudaBackend:
                 f"kernel {kernel.name} cannot run with {dynamic_memory} bytes of local memory",
             )
         return int(block)
+
+    @hookimpl
+    def max_cooperative_groups(self, device: _DeviceState, kernel: CudaKernel, launch: KernelLaunchSizeArgs) -> int:
+        """Blocks per multiprocessor (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) times the
+        multiprocessors: the most blocks that can be co-resident."""
+        d = device.device.driver
+        device.device.activate()
+        block = launch.group_items
+        per_sm = check(
+            d,
+            d.cuOccupancyMaxActiveBlocksPerMultiprocessor(kernel.function, block, launch.dyn_shared_memory),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        )
+        return int(per_sm) * device.device.attributes["MULTIPROCESSOR_COUNT"]
+
+    @hookimpl
+    def launch_kernel_cooperative(
+        self, device: _DeviceState, queue: CudaQueue | None, kernel: CudaKernel, args: Any, launch: KernelLaunchSizeArgs
+    ) -> None:
+        if queue is not None:
+            _launch.launch(device.device, queue.stream, kernel, args, launch, cooperative=True)
+            return
+        _launch.launch(device.device, device.device.legacy, kernel, args, launch, cooperative=True)
+        d = device.device.driver
+        check(d, d.cuStreamSynchronize(device.device.legacy), "cuStreamSynchronize")
+
+    @hookimpl
+    def mem_prefetch(self, device: _DeviceState, queue: CudaQueue, address: int, size: int, flags: MemMigrationFlag) -> None:
+        """``cuMemPrefetchAsync`` of managed memory to the device, or to the host for DEVICE_TO_HOST alone."""
+        d = device.device.driver
+        device.device.activate()
+        location = d.CUmemLocation()
+        if flags == MemMigrationFlag.DEVICE_TO_HOST:
+            location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
+        else:
+            location.type = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+            location.id = device.device.ordinal
+        check(d, d.cuMemPrefetchAsync(address, size, location, 0, queue.stream), "cuMemPrefetchAsync")
+
+    @hookimpl
+    def symbol_names(self, device: _DeviceState, image: CudaImage, kind: SymbolKind) -> list[str]:
+        if kind is SymbolKind.KERNEL:
+            return image.kernel_names(device.device)
+        raise OffloadError(
+            ErrorCode.UNSUPPORTED,
+            f"{device.device.name}: the CUDA driver API has no call that lists a module's global variables "
+            "(olIterateSymbols lists kernels only; find globals by name with olGetSymbol)",
+        )
 
     @hookimpl
     def launch_kernel(

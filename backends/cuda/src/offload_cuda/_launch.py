@@ -47,8 +47,12 @@ _scratch = _Scratch()
 _memmove = ctypes.memmove
 
 
-def launch(device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size: KernelLaunchSizeArgs) -> None:
-    """Enqueue ``kernel`` on ``stream`` (refusing an argument buffer shorter than its parameters).
+def launch(
+    device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size: KernelLaunchSizeArgs, cooperative: bool = False
+) -> None:
+    """Enqueue ``kernel`` on ``stream`` (refusing an argument buffer shorter than its parameters);
+    ``cooperative``: through ``cuLaunchKernelEx`` with ``CU_LAUNCH_ATTRIBUTE_COOPERATIVE``, every
+    block co-resident (the driver refuses a grid too large with COOPERATIVE_LAUNCH_TOO_LARGE).
 
     The driver is given exactly the parameters' extent (last offset + size, from
     ``cuFuncGetParamInfo``) as ``CU_LAUNCH_PARAM_BUFFER_SIZE``: it refuses a longer size with
@@ -92,6 +96,26 @@ def launch(device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size:
             keep = (keep, count, array)
             extra = ctypes.addressof(array)
     d = device.driver
+    if cooperative:
+        (result,) = d.cuLaunchKernelEx(_cooperative_config(d, size, stream), kernel.function, 0, extra)
+        if result:
+            raise_for(d, result, f"cuLaunchKernelEx({kernel.name}, cooperative)")
+        return
     (result,) = d.cuLaunchKernel(kernel.function, gx, gy, gz, bx, by, bz, dynamic, stream, 0, extra)
     if result:
         raise_for(d, result, f"cuLaunchKernel({kernel.name})")
+
+
+def _cooperative_config(d: Any, size: KernelLaunchSizeArgs, stream: Any) -> Any:
+    """A ``CUlaunchConfig`` of ``size``'s grid on ``stream`` with the cooperative attribute."""
+    config = d.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = size.num_groups
+    config.blockDimX, config.blockDimY, config.blockDimZ = size.group_size
+    config.sharedMemBytes = size.dyn_shared_memory
+    config.hStream = stream
+    attribute = d.CUlaunchAttribute()
+    attribute.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+    attribute.value.cooperative = 1
+    config.attrs = [attribute]
+    config.numAttrs = 1
+    return config

@@ -133,6 +133,21 @@ class CudaImage:
             found = self.kernels[name] = CudaKernel(device, function, name)
             return found
 
+    def kernel_names(self, device: CudaDevice) -> list[str]:
+        """The module's kernels (``cuModuleGetFunctionCount``, ``cuModuleEnumerateFunctions``,
+        ``cuFuncGetName``), the constructor and destructor kernels aside."""
+        d = device.driver
+        device.activate()
+        count = int(check(d, d.cuModuleGetFunctionCount(self.module), "cuModuleGetFunctionCount"))
+        functions = check(d, d.cuModuleEnumerateFunctions(count, self.module), "cuModuleEnumerateFunctions") if count else []
+        names = []
+        for function in functions:
+            name = check(d, d.cuFuncGetName(function), "cuFuncGetName")
+            name = name if isinstance(name, bytes) else bytes(name)
+            if name not in (_CTOR, _DTOR):
+                names.append(name.decode())
+        return names
+
     def global_variable(self, device: CudaDevice, name: str) -> tuple[int, int]:
         d = device.driver
         device.activate()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import mmap
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
+from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
 
 from . import _device_info, _native
+from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
 from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
 
@@ -119,6 +121,31 @@ class HostBackend:
         except OverflowError as exc:  # a dimension's global ids beyond uint32: see _native.c
             raise OffloadError(ErrorCode.INVALID_SIZE, str(exc)) from None
 
+    @hookimpl
+    def max_cooperative_groups(self, device: HostDevice, kernel: int, launch: KernelLaunchSizeArgs) -> int:
+        """One thread per group: at most ``MAX_COOPERATIVE_GROUPS``, whatever the kernel."""
+        return MAX_COOPERATIVE_GROUPS
+
+    @hookimpl
+    def launch_kernel_cooperative(
+        self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
+    ) -> None:
+        """Every group at once on a thread of its own (``_cooperative``); on a queue, in queue order."""
+        if launch.dyn_shared_memory > device.local_memory_limit:
+            raise OffloadError(
+                ErrorCode.OUT_OF_RESOURCES,
+                f"DynSharedMemory {launch.dyn_shared_memory} exceeds the host's local memory limit "
+                f"{device.local_memory_limit}",
+            )
+        if kernel_params_of.get(kernel) is None:
+            args = _padded(args)
+        if queue is None:
+            run_cooperative(kernel, args, launch)
+            return
+        copied = None if args is None else bytes(args)  # the caller may reuse its buffer at once
+        if queue.call(functools.partial(run_cooperative, kernel, copied, launch)):
+            queue.start_worker()
+
     # --- memory ------------------------------------------------------------------------------
 
     @hookimpl
@@ -129,6 +156,29 @@ class HostBackend:
         with device.lock:
             device.allocations[address] = size
         return address
+
+    @hookimpl
+    def mem_alloc_aligned(self, device: HostDevice, alloc_type: AllocType, size: int, alignment: int) -> int:
+        """Whole pages are page aligned; a larger alignment maps ``size + alignment`` bytes and
+        unmaps the unaligned head and the tail, so the allocation is still pages of its own."""
+        page = mmap.PAGESIZE
+        if alignment <= page:
+            return self.mem_alloc(device, alloc_type, size)
+        span = _round_up(size, page) + alignment
+        raw = _native.pages_alloc(span)
+        start = _round_up(raw, alignment)
+        end = start + _round_up(size, page)
+        if start > raw:
+            _native.pages_free(raw, start - raw)
+        if raw + span > end:
+            _native.pages_free(end, raw + span - end)
+        with device.lock:
+            device.allocations[start] = size
+        return start
+
+    @hookimpl
+    def symbol_names(self, device: HostDevice, image: HostImage, kind: SymbolKind) -> list[str]:
+        return image.symbol_names(kind is SymbolKind.KERNEL)
 
     @hookimpl
     def mem_free(self, device: HostDevice, address: int) -> None:
@@ -233,6 +283,10 @@ class HostBackend:
 
 
 PARAM_LIMIT = 4096  # argument bytes an undeclared kernel may read: a shorter buffer is zero-padded
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
 
 
 def _padded(args: Any) -> Any:

@@ -252,6 +252,9 @@ def _declared_params(elf: ElfImage, kernel: str) -> tuple[KernelParam, ...] | No
 # --- loaded images ------------------------------------------------------------------------------
 
 
+_LOADER_FUNCTIONS = frozenset({"_init", "_fini"})
+
+
 class HostImage:
     """One dlopen'd program. ``unload`` runs its destructors (dlclose) and closes the copy."""
 
@@ -290,6 +293,15 @@ class HostImage:
             kernel_params_of[address] = _declared_params(self.elf, name)
             self.kernels.append(address)
         return address
+
+    def symbol_names(self, kernels: bool) -> list[str]:
+        """The kernels (functions the image defines and exports, its ``_init`` / ``_fini`` aside) or
+        global variables (data objects, the ``OFFLOAD_KERNEL_PARAMS`` declarations aside), by name."""
+        if kernels:
+            return sorted(n for n, s in self.elf.symbols.items() if s.type == STT_FUNC and n not in _LOADER_FUNCTIONS)
+        return sorted(
+            n for n, s in self.elf.symbols.items() if s.type in (STT_OBJECT, STT_COMMON) and not n.startswith(_PARAMS_PREFIX)
+        )
 
     def global_variable(self, name: str) -> tuple[int, int]:
         """(address, size) of the data object ``name`` that this image itself defines."""

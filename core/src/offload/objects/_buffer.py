@@ -6,8 +6,8 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._flat_api import olMemAlloc, olMemFill, olMemFree, olMemcpy
-from .._enums import AllocType, ErrorCode, PlatformBackend
+from .._flat_api import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemFill, olMemFree, olMemPrefetch, olMemcpy
+from .._enums import AllocType, ErrorCode, MemMigrationFlag, PlatformBackend
 from .._errors import OffloadError
 from .._sessions import session_cell
 from . import _dlpack, _session
@@ -89,7 +89,8 @@ class Buffer:
     exit) does nothing, since shutdown frees every allocation. ``__offload_ptr__`` and ``address``
     are the device address; copies take numpy arrays, any buffer-protocol object, other buffers
     and arrays, synchronously or on a ``Queue``. ``kind`` is an ``AllocType`` or its name
-    (``"device"``, ``"host"``, ``"managed"``).
+    (``"device"``, ``"host"``, ``"managed"``); ``alignment`` (a power of two) asks for an address
+    that is a multiple of it (``olMemAllocAligned``; UNSUPPORTED where the device cannot give it).
 
     While a DLPack export or numpy view of the memory lives, ``close()`` raises (as
     ``mmap.close()`` does with exports); a Buffer of an ended session (the final ``olShutDown``)
@@ -109,12 +110,24 @@ class Buffer:
     _ctx: Session | None  # the session the memory belongs to (None: owned outside offload)
     _readonly: bool
 
-    def __init__(self, size: int, device: Device | str | None = None, kind: AllocType | str = AllocType.DEVICE) -> None:
+    def __init__(
+        self,
+        size: int,
+        device: Device | str | None = None,
+        kind: AllocType | str = AllocType.DEVICE,
+        *,
+        alignment: int | None = None,
+    ) -> None:
         dev = as_device(device)
         alloc_type = as_kind(kind)
         ctx = _session.acquire()
         nbytes = as_size(size, "size")
-        self._address = olMemAlloc(dev.handle, alloc_type, nbytes)
+        if alignment is None:
+            self._address = olMemAlloc(dev.handle, alloc_type, nbytes)
+        elif alloc_type is AllocType.HOST:
+            self._address = olMemAllocAlignedHost(dev.handle, nbytes, alignment)
+        else:
+            self._address = olMemAllocAligned(dev.handle, alloc_type, nbytes, alignment)
         self._size = nbytes
         self._device = dev
         self._kind = alloc_type
@@ -298,6 +311,13 @@ class Buffer:
         olMemFill(None if queue is None else queue.handle, self.writable_address("fill"), data, self._size)
         if queue is not None:
             queue._hold(self)
+
+    def prefetch(self, queue: Queue, *, to_host: bool = False) -> None:
+        """Hint that the memory moves to the queue's device (or, ``to_host``, to the host) in
+        queue order (``olMemPrefetch``; a device without prefetch ignores it)."""
+        flags = MemMigrationFlag.DEVICE_TO_HOST if to_host else MemMigrationFlag.HOST_TO_DEVICE
+        olMemPrefetch(queue._handle, [self.address], [self._size], flags)
+        queue._hold(self)
 
     # --- typed views and DLPack --------------------------------------------------------------
 

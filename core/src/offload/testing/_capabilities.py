@@ -60,6 +60,12 @@ FEATURES: tuple[Feature, ...] = (
     Feature("kernel_params", ("kernel_params",), needs=("programs",)),
     Feature("kernel_launch", ("get_kernel", "launch_kernel"), needs=("programs",)),
     Feature("occupancy", ("get_kernel", "max_group_size"), needs=("programs",)),
+    Feature(
+        "cooperative_launch", ("launch_kernel_cooperative", "max_cooperative_groups"), needs=("kernel_launch",)
+    ),
+    Feature("iterate_symbols", ("symbol_names",), needs=("programs",)),
+    Feature("aligned_alloc", ("mem_alloc_aligned",), needs=("memory",)),
+    Feature("prefetch", ("mem_prefetch",), needs=("memory", "queues")),
 )
 _BY_FLAG = {feature.flag: feature for feature in FEATURES}
 
@@ -109,6 +115,16 @@ class Capabilities:
     kernel_launch: bool | None = None
     #: ``olCalculateOptimalOccupancy`` (``max_group_size``).
     occupancy: bool | None = None
+    #: Cooperative launches (``KernelLaunchPropType.IS_COOPERATIVE``: every group resident, a grid
+    #: barrier synchronises them) and ``olGetKernelMaxCooperativeGroupCount``
+    #: (``launch_kernel_cooperative``, ``max_cooperative_groups``).
+    cooperative_launch: bool | None = None
+    #: ``olIterateSymbols`` (``symbol_names``).
+    iterate_symbols: bool | None = None
+    #: ``olMemAllocAligned`` beyond the alignment ``mem_alloc`` happens to give (``mem_alloc_aligned``).
+    aligned_alloc: bool | None = None
+    #: ``olMemPrefetch`` reaches the device (``mem_prefetch``; without it the hint is ignored).
+    prefetch: bool | None = None
     #: the ``global_dtor`` program exports ``uint32_t *dtor_out`` and its destructor writes 64
     #: ones there, so the suite can observe that ``olDestroyProgram`` ran the destructor.
     dtor_out: bool = False

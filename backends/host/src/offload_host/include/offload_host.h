@@ -50,7 +50,18 @@ typedef struct offload_group {
   offload_dim3_t group_size; /* work-items per group (GroupSize) */
   void *local_mem;           /* dynamic local memory, NULL when local_mem_size is 0 */
   size_t local_mem_size;     /* DynSharedMemory of the launch */
+  /* Cooperative launches only (KernelLaunchPropType.IS_COOPERATIVE), NULL otherwise: returns
+   * once every group of the grid has called it (OFFLOAD_GRID_BARRIER). */
+  void (*grid_barrier)(const struct offload_group *group);
+  void *grid_state; /* the launcher's, for grid_barrier */
 } offload_group_t;
+
+/* A grid-wide barrier, between two OFFLOAD_FOR_EACH_ITEM loops of a kernel launched
+ * cooperatively: every group finishes what it did before it before any group goes on (every
+ * group of a cooperative launch runs at once, on a thread of its own). Outside a cooperative
+ * launch it traps, as a grid sync outside one is undefined on a GPU. */
+#define OFFLOAD_GRID_BARRIER()                                                           \
+  (offload_group_->grid_barrier ? offload_group_->grid_barrier(offload_group_) : __builtin_trap())
 
 typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group);
 

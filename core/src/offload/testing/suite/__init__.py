@@ -20,6 +20,17 @@ from ._copy import TestMemcpy, TestMemcpyGlobal, TestMemFill
 from ._platform import TestPlatformInfo, TestPlatformInfoSize
 from ._program import TestIsValidBinary, TestProgram, TestSymbol, TestSymbolInfo, TestSymbolInfoSize
 from ._queue import TestHostFunction, TestQueue, TestQueueInfo, TestWaitEvents
+from ._context import TestContext, TestContextOwnership
+from ._memory_main import TestMemAllocAligned, TestMemAllocHost, TestMemcpyRect, TestMemIsAccessible, TestMemPrefetch
+from ._api_main import (
+    TestCooperativeLaunch,
+    TestEventFlags,
+    TestIterateCompatibleDevices,
+    TestIteratePlatforms,
+    TestIterateSymbols,
+    TestLaunchPerArgument,
+    TestSymbolName,
+)
 
 __all__ = [
     "TestInit",
@@ -54,4 +65,19 @@ __all__ = [
     "TestKernelParams",
     "TestCapabilities",
     "TestAbsentFeatures",
+    # liboffload main (issue 17)
+    "TestContext",
+    "TestContextOwnership",
+    "TestMemAllocHost",
+    "TestMemAllocAligned",
+    "TestMemPrefetch",
+    "TestMemcpyRect",
+    "TestMemIsAccessible",
+    "TestIteratePlatforms",
+    "TestIterateCompatibleDevices",
+    "TestIterateSymbols",
+    "TestSymbolName",
+    "TestLaunchPerArgument",
+    "TestCooperativeLaunch",
+    "TestEventFlags",
 ]

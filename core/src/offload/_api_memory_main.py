@@ -1,0 +1,137 @@
+"""Memory functions after R1: ``olMemPrefetch`` (liboffload main), and ``olMemcpyRect`` and
+``olMemIsAccessible`` (open upstream, asked for by users)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from ._allocations import touching
+from ._api_common import address_arg, fail, size_arg
+from ._api_memory import olMemcpy
+from ._enums import AllocType, ErrorCode, MemMigrationFlag
+from ._handles import Device, Queue
+from ._ranges import HOST_MAPPINGS, READ, end_of
+from ._runtime import Context
+from ._types import Dimensions, Rect
+
+
+def _migration_flags(flags: Any) -> MemMigrationFlag:
+    if not isinstance(flags, int) and hasattr(type(flags), "__index__"):
+        flags = operator.index(flags)
+    if not isinstance(flags, int) or isinstance(flags, bool) or flags & ~3:
+        raise fail(ErrorCode.INVALID_ENUMERATION, f"olMemPrefetch flags '{flags}' are invalid")
+    return MemMigrationFlag(flags)
+
+
+def olMemPrefetch(ctx: Context, queue: Queue, mems: Sequence[Any] | None, sizes: Sequence[Any] | None, flags: Any) -> None:
+    """Hint that ranges migrate (HOST_TO_DEVICE: to the queue's device; DEVICE_TO_HOST: to the
+    host), in queue order. Every range must lie in one allocation (INVALID_ARGUMENT, INVALID_SIZE);
+    ranges of MANAGED allocations reach the backend's ``mem_prefetch`` (the others have nowhere to
+    migrate); a backend without it ignores the hint, as liboffload does."""
+    flags = _migration_flags(flags)
+    mems, sizes = list(mems or ()), list(sizes or ())
+    if len(mems) != len(sizes):
+        raise fail(ErrorCode.INVALID_SIZE, f"Mems has {len(mems)} item(s) but Sizes has {len(sizes)}")
+    ranges = []
+    for i, (mem, size) in enumerate(zip(mems, sizes)):
+        start, length = address_arg(mem, f"Mems[{i}]"), size_arg(size, f"Sizes[{i}]")
+        end = end_of(start, length, f"Mems[{i}]")
+        allocation = touching(ctx.allocations.snapshot, start, end)
+        if allocation is None:
+            raise fail(ErrorCode.INVALID_ARGUMENT, f"Mems[{i}] {start:#x} is not in an allocation")
+        if end > allocation.end or start < allocation.start:
+            raise fail(ErrorCode.INVALID_SIZE, f"Mems[{i}] range [{start:#x}, {end:#x}) overruns its allocation")
+        if allocation.alloc_type is AllocType.MANAGED:  # only managed memory migrates
+            ranges.append((start, length))
+    device = queue.device
+    backend = device.backend
+    if not ranges or "mem_prefetch" not in backend.implemented:
+        return
+    for start, length in ranges:
+        if length:
+            backend.mem_prefetch(device.native, queue.native, start, length, flags)
+
+
+def olMemIsAccessible(ctx: Context, device: Device, ptr: Any, size: Any) -> bool:
+    """Whether ``device`` can access the whole range: its own allocations, HOST and MANAGED
+    allocations of its platform (a host device: of any platform, and any mapped host memory),
+    its programs' global variables, and host memory registered with it."""
+    start, length = address_arg(ptr, "Ptr"), size_arg(size, "Size")
+    end = end_of(start, length, "Ptr")
+    allocation = touching(ctx.allocations.snapshot, start, end)
+    if allocation is None and not device.is_host:
+        allocation = touching(ctx.globals.snapshot, start, end)
+    if allocation is not None:
+        if start < allocation.start or end > allocation.end:
+            return False
+        owner = allocation.device
+        if owner is device:
+            return True
+        if device.is_host:
+            return allocation.alloc_type is not AllocType.DEVICE or owner.is_host
+        shared = allocation.alloc_type in (AllocType.HOST, AllocType.MANAGED)
+        return shared and owner.platform is device.platform
+    if device.is_host:
+        return HOST_MAPPINGS.check(start, end, READ)
+    with device.lock:
+        return any(base <= start and end <= base + entry[0] for base, entry in device.registered.items())
+
+
+def _rect(ctx: Context, value: Any, name: str) -> Rect:
+    if not isinstance(value, Rect):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"{name} must be an offload.Rect, got {type(value).__name__}")
+    if value.device is None:
+        raise fail(ErrorCode.INVALID_NULL_HANDLE, f"NULL == {name}.Device")
+    if value.device.__class__ is not Device:
+        raise fail(ErrorCode.INVALID_DEVICE, f"{name}.Device must be a Device handle, got {value.device!r}")
+    if value.device._ctx is not ctx:
+        raise fail(ErrorCode.INVALID_DEVICE, f"{name}.Device {value.device!r} is not a device of this session")
+    return value
+
+
+def _origin(rect: Rect, name: str, extent: Dimensions) -> tuple[int, int, int]:
+    """(address of the region's first byte, row pitch, slice pitch) with the pitches checked against the extent."""
+    base = address_arg(rect.ptr, f"{name}.Ptr")
+    try:
+        x, y, z = (size_arg(v, f"{name}.Offset") for v in rect.offset)
+    except (TypeError, ValueError):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"{name}.Offset must be three sizes (bytes, rows, slices)") from None
+    row, slab = size_arg(rect.row_pitch, f"{name}.RowPitch"), size_arg(rect.slice_pitch, f"{name}.SlicePitch")
+    if x + extent.x > row:
+        raise fail(ErrorCode.INVALID_SIZE, f"{name}: offset {x} + {extent.x} bytes per row exceed RowPitch {row}")
+    if extent.z > 1 and (y + extent.y) * row > slab:
+        raise fail(
+            ErrorCode.INVALID_SIZE, f"{name}: {y + extent.y} rows of RowPitch {row} exceed SlicePitch {slab}"
+        )
+    return base + z * slab + y * row + x, row, slab
+
+
+def olMemcpyRect(ctx: Context, queue: Queue | None, dst: Any, src: Any, extent: Any) -> None:
+    """Copy ``extent`` (bytes per row, rows, slices) between two pitched regions, row by row
+    through ``olMemcpy`` (so every row's range is checked as olMemcpy's are, and the copy runs in
+    queue order). An extent with a zero side copies nothing."""
+    dst, src = _rect(ctx, dst, "Dst"), _rect(ctx, src, "Src")
+    try:
+        extent = extent if type(extent) is Dimensions else Dimensions(*(size_arg(v, "Extent") for v in extent))
+    except TypeError:
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"Extent must be Dimensions (bytes, rows, slices), got {extent!r}") from None
+    if not (extent.x and extent.y and extent.z):
+        return
+    dst_origin, dst_row, dst_slab = _origin(dst, "Dst", extent)
+    src_origin, src_row, src_slab = _origin(src, "Src", extent)
+    if dst_row == src_row == extent.x and (extent.z == 1 or (dst_slab == src_slab == extent.x * extent.y)):
+        olMemcpy(ctx, queue, dst_origin, dst.device, src_origin, src.device, extent.x * extent.y * extent.z)
+        return  # both regions contiguous: one copy
+    for z in range(extent.z):
+        for y in range(extent.y):
+            olMemcpy(
+                ctx,
+                queue,
+                dst_origin + z * dst_slab + y * dst_row,
+                dst.device,
+                src_origin + z * src_slab + y * src_row,
+                src.device,
+                extent.x,
+            )

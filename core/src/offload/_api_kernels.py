@@ -145,14 +145,14 @@ def _launch_cooperative(device: Device, native_queue: Any, kernel: Symbol, args:
             f"(backend {backend.name!r} does not implement 'launch_kernel_cooperative')",
         )
     if "max_cooperative_groups" in backend.implemented:
-        limit = int(backend.max_cooperative_groups(device.native, kernel.native, launch))
+        limit = int(backend.max_cooperative_groups(device.native, kernel.native, launch))  # type: ignore[arg-type]  # a kernel: native set
         if launch.total_groups > limit:
             raise fail(
                 ErrorCode.INVALID_SIZE,
                 f"a cooperative launch of {launch.total_groups} groups exceeds the {limit} that {device._describe()} "
                 f"can run at once (olGetKernelMaxCooperativeGroupCount)",
             )
-    backend.launch_kernel_cooperative(device.native, native_queue, kernel.native, args, launch)
+    backend.launch_kernel_cooperative(device.native, native_queue, kernel.native, args, launch)  # type: ignore[arg-type]  # a kernel: native set
 
 
 def olGetKernelMaxCooperativeGroupCount(ctx: Context, device: Device, kernel: Symbol, launch: Any) -> int:
@@ -164,7 +164,7 @@ def olGetKernelMaxCooperativeGroupCount(ctx: Context, device: Device, kernel: Sy
             f"{device._describe()}: cooperative launch not supported "
             f"(backend {device.backend.name!r} does not implement 'max_cooperative_groups')",
         )
-    return int(device.backend.max_cooperative_groups(device.native, kernel.native, launch))
+    return int(device.backend.max_cooperative_groups(device.native, kernel.native, launch))  # type: ignore[arg-type]  # a kernel: native set
 
 
 def _check_launch(queue: Queue | None, device: Device, kernel: Symbol, launch: Any) -> None:

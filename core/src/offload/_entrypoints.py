@@ -219,9 +219,8 @@ def olInit(init_args: Any = None) -> None:
     start = perf_counter_ns()
     _runtime_init(init_args)
     ctx = STATE.ctx
-    tracer = None if ctx is None else ctx.tracer
-    if tracer is not None:  # printed after the call, as liboffload does (PR #167893)
-        tracer.emit(TracedCall(None, (init_args,), None, None, perf_counter_ns() - start, api="olInit", level=ctx.api_level))
+    if ctx is not None and ctx.tracer is not None:  # printed after the call, as liboffload does (PR #167893)
+        ctx.tracer.emit(TracedCall(None, (init_args,), None, None, perf_counter_ns() - start, api="olInit", level=ctx.api_level))
 
 
 def olShutDown() -> None:

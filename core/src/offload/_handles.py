@@ -14,20 +14,20 @@ from ._enums import DeviceInfo, PlatformBackend, SymbolKind
 
 if TYPE_CHECKING:
     from ._registry import BoundBackend
-    from ._runtime import Context
+    from ._runtime import Context as Session
     from ._types import KernelParam
     from .hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 
 
 class _Handle:
     __slots__ = ("_ctx", "__weakref__")
-    _ctx: Context | None
+    _ctx: Session | None
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError(f"{type(self).__name__} handles are made only by the offload API")
 
     @classmethod
-    def _make(cls, ctx: Context, **fields: Any) -> Any:
+    def _make(cls, ctx: Session, **fields: Any) -> Any:
         handle = object.__new__(cls)
         handle._ctx = ctx
         for name, value in fields.items():

@@ -31,7 +31,7 @@ from ._enums import ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 
 if TYPE_CHECKING:
-    from ._enums import AllocType, DeviceInfo
+    from ._enums import AllocType, DeviceInfo, MemMigrationFlag, SymbolKind
     from ._types import KernelLaunchSizeArgs, KernelParam
     from .hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 
@@ -242,6 +242,13 @@ class BoundBackend:
         is_event_complete: Callable[[NativeDevice, NativeEvent], bool]
         sync_event: Callable[[NativeDevice, NativeEvent], None]
         event_elapsed_time: Callable[[NativeDevice, NativeEvent, NativeEvent], float]
+        launch_kernel_cooperative: Callable[
+            [NativeDevice, NativeQueue | None, NativeKernel, bytes | None, KernelLaunchSizeArgs], None
+        ]
+        max_cooperative_groups: Callable[[NativeDevice, NativeKernel, KernelLaunchSizeArgs], int]
+        symbol_names: Callable[[NativeDevice, NativeProgram, SymbolKind], Sequence[str]]
+        mem_alloc_aligned: Callable[[NativeDevice, AllocType, int, int], int]
+        mem_prefetch: Callable[[NativeDevice, NativeQueue, int, int, MemMigrationFlag], None]
 
 
 def _instantiate(backend: Any) -> Any:

@@ -23,6 +23,7 @@ from offload_host import HostBackend
 from helpers import devices
 
 OPTIONAL = sorted(set(HOOK_NAMES) - REQUIRED_HOOKS)
+SOURCE = "OFFLOAD_KERNEL_NO_PARAMS(nothing); OFFLOAD_KERNEL(nothing) {}"
 NAME = "partial"
 A = ol.AllocType
 
@@ -113,6 +114,8 @@ CALLS: dict[str, Callable[[World], Any]] = {
     "is_event_complete": lambda w: ol.olGetEventInfo(w.event(w.queue()), ol.EventInfo.IS_COMPLETE),
     "sync_event": lambda w: ol.olSyncEvent(w.event(w.queue())),
     "event_elapsed_time": lambda w: ol.olGetEventElapsedTime(w.event(q := w.queue()), w.event(q)),
+    "build_target": lambda w: ol.build(SOURCE, w.device),
+    "build_source": lambda w: ol.build(SOURCE, w.device),
 }
 
 

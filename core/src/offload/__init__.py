@@ -16,7 +16,8 @@ layer classes (the flat API has no such handles).
 
 from __future__ import annotations
 
-from . import objects
+from . import build_support, objects
+from ._build import BuiltProgram, add_build_listener, build, clear_build_cache
 from ._enums import (
     AllocType,
     DeviceFpCapabilityFlag,
@@ -41,6 +42,7 @@ from ._runtime import backend_status
 from ._tracing import set_trace_logger
 from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam
 from ._version import __version__ as __version__
+from .build_support import kernel_include_dir
 from .backend_support import raise_kept_errors  # also offload.backend_support.raise_kept_errors
 from .hookspecs import hookimpl
 from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device
@@ -88,6 +90,13 @@ __all__ = [
     "unregister_backend",
     "hookimpl",
     "set_trace_logger",
+    # programs from source
+    "build",
+    "add_build_listener",
+    "clear_build_cache",
+    "BuiltProgram",
+    "kernel_include_dir",
+    "build_support",
     # the object layer (offload.objects holds the rest)
     "objects",
     "devices",

@@ -219,6 +219,8 @@ class BoundBackend:
         is_valid_binary: Callable[[NativeDevice, bytes], bool]
         load_binary: Callable[[NativeDevice, bytes], NativeProgram]
         unload_binary: Callable[[NativeDevice, NativeProgram], None]
+        build_target: Callable[[NativeDevice], str]
+        build_source: Callable[[NativeDevice, str, Sequence[str]], bytes]
         get_kernel: Callable[[NativeDevice, NativeProgram, str], NativeKernel]
         get_global: Callable[[NativeDevice, NativeProgram, str], tuple[int, int]]
         kernel_params: Callable[[NativeDevice, NativeKernel], Sequence[KernelParam] | None]

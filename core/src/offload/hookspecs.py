@@ -81,6 +81,8 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
 - programs: ``get_kernel``, ``get_global`` (``programs``), ``is_valid_binary`` (absent: False).
   A backend without programs still implements ``load_binary``, refusing every image with
   ``INVALID_BINARY``, and ``unload_binary``, which is then never called.
+- building from source: ``build_target``, ``build_source`` (``offload.build``; no kit flag: absent,
+  ``offload.build`` answers ``UNSUPPORTED``).
 - launches: ``launch_kernel`` with ``kernel_params`` (``kernel_launch``, ``kernel_params``);
   occupancy: ``max_group_size`` (``occupancy``).
 - ``deinit_device``: absent, the core skips it. ``no_devices_reason``: absent, ``offload backends``
@@ -240,6 +242,30 @@ def launch_kernel(
     the grid's work-items and each dimension's work-items are at most MAX_WORK_GROUP_SIZE(_PER_
     DIMENSION) and MAX_WORK_SIZE(_PER_DIMENSION). A backend may cache what it derives from a
     launch object by its identity while it holds a reference to it.
+    """
+
+
+# --- programs from source (offload.build) ---------------------------------------------------
+
+
+@hookspec
+def build_target(device: NativeDevice) -> str:
+    """What a build for ``device`` depends on besides the source and options, as one string: the
+    architecture (``sm_90``, ``gfx90a:sramecc+:xnack-``, the host's machine) and the toolchain
+    that ``build_source`` would use. ``offload.build`` caches images by (platform, this, source,
+    options), so two devices with the same answer share builds. Cheap; must not compile.
+    """
+
+
+@hookspec
+def build_source(device: NativeDevice, source: str, options: Sequence[str]) -> bytes:
+    """Compile kernel ``source`` with this device's own toolchain into an image that
+    ``load_binary`` accepts for ``device``; ``options`` go to the compiler as given.
+
+    The portable header ``offload_kernel.h`` (``offload.kernel_include_dir()``) must be on the
+    include path. A compiler that is missing is ``HOST_TOOL_NOT_FOUND``; a failed compilation is
+    ``COMPILE_FAILURE`` whose details carry the compiler's log (``offload.build_support``).
+    Optional, with ``build_target`` (absent: ``offload.build`` answers ``UNSUPPORTED``).
     """
 
 

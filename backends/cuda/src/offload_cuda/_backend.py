@@ -17,7 +17,7 @@ from offload.backend_support import ResourcePool
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, hookimpl
 
-from . import _binary, _launch, _memory, _queue
+from . import _binary, _build, _launch, _memory, _queue
 from ._device import CudaDevice
 from ._driver import DriverUnavailable, check, load
 from ._program import CudaImage, CudaKernel
@@ -128,6 +128,14 @@ class CudaBackend:
         return device.device.info()
 
     # --- programs ------------------------------------------------------------------------------
+
+    @hookimpl
+    def build_target(self, device: _DeviceState) -> str:
+        return _build.build_target(device.device)
+
+    @hookimpl
+    def build_source(self, device: _DeviceState, source: str, options: Sequence[str]) -> bytes:
+        return _build.build_source(device.device, source, options)
 
     @hookimpl
     def is_valid_binary(self, device: _DeviceState, data: bytes) -> bool:

@@ -18,4 +18,7 @@ def requirement(name: str, folder: str) -> str:
     return f"{name}=={VERSION}"
 
 
-setup(install_requires=[requirement("offload-core", "../../core"), "cuda-bindings>=13.0,<14"])
+setup(
+    install_requires=[requirement("offload-core", "../../core"), "cuda-bindings>=13.0,<14"],
+    extras_require={"nvrtc": ["nvidia-cuda-nvrtc>=13.0,<14"]},  # offload.build in-process where no toolkit is installed
+)

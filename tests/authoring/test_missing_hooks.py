@@ -116,6 +116,8 @@ CALLS: dict[str, Callable[[World], Any]] = {
     "event_elapsed_time": lambda w: ol.olGetEventElapsedTime(w.event(q := w.queue()), w.event(q)),
     "build_target": lambda w: ol.build(SOURCE, w.device),
     "build_source": lambda w: ol.build(SOURCE, w.device),
+    "foreign_stream_wait": lambda w: ol.foreign_stream_wait(1, w.event(w.queue())),
+    "foreign_stream_sync": lambda w: ol.foreign_stream_sync(w.device, 1),
 }
 
 

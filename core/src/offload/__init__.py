@@ -34,6 +34,7 @@ from ._enums import (
     SymbolKind,
 )
 from ._errors import OffloadError
+from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
 from ._handles import DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
@@ -45,7 +46,19 @@ from ._version import __version__ as __version__
 from .build_support import kernel_include_dir
 from .backend_support import raise_kept_errors  # also offload.backend_support.raise_kept_errors
 from .hookspecs import hookimpl
-from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device
+from .objects import (
+    Array,
+    Buffer,
+    Kernel,
+    as_array,
+    default_device,
+    devices,
+    empty,
+    from_cuda_array_interface,
+    from_dlpack,
+    platforms,
+    to_device,
+)
 
 
 def __dir__() -> list[str]:
@@ -90,6 +103,11 @@ __all__ = [
     "unregister_backend",
     "hookimpl",
     "set_trace_logger",
+    # memory of other libraries
+    "ForeignMemory",
+    "register_foreign_memory",
+    "foreign_stream_wait",
+    "foreign_stream_sync",
     # programs from source
     "build",
     "add_build_listener",
@@ -108,4 +126,6 @@ __all__ = [
     "empty",
     "to_device",
     "from_dlpack",
+    "from_cuda_array_interface",
+    "as_array",
 ]

@@ -221,6 +221,8 @@ class BoundBackend:
         unload_binary: Callable[[NativeDevice, NativeProgram], None]
         build_target: Callable[[NativeDevice], str]
         build_source: Callable[[NativeDevice, str, Sequence[str]], bytes]
+        foreign_stream_wait: Callable[[NativeDevice, int, NativeEvent], None]
+        foreign_stream_sync: Callable[[NativeDevice, int], None]
         get_kernel: Callable[[NativeDevice, NativeProgram, str], NativeKernel]
         get_global: Callable[[NativeDevice, NativeProgram, str], tuple[int, int]]
         kernel_params: Callable[[NativeDevice, NativeKernel], Sequence[KernelParam] | None]

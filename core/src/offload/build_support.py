@@ -61,7 +61,7 @@ def compile_failure(what: str, log: str) -> OffloadError:
 def compile_source(
     source: str,
     suffix: str,
-    argv: Callable[[pathlib.Path, pathlib.Path], Sequence[str]],
+    argv: Callable[[pathlib.Path, pathlib.Path], Sequence[str | os.PathLike[str]]],
     what: str,
     timeout: float = 600,
 ) -> bytes:

@@ -83,6 +83,8 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
   ``INVALID_BINARY``, and ``unload_binary``, which is then never called.
 - building from source: ``build_target``, ``build_source`` (``offload.build``; no kit flag: absent,
   ``offload.build`` answers ``UNSUPPORTED``).
+- other libraries' streams: ``foreign_stream_wait``, ``foreign_stream_sync`` (DLPack and CUDA
+  array interface ordering; no kit flag: absent, the object layer synchronises instead).
 - launches: ``launch_kernel`` with ``kernel_params`` (``kernel_launch``, ``kernel_params``);
   occupancy: ``max_group_size`` (``occupancy``).
 - ``deinit_device``: absent, the core skips it. ``no_devices_reason``: absent, ``offload backends``
@@ -267,6 +269,23 @@ def build_source(device: NativeDevice, source: str, options: Sequence[str]) -> b
     ``COMPILE_FAILURE`` whose details carry the compiler's log (``offload.build_support``).
     Optional, with ``build_target`` (absent: ``offload.build`` answers ``UNSUPPORTED``).
     """
+
+
+# --- other libraries' streams (DLPack, __cuda_array_interface__) ------------------------------
+
+
+@hookspec
+def foreign_stream_wait(device: NativeDevice, stream: int, event: NativeEvent) -> None:
+    """Make the driver stream ``stream`` (a raw handle another library owns, as DLPack's
+    ``__dlpack__(stream=...)`` passes it) wait for ``event`` (of this device) without blocking
+    the host. Optional (absent: ``offload.foreign_stream_wait`` answers ``UNSUPPORTED`` and the
+    object layer synchronises the device's queues instead)."""
+
+
+@hookspec
+def foreign_stream_sync(device: NativeDevice, stream: int) -> None:
+    """Block until everything enqueued so far on the driver stream ``stream`` (another library's,
+    as ``__cuda_array_interface__``'s ``stream`` names it) has finished. Optional."""
 
 
 # --- memory ----------------------------------------------------------------------------------

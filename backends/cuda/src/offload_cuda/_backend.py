@@ -262,6 +262,14 @@ class CudaBackend:
         _queue.wait_event(device.device, queue, event)
 
     @hookimpl
+    def foreign_stream_wait(self, device: _DeviceState, stream: int, event: CudaEvent) -> None:
+        _queue.foreign_stream_wait(device.device, stream, event)
+
+    @hookimpl
+    def foreign_stream_sync(self, device: _DeviceState, stream: int) -> None:
+        _queue.foreign_stream_sync(device.device, stream)
+
+    @hookimpl
     def is_event_complete(self, device: _DeviceState, event: CudaEvent) -> bool:
         return _queue.is_event_complete(device.device, event)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
-from . import _dlpack, _session
+from . import _dlpack, _interop, _session
 from ._discovery import Device, as_device, devices, host_device
 from ._buffer import Buffer, as_kind, as_size, dlpack_device
 
@@ -290,12 +290,28 @@ class Array:
         if device[0] == _dlpack.CPU and stream not in (None, -1):
             raise BufferError(f"host memory takes stream=None, got {stream!r}")
         if stream != -1:
-            _sync_queues_of(self.device)
+            if device[0] in _dlpack.HOST_ACCESSIBLE:  # the consumer may read it from the host
+                _sync_queues_of(self.device)
+            else:  # the consumer's stream waits for the queued work (events), the host does not
+                stream = _interop.consumer_stream(device[0] == _dlpack.CUDA, stream)
+                _interop.order_before(stream, [q for q in list(_live_queues) if q.device == self.device])
         if copy:
             duplicate = empty(self._shape, self._dtype, self.device, self.kind)
             duplicate.copy_from(self if self.is_contiguous else self.to_numpy())
             return duplicate._export(versioned, copied=True)
         return self._export(versioned, copied=False)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA array interface (version 3) of an Array on a CUDA device; the device's queues
+        are synchronised first, so ``stream`` is None. Other devices: AttributeError."""
+        buffer = self._buffer
+        if buffer.device.platform.backend is not PlatformBackend.CUDA:
+            raise AttributeError(f"{self!r} is not on a CUDA device: no __cuda_array_interface__")
+        _sync_queues_of(self.device)
+        strides = None if self._strides == c_strides(self._shape, self.itemsize) else self._strides
+        address = self.address if self.nbytes else buffer.address
+        return _interop.cuda_array_interface(address, self._shape, self._dtype.str, strides, buffer._readonly)
 
     def _export(self, versioned: bool, copied: bool) -> Any:
         code = _DL_CODES.get(self._dtype.kind)
@@ -431,8 +447,8 @@ def from_dlpack(source: Any, device: Device | str | None = None, *, copy: bool |
     else:
         byte_strides = tuple(s * itemsize for s in imported.strides)
     low, high = byte_span(shape, byte_strides, itemsize)
-    holder = Buffer.wrap(
-        imported.address + low, max(high - low, 1), src_device, kind, owner=imported.owner, readonly=imported.read_only
+    holder = _interop.foreign_buffer(
+        imported.address + low, max(high - low, 1), src_device, kind, imported.owner, imported.read_only
     )
     view = Array(holder, shape, dtype, byte_strides, -low)
     target = src_device if device is None else as_device(device)

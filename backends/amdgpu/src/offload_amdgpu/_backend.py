@@ -205,6 +205,14 @@ class AMDGPUBackend:
         _queue.wait_event(device, queue, event)
 
     @hookimpl
+    def foreign_stream_wait(self, device: HipDevice, stream: int, event: HipEvent) -> None:
+        _queue.foreign_stream_wait(device, stream, event)
+
+    @hookimpl
+    def foreign_stream_sync(self, device: HipDevice, stream: int) -> None:
+        _queue.foreign_stream_sync(device, stream)
+
+    @hookimpl
     def is_event_complete(self, device: HipDevice, event: HipEvent) -> bool:
         return _queue.is_event_complete(device, event)
 

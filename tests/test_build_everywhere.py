@@ -209,3 +209,37 @@ except offload.OffloadError as error:
     assert failed[0] == "COMPILE_FAILURE" and "undeclared_thing_43" in failed[1] and "clang" in failed[1]
     missing = _child(code, {**simulators, "OFFLOAD_HIP_CLANG": str(tmp_path / "no-clang")})
     assert missing[0] == "HOST_TOOL_NOT_FOUND" and "no-clang" in missing[1]
+
+
+def test_nvrtc_architecture_choice() -> None:
+    from offload_cuda._build import nvrtc_architecture
+
+    import offload
+
+    supported = [75, 80, 86, 90, 100, 120, 121]
+    assert nvrtc_architecture(90, supported) == "sm_90"
+    assert nvrtc_architecture(130, supported) == "compute_121"  # newer than NVRTC: PTX the driver compiles
+    assert nvrtc_architecture(89, supported) == "compute_86"
+    with pytest.raises(offload.OffloadError) as info:
+        nvrtc_architecture(70, supported)
+    assert info.value.code is offload.ErrorCode.UNSUPPORTED and "sm_70" in info.value.details
+
+
+def test_nvrtc_gives_ptx_to_a_device_newer_than_it_knows(simulators: dict[str, str], tmp_path: Path) -> None:
+    env = {**_compiler_env(simulators, "nvrtc"), "GPUSIM_CUDA_SM": "130", "GPUSIM_KERNELS": str(tmp_path / "registry")}
+    result = _child(
+        f"""
+import numpy as np
+(device,) = offload.devices("cuda")
+image = offload.build(open({str(ROOT / "examples" / "kernels" / "saxpy_portable.c")!r}).read(), device)
+x = offload.to_device(np.arange(512, dtype=np.float32), device)
+y = offload.to_device(np.ones(512, dtype=np.float32), device)
+with device.load_program(image) as program, device.queue() as queue:
+    queue.launch(program.kernel("saxpy", "float a, const float *x, float *y, uint64_t n"), 2, 256, 2.0, x, y, 512)
+emit([image[:200].decode(errors="replace"), image.endswith(b"\\0"), bool((y.to_numpy() == 2 * np.arange(512) + 1).all())])
+""",
+        env,
+    )
+    text, terminated, correct = result
+    assert ".target sm_" in text or ".version" in text, text
+    assert terminated and correct

@@ -73,7 +73,10 @@ def install(registry: Path, work: Path) -> Callable[[], None]:
     def on_built(built: offload.BuiltProgram) -> None:
         if built.platform not in ("cuda", "amdgpu"):
             return
-        entry = registry / f"{fnv1a64(built.image):016x}.so"
+        image = built.image
+        if built.platform == "cuda" and not image.startswith((b"\x7fELF", b"\x50\xed\x55\xba")) and b"\0" in image:
+            image = image[: image.index(b"\0")]  # PTX text: the simulator hashes it up to its NUL
+        entry = registry / f"{fnv1a64(image):016x}.so"
         if not entry.exists():
             host_build(built, entry, work)
 

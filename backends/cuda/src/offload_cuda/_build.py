@@ -2,7 +2,9 @@
 cuda.bindings when its library loads (a CUDA toolkit, or the ``nvidia-cuda-nvrtc`` wheel), else
 nvcc (``$OFFLOAD_NVCC``, else ``nvcc`` on PATH, else ``$CUDA_HOME/bin/nvcc``).
 
-- NVRTC: a cubin for the device's compute capability (``--gpu-architecture=sm_XY``);
+- NVRTC: a cubin for the device's compute capability (``--gpu-architecture=sm_XY``); for a device
+  newer than this NVRTC knows, the PTX of the newest architecture it does (``compute_XY``), which
+  the device's driver compiles for itself;
 - nvcc: a fatbin holding that cubin and the PTX of ``compute_XY`` (which a newer device's driver
   compiles for itself).
 
@@ -99,17 +101,35 @@ def _check(nvrtc: Any, returned: Any, call: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def nvrtc_architecture(sm: int, supported: Sequence[int]) -> str:
+    """What NVRTC compiles for a device of ``sm``: ``sm_XY`` when NVRTC supports it, else (a newer
+    device) ``compute_XY`` of the newest supported architecture of the same major, or of any
+    older major (PTX runs on later devices); UNSUPPORTED for a device older than all of them."""
+    if sm in supported:
+        return f"sm_{sm}"
+    older = [arch for arch in supported if arch < sm]
+    if not older:
+        raise OffloadError(ErrorCode.UNSUPPORTED, f"NVRTC supports {sorted(supported)}, nothing for sm_{sm}")
+    return f"compute_{max(older)}"
+
+
 def _with_nvrtc(sm: int, source: str, options: Sequence[str]) -> bytes:
     nvrtc = _nvrtc()[0]
+    arch = nvrtc_architecture(sm, [int(a) for a in _check(nvrtc, nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")])
     program = _check(nvrtc, nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "nvrtcCreateProgram")
     try:
-        opts = [f"--gpu-architecture=sm_{sm}", f"-I{kernel_include_dir()}", *options]
+        opts = [f"--gpu-architecture={arch}", f"-I{kernel_include_dir()}", *options]
         (result,) = nvrtc.nvrtcCompileProgram(program, len(opts), [o.encode() for o in opts])
         if int(result) != _NVRTC_SUCCESS:
             size = _check(nvrtc, nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
             log = b" " * int(size)
             _check(nvrtc, nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
-            raise compile_failure(f"NVRTC for sm_{sm} ({' '.join(opts)})", log.rstrip(b"\0").decode(errors="replace"))
+            raise compile_failure(f"NVRTC for {arch} ({' '.join(opts)})", log.rstrip(b"\0").decode(errors="replace"))
+        if arch.startswith("compute_"):  # PTX text, NUL-terminated as cuModuleLoadData takes it
+            size = _check(nvrtc, nvrtc.nvrtcGetPTXSize(program), "nvrtcGetPTXSize")
+            ptx = b" " * int(size)
+            _check(nvrtc, nvrtc.nvrtcGetPTX(program, ptx), "nvrtcGetPTX")
+            return ptx
         size = _check(nvrtc, nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
         cubin = b" " * int(size)
         _check(nvrtc, nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")

@@ -89,6 +89,9 @@ b = offload.as_array(producer)
 first = a.to_numpy().tolist()
 a.copy_from(np.full(8, 7, dtype=np.int32))          # offload writes the other library's memory
 after = np.frombuffer(read_device(producer.address, 32), np.int32).tolist()
+b.buffer.fill(np.int32(9))                           # a fill of the other library's memory
+filled = np.frombuffer(read_device(producer.address, 32), np.int32).tolist()
+a.copy_from(np.full(8, 7, dtype=np.int32))
 copy = offload.from_cuda_array_interface(producer, copy=True)
 same = copy.address != producer.address and copy.to_numpy().tolist()
 address = producer.address
@@ -108,11 +111,12 @@ for cai in ({"version": 3, "shape": (2,), "typestr": "<f4", "data": (address, Fa
         offload.from_cuda_array_interface(cai)
     except offload.OffloadError as error:
         bad.append(error.code.name)
-print(json.dumps({"first": first, "after": after, "copy": same, "refused": refused, "bad": bad}))
+print(json.dumps({"first": first, "after": after, "filled": filled, "copy": same, "refused": refused, "bad": bad}))
 """
     )
     assert result["first"] == list(range(8))
     assert result["after"] == [7] * 8
+    assert result["filled"] == [9] * 8
     assert result["copy"] == [7] * 8
     assert result["refused"][0] == "INVALID_ARGUMENT" and "not a live allocation" in result["refused"][1], result["refused"]
     assert result["bad"] == ["INVALID_ARGUMENT"] * 3

@@ -1,5 +1,6 @@
-"""Arrays from other libraries' objects: the CUDA array interface (versions 0-3, as Numba, CuPy
-and PyTorch export it) and ``as_array``, which takes whatever protocol an object speaks."""
+"""Arrays from other libraries' objects: DLPack (``from_dlpack``), the CUDA array interface
+(versions 0-3, as Numba, CuPy and PyTorch export it) and ``as_array``, which takes whatever
+protocol an object speaks."""
 
 from __future__ import annotations
 
@@ -8,13 +9,81 @@ from typing import Any
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from .._sessions import foreign_stream_sync
-from . import _session
-from ._array import Array, _numpy, byte_span, c_strides, from_dlpack, to_device
+from . import _dlpack, _session
+from ._array import _NUMPY_KINDS, Array, _numpy, byte_span, c_strides, to_device
 from ._buffer import Buffer
-from ._discovery import Device, as_device, devices
+from ._discovery import Device, as_device, devices, host_device
 from ._interop import foreign_buffer
 
-__all__ = ["as_array", "from_cuda_array_interface"]
+__all__ = ["as_array", "from_cuda_array_interface", "from_dlpack"]
+
+
+def _device_for(device_type: int, device_id: int) -> tuple[Device, AllocType]:
+    """The offload device and memory kind of a DLPack device."""
+    backends = {
+        _dlpack.CUDA: (PlatformBackend.CUDA, AllocType.DEVICE),
+        _dlpack.CUDA_HOST: (PlatformBackend.CUDA, AllocType.HOST),
+        _dlpack.CUDA_MANAGED: (PlatformBackend.CUDA, AllocType.MANAGED),
+        _dlpack.ROCM: (PlatformBackend.AMDGPU, AllocType.DEVICE),
+        _dlpack.ROCM_HOST: (PlatformBackend.AMDGPU, AllocType.HOST),
+    }
+    if device_type == _dlpack.CPU:
+        return host_device(), AllocType.HOST
+    if device_type in backends:
+        backend, kind = backends[device_type]
+        found = devices(backend=backend)
+        index = 0 if kind is AllocType.HOST else device_id
+        if index < len(found):
+            return found[index], kind
+        if device_type in _dlpack.HOST_ACCESSIBLE:
+            return host_device(), AllocType.HOST
+        raise BufferError(f"no {backend.name} device {device_id} for DLPack device type {device_type}")
+    raise BufferError(f"DLPack device type {device_type} has no offload backend")
+
+
+def from_dlpack(source: Any, device: Device | str | None = None, *, copy: bool | None = None) -> Array:
+    """An Array over a DLPack producer's memory (numpy, CuPy, torch, another offload Array, ...).
+
+    Zero-copy unless ``copy=True`` or ``device`` names another device than the producer's
+    (``copy=False`` then raises ``BufferError``). A producer's read-only flag is kept: the
+    zero-copy Array refuses writes (``Buffer.readonly``); a copy is writable. numpy arrays and other buffer-protocol
+    objects that lack ``__dlpack__`` are taken through ``numpy.asarray``.
+    """
+    np = _numpy()
+    _session.acquire()
+    if not hasattr(source, "__dlpack__") and type(source).__name__ != "PyCapsule":
+        source = np.asarray(source)
+    imported = _dlpack.consume(source)
+    if imported.lanes != 1:
+        raise BufferError(f"DLPack tensors with {imported.lanes} lanes are not supported")
+    if imported.code == _dlpack.BOOL and imported.bits == 8:
+        dtype = np.dtype(bool)
+    elif imported.code in _NUMPY_KINDS:
+        dtype = np.dtype(f"{_NUMPY_KINDS[imported.code]}{imported.bits}")
+    else:
+        raise BufferError(f"DLPack dtype code {imported.code} ({imported.bits} bits) has no numpy equivalent")
+    src_device, kind = _device_for(imported.device_type, imported.device_id)
+    shape = imported.shape
+    itemsize = dtype.itemsize
+    if imported.strides is None:
+        byte_strides = c_strides(shape, itemsize)
+    else:
+        byte_strides = tuple(s * itemsize for s in imported.strides)
+    low, high = byte_span(shape, byte_strides, itemsize)
+    holder = foreign_buffer(
+        imported.address + low, max(high - low, 1), src_device, kind, imported.owner, imported.read_only
+    )
+    view = Array(holder, shape, dtype, byte_strides, -low)
+    target = src_device if device is None else as_device(device)
+    if target == src_device and not copy:
+        return view
+    if copy is False:
+        raise BufferError(f"taking {view!r} to {target.id} needs a copy (copy=False)")
+    if not view.is_contiguous:
+        if not holder.host_accessible:
+            raise BufferError("a strided tensor in device memory cannot be copied; make it contiguous first")
+        return to_device(np.from_dlpack(view), target)
+    return to_device(view, target)
 
 
 def _bad(what: str) -> OffloadError:

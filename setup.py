@@ -3,12 +3,14 @@ arrays, the examples and the README need it; offload-core itself stays numpy-fre
 GPU backend (``offload[cuda]``, ``offload[amdgpu]``). It holds no code, only requirements.
 
 The version is ``VERSION`` (a link to ``core/src/offload/VERSION``, the one place). From a checkout
-each requirement is the folder itself (``offload-core @ file:///…/core``), so ``pip install .``
-installs everything from the checkout; an sdist, or a build with ``OFFLOAD_PIN_REQUIREMENTS=1``
-(``scripts/wheelhouse.sh``), pins ``==VERSION`` for an index or a wheelhouse instead.
+each requirement is the folder itself (``offload-core @ file:///…/core``) while pip installs it, so ``pip install .``
+installs everything from the checkout; an sdist, a wheel of another front end (``python -m build``)
+or ``OFFLOAD_PIN_REQUIREMENTS=1`` (``scripts/wheelhouse.sh``) pins ``==VERSION`` for an index or a
+wheelhouse instead.
 """
 
 import os
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -18,9 +20,20 @@ VERSION = (HERE / "VERSION").read_text().strip()
 GPU_BACKENDS = ("cuda", "amdgpu")  # extras named even before their backend folder lands
 
 
+
+def _checkout_install() -> bool:
+    """Whether pip is installing this folder of a checkout (pip sets ``PIP_BUILD_TRACKER``, older pips
+    ``PIP_REQ_TRACKER``, while it builds): only then are our other distributions required as file
+    URLs of their folders. An sdist, any other front end (``python -m build``, whose wheels are
+    built from the sdist or pinned the same) and ``OFFLOAD_PIN_REQUIREMENTS=1`` pin ``==VERSION``,
+    so nothing meant for an index carries a file URL."""
+    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") == "1" or "sdist" in sys.argv:
+        return False
+    return "PIP_BUILD_TRACKER" in os.environ or "PIP_REQ_TRACKER" in os.environ
+
 def requirement(name: str, folder: str) -> str:
     path = HERE / folder
-    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") != "1" and (path / "pyproject.toml").is_file():
+    if _checkout_install() and (path / "pyproject.toml").is_file():
         return f"{name} @ {path.resolve().as_uri()}"
     return f"{name}=={VERSION}"
 

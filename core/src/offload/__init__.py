@@ -16,7 +16,8 @@ layer classes (the flat API has no such handles).
 
 from __future__ import annotations
 
-from . import objects
+from . import build_support, objects
+from ._build import BuiltProgram, add_build_listener, build, clear_build_cache
 from ._enums import (
     API_LEVELS,
     AllocType,
@@ -39,6 +40,7 @@ from ._enums import (
     c_constants,
 )
 from ._errors import OffloadError
+from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
 from ._handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
@@ -47,9 +49,22 @@ from ._runtime import backend_status
 from ._tracing import set_trace_logger
 from ._types import Dimensions, InitArgs, KernelLaunchSizeArgs, KernelParam, Rect
 from ._version import __version__ as __version__
+from .build_support import kernel_include_dir
 from .backend_support import raise_kept_errors  # also offload.backend_support.raise_kept_errors
 from .hookspecs import hookimpl
-from .objects import Array, Buffer, Kernel, default_device, devices, empty, from_dlpack, platforms, to_device
+from .objects import (
+    Array,
+    Buffer,
+    Kernel,
+    as_array,
+    default_device,
+    devices,
+    empty,
+    from_cuda_array_interface,
+    from_dlpack,
+    platforms,
+    to_device,
+)
 
 
 def __dir__() -> list[str]:
@@ -103,6 +118,18 @@ __all__ = [
     "unregister_backend",
     "hookimpl",
     "set_trace_logger",
+    # memory of other libraries
+    "ForeignMemory",
+    "register_foreign_memory",
+    "foreign_stream_wait",
+    "foreign_stream_sync",
+    # programs from source
+    "build",
+    "add_build_listener",
+    "clear_build_cache",
+    "BuiltProgram",
+    "kernel_include_dir",
+    "build_support",
     # the object layer (offload.objects holds the rest)
     "objects",
     "devices",
@@ -114,4 +141,6 @@ __all__ = [
     "empty",
     "to_device",
     "from_dlpack",
+    "from_cuda_array_interface",
+    "as_array",
 ]

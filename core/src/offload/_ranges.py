@@ -219,7 +219,10 @@ def check_copy(ctx: Context, dst: int, dst_end: int, dst_device: Device, src: in
 
 
 def _describe(allocation: Allocation) -> str:
-    what = "global variable" if allocation.alloc_type is None else f"{allocation.alloc_type.name} allocation"
+    if allocation.alloc_type is not None:
+        what = f"{allocation.alloc_type.name} allocation"
+    else:
+        what = "foreign memory" if getattr(allocation.owner, "foreign", False) else "global variable"
     return f"the {what} [{allocation.start:#x}, {allocation.end:#x}) of {allocation.device._describe()}"
 
 

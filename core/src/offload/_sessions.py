@@ -11,6 +11,10 @@ layer's to read:
 - the parameters a kernel's backend reported (``kernel_parameters``), which the core asked once
   at ``olGetSymbol``, and the backend a handle belongs to (``backend_name``), to name it in errors.
 
+Memory and streams of other libraries (DLPack, ``__cuda_array_interface__``) go through the doors
+of ``_foreign``, re-exported here for the layer: ``register_foreign_memory`` (an import's device
+range, copyable for its lifetime), ``foreign_stream_wait`` and ``foreign_stream_sync``.
+
 A ``Session`` is opaque: compare sessions with ``is`` only; holding one keeps nothing alive and
 says nothing about whether it is still current. Handles keep their read-only descriptive fields
 (``Device.platform``, ``.index``, ``.is_host``; ``Platform.name``, ``.kind``, ``.devices``;
@@ -21,9 +25,15 @@ from __future__ import annotations
 
 from typing import Protocol, TypeAlias
 
+from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._runtime import STATE, Context
 from ._types import KernelParam
+
+__all__ = [
+    "ForeignMemory", "Session", "backend_name", "current_session", "foreign_stream_sync", "foreign_stream_wait",
+    "kernel_parameters", "register_foreign_memory", "session_cell", "session_of",
+]  # fmt: skip
 
 Session: TypeAlias = Context
 """One ``olInit`` ... final ``olShutDown`` session (opaque: compare with ``is``)."""

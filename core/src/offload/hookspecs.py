@@ -81,6 +81,10 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
 - programs: ``get_kernel``, ``get_global`` (``programs``), ``is_valid_binary`` (absent: False).
   A backend without programs still implements ``load_binary``, refusing every image with
   ``INVALID_BINARY``, and ``unload_binary``, which is then never called.
+- building from source: ``build_target``, ``build_source`` (``offload.build``; no kit flag: absent,
+  ``offload.build`` answers ``UNSUPPORTED``).
+- other libraries' streams: ``foreign_stream_wait``, ``foreign_stream_sync`` (DLPack and CUDA
+  array interface ordering; no kit flag: absent, the object layer synchronises instead).
 - launches: ``launch_kernel`` with ``kernel_params`` (``kernel_launch``, ``kernel_params``);
   occupancy: ``max_group_size`` (``occupancy``); cooperative launches: ``launch_kernel_cooperative``
   with ``max_cooperative_groups`` (``cooperative_launch``).
@@ -266,6 +270,45 @@ def max_cooperative_groups(device: NativeDevice, kernel: NativeKernel, launch: K
 @hookspec
 def symbol_names(device: NativeDevice, image: NativeProgram, kind: SymbolKind) -> Sequence[str]:
     """The names of the kernels (``SymbolKind.KERNEL``) or global variables of ``image``."""
+# --- programs from source (offload.build) ---------------------------------------------------
+
+
+@hookspec
+def build_target(device: NativeDevice) -> str:
+    """What a build for ``device`` depends on besides the source and options, as one string: the
+    architecture (``sm_90``, ``gfx90a:sramecc+:xnack-``, the host's machine) and the toolchain
+    that ``build_source`` would use. ``offload.build`` caches images by (platform, this, source,
+    options), so two devices with the same answer share builds. Cheap; must not compile.
+    """
+
+
+@hookspec
+def build_source(device: NativeDevice, source: str, options: Sequence[str]) -> bytes:
+    """Compile kernel ``source`` with this device's own toolchain into an image that
+    ``load_binary`` accepts for ``device``; ``options`` go to the compiler as given.
+
+    The portable header ``offload_kernel.h`` (``offload.kernel_include_dir()``) must be on the
+    include path. A compiler that is missing is ``HOST_TOOL_NOT_FOUND``; a failed compilation is
+    ``COMPILE_FAILURE`` whose details carry the compiler's log (``offload.build_support``).
+    Optional, with ``build_target`` (absent: ``offload.build`` answers ``UNSUPPORTED``).
+    """
+
+
+# --- other libraries' streams (DLPack, __cuda_array_interface__) ------------------------------
+
+
+@hookspec
+def foreign_stream_wait(device: NativeDevice, stream: int, event: NativeEvent) -> None:
+    """Make the driver stream ``stream`` (a raw handle another library owns, as DLPack's
+    ``__dlpack__(stream=...)`` passes it) wait for ``event`` (of this device) without blocking
+    the host. Optional (absent: ``offload.foreign_stream_wait`` answers ``UNSUPPORTED`` and the
+    object layer synchronises the device's queues instead)."""
+
+
+@hookspec
+def foreign_stream_sync(device: NativeDevice, stream: int) -> None:
+    """Block until everything enqueued so far on the driver stream ``stream`` (another library's,
+    as ``__cuda_array_interface__``'s ``stream`` names it) has finished. Optional."""
 
 
 # --- memory ----------------------------------------------------------------------------------

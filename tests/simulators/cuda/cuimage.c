@@ -254,18 +254,28 @@ static uint32_t ptx_type_size(const char *t, size_t n) {
   return 0;
 }
 
-/* Parses one declaration "[.align N] .type name[count]" from p; returns the end or NULL. */
+/* Parses one declaration "[.align N] .type name[count]" from p; returns the end or NULL. A kernel
+ * parameter's ".ptr [.space] .align N" attribute (PTX ISA, "Kernel Function Parameter Attributes:
+ * .ptr", as NVRTC writes it) gives the alignment of the memory pointed to, not of the parameter:
+ * an .align after .ptr is skipped. */
 static const char *ptx_declaration(const char *p, const char *end, uint32_t *align, uint32_t *size, const char **name,
                                    size_t *name_len) {
   *align = 0;
   uint32_t elem = 0;
+  int pointer_attribute = 0;
   for (;;) {
     p = skip_space(p, end);
     size_t n = token_len(p, end);
     if (n == 0) return NULL;
+    if (n == 4 && memcmp(p, ".ptr", 4) == 0) {
+      pointer_attribute = 1;
+      p += n;
+      continue;
+    }
     if (n == 6 && memcmp(p, ".align", 6) == 0) {
       p = skip_space(p + n, end);
-      *align = (uint32_t)strtoul(p, (char **)&p, 10);
+      uint32_t value = (uint32_t)strtoul(p, (char **)&p, 10);
+      if (!pointer_attribute) *align = value;
       continue;
     }
     if (p[0] == '.') {

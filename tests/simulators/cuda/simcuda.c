@@ -566,3 +566,13 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, un
   return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
 }
 
+
+/* cuGetExportTable (declared in cuda.h, undocumented): the driver's private tables for NVIDIA's
+ * own libraries. NVRTC asks it of an already loaded libcuda.so.1 (and crashes on a missing
+ * symbol), so the simulator exports it and has no table: CUDA_ERROR_NOT_SUPPORTED. */
+EXPORT CUresult cuGetExportTable(const void **table, const void *table_id) {
+  (void)table_id;
+  if (table == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *table = NULL;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}

@@ -18,7 +18,7 @@ from typing import Any
 
 from offload import AllocType, DeviceInfo, KernelParam, MemMigrationFlag, SymbolKind, hookimpl
 
-from . import _code_object, _cooperative, _device, _launch, _memory, _queue
+from . import _build, _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice
 from ._driver import DriverUnavailable, check, load
 from ._errors import raise_for
@@ -88,6 +88,14 @@ class AMDGPUBackend:
         return _device.probe_info(device)
 
     # --- programs ------------------------------------------------------------------------------
+
+    @hookimpl
+    def build_target(self, device: HipDevice) -> str:
+        return _build.build_target(device)
+
+    @hookimpl
+    def build_source(self, device: HipDevice, source: str, options: Sequence[str]) -> bytes:
+        return _build.build_source(device, source, options)
 
     @hookimpl
     def is_valid_binary(self, device: HipDevice, data: bytes) -> bool:
@@ -214,6 +222,14 @@ class AMDGPUBackend:
     @hookimpl
     def wait_event(self, device: HipDevice, queue: HipQueue, event: HipEvent) -> None:
         _queue.wait_event(device, queue, event)
+
+    @hookimpl
+    def foreign_stream_wait(self, device: HipDevice, stream: int, event: HipEvent) -> None:
+        _queue.foreign_stream_wait(device, stream, event)
+
+    @hookimpl
+    def foreign_stream_sync(self, device: HipDevice, stream: int) -> None:
+        _queue.foreign_stream_sync(device, stream)
 
     @hookimpl
     def is_event_complete(self, device: HipDevice, event: HipEvent) -> bool:

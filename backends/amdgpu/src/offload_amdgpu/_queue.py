@@ -146,6 +146,18 @@ def wait_event(device: HipDevice, queue: HipQueue, event: HipEvent) -> None:
     check(device.hip, device.hip.hipStreamWaitEvent(queue.stream, event.handle, 0), "hipStreamWaitEvent")
 
 
+def foreign_stream_wait(device: HipDevice, stream: int, event: HipEvent) -> None:
+    """Another library's stream (a raw hipStream_t; 0 is the null stream) waits for ``event``."""
+    hip = device.hip
+    check(hip, hip.hipStreamWaitEvent(hip.hipStream_t.fromObj(stream) if stream else None, event.handle, 0),
+          "hipStreamWaitEvent")  # fmt: skip
+
+
+def foreign_stream_sync(device: HipDevice, stream: int) -> None:
+    hip = device.hip
+    check(hip, hip.hipStreamSynchronize(hip.hipStream_t.fromObj(stream) if stream else None), "hipStreamSynchronize")
+
+
 def is_event_complete(device: HipDevice, event: HipEvent) -> bool:
     hip = device.hip
     status = hip.hipEventQuery(event.handle)[0]

@@ -27,7 +27,7 @@ from offload import (
     hookimpl,
 )
 
-from . import _binary, _launch, _memory, _queue
+from . import _binary, _build, _launch, _memory, _queue
 from ._device import CudaDevice
 from ._driver import DriverUnavailable, check, load
 from ._program import CudaImage, CudaKernel
@@ -138,6 +138,14 @@ class CudaBackend:
         return device.device.info()
 
     # --- programs ------------------------------------------------------------------------------
+
+    @hookimpl
+    def build_target(self, device: _DeviceState) -> str:
+        return _build.build_target(device.device)
+
+    @hookimpl
+    def build_source(self, device: _DeviceState, source: str, options: Sequence[str]) -> bytes:
+        return _build.build_source(device.device, source, options)
 
     @hookimpl
     def is_valid_binary(self, device: _DeviceState, data: bytes) -> bool:
@@ -310,6 +318,14 @@ class CudaBackend:
     @hookimpl
     def wait_event(self, device: _DeviceState, queue: CudaQueue, event: CudaEvent) -> None:
         _queue.wait_event(device.device, queue, event)
+
+    @hookimpl
+    def foreign_stream_wait(self, device: _DeviceState, stream: int, event: CudaEvent) -> None:
+        _queue.foreign_stream_wait(device.device, stream, event)
+
+    @hookimpl
+    def foreign_stream_sync(self, device: _DeviceState, stream: int) -> None:
+        _queue.foreign_stream_sync(device.device, stream)
 
     @hookimpl
     def is_event_complete(self, device: _DeviceState, event: CudaEvent) -> bool:

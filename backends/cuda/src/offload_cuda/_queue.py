@@ -143,6 +143,20 @@ def wait_event(device: CudaDevice, queue: CudaQueue, event: CudaEvent) -> None:
     check(d, d.cuStreamWaitEvent(queue.stream, event.handle, 0), "cuStreamWaitEvent")
 
 
+def foreign_stream_wait(device: CudaDevice, stream: int, event: CudaEvent) -> None:
+    """Another library's stream (a raw CUstream; 1 and 2 are the legacy and per-thread default
+    streams) waits for ``event``."""
+    d = device.driver
+    device.activate()
+    check(d, d.cuStreamWaitEvent(d.CUstream(stream), event.handle, 0), "cuStreamWaitEvent")
+
+
+def foreign_stream_sync(device: CudaDevice, stream: int) -> None:
+    d = device.driver
+    device.activate()
+    check(d, d.cuStreamSynchronize(d.CUstream(stream)), "cuStreamSynchronize")
+
+
 def is_event_complete(device: CudaDevice, event: CudaEvent) -> bool:
     d = device.driver
     device.activate()

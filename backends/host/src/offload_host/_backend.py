@@ -6,16 +6,19 @@ import ctypes
 import functools
 import mmap
 import os
+import platform
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
+from offload.build_support import kernel_include_dir
 
 from . import _device_info, _native
 from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
 from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
+from .build import build_program
 
 _launch = _native.launch
 _copy_on = _native.copy_on
@@ -70,6 +73,16 @@ class HostBackend:
         return _device_info.probe()
 
     # --- programs ----------------------------------------------------------------------------
+
+    @hookimpl
+    def build_target(self, device: HostDevice) -> str:
+        """The machine and the C compiler command (build_program keys its own cache finer)."""
+        return f"{platform.machine()} {os.environ.get('CC') or 'cc'}"
+
+    @hookimpl
+    def build_source(self, device: HostDevice, source: str, options: Sequence[str]) -> bytes:
+        """C source through ``build_program`` (the system compiler), ``offload_kernel.h`` on the path."""
+        return build_program(source, cflags=[f"-I{kernel_include_dir()}", *options])
 
     @hookimpl
     def is_valid_binary(self, device: HostDevice, data: bytes) -> bool:

@@ -10,6 +10,8 @@
     kernel, bytes copied per direction, idle gaps per queue (and per rank, for a merged file).
 ``offload trace merge FILE... -o OUT``
     One timeline for a job from its ranks' files, clocks aligned, one process group per rank.
+``offload trace plot FILE -o PNG``
+    A picture of a timeline: API calls per thread, device work per queue (needs matplotlib).
 ``offload --version``
     The versions of offload-core and of every installed backend distribution.
 ``offload selfcheck [--json] [--platform NAME] [--size N]``
@@ -57,6 +59,7 @@ from ._new_backend import add_parser as _add_new_backend
 from ._selfcheck import cmd_selfcheck, saxpy_expected
 from ._trace import cmd_trace
 from ._trace_merge import cmd_merge
+from ._trace_plot import cmd_plot
 
 __all__ = ["main", "build_parser", "PropertyError", "format_value", "json_value", "saxpy_expected"]
 
@@ -106,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     selfcheck.set_defaults(run=cmd_selfcheck)
 
     trace = commands.add_parser(
-        "trace", help="summarise a timeline file written by OFFLOAD_TRACE=perfetto ('trace merge FILE... -o OUT' merges ranks' files)"
+        "trace", help="summarise a timeline file written by OFFLOAD_TRACE=perfetto ('trace merge FILE... -o OUT' merges ranks' files, "
+        "'trace plot FILE -o PNG' draws it)"
     )
     trace.add_argument("file", metavar="FILE", help="the Chrome trace-event JSON file")
     trace.add_argument("--json", action="store_true", help="print a JSON document")
@@ -121,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:2] == ["trace", "merge"]:  # a subcommand of trace, whose first word is otherwise a FILE
         return cmd_merge(words[2:], sys.stdout)
+    if words[:2] == ["trace", "plot"]:
+        return cmd_plot(words[2:], sys.stdout)
     parser = build_parser()
     try:
         args = parser.parse_args(words)

@@ -15,8 +15,9 @@ is False while ``isinstance(dev.queue().handle, offload.QueueHandle)`` is True.
 
 from __future__ import annotations
 
-from ._array import Array, empty, from_dlpack, to_device
+from ._array import Array, empty, to_device
 from ._buffer import Buffer
+from ._cai import as_array, from_cuda_array_interface, from_dlpack
 from ._discovery import Device, InfoMapping, Platform, default_device, devices, platforms
 from ._makers import register
 from ._mpi import host_staging, mpi_buffer
@@ -32,6 +33,8 @@ del _public
 __all__ = [
     "Array",
     "Buffer",
+    "as_array",
+    "from_cuda_array_interface",
     "Device",
     "Event",
     "InfoMapping",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
-from . import _dlpack, _session
+from . import _dlpack, _interop, _session
 from ._discovery import Device, as_device, devices, host_device
 from ._buffer import Buffer, as_kind, as_size, dlpack_device
 
@@ -290,12 +290,28 @@ class Array:
         if device[0] == _dlpack.CPU and stream not in (None, -1):
             raise BufferError(f"host memory takes stream=None, got {stream!r}")
         if stream != -1:
-            _sync_queues_of(self.device)
+            if device[0] in _dlpack.HOST_ACCESSIBLE:  # the consumer may read it from the host
+                _sync_queues_of(self.device)
+            else:  # the consumer's stream waits for the queued work (events), the host does not
+                stream = _interop.consumer_stream(device[0] == _dlpack.CUDA, stream)
+                _interop.order_before(stream, [q for q in list(_live_queues) if q.device == self.device])
         if copy:
             duplicate = empty(self._shape, self._dtype, self.device, self.kind)
             duplicate.copy_from(self if self.is_contiguous else self.to_numpy())
             return duplicate._export(versioned, copied=True)
         return self._export(versioned, copied=False)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA array interface (version 3) of an Array on a CUDA device; the device's queues
+        are synchronised first, so ``stream`` is None. Other devices: AttributeError."""
+        buffer = self._buffer
+        if buffer.device.platform.backend is not PlatformBackend.CUDA:
+            raise AttributeError(f"{self!r} is not on a CUDA device: no __cuda_array_interface__")
+        _sync_queues_of(self.device)
+        strides = None if self._strides == c_strides(self._shape, self.itemsize) else self._strides
+        address = self.address if self.nbytes else buffer.address
+        return _interop.cuda_array_interface(address, self._shape, self._dtype.str, strides, buffer._readonly)
 
     def _export(self, versioned: bool, copied: bool) -> Any:
         code = _DL_CODES.get(self._dtype.kind)
@@ -377,71 +393,3 @@ def to_device(
     out = empty(host.shape, host.dtype, device, kind)
     out.copy_from(host, queue=queue)
     return out
-
-
-def _device_for(device_type: int, device_id: int) -> tuple[Device, AllocType]:
-    """The offload device and memory kind of a DLPack device."""
-    backends = {
-        _dlpack.CUDA: (PlatformBackend.CUDA, AllocType.DEVICE),
-        _dlpack.CUDA_HOST: (PlatformBackend.CUDA, AllocType.HOST),
-        _dlpack.CUDA_MANAGED: (PlatformBackend.CUDA, AllocType.MANAGED),
-        _dlpack.ROCM: (PlatformBackend.AMDGPU, AllocType.DEVICE),
-        _dlpack.ROCM_HOST: (PlatformBackend.AMDGPU, AllocType.HOST),
-    }
-    if device_type == _dlpack.CPU:
-        return host_device(), AllocType.HOST
-    if device_type in backends:
-        backend, kind = backends[device_type]
-        found = devices(backend=backend)
-        index = 0 if kind is AllocType.HOST else device_id
-        if index < len(found):
-            return found[index], kind
-        if device_type in _dlpack.HOST_ACCESSIBLE:
-            return host_device(), AllocType.HOST
-        raise BufferError(f"no {backend.name} device {device_id} for DLPack device type {device_type}")
-    raise BufferError(f"DLPack device type {device_type} has no offload backend")
-
-
-def from_dlpack(source: Any, device: Device | str | None = None, *, copy: bool | None = None) -> Array:
-    """An Array over a DLPack producer's memory (numpy, CuPy, torch, another offload Array, ...).
-
-    Zero-copy unless ``copy=True`` or ``device`` names another device than the producer's
-    (``copy=False`` then raises ``BufferError``). A producer's read-only flag is kept: the
-    zero-copy Array refuses writes (``Buffer.readonly``); a copy is writable. numpy arrays and other buffer-protocol
-    objects that lack ``__dlpack__`` are taken through ``numpy.asarray``.
-    """
-    np = _numpy()
-    _session.acquire()
-    if not hasattr(source, "__dlpack__") and type(source).__name__ != "PyCapsule":
-        source = np.asarray(source)
-    imported = _dlpack.consume(source)
-    if imported.lanes != 1:
-        raise BufferError(f"DLPack tensors with {imported.lanes} lanes are not supported")
-    if imported.code == _dlpack.BOOL and imported.bits == 8:
-        dtype = np.dtype(bool)
-    elif imported.code in _NUMPY_KINDS:
-        dtype = np.dtype(f"{_NUMPY_KINDS[imported.code]}{imported.bits}")
-    else:
-        raise BufferError(f"DLPack dtype code {imported.code} ({imported.bits} bits) has no numpy equivalent")
-    src_device, kind = _device_for(imported.device_type, imported.device_id)
-    shape = imported.shape
-    itemsize = dtype.itemsize
-    if imported.strides is None:
-        byte_strides = c_strides(shape, itemsize)
-    else:
-        byte_strides = tuple(s * itemsize for s in imported.strides)
-    low, high = byte_span(shape, byte_strides, itemsize)
-    holder = Buffer.wrap(
-        imported.address + low, max(high - low, 1), src_device, kind, owner=imported.owner, readonly=imported.read_only
-    )
-    view = Array(holder, shape, dtype, byte_strides, -low)
-    target = src_device if device is None else as_device(device)
-    if target == src_device and not copy:
-        return view
-    if copy is False:
-        raise BufferError(f"taking {view!r} to {target.id} needs a copy (copy=False)")
-    if not view.is_contiguous:
-        if not holder.host_accessible:
-            raise BufferError("a strided tensor in device memory cannot be copied; make it contiguous first")
-        return to_device(np.from_dlpack(view), target)
-    return to_device(view, target)

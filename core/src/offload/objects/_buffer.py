@@ -308,7 +308,14 @@ class Buffer:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"
             ) from None
-        olMemFill(None if queue is None else queue.handle, self.writable_address("fill"), data, self._size)
+        address = self.writable_address("fill")
+        if queue is None and self._finalizer is None and not self._device.is_host:
+            # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
+            # cannot tell its device, so the fill goes through a queue of this Buffer's device
+            with MAKERS.queue(self._device) as own:
+                olMemFill(own.handle, address, data, self._size)
+            return
+        olMemFill(None if queue is None else queue.handle, address, data, self._size)
         if queue is not None:
             queue._hold(self)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .. import _ranks
+from .._build import build
 from .._flat_api import Device as DeviceHandle
 from .._flat_api import Platform as PlatformHandle
 from .._flat_api import olGetDeviceInfo, olGetPlatformInfo
@@ -218,6 +219,11 @@ class Device:
     def load_program(self, image: bytes | bytearray | memoryview | str | PathLike[str]) -> Program:
         """Load a program image (bytes, or a path to a file holding it) on this device."""
         return MAKERS.program(self, image)
+
+    def build_program(self, source: str, options: Sequence[str] = ()) -> Program:
+        """Compile kernel ``source`` for this device (``offload.build``: its backend's toolchain,
+        cached) and load it."""
+        return MAKERS.program(self, build(source, self._handle, options))
 
     def __repr__(self) -> str:
         return f"<offload.objects.Device {self.id} {self.name!r}>"

@@ -18,6 +18,7 @@ from .._flat_api import (
     olGetSymbol,
     olLaunchKernel,
 )
+from .._build import build
 from .._enums import AllocType, ErrorCode, SymbolKind
 from .._errors import OffloadError
 from .._sessions import session_of
@@ -75,6 +76,12 @@ class Program(_session.HandleOwner[ProgramHandle]):
         self._ctx = ctx
         self._globals: weakref.WeakSet[Buffer] = weakref.WeakSet()
         self._own(handle, _unload, ctx, handle)
+
+    @classmethod
+    def from_source(cls, device: Device | str | None, source: str, options: Sequence[str] = ()) -> Program:
+        """Compile ``source`` for ``device`` with its backend's toolchain (``offload.build``) and load it."""
+        dev = as_device(device)
+        return cls(dev, build(source, dev.handle, options))
 
     @property
     def device(self) -> Device:

@@ -52,7 +52,8 @@ def tracks(events: list[dict[str, Any]]) -> tuple[list[tuple[str, list[tuple[flo
     end = 0.0
     for index, e in enumerate(events):
         ph, row = e.get("ph"), (e.get("pid"), e.get("tid"))
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        raw_args = e.get("args")
+        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         if ph == "M":
             if e.get("name") == "process_name":
                 processes[e.get("pid")] = str(args.get("name", e.get("pid")))

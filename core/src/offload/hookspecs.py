@@ -99,7 +99,7 @@ from typing import Any, NewType
 
 import pluggy
 
-from ._enums import AllocType, DeviceInfo
+from ._enums import AllocType, DeviceInfo, PlatformInfo
 from ._types import KernelLaunchSizeArgs, KernelParam
 
 PROJECT = "offload"
@@ -142,8 +142,17 @@ def init() -> Sequence[NativeDevice]:
 
 @hookspec
 def no_devices_reason() -> str | None:
-    """Why ``init`` returned no devices (no driver library, a driver with no GPU, ...), in words
-    for ``offload backends``. Asked once, right after an ``init`` that returned none. Optional."""
+    """Why ``init`` returned no devices (no driver library, a driver with no GPU, ...), or left
+    some out (an OpenCL device without shared virtual memory), in words for ``offload backends``;
+    None when there is nothing to say. Asked once, right after ``init``. Optional."""
+
+
+@hookspec
+def platform_info() -> Mapping[PlatformInfo, str]:
+    """The platform's own VENDOR_NAME and VERSION (``str`` each; the driver's, e.g. OpenCL's
+    CL_PLATFORM_VENDOR and CL_PLATFORM_VERSION), asked once after ``init``. Optional: a property
+    left out reads liboffload's "Unknown platform vendor" / "v0.0.1". NAME (the entry-point name)
+    and BACKEND are the core's."""
 
 
 @hookspec

@@ -19,6 +19,7 @@ def test_every_optional_hook_belongs_to_a_feature() -> None:
         "destroy_event",
         "is_valid_binary",
         "no_devices_reason",
+        "platform_info",
     }
 
 

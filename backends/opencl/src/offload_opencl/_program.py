@@ -110,10 +110,17 @@ class OpenCLKernel:
         self.params = tuple(params)
         self.slots = tuple(slots)
         self.lock = threading.Lock()
+        self._last: tuple[bytes, int] | None = None  # the arguments set by the last launch
 
     def set_args(self, args: Any, dynamic_memory: int) -> None:
-        """Set every argument from the packed buffer ``args`` (caller holds ``lock``)."""
+        """Set every argument from the packed buffer ``args`` (caller holds ``lock``). OpenCL
+        keeps a kernel's arguments until they are set again: the same bytes and dynamic memory
+        as the last launch set nothing."""
         view = memoryview(args).cast("B") if args is not None else memoryview(b"")
+        key = (bytes(view), dynamic_memory)
+        if key == self._last:
+            return
+        self._last = None  # until every argument below is set
         for slot in self.slots:
             if slot.pointer:
                 address = int.from_bytes(view[slot.offset : slot.offset + 8], "little")
@@ -122,6 +129,7 @@ class OpenCLKernel:
                 self.kernel.set_arg(slot.index, cl.LocalMemory(max(dynamic_memory, 1)))
             else:
                 self.kernel.set_arg(slot.index, view[slot.offset : slot.offset + slot.size])
+        self._last = key
 
 
 class OpenCLImage:

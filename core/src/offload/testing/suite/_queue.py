@@ -60,7 +60,8 @@ gate.set()
 returned = done.wait(30)
 time.sleep(0.3)  # what was queued behind would have run by now
 deadline = time.monotonic() + 30  # the deferred teardown ends once shut() has returned
-left = lambda: [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+left = lambda: [t.name for t in threading.enumerate()  # a driver's own threads (dummies) are not offload's
+                if t.ident not in before and t.is_alive() and not isinstance(t, threading._DummyThread)]
 while left() and time.monotonic() < deadline:
     time.sleep(0.01)
 threads = left()

@@ -156,3 +156,22 @@ def test_devices_without_svm_are_refused_with_a_reason() -> None:
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["loaded"] and result["devices"] == 0
     assert "no shared virtual memory" in result["note"], result
+
+
+def test_the_kit_asks_for_mapped_symbol_names(gpu: ol.Device) -> None:
+    """``Capabilities.symbol_names``: the kit's ``kernel(program, "foo")`` asks for the name the
+    backend's program exports."""
+    from offload.testing import Capabilities, register_capabilities, unregister_capabilities
+    from offload.testing.suite._helpers import kernel
+
+    class Renamed(Capabilities):
+        symbol_names = {"foo": "foo_renamed"}
+
+    register_capabilities("opencl", Renamed)
+    program = _program(gpu, "kernel void foo_renamed(global uint *out) { out[get_global_id(0)] = 1; }")
+    try:
+        symbol = kernel(program, "foo")
+        assert ol.olGetSymbolInfo(symbol, ol.SymbolInfo.KIND) is ol.SymbolKind.KERNEL
+    finally:
+        ol.olDestroyProgram(program)
+        unregister_capabilities("opencl")

@@ -17,7 +17,8 @@ from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
 VERSION = (HERE / "VERSION").read_text().strip()
-GPU_BACKENDS = ("cuda", "amdgpu")  # extras named even before their backend folder lands
+# extras named even without their backend folder (a wheel built from the sdist has none)
+EXTRA_BACKENDS = ("cuda", "amdgpu", "opencl")
 
 
 
@@ -40,7 +41,7 @@ def requirement(name: str, folder: str) -> str:
 
 def backend_names() -> list[str]:
     found = {p.parent.name for p in (HERE / "backends").glob("*/pyproject.toml")} - {"host"}
-    return sorted(found | set(GPU_BACKENDS))
+    return sorted(found | set(EXTRA_BACKENDS))
 
 
 NUMPY = "numpy>=1.26"  # offload.Array, DLPack and the examples; tests/requirements.txt asks the same

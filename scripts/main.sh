@@ -2,7 +2,9 @@
 # The main job: install offload (core + host backend) into .venv and run a real offload job on
 # every device (allocate, copy in, launch a saxpy kernel, copy out, verify, time). Extra
 # arguments go to `offload selfcheck` (e.g. --size 4194304, --json). The install is skipped
-# when no source changed since the last run (scripts/venv.sh keeps a stamp).
+# when no source changed since the last run (scripts/venv.sh keeps a stamp). Every installed backend
+# takes part: with offload-opencl in .venv (scripts/test.sh installs it with PoCL) the job runs on
+# the OpenCL devices too, with the saxpy its conformance capabilities provide.
 # OFFLOAD_TRACE=perfetto:FILE writes the job's timeline (`.venv/bin/offload trace FILE` sums it up);
 # a relative FILE (and the bare `perfetto` default file) lands in the directory main.sh was run
 # from: only the install runs inside the checkout, the job runs where the user is.

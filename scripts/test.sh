@@ -12,9 +12,16 @@ step 1 "preparing .venv (offload-core + offload-host from this checkout, the GPU
 scripts/venv.sh .venv ./core ./backends/host .  # the same install as scripts/main.sh's, so they share it
 gpu=(); for b in cuda amdgpu; do [ -f "backends/$b/pyproject.toml" ] && gpu+=("./backends/$b"); done
 scripts/venv.sh .venv "${gpu[@]}" -r tests/requirements.txt  # the GPU backends (their suites run on simulators)
-# Only the PoCL peer benchmark (and its smoke test) uses PyOpenCL: optional, never a failure.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "pyopencl[pocl]" >/dev/null 2>&1 \
-  || echo 'test.sh: pyopencl[pocl] could not be installed; the PoCL peer benchmark smoke test skips' >&2
+# PyOpenCL with PoCL's CPU device: the OpenCL backend (offload-opencl, whose kit run in tests/opencl
+# is a real second driver in every run), the object layer's device tests on it, and the PoCL peer
+# benchmarks. Optional where PyPI cannot be reached: those tests then skip, saying why.
+if .venv/bin/python -m pip install --quiet --disable-pip-version-check "pyopencl[pocl]" >/dev/null 2>&1; then
+  scripts/venv.sh .venv ./backends/opencl
+  rm -f .venv/opencl-unavailable.txt
+else
+  echo 'test.sh: pyopencl[pocl] could not be installed; the OpenCL backend tests and the PoCL peer benchmarks skip' >&2
+  echo 'pyopencl[pocl] could not be installed from PyPI' > .venv/opencl-unavailable.txt
+fi
 # cuda.core (the CUDA coexistence test, tests/cuda/test_cuda_coexistence.py): optional, never a failure.
 # 1.2.2 is the version whose driver calls the simulator models; it runs on cuda-bindings 12.x and 13.x.
 if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check "cuda-core==1.2.2" 2>&1 >/dev/null); then

@@ -15,6 +15,7 @@ import pytest
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_host.py"
 PEER = SCRIPT.with_name("bench_peer_pocl.py")
+OPENCL = SCRIPT.with_name("bench_opencl.py")
 
 
 def _run(*args: str, script: pathlib.Path = SCRIPT) -> subprocess.CompletedProcess[str]:
@@ -88,6 +89,16 @@ def test_peer_benchmark_quick_json() -> None:
     assert all(ratio > 0 for ratio in results["ratios"].values())
     assert results["saxpy_scaling"] > 0 and results["pocl_device"]
     assert set(results["checks"]) == {"roundtrip", "batch", "saxpy", "copy", "saxpy_scaling"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("offload_opencl") is None, reason="offload-opencl is not installed (scripts/test.sh installs it with PoCL)")
+def test_opencl_benchmark_quick_json() -> None:
+    proc = _run("--json", script=OPENCL)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)
+    for case in ("launch", "launch_set", "roundtrip", "copy", "event"):
+        assert results[case]["offload_us"] > 0 and results[case]["pyopencl_us"] > 0 and results[case]["ratio"] > 0
+    assert results["device"]
 
 
 BROKEN = r"""

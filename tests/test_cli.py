@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib.metadata import entry_points
 import os
 import pathlib
@@ -87,7 +88,7 @@ def test_devices_lists_the_host_device_by_name(capsys: pytest.CaptureFixture[str
     name = _host_device_name()
     code, out, err = _run(capsys, "devices")
     assert code == 0, err
-    assert "Platform 0: host" in out
+    assert re.search(r"^Platform \d+: host$", out, re.M), out  # the host platform is listed last
     assert f"Device 0: {name}" in out
     assert "BACKEND      HOST" in out
     # enum names without their C prefix, Dimensions as x,y,z
@@ -169,7 +170,7 @@ def test_backends_reports_a_broken_backend_as_skipped(capsys: pytest.CaptureFixt
 
 
 def test_selfcheck_passes_on_the_host(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, "selfcheck", "--size", "100003")  # not a multiple of the group size
+    code, out, err = _run(capsys, "selfcheck", "--platform", "host", "--size", "100003")  # not a multiple of the group size
     assert code == 0, out + err
     assert "verified: 100003 elements match" in out
     assert "GB/s" in out and "ms (events)" in out
@@ -201,7 +202,7 @@ def test_selfcheck_skips_a_backend_without_a_saxpy_binary(
     code, out, err = _run(capsys, "selfcheck", "--size", "1024")
     assert code == 0, out + err  # the host passed; the fake is skipped, not failed
     assert "fake:0  Fake Accelerator: skipped: no saxpy binary" in out
-    assert "1 passed, 0 failed, 1 skipped" in out
+    assert re.search(r"\b[1-9]\d* passed, 0 failed, 1 skipped", out), out  # the host (and opencl, when installed)
     code, out, err = _run(capsys, "selfcheck", "--platform", "fake")
     assert code != 0  # nothing was checked
     assert "every one was skipped" in err

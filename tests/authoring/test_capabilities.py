@@ -24,6 +24,7 @@ def test_every_optional_hook_belongs_to_a_feature() -> None:
         "destroy_event",
         "is_valid_binary",
         "no_devices_reason",
+        "platform_info",
     }
 
 
@@ -96,3 +97,26 @@ def test_partial_groups() -> None:
         "events: the backend implements create_event, is_event_complete, sync_event but not wait_event"
     ]
     assert partial_groups(EVERYTHING - {"max_group_size"}) == []  # occupancy: get_kernel serves launches too
+
+
+def test_symbol_names_map_the_test_programs_symbols() -> None:
+    """A backend whose language cannot spell a test symbol (``global`` in OpenCL C) maps it."""
+
+    class Mapped(Capabilities):
+        symbol_names = {"global": "global_"}
+
+    assert Mapped().symbol("global") == "global_" and Mapped().symbol("foo") == "foo"
+    assert Capabilities().symbol("global") == "global"
+
+
+def test_globals_and_constructors_are_their_own_flags() -> None:
+    kernels_only = Capabilities().resolve(EVERYTHING - {"get_global"})
+    assert kernels_only.programs and not kernels_only.globals and kernels_only.constructors
+    assert "get_global" in kernels_only.why_absent("globals")
+
+    class NoConstructors(Capabilities):
+        constructors = False
+
+    resolved = NoConstructors().resolve(EVERYTHING)
+    assert resolved.globals and not resolved.constructors
+    assert "declared False" in resolved.why_absent("constructors")

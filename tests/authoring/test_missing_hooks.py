@@ -180,6 +180,12 @@ def _no_note_without_hook(w: World) -> None:
     assert status.loaded and status.note is None
 
 
+def _liboffload_platform_info(w: World) -> None:
+    platform = ol.olGetDeviceInfo(w.device, ol.DeviceInfo.PLATFORM)
+    assert ol.olGetPlatformInfo(platform, ol.PlatformInfo.VENDOR_NAME) == "Unknown platform vendor"
+    assert ol.olGetPlatformInfo(platform, ol.PlatformInfo.VERSION) == "v0.0.1"
+
+
 FALLBACKS: dict[str, Callable[[World], Any]] = {
     "data_exchange": _exchange_bounces,  # bounced through host memory
     "kernel_params": _launch_without_params,  # the core cannot check sizes; launches still run
@@ -189,6 +195,7 @@ FALLBACKS: dict[str, Callable[[World], Any]] = {
     "no_devices_reason": _no_note_without_hook,  # offload backends shows no note
     "mem_alloc_aligned": _aligned_from_mem_alloc,
     "mem_prefetch": _prefetch_ignored,  # a hint: ignored, as liboffload does
+    "platform_info": _liboffload_platform_info,  # liboffload's placeholders
 }
 
 

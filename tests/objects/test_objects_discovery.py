@@ -117,10 +117,13 @@ def test_as_device_accepts_flat_handles_and_ids() -> None:
 
 
 def test_importing_offload_stays_light() -> None:
-    """The core needs no numpy: the layer imports it only when an Array is made."""
+    """The core needs no numpy: the layer imports it only when an Array is made. (Without the
+    opencl backend: PyOpenCL, its driver binding, imports numpy itself.)"""
+    import os
     import subprocess
     import sys
 
+    env = {**os.environ, "OFFLOAD_BACKENDS": "host,cuda,amdgpu"}
     code = "import sys, offload; offload.devices(); offload.Buffer(8).close(); print('numpy' in sys.modules)"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr

@@ -77,10 +77,10 @@ def platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _in
     kind = _info.PLATFORM_INFO[prop][0]
     if prop is PlatformInfo.NAME:
         return platform.name, kind
-    if prop is PlatformInfo.VENDOR_NAME:
-        return PLATFORM_VENDOR, kind
+    if prop is PlatformInfo.VENDOR_NAME:  # the backend's (hookspecs.platform_info), else liboffload's
+        return platform.backend.platform_values.get(prop, PLATFORM_VENDOR), kind
     if prop is PlatformInfo.VERSION:
-        return OL_VERSION, kind
+        return platform.backend.platform_values.get(prop, OL_VERSION), kind
     return platform.kind, kind
 
 

@@ -52,6 +52,10 @@ _FIXED_SIZES = {
     Kind.DIMENSIONS: 12,
 }
 
+#: The exclusive upper bound of each unsigned kind (a backend's value outside [0, bound) is its
+#: failure: BACKEND_FAILURE, naming the property, the value and the C type).
+_LIMITS = {Kind.U32: 1 << 32, Kind.U64: 1 << 64, Kind.SIZE: 1 << 64, Kind.POINTER: 1 << 64}
+
 _U32 = Kind.U32
 DEVICE_INFO: dict[DeviceInfo, tuple[Kind, type | None]] = {
     DeviceInfo.TYPE: (Kind.ENUM, DeviceType),
@@ -141,16 +145,17 @@ def lookup(table: Container[Any], enum_type: type, prop: Any, what: str, level: 
 
 
 def convert(kind: Kind, enum_type: type | None, value: Any, prop_name: str) -> Any:
-    """Normalise a backend's value to the property's Python type, checking uint32 range."""
+    """Normalise a backend's value to the property's Python type, checking the range of its C type."""
     if kind is Kind.STRING:
         return str(value)
-    if kind is Kind.U32:
+    if kind in _LIMITS:
         value = int(value)
-        if not 0 <= value <= 0xFFFFFFFF:
-            raise OffloadError(ErrorCode.UNIMPLEMENTED, f"{prop_name}: plugin returned out of range device info")
+        if not 0 <= value < _LIMITS[kind]:
+            raise OffloadError(
+                ErrorCode.BACKEND_FAILURE,
+                f"{prop_name}: the backend answered {value}, out of range for its C type {kind.value}",
+            )
         return value
-    if kind in (Kind.U64, Kind.SIZE, Kind.POINTER):
-        return int(value)
     if kind is Kind.BOOL:
         return bool(value)
     if kind is Kind.DIMENSIONS:
@@ -167,3 +172,10 @@ def c_size(kind: Kind, value: Any) -> int:
     if kind is Kind.HANDLES:
         return 8 * len(value)
     return _FIXED_SIZES[kind]
+
+
+def c_type(kind: Kind, enum_type: type | None) -> str:
+    """The C type a property's value has (``uint32_t``, ``ol_device_type_t``, ...)."""
+    if kind is Kind.ENUM and enum_type is not None:
+        return "ol_" + "".join("_" + c.lower() if c.isupper() else c for c in enum_type.__name__).lstrip("_") + "_t"
+    return kind.value

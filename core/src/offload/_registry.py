@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
-from ._enums import ErrorCode, PlatformBackend
+from ._enums import ErrorCode, PlatformBackend, PlatformInfo
 from ._errors import OffloadError, as_offload_error, join_errors
 
 if TYPE_CHECKING:
@@ -181,12 +181,15 @@ class BoundBackend:
     plugin: Any
     status: BackendStatus
     implemented: frozenset[str]
+    platform_values: dict[PlatformInfo, str]
 
     def __init__(self, name: str, plugin: Any, pm: pluggy.PluginManager, status: BackendStatus) -> None:
         self.name = name
         self.kind = _BACKEND_KINDS.get(name, PlatformBackend.UNKNOWN)
         self.plugin = plugin
         self.status = status
+        #: the backend's ``platform_info`` answer (asked once at ``olInit``), empty without the hook
+        self.platform_values: dict[PlatformInfo, str] = {}
         implemented = set()
         for caller in pm.get_hookcallers(plugin) or ():
             if caller.spec is None:
@@ -213,6 +216,7 @@ class BoundBackend:
     if TYPE_CHECKING:  # every hook of offload.hookspecs is bound as an attribute, typed as its spec
         init: Callable[[], Sequence[NativeDevice]]
         no_devices_reason: Callable[[], str | None]
+        platform_info: Callable[[], Mapping[PlatformInfo, str]]
         deinit: Callable[[], None]
         deinit_device: Callable[[NativeDevice], None]
         get_device_info: Callable[[NativeDevice], Mapping[DeviceInfo, Any]]
@@ -312,6 +316,18 @@ def platform_selected(name: str, platforms: tuple[Any, ...] | None) -> bool:
     return any(p == name if isinstance(p, str) else p == kind for p in platforms)
 
 
+def _platform_values(values: Mapping[Any, Any]) -> dict[PlatformInfo, str]:
+    """A backend's ``platform_info`` answer, checked: VENDOR_NAME and VERSION, as ``str``."""
+    checked: dict[PlatformInfo, str] = {}
+    for prop, value in dict(values).items():
+        if prop not in (PlatformInfo.VENDOR_NAME, PlatformInfo.VERSION) or type(prop) is not PlatformInfo:
+            raise OffloadError(ErrorCode.INVALID_VALUE, f"platform_info may give VENDOR_NAME and VERSION, not {prop!r}")
+        if not isinstance(value, str):
+            raise OffloadError(ErrorCode.INVALID_VALUE, f"platform_info: {prop.name} must be a str, got {value!r}")
+        checked[prop] = value
+    return checked
+
+
 def load_backends(platforms: tuple[Any, ...] | None = None) -> tuple[list[Loaded], list[BackendStatus]]:
     """Discover, bind, ``init`` every selected backend and ask each device's info once
     (``platforms``: only those ``platform_selected`` brings up).
@@ -343,13 +359,15 @@ def load_backends(platforms: tuple[Any, ...] | None = None) -> tuple[list[Loaded
                 continue
             try:
                 infos = [dict(bound.get_device_info(native)) for native in devices]
+                if "platform_info" in bound.implemented:
+                    bound.platform_values = _platform_values(bound.platform_info())
             except Exception as exc:  # initialised, so release it before skipping it
-                failure = as_offload_error(exc, "get_device_info")
+                failure = as_offload_error(exc, "get_device_info or platform_info")
                 _skip(status, join_errors([failure, *release_backend(bound, devices)]) or failure, strict)
                 continue
             status.loaded = True
             status.device_count = len(devices)
-            if not devices and "no_devices_reason" in bound.implemented:
+            if "no_devices_reason" in bound.implemented:
                 try:
                     status.note = bound.no_devices_reason() or None
                 except Exception as exc:  # the note is informative only: keep what went wrong

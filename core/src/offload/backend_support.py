@@ -205,7 +205,8 @@ class HostFunctions:
 
     A backend subclasses it and implements ``launch_host_function(queue, address, key)``: the
     driver call enqueuing ``address`` (the trampoline) with ``key`` as its user data on the
-    queue's stream. While a function runs its thread is marked (``running_for``); the driver work
+    queue's stream (a driver without such a command arranges for ``run_host_function(key)`` to
+    be called in queue order instead: the OpenCL backend's marker, gate and runner thread). While a function runs its thread is marked (``running_for``); the driver work
     asked from it is deferred (``deferring``) to ``deferred``, whose thread (``<name>-deferred``)
     runs it once the function has returned. Every exception is kept on its queue (``keep``).
     """
@@ -227,6 +228,12 @@ class HostFunctions:
         """Enqueue the C function at ``address`` with user data ``key`` on ``queue`` (the driver's
         ``*LaunchHostFunc``); raise ``OffloadError`` if the driver refuses."""
         raise NotImplementedError(f"{type(self).__name__} must implement launch_host_function")
+
+    def run_host_function(self, key: int) -> None:
+        """Run the host function enqueued under ``key`` (what the trampoline does): for a driver
+        with no C callback command (OpenCL), whose backend runs it from a thread of its own in
+        queue order. Never raises: the function's exception is kept on its queue."""
+        self._run(key)
 
     def _run(self, key: int | None) -> None:
         """The trampoline's body, on the driver's thread: the callable registered under ``key``."""

@@ -79,6 +79,11 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
 - events: ``create_event``, ``wait_event``, ``is_event_complete``, ``sync_event`` and, if events
   need releasing, ``destroy_event`` (``events``); ``event_elapsed_time`` (``events_elapsed_time``).
 - programs: ``get_kernel``, ``get_global`` (``programs``), ``is_valid_binary`` (absent: False).
+  Global variables are ``get_global`` alone (``globals``): a backend whose driver cannot give a
+  program variable's address (OpenCL) leaves it out, and ``olGetSymbol(..., GLOBAL_VARIABLE)``
+  then answers ``UNSUPPORTED``. Constructors and destructors have no hook (``load_binary`` and
+  ``unload_binary`` run them): a backend whose program format has none (OpenCL C) declares
+  ``Capabilities.constructors`` False.
   A backend without programs still implements ``load_binary``, refusing every image with
   ``INVALID_BINARY``, and ``unload_binary``, which is then never called.
 - building from source: ``build_target``, ``build_source`` (``offload.build``; no kit flag: absent,
@@ -104,11 +109,13 @@ Threads. Hooks may be called from many threads at once; per-object locking is th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, NewType
 
 import pluggy
 
-from ._enums import AllocType, DeviceInfo, MemMigrationFlag, SymbolKind
+from ._enums import AllocType, DeviceInfo, MemMigrationFlag, PlatformInfo, SymbolKind
+from ._info import DEVICE_INFO, c_type
 from ._types import KernelLaunchSizeArgs, KernelParam
 
 PROJECT = "offload"
@@ -133,6 +140,13 @@ NativeProgram = NewType("NativeProgram", object)
 NativeKernel = NewType("NativeKernel", object)
 """A kernel of a loaded image, as ``get_kernel`` returned it."""
 
+#: The C type of every device property (``get_device_info``): "char[]", "uint32_t", "uint64_t",
+#: "bool", "ol_dimensions_t", "ol_device_type_t", "ol_device_fp_capability_flag_t" ("handle":
+#: PLATFORM, the core's).
+DEVICE_INFO_TYPES: Mapping[DeviceInfo, str] = MappingProxyType(
+    {prop: c_type(kind, enum_type) for prop, (kind, enum_type) in DEVICE_INFO.items()}
+)
+
 REQUIRED_HOOKS = frozenset(
     {"init", "deinit", "get_device_info", "load_binary", "unload_binary", "synchronize", "has_pending_work"}
 )
@@ -151,8 +165,17 @@ def init() -> Sequence[NativeDevice]:
 
 @hookspec
 def no_devices_reason() -> str | None:
-    """Why ``init`` returned no devices (no driver library, a driver with no GPU, ...), in words
-    for ``offload backends``. Asked once, right after an ``init`` that returned none. Optional."""
+    """Why ``init`` returned no devices (no driver library, a driver with no GPU, ...), or left
+    some out (an OpenCL device without shared virtual memory), in words for ``offload backends``;
+    None when there is nothing to say. Asked once, right after ``init``. Optional."""
+
+
+@hookspec
+def platform_info() -> Mapping[PlatformInfo, str]:
+    """The platform's own VENDOR_NAME and VERSION (``str`` each; the driver's, e.g. OpenCL's
+    CL_PLATFORM_VENDOR and CL_PLATFORM_VERSION), asked once after ``init``. Optional: a property
+    left out reads liboffload's "Unknown platform vendor" / "v0.0.1". NAME (the entry-point name)
+    and BACKEND are the core's."""
 
 
 @hookspec
@@ -169,10 +192,13 @@ def deinit_device(device: NativeDevice) -> None:
 def get_device_info(device: NativeDevice) -> Mapping[DeviceInfo, Any]:
     """The device's properties, asked once at ``olInit`` and cached by the core.
 
-    Values: ``str`` for NAME, PRODUCT_NAME, UID, VENDOR, DRIVER_VERSION; ``int`` for the uint32
-    and uint64 properties; ``bool`` for the *_FP_SUPPORT ones; a ``DeviceFpCapabilityFlag`` (or
-    int) for the FP configs; ``offload.Dimensions`` (or a 3-tuple) for the *_PER_DIMENSION ones.
-    PLATFORM is the core's. Defaults for a property left out of the mapping:
+    ``DEVICE_INFO_TYPES`` gives each property's C type, and so its Python value: ``char[]`` a
+    ``str``; ``uint32_t`` / ``uint64_t`` an ``int`` in that type's range (a value outside it makes
+    ``olGetDeviceInfo`` fail with ``OL_ERRC_BACKEND_FAILURE`` naming the property, the value and
+    the type); ``bool`` a ``bool``; ``ol_dimensions_t`` an ``offload.Dimensions`` (or a 3-tuple of
+    uint32); ``ol_device_type_t`` a ``DeviceType``; ``ol_device_fp_capability_flag_t`` a
+    ``DeviceFpCapabilityFlag`` (or int). PLATFORM is the core's. Defaults for a property left out
+    of the mapping:
 
     - TYPE: HOST for the ``host`` platform, GPU otherwise;
     - SINGLE_FP_CONFIG and DOUBLE_FP_CONFIG: 127 (every flag), HALF_FP_CONFIG: 0 (liboffload R1);
@@ -200,7 +226,8 @@ def load_binary(device: NativeDevice, data: bytes) -> NativeProgram:
     """Load a program image and return an opaque ``image``.
 
     ``data`` is the core's private copy; the backend may keep it. Raise ``INVALID_BINARY`` for
-    anything that is not a loadable image for this device. Global constructors run here.
+    anything that is not a loadable image for this device (a source that does not compile
+    included, with the compiler's log). Global constructors, where the format has them, run here.
     """
 
 
@@ -228,7 +255,11 @@ def kernel_params(device: NativeDevice, kernel: NativeKernel) -> Sequence[Kernel
     (``INVALID_ARGUMENT``, naming both sizes), and ``args=None`` for a kernel with parameters; a
     longer buffer (a C struct with tail padding) is accepted. Items may be ``KernelParam`` or
     ``(offset, size[, kind, name])`` tuples. Return ``None`` only when the image does not say (the
-    core then cannot check, and the backend documents its rule). A driver is given exactly the
+    core then cannot check, and the backend documents its rule); a driver that needs the
+    parameters' types to launch (OpenCL) always answers, from the kernel's own metadata
+    (``clGetKernelArgInfo``), laying the parameters out as a C compiler lays out their struct.
+    Parameters the packed struct does not carry (OpenCL's ``local`` pointer taking the launch's
+    dynamic local memory) are left out. A driver is given exactly the
     parameters' extent, ``offload.backend_support.launch_extent(params)``, not a longer buffer. A backend that implements
     ``launch_kernel`` implements this too; one that does not is treated as answering ``None``.
     """
@@ -241,12 +272,20 @@ def max_group_size(device: NativeDevice, kernel: NativeKernel, dynamic_memory: i
 
 @hookspec
 def launch_kernel(
-    device: NativeDevice, queue: NativeQueue | None, kernel: NativeKernel, args: bytes | None, launch: KernelLaunchSizeArgs
+    device: NativeDevice,
+    queue: NativeQueue | None,
+    kernel: NativeKernel,
+    args: bytes | bytearray | memoryview | None,
+    launch: KernelLaunchSizeArgs,
 ) -> None:
     """Launch ``kernel`` over ``launch``'s grid with the packed argument struct ``args``.
 
-    ``args`` is ``None`` for no arguments; otherwise a bytes-like object that the caller may reuse
-    as soon as this hook returns (copy it when the launch is enqueued). ``launch`` is immutable
+    ``queue`` is None for a synchronous launch: the kernel has finished when the hook returns.
+    ``args`` is ``None`` for no arguments; otherwise a bytes-like object (``bytes``,
+    ``bytearray``, ``memoryview`` or a ctypes structure: read it through ``memoryview``) that the
+    caller may reuse as soon as this hook returns (copy it, or hand its parts to the driver, when
+    the launch is enqueued). It is the packed C struct of the parameters ``kernel_params`` gives;
+    a driver that takes arguments one by one (OpenCL's ``clSetKernelArg``) unpacks it by them. ``launch`` is immutable
     and within the limits the device reported: every extent is at least 1, and the group size,
     the grid's work-items and each dimension's work-items are at most MAX_WORK_GROUP_SIZE(_PER_
     DIMENSION) and MAX_WORK_SIZE(_PER_DIMENSION). A backend may cache what it derives from a
@@ -369,7 +408,14 @@ def data_exchange(
 
 @hookspec
 def data_fill(device: NativeDevice, address: int, pattern: bytes, size: int, queue: NativeQueue | None) -> None:
-    """Fill ``size`` bytes (a multiple of ``len(pattern)``) at ``address`` with the repeated pattern."""
+    """Fill ``size`` bytes at ``address`` with ``pattern`` repeated.
+
+    ``pattern`` is ``bytes`` of any length from 1 up (not only powers of two: liboffload's own
+    tests fill with 3- and 17-byte patterns), ``size`` a multiple of that length, at least it;
+    ``address`` has no alignment promised. A driver whose fill takes only some lengths (CUDA's
+    cuMemsetD8/16/32; OpenCL's powers of two up to 128 at an address aligned to them) serves the
+    others itself (expanding the pattern and copying, or filling in steps). With a ``queue`` the
+    fill is ordered like any other work of it (``Capabilities.queued_fill``)."""
 
 
 # --- queues ----------------------------------------------------------------------------------
@@ -452,6 +498,7 @@ HOOK_NAMES: tuple[str, ...] = tuple(
 __all__ = [
     "hookimpl",
     "hookspec",
+    "DEVICE_INFO_TYPES",
     "HOOK_NAMES",
     "REQUIRED_HOOKS",
     "PROJECT",

@@ -39,7 +39,7 @@ def format_backends(statuses: Sequence[ol.BackendStatus], selection: Selection |
         if not s.loaded:
             lines.append(f"{s.name}: skipped: {s.reason or 'no reason given'}")
         elif s.note:
-            lines.append(f"{s.name}: no devices: {s.note}")
+            lines.append(f"{s.name}: {'no devices' if not s.device_count else 'devices left out'}: {s.note}")
     if selection.setting is not None:
         lines.append(f"{SELECT_ENV}={selection.setting!r}")
     for name in selection.filtered_out:

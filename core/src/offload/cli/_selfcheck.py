@@ -1,4 +1,16 @@
-"""``offload selfcheck``: a real saxpy job on every device, verified and timed."""
+"""``offload selfcheck``: a real saxpy job on every device, verified and timed.
+
+Program discovery: for each platform the program is ``capabilities_for(<platform name>).binary(
+"saxpy")``, the backend's conformance capabilities (the ``offload.conformance`` entry point of the
+same name, or ``offload.testing.register_capabilities``) asked for a program ``saxpy`` as for the
+kit's test programs (``programs_env``/``programs_suffix``, or an overridden ``binary``). The
+program holds a kernel ``saxpy(float a, const float *x, float *y, uint64_t n)`` computing
+``y[i] = a * x[i] + y[i]`` for every 1-D global id ``i < n``; its argument buffer is that C struct
+packed with natural alignment (``struct.pack("f4xPPQ", a, x, y, n)``); it is launched over
+``ceil(n / g)`` groups of ``g = min(256, MAX_WORK_GROUP_SIZE, n)`` work-items (so the kernel must
+check ``i < n``). A platform whose capabilities give no saxpy is
+skipped, with the reason (where they looked).
+"""
 
 from __future__ import annotations
 

@@ -57,6 +57,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("events", ("create_event", "wait_event", "is_event_complete", "sync_event"), needs=("queues",)),
     Feature("events_elapsed_time", ("event_elapsed_time",), needs=("events",)),
     Feature("programs", ("get_kernel", "get_global"), any_hook=True),
+    Feature("globals", ("get_global",), needs=("programs",)),
+    Feature("constructors", (), needs=("programs",)),
     Feature("kernel_params", ("kernel_params",), needs=("programs",)),
     Feature("kernel_launch", ("get_kernel", "launch_kernel"), needs=("programs",)),
     Feature("occupancy", ("get_kernel", "max_group_size"), needs=("programs",)),
@@ -109,6 +111,14 @@ class Capabilities:
     #: Programs with symbols: ``olGetSymbol`` (``get_kernel`` or ``get_global``) on ``binary()``
     #: programs. Without it ``load_binary`` refuses every image (``INVALID_BINARY``).
     programs: bool | None = None
+    #: Global variables: ``olGetSymbol(..., GLOBAL_VARIABLE)`` gives an address and size
+    #: (``get_global``); the ``global`` and ``byte`` programs' variables are read and written.
+    #: Without it, asking for a global variable answers ``OL_ERRC_UNSUPPORTED``.
+    globals: bool | None = None
+    #: Global constructors run at ``olCreateProgram`` and destructors at ``olDestroyProgram``
+    #: (programs ``global_ctor``, ``global_dtor``); declare False for a program format without
+    #: them (OpenCL C): those programs are then never asked for.
+    constructors: bool | None = None
     #: The ``kernel_params`` hook describes kernel parameters (checked against the test programs).
     kernel_params: bool | None = None
     #: ``olLaunchKernel`` runs kernels of ``binary()`` programs (``get_kernel``, ``launch_kernel``).
@@ -136,6 +146,9 @@ class Capabilities:
     #: folder that holds ``<name><programs_suffix>`` for each (None: no programs).
     programs_env: str | None = None
     programs_suffix: str = ""
+    #: The test programs' symbol names as this backend's programs spell them, where they differ
+    #: (``{"global": "global_"}``: ``global`` is a keyword of OpenCL C); see ``symbol``.
+    symbol_names: dict[str, str] = {}
 
     #: Set on the copy ``resolve`` returns: flag -> why it is False.
     _absent: dict[str, str] | None = None
@@ -148,6 +161,11 @@ class Capabilities:
             return None
         path = Path(folder) / f"{name}{self.programs_suffix}"
         return path.read_bytes() if path.is_file() else None
+
+    def symbol(self, name: str) -> str:
+        """The name under which this backend's test programs export liboffload's symbol ``name``
+        (``symbol_names``, else ``name``): the kit asks ``olGetSymbol`` for this name."""
+        return self.symbol_names.get(name, name)
 
     def resolve(self, implemented: Collection[str]) -> Capabilities:
         """A copy with every ``None`` flag derived from the hooks in ``implemented``.

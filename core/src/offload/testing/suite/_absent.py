@@ -15,7 +15,7 @@ import offload as ol
 from offload.testing import capabilities_for
 from offload.testing._capabilities import FEATURES, contradictions, partial_groups
 
-from ._helpers import Base, expect_unsupported, implemented, kernel, launch, ptr_arg, require
+from ._helpers import Base, expect_unsupported, implemented, kernel, launch, ptr_arg, require, symbol_name
 
 A = ol.AllocType
 _FAKE_ADDRESS = 0x1000  # a non-null address: the core must refuse before any backend touches it
@@ -149,3 +149,12 @@ class TestAbsentFeatures(Base):
     def test_occupancy(self, device: Any, capabilities: Any, kernel_symbol: Any) -> None:
         _absent(capabilities, "occupancy")
         expect_unsupported(device, ["max_group_size"], ol.olCalculateOptimalOccupancy, device, kernel_symbol, 0)
+
+    def test_globals(self, device: Any, capabilities: Any, load_program: Callable[[str], Any]) -> None:
+        """No global variables: asking for one (even by a kernel's name) answers UNSUPPORTED."""
+        _absent(capabilities, "globals")
+        require(capabilities, "programs")
+        program = load_program("foo")
+        expect_unsupported(
+            device, ["get_global"], ol.olGetSymbol, program, symbol_name(program, "foo"), ol.SymbolKind.GLOBAL_VARIABLE
+        )

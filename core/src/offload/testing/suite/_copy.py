@@ -114,7 +114,8 @@ class TestMemcpyGlobal(Base):
     """olMemcpyGlobalTest: program "global" (``uint32_t global[64]``, kernels write/read)."""
 
     @pytest.fixture
-    def program(self, load_program: Callable[[str], Any]) -> Any:
+    def program(self, capabilities: Any, load_program: Callable[[str], Any]) -> Any:
+        require(capabilities, "globals")
         return load_program("global")
 
     @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import offload as ol
+from offload.testing import capabilities_for
 from offload.testing.plugin import implemented_hooks, require as require  # noqa: F401 (require: re-exported to the suite)
 
 #: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
@@ -78,12 +79,18 @@ def zero(address: int, size: int) -> None:
     ctypes.memset(address, 0, size)
 
 
+def symbol_name(program: Any, name: str) -> str:
+    """The test programs' symbol ``name`` as the backend of ``program`` spells it
+    (``Capabilities.symbol``)."""
+    return capabilities_for(program.device.platform.name).symbol(name) if program is not None else name
+
+
 def kernel(program: Any, name: str) -> Any:
-    return ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL)
+    return ol.olGetSymbol(program, symbol_name(program, name), ol.SymbolKind.KERNEL)
 
 
 def global_variable(program: Any, name: str) -> Any:
-    return ol.olGetSymbol(program, name, ol.SymbolKind.GLOBAL_VARIABLE)
+    return ol.olGetSymbol(program, symbol_name(program, name), ol.SymbolKind.GLOBAL_VARIABLE)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:

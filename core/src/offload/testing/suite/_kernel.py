@@ -128,12 +128,15 @@ class TestLaunchKernel(_KernelBase):
         assert u32s(out, 1) == [27]
 
     def test_byte_success(
-        self, device: Any, host_device: Any, queue: Any, load_program: Callable[[str], Any]
+        self, device: Any, host_device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any]
     ) -> None:
-        """byte(unsigned char c) stores c in its global ``byte_seen``: the one-byte struct arrived."""
+        """byte(unsigned char c) stores c in its global ``byte_seen``: the one-byte struct arrived
+        (seen with ``globals``; without, the launch itself is the test)."""
         program = load_program("byte")
         ol.olLaunchKernel(queue, device, kernel(program, "byte"), struct.pack("B", 0x42), launch())
         ol.olSyncQueue(queue)
+        if not capabilities.globals:
+            return
         seen = ol.olGetSymbolInfo(global_variable(program, "byte_seen"), ol.SymbolInfo.GLOBAL_VARIABLE_ADDRESS)
         value = ctypes.c_uint32(0)
         ol.olMemcpy(None, ctypes.addressof(value), host_device, seen, device, 4)
@@ -161,25 +164,37 @@ class TestLaunchKernel(_KernelBase):
         ol.olSyncQueue(queue)
         assert u32s(out, 4) == [2 * 64] * 4
 
-    def test_global_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+    def test_global_success(
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], out: int
+    ) -> None:
+        require(capabilities, "globals")
         program = load_program("global")
         ol.olLaunchKernel(queue, device, kernel(program, "write"), None, launch())
         ol.olLaunchKernel(queue, device, kernel(program, "read"), ptr_arg(out), launch())
         ol.olSyncQueue(queue)
         assert u32s(out, 64) == [i * 2 for i in range(64)]
 
-    def test_global_invalid_not_a_kernel(self, device: Any, queue: Any, load_program: Callable[[str], Any]) -> None:
+    def test_global_invalid_not_a_kernel(
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any]
+    ) -> None:
+        require(capabilities, "globals")
         symbol = global_variable(load_program("global"), "global")
         with raises(ol.ErrorCode.SYMBOL_KIND):
             ol.olLaunchKernel(queue, device, symbol, None, launch())
 
-    def test_global_ctor_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+    def test_global_ctor_success(
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], out: int
+    ) -> None:
+        require(capabilities, "constructors")
         ctor = kernel(load_program("global_ctor"), "global_ctor")
         ol.olLaunchKernel(queue, device, ctor, ptr_arg(out), launch())
         ol.olSyncQueue(queue)
         assert u32s(out, 64) == [i + 100 for i in range(64)]
 
-    def test_global_dtor_success(self, device: Any, queue: Any, program_binary: Callable[[str], bytes]) -> None:
+    def test_global_dtor_success(
+        self, device: Any, capabilities: Any, queue: Any, program_binary: Callable[[str], bytes]
+    ) -> None:
+        require(capabilities, "constructors")
         program = ol.olCreateProgram(device, program_binary("global_dtor"))
         ol.olLaunchKernel(queue, device, kernel(program, "global_dtor"), None, launch())
         ol.olSyncQueue(queue)
@@ -195,6 +210,8 @@ class TestLaunchKernel(_KernelBase):
         alloc: Callable[..., int],
     ) -> None:
         """With ``dtor_out``: the destructor writes 64 ones where ``dtor_out`` points."""
+        require(capabilities, "constructors")
+        require(capabilities, "globals")
         require(capabilities, "dtor_out")
         program = ol.olCreateProgram(device, program_binary("global_dtor"))
         destroyed = False
@@ -321,7 +338,8 @@ class TestOccupancy(Base):
         with raises(NULL_HANDLE):
             ol.olCalculateOptimalOccupancy(None, foo, 0)
 
-    def test_not_a_kernel(self, device: Any, load_program: Callable[[str], Any]) -> None:
+    def test_not_a_kernel(self, device: Any, capabilities: Any, load_program: Callable[[str], Any]) -> None:
+        require(capabilities, "globals")
         symbol = global_variable(load_program("global"), "global")
         with raises(ol.ErrorCode.SYMBOL_KIND):
             ol.olCalculateOptimalOccupancy(device, symbol, 0)

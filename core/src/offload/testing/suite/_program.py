@@ -10,7 +10,7 @@ import pytest
 
 import offload as ol
 
-from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, global_variable, kernel, raises
+from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, global_variable, kernel, raises, require
 
 _GARBAGE = b"not an offload binary"
 
@@ -19,7 +19,7 @@ class TestProgram(Base):
     def test_success(self, device: Any, program_binary: Callable[[str], bytes]) -> None:
         program = ol.olCreateProgram(device, program_binary("foo"))
         assert isinstance(program, ol.Program)
-        symbol = ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)  # the program holds its kernel
+        symbol = kernel(program, "foo")  # the program holds its kernel
         assert ol.olGetSymbolInfo(symbol, ol.SymbolInfo.KIND) is ol.SymbolKind.KERNEL
         ol.olDestroyProgram(program)
 
@@ -69,7 +69,7 @@ class TestProgram(Base):
             ol.olGetSymbolInfo(symbol, ol.SymbolInfo.KIND)
         assert "destroyed" in info.value.details, info.value
         with raises(ol.ErrorCode.INVALID_ARGUMENT) as info:
-            ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)
+            kernel(program, "foo")
         assert "destroyed" in info.value.details, info.value
 
 
@@ -106,17 +106,18 @@ class _ProgramBase(Base):
         return load_program("foo")
 
     @pytest.fixture
-    def global_program(self, load_program: Callable[[str], Any]) -> Any:
+    def global_program(self, capabilities: Any, load_program: Callable[[str], Any]) -> Any:
+        require(capabilities, "globals")
         return load_program("global")
 
 
 class TestSymbol(_ProgramBase):
     def test_kernel_success(self, foo: Any) -> None:
-        symbol = ol.olGetSymbol(foo, "foo", K.KERNEL)
+        symbol = kernel(foo, "foo")
         assert isinstance(symbol, ol.Symbol)
 
     def test_kernel_same_handle(self, foo: Any) -> None:
-        assert ol.olGetSymbol(foo, "foo", K.KERNEL) is ol.olGetSymbol(foo, "foo", K.KERNEL)
+        assert kernel(foo, "foo") is kernel(foo, "foo")
 
     def test_kernel_invalid_null_program(self) -> None:
         with raises(NULL_HANDLE):
@@ -135,12 +136,12 @@ class TestSymbol(_ProgramBase):
             ol.olGetSymbol(foo, "foo", FORCE_UINT32)
 
     def test_global_success(self, global_program: Any) -> None:
-        symbol = ol.olGetSymbol(global_program, "global", K.GLOBAL_VARIABLE)
+        symbol = global_variable(global_program, "global")
         assert isinstance(symbol, ol.Symbol)
 
     def test_global_same_handle(self, global_program: Any) -> None:
-        first = ol.olGetSymbol(global_program, "global", K.GLOBAL_VARIABLE)
-        assert first is ol.olGetSymbol(global_program, "global", K.GLOBAL_VARIABLE)
+        first = global_variable(global_program, "global")
+        assert first is global_variable(global_program, "global")
 
     def test_global_kernels(self, global_program: Any) -> None:
         read, write = kernel(global_program, "read"), kernel(global_program, "write")

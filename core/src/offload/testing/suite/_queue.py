@@ -4,8 +4,13 @@ olLaunchHostFunction, olQueryQueue)."""
 from __future__ import annotations
 
 import ctypes
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
+from importlib.metadata import entry_points
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +36,39 @@ from ._helpers import (
 )
 
 Q = ol.QueueInfo
+
+#: The child of ``test_final_shutdown_inside_drops_what_is_behind``: prints one JSON line.
+_SHUTDOWN_INSIDE = r"""
+import json, os, threading, time
+import offload as ol
+before = {t.ident for t in threading.enumerate()}
+ol.olInit()
+devices = []
+ol.olIterateDevices(lambda d, _: devices.append(d) or True, None)
+name = os.environ["OFFLOAD_KIT_PLATFORM"]
+mine = [d for d in devices if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME) == name]
+queue = ol.olCreateQueue(mine[int(os.environ["OFFLOAD_KIT_INDEX"])])
+ran, gate, done = [], threading.Event(), threading.Event()
+def shut(_):
+    gate.wait(30)  # until the function behind is queued
+    ol.olShutDown()
+    ran.append("shut down")
+    done.set()
+ol.olLaunchHostFunction(queue, shut, None)
+ol.olLaunchHostFunction(queue, ran.append, "behind: must be dropped")
+gate.set()
+returned = done.wait(30)
+time.sleep(0.3)  # what was queued behind would have run by now
+deadline = time.monotonic() + 30  # the deferred teardown ends once shut() has returned
+left = lambda: [t.name for t in threading.enumerate()  # a driver's own threads (dummies) are not offload's
+                if t.ident not in before and t.is_alive() and not isinstance(t, threading._DummyThread)]
+while left() and time.monotonic() < deadline:
+    time.sleep(0.01)
+threads = left()
+ol.olInit()
+ol.olShutDown()
+print(json.dumps({"returned": returned, "ran": ran, "threads": threads, "again": True}))
+"""
 
 
 class TestQueue(Base):
@@ -282,6 +320,63 @@ class TestHostFunction(Base):
             assert u32s(data, 64) == [0xFFFFFFFF] * 64, "the kernel ran before the host callback returned"
             task.trigger()
         assert u32s(data, 64) == list(range(64))
+
+    def test_between_kernels(
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
+    ) -> None:
+        """A host function sees the kernels before it done, and the kernels after it see what it
+        wrote: ``sequence`` steps 0 and 1, the function (reads [0, 1], writes 5 over step 1), step 2."""
+        require(capabilities, "kernel_launch")
+        step = kernel(load_program("sequence"), "sequence")
+        inout = alloc(4 * 4)
+        zero(inout, 4 * 4)
+        ol.olLaunchKernel(queue, device, step, bytes(SequenceArgs(0, inout)), launch(1, 1))
+        ol.olLaunchKernel(queue, device, step, bytes(SequenceArgs(1, inout)), launch(1, 1))
+        seen: list[list[int]] = []
+
+        def between(_: Any) -> None:
+            seen.append(u32s(inout, 2))
+            ctypes.c_uint32.from_address(inout + 4).value = 5
+
+        ol.olLaunchHostFunction(queue, between, None)
+        ol.olLaunchKernel(queue, device, step, bytes(SequenceArgs(2, inout)), launch(1, 1))
+        ol.olSyncQueue(queue)
+        assert seen == [[0, 1]], "the host function ran before the kernels queued ahead of it were done"
+        assert u32s(inout, 3) == [0, 5, 5], "a kernel queued behind the host function did not see its write"
+
+    def test_every_error_kept(self, queue: Any) -> None:
+        """Every failing host function is reported, in order, by the next sync (none dropped; the
+        functions between and after them still run); the sync after that reports nothing."""
+        ran: list[str] = []
+
+        def fail(what: str) -> None:
+            ran.append(what)
+            raise ValueError(what)
+
+        ol.olLaunchHostFunction(queue, fail, "first failure")
+        ol.olLaunchHostFunction(queue, ran.append, "between")
+        ol.olLaunchHostFunction(queue, fail, "second failure")
+        ol.olLaunchHostFunction(queue, ran.append, "after")
+        with pytest.raises(ol.OffloadError) as info:
+            ol.olSyncQueue(queue)
+        details = [error.details for error in info.value.errors]
+        assert len(details) == 2 and "first failure" in details[0] and "second failure" in details[1], details
+        assert ran == ["first failure", "between", "second failure", "after"]
+        ol.olSyncQueue(queue)
+
+    def test_final_shutdown_inside_drops_what_is_behind(self, device: Any) -> None:
+        """The final ``olShutDown`` called from a host function (hookspecs ``synchronize`` with
+        ``release`` from the queue's own function): it returns, the host functions queued behind
+        are dropped, no thread of the backend is left, and a new session starts. In a child
+        process (this session holds a reference); the backend must be installed (an entry point)."""
+        name = device.platform.name
+        if not any(ep.name == name for ep in entry_points(group="offload.backends")):
+            pytest.skip(f"backend {name!r} is registered in-process: a child process cannot load it")
+        env = {**os.environ, "OFFLOAD_KIT_PLATFORM": name, "OFFLOAD_KIT_INDEX": str(device.index)}
+        proc = subprocess.run([sys.executable, "-c", _SHUTDOWN_INSIDE], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0, f"the child failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result == {"returned": True, "ran": ["shut down"], "threads": [], "again": True}, result
 
     def test_invalid_null_callback(self, queue: Any) -> None:
         with raises(NULL_POINTER):

@@ -1,0 +1,12 @@
+/* localmem_static: localmem_reduction with static local memory of 64 elements (group size at
+ * most 64). out[g] == 2 * group size. */
+kernel void localmem_static(global uint *out) {
+  local uint shared_mem[64];
+  shared_mem[get_local_id(0)] = 2;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (get_local_id(0) == 0) {
+    uint sum = 0;
+    for (uint i = 0; i < get_local_size(0); ++i) sum += shared_mem[i];
+    out[get_group_id(0)] = sum;
+  }
+}

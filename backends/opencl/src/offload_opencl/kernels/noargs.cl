@@ -1,0 +1,2 @@
+/* noargs: a kernel without parameters that does nothing. */
+kernel void noargs(void) {}

@@ -3,7 +3,8 @@ device: a real driver nobody here wrote).
 
 It runs in a child pytest (``OFFLOAD_TEST_PLATFORM=opencl``, strict backend loading); the host
 platform is present as well, for the host memory the kit copies to and from. Every skip must name
-a feature the OpenCL backend declares absent (globals, constructors, host-memory registration)
+a feature the OpenCL backend declares absent (globals, constructors, host-memory registration,
+cooperative launches)
 or be an absence check of a feature it has.
 """
 
@@ -19,7 +20,12 @@ KIT = Path(__file__).resolve().parent / "kit" / "kit_opencl.py"
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The features the OpenCL backend declares absent (its README says why).
-ABSENT = ("capabilities.globals is False", "capabilities.constructors is False", "capabilities.mem_register is False")
+ABSENT = (
+    "capabilities.globals is False",
+    "capabilities.constructors is False",
+    "capabilities.mem_register is False",
+    "capabilities.cooperative_launch is False",
+)
 
 
 def test_conformance_kit_on_opencl() -> None:

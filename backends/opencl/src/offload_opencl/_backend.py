@@ -13,7 +13,7 @@ from typing import Any
 
 import pyopencl as cl
 
-from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, PlatformInfo, hookimpl
+from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, PlatformInfo, SymbolKind, hookimpl
 from offload.backend_support import ResourcePool
 
 from . import _memory, _queue
@@ -115,6 +115,16 @@ class OpenCLBackend:
     @hookimpl
     def get_kernel(self, device: _DeviceState, image: OpenCLImage, name: str) -> OpenCLKernel:
         return image.kernel(device.device, name)
+
+    @hookimpl
+    def symbol_names(self, device: _DeviceState, image: OpenCLImage, kind: SymbolKind) -> list[str]:
+        if kind is SymbolKind.KERNEL:
+            return [name for name in image.program.kernel_names.split(";") if name]
+        raise OffloadError(
+            ErrorCode.UNSUPPORTED,
+            f"{device.device!r}: OpenCL gives no address of a program's global variables, so it has none to list "
+            "(olIterateSymbols lists kernels only)",
+        )
 
     @hookimpl
     def kernel_params(self, device: _DeviceState, kernel: OpenCLKernel) -> Sequence[KernelParam]:

@@ -99,11 +99,11 @@ def test_partial_groups() -> None:
     assert partial_groups(EVERYTHING - {"max_group_size"}) == []  # occupancy: get_kernel serves launches too
 
 
-def test_symbol_names_map_the_test_programs_symbols() -> None:
+def test_symbol_aliases_map_the_test_programs_symbols() -> None:
     """A backend whose language cannot spell a test symbol (``global`` in OpenCL C) maps it."""
 
     class Mapped(Capabilities):
-        symbol_names = {"global": "global_"}
+        symbol_aliases = {"global": "global_"}
 
     assert Mapped().symbol("global") == "global_" and Mapped().symbol("foo") == "foo"
     assert Capabilities().symbol("global") == "global"

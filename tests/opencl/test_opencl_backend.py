@@ -158,14 +158,14 @@ def test_devices_without_svm_are_refused_with_a_reason() -> None:
     assert "no shared virtual memory" in result["note"], result
 
 
-def test_the_kit_asks_for_mapped_symbol_names(gpu: ol.Device) -> None:
-    """``Capabilities.symbol_names``: the kit's ``kernel(program, "foo")`` asks for the name the
+def test_the_kit_asks_for_aliased_symbol_names(gpu: ol.Device) -> None:
+    """``Capabilities.symbol_aliases``: the kit's ``kernel(program, "foo")`` asks for the name the
     backend's program exports."""
     from offload.testing import Capabilities, register_capabilities, unregister_capabilities
     from offload.testing.suite._helpers import kernel
 
     class Renamed(Capabilities):
-        symbol_names = {"foo": "foo_renamed"}
+        symbol_aliases = {"foo": "foo_renamed"}
 
     register_capabilities("opencl", Renamed)
     program = _program(gpu, "kernel void foo_renamed(global uint *out) { out[get_global_id(0)] = 1; }")

@@ -148,7 +148,7 @@ class Capabilities:
     programs_suffix: str = ""
     #: The test programs' symbol names as this backend's programs spell them, where they differ
     #: (``{"global": "global_"}``: ``global`` is a keyword of OpenCL C); see ``symbol``.
-    symbol_names: dict[str, str] = {}
+    symbol_aliases: dict[str, str] = {}
 
     #: Set on the copy ``resolve`` returns: flag -> why it is False.
     _absent: dict[str, str] | None = None
@@ -164,8 +164,8 @@ class Capabilities:
 
     def symbol(self, name: str) -> str:
         """The name under which this backend's test programs export liboffload's symbol ``name``
-        (``symbol_names``, else ``name``): the kit asks ``olGetSymbol`` for this name."""
-        return self.symbol_names.get(name, name)
+        (``symbol_aliases``, else ``name``): the kit asks ``olGetSymbol`` for this name."""
+        return self.symbol_aliases.get(name, name)
 
     def resolve(self, implemented: Collection[str]) -> Capabilities:
         """A copy with every ``None`` flag derived from the hooks in ``implemented``.

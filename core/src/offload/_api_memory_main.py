@@ -133,9 +133,7 @@ def _copy_rect_natively(
         _ranges.check_copy(ctx, dst_origin, dst_end, dst.device, src_origin, src_end, src.device)
     except OffloadError:
         return False  # the rows say which one is wrong (or copy rows of separate allocations)
-    qnative = _queue_for(queue, owner) if queue is not None and queue.device.backend is not owner.backend else (
-        queue.native if queue is not None else None
-    )
+    qnative = _queue_for(queue, owner)  # (None without a queue; another backend's queue is drained)
     owner.backend.data_copy_rect(
         owner.native, dst_origin, (dst_row, dst_slab), src_origin, (src_row, src_slab),
         (extent.x, extent.y, extent.z), qnative,

@@ -202,6 +202,8 @@ class Array:
         """A host copy as a numpy array of the same shape and dtype (C-contiguous).
 
         With ``queue`` the copy is enqueued: the array is complete once the queue is synchronised.
+        A strided 2-D/3-D view of whole rows (``a[1:4, 2:6]``) is one pitched copy of just its
+        rows (``olMemcpyRect``); other strided views copy their span and synchronise ``queue``.
         """
         np = _numpy()
         out = np.empty(self._shape, self._dtype)

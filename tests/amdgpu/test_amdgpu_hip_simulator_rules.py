@@ -331,3 +331,53 @@ emit(res)
     assert result["to_device"] == result["to_host"] == 0 and result["data"] is True
     assert result["past_end"] == result["not_managed"] == 1  # hipErrorInvalidValue
     assert result["no_device"] == 101  # hipErrorInvalidDevice
+
+
+RECT = """
+device = hip.hipMalloc(4096)[1]
+host = (ctypes.c_ubyte * 4096)(*[i % 251 for i in range(4096)])
+back = (ctypes.c_ubyte * 4096)()
+stream = hip.hipStreamCreateWithFlags(0)[1]
+
+def params(dst, src, width, height, depth, kind, pitch=64, rows=8, src_pos=(0, 0, 0), dst_pos=(0, 0, 0)):
+    p = hip.hipMemcpy3DParms()
+    for side, address, pos, where in ((p.srcPtr, src, src_pos, p.srcPos), (p.dstPtr, dst, dst_pos, p.dstPos)):
+        side.ptr, side.pitch, side.xsize, side.ysize = address, pitch, pitch, rows
+        where.x, where.y, where.z = pos
+    p.extent.width, p.extent.height, p.extent.depth = width, height, depth
+    p.kind = hip.hipMemcpyKind(kind)
+    return p
+
+H, D = ctypes.addressof(host), int(device)
+B = ctypes.addressof(back)
+out = {}
+out["to_device"] = st(hip.hipMemcpy3DAsync(params(D, H, 16, 5, 3, 1, src_pos=(4, 1, 0)), stream))
+out["sync"] = st(hip.hipStreamSynchronize(stream))
+out["back"] = st(hip.hipMemcpy3D(params(B, D, 16, 5, 3, 2)))
+out["copied"] = all(
+    back[z * 512 + y * 64 + x] == host[z * 512 + (y + 1) * 64 + 4 + x]
+    for z in range(3) for y in range(5) for x in range(16)
+)
+out["gaps_untouched"] = all(back[z * 512 + y * 64 + x] == 0 for z in range(3) for y in range(5) for x in range(16, 64))
+out["pitch_below_width"] = st(hip.hipMemcpy3D(params(D, H, 60, 1, 1, 1, src_pos=(8, 0, 0))))
+out["ysize_below_rows"] = st(hip.hipMemcpy3D(params(D, H, 16, 8, 2, 1, dst_pos=(0, 1, 0))))
+out["last_row_fits"] = st(hip.hipMemcpy3D(params(D, H, 64, 8, 8, 1)))
+out["row_past_allocation"] = st(hip.hipMemcpy3D(params(D, H, 64, 8, 9, 1)))
+out["zero_extent"] = st(hip.hipMemcpy3D(params(D, H, 0, 5, 3, 1)))
+emit(out)
+"""
+
+
+def test_memcpy3d_checks_every_row_and_runs_in_stream_order(hip_runtime, hip_child) -> None:
+    """hipMemcpy3D(Async) on linear memory (hipMemcpy3DParms): a pitched host->device copy on a
+    stream and a synchronous one back copy exactly the extent; a pitch below pos.x + width is
+    hipErrorInvalidPitchValue, a ysize below pos.y + height (several slices) and a row past the
+    allocation are hipErrorInvalidValue; a zero extent copies nothing."""
+    out = hip_child(PRELUDE + RECT, {"LD_LIBRARY_PATH": str(hip_runtime)})
+    assert out["to_device"] == 0 and out["sync"] == 0 and out["back"] == 0
+    assert out["copied"] and out["gaps_untouched"]
+    assert out["pitch_below_width"] == 12  # hipErrorInvalidPitchValue
+    assert out["ysize_below_rows"] == 1
+    assert out["last_row_fits"] == 0
+    assert out["row_past_allocation"] == 1
+    assert out["zero_extent"] == 0

@@ -18,6 +18,7 @@ def test_every_optional_hook_belongs_to_a_feature() -> None:
     assert set(HOOK_NAMES) - REQUIRED_HOOKS - covered == {
         "build_source",
         "build_target",
+        "data_copy_rect",
         "foreign_stream_sync",
         "foreign_stream_wait",
         "deinit_device",

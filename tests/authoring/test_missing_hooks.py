@@ -186,6 +186,18 @@ def _liboffload_platform_info(w: World) -> None:
     assert ol.olGetPlatformInfo(platform, ol.PlatformInfo.VERSION) == "v0.0.1"
 
 
+def _rect_row_by_row(w: World) -> None:
+    source = w.buffer(96)
+    ctypes.memmove(source, bytes(range(96)), 96)
+    address, back = w.alloc(256, A.DEVICE), w.buffer(256)
+    ol.olMemcpyRect(None, ol.Rect(address, w.device, (0, 0, 0), 32, 128), ol.Rect(source, w.host, (2, 0, 0), 16, 48), (8, 3, 2))
+    ol.olMemcpy(None, back, w.host, address, w.device, 256)
+    got = (ctypes.c_uint8 * 256).from_address(back)
+    assert [bytes(got[z * 128 + y * 32 :][:8]) for z in range(2) for y in range(3)] == [
+        bytes(range(z * 48 + y * 16 + 2, z * 48 + y * 16 + 10)) for z in range(2) for y in range(3)
+    ]
+
+
 FALLBACKS: dict[str, Callable[[World], Any]] = {
     "data_exchange": _exchange_bounces,  # bounced through host memory
     "kernel_params": _launch_without_params,  # the core cannot check sizes; launches still run
@@ -196,6 +208,7 @@ FALLBACKS: dict[str, Callable[[World], Any]] = {
     "mem_alloc_aligned": _aligned_from_mem_alloc,
     "mem_prefetch": _prefetch_ignored,  # a hint: ignored, as liboffload does
     "platform_info": _liboffload_platform_info,  # liboffload's placeholders
+    "data_copy_rect": _rect_row_by_row,  # olMemcpyRect copies row by row through data_submit
 }
 
 

@@ -392,3 +392,62 @@ def test_streams_and_events_never_destroyed_are_reported_at_the_reset(run_child:
     assert child.result == {"stale_event": "CUDA_ERROR_INVALID_HANDLE", "stale_stream": "CUDA_ERROR_INVALID_HANDLE"}
     assert "gpusim: leak at primary context release of device 0: 2 stream(s) never destroyed" in child.stderr
     assert "gpusim: leak at primary context release of device 0: 3 event(s) never destroyed" in child.stderr
+
+
+_RECT = (
+    _PRELUDE
+    + r"""
+dev, ctx = setup()
+device = ck(d.cuMemAlloc(4096))
+host = (ctypes.c_ubyte * 4096)(*[i % 251 for i in range(4096)])
+back = (ctypes.c_ubyte * 4096)()
+HOST = ctypes.addressof(host)
+stream = ck(d.cuStreamCreate(0))
+
+def params(dst, src, width, height, depth, pitch=64, rows=8, **more):
+    p = d.CUDA_MEMCPY3D()
+    p.srcMemoryType = p.dstMemoryType = d.CUmemorytype.CU_MEMORYTYPE_UNIFIED
+    p.srcDevice, p.dstDevice = src, dst
+    p.srcPitch = p.dstPitch = pitch
+    p.srcHeight = p.dstHeight = rows
+    p.WidthInBytes, p.Height, p.Depth = width, height, depth
+    for k, v in more.items():
+        setattr(p, k, v)
+    return p
+
+out = {}
+# 3 slices of 5 rows of 16 bytes, host (pitch 64, 8 rows) -> device, async, then back synchronously
+out["to_device"] = name(d.cuMemcpy3DAsync(params(int(device), HOST, 16, 5, 3, srcXInBytes=4, srcY=1), stream))
+out["back"] = name(d.cuMemcpy3D(params(ctypes.addressof(back), int(device), 16, 5, 3)))  # legacy stream waits
+out["copied"] = all(
+    back[z * 512 + y * 64 + x] == host[z * 512 + (y + 1) * 64 + 4 + x]
+    for z in range(3) for y in range(5) for x in range(16)
+)
+out["gaps_untouched"] = all(back[z * 512 + y * 64 + x] == 0 for z in range(3) for y in range(5) for x in range(16, 64))
+out["pitch_below_width"] = name(d.cuMemcpy3D(params(int(device), HOST, 60, 1, 1, srcXInBytes=8)))
+out["height_below_rows"] = name(d.cuMemcpy3D(params(int(device), HOST, 16, 8, 2, dstY=1)))
+# the last row of slice 7 would end at 7*512 + 7*64 + 64 = 4096 + 0: inside; slice 8 starts past the allocation
+out["last_row_fits"] = name(d.cuMemcpy3D(params(int(device), HOST, 64, 8, 8)))
+out["row_past_allocation"] = name(d.cuMemcpy3D(params(int(device), HOST, 64, 8, 9)))
+out["array_side"] = name(d.cuMemcpy3D(params(int(device), HOST, 16, 1, 1, srcMemoryType=d.CUmemorytype.CU_MEMORYTYPE_ARRAY)))
+out["zero_extent"] = name(d.cuMemcpy3D(params(int(device), HOST, 0, 5, 3)))
+emit(out)
+"""
+)
+
+
+def test_memcpy3d_checks_every_row_and_runs_in_stream_order(run_child: Any, child_env: Any) -> None:
+    """cuMemcpy3D(Async) ("Memory Management", CUDA_MEMCPY3D): a pitched host->device copy on a
+    stream, read back by the synchronous call on the legacy stream (ordered after it), copies
+    exactly the extent; a pitch below XInBytes + WidthInBytes, a height below Y + Height (more
+    than one slice) and a row past the allocation are INVALID_VALUE; arrays are not simulated."""
+    out = run_child(_RECT, child_env()).result
+    assert out["to_device"] == "CUDA_SUCCESS"
+    assert out["back"] == "CUDA_SUCCESS"
+    assert out["copied"] and out["gaps_untouched"]
+    assert out["pitch_below_width"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["height_below_rows"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["last_row_fits"] == "CUDA_SUCCESS"
+    assert out["row_past_allocation"] == "CUDA_ERROR_INVALID_VALUE"
+    assert out["array_side"] == "CUDA_ERROR_NOT_SUPPORTED"
+    assert out["zero_extent"] == "CUDA_SUCCESS"

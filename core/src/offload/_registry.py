@@ -240,6 +240,9 @@ class BoundBackend:
         data_retrieve: Callable[[NativeDevice, int, int, int, NativeQueue | None], None]
         data_exchange: Callable[[NativeDevice, int, NativeDevice, int, int, NativeQueue | None], None]
         data_fill: Callable[[NativeDevice, int, bytes, int, NativeQueue | None], None]
+        data_copy_rect: Callable[
+            [NativeDevice, int, tuple[int, int], int, tuple[int, int], tuple[int, int, int], NativeQueue | None], None
+        ]
         create_queue: Callable[[NativeDevice], NativeQueue]
         synchronize: Callable[[NativeDevice, NativeQueue, bool], None]
         has_pending_work: Callable[[NativeDevice, NativeQueue], bool]

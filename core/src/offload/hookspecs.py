@@ -96,7 +96,8 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
 - liboffload main's additions, each optional: ``mem_alloc_aligned`` (``aligned_alloc``; without
   it ``olMemAllocAligned`` accepts a ``mem_alloc`` address that happens to be aligned, else
   UNSUPPORTED naming the device), ``mem_prefetch`` (``prefetch``; without it a prefetch is
-  ignored, as liboffload does), ``symbol_names`` (``iterate_symbols``).
+  ignored, as liboffload does), ``symbol_names`` (``iterate_symbols``), ``data_copy_rect`` (no kit
+  flag: without it ``olMemcpyRect`` copies row by row).
 - ``deinit_device``: absent, the core skips it. ``no_devices_reason``: absent, ``offload backends``
   shows a zero-device backend without a note.
 
@@ -404,6 +405,24 @@ def data_exchange(
     src_device: NativeDevice, src: int, dst_device: NativeDevice, dst: int, size: int, queue: NativeQueue | None
 ) -> None:
     """Copy between two devices of this backend. If absent, the core bounces through host memory."""
+
+
+@hookspec
+def data_copy_rect(
+    device: NativeDevice,
+    dst: int,
+    dst_pitches: tuple[int, int],
+    src: int,
+    src_pitches: tuple[int, int],
+    extent: tuple[int, int, int],
+    queue: NativeQueue | None,
+) -> None:
+    """Copy ``extent`` (bytes per row, rows, slices; none zero) from the pitched region whose first
+    byte is ``src`` to the one at ``dst``; ``*_pitches`` are (row pitch, slice pitch) in bytes.
+    Each side is host memory or memory of ``device`` (the core calls it only so); the core has
+    checked both regions' spans and the pitches (row pitch >= bytes per row; slice pitch >= rows x
+    row pitch for more than one slice). With a ``queue`` the copy runs in its order. Optional:
+    absent, ``olMemcpyRect`` copies row by row through ``data_submit``/``data_retrieve``/``data_exchange``."""
 
 
 @hookspec

@@ -353,3 +353,71 @@ EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v
 EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s) {
   return fill(d, pitch, v, w, h, 4, s, 0);
 }
+
+/* cuMemcpy3D / cuMemcpy3DAsync ("Memory Management", CUDA_MEMCPY3D): WidthInBytes x Height x
+ * Depth bytes between two pitched regions. Each side is CU_MEMORYTYPE_HOST (srcHost/dstHost),
+ * DEVICE (srcDevice/dstDevice) or UNIFIED (srcDevice/dstDevice, the kind inferred from the
+ * pointer); CUDA arrays (CU_MEMORYTYPE_ARRAY) are not simulated (CUDA_ERROR_NOT_SUPPORTED).
+ * The pitch must hold the row: Pitch >= XInBytes + WidthInBytes, and for a copy of more than one
+ * slice Height >= Y + Height; every row's range is checked (device rows inside one allocation,
+ * host rows mapped) before anything is queued, and the rows then run in stream order. */
+enum { MEMTYPE_HOST = 1, MEMTYPE_DEVICE = 2, MEMTYPE_ARRAY = 3, MEMTYPE_UNIFIED = 4 };
+
+static CUresult rect_side(int type, const void *host, CUdeviceptr device, int *is_device, char **base) {
+  sim_alloc_info info;
+  switch (type) {
+  case MEMTYPE_HOST: *is_device = 0; *base = (char *)host; return CUDA_SUCCESS;
+  case MEMTYPE_DEVICE: *is_device = 1; *base = PTR(device); return CUDA_SUCCESS;
+  case MEMTYPE_UNIFIED:
+    *is_device = sim_mem_find(PTR(device), &info) && is_device_kind(info.kind);
+    *base = PTR(device);
+    return CUDA_SUCCESS;
+  case MEMTYPE_ARRAY: return CUDA_ERROR_NOT_SUPPORTED;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+static CUresult rect_copy(const CUDA_MEMCPY3D *p, CUstream stream, int synchronous) {
+  REQUIRE_CTX(ctx);
+  if (p == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (p->srcLOD || p->dstLOD) return CUDA_ERROR_INVALID_VALUE;
+  int src_dev, dst_dev;
+  char *src, *dst;
+  CUresult rc = rect_side(p->srcMemoryType, p->srcHost, p->srcDevice, &src_dev, &src);
+  if (rc == CUDA_SUCCESS) rc = rect_side(p->dstMemoryType, p->dstHost, p->dstDevice, &dst_dev, &dst);
+  if (rc != CUDA_SUCCESS) return rc;
+  size_t w = p->WidthInBytes, h = p->Height, depth = p->Depth;
+  if (w == 0 || h == 0 || depth == 0) return CUDA_SUCCESS;
+  if (src == NULL || dst == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (p->srcPitch < p->srcXInBytes + w || p->dstPitch < p->dstXInBytes + w) return CUDA_ERROR_INVALID_VALUE;
+  if (depth > 1 && (p->srcHeight < p->srcY + h || p->dstHeight < p->dstY + h)) return CUDA_ERROR_INVALID_VALUE;
+  size_t src_slab = p->srcPitch * p->srcHeight, dst_slab = p->dstPitch * p->dstHeight;
+  int dir = dst_dev && src_dev ? DIR_DTOD : dst_dev ? DIR_HTOD : src_dev ? DIR_DTOH : -1;
+  for (int pass = 0; pass < 2; pass++) { /* pass 0 checks every row, pass 1 queues them */
+    for (size_t z = 0; z < depth; z++) {
+      for (size_t y = 0; y < h; y++) {
+        char *s = src + (p->srcZ + z) * src_slab + (p->srcY + y) * p->srcPitch + p->srcXInBytes;
+        char *d = dst + (p->dstZ + z) * dst_slab + (p->dstY + y) * p->dstPitch + p->dstXInBytes;
+        if (pass == 0) {
+          if (src_dev ? check_device_range(s, w) != CUDA_SUCCESS : host_range_kind(s, w) < 0)
+            return CUDA_ERROR_INVALID_VALUE;
+          if (dst_dev ? check_device_range(d, w) != CUDA_SUCCESS : host_range_kind(d, w) < 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        } else if (dir < 0) { /* host to host: synchronous, in stream order */
+          if (z == 0 && y == 0) {
+            sim_stream *q;
+            rc = resolve_stream(synchronous ? NULL : stream, ctx, &q);
+            if (rc != CUDA_SUCCESS) return rc;
+            sim_stream_wait_idle(q);
+          }
+          memmove(d, s, w);
+        } else if ((rc = copy_enqueue(ctx, d, s, w, stream, dir, synchronous)) != CUDA_SUCCESS) {
+          return rc;
+        }
+      }
+    }
+  }
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p) { return rect_copy(p, NULL, 1); }
+EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream stream) { return rect_copy(p, stream, 0); }

@@ -483,6 +483,8 @@ static const proc_entry procs[] = {
     E("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
     E("cuMemcpy", 4000, cuMemcpy),
     E("cuMemcpyAsync", 4000, cuMemcpyAsync),
+    E("cuMemcpy3D", 3020, cuMemcpy3D_v2),
+    E("cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2),
     E("cuMemcpyPeer", 4000, cuMemcpyPeer),
     E("cuMemcpyPeerAsync", 4000, cuMemcpyPeerAsync),
     E("cuMemcpyHtoD", 3020, cuMemcpyHtoD_v2),

@@ -38,6 +38,7 @@ typedef enum hipError_t {
   hipErrorInvalidValue = 1,
   hipErrorOutOfMemory = 2,
   hipErrorNotInitialized = 3,
+  hipErrorInvalidPitchValue = 12,
   hipErrorInvalidConfiguration = 9,
   hipErrorInvalidSymbol = 13,
   hipErrorInvalidDevicePointer = 17,
@@ -149,6 +150,7 @@ static const struct {
      "part or all of the requested memory range is already mapped"},
     {hipErrorHostMemoryNotRegistered, "hipErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
     {hipErrorLaunchFailure, "hipErrorLaunchFailure", "unspecified launch failure"},
+    {hipErrorInvalidPitchValue, "hipErrorInvalidPitchValue", "invalid pitch argument"},
     {hipErrorNotSupported, "hipErrorNotSupported", "operation not supported"},
     {hipErrorUnknown, "hipErrorUnknown", "unknown error"},
 };
@@ -860,6 +862,63 @@ EXPORT hipError_t hipMemcpyAsync(void *dst, const void *src, size_t size, int ki
   if (kind < 0 || kind > 4) return ret(hipErrorInvalidMemcpyDirection);
   int dst_dev = kind == 1 || kind == 3, src_dev = kind == 2 || kind == 3;
   return submit_copy(dst, dst_dev, src, src_dev, size, stream);
+}
+
+/* hipMemcpy3D / hipMemcpy3DAsync (HIP runtime API, "Memory Management": hipMemcpy3DParms) on
+ * linear memory: extent.width bytes x height rows x depth slices between two hipPitchedPtr
+ * regions (slice pitch = pitch * ysize), starting at srcPos/dstPos (x in bytes). A pitch below
+ * pos.x + width is hipErrorInvalidPitchValue; for more than one slice, ysize below pos.y +
+ * height is hipErrorInvalidValue; every row is checked as one hipMemcpyAsync range before any
+ * is queued, then the rows run in stream order. HIP arrays are not simulated (NotSupported). */
+typedef struct { size_t x, y, z; } hip_pos;
+typedef struct { void *ptr; size_t pitch, xsize, ysize; } hip_pitched_ptr;
+typedef struct { size_t width, height, depth; } hip_extent;
+typedef struct {
+  void *srcArray;
+  hip_pos srcPos;
+  hip_pitched_ptr srcPtr;
+  void *dstArray;
+  hip_pos dstPos;
+  hip_pitched_ptr dstPtr;
+  hip_extent extent;
+  int kind;
+} hip_memcpy3d_parms;
+
+static hipError_t copy_3d(const hip_memcpy3d_parms *p, hip_stream *stream) {
+  if (p == NULL) return ret(hipErrorInvalidValue);
+  if (p->srcArray != NULL || p->dstArray != NULL) return ret(hipErrorNotSupported);
+  if (p->kind < 0 || p->kind > 4) return ret(hipErrorInvalidMemcpyDirection);
+  size_t w = p->extent.width, h = p->extent.height, depth = p->extent.depth;
+  if (w == 0 || h == 0 || depth == 0) return hipSuccess;
+  if (p->srcPtr.ptr == NULL || p->dstPtr.ptr == NULL) return ret(hipErrorInvalidValue);
+  if (p->srcPtr.pitch < p->srcPos.x + w || p->dstPtr.pitch < p->dstPos.x + w) return ret(hipErrorInvalidPitchValue);
+  if (depth > 1 && (p->srcPtr.ysize < p->srcPos.y + h || p->dstPtr.ysize < p->dstPos.y + h))
+    return ret(hipErrorInvalidValue);
+  int dst_dev = p->kind == 1 || p->kind == 3, src_dev = p->kind == 2 || p->kind == 3;
+  size_t src_slab = p->srcPtr.pitch * p->srcPtr.ysize, dst_slab = p->dstPtr.pitch * p->dstPtr.ysize;
+  for (int pass = 0; pass < 2; pass++) { /* pass 0 checks every row, pass 1 queues them */
+    for (size_t z = 0; z < depth; z++) {
+      for (size_t y = 0; y < h; y++) {
+        const char *s = (const char *)p->srcPtr.ptr + (p->srcPos.z + z) * src_slab + (p->srcPos.y + y) * p->srcPtr.pitch +
+                        p->srcPos.x;
+        char *d = (char *)p->dstPtr.ptr + (p->dstPos.z + z) * dst_slab + (p->dstPos.y + y) * p->dstPtr.pitch + p->dstPos.x;
+        hipError_t e = pass == 0 ? check_side(d, w, dst_dev) : submit_copy(d, dst_dev, s, src_dev, w, stream);
+        if (pass == 0 && e == hipSuccess) e = check_side(s, w, src_dev);
+        if (e != hipSuccess) return ret(e);
+      }
+    }
+  }
+  return hipSuccess;
+}
+
+EXPORT hipError_t hipMemcpy3DAsync(const hip_memcpy3d_parms *p, hip_stream *stream) {
+  GUARD();
+  return copy_3d(p, stream);
+}
+
+EXPORT hipError_t hipMemcpy3D(const hip_memcpy3d_parms *p) {
+  GUARD();
+  return sync_null(copy_3d(p, NULL));
 }
 
 EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) {

@@ -187,6 +187,13 @@ class AMDGPUBackend:
         _memory.copy_between(src_device, src, dst_device, dst, size, None if queue is None else queue.stream)
 
     @hookimpl
+    def data_copy_rect(
+        self, device: HipDevice, dst: int, dst_pitches: tuple[int, int], src: int, src_pitches: tuple[int, int],
+        extent: tuple[int, int, int], queue: HipQueue | None,
+    ) -> None:
+        _memory.copy_rect(device, dst, dst_pitches, src, src_pitches, extent, None if queue is None else queue.stream)
+
+    @hookimpl
     def data_fill(self, device: HipDevice, address: int, pattern: bytes, size: int, queue: HipQueue | None) -> None:
         _memory.fill(device, address, pattern, size, None if queue is None else queue.stream)
 

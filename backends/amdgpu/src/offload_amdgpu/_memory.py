@@ -21,7 +21,7 @@ from ._driver import check
 from ._errors import raise_for
 from ._queue import HipQueue
 
-__all__ = ["alloc", "copy_between", "data_retrieve", "data_submit", "fill", "free", "register", "unregister"]
+__all__ = ["alloc", "copy_between", "copy_rect", "data_retrieve", "data_submit", "fill", "free", "register", "unregister"]
 
 log = logging.getLogger("offload_amdgpu")
 
@@ -101,6 +101,32 @@ def data_retrieve(device: HipDevice, dst: int, src: int, size: int, queue: HipQu
         return
     device.activate()
     _finish(device, "hipMemcpyDtoHAsync", device.hip.hipMemcpyDtoHAsync(dst, src, size, None)[0], None)
+
+
+def copy_rect(
+    device: HipDevice, dst: int, dst_pitches: tuple[int, int], src: int, src_pitches: tuple[int, int],
+    extent: tuple[int, int, int], stream: Any,
+) -> None:
+    """A pitched 2-D/3-D copy through ``hipMemcpy3DAsync`` (hipMemcpy3DParms, hipMemcpyDefault:
+    the runtime tells host from device memory by the pointer). A slice pitch is given as a height
+    in rows (hipPitchedPtr.ysize): where one is not a multiple of its row pitch, each slice is
+    its own 2-D copy, in stream order."""
+    hip = device.hip
+    width, height, depth = extent
+    (dst_row, dst_slab), (src_row, src_slab) = dst_pitches, src_pitches
+    whole = depth == 1 or (dst_slab % dst_row == 0 and src_slab % src_row == 0)
+    device.activate()
+    for z in range(1 if whole else depth):
+        params = hip.hipMemcpy3DParms()
+        for side, address, row, slab in ((params.srcPtr, src, src_row, src_slab), (params.dstPtr, dst, dst_row, dst_slab)):
+            side.ptr, side.pitch, side.xsize = address + z * slab, row, width
+            side.ysize = slab // row if whole and depth > 1 else height
+        params.extent.width, params.extent.height, params.extent.depth = width, height, depth if whole else 1
+        params.kind = hip.hipMemcpyKind(HIP_MEMCPY_DEFAULT)
+        status = hip.hipMemcpy3DAsync(params, stream)[0]
+        if status:
+            raise_for(hip, status, "hipMemcpy3DAsync")
+    _finish(device, "hipMemcpy3DAsync", 0, stream)
 
 
 def copy_between(src_device: HipDevice, src: int, dst_device: HipDevice, dst: int, size: int, stream: Any) -> None:

@@ -283,6 +283,13 @@ class CudaBackend:
         )
 
     @hookimpl
+    def data_copy_rect(
+        self, device: _DeviceState, dst: int, dst_pitches: tuple[int, int], src: int, src_pitches: tuple[int, int],
+        extent: tuple[int, int, int], queue: CudaQueue | None,
+    ) -> None:
+        _memory.copy_rect(device.device, dst, dst_pitches, src, src_pitches, extent, None if queue is None else queue.stream)
+
+    @hookimpl
     def data_fill(self, device: _DeviceState, address: int, pattern: bytes, size: int, queue: CudaQueue | None) -> None:
         _memory.fill(device.device, address, pattern, size, None if queue is None else queue.stream)
 

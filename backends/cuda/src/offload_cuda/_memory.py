@@ -17,7 +17,7 @@ from offload import AllocType, ErrorCode, OffloadError
 from ._device import CudaDevice
 from ._driver import check
 
-__all__ = ["alloc", "copy_between", "copy_from_device", "copy_to_device", "fill", "free", "register", "unregister"]
+__all__ = ["alloc", "copy_between", "copy_from_device", "copy_rect", "copy_to_device", "fill", "free", "register", "unregister"]
 
 _CU_MEM_ATTACH_GLOBAL = 1
 _CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
@@ -74,6 +74,32 @@ def copy_from_device(device: CudaDevice, dst: int, src: int, size: int, stream: 
     d = device.driver
     device.activate()
     check(d, d.cuMemcpyDtoHAsync(dst, src, size, device.legacy if stream is None else stream), "cuMemcpyDtoHAsync")
+    _finish(device, stream)
+
+
+def copy_rect(
+    device: CudaDevice, dst: int, dst_pitches: tuple[int, int], src: int, src_pitches: tuple[int, int],
+    extent: tuple[int, int, int], stream: Any | None,
+) -> None:
+    """A pitched 2-D/3-D copy through ``cuMemcpy3DAsync`` (CUDA_MEMCPY3D), both sides
+    CU_MEMORYTYPE_UNIFIED (the driver tells host from device memory by the pointer). The driver
+    takes a slice pitch as a height in rows (srcHeight/dstHeight): where one is not a multiple of
+    its row pitch, each slice is its own 2-D copy, in stream order."""
+    d = device.driver
+    width, height, depth = extent
+    (dst_row, dst_slab), (src_row, src_slab) = dst_pitches, src_pitches
+    whole = depth == 1 or (dst_slab % dst_row == 0 and src_slab % src_row == 0)
+    on = device.legacy if stream is None else stream
+    device.activate()
+    for z in range(1 if whole else depth):
+        params = d.CUDA_MEMCPY3D()
+        params.srcMemoryType = params.dstMemoryType = d.CUmemorytype.CU_MEMORYTYPE_UNIFIED
+        params.srcDevice, params.srcPitch = src + z * src_slab, src_row
+        params.dstDevice, params.dstPitch = dst + z * dst_slab, dst_row
+        params.srcHeight = src_slab // src_row if whole and depth > 1 else height
+        params.dstHeight = dst_slab // dst_row if whole and depth > 1 else height
+        params.WidthInBytes, params.Height, params.Depth = width, height, depth if whole else 1
+        check(d, d.cuMemcpy3DAsync(params, on), "cuMemcpy3DAsync")
     _finish(device, stream)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _interop, _session
+from ._rect import copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
 from ._buffer import Buffer, as_kind, as_size, dlpack_device
 
@@ -201,12 +202,18 @@ class Array:
         """A host copy as a numpy array of the same shape and dtype (C-contiguous).
 
         With ``queue`` the copy is enqueued: the array is complete once the queue is synchronised.
+        A strided 2-D/3-D view of whole rows (``a[1:4, 2:6]``) is one pitched copy of just its
+        rows (``olMemcpyRect``); other strided views copy their span and synchronise ``queue``.
         """
         np = _numpy()
         out = np.empty(self._shape, self._dtype)
         if self.is_contiguous:
             if out.nbytes:  # as bytes: datetimes and other dtypes lack a buffer-protocol format
                 self._buffer.copy_to(out.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
+            return out  # type: ignore[no-any-return]
+        layout = rect_layout(self._shape, self._strides, self.itemsize)
+        if layout is not None:  # rows of adjacent elements: only they are copied
+            copy_rect(queue, out.ctypes.data, host_device(), packed(layout), self.address, self.device, layout, (out, self))
             return out  # type: ignore[no-any-return]
         low, high = byte_span(self._shape, self._strides, self.itemsize)
         raw = np.empty(high - low, np.uint8)
@@ -217,10 +224,12 @@ class Array:
         return out  # type: ignore[no-any-return]
 
     def copy_from(self, source: Any, *, queue: Queue | None = None) -> None:
-        """Copy a numpy array (or anything ``numpy.asarray`` takes) of the same shape into this view."""
+        """Copy a numpy array (or anything ``numpy.asarray`` takes) of the same shape into this view;
+        into a strided 2-D or 3-D view of rows (``rect_layout``) with one pitched copy."""
         np = _numpy()
         if not self.is_contiguous:
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, "copy_from needs a C-contiguous Array")
+            self._copy_into_rows(np, source, queue)
+            return
         if isinstance(source, Array):
             if source.shape != self._shape or source.dtype != self._dtype:
                 raise OffloadError(
@@ -236,6 +245,30 @@ class Array:
             )
         if host.nbytes:
             self._buffer.copy_from(host.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
+
+    def _copy_into_rows(self, np: Any, source: Any, queue: Queue | None) -> None:
+        layout = rect_layout(self._shape, self._strides, self.itemsize)
+        if layout is None:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"copy_from needs a C-contiguous Array or a 2-D/3-D view of whole rows, not strides {self._strides}",
+            )
+        if isinstance(source, Array):
+            if not source.is_contiguous or source.shape != self._shape or source.dtype != self._dtype:
+                raise OffloadError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"source {source.dtype}{list(source.shape)} must be C-contiguous and match {self._dtype}{list(self._shape)}",
+                )
+            src, src_device, keep = source.address, source.device, source
+        else:
+            host = np.ascontiguousarray(source, dtype=self._dtype)
+            if host.shape != self._shape:
+                raise OffloadError(
+                    ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
+                )
+            src, src_device, keep = host.ctypes.data, host_device(), host
+        dst = self._buffer.writable_address("dst") + self._offset
+        copy_rect(queue, dst, self.device, layout, src, src_device, packed(layout), (keep, self))
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray[Any]:
         """numpy conversion: a view of host-accessible memory (no copy), else a host copy.

@@ -159,6 +159,33 @@ class TestMemcpyRect(Base):
         finally:
             ol.olMemFree(device_buffer)
 
+    def test_within_one_device(self, device: Any, host_device: Any) -> None:
+        """Both regions in one allocation of the device; the source's slice pitch (130) is no
+        multiple of its row pitch (24), as olMemcpyRect allows."""
+        src_pitch, src_slab, dst_pitch, dst_slab = 24, 130, 32, 192
+        extent = (12, 5, 3)
+        size = 4 * 192 + 3 * 130
+        data = bytes((i * 7 + 1) % 251 or 1 for i in range(3 * 130))
+        memory = ol.olMemAlloc(device, A.DEVICE, size)
+        back = (ctypes.c_uint8 * size)()
+        try:
+            zero = (ctypes.c_uint8 * size)()
+            ol.olMemcpy(None, memory, device, ctypes.addressof(zero), host_device, size)
+            staged = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+            ol.olMemcpy(None, memory + 4 * 192, device, ctypes.addressof(staged), host_device, len(data))
+            ol.olMemcpyRect(
+                None,
+                ol.Rect(memory, device, (3, 0, 1), dst_pitch, dst_slab),
+                ol.Rect(memory + 4 * 192, device, (2, 0, 0), src_pitch, src_slab),
+                extent,
+            )
+            ol.olMemcpy(None, ctypes.addressof(back), host_device, memory, device, size)
+        finally:
+            ol.olMemFree(memory)
+        got = bytes(back)
+        assert _region(got, dst_pitch, dst_slab, (3, 0, 1), extent) == _region(data, src_pitch, src_slab, (2, 0, 0), extent)
+        assert sum(1 for b in got[: 4 * 192] if b) == 12 * 5 * 3, "olMemcpyRect wrote outside the region"
+
     def test_pitch_too_small(self, device: Any, host_device: Any) -> None:
         device_buffer = ol.olMemAlloc(device, A.DEVICE, 1024)
         src = (ctypes.c_uint8 * 1024)()

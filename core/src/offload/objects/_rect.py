@@ -1,0 +1,57 @@
+"""Pitched copies of strided Arrays: a 2-D or 3-D view whose rows are runs of adjacent elements
+(a slice such as ``a[1:4, 2:6]``) is copied with one ``olMemcpyRect`` instead of its whole span."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._flat_api import olMemcpyRect
+from .._types import Rect
+from ._discovery import Device
+
+if TYPE_CHECKING:
+    from ._queue import Queue
+
+#: (extent: bytes per row, rows, slices), row pitch, slice pitch
+RectLayout = tuple[tuple[int, int, int], int, int]
+
+
+def rect_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> RectLayout | None:
+    """The pitched layout of a view ``olMemcpyRect`` can copy: 2 or 3 dimensions, none empty, the
+    last stride the item size, each row within its row pitch and each slice's rows within its
+    slice pitch (so no two rows overlap); None for any other view."""
+    if len(shape) not in (2, 3) or 0 in shape or strides[-1] != itemsize:
+        return None
+    width, rows = shape[-1] * itemsize, shape[-2]
+    row = strides[-2] if rows > 1 else width
+    if row < width:
+        return None
+    slices, slab = 1, row * rows
+    if len(shape) == 3 and shape[0] > 1:
+        slices, slab = shape[0], strides[0]
+        if slab < row * rows:
+            return None
+    return (width, rows, slices), row, slab
+
+
+def packed(layout: RectLayout) -> RectLayout:
+    """The same extent laid out C-contiguously (a numpy array of the view's shape)."""
+    (width, rows, slices), _, _ = layout
+    return (width, rows, slices), width, width * rows
+
+
+def copy_rect(
+    queue: Queue | None, dst: int, dst_device: Device, dst_layout: RectLayout,
+    src: int, src_device: Device, src_layout: RectLayout, keep: Any,
+) -> None:
+    """One ``olMemcpyRect`` of the (shared) extent; with a queue, ``keep`` stays alive until it is synchronised."""
+    extent, dst_row, dst_slab = dst_layout
+    _, src_row, src_slab = src_layout
+    olMemcpyRect(
+        None if queue is None else queue.handle,
+        Rect(dst, dst_device.handle, (0, 0, 0), dst_row, dst_slab),
+        Rect(src, src_device.handle, (0, 0, 0), src_row, src_slab),
+        extent,
+    )
+    if queue is not None:
+        queue._hold(keep)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import offload as ol
-from helpers import rss_kib
+from helpers import rss_kib, run_in_threads
 
 
 def test_work_is_really_asynchronous_and_in_order(host: ol.Device) -> None:
@@ -165,11 +165,7 @@ def test_twenty_threads_churn_queues_and_memory(host: ol.Device) -> None:
         except BaseException as exc:  # pragma: no cover
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 20)
     assert not errors, errors[:3]
 
 

@@ -7,6 +7,7 @@ median of per-round ratios (paired: load that drifts between rounds on a shared 
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import statistics
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["exit_on_error", "interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
+__all__ = ["bench_arguments", "exit_on_error", "interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
 
 
 @contextmanager
@@ -90,3 +91,15 @@ def exit_on_error(main: Callable[[], int], prog: str) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def bench_arguments(doc: str | None, quick: str, strict: str | None = "exit 1 when a target is missed") -> argparse.ArgumentParser:
+    """The command line every bench script takes: ``--quick`` (``quick`` says what shrinks),
+    ``--json`` (only the results document on stdout) and, unless ``strict`` is None, ``--strict``
+    (``strict`` says when it exits non-zero); described by the first paragraph of ``doc``."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--json", action="store_true", help="print only the results as JSON on stdout")
+    if strict is not None:
+        parser.add_argument("--strict", action="store_true", help=strict)
+    return parser

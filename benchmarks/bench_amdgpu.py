@@ -28,7 +28,6 @@ Usage: ``python benchmarks/bench_amdgpu.py [--quick] [--json] [--strict]``.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import gc
 import json
@@ -42,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _measure import interleaved_samples, medians, paired_ratio
+from _measure import bench_arguments, interleaved_samples, medians, paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "simulators" / "hip"))
@@ -325,10 +324,7 @@ def report(results: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few calls (a smoke run)")
-    parser.add_argument("--json", action="store_true", help="print only the results as JSON")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser = bench_arguments(__doc__, "few calls (a smoke run)")
     args = parser.parse_args(argv)
     if _CHILD_MARK not in os.environ:
         reexec_with_simulator([str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])])

@@ -32,7 +32,6 @@ Usage: ``python benchmarks/bench_cuda.py [--quick] [--json] [--strict]``.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import os
@@ -45,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _measure import interleaved_samples, medians, paired_ratio
+from _measure import bench_arguments, interleaved_samples, medians, paired_ratio
 from _cuda_peers import Side, cuda_core_side, objects_side
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -432,10 +431,7 @@ def report(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny counts (a smoke run)")
-    parser.add_argument("--json", action="store_true", help="print only the results document")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser = bench_arguments(__doc__, "tiny counts (a smoke run)")
     args = parser.parse_args(argv)
     _ensure_driver()
     from offload import OffloadError  # after _ensure_driver: the re-executed child loads offload

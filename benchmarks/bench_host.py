@@ -22,7 +22,6 @@ the results document on stdout; ``--strict`` exits 1 when a target is missed (de
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import gc
 import json
@@ -37,7 +36,7 @@ from typing import Any
 
 import offload as ol
 from offload._entrypoints import generate
-from _measure import exit_on_error, interleaved, interleaved_samples, medians, ns_per, paired_ratio
+from _measure import bench_arguments, exit_on_error, interleaved, interleaved_samples, medians, ns_per, paired_ratio
 from _saxpy_limit import TARGET_SAXPY_RATIO, bench_saxpy
 
 MIB = 1 << 20
@@ -475,10 +474,7 @@ def run(cfg: Config, mode: str, quiet: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny repeat counts (a smoke run, a few seconds)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout (nothing else)")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser = bench_arguments(__doc__, "tiny repeat counts (a smoke run, a few seconds)")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
     results = run(QUICK if args.quick else FULL, mode, quiet=args.json)

@@ -20,7 +20,6 @@ Usage: ``python benchmarks/bench_objects.py [--quick] [--json] [--strict]`` (as 
 
 from __future__ import annotations
 
-import argparse
 import json
 import struct
 import sys
@@ -35,7 +34,7 @@ import offload_host
 from offload import AllocType
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _measure import exit_on_error, interleaved_samples, medians, paired_ratio  # noqa: E402
+from _measure import bench_arguments, exit_on_error, interleaved_samples, medians, paired_ratio  # noqa: E402
 from bench_host import call_loop, log  # noqa: E402
 
 SIGNATURE = "float a, const float *x, float *y, uint64_t n"
@@ -219,10 +218,7 @@ def report(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke run")
-    parser.add_argument("--json", action="store_true", help="print only the results document")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser = bench_arguments(__doc__, "tiny counts: a smoke run")
     args = parser.parse_args(argv)
     results = run(QUICK if args.quick else FULL)
     print(json.dumps(results, indent=2) if args.json else report(results))

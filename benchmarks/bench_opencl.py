@@ -22,7 +22,6 @@ OpenCL device it says why and exits 0.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import struct
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 import offload as ol
-from _measure import exit_on_error, interleaved, ns_per
+from _measure import bench_arguments, exit_on_error, interleaved, ns_per
 
 SOURCE = b"""
 kernel void noargs(void) {}
@@ -170,9 +169,7 @@ def report(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="few calls, one repeat (a smoke run)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout only")
+    parser = bench_arguments(__doc__, "few calls, one repeat (a smoke run)", strict=None)
     args = parser.parse_args(argv)
     try:
         import pyopencl as cl

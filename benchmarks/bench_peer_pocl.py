@@ -16,7 +16,6 @@ the script says how to install it and exits 0 (2 with ``--strict``).
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import os
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import offload as ol
-from _measure import exit_on_error, interleaved, ns_per
+from _measure import bench_arguments, exit_on_error, interleaved, ns_per
 
 INSTALL_HINT = 'PyOpenCL with PoCL is not installed: pip install "pyopencl[pocl]"'
 
@@ -327,10 +326,7 @@ def _saxpy_flags() -> tuple[str, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout only")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed, 2 without PyOpenCL")
+    parser = bench_arguments(__doc__, "tiny sizes (a smoke run)", strict="exit 1 when a target is missed, 2 without PyOpenCL")
     args = parser.parse_args(argv)
     try:
         import pyopencl as cl

@@ -19,7 +19,6 @@ volume, at the measured maximum rate and at 1000 iterations per second.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -29,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _measure import bench_arguments
 
 RANKS_PER_NODE = 8
 NODES = 1000
@@ -224,9 +225,7 @@ def report(results: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny counts: a smoke run")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON only")
+    parser = bench_arguments(__doc__, "tiny counts: a smoke run", strict=None)
     args = parser.parse_args()
     repeats, iterations, ranks = (1, 50, 2) if args.quick else (5, 2000, 8)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:

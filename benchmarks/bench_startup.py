@@ -12,13 +12,14 @@ devices each backend found and the reason it gives for none. Target: every backe
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 from typing import Any
+
+from _measure import bench_arguments
 
 TARGET_S = 0.100
 
@@ -85,10 +86,7 @@ def report(result: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="two samples each (a smoke run)")
-    parser.add_argument("--json", action="store_true", help="print the results document only")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
+    parser = bench_arguments(__doc__, "two samples each (a smoke run)", strict="exit 1 when the target is missed")
     parser.add_argument("--repeats", type=int, default=None, help="samples per variant (default 15)")
     args = parser.parse_args()
     result = measure(args.repeats or (2 if args.quick else 15))

@@ -202,14 +202,14 @@ def cuda_steps(machine: Machine, pytest_args: list[str]) -> list[Step]:
     build = f"import sys; sys.path.insert(0, 'tests/simulators'); import build; k = build.gpu_kernels(host_builds=False); print(k if isinstance(k, str) else k.root); sys.exit(isinstance(k, str))"
     sanitizer_dir = BUILD / "compute-sanitizer-13.0"
     sanitizer = sanitizer_dir / "nvidia" / "cu13" / "bin" / "compute-sanitizer"
-    kit = [PY, "-m", "pytest", "-q", "-rs", "tests/cuda/test_conformance_cuda.py", *pytest_args]
+    kit = [PY, "-m", "pytest", "-q", "-rs", "tests/cuda/test_cuda_conformance.py", *pytest_args]
     return [
         Step("prepare .venv", venv),
         Step("install cuda-core==1.2.2", [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "cuda-core==1.2.2"],
              optional=True, note="for the cuda.core coexistence test (it skips without it)"),  # fmt: skip
         Step(f"build the test kernels for sm_{machine.arch} (cubin, PTX, fatbin)", [PY, "-c", build]),
         Step("conformance kit", kit),
-        Step("CUDA tests", [PY, "-m", "pytest", "-q", "-rs", "tests/cuda", "--ignore=tests/cuda/test_conformance_cuda.py", *pytest_args]),
+        Step("CUDA tests", [PY, "-m", "pytest", "-q", "-rs", "tests/cuda", "--ignore=tests/cuda/test_cuda_conformance.py", *pytest_args]),
         Step("benchmark bench_cuda.py", [PY, "benchmarks/bench_cuda.py", "--json"]),
         Step(f"install compute-sanitizer ({SANITIZER_PIN})",
              [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "--target", str(sanitizer_dir), SANITIZER_PIN],

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 import offload as ol
 
@@ -11,6 +21,24 @@ def devices() -> list[ol.Device]:
     found: list[ol.Device] = []
     ol.olIterateDevices(lambda device, _: found.append(device) or True)
     return found
+
+
+def rss_kib() -> int:
+    """This process's resident set size (VmRSS) in KiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def run_in_threads(target: Callable[[], object], count: int) -> None:
+    """Start ``count`` threads running ``target`` at once, then wait for every one to end."""
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 class MinimalBackend:
@@ -63,3 +91,66 @@ def load_kernel(name):
     program = ol.olCreateProgram(host, offload_host.build_test_kernel(name))
     return program, ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL)
 """
+
+
+def shutdown_from_host_function(queue: str) -> str:
+    """Child code (needs `ol` and `threading`) that launches on the queue named `queue` a host
+    function calling the final olShutDown, queues a second one behind it, then lets the first
+    run: `done` is set once it returned, `result` holds "ok" or its exception's repr, and
+    `dropped` what the second one ran with (it must not run)."""
+    return rf"""
+done, gate, result, dropped = threading.Event(), threading.Event(), [], []
+def shut(_):
+    gate.wait(20)  # the next host function is queued first
+    try:
+        ol.olShutDown()
+        result.append("ok")
+    except BaseException as exc:
+        result.append(repr(exc))
+    done.set()
+ol.olLaunchHostFunction({queue}, shut, None)
+ol.olLaunchHostFunction({queue}, dropped.append, "ran after shutdown")
+gate.set()
+"""
+
+
+def run_bounded(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in its own process group (text output captured); past ``timeout`` seconds the
+    whole group is killed and the calling test fails, showing what it printed."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(argv)} hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err[-5000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def release_from_host_function(queue: str) -> str:
+    """Child code (needs `ol`, and `mem` and `prog` alive) that launches on the queue named
+    `queue` a host function calling olMemFree(mem) and olDestroyProgram(prog): `seen` gets "ok"
+    or the exception's repr for each, in that order."""
+    return rf"""
+seen = []
+def release(_):
+    for call, arg in ((ol.olMemFree, mem), (ol.olDestroyProgram, prog)):
+        try:
+            call(arg)
+            seen.append("ok")
+        except Exception as exc:
+            seen.append(repr(exc))
+ol.olLaunchHostFunction({queue}, release, None)
+"""
+
+
+def run_pytest(args: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], str, dict[str, int]]:
+    """A child pytest process (``-q -p no:cacheprovider`` and ``args``, 600 s at most): the
+    process, the last line it printed (the summary) and the counts that line gives by outcome."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        capture_output=True, text=True, env=env, cwd=cwd, timeout=600,
+    )  # fmt: skip
+    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", summary)}
+    return proc, summary, counts

@@ -10,7 +10,7 @@ import offload as ol
 from offload._api_table import FUNCTIONS
 from offload._runtime import STATE
 
-from helpers import devices
+from helpers import devices, run_in_threads
 
 
 def _dummy_args(fn) -> list[object]:
@@ -74,11 +74,7 @@ def test_init_and_shutdown_from_many_threads() -> None:
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 20)
     assert not errors, errors[:3]
     assert STATE.ctx is None and STATE.refcount == 0
 

@@ -10,14 +10,7 @@ import time
 import pytest
 
 import offload as ol
-
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+from helpers import rss_kib, run_in_threads
 
 
 def test_work_is_really_asynchronous_and_in_order(host: ol.Device) -> None:
@@ -113,7 +106,7 @@ def test_queue_churn_with_pending_work_stays_bounded(host: ol.Device) -> None:
         ol.olLaunchHostFunction(q, noop)
         ol.olDestroyQueue(q)
     gc.collect()
-    rss_before, threads_before = _rss_kib(), threading.active_count()
+    rss_before, threads_before = rss_kib(), threading.active_count()
     peak_parked = peak_threads = 0
     for i in range(100_000):
         q = ol.olCreateQueue(host)
@@ -123,7 +116,7 @@ def test_queue_churn_with_pending_work_stays_bounded(host: ol.Device) -> None:
             peak_parked = max(peak_parked, len(host.parked))
             peak_threads = max(peak_threads, threading.active_count())
     gc.collect()
-    grown = _rss_kib() - rss_before
+    grown = rss_kib() - rss_before
     assert peak_parked <= 64, f"parked list grew to {peak_parked}"
     assert peak_threads <= threads_before + 64, f"threads grew to {peak_threads}"
     assert grown < 32 * 1024, f"RSS grew by {grown} KiB over 100k queues"
@@ -172,11 +165,7 @@ def test_twenty_threads_churn_queues_and_memory(host: ol.Device) -> None:
         except BaseException as exc:  # pragma: no cover
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker) for _ in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 20)
     assert not errors, errors[:3]
 
 

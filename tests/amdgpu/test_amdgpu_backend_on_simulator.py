@@ -4,17 +4,17 @@ host functions, two devices with peer copies, and streams kept in a pool."""
 
 from __future__ import annotations
 
-PRELUDE = """
+from amdgpu_child import DEVICES
+
+PRELUDE = (
+    """
 import ctypes
 from pathlib import Path
 import offload as ol
 programs, other = Path(PROGRAMS), Path(OTHER)
-ol.olInit()
-devs = []
-ol.olIterateDevices(lambda d, _: devs.append(d) or True)
-amd = [d for d in devs if d.platform.kind is ol.PlatformBackend.AMDGPU]
-host = next(d for d in devs if d.platform.kind is ol.PlatformBackend.HOST)
-dev = amd[0]
+"""
+    + DEVICES
+    + """
 def launch(groups=1, items=64, shared=0):
     return ol.KernelLaunchSizeArgs(dimensions=1, num_groups=ol.Dimensions(groups, 1, 1),
                                    group_size=ol.Dimensions(items, 1, 1), dyn_shared_memory=shared)
@@ -25,6 +25,7 @@ def error(fn, *args):
         return [exc.code.name, exc.details]
     return None
 """
+)
 
 
 def _prelude(build) -> str:

@@ -10,12 +10,11 @@ stream operation is delayed (``GPUSIM_DELAY_US``), so that a missing synchronisa
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import run_pytest
 
 KIT = Path(__file__).resolve().parent / "kit" / "kit_amdgpu.py"
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,14 +27,9 @@ RUNS = {"one-device": {}, "two-devices": {"GPUSIM_DEVICES": "2"}, "delayed": {"G
 def test_conformance_kit_on_amdgpu(hip_build, run: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
     env.update(hip_build.env(OFFLOAD_TEST_PLATFORM="amdgpu", OFFLOAD_BACKENDS_STRICT="1", **RUNS[run]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(KIT)],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
-    )  # fmt: skip
-    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    proc, summary, counts = run_pytest(["-rs", str(KIT)], env, ROOT)
     print(f"\nconformance kit on amdgpu (simulated HIP, {run}): {summary}")
     assert proc.returncode == 0, f"kit failed:\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
-    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", summary)}
     # The kit's absence checks skip, by name, every feature a backend has: not a gap. Anything
     # else skipping is a capability the AMDGPU platform claims and the kit did not exercise.
     skips = [

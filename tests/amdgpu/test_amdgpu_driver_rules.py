@@ -13,18 +13,19 @@ each test in a child process: the defects of issue 15 that the lenient simulator
 
 from __future__ import annotations
 
-PRELUDE = """
+from amdgpu_child import DEVICES
+from helpers import release_from_host_function, shutdown_from_host_function
+
+PRELUDE = (
+    """
 import ctypes, struct, threading
 from pathlib import Path
 import offload as ol
 from hip import hip
 programs = Path(PROGRAMS)
-ol.olInit()
-devs = []
-ol.olIterateDevices(lambda d, _: devs.append(d) or True)
-amd = [d for d in devs if d.platform.kind is ol.PlatformBackend.AMDGPU]
-host = next(d for d in devs if d.platform.kind is ol.PlatformBackend.HOST)
-dev = amd[0]
+"""
+    + DEVICES
+    + """
 ONE = ol.KernelLaunchSizeArgs(dimensions=1, num_groups=ol.Dimensions(1, 1, 1),
                               group_size=ol.Dimensions(64, 1, 1), dyn_shared_memory=0)
 live_events = ctypes.CDLL("libamdhip64.so").gpusim_hip_live_events
@@ -39,6 +40,7 @@ def read(address, size, device=None):
 def offload_threads():
     return [t for t in threading.enumerate() if t.name.startswith("offload-amdgpu")]
 """
+)
 
 
 def _prelude(build) -> str:
@@ -56,15 +58,9 @@ mem = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 1 << 20)
 prog = ol.olCreateProgram(dev, (programs / "foo.hsaco").read_bytes())
 kernel = ol.olGetSymbol(prog, "foo", ol.SymbolKind.KERNEL)
 ol.olLaunchKernel(queue, dev, kernel, struct.pack("P", mem), ONE)
-seen = []
-def release(_):
-    for call, arg in ((ol.olMemFree, mem), (ol.olDestroyProgram, prog)):
-        try:
-            call(arg)
-            seen.append("ok")
-        except Exception as exc:
-            seen.append(repr(exc))
-ol.olLaunchHostFunction(queue, release, None)
+"""
+        + release_from_host_function("queue")
+        + """
 ol.olSyncQueue(queue)
 after = free_memory()
 ol.olDestroyQueue(queue)
@@ -88,18 +84,9 @@ queue = ol.olCreateQueue(dev)
 mem = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 4096)
 prog = ol.olCreateProgram(dev, (programs / "foo.hsaco").read_bytes())
 event = ol.olCreateEvent(queue)
-done, gate, result, dropped = threading.Event(), threading.Event(), [], []
-def shut(_):
-    gate.wait(20)  # the next host function is queued first
-    try:
-        ol.olShutDown()
-        result.append("ok")
-    except BaseException as exc:
-        result.append(repr(exc))
-    done.set()
-ol.olLaunchHostFunction(queue, shut, None)
-ol.olLaunchHostFunction(queue, dropped.append, "ran after shutdown")
-gate.set()
+"""
+        + shutdown_from_host_function("queue")
+        + """
 assert done.wait(30), "olShutDown from a host function deadlocked"
 deadline = time.monotonic() + 30  # the deferred teardown runs once shut() has returned
 while offload_threads() and time.monotonic() < deadline:

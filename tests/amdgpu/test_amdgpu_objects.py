@@ -7,18 +7,14 @@ arguments packed from the code object's metadata).
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from helpers import run_pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _summary(stdout: str) -> dict[str, int]:
-    last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
-    return {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", last)}
 
 
 def _env(hip_build: Any) -> dict[str, str]:
@@ -29,11 +25,7 @@ def _env(hip_build: Any) -> dict[str, str]:
 
 
 def test_object_layer_on_amdgpu(hip_build: Any) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "amdgpu", "tests/objects"],
-        capture_output=True, text=True, env=_env(hip_build), cwd=ROOT, timeout=600,
-    )
-    counts = _summary(proc.stdout)
+    proc, _, counts = run_pytest(["-k", "amdgpu", "tests/objects"], _env(hip_build), ROOT)
     print(f"object layer on amdgpu: {counts}")
     assert proc.returncode == 0, proc.stdout[-15000:] + proc.stderr[-3000:]
     assert counts.get("passed", 0) >= 40 and not counts.get("failed"), counts

@@ -43,7 +43,19 @@ def emit(value):
     print(json.dumps(value))
 """
 
-DRIVER_PRELUDE = r"""
+#: Child code (needs `d`, cuda.bindings' driver, and `ck`): `setup(ordinal)` makes the device's
+#: primary context current and returns (device, context).
+SETUP = r"""
+def setup(ordinal=0):
+    ck(d.cuInit(0))
+    dev = ck(d.cuDeviceGet(ordinal))
+    ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
+    ck(d.cuCtxSetCurrent(ctx))
+    return dev, ctx
+"""
+
+DRIVER_PRELUDE = (
+    r"""
 from cuda.bindings import driver as d
 
 
@@ -58,12 +70,9 @@ def code(returned):
     return int(returned[0])
 
 
-def setup(ordinal=0):
-    ck(d.cuInit(0))
-    dev = ck(d.cuDeviceGet(ordinal))
-    ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
-    ck(d.cuCtxSetCurrent(ctx))
-    return dev, ctx
+"""
+    + SETUP
+    + r"""
 
 
 def extra_for(buf):
@@ -72,3 +81,4 @@ def extra_for(buf):
     arr = (ctypes.c_void_p * 5)(1, ctypes.addressof(keep), 2, ctypes.addressof(size), 0)
     return (keep, size, arr), ctypes.addressof(arr)
 """
+)

@@ -5,7 +5,7 @@ and another context made current (``cuCtxCreate`` / ``cuCtxPushCurrent``) betwee
 
 Everything runs in child processes, on the simulated driver (tests/simulators), which models the
 driver calls cuda.core makes (libraries, ``cuLaunchKernelEx``, stream-ordered pools, stream
-queries; tests/cuda/test_simulator_sharing_rules.py tests them with raw calls), or on a real one
+queries; tests/cuda/test_cuda_simulator_sharing_rules.py tests them with raw calls), or on a real one
 (scripts/cuda-real.sh).
 """
 

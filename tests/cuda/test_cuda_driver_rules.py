@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from cuda_child import DRIVER_PRELUDE, PRELUDE
+from helpers import release_from_host_function, shutdown_from_host_function
 
 _SYNC_WORK = (
     PRELUDE
@@ -292,15 +293,9 @@ mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 1 << 20)
 prog = ol.olCreateProgram(gpu, image("foo"))
 kernel = ol.olGetSymbol(prog, "foo", ol.SymbolKind.KERNEL)
 ol.olLaunchKernel(q, gpu, kernel, struct.pack("P", mem), launch())
-seen = []
-def release(_):
-    for call, arg in ((ol.olMemFree, mem), (ol.olDestroyProgram, prog)):
-        try:
-            call(arg)
-            seen.append("ok")
-        except Exception as exc:
-            seen.append(repr(exc))
-ol.olLaunchHostFunction(q, release, None)
+"""
+    + release_from_host_function("q")
+    + r"""
 sync = error_of(ol.olSyncQueue, q)
 freed = ck(d.cuMemGetInfo())[0] == before
 ol.olDestroyQueue(q)
@@ -328,18 +323,9 @@ other = ol.olCreateQueue(gpu)
 mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 4096)
 prog = ol.olCreateProgram(gpu, image("foo"))
 event = ol.olCreateEvent(q)
-done, gate, result, dropped = threading.Event(), threading.Event(), [], []
-def shut(_):
-    gate.wait(20)  # the next host function is queued first
-    try:
-        ol.olShutDown()
-        result.append("ok")
-    except BaseException as exc:
-        result.append(repr(exc))
-    done.set()
-ol.olLaunchHostFunction(q, shut, None)
-ol.olLaunchHostFunction(q, dropped.append, "ran after shutdown")
-gate.set()
+"""
+    + shutdown_from_host_function("q")
+    + r"""
 finished = done.wait(30)
 deadline = time.monotonic() + 30  # the deferred teardown runs once shut() has returned
 def offload_threads():

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from test_simulator_core_rules import _PRELUDE
+from test_cuda_simulator_core_rules import _PRELUDE
 
 pytestmark = pytest.mark.usefixtures("simulated")
 

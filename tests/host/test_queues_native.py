@@ -16,6 +16,18 @@ import offload as ol
 from offload_host import _native, build_program
 from offload_host._queue import HostQueue
 
+from helpers import rss_kib, shutdown_from_host_function
+
+#: Child code after `import os` and `import offload as ol`: `tasks()` counts the process's
+#: threads, `before` is that count before olInit, `found` lists the devices after it.
+_COUNTED_START = """
+tasks = lambda: len(os.listdir("/proc/self/task"))
+before = tasks()
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+"""
+
 KERNELS = r"""
 #include <offload_host.h>
 #include <stdint.h>
@@ -315,24 +327,13 @@ def test_a_host_function_may_call_the_final_shutdown(run_python) -> None:  # noq
         """
 import os, threading, time
 import offload as ol
-tasks = lambda: len(os.listdir("/proc/self/task"))
-before = tasks()
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
+"""
+        + _COUNTED_START
+        + """
 queue = ol.olCreateQueue(found[-1])
-done, gate, result, dropped = threading.Event(), threading.Event(), [], []
-def shut(_):
-    gate.wait(20)  # the next host function is queued first
-    try:
-        ol.olShutDown()
-        result.append("ok")
-    except BaseException as exc:
-        result.append(repr(exc))
-    done.set()
-ol.olLaunchHostFunction(queue, shut, None)
-ol.olLaunchHostFunction(queue, dropped.append, "ran after shutdown")
-gate.set()
+"""
+        + shutdown_from_host_function("queue")
+        + """
 assert done.wait(20), "olShutDown from a host function deadlocked"
 deadline = time.monotonic() + 10
 while tasks() > before and time.monotonic() < deadline:
@@ -350,11 +351,9 @@ def test_no_thread_outlives_the_final_shutdown(run_python) -> None:  # noqa: ANN
 import os, struct, threading
 import offload as ol
 from offload_host import build_test_kernel
-tasks = lambda: len(os.listdir("/proc/self/task"))
-before = tasks()
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
+"""
+        + _COUNTED_START
+        + """
 dev = found[-1]
 program = ol.olCreateProgram(dev, build_test_kernel("noargs"))
 kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
@@ -386,11 +385,9 @@ def test_ctrl_c_interrupts_waits_and_leaves_the_queue_consistent(run_python) -> 
         """
 import os, signal, threading, time
 import offload as ol
-tasks = lambda: len(os.listdir("/proc/self/task"))
-before = tasks()
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
+"""
+        + _COUNTED_START
+        + """
 queue = ol.olCreateQueue(found[-1])
 gate, ran = threading.Event(), []
 ol.olLaunchHostFunction(queue, lambda _: gate.wait(60))
@@ -478,14 +475,6 @@ def test_big_copies_and_fills_are_exact(host: ol.Device, queued: bool) -> None:
 # --- churn ---------------------------------------------------------------------------------------
 
 
-def _rss_kib() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: dict, word: int) -> None:
     """create + launch + destroy, OFFLOAD_TEST_QUEUE_CHURN times (1M unless set: about 10 s)."""
     count = int(os.environ.get("OFFLOAD_TEST_QUEUE_CHURN", "1000000"))
@@ -495,7 +484,7 @@ def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: di
         q = create(host)
         launch(q, host, bump, args, ONE)
         destroy(q)
-    rss_before, tasks_before = _rss_kib(), _tasks()
+    rss_before, tasks_before = rss_kib(), _tasks()
     peak_parked = peak_tasks = 0
     for i in range(count):
         q = create(host)
@@ -513,7 +502,7 @@ def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: di
     assert _u32(word) == count + 2000, "a launch was lost"
     assert peak_parked <= 1024, f"parked queues grew to {peak_parked}"
     assert peak_tasks <= tasks_before + 4, f"threads grew from {tasks_before} to {peak_tasks}"
-    assert _rss_kib() - rss_before < 64 * 1024, "RSS grew by more than 64 MiB"
+    assert rss_kib() - rss_before < 64 * 1024, "RSS grew by more than 64 MiB"
 
 
 @pytest.mark.parametrize("pattern", [b"\x07", b"abc", bytes(range(64)), bytes(range(200)) * 7])

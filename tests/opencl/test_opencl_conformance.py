@@ -11,10 +11,9 @@ or be an absence check of a feature it has.
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers import run_pytest
 
 KIT = Path(__file__).resolve().parent / "kit" / "kit_opencl.py"
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,14 +30,9 @@ ABSENT = (
 def test_conformance_kit_on_opencl() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
     env.update(OFFLOAD_TEST_PLATFORM="opencl", OFFLOAD_BACKENDS_STRICT="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(KIT)],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600,
-    )  # fmt: skip
-    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    proc, summary, counts = run_pytest(["-rs", str(KIT)], env, ROOT)
     print(f"\nconformance kit on opencl (PoCL): {summary}")
     assert proc.returncode == 0, f"kit failed:\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
-    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", summary)}
     skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
     unexplained = [
         line for line in skips if "(the feature is tested, not its absence)" not in line and not any(a in line for a in ABSENT)

@@ -12,13 +12,13 @@ import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import run_bounded
 from offload.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,18 +45,6 @@ def _mpirun() -> list[str]:
     return [launcher]
 
 
-def _run_bounded(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` in its own process group; past RUN_TIMEOUT the whole group is killed and the test fails."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"{' '.join(argv)} hung for {RUN_TIMEOUT} s\nstdout:\n{out}\nstderr:\n{err[-5000:]}")
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
 def _env(trace: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "OMPI_", "PMI", "PMIX", "SLURM_"))}
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OFFLOAD_TRACE=trace, OFFLOAD_BACKENDS="host")
@@ -67,7 +55,7 @@ def _env(trace: str) -> dict[str, str]:
 def test_mpi_saxpy_and_its_merged_timeline(ranks: int, stagger: float, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prefix = _mpirun()
     argv = [*prefix, "-n", str(ranks), sys.executable, str(EXAMPLE), "--n", str(N_PER_RANK), "--stagger", str(stagger)]
-    proc = _run_bounded(argv, _env(f"perfetto:{tmp_path}/rank{{rank}}.json"), tmp_path)
+    proc = run_bounded(argv, _env(f"perfetto:{tmp_path}/rank{{rank}}.json"), tmp_path, RUN_TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-5000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     total = N_PER_RANK * ranks

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import run_bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 300  # a hang guard: a local Ray starts in ~8 s here
@@ -29,14 +30,7 @@ def _need_ray() -> None:
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "RAY_"))}
     env.update(OFFLOAD_BACKENDS="host", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0", RAY_USAGE_STATS_ENABLED="0")
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"{argv} hung for {RUN_TIMEOUT} s\nstdout:\n{out}\nstderr:\n{err[-5000:]}")
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return run_bounded(argv, env, cwd, RUN_TIMEOUT)
 
 
 def test_ray_actors_example(tmp_path: Path) -> None:

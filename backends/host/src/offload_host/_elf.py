@@ -18,107 +18,34 @@ arrays, unaligned or 32-bit relocations, and PIE executables (as dlopen does).
 What it cannot prove is that the object's own code (IFUNC resolvers, constructors) behaves, or
 that its relocations compute the values the program means; ``_image`` adds a trial load in a
 child process for the loader's remaining verdicts (missing libraries, undefined symbols).
+
+Helpers: ``_elf_format`` (constants and result types), ``_elf_sections`` (section-header facts),
+``_elf_tables`` (hash and version tables).
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
-from functools import lru_cache
+
+from ._elf_format import (
+    ABS64, DF_1_NOOPEN, DF_1_PIE, DF_TEXTREL, DT_AUDIT, DT_AUXILIARY, DT_CONFIG, DT_DEPAUDIT, DT_FILTER,
+    DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS, DT_FLAGS_1, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ,
+    DT_JMPREL, DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_REL, DT_RELA,
+    DT_RELAENT, DT_RELASZ, DT_RELENT, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RELSZ, DT_RPATH, DT_RUNPATH,
+    DT_SONAME, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, DT_TEXTREL, DT_VERDEF, DT_VERDEFNUM, DT_VERNEED,
+    DT_VERNEEDNUM, ElfImage, ElfProblem, GOT_TYPES, IRELATIVE, NEED_SYMBOL, PF_W, PF_X, PLT_TYPES,
+    PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO, PT_LOAD, PT_NOTE, PT_PHDR, PT_TLS, RELATIVE,
+    RELOCATION_WIDTHS, SHN_ABS, SHN_UNDEF, STB_LOCAL, STT_COMMON, STT_FUNC, STT_GNU_IFUNC, STT_OBJECT,
+    STT_TLS, Symbol, TLS_TYPES, host_identity,
+)
+from ._elf_sections import read_sections
+from ._elf_tables import check_versions, symbol_count
 
 __all__ = ["ElfImage", "ElfProblem", "Symbol", "inspect"]
-
-PT_LOAD, PT_DYNAMIC, PT_NOTE, PT_PHDR, PT_TLS = 1, 2, 4, 6, 7
-PT_GNU_EH_FRAME, PT_GNU_RELRO, PT_GNU_PROPERTY = 0x6474E550, 0x6474E552, 0x6474E553
-PF_X, PF_W = 1, 2
-
-DT_NULL, DT_NEEDED, DT_PLTRELSZ, DT_PLTGOT, DT_HASH, DT_STRTAB, DT_SYMTAB = 0, 1, 2, 3, 4, 5, 6
-DT_RELA, DT_RELASZ, DT_RELAENT, DT_STRSZ, DT_SYMENT, DT_INIT, DT_FINI = 7, 8, 9, 10, 11, 12, 13
-DT_SONAME, DT_RPATH, DT_REL, DT_RELSZ, DT_RELENT, DT_PLTREL = 14, 15, 17, 18, 19, 20
-DT_TEXTREL, DT_JMPREL = 22, 23
-DT_INIT_ARRAY, DT_FINI_ARRAY, DT_INIT_ARRAYSZ, DT_FINI_ARRAYSZ, DT_RUNPATH, DT_FLAGS = 25, 26, 27, 28, 29, 30
-DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ = 32, 33
-DT_RELRSZ, DT_RELR, DT_RELRENT = 35, 36, 37
-DT_GNU_HASH = 0x6FFFFEF5
-DT_CONFIG, DT_DEPAUDIT, DT_AUDIT = 0x6FFFFEFA, 0x6FFFFEFB, 0x6FFFFEFC
-DT_VERSYM, DT_RELACOUNT, DT_FLAGS_1 = 0x6FFFFFF0, 0x6FFFFFF9, 0x6FFFFFFB
-DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
-DT_AUXILIARY, DT_FILTER = 0x7FFFFFFD, 0x7FFFFFFF
-DF_TEXTREL = 0x4
-DF_1_NOOPEN, DF_1_PIE = 0x40, 0x08000000
-
-STT_OBJECT, STT_FUNC, STT_COMMON, STT_TLS, STT_GNU_IFUNC = 1, 2, 5, 6, 10
-STB_LOCAL = 0
-SHN_UNDEF, SHN_ABS = 0, 0xFFF1
 
 _STRING_TAGS = (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_AUXILIARY, DT_FILTER, DT_CONFIG, DT_DEPAUDIT, DT_AUDIT)
 _MAX_TLS = 1 << 30  # a larger TLS block cannot be allocated per thread anyway
 _MAX_NOTE = 1 << 16  # glibc reads PT_NOTE onto the stack (alloca)
-_MAX_CHAIN_STEPS = 1 << 16
-
-# Relocation types of shared objects that glibc's dl-machine.h applies, with the bytes each
-# writes at r_offset (COPY and the 32-bit types are refused: linkers never emit them for a
-# shared object).
-_EM_X86_64, _EM_AARCH64 = 62, 183
-_RELOCATIONS: dict[int, dict[int, int]] = {
-    _EM_X86_64: {
-        0: 0,  # NONE
-        1: 8, 6: 8, 7: 8, 8: 8,  # 64 GLOB_DAT JUMP_SLOT RELATIVE
-        16: 8, 17: 8, 18: 8, 33: 8, 36: 16, 37: 8,  # DTPMOD64 DTPOFF64 TPOFF64 SIZE64 TLSDESC IRELATIVE
-    },
-    _EM_AARCH64: {
-        0: 0, 257: 8, 1025: 8, 1026: 8, 1027: 8,  # NONE ABS64 GLOB_DAT JUMP_SLOT RELATIVE
-        1028: 8, 1029: 8, 1030: 8, 1031: 16, 1032: 8,  # TLS_DTPMOD TLS_DTPREL TLS_TPREL TLSDESC IRELATIVE
-    },
-}
-# Types that only make sense against a real symbol, and those a PLT (DT_JMPREL) may hold.
-_NEED_SYMBOL = {_EM_X86_64: {1, 6, 7, 17, 33}, _EM_AARCH64: {257, 1025, 1026, 1029}}
-_GOT_TYPES = {_EM_X86_64: {6, 7}, _EM_AARCH64: {1025, 1026}}
-_PLT_TYPES = {_EM_X86_64: {7, 36, 37}, _EM_AARCH64: {1026, 1031, 1032}}
-_TLS_TYPES = {_EM_X86_64: {16, 17, 18, 36}, _EM_AARCH64: {1028, 1029, 1030, 1031}}
-_RELATIVE = {_EM_X86_64: 8, _EM_AARCH64: 1027}
-_ABS64 = {_EM_X86_64: 1, _EM_AARCH64: 257}
-_IRELATIVE = {_EM_X86_64: 37, _EM_AARCH64: 1032}
-
-
-class ElfProblem(Exception):
-    """What is wrong with an image, in words for an INVALID_BINARY message."""
-
-
-@dataclass(frozen=True)
-class Symbol:
-    """A symbol the image itself defines and exports."""
-
-    name: str
-    value: int  # relative to the load base
-    size: int
-    type: int  # STT_*
-
-
-@dataclass
-class ElfImage:
-    """What the checks learnt: the image's own exported definitions, and its loaded memory."""
-
-    symbols: dict[str, Symbol] = field(default_factory=dict)
-    segments: list[tuple[int, int, int, int, int]] = field(default_factory=list)  # vaddr, memsz, offset, filesz, flags
-    data: bytes = b""
-
-    def read(self, vaddr: int, size: int) -> bytes | None:
-        """``size`` bytes of the loaded image at ``vaddr`` before relocation (None if unmapped)."""
-        for start, memsz, offset, filesz, _flags in self.segments:
-            if start <= vaddr and vaddr + size <= start + memsz:
-                rel = vaddr - start
-                head = self.data[offset + rel : offset + min(filesz, rel + size)] if rel < filesz else b""
-                return head + bytes(size - len(head))
-        return None
-
-
-@lru_cache(maxsize=1)
-def host_identity() -> tuple[int, int, int]:
-    """(class, data encoding, e_machine) of this process's own executable."""
-    with open("/proc/self/exe", "rb") as exe:
-        header = exe.read(20)
-    return header[4], header[5], struct.unpack_from("<H" if header[5] == 1 else ">H", header, 18)[0]
 
 
 def inspect(data: bytes) -> ElfImage:
@@ -296,50 +223,8 @@ class _Checker:
             self.string(offset, f"dynamic entry {tag:#x}")
 
     def hash_tables(self) -> None:
-        """The number of dynamic symbols, from the hash tables (the loader walks both)."""
-        count = 0
-        if DT_HASH in self.dyn:
-            base = self.dyn[DT_HASH]
-            nbucket, nchain = struct.unpack("<II", self.mem(base, 8, "DT_HASH"))
-            if nbucket == 0:
-                raise ElfProblem("DT_HASH has no buckets")
-            words = struct.unpack(f"<{nbucket + nchain}I", self.mem(base + 8, 4 * (nbucket + nchain), "DT_HASH"))
-            buckets, chains = words[:nbucket], words[nbucket:]
-            seen = bytearray(nchain)
-            for start in buckets:
-                index = start
-                while index:
-                    if index >= nchain or seen[index]:
-                        raise ElfProblem("DT_HASH has an index out of range or a cycle")
-                    seen[index] = 1
-                    index = chains[index]
-            count = nchain
-        if DT_GNU_HASH in self.dyn:
-            base = self.dyn[DT_GNU_HASH]
-            nbuckets, symoffset, bloom_size, bloom_shift = struct.unpack("<IIII", self.mem(base, 16, "DT_GNU_HASH"))
-            if nbuckets == 0 or bloom_size == 0 or bloom_size & (bloom_size - 1) or bloom_shift >= 64:
-                raise ElfProblem("DT_GNU_HASH has a bad header")
-            buckets_at = base + 16 + 8 * bloom_size
-            buckets = struct.unpack(f"<{nbuckets}I", self.mem(buckets_at, 4 * nbuckets, "DT_GNU_HASH buckets"))
-            chains_at = buckets_at + 4 * nbuckets
-            count = max(count, symoffset)
-            for start in buckets:
-                if start == 0:
-                    continue
-                if start < symoffset:
-                    raise ElfProblem("DT_GNU_HASH has a bucket below its symbol offset")
-                index = start
-                while True:
-                    (word,) = struct.unpack("<I", self.mem(chains_at + 4 * (index - symoffset), 4, "a DT_GNU_HASH chain"))
-                    index += 1
-                    if word & 1:
-                        break
-                    if index - start > _MAX_CHAIN_STEPS:
-                        raise ElfProblem("a DT_GNU_HASH chain does not end")
-                count = max(count, index)
-        if not count and (DT_HASH not in self.dyn and DT_GNU_HASH not in self.dyn):
-            raise ElfProblem("the object has no symbol hash table (DT_HASH or DT_GNU_HASH)")
-        self.nsyms = count
+        """The number of dynamic symbols, from the hash tables (``_elf_tables``)."""
+        self.nsyms = symbol_count(self.dyn, self.mem)
 
     def symbol_table(self) -> None:
         raw = self.mem(self.dyn[DT_SYMTAB], 24 * self.nsyms, "the dynamic symbol table")
@@ -379,49 +264,11 @@ class _Checker:
                 self.image.symbols[text] = Symbol(text, value, size, kind)
 
     def versions(self) -> None:
-        """Symbol versions: every chain inside the image, every version index in range."""
-        high = 0
-        for tag, what in ((DT_VERNEED, "Verneed"), (DT_VERDEF, "Verdef")):
-            if tag not in self.dyn:
-                continue
-            at, steps = self.dyn[tag], 0
-            while True:
-                record = self.mem(at, 16 if tag == DT_VERNEED else 20, f"a {what} record")
-                if tag == DT_VERNEED:
-                    version, cnt, file, aux, next_ = struct.unpack("<HHIII", record)
-                    self.string(file, "a Verneed file name")
-                else:
-                    version, _flags, ndx, cnt, _hash, aux, next_ = struct.unpack("<HHHHIII", record)
-                    high = max(high, ndx & 0x7FFF)
-                if version != 1:
-                    raise ElfProblem(f"unsupported {what} version {version}")
-                aux_at = at + aux
-                for _ in range(cnt):
-                    entry = self.mem(aux_at, 16 if tag == DT_VERNEED else 8, f"a {what} auxiliary record")
-                    if tag == DT_VERNEED:
-                        _h, _f, other, name, aux_next = struct.unpack("<IHHII", entry)
-                        high = max(high, other & 0x7FFF)
-                    else:
-                        name, aux_next = struct.unpack("<II", entry)
-                    self.string(name, f"a {what} version name")
-                    if aux_next == 0:
-                        break
-                    aux_at += aux_next
-                steps += 1
-                if next_ == 0:
-                    break
-                if steps > _MAX_CHAIN_STEPS:
-                    raise ElfProblem(f"the {what} chain does not end")
-                at += next_
-        if DT_VERSYM in self.dyn:
-            raw = self.mem(self.dyn[DT_VERSYM], 2 * self.nsyms, "the symbol version table")
-            limit = max(high, 1)
-            for index, (ndx,) in enumerate(struct.iter_unpack("<H", raw)):
-                if ndx & 0x7FFF > limit:
-                    raise ElfProblem(f"symbol {index} has version index {ndx & 0x7FFF}, past the last version {limit}")
+        """Symbol versions: chains inside the image, version indices in range (``_elf_tables``)."""
+        check_versions(self.dyn, self.mem, self.string, self.nsyms)
 
     def relocations(self) -> None:
-        types = _RELOCATIONS.get(self.machine)
+        types = RELOCATION_WIDTHS.get(self.machine)
         self.relocated: dict[int, tuple[int, int, int]] = {}  # target -> (type, symbol, addend)
         plt_slots: list[tuple[int, int]] = []
         written: set[int] = set()  # 8-byte words written by RELA relocations
@@ -442,13 +289,13 @@ class _Checker:
                     if r_type not in types:
                         raise ElfProblem(f"relocation type {r_type} is not supported on this machine")
                     width = types[r_type]
-                    if table == DT_JMPREL and r_type not in _PLT_TYPES[self.machine]:
+                    if table == DT_JMPREL and r_type not in PLT_TYPES[self.machine]:
                         raise ElfProblem(f"relocation type {r_type} does not belong in the PLT relocations")
-                    if r_sym and r_type in (_RELATIVE[self.machine], _IRELATIVE[self.machine]):
+                    if r_sym and r_type in (RELATIVE[self.machine], IRELATIVE[self.machine]):
                         raise ElfProblem(f"a relocation of type {r_type} names a symbol")
-                    if r_sym == 0 and r_type in _NEED_SYMBOL[self.machine]:
+                    if r_sym == 0 and r_type in NEED_SYMBOL[self.machine]:
                         raise ElfProblem(f"a relocation of type {r_type} names no symbol")
-                    if r_type in _GOT_TYPES[self.machine]:
+                    if r_type in GOT_TYPES[self.machine]:
                         if addend:
                             raise ElfProblem("a GOT or PLT relocation has an addend")
                         if (r_type, r_sym) in got_entries:  # linkers make one GOT entry / PLT slot per symbol
@@ -458,15 +305,15 @@ class _Checker:
                         _n, info, other, shndx, _v, _s = self.syms[r_sym]
                         if info >> 4 == STB_LOCAL:
                             raise ElfProblem(f"a relocation names local symbol {r_sym} (linkers use RELATIVE)")
-                        if (r_type in _TLS_TYPES[self.machine]) != (info & 0xF == STT_TLS):
+                        if (r_type in TLS_TYPES[self.machine]) != (info & 0xF == STT_TLS):
                             raise ElfProblem(f"relocation type {r_type} does not fit the kind of symbol {r_sym}")
                         if shndx == SHN_UNDEF and (info >> 4 not in (1, 2, 10) or other & 3):
                             raise ElfProblem(f"a relocation names undefined symbol {r_sym}, which is not global with default visibility")
-                    if r_type == _IRELATIVE.get(self.machine):
+                    if r_type == IRELATIVE.get(self.machine):
                         self.code_address(addend, "an IRELATIVE resolver")
-                    elif r_type == _RELATIVE.get(self.machine):
+                    elif r_type == RELATIVE.get(self.machine):
                         self.pointer(addend, "a RELATIVE relocation")
-                    elif r_type == _ABS64.get(self.machine) and r_sym and self.syms[r_sym][3] not in (SHN_UNDEF, SHN_ABS):
+                    elif r_type == ABS64.get(self.machine) and r_sym and self.syms[r_sym][3] not in (SHN_UNDEF, SHN_ABS):
                         self.pointer(self.syms[r_sym][4] + addend, "an absolute relocation")
                 else:
                     width = 8
@@ -568,64 +415,20 @@ class _Checker:
         anything odd there only means "none"): where the sections are, the addresses of the
         functions of the full symbol table (.symtab), and the definitions it records for each
         global name, which the dynamic symbols must repeat."""
-        self.starts: set[int] | None = None
-        self.sections: list[tuple[int, int]] | None = None
-        self.recorded: dict[bytes, set[tuple[int, int, int]]] | None = None  # name -> {(value, size, type)}
-        self.progbits: dict[int, int] = {}  # address -> size of writable data sections
-        self.relocation_sections: dict[int, int] = {}  # address -> size of RELA/RELR sections
-        data = self.data
-        try:
-            e_shoff = struct.unpack_from("<Q", data, 40)[0]
-            e_shentsize, e_shnum = struct.unpack_from("<HH", data, 58)
-            if e_shentsize != 64 or not e_shnum or e_shoff + 64 * e_shnum > len(data):
-                return
-            headers = [struct.unpack_from("<4xIQQQQI4x8xQ", data, e_shoff + 64 * i) for i in range(e_shnum)]
-            self.sections = [(addr, size) for _t, _f, addr, _o, size, _l, _e in headers]
-            for sh_type, flags, addr, offset, size, _link, _e in headers:
-                # Allocated sections must be where the segments map them (else the segments map
-                # other bytes than the code and data the symbols describe).
-                if flags & 2 and sh_type != 8 and size:  # SHF_ALLOC, not SHT_NOBITS
-                    mapped = False
-                    for vaddr, memsz, seg_offset, filesz, _fl in self.image.segments:
-                        if vaddr <= addr < vaddr + memsz:
-                            if addr + size > vaddr + filesz or offset - seg_offset != addr - vaddr:
-                                raise ElfProblem(f"the section at {addr:#x} is not where its segment maps it")
-                            mapped = True
-                    if not mapped:
-                        raise ElfProblem(f"the section at {addr:#x} is in no loadable segment")
-                if sh_type == 1 and flags & 3 == 3:  # a writable SHT_PROGBITS: maybe the PLT's GOT
-                    self.progbits[addr] = size
-                if sh_type in (4, 19):  # SHT_RELA, SHT_RELR
-                    self.relocation_sections[addr] = size
-            for sh_type, _flags, _addr, offset, size, link, entsize in headers:
-                if sh_type != 2:  # SHT_SYMTAB
-                    continue
-                if entsize != 24 or offset + size > len(data) or link >= len(headers):
-                    return
-                names_at, names_size = headers[link][3], headers[link][4]
-                names = data[names_at : names_at + names_size]
-                starts: set[int] = set()
-                recorded: dict[bytes, set[tuple[int, int, int]]] = {}
-                for st_name, info, _o, shndx, value, sym_size in struct.iter_unpack("<IBBHQQ", data[offset : offset + size - size % 24]):
-                    if shndx == SHN_UNDEF:
-                        continue
-                    if info & 0xF in (STT_FUNC, STT_GNU_IFUNC):
-                        starts.add(value)
-                    if info >> 4 != STB_LOCAL:
-                        end = names.find(b"\0", st_name)
-                        name = names[st_name:end].split(b"@", 1)[0] if 0 <= st_name < end else b""
-                        recorded.setdefault(name, set()).add((value, sym_size, info & 0xF))
-                self.starts, self.recorded = starts, recorded
-                return
-        except struct.error:
-            return
+        facts = read_sections(self.data, self.image.segments)
+        self.starts: set[int] | None = facts.starts
+        self.sections: list[tuple[int, int]] | None = facts.sections
+        self.recorded: dict[bytes, set[tuple[int, int, int]]] | None = facts.recorded
+        self.progbits: dict[int, int] = facts.progbits
+        self.relocation_sections: dict[int, int] = facts.relocation_sections
+
 
     def constructors(self) -> None:
         """DT_INIT/DT_FINI and every entry of the init and fini arrays, as relocated, must be code."""
         for tag, what in ((DT_INIT, "DT_INIT"), (DT_FINI, "DT_FINI")):
             if tag in self.dyn:
                 self.code_address(self.dyn[tag], what)
-        relative, absolute = _RELATIVE.get(self.machine), _ABS64.get(self.machine)
+        relative, absolute = RELATIVE.get(self.machine), ABS64.get(self.machine)
         for array, size_tag, what in ((DT_INIT_ARRAY, DT_INIT_ARRAYSZ, "constructor"), (DT_FINI_ARRAY, DT_FINI_ARRAYSZ, "destructor")):
             if array not in self.dyn:
                 continue

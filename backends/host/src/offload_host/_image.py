@@ -34,7 +34,8 @@ from functools import lru_cache
 from offload import ErrorCode, KernelParam, OffloadError
 
 from . import _native
-from ._elf import STT_COMMON, STT_FUNC, STT_OBJECT, ElfImage, ElfProblem, inspect
+from ._elf import inspect
+from ._elf_format import STT_COMMON, STT_FUNC, STT_OBJECT, ElfImage, ElfProblem
 
 __all__ = ["HostImage", "image_problem", "kernel_params_of"]
 

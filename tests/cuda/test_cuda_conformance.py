@@ -7,29 +7,19 @@ cases that need a second device run), PTX and fatbin programs on one.
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from helpers import run_pytest
 
 KIT = Path(__file__).with_name("kit_cuda.py")
 
 
 def _run_kit(env: dict[str, str]) -> tuple[dict[str, int], str, str]:
     # --capture=sys: the driver's own writes to fd 2 (the simulator's leak reports) reach stderr
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "--capture=sys", "-p", "no:cacheprovider", str(KIT)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=KIT.parent,
-    )
-    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-    counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", summary)}
+    proc, _, counts = run_pytest(["-rs", "--capture=sys", str(KIT)], env, KIT.parent)
     assert proc.returncode == 0, f"the kit failed on CUDA:\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
     return counts, proc.stdout, proc.stderr
 

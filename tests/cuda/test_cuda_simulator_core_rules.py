@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from cuda_child import SETUP
+
 pytestmark = pytest.mark.usefixtures("simulated")
 
 # Raw driver calls only: this prelude imports no offload.
-_PRELUDE = r"""
+_PRELUDE = (
+    r"""
 import ctypes, json, os, sys, threading, time
 from pathlib import Path
 from cuda.bindings import driver as d
@@ -29,12 +32,9 @@ def ck(returned):
     return rest[0] if len(rest) == 1 else (rest or None)
 
 
-def setup(ordinal=0):
-    ck(d.cuInit(0))
-    dev = ck(d.cuDeviceGet(ordinal))
-    ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
-    ck(d.cuCtxSetCurrent(ctx))
-    return dev, ctx
+"""
+    + SETUP
+    + r"""
 
 
 def protected():
@@ -57,6 +57,7 @@ def host_fn(py):
 def emit(value):
     print(json.dumps(value), flush=True)
 """
+)
 
 
 def _skip_unless_protected(run_child: Any, child_env: Any) -> None:

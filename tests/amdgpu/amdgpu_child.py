@@ -1,0 +1,12 @@
+"""Code the AMDGPU tests run in child processes (source text)."""
+
+#: Child code (needs `ol`): olInit, then `devs` every device, `amd` the AMDGPU ones, `host` the
+#: host device and `dev` the first AMDGPU device.
+DEVICES = """
+ol.olInit()
+devs = []
+ol.olIterateDevices(lambda d, _: devs.append(d) or True)
+amd = [d for d in devs if d.platform.kind is ol.PlatformBackend.AMDGPU]
+host = next(d for d in devs if d.platform.kind is ol.PlatformBackend.HOST)
+dev = amd[0]
+"""

@@ -14,15 +14,16 @@ from typing import Any, cast
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
 from offload.build_support import kernel_include_dir
 
-from . import _device_info, _native
+from . import _device_info
+from ._native import copy_on as _copy_on
+from ._native import executor_create, executor_destroy, pages_alloc, pages_free, pool_create, pool_destroy
+from ._native import fill_on as _fill_on
+from ._native import launch as _launch
 from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
 from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
 from .build import build_program
 
-_launch = _native.launch
-_copy_on = _native.copy_on
-_fill_on = _native.fill_on
 _memmove = ctypes.memmove
 _partial = functools.partial
 
@@ -34,11 +35,11 @@ class HostDevice:
     __slots__ = ("pool", "executor", "local_memory_limit", "allocations", "lock")
 
     def __init__(self, threads: int) -> None:
-        self.pool = _native.pool_create(threads)
+        self.pool = pool_create(threads)
         try:
-            self.executor = _native.executor_create()
+            self.executor = executor_create()
         except BaseException:
-            _native.pool_destroy(self.pool)
+            pool_destroy(self.pool)
             raise
         self.local_memory_limit = _device_info.local_memory_limit()
         self.allocations: dict[int, int] = {}  # address -> size of the pages mapped for it
@@ -64,9 +65,9 @@ class HostBackend:
     @hookimpl
     def deinit_device(self, device: HostDevice) -> None:
         try:
-            _native.executor_destroy(device.executor)
+            executor_destroy(device.executor)
         finally:
-            _native.pool_destroy(device.pool)
+            pool_destroy(device.pool)
 
     @hookimpl
     def get_device_info(self, device: HostDevice) -> Mapping[DeviceInfo, Any]:
@@ -165,7 +166,7 @@ class HostBackend:
     def mem_alloc(self, device: HostDevice, alloc_type: AllocType, size: int) -> int:
         """Pages of its own per allocation: once freed they are unmapped, so a copy into freed
         memory is refused by the core's mapping check instead of corrupting the C heap."""
-        address = _native.pages_alloc(size)
+        address = pages_alloc(size)
         with device.lock:
             device.allocations[address] = size
         return address
@@ -178,13 +179,13 @@ class HostBackend:
         if alignment <= page:
             return self.mem_alloc(device, alloc_type, size)
         span = _round_up(size, page) + alignment
-        raw = _native.pages_alloc(span)
+        raw = pages_alloc(span)
         start = _round_up(raw, alignment)
         end = start + _round_up(size, page)
         if start > raw:
-            _native.pages_free(raw, start - raw)
+            pages_free(raw, start - raw)
         if raw + span > end:
-            _native.pages_free(end, raw + span - end)
+            pages_free(end, raw + span - end)
         with device.lock:
             device.allocations[start] = size
         return start
@@ -197,7 +198,7 @@ class HostBackend:
     def mem_free(self, device: HostDevice, address: int) -> None:
         with device.lock:
             size = device.allocations.pop(address)
-        _native.pages_free(address, size)
+        pages_free(address, size)
 
     @hookimpl
     def mem_register(self, device: HostDevice, address: int, size: int, lock: bool) -> int:

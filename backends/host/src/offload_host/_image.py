@@ -33,7 +33,7 @@ from functools import lru_cache
 
 from offload import ErrorCode, KernelParam, OffloadError
 
-from . import _native
+from ._native import dl_base, dl_close, dl_open
 from ._elf import inspect
 from ._elf_format import STT_COMMON, STT_FUNC, STT_OBJECT, ElfImage, ElfProblem
 
@@ -270,7 +270,7 @@ class HostImage:
             try:
                 # Constructors run here. The path stays valid while fd is open, and fd stays
                 # open until dlclose so that no later image can be given the same name.
-                self.handle = _native.dl_open(f"/proc/self/fd/{fd}")
+                self.handle = dl_open(f"/proc/self/fd/{fd}")
             except OSError as exc:
                 raise OffloadError(ErrorCode.INVALID_BINARY, f"failed to load target image: {exc}") from exc
         except BaseException:
@@ -278,7 +278,7 @@ class HostImage:
             raise
         self.fd = fd
         self.elf = elf
-        self.base = _native.dl_base(self.handle)
+        self.base = dl_base(self.handle)
         self.kernels: list[int] = []
 
     def kernel(self, name: str) -> int:
@@ -317,7 +317,7 @@ class HostImage:
         for address in self.kernels:
             kernel_params_of.pop(address, None)
         try:
-            _native.dl_close(self.handle)  # global destructors run here
+            dl_close(self.handle)  # global destructors run here
         except OSError as exc:
             raise OffloadError(ErrorCode.UNKNOWN, f"failed to unload the program image: {exc}") from exc
         finally:

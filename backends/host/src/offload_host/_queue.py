@@ -23,10 +23,10 @@ from typing import Any
 from offload import ErrorCode, OffloadError
 from offload.backend_support import raise_kept_errors
 
-from . import _native
+from ._native import Event as NativeEvent, Queue as NativeQueue, QueueReleased
 
-HostEvent = _native.Event
-QueueReleased = _native.QueueReleased
+HostEvent = NativeEvent
+QueueReleased = QueueReleased
 
 _names = itertools.count(1)
 
@@ -50,7 +50,7 @@ def _running(thread: threading.Thread) -> bool:
     return started.wait(1.0) if started is not None else thread.is_alive()
 
 
-class HostQueue(_native.Queue):
+class HostQueue(NativeQueue):
     """An in-order queue: native work runs in C; host functions on a worker thread, in order."""
 
     __slots__ = ("name", "_thread")

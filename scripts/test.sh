@@ -37,8 +37,8 @@ why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check mpi4py
 # Ray (~360 MB, ~20 s to install once; its two tests take ~30 s on 2 cores): worth it to run the Ray example in CI.
 why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check ray 2>&1 >/dev/null) \
   || echo "test.sh: ray could not be installed from PyPI ($(grep -v WARNING <<<"$why" | tail -1)); the Ray tests skip" >&2
-step 2 "the whole suite: .venv/bin/python -m pytest -q $*"
-.venv/bin/python -m pytest -q "$@"
+step 2 "the whole suite: .venv/bin/python -m pytest -q -rs $*"
+.venv/bin/python -m pytest -q -rs "$@"
 step 3 "preparing .venv-core (offload-core alone)"
 scripts/venv.sh .venv-core ./core "pytest>=8"
 step 4 "the core-alone tests: OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only"

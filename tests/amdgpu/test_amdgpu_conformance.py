@@ -24,11 +24,11 @@ RUNS = {"one-device": {}, "two-devices": {"GPUSIM_DEVICES": "2"}, "delayed": {"G
 
 
 @pytest.mark.parametrize("run", list(RUNS))
-def test_conformance_kit_on_amdgpu(hip_build, run: str) -> None:
+def test_conformance_kit_on_amdgpu(hip_build, run: str, show) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
     env.update(hip_build.env(OFFLOAD_TEST_PLATFORM="amdgpu", OFFLOAD_BACKENDS_STRICT="1", **RUNS[run]))
     proc, summary, counts = run_pytest(["-rs", str(KIT)], env, ROOT)
-    print(f"\nconformance kit on amdgpu (simulated HIP, {run}): {summary}")
+    show(f"conformance kit on amdgpu (simulated HIP, {run}): {summary}")
     assert proc.returncode == 0, f"kit failed:\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
     # The kit's absence checks skip, by name, every feature a backend has: not a gap. Anything
     # else skipping is a capability the AMDGPU platform claims and the kit did not exercise.

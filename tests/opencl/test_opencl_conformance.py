@@ -27,11 +27,11 @@ ABSENT = (
 )
 
 
-def test_conformance_kit_on_opencl() -> None:
+def test_conformance_kit_on_opencl(show) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
     env.update(OFFLOAD_TEST_PLATFORM="opencl", OFFLOAD_BACKENDS_STRICT="1")
     proc, summary, counts = run_pytest(["-rs", str(KIT)], env, ROOT)
-    print(f"\nconformance kit on opencl (PoCL): {summary}")
+    show(f"conformance kit on opencl (PoCL): {summary}")
     assert proc.returncode == 0, f"kit failed:\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
     skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
     unexplained = [

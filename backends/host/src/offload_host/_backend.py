@@ -28,6 +28,13 @@ _memmove = ctypes.memmove
 _partial = functools.partial
 
 
+def _too_much_local_memory(device: HostDevice, launch: KernelLaunchSizeArgs) -> OffloadError:
+    return OffloadError(
+        ErrorCode.OUT_OF_RESOURCES,
+        f"DynSharedMemory {launch.dyn_shared_memory} exceeds the host's local memory limit {device.local_memory_limit}",
+    )
+
+
 class HostDevice:
     """The CPU: a worker pool for kernel groups, the executor thread running queues' native work,
     and the sizes of its allocations."""
@@ -120,11 +127,7 @@ class HostBackend:
         self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
         if launch.dyn_shared_memory > device.local_memory_limit:
-            raise OffloadError(
-                ErrorCode.OUT_OF_RESOURCES,
-                f"DynSharedMemory {launch.dyn_shared_memory} exceeds the host's local memory limit "
-                f"{device.local_memory_limit}",
-            )
+            raise _too_much_local_memory(device, launch)
         if kernel_params_of.get(kernel) is None:  # undeclared: it may read past a short buffer, let it read zeros
             args = _padded(args)
         try:  # the grid is parsed natively, once per launch object (it is immutable)
@@ -146,12 +149,8 @@ class HostBackend:
     ) -> None:
         """Every group at once on a thread of its own (``_cooperative``); on a queue, in queue order."""
         if launch.dyn_shared_memory > device.local_memory_limit:
-            raise OffloadError(
-                ErrorCode.OUT_OF_RESOURCES,
-                f"DynSharedMemory {launch.dyn_shared_memory} exceeds the host's local memory limit "
-                f"{device.local_memory_limit}",
-            )
-        if kernel_params_of.get(kernel) is None:
+            raise _too_much_local_memory(device, launch)
+        if kernel_params_of.get(kernel) is None:  # undeclared: it may read past a short buffer, let it read zeros
             args = _padded(args)
         if queue is None:
             run_cooperative(kernel, args, launch)

@@ -98,6 +98,8 @@ are there, and checks that the absent ones answer ``OL_ERRC_UNSUPPORTED``:
   UNSUPPORTED naming the device), ``mem_prefetch`` (``prefetch``; without it a prefetch is
   ignored, as liboffload does), ``symbol_names`` (``iterate_symbols``), ``data_copy_rect`` (no kit
   flag: without it ``olMemcpyRect`` copies row by row).
+- the compiled data path: ``native_entry_points`` with ``native_word`` (no kit flag: absent, the
+  core calls the Python hooks; the kit runs with and without them).
 - ``deinit_device``: absent, the core skips it. ``no_devices_reason``: absent, ``offload backends``
   shows a zero-device backend without a note.
 
@@ -140,6 +142,8 @@ NativeProgram = NewType("NativeProgram", object)
 """A loaded image, as ``load_binary`` returned it."""
 NativeKernel = NewType("NativeKernel", object)
 """A kernel of a loaded image, as ``get_kernel`` returned it."""
+NativeEntryPoints = NewType("NativeEntryPoints", object)
+"""A PyCapsule of C entry points (``native_entry_points``)."""
 
 #: The C type of every device property (``get_device_info``): "char[]", "uint32_t", "uint64_t",
 #: "bool", "ol_dimensions_t", "ol_device_type_t", "ol_device_fp_capability_flag_t" ("handle":
@@ -510,6 +514,26 @@ def event_elapsed_time(device: NativeDevice, start: NativeEvent, end: NativeEven
     """Milliseconds between two complete events of this device."""
 
 
+# --- native entry points (optional: the compiled data path) -----------------------------------
+
+
+@hookspec
+def native_entry_points(device: NativeDevice) -> NativeEntryPoints | None:
+    """A PyCapsule named ``"offload.native_entry_points"`` holding a ``const
+    offload_native_entry_points *`` (``offload/include/offload_native.h``, which states every
+    obligation): C functions the core's compiled path calls, without the GIL, instead of the
+    Python hooks ``launch_kernel``, ``data_submit``, ``data_retrieve``, ``data_exchange``,
+    ``synchronize`` and ``has_pending_work``. An entry point either makes the operation or defers,
+    having done nothing, to the Python hook. None: this device has none (the same as absent)."""
+
+
+@hookspec
+def native_word(device: NativeDevice, native: NativeDevice | NativeQueue | NativeKernel) -> int | None:
+    """The pointer-sized word the native entry points take for ``native`` (this device itself, one
+    of its queues or kernels), valid until that object is released; None: calls with it use the
+    Python hooks. Asked once per object."""
+
+
 HOOK_NAMES: tuple[str, ...] = tuple(
     name for name, value in list(globals().items()) if callable(value) and hasattr(value, PROJECT + "_spec")
 )
@@ -526,4 +550,5 @@ __all__ = [
     "NativeEvent",
     "NativeProgram",
     "NativeKernel",
+    "NativeEntryPoints",
 ]

@@ -13,7 +13,7 @@ EVERYTHING = frozenset(HOOK_NAMES)
 
 def test_every_optional_hook_belongs_to_a_feature() -> None:
     covered = {hook for feature in FEATURES for hook in feature.hooks}
-    # the core has a fallback for these (hookspecs' docstring): nothing to declare; building from
+    # the core has a fallback for these (the native entry points: the Python hooks) (hookspecs' docstring): nothing to declare; building from
     # source is offload.build's, not the API's (absent: UNSUPPORTED, tests/authoring/test_missing_hooks.py)
     assert set(HOOK_NAMES) - REQUIRED_HOOKS - covered == {
         "build_source",
@@ -24,6 +24,8 @@ def test_every_optional_hook_belongs_to_a_feature() -> None:
         "deinit_device",
         "destroy_event",
         "is_valid_binary",
+        "native_entry_points",  # absent: the compiled core calls the Python hooks
+        "native_word",
         "no_devices_reason",
         "platform_info",
     }

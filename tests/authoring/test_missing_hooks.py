@@ -140,6 +140,16 @@ def _launch_without_params(w: World) -> None:
     assert list((ctypes.c_uint32 * 64).from_address(out)) == list(range(64))
 
 
+def _data_path_through_python_hooks(w: World) -> None:
+    """Without native entry points a queued launch, a copy and a sync go through the Python hooks."""
+    out, back = w.alloc(64 * 4), w.alloc(64 * 4, A.HOST)
+    queue = w.queue()
+    ol.olLaunchKernel(queue, w.device, w.foo(), struct.pack("P", out), _launch())
+    ol.olMemcpy(queue, back, w.host, out, w.device, 64 * 4)
+    ol.olSyncQueue(queue)
+    assert list((ctypes.c_uint32 * 64).from_address(back)) == list(range(64))
+
+
 def _aligned_from_mem_alloc(w: World) -> None:
     """Without mem_alloc_aligned: mem_alloc's address when it is aligned (pages are), else
     UNSUPPORTED naming the device and the alignment."""
@@ -208,7 +218,9 @@ FALLBACKS: dict[str, Callable[[World], Any]] = {
     "mem_alloc_aligned": _aligned_from_mem_alloc,
     "mem_prefetch": _prefetch_ignored,  # a hint: ignored, as liboffload does
     "platform_info": _liboffload_platform_info,  # liboffload's placeholders
-    "data_copy_rect": _rect_row_by_row,  # olMemcpyRect copies row by row through data_submit
+    "data_copy_rect": _rect_row_by_row,
+    "native_entry_points": _data_path_through_python_hooks,
+    "native_word": _data_path_through_python_hooks,  # olMemcpyRect copies row by row through data_submit
 }
 
 

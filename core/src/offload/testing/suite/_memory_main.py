@@ -46,6 +46,23 @@ def _allocate_aligned(device: Any, alloc_type: Any, size: int, alignment: int) -
     return int(ol.olMemAllocAligned(device, alloc_type, size, alignment))
 
 
+def _alloc_many(capabilities: Any, allocate: Callable[[Any, int], int]) -> None:
+    """Upstream's SuccessAllocMany: ``allocate(type, 1024 * i)`` cycling DEVICE, MANAGED, HOST
+    (the kinds the backend has), every address non-NULL, all freed at the end. Upstream makes 999
+    allocations (half a GiB); the kit makes 99, which exercises the same path."""
+    made: list[int] = []
+    try:
+        for i in range(1, 100):
+            alloc_type = _ALLOC_TYPES[i % 3]
+            if _has_type(capabilities, alloc_type):
+                address = allocate(alloc_type, 1024 * i)
+                assert address != 0
+                made.append(address)
+    finally:
+        for address in made:
+            ol.olMemFree(address)
+
+
 def _aligned_types(capabilities: Any, device: Any, alloc_type: Any) -> Iterator[tuple[int, int]]:
     """(alignment, address) for each of upstream's alignments that ``device`` gives; a backend
     without ``aligned_alloc`` may answer UNSUPPORTED naming the alignment instead (its allocation
@@ -71,6 +88,17 @@ class TestMemAllocHost(Base):
     def test_zero_size(self, device: Any) -> None:
         with raises(ol.ErrorCode.INVALID_SIZE):
             ol.olMemAllocHost(device, 0)
+
+    def test_success_alloc_many(self, device: Any, capabilities: Any) -> None:
+        """olMemAllocTest.SuccessAllocMany as main writes it: HOST through olMemAllocHost."""
+        require(capabilities, "memory")
+
+        def allocate(alloc_type: Any, size: int) -> int:
+            if alloc_type is A.HOST:
+                return int(ol.olMemAllocHost(device, size))
+            return int(ol.olMemAlloc(device, alloc_type, size))
+
+        _alloc_many(capabilities, allocate)
 
     def test_invalid_null_device_host(self) -> None:
         """olMemAllocTest.InvalidNullDeviceHost."""
@@ -125,21 +153,8 @@ class TestMemAllocAligned(Base):
             ol.olMemAllocAligned(device, A.DEVICE, 0, 64)
 
     def test_success_alloc_many(self, device: Any, capabilities: Any) -> None:
-        """olMemAllocAlignedTest.SuccessAllocMany: sizes 1024 * i cycling DEVICE, MANAGED, HOST
-        (upstream's AllocTypes order) at alignment 16, every one non-NULL. Upstream makes 999
-        allocations (half a GiB); the kit makes 99, which exercises the same path."""
-        made: list[int] = []
-        try:
-            for i in range(1, 100):
-                alloc_type = _ALLOC_TYPES[i % 3]
-                if not _has_type(capabilities, alloc_type):
-                    continue
-                address = _allocate_aligned(device, alloc_type, 1024 * i, 16)
-                assert address != 0
-                made.append(address)
-        finally:
-            for address in made:
-                ol.olMemFree(address)
+        """olMemAllocAlignedTest.SuccessAllocMany at alignment 16 (HOST through olMemAllocAlignedHost)."""
+        _alloc_many(capabilities, lambda alloc_type, size: _allocate_aligned(device, alloc_type, size, 16))
 
     def test_invalid_null_device(self) -> None:
         """olMemAllocAlignedTest.InvalidNullDevice."""

@@ -123,3 +123,18 @@ def test_enums_behave_as_before() -> None:
     # R1's members keep their numbers; main's CONTEXT is appended (main numbers it 1: c_constants("main"))
     assert list(offload.QueueInfo) == [offload.QueueInfo.DEVICE, offload.QueueInfo.EMPTY, offload.QueueInfo.CONTEXT]
     assert [int(m) for m in offload.QueueInfo] == [0, 1, 2]
+    # the original assertion, at API level r1: R1's members, in R1's order and numbers
+    assert _enums.members_at(offload.QueueInfo, "r1") == [offload.QueueInfo.DEVICE, offload.QueueInfo.EMPTY]
+    assert [_enums.c_value(m, "r1") for m in _enums.members_at(offload.QueueInfo, "r1")] == [0, 1]
+    assert sorted(_enums.members_at(offload.QueueInfo, "main"), key=lambda m: _enums.c_value(m, "main")) == [
+        offload.QueueInfo.DEVICE, offload.QueueInfo.CONTEXT, offload.QueueInfo.EMPTY
+    ]
+
+
+def test_r1_signatures_lead() -> None:
+    """R1's olMemAlloc(device, alloc_type, size) is the signature's head; main's context is an
+    optional parameter after it, so R1 calls bind unchanged (what help's line shows)."""
+    params = list(inspect.signature(offload.olMemAlloc).parameters.values())
+    assert [p.name for p in params] == ["device", "alloc_type", "size", "context"]
+    assert params[3].default is None
+    inspect.signature(offload.olMemAlloc).bind(object(), offload.AllocType.DEVICE, 64)

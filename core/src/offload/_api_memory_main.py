@@ -84,6 +84,8 @@ def olMemIsAccessible(ctx: Context, device: Device, ptr: Any, size: Any) -> bool
 def _rect(ctx: Context, value: Any, name: str) -> Rect:
     if not isinstance(value, Rect):
         raise fail(ErrorCode.INVALID_ARGUMENT, f"{name} must be an offload.Rect, got {type(value).__name__}")
+    if address_arg(value.ptr, f"{name}.Ptr") == 0:
+        raise fail(ErrorCode.INVALID_NULL_POINTER, f"NULL == {name}.Ptr")
     if value.device is None:
         raise fail(ErrorCode.INVALID_NULL_HANDLE, f"NULL == {name}.Device")
     if value.device.__class__ is not Device:

@@ -330,6 +330,11 @@ FUNCTIONS: tuple[Function, ...] = (
         checks=(
             Check(
                 ErrorCode.INVALID_NULL_POINTER,
+                "Count > 0 && Mems == NULL",
+                "mems is None and sizes is not None and _count(sizes) > 0",
+            ),
+            Check(
+                ErrorCode.INVALID_NULL_POINTER,
                 "Count > 0 && Sizes == NULL",
                 "mems is not None and sizes is None and _count(mems) > 0",
             ),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._absent import TestAbsentFeatures, TestCapabilities
 from ._device import TestDeviceInfo, TestDeviceInfoSize, TestIterateDevices
-from ._event import TestEvent, TestEventElapsedTime, TestEventInfo
+from ._event import TestEvent, TestEventElapsedTime, TestEventElapsedTimeProfiling, TestEventInfo
 from ._init import TestInit
 from ._kernel import TestKernelParams, TestLaunchKernel, TestOccupancy, TestSingleCounter
 from ._alloc import TestMemAlloc, TestMemFree, TestMemInfo, TestMemInfoSize, TestMemRegister
@@ -21,13 +21,16 @@ from ._platform import TestPlatformInfo, TestPlatformInfoSize
 from ._program import TestIsValidBinary, TestProgram, TestSymbol, TestSymbolInfo, TestSymbolInfoSize
 from ._queue import TestHostFunction, TestQueue, TestQueueInfo, TestWaitEvents
 from ._context import TestContext, TestContextOwnership
-from ._memory_main import TestMemAllocAligned, TestMemAllocHost, TestMemcpyRect, TestMemIsAccessible, TestMemPrefetch
+from ._memory_main import TestMemAllocAligned, TestMemAllocHost, TestMemIsAccessible, TestMemPrefetch
+from ._rect import TestMemcpyRect, TestMemcpyRectUpstream
+from ._main_level import TestMainLevelSemantics, TestMemFillValidationOff
 from ._api_main import (
     TestCooperativeLaunch,
     TestEventFlags,
     TestIterateCompatibleDevices,
     TestIteratePlatforms,
     TestIterateSymbols,
+    TestLaunchKernelCooperative,
     TestLaunchPerArgument,
     TestSymbolName,
 )
@@ -72,6 +75,7 @@ __all__ = [
     "TestMemAllocAligned",
     "TestMemPrefetch",
     "TestMemcpyRect",
+    "TestMemcpyRectUpstream",
     "TestMemIsAccessible",
     "TestIteratePlatforms",
     "TestIterateCompatibleDevices",
@@ -79,5 +83,9 @@ __all__ = [
     "TestSymbolName",
     "TestLaunchPerArgument",
     "TestCooperativeLaunch",
+    "TestLaunchKernelCooperative",
     "TestEventFlags",
+    "TestEventElapsedTimeProfiling",
+    "TestMainLevelSemantics",
+    "TestMemFillValidationOff",
 ]

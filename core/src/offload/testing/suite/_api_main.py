@@ -12,7 +12,20 @@ import pytest
 
 import offload as ol
 
-from ._helpers import Base, expect_unsupported, kernel, launch, ptr_arg, raises, require, u32s, zero
+from ._helpers import (
+    NULL_HANDLE,
+    NULL_POINTER,
+    Base,
+    expect_unsupported,
+    kernel,
+    launch,
+    ptr_arg,
+    raises,
+    require,
+    symbol_name,
+    u32s,
+    zero,
+)
 
 
 class TestIteratePlatforms(Base):
@@ -26,6 +39,20 @@ class TestIteratePlatforms(Base):
         seen: list[Any] = []
         ol.olIteratePlatforms(lambda p, u: u.append(p) and False, seen)
         assert len(seen) == 1
+
+    def test_success_empty_callback(self) -> None:
+        """olIteratePlatformsTest.SuccessEmptyCallback."""
+        ol.olIteratePlatforms(lambda p, u: False, None)
+
+    def test_success_get_platform(self) -> None:
+        """olIteratePlatformsTest.SuccessGetPlatform: count them, then keep the last one seen."""
+        count = [0]
+        ol.olIteratePlatforms(lambda p, u: u.__setitem__(0, u[0] + 1) or True, count)
+        if count[0] == 0:
+            pytest.skip("no available platforms")
+        last: list[Any] = [None]
+        ol.olIteratePlatforms(lambda p, u: u.__setitem__(0, p) or True, last)
+        assert last[0] is not None
 
     def test_rpc_callback_refused(self, device: Any) -> None:
         platform = ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)
@@ -42,6 +69,19 @@ class TestIterateCompatibleDevices(Base):
         assert device in seen
         for found in seen:
             assert ol.olIsValidBinary(found, program_binary("foo"))
+
+    def test_success_stop_iteration(self, program_binary: Callable[[str], bytes]) -> None:
+        """olIterateCompatibleDevicesTest.SuccessStopIteration."""
+        calls = [0]
+        ol.olIterateCompatibleDevices(program_binary("foo"), lambda d, u: u.__setitem__(0, u[0] + 1) and False, calls)
+        assert calls[0] == 1
+
+    def test_empty_binary(self, program_binary: Callable[[str], bytes]) -> None:
+        """olIterateCompatibleDevicesTest.EmptyBinary: the binary's first 0 bytes fit no device."""
+        program_binary("foo")  # (skips as Success does where the backend has no test programs)
+        calls = [0]
+        ol.olIterateCompatibleDevices(b"", lambda d, u: u.__setitem__(0, u[0] + 1) or True, calls)
+        assert calls[0] == 0
 
     def test_garbage(self) -> None:
         seen: list[Any] = []
@@ -85,6 +125,49 @@ class TestIterateSymbols(Base):
     def test_invalid_kind(self, load_program: Callable[[str], Any]) -> None:
         with raises(ol.ErrorCode.INVALID_ENUMERATION):
             ol.olIterateSymbols(load_program("foo"), 0x7FFFFFFF, lambda s, u: True, None)
+
+    # olIterateSymbols.cpp, case by case: upstream's "global" program (kernels read and write,
+    # the global variable global), which a platform without global variables does not have
+
+    @pytest.fixture
+    def global_program(self, capabilities: Any, load_program: Callable[[str], Any]) -> Any:
+        require(capabilities, "globals")
+        return load_program("global")
+
+    def test_success_kernels(self, global_program: Any) -> None:
+        program = global_program
+        names = _names(program, ol.SymbolKind.KERNEL)
+        assert symbol_name(program, "read") in names and symbol_name(program, "write") in names
+
+    def test_success_same_symbol(self, global_program: Any) -> None:
+        program = global_program
+        seen: list[Any] = []
+        ol.olIterateSymbols(program, ol.SymbolKind.KERNEL, lambda s, u: u.append(s) or True, seen)
+        assert seen
+        for symbol in seen:
+            assert ol.olGetSymbol(program, ol.olGetSymbolInfo(symbol, ol.SymbolInfo.NAME), ol.SymbolKind.KERNEL) is symbol
+
+    def test_success_stop_iteration(self, global_program: Any) -> None:
+        """Two kernels, the callback says stop at the first: called once."""
+        calls = [0]
+        ol.olIterateSymbols(global_program, ol.SymbolKind.KERNEL, lambda s, u: u.__setitem__(0, u[0] + 1) and False, calls)
+        assert calls[0] == 1
+
+    def test_invalid_null_program(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olIterateSymbols(None, ol.SymbolKind.KERNEL, lambda s, u: True, None)
+
+    def test_invalid_null_callback(self, load_program: Callable[[str], Any]) -> None:
+        with raises(NULL_POINTER):
+            ol.olIterateSymbols(load_program("foo"), ol.SymbolKind.KERNEL, None, None)
+
+
+def _names(program: Any, kind: Any) -> list[str]:
+    """upstream's getNames: every symbol of ``kind``, checked to be of that kind, by name."""
+    seen: list[Any] = []
+    ol.olIterateSymbols(program, kind, lambda s, u: u.append(s) or True, seen)
+    assert all(ol.olGetSymbolInfo(s, ol.SymbolInfo.KIND) is kind for s in seen)
+    return [ol.olGetSymbolInfo(s, ol.SymbolInfo.NAME) for s in seen]
 
 
 class TestSymbolName(Base):
@@ -167,6 +250,51 @@ class TestCooperativeLaunch(Base):
             pytest.skip("the device's grid limit is reached first")
         with raises(ol.ErrorCode.INVALID_SIZE):
             ol.olLaunchKernel(queue, device, foo, ptr_arg(alloc(4)), launch(groups=limit + 1), {ol.KernelLaunchPropType.IS_COOPERATIVE: True})
+
+
+class TestLaunchKernelCooperative(Base):
+    """olLaunchKernelCooperativeTest, case by case: the ``noargs`` kernel, 64 items a group;
+    devices without COOPERATIVE_LAUNCH_SUPPORT skip (upstream's SetUp), naming the flag."""
+
+    @pytest.fixture
+    def noargs(self, device: Any, capabilities: Any, load_program: Callable[[str], Any]) -> Any:
+        require(capabilities, "kernel_launch")
+        require(capabilities, "cooperative_launch")
+        assert ol.olGetDeviceInfo(device, ol.DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT) is True
+        return kernel(load_program("noargs"), "noargs")
+
+    def test_get_max_cooperative_group_count(self, device: Any, noargs: Any) -> None:
+        assert ol.olGetKernelMaxCooperativeGroupCount(device, noargs, launch()) > 0
+
+    def test_success_cooperative(self, device: Any, queue: Any, noargs: Any) -> None:
+        most = ol.olGetKernelMaxCooperativeGroupCount(device, noargs, launch())
+        ol.olLaunchKernel(queue, device, noargs, None, launch(groups=most), _COOPERATIVE)
+        ol.olSyncQueue(queue)
+
+    def test_success_non_cooperative(self, device: Any, queue: Any, noargs: Any) -> None:
+        ol.olLaunchKernel(queue, device, noargs, None, launch(), None)
+        ol.olSyncQueue(queue)
+
+    def test_too_many_groups(self, device: Any, queue: Any, noargs: Any) -> None:
+        """Twice the most groups: refused (upstream: any error)."""
+        most = ol.olGetKernelMaxCooperativeGroupCount(device, noargs, launch())
+        with pytest.raises(ol.OffloadError):
+            ol.olLaunchKernel(queue, device, noargs, None, launch(groups=most * 2), _COOPERATIVE)
+
+    def test_synchronous_launch(self, device: Any, noargs: Any) -> None:
+        most = ol.olGetKernelMaxCooperativeGroupCount(device, noargs, launch())
+        ol.olLaunchKernel(None, device, noargs, None, launch(groups=min(most, 2)), _COOPERATIVE)
+
+    def test_invalid_null_handle_kernel(self, device: Any, noargs: Any) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetKernelMaxCooperativeGroupCount(device, None, launch())
+
+    def test_invalid_null_handle_device(self, noargs: Any) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetKernelMaxCooperativeGroupCount(None, noargs, launch())
+
+
+_COOPERATIVE = {ol.KernelLaunchPropType.IS_COOPERATIVE: True}
 
 
 class TestEventFlags(Base):

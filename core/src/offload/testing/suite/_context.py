@@ -59,6 +59,20 @@ class TestContext(_ContextBase):
         with raises(ol.ErrorCode.INVALID_DEVICE):
             ol.olCreateContext([device, others[0]])
 
+    def test_destroy_success(self, device: Any) -> None:
+        """olDestroyContextTest.Success."""
+        ol.olDestroyContext(ol.olCreateContext([device]))
+
+    def test_info_invalid_null_handle(self) -> None:
+        """olGetContextInfoTest.InvalidNullHandle."""
+        with raises(NULL_HANDLE):
+            ol.olGetContextInfo(None, C.NUM_DEVICES)
+
+    def test_info_size_invalid_null_handle(self) -> None:
+        """olGetContextInfoSizeTest.InvalidNullHandle."""
+        with raises(NULL_HANDLE):
+            ol.olGetContextInfoSize(None, C.NUM_DEVICES)
+
     def test_destroy_null(self) -> None:
         with raises(NULL_HANDLE):
             ol.olDestroyContext(None)

@@ -148,6 +148,9 @@ class TestEventInfo(_EventBase):
 
 
 class TestEventElapsedTime(_EventBase):
+    #: ``olCreateEvent``'s flags: none (R1's form); the subclass passes ENABLE_PROFILING.
+    FLAGS: tuple[Any, ...] = ()
+
     @pytest.fixture
     def events(
         self,
@@ -161,13 +164,13 @@ class TestEventElapsedTime(_EventBase):
         (synchronised)."""
         require(capabilities, "events_elapsed_time")
         began = time.perf_counter()
-        start = ol.olCreateEvent(queue)
+        start = ol.olCreateEvent(queue, *self.FLAGS)
         if capabilities.kernel_launch:
             foo = kernel(load_program("foo"), "foo")
             ol.olLaunchKernel(queue, device, foo, ptr_arg(alloc(64 * 4)), launch())
         elif capabilities.fill and capabilities.memory:
             ol.olMemFill(queue, alloc(1 << 20, ol.AllocType.DEVICE), b"\x01", 1 << 20)
-        end = ol.olCreateEvent(queue)
+        end = ol.olCreateEvent(queue, *self.FLAGS)
         ol.olSyncEvent(end)
         self.wall_ms = (time.perf_counter() - began) * 1e3  # bounds the device time from above
         yield start, end
@@ -191,3 +194,11 @@ class TestEventElapsedTime(_EventBase):
     def test_invalid_null_end_event(self, events: tuple[Any, Any]) -> None:
         with raises(NULL_HANDLE):
             ol.olGetEventElapsedTime(events[0], None)
+
+
+class TestEventElapsedTimeProfiling(TestEventElapsedTime):
+    """olGetEventElapsedTimeTest as upstream main writes it: both events created with
+    ``EventFlags.ENABLE_PROFILING`` (Success, SuccessMultipleCalls, InvalidNullStartEvent,
+    InvalidNullEndEvent). InvalidNonProfilingEvent needs API level main: ``_main_level``."""
+
+    FLAGS = (ol.EventFlags.ENABLE_PROFILING,)

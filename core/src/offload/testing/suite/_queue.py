@@ -4,13 +4,8 @@ olLaunchHostFunction, olQueryQueue)."""
 from __future__ import annotations
 
 import ctypes
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
-from importlib.metadata import entry_points
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +13,7 @@ import pytest
 
 import offload as ol
 
+from ._child import run_script
 from ._helpers import (
     FORCE_UINT32,
     NULL_HANDLE,
@@ -369,13 +365,7 @@ class TestHostFunction(Base):
         ``release`` from the queue's own function): it returns, the host functions queued behind
         are dropped, no thread of the backend is left, and a new session starts. In a child
         process (this session holds a reference); the backend must be installed (an entry point)."""
-        name = device.platform.name
-        if not any(ep.name == name for ep in entry_points(group="offload.backends")):
-            pytest.skip(f"backend {name!r} is registered in-process: a child process cannot load it")
-        env = {**os.environ, "OFFLOAD_KIT_PLATFORM": name, "OFFLOAD_KIT_INDEX": str(device.index)}
-        proc = subprocess.run([sys.executable, "-c", _SHUTDOWN_INSIDE], capture_output=True, text=True, env=env, timeout=120)
-        assert proc.returncode == 0, f"the child failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        result = run_script(device, _SHUTDOWN_INSIDE)
         assert result == {"returned": True, "ran": ["shut down"], "threads": [], "again": True}, result
 
     def test_invalid_null_callback(self, queue: Any) -> None:

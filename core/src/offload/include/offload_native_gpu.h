@@ -202,8 +202,7 @@ OFFLOAD_GPU_RECORD(DeviceRecord, offload_gpu_device)
 OFFLOAD_GPU_RECORD(QueueRecord, offload_gpu_queue)
 OFFLOAD_GPU_RECORD(KernelRecord, offload_gpu_kernel)
 
-#define OFFLOAD_GPU_MEMBER(OBJECT, FIELD, TYPE) \
-  {#FIELD, TYPE, offsetof(OBJECT, record) + offsetof(__typeof__(((OBJECT *)0)->record), FIELD), 0, NULL}
+#define OFFLOAD_GPU_MEMBER(OBJECT, FIELD, TYPE) {#FIELD, TYPE, offsetof(OBJECT, record.FIELD), 0, NULL}
 
 static PyMemberDef offload_gpu_device_members[] = {
     OFFLOAD_GPU_MEMBER(DeviceRecordObject, context, T_ULONGLONG),
@@ -337,7 +336,7 @@ static PyObject *offload_gpu_bind(const char *capi_module, const offload_gpu_fun
     return PyUnicode_FromFormat("%s has no __pyx_capi__ dict", capi_module);
   }
   void *found[64];
-  PyObject *why = NULL;
+  PyObject *why = count > sizeof found / sizeof found[0] ? PyUnicode_FromString("too many functions to bind") : NULL;
   for (size_t i = 0; i < count && why == NULL; ++i) {
     PyObject *capsule = PyDict_GetItemString(capi, table[i].name); /* borrowed */
     const char *name = capsule && PyCapsule_CheckExact(capsule) ? PyCapsule_GetName(capsule) : NULL;
@@ -352,7 +351,6 @@ static PyObject *offload_gpu_bind(const char *capi_module, const offload_gpu_fun
     }
   }
   Py_DECREF(capi);
-  if (why == NULL && count > sizeof found / sizeof found[0]) why = PyUnicode_FromString("too many functions");
   if (why != NULL) return why;
   for (size_t i = 0; i < count; ++i) *table[i].slot = found[i];
   return NULL;

@@ -168,9 +168,13 @@ class CudaBackend:
 
     @hookimpl
     def get_kernel(self, device: _DeviceState, image: CudaImage, name: str) -> CudaKernel:
-        kernel = image.kernel(device.device, name)
+        kernel = image.kernel(device.device, name)  # one per name: its record made once, under the image's lock
         if kernel.native_record is None and self.native is not None:
-            kernel.native_record = self.native.kernel_record(kernel.function, kernel.param_bytes, kernel.dynamic_shared_limit)
+            with image.lock:
+                if kernel.native_record is None:
+                    kernel.native_record = self.native.kernel_record(
+                        kernel.function, kernel.param_bytes, kernel.dynamic_shared_limit
+                    )
         return kernel
 
     @hookimpl

@@ -33,14 +33,10 @@ def requirement(name: str, folder: str) -> str:
 
 #: The native entry points, on the bindings' C API (no Cython needed). ``native_include`` links to
 #: the core's headers (an sdist carries copies); ``optional``: a failed build leaves the Python hooks.
-NATIVE = Extension(
-    "offload_cuda._native",
-    sources=["src/offload_cuda/_native.c"],
-    include_dirs=["src/offload_cuda/native_include"],
-    depends=["src/offload_cuda/native_include/offload_native.h", "src/offload_cuda/native_include/offload_native_gpu.h"],
-    extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
-    optional=True,
-)
+INCLUDE = "src/offload_cuda/native_include"
+NATIVE = Extension("offload_cuda._native", ["src/offload_cuda/_native.c"], include_dirs=[INCLUDE], optional=True,
+                   depends=[f"{INCLUDE}/offload_native.h", f"{INCLUDE}/offload_native_gpu.h"],
+                   extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"])
 
 
 setup(

@@ -5,12 +5,13 @@
 Such a module (offload-cuda's and offload-amdgpu's ``_native``) has ``entry_points()``, a reason
 ``unavailable`` (None when its driver functions bound), the record types ``DeviceRecord``,
 ``QueueRecord``, ``KernelRecord`` and ``host_function(callback)``. ``NativeExtension`` imports it,
-keeps the reason when there are no entry points, makes the records and answers the two hooks.
+keeps the reason when there are no entry points, makes the records and answers the two hooks;
+``NativeHooks``, a base class of the backend, implements the hooks with the backend's ``native``.
 A backend stores each record as the ``native_record`` attribute of its device, queue and kernel
 object (kept alive with it, as ``native_word``'s obligation says): ``native_word`` hands the core
 its ``address``, and an object without one (None) goes through the Python hooks.
 
-Imports only the standard library: a backend may use it from any hook.
+Imports only the standard library and ``offload.hookspecs``: a backend may use it from any hook.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NativeExtension"]
+from .hookspecs import NativeDevice, NativeEntryPoints, NativeKernel, NativeQueue, hookimpl
+
+__all__ = ["NativeExtension", "NativeHooks"]
 
 log = logging.getLogger("offload.native_support")
 
@@ -89,3 +92,21 @@ class NativeExtension:
             return callback
         record.python_work = 1
         return functools.partial(self.module.host_function, callback)
+
+
+class NativeHooks:
+    """A base class of a backend whose ``native`` is a ``NativeExtension`` (None before ``init``):
+    the hookimpls ``native_entry_points`` and ``native_word`` on it."""
+
+    native: NativeExtension | None = None
+
+    @hookimpl
+    def native_entry_points(self, device: NativeDevice) -> NativeEntryPoints | None:
+        """The extension's capsule, or None (not built, or the bindings' C API differs:
+        ``self.native.reason``)."""
+        return None if self.native is None else NativeEntryPoints(self.native.entry_points())
+
+    @hookimpl
+    def native_word(self, device: NativeDevice, native: NativeDevice | NativeQueue | NativeKernel) -> int | None:
+        """The address of the device's, queue's or kernel's record (kept alive with it), or None."""
+        return NativeExtension.word(native)

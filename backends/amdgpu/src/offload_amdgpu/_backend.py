@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from offload import AllocType, DeviceInfo, KernelParam, MemMigrationFlag, SymbolKind, hookimpl
-from offload.native_support import NativeExtension
+from offload.native_support import NativeExtension, NativeHooks
 
 from . import _build, _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice
@@ -33,7 +33,7 @@ log = logging.getLogger("offload_amdgpu")
 _NO_DYNAMIC_LIMIT = (1 << 64) - 1
 
 
-class AMDGPUBackend:
+class AMDGPUBackend(NativeHooks):
     """The AMDGPU platform: one device per HIP device of this process.
 
     Without a usable HIP runtime or device (no hip-python, no ``libamdhip64.so``, or HIP's own
@@ -265,16 +265,3 @@ class AMDGPUBackend:
     @hookimpl
     def event_elapsed_time(self, device: HipDevice, start: HipEvent, end: HipEvent) -> float:
         return _queue.event_elapsed_time(device, start, end)
-
-    # --- native entry points -------------------------------------------------------------------
-
-    @hookimpl
-    def native_entry_points(self, device: HipDevice) -> Any:
-        """``_native``'s capsule (offload_native.h), or None (not built, or the bindings' C API
-        differs: ``self.native.reason``)."""
-        return None if self.native is None else self.native.entry_points()
-
-    @hookimpl
-    def native_word(self, device: HipDevice, native: Any) -> int | None:
-        """The address of the device's, queue's or kernel's record (kept alive with it)."""
-        return NativeExtension.word(native)

@@ -44,42 +44,15 @@ static int launch(uintptr_t function, const offload_launch_dims *dims, uintptr_t
   return hip_module_launch_kernel((hipFunction_t)function, g[0], g[1], g[2], b[0], b[1], b[2],
                                   (unsigned)dims->dyn_shared_memory, (hipStream_t)stream, NULL, extra);
 }
-
-static int submit(uintptr_t dst, uintptr_t src, size_t size, uintptr_t stream) {
-  return hip_memcpy_htod_async((void *)dst, (const void *)src, size, (hipStream_t)stream);
+static int submit(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return hip_memcpy_htod_async((void *)dst, (const void *)src, n, (hipStream_t)s); }
+static int retrieve(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return hip_memcpy_dtoh_async((void *)dst, (void *)src, n, (hipStream_t)s); }
+static int exchange(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) {
+  return hip_memcpy_async((void *)dst, (const void *)src, n, HIP_MEMCPY_DEFAULT, (hipStream_t)s);
 }
-
-static int retrieve(uintptr_t dst, uintptr_t src, size_t size, uintptr_t stream) {
-  return hip_memcpy_dtoh_async((void *)dst, (void *)src, size, (hipStream_t)stream);
-}
-
-static int exchange(uintptr_t dst, uintptr_t src, size_t size, uintptr_t stream) {
-  return hip_memcpy_async((void *)dst, (const void *)src, size, HIP_MEMCPY_DEFAULT, (hipStream_t)stream);
-}
-
 static int stream_sync(uintptr_t stream) { return hip_stream_synchronize((hipStream_t)stream); }
 static int stream_query(uintptr_t stream) { return hip_stream_query((hipStream_t)stream); }
 
-static const offload_gpu_driver hip = {
-    .not_ready = 600,      /* hipErrorNotReady */
-    .exception_status = 3, /* hipErrorInitializationError: cyhip's `except? hipErrorInitializationError` */
-    .extra_end = 3,        /* HIP_LAUNCH_PARAM_END */
-    .activate_queued = 0,  /* a stream names its device: the Python hooks select none for queued work */
-    .activate = activate,
-    .launch = launch,
-    .submit = submit,
-    .retrieve = retrieve,
-    .exchange = exchange,
-    .stream_sync = stream_sync,
-    .stream_query = stream_query,
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "offload_amdgpu._native",
-    "The AMDGPU backend's native entry points (offload_native.h) on rocm.bindings.cyhip.", -1, offload_gpu_methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__native(void) {
-  return offload_gpu_module(&module, &hip, "rocm.bindings.cyhip", functions, sizeof functions / sizeof *functions);
-}
+OFFLOAD_GPU_EXTENSION("offload_amdgpu._native", "The AMDGPU backend's native entry points (offload_native.h) on rocm.bindings.cyhip.",
+                      "rocm.bindings.cyhip", 600 /* hipErrorNotReady */,
+                      3 /* hipErrorInitializationError: what cyhip's functions return having raised (`except?`) */,
+                      3 /* HIP_LAUNCH_PARAM_END */, 0 /* a stream names its device: queued work selects none, as the Python hooks */)

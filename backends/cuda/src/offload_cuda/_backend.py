@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from offload.backend_support import ResourcePool
-from offload.native_support import NativeExtension
+from offload.native_support import NativeExtension, NativeHooks
 
 from offload import (
     AllocType,
@@ -65,7 +65,7 @@ class _DeviceState:
         self.recycle: Callable[[CudaQueue], None] = lambda queue: self.streams.release(queue.stream)
 
 
-class CudaBackend:
+class CudaBackend(NativeHooks):
     """One CUDA platform: a device per GPU, each on its primary context.
 
     Without a driver (or with one that has no device) ``init`` returns no devices and keeps the
@@ -361,16 +361,3 @@ class CudaBackend:
     @hookimpl
     def event_elapsed_time(self, device: _DeviceState, start: CudaEvent, end: CudaEvent) -> float:
         return _queue.event_elapsed_time(device.device, start, end)
-
-    # --- native entry points -------------------------------------------------------------------
-
-    @hookimpl
-    def native_entry_points(self, device: _DeviceState) -> Any:
-        """``_native``'s capsule (offload_native.h), or None (not built, or the bindings' C API
-        differs: ``self.native.reason``)."""
-        return None if self.native is None else self.native.entry_points()
-
-    @hookimpl
-    def native_word(self, device: _DeviceState, native: Any) -> int | None:
-        """The address of the device's, queue's or kernel's record (kept alive with it)."""
-        return NativeExtension.word(native)

@@ -50,42 +50,13 @@ static int launch(uintptr_t function, const offload_launch_dims *dims, uintptr_t
   return cu_launch_kernel((CUfunction)function, g[0], g[1], g[2], b[0], b[1], b[2], (unsigned)dims->dyn_shared_memory,
                           (CUstream)stream, NULL, extra);
 }
-
-static int submit(uintptr_t dst, uintptr_t src, size_t size, uintptr_t stream) {
-  return cu_memcpy_htod_async(dst, (const void *)src, size, (CUstream)stream);
-}
-
-static int retrieve(uintptr_t dst, uintptr_t src, size_t size, uintptr_t stream) {
-  return cu_memcpy_dtoh_async((void *)dst, src, size, (CUstream)stream);
-}
-
-static int exchange(uintptr_t dst, uintptr_t src, size_t size, uintptr_t stream) {
-  return cu_memcpy_dtod_async(dst, src, size, (CUstream)stream);
-}
-
+static int submit(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return cu_memcpy_htod_async(dst, (const void *)src, n, (CUstream)s); }
+static int retrieve(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return cu_memcpy_dtoh_async((void *)dst, src, n, (CUstream)s); }
+static int exchange(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return cu_memcpy_dtod_async(dst, src, n, (CUstream)s); }
 static int stream_sync(uintptr_t stream) { return cu_stream_synchronize((CUstream)stream); }
 static int stream_query(uintptr_t stream) { return cu_stream_query((CUstream)stream); }
 
-static const offload_gpu_driver cuda = {
-    .not_ready = 600,        /* CUDA_ERROR_NOT_READY */
-    .exception_status = 500, /* CUDA_ERROR_NOT_FOUND: cydriver's `except ?CUDA_ERROR_NOT_FOUND` */
-    .extra_end = 0,          /* CU_LAUNCH_PARAM_END */
-    .activate_queued = 1,
-    .activate = activate,
-    .launch = launch,
-    .submit = submit,
-    .retrieve = retrieve,
-    .exchange = exchange,
-    .stream_sync = stream_sync,
-    .stream_query = stream_query,
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "offload_cuda._native",
-    "The CUDA backend's native entry points (offload_native.h) on cuda.bindings.cydriver.", -1, offload_gpu_methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__native(void) {
-  return offload_gpu_module(&module, &cuda, "cuda.bindings.cydriver", functions, sizeof functions / sizeof *functions);
-}
+OFFLOAD_GPU_EXTENSION("offload_cuda._native", "The CUDA backend's native entry points (offload_native.h) on cuda.bindings.cydriver.",
+                      "cuda.bindings.cydriver", 600 /* CUDA_ERROR_NOT_READY */,
+                      500 /* CUDA_ERROR_NOT_FOUND: what cydriver's functions return having raised (`except ?`) */,
+                      0 /* CU_LAUNCH_PARAM_END */, 1 /* queued work makes the context current, as the Python hooks do */)

@@ -2,11 +2,12 @@
  * its driver through a Cython binding's C API, written once for offload-cuda
  * (cuda.bindings.cydriver) and offload-amdgpu (rocm.bindings.cyhip).
  *
- * A backend's extension module (one C file) includes this header once, fills an
- * `offload_gpu_driver` with thin adapters over the driver functions it takes from the binding's
- * `__pyx_capi__` capsules (each capsule's name, the function's C signature, checked against the
- * one the adapter was written for), and returns `offload_gpu_module(...)` from its PyInit. The
- * module then offers, to the backend's Python side:
+ * A backend's extension module (one C file) includes this header once, writes thin adapters over
+ * the driver functions it takes from the binding's `__pyx_capi__` capsules (a table of names and
+ * C signatures: each capsule's name is the function's signature, checked against the one the
+ * adapter was written for) and ends with OFFLOAD_GPU_EXTENSION(...), which makes them an
+ * `offload_gpu_driver` and the module's PyInit. The module offers the backend's Python side
+ * (offload.native_support):
  * - `entry_points()`: the PyCapsule "offload.native_entry_points" (static storage), or None when
  *   a capsule was missing or had another signature; `unavailable` then says why (None otherwise).
  * - `DeviceRecord(context, ordinal, select)`, `QueueRecord(stream)`, `KernelRecord(function,
@@ -390,5 +391,22 @@ static PyObject *offload_gpu_module(PyModuleDef *def, const offload_gpu_driver *
   }
   return module;
 }
+
+/* The rest of a backend's extension, after its adapters (functions named activate, launch, submit,
+ * retrieve, exchange, stream_sync, stream_query, as in offload_gpu_driver) and its table
+ * `functions`: the driver they make up (NOT_READY ... ACTIVATE_QUEUED: offload_gpu_driver's first
+ * fields), the module NAME ("package._native") and its PyInit__native. */
+#define OFFLOAD_GPU_EXTENSION(NAME, DOC, CAPI_MODULE, NOT_READY, EXCEPTION_STATUS, EXTRA_END, ACTIVATE_QUEUED)      \
+  static const offload_gpu_driver offload_gpu_this_driver = {                                                      \
+      NOT_READY, EXCEPTION_STATUS, EXTRA_END, ACTIVATE_QUEUED, activate, launch,                                  \
+      submit,    retrieve,         exchange,  stream_sync,     stream_query,                                       \
+  };                                                                                                               \
+  static struct PyModuleDef offload_gpu_module_def = {                                                             \
+      PyModuleDef_HEAD_INIT, NAME, DOC, -1, offload_gpu_methods, NULL, NULL, NULL, NULL,                           \
+  };                                                                                                               \
+  PyMODINIT_FUNC PyInit__native(void) {                                                                            \
+    return offload_gpu_module(&offload_gpu_module_def, &offload_gpu_this_driver, CAPI_MODULE, functions,         \
+                              sizeof functions / sizeof *functions);                                               \
+  }
 
 #endif /* OFFLOAD_NATIVE_GPU_H */

@@ -1,10 +1,12 @@
-"""Pins offload-core to the shared VERSION (everything else lives in pyproject.toml)."""
+"""Builds the optional native entry points (``_native``: without a C compiler the backend serves
+through its Python hooks alone), and pins offload-core to the shared VERSION (everything else
+lives in pyproject.toml)."""
 
 import os
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 HERE = Path(__file__).resolve().parent
 VERSION = (HERE / "VERSION").read_text().strip()
@@ -29,8 +31,16 @@ def requirement(name: str, folder: str) -> str:
         return f"{name} @ {path.as_uri()}"
     return f"{name}=={VERSION}"
 
+#: The native entry points, on the bindings' C API (no Cython needed). ``native_include`` links to
+#: the core's headers (an sdist carries copies); ``optional``: a failed build leaves the Python hooks.
+INCLUDE = "src/offload_cuda/native_include"
+NATIVE = Extension("offload_cuda._native", ["src/offload_cuda/_native.c"], include_dirs=[INCLUDE], optional=True,
+                   depends=[f"{INCLUDE}/offload_native.h", f"{INCLUDE}/offload_native_gpu.h"],
+                   extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"])
+
 
 setup(
     install_requires=[requirement("offload-core", "../../core"), "cuda-bindings>=13.0,<14"],
     extras_require={"nvrtc": ["nvidia-cuda-nvrtc>=13.0,<14"]},  # offload.build in-process where no toolkit is installed
+    ext_modules=[NATIVE],
 )

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from offload import AllocType, DeviceInfo, KernelParam, MemMigrationFlag, SymbolKind, hookimpl
+from offload.native_support import NativeExtension, NativeHooks
 
 from . import _build, _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice
@@ -29,13 +30,17 @@ __all__ = ["AMDGPUBackend"]
 
 log = logging.getLogger("offload_amdgpu")
 
+_NO_DYNAMIC_LIMIT = (1 << 64) - 1
 
-class AMDGPUBackend:
+
+class AMDGPUBackend(NativeHooks):
     """The AMDGPU platform: one device per HIP device of this process.
 
     Without a usable HIP runtime or device (no hip-python, no ``libamdhip64.so``, or HIP's own
     hipErrorNoDevice / hipErrorInvalidDevice) ``init`` returns no devices and keeps the reason in
-    ``unavailable_reason`` (also ``reason``); it is None when devices were found.
+    ``unavailable_reason`` (also ``reason``); it is None when devices were found. ``native`` holds
+    the native entry points (``_native``, on rocm.bindings.cyhip's C API), or why there are none
+    (``native.reason``, logged).
     """
 
     def __init__(self) -> None:
@@ -43,6 +48,7 @@ class AMDGPUBackend:
         self.unavailable_reason: str | None = None
         self.devices: list[HipDevice] = []
         self.host_calls: HostCalls | None = None
+        self.native: NativeExtension | None = None
 
     @property
     def reason(self) -> str | None:
@@ -69,8 +75,11 @@ class AMDGPUBackend:
             log.info("offload-amdgpu: no devices: %s", self.unavailable_reason)
             return []
         self.hip = hip
-        self.host_calls = HostCalls(hip)
+        self.native = native = NativeExtension("offload_amdgpu._native")
+        self.host_calls = HostCalls(hip, native)
         self.devices = [HipDevice(hip, i, _device.read_target(hip, i), count > 1) for i in range(count)]
+        for device in self.devices:
+            device.native_record = native.device_record(0, device.ordinal, device.select)
         return list(self.devices)
 
     @hookimpl
@@ -116,7 +125,10 @@ class AMDGPUBackend:
 
     @hookimpl
     def get_kernel(self, device: HipDevice, image: HipImage, name: str) -> HipKernel:
-        return image.kernel(device, name)
+        kernel = image.kernel(device, name)
+        if self.native is not None:  # HIP has no opt-in limit of dynamic shared memory: it checks each launch
+            kernel.native_record = self.native.kernel_record(kernel.function, kernel.param_bytes, _NO_DYNAMIC_LIMIT)
+        return kernel
 
     @hookimpl
     def get_global(self, device: HipDevice, image: HipImage, name: str) -> tuple[int, int]:
@@ -201,7 +213,10 @@ class AMDGPUBackend:
 
     @hookimpl
     def create_queue(self, device: HipDevice) -> HipQueue:
-        return _queue.create_queue(device)
+        queue = _queue.create_queue(device)
+        if self.native is not None:
+            queue.native_record = self.native.queue_record(queue.stream)
+        return queue
 
     @hookimpl
     def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:

@@ -13,7 +13,6 @@ from offload import KernelLaunchSizeArgs
 from ._device import HipDevice
 from ._driver import check
 from ._errors import raise_for
-from ._launch import short_args_error
 from ._program import HipKernel
 from ._queue import HipQueue
 
@@ -41,9 +40,7 @@ def launch_cooperative(
     device: HipDevice, queue: HipQueue | None, kernel: HipKernel, args: Any, launch: KernelLaunchSizeArgs
 ) -> None:
     """Enqueue a cooperative launch (``queue`` None: on the null stream, waited for)."""
-    data = b"" if args is None else bytes(args)
-    if len(data) < kernel.param_bytes:
-        raise short_args_error(kernel, len(data))
+    data = b"" if args is None else bytes(args)  # at least the parameters' extent: the core checked it
     params = kernel.info.params
     copy = ctypes.create_string_buffer(data[: kernel.param_bytes], max(1, kernel.param_bytes))
     base = ctypes.addressof(copy)

@@ -30,7 +30,7 @@ class HipDevice:
     """A HIP device of this process: ordinal, target, the streams kept for reuse (``streams``),
     and the events alive (destroyed by ``deinit_device`` if still alive then)."""
 
-    __slots__ = ("hip", "module_launch", "ordinal", "target", "streams", "events", "peers", "lock", "select")
+    __slots__ = ("hip", "module_launch", "ordinal", "target", "streams", "events", "peers", "lock", "select", "native_record")
 
     def __init__(self, hip: Any, ordinal: int, target: Target, select: bool) -> None:
         self.hip = hip
@@ -45,6 +45,7 @@ class HipDevice:
         self.lock = threading.Lock()
         #: Whether calls that act on "the current device" must hipSetDevice first (more than one device).
         self.select = select
+        self.native_record: Any = None  # the native entry points' record of it (None without them)
 
     def __repr__(self) -> str:
         return f"<HipDevice {self.ordinal} {self.target}>"

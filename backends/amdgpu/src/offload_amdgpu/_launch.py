@@ -14,7 +14,7 @@ import struct
 from threading import get_ident
 from typing import Any
 
-from offload import ErrorCode, KernelLaunchSizeArgs, OffloadError
+from offload import KernelLaunchSizeArgs
 
 from ._device import HipDevice
 from ._driver import check
@@ -22,20 +22,11 @@ from ._errors import raise_for
 from ._program import HipKernel
 from ._queue import HipQueue
 
-__all__ = ["LaunchBlocks", "launch_kernel", "short_args_error"]
+__all__ = ["LaunchBlocks", "launch_kernel"]
 
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 2
 HIP_LAUNCH_PARAM_END = 3
-
-
-def short_args_error(kernel: HipKernel, size: int) -> OffloadError:
-    """The error for an argument buffer shorter than the kernel's explicit arguments."""
-    return OffloadError(
-        ErrorCode.INVALID_ARGUMENT,
-        f"kernel {kernel.info.name!r} takes {kernel.param_bytes} bytes of arguments "
-        f"({len(kernel.info.params)} parameters) but the argument buffer has {size} bytes",
-    )
 
 
 _HEADER = 48  # the extra array (5 pointers), then the size word, then the arguments
@@ -93,14 +84,11 @@ def launch_kernel(
     device: HipDevice, queue: HipQueue | None, kernel: HipKernel, args: Any, launch: KernelLaunchSizeArgs
 ) -> None:
     """The ``launch_kernel`` hook itself (``AMDGPUBackend`` binds it: the hot path has no glue
-    frame). Refuses an argument buffer shorter than the kernel's parameters; ``queue`` None: on the
-    null stream of the device made current, waited for."""
+    frame). ``args`` holds at least the kernel's parameter extent (the core checked it: hookspecs'
+    ``launch_kernel``); ``queue`` None: on the null stream of the device made current, waited for."""
     if args is not None and type(args) is not bytes:
         args = bytes(args)  # any bytes-like object: its bytes (len() of a memoryview counts items)
-    n = 0 if args is None else len(args)
     extent = kernel.param_bytes
-    if n < extent:
-        raise short_args_error(kernel, n)
     extra = _BLOCKS.pack(args, extent) if extent else None
     gx, gy, gz = launch.num_groups
     bx, by, bz = launch.group_size

@@ -21,14 +21,16 @@ __all__ = ["HipImage", "HipKernel"]
 
 
 class HipKernel:
-    """A kernel function handle with its metadata (explicit arguments, limits)."""
+    """A kernel function handle with its metadata (explicit arguments, limits); ``native_record``:
+    its record for the native entry points (None without them)."""
 
-    __slots__ = ("function", "info", "param_bytes")
+    __slots__ = ("function", "info", "param_bytes", "native_record")
 
     def __init__(self, function: Any, info: KernelInfo) -> None:
         self.function = function
         self.info = info
         self.param_bytes = info.explicit_size  # the launch-buffer extent: the bytes a launch passes (launch_extent)
+        self.native_record: Any = None
 
     def __repr__(self) -> str:
         return f"<HipKernel {self.info.name} args={self.param_bytes}B>"

@@ -18,6 +18,7 @@ from typing import Any
 
 from offload import ErrorCode, OffloadError
 from offload.backend_support import HostFunctions, KeptErrors, raise_kept_errors
+from offload.native_support import NativeExtension
 
 from ._device import HipDevice
 from ._driver import check
@@ -43,14 +44,16 @@ HIP_EVENT_DEFAULT = 0  # timing enabled
 
 
 class HipQueue(KeptErrors):
-    """One stream of a device, plus the errors its host functions raised (``KeptErrors``)."""
+    """One stream of a device, plus the errors its host functions raised (``KeptErrors``);
+    ``native_record``: its record for the native entry points (None without them)."""
 
-    __slots__ = ("device", "stream")
+    __slots__ = ("device", "stream", "native_record")
 
     def __init__(self, device: HipDevice, stream: Any) -> None:
         super().__init__()
         self.device = device
         self.stream = stream
+        self.native_record: Any = None
 
     def __repr__(self) -> str:
         return f"<HipQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
@@ -69,9 +72,14 @@ class HipEvent:
 class HostCalls(HostFunctions):
     """Python host functions on HIP streams, through ``hipLaunchHostFunc``."""
 
-    def __init__(self, hip: Any) -> None:
+    def __init__(self, hip: Any, native: NativeExtension) -> None:
         super().__init__("offload-amdgpu")
         self._hip = hip
+        self._native = native
+
+    def enqueue(self, queue: HipQueue, callback: Callable[[], None]) -> None:
+        """``HostFunctions.enqueue``, the queue's native record marked first (``NativeExtension.host_call``)."""
+        super().enqueue(queue, self._native.host_call(queue, callback))
 
     def launch_host_function(self, queue: HipQueue, address: int, key: int) -> None:
         status = self._hip.hipLaunchHostFunc(queue.stream, address, key)[0]

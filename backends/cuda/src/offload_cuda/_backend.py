@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from offload.backend_support import ResourcePool
+from offload.native_support import NativeExtension, NativeHooks
 
 from offload import (
     AllocType,
@@ -51,22 +52,25 @@ def _compute_mode_note(driver: Any, ordinal: int) -> str:
 
 
 class _DeviceState:
-    """A device and its pools (``recycle(queue)``: its stream back to the pool)."""
+    """A device and its pools (``recycle(queue)``: its stream back to the pool), and its record for
+    the native entry points (``native_record``: None without them)."""
 
-    __slots__ = ("device", "streams", "events", "recycle")
+    __slots__ = ("device", "streams", "events", "recycle", "native_record")
 
-    def __init__(self, device: CudaDevice) -> None:
+    def __init__(self, device: CudaDevice, native: NativeExtension) -> None:
         self.device = device
+        self.native_record = native.device_record(device.context_address, device.ordinal, False)
         self.streams: ResourcePool[Any] = _queue.stream_pool(device)
         self.events: ResourcePool[Any] = _queue.event_pool(device)
         self.recycle: Callable[[CudaQueue], None] = lambda queue: self.streams.release(queue.stream)
 
 
-class CudaBackend:
+class CudaBackend(NativeHooks):
     """One CUDA platform: a device per GPU, each on its primary context.
 
     Without a driver (or with one that has no device) ``init`` returns no devices and keeps the
-    reason in ``unavailable_reason``.
+    reason in ``unavailable_reason``. ``native`` holds the native entry points (``_native``, on
+    cuda.bindings.cydriver's C API), or why there are none (``native.reason``, logged).
     """
 
     def __init__(self) -> None:
@@ -74,6 +78,7 @@ class CudaBackend:
         self.states: list[_DeviceState] = []
         self.unavailable_reason: str | None = None
         self.host_calls: HostCalls | None = None
+        self.native: NativeExtension | None = None
 
     def _deferring(self, work: Callable[[], None]) -> bool:
         """On a host function's thread: keep ``work`` for after the function, return True."""
@@ -93,7 +98,8 @@ class CudaBackend:
         except DriverUnavailable as exc:
             self.unavailable_reason = str(exc)
             return []
-        self.host_calls = HostCalls(self.driver)
+        self.native = NativeExtension("offload_cuda._native")
+        self.host_calls = HostCalls(self.driver, self.native)
         skipped: list[str] = []
         try:
             for ordinal in range(count):
@@ -103,7 +109,7 @@ class CudaBackend:
                     skipped.append(f"GPU {ordinal}: {exc.details}{_compute_mode_note(self.driver, ordinal)}")
                     log.warning("offload-cuda: skipping %s", skipped[-1])
                     continue
-                self.states.append(_DeviceState(device))
+                self.states.append(_DeviceState(device, self.native))
         except BaseException:
             for state in self.states:
                 state.device.release()
@@ -162,7 +168,14 @@ class CudaBackend:
 
     @hookimpl
     def get_kernel(self, device: _DeviceState, image: CudaImage, name: str) -> CudaKernel:
-        return image.kernel(device.device, name)
+        kernel = image.kernel(device.device, name)  # one per name: its record made once, under the image's lock
+        if kernel.native_record is None and self.native is not None:
+            with image.lock:
+                if kernel.native_record is None:
+                    kernel.native_record = self.native.kernel_record(
+                        kernel.function, kernel.param_bytes, kernel.dynamic_shared_limit
+                    )
+        return kernel
 
     @hookimpl
     def get_global(self, device: _DeviceState, image: CudaImage, name: str) -> tuple[int, int]:
@@ -297,7 +310,10 @@ class CudaBackend:
 
     @hookimpl
     def create_queue(self, device: _DeviceState) -> CudaQueue:
-        return CudaQueue(device.device, device.streams.acquire())
+        queue = CudaQueue(device.device, device.streams.acquire())
+        if self.native is not None:
+            queue.native_record = self.native.queue_record(queue.stream)
+        return queue
 
     @hookimpl
     def synchronize(self, device: _DeviceState, queue: CudaQueue, release: bool) -> None:

@@ -10,7 +10,7 @@ import ctypes
 import threading
 from typing import Any
 
-from offload import ErrorCode, KernelLaunchSizeArgs, OffloadError
+from offload import KernelLaunchSizeArgs
 
 from ._device import CudaDevice
 from ._errors import raise_for
@@ -50,23 +50,16 @@ _memmove = ctypes.memmove
 def launch(
     device: CudaDevice, stream: Any, kernel: CudaKernel, args: Any, size: KernelLaunchSizeArgs, cooperative: bool = False
 ) -> None:
-    """Enqueue ``kernel`` on ``stream`` (refusing an argument buffer shorter than its parameters);
-    ``cooperative``: through ``cuLaunchKernelEx`` with ``CU_LAUNCH_ATTRIBUTE_COOPERATIVE``, every
+    """Enqueue ``kernel`` on ``stream``; ``cooperative``: through ``cuLaunchKernelEx`` with ``CU_LAUNCH_ATTRIBUTE_COOPERATIVE``, every
     block co-resident (the driver refuses a grid too large with COOPERATIVE_LAUNCH_TOO_LARGE).
 
     The driver is given exactly the parameters' extent (last offset + size, from
     ``cuFuncGetParamInfo``) as ``CU_LAUNCH_PARAM_BUFFER_SIZE``: it refuses a longer size with
     ``CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES``, so a buffer's tail padding is never passed on (the
-    same fix as llvm-project PR #172249 in liboffload).
+    same fix as llvm-project PR #172249 in liboffload). ``args`` holds at least that extent: the
+    core checked it (hookspecs' ``launch_kernel``), so it is not checked again here.
     """
-    n = 0 if args is None else len(args)
-    extent = kernel.param_bytes
-    if n < extent:
-        raise OffloadError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"the argument buffer holds {n} bytes but kernel {kernel.name} takes {extent} bytes of parameters",
-        )
-    n = extent
+    n = kernel.param_bytes
     scratch = _scratch
     gx, gy, gz = size.num_groups
     bx, by, bz = size.group_size

@@ -27,9 +27,10 @@ _ATTR_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
 class CudaKernel:
-    """A CUfunction, its parameters (``cuFuncGetParamInfo``) and its dynamic shared memory limit."""
+    """A CUfunction, its parameters (``cuFuncGetParamInfo``) and its dynamic shared memory limit;
+    ``native_record``: its record for the native entry points (None without them)."""
 
-    __slots__ = ("function", "name", "params", "param_bytes", "dynamic_shared_limit", "lock")
+    __slots__ = ("function", "name", "params", "param_bytes", "dynamic_shared_limit", "lock", "native_record")
 
     def __init__(self, device: CudaDevice, function: Any, name: str) -> None:
         d = device.driver
@@ -48,6 +49,7 @@ class CudaKernel:
         attr = d.CUfunction_attribute(_ATTR_MAX_DYNAMIC_SHARED)
         self.dynamic_shared_limit = int(check(d, d.cuFuncGetAttribute(attr, function), "cuFuncGetAttribute"))
         self.lock = threading.Lock()
+        self.native_record: Any = None
 
     def allow_dynamic_shared(self, device: CudaDevice, size: int) -> None:
         """Raise the kernel's dynamic shared memory limit to ``size`` (needed from 48 KiB on)."""
@@ -68,6 +70,8 @@ class CudaKernel:
                     f"DynSharedMemory {size} exceeds what kernel {self.name} may use: {exc.details}",
                 ) from exc
             self.dynamic_shared_limit = size
+            if self.native_record is not None:  # the native launch defers above the limit it knows
+                self.native_record.dyn_limit = size
 
 
 _JIT_LOG_BYTES = 4096

@@ -16,10 +16,12 @@ host backend does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
 from offload.backend_support import HostFunctions, KeptErrors, ResourcePool
+from offload.native_support import NativeExtension
 
 from ._device import CudaDevice
 from ._driver import check
@@ -44,14 +46,16 @@ _CUDA_ERROR_NOT_READY = 600
 
 
 class CudaQueue(KeptErrors):
-    """One stream and the errors of its host functions (``KeptErrors``)."""
+    """One stream and the errors of its host functions (``KeptErrors``); ``native_record``: its
+    record for the native entry points (None without them)."""
 
-    __slots__ = ("device", "stream", "__weakref__")
+    __slots__ = ("device", "stream", "native_record", "__weakref__")
 
     def __init__(self, device: CudaDevice, stream: Any) -> None:
         super().__init__()
         self.device = device
         self.stream = stream
+        self.native_record: Any = None
 
     def __repr__(self) -> str:
         return f"<CudaQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
@@ -70,10 +74,15 @@ class CudaEvent:
 class HostCalls(HostFunctions):
     """Python host functions on CUDA streams, through ``cuLaunchHostFunc``."""
 
-    def __init__(self, driver: Any) -> None:
+    def __init__(self, driver: Any, native: NativeExtension) -> None:
         super().__init__("offload-cuda")
         self._driver = driver
+        self._native = native
         self._host_fn = driver.CUhostFn(self.address)
+
+    def enqueue(self, queue: CudaQueue, callback: Callable[[], None]) -> None:
+        """``HostFunctions.enqueue``, the queue's native record marked first (``NativeExtension.host_call``)."""
+        super().enqueue(queue, self._native.host_call(queue, callback))
 
     def launch_host_function(self, queue: CudaQueue, address: int, key: int) -> None:
         d = self._driver

@@ -1,0 +1,1 @@
+../../../../../core/src/offload/include/offload_native.h

@@ -82,3 +82,50 @@ def extra_for(buf):
     return (keep, size, arr), ctypes.addressof(arr)
 """
 )
+
+#: Child code of the simulator rule tests: raw cuda.bindings calls only (it imports no offload):
+#: `name`, `ck`, `setup`, `protected` (whether device memory is protected, and why), `host_fn`
+#: (a CUhostFn running a Python callable) and `emit`.
+RAW_PRELUDE = (
+    r"""
+import ctypes, json, os, sys, threading, time
+from pathlib import Path
+from cuda.bindings import driver as d
+
+KERNELS = Path(os.environ.get("CUDA_TEST_KERNELS", "/nonexistent"))
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+
+
+def ck(returned):
+    err, *rest = returned
+    if err:
+        raise AssertionError(d.cuGetErrorName(err)[1])
+    return rest[0] if len(rest) == 1 else (rest or None)
+
+
+"""
+    + SETUP
+    + r"""
+
+
+def protected():
+    why = ctypes.c_char_p()
+    fn = ctypes.CDLL("libcuda.so.1").gpusim_memory_protected
+    fn.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
+    return bool(fn(ctypes.byref(why))), why.value.decode()
+
+
+HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_keep = []
+
+
+def host_fn(py):
+    cb = HOSTFN(lambda _: py())
+    _keep.append(cb)
+    return d.CUhostFn(ctypes.cast(cb, ctypes.c_void_p).value)
+
+
+def emit(value):
+    print(json.dumps(value), flush=True)
+"""
+)

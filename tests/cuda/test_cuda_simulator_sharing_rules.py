@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from test_cuda_simulator_core_rules import _PRELUDE
+from cuda_child import RAW_PRELUDE
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
 _STREAMS = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 out = {"range": [int(v) for v in ck(d.cuCtxGetStreamPriorityRange())]}
@@ -56,7 +56,7 @@ def test_stream_priorities_and_queries(run_child: Any, child_env: Any) -> None:
 
 
 _CONTEXTS = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, primary = setup()
 out = {}
@@ -105,7 +105,7 @@ def test_created_contexts(run_child: Any, child_env: Any, kernels: Any) -> None:
 
 
 _POOLS = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 A = d.CUmemPool_attribute
@@ -222,7 +222,7 @@ def test_stream_ordered_pools(run_child: Any, child_env: Any, kernels: Any) -> N
 
 
 _LIBRARIES = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 import numpy as np
 ck(d.cuInit(0))
@@ -281,7 +281,7 @@ def test_libraries_and_kernels(run_child: Any, child_env: Any, kernels: Any) -> 
 
 
 _LAUNCH_EX = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 L = d.CUlaunchAttributeID
@@ -359,7 +359,7 @@ def test_launch_kernel_ex_and_its_attributes(run_child: Any, child_env: Any, ker
 
 
 _POINTERS = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 P = d.CUpointer_attribute
@@ -398,7 +398,7 @@ def test_pointer_attributes(run_child: Any, child_env: Any) -> None:
 
 
 _FAULT_AFTER = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 mem = ck(d.cuMemAlloc(64))

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from test_cuda_simulator_core_rules import _PRELUDE
+from cuda_child import RAW_PRELUDE
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
 _LAUNCH = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
@@ -51,7 +51,7 @@ def test_launch_buffer_must_be_the_parameters_extent(run_child: Any, child_env: 
 
 
 _SYNC = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 N = 1 << 16
@@ -115,7 +115,7 @@ def test_synchronous_copies_and_memsets_return_as_documented(run_child: Any, chi
 
 
 _ORDERING = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 N = 1 << 16
@@ -155,7 +155,7 @@ def test_non_blocking_streams_do_not_order_against_the_legacy_stream(run_child: 
 
 
 _CONTEXTS = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 d0, ctx0 = setup(0)
 stream0 = ck(d.cuStreamCreate(1))
@@ -221,7 +221,7 @@ def test_streams_and_events_belong_to_their_context(run_child: Any, child_env: A
 
 
 _PEER = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 d0, ctx0 = setup(0)
 d1 = ck(d.cuDeviceGet(1))
@@ -256,7 +256,7 @@ def test_peer_access_may_be_absent_or_fail_and_peer_copies_need_none(
 
 
 _PTX = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 ptx = (KERNELS / "saxpy.ptx").read_bytes()
@@ -301,7 +301,7 @@ def test_ptx_jit_checks_with_the_error_log(run_child: Any, child_env: Any, kerne
 
 
 _CALLBACK = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
@@ -341,7 +341,7 @@ def test_stream_callbacks_get_the_status_and_may_not_call_the_driver(
 
 
 _COMPUTE_MODE = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 ck(d.cuInit(0))
 mode = lambda i: int(ck(d.cuDeviceGetAttribute(d.CUdevice_attribute(20), ck(d.cuDeviceGet(i)))))
@@ -368,7 +368,7 @@ def test_a_prohibited_device_refuses_its_primary_context(run_child: Any, child_e
 
 
 _LEAKED_HANDLES = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 streams = [ck(d.cuStreamCreate(1)) for _ in range(3)]
@@ -395,7 +395,7 @@ def test_streams_and_events_never_destroyed_are_reported_at_the_reset(run_child:
 
 
 _RECT = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, ctx = setup()
 device = ck(d.cuMemAlloc(4096))

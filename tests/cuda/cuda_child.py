@@ -70,6 +70,9 @@ def code(returned):
     return int(returned[0])
 
 
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+
+
 """
     + SETUP
     + r"""
@@ -83,9 +86,21 @@ def extra_for(buf):
 """
 )
 
+def offload_child(body: str) -> str:
+    """A child of offload calls: ``PRELUDE``, ``olInit`` and the first CUDA device as ``gpu``, then
+    ``body``."""
+    return PRELUDE + 'ol.olInit()\ngpu = platform_devices()["cuda"][0]\n' + body
+
+
+def driver_child(body: str) -> str:
+    """A child of raw driver calls beside offload's prelude: ``PRELUDE``, ``DRIVER_PRELUDE``, then
+    ``body``."""
+    return PRELUDE + DRIVER_PRELUDE + body
+
+
 #: Child code of the simulator rule tests: raw cuda.bindings calls only (it imports no offload):
 #: `name`, `ck`, `setup`, `protected` (whether device memory is protected, and why), `host_fn`
-#: (a CUhostFn running a Python callable) and `emit`.
+#: (a CUhostFn running a Python callable), `fault_kernel` (fault.cubin's module and `fault`) and `emit`.
 RAW_PRELUDE = (
     r"""
 import ctypes, json, os, sys, threading, time
@@ -125,7 +140,18 @@ def host_fn(py):
     return d.CUhostFn(ctypes.cast(cb, ctypes.c_void_p).value)
 
 
+def fault_kernel():
+    module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
+    return module, ck(d.cuModuleGetFunction(module, b"fault"))
+
+
 def emit(value):
     print(json.dumps(value), flush=True)
 """
 )
+
+
+def raw_child(body: str) -> str:
+    """A child of raw driver calls: ``RAW_PRELUDE``, device 0's primary context made current
+    (``dev``, ``ctx``), then ``body``."""
+    return RAW_PRELUDE + "dev, ctx = setup()\n" + body

@@ -21,14 +21,11 @@ import subprocess
 import sys
 from typing import Any
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
+from cuda_child import DRIVER_PRELUDE, PRELUDE, offload_child
 from helpers import release_from_host_function, shutdown_from_host_function
 
-_SYNC_WORK = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_SYNC_WORK = offload_child(
+    r"""
 host = platform_devices()["host"][0]
 out = {}
 size = 64 << 20
@@ -145,11 +142,8 @@ def test_peer_copies_need_no_peer_access(run_child: Any, child_env: Any, kernels
         assert out == {"copy": None, "queued": None, "data": True}, mode
 
 
-_PADDING = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_PADDING = offload_child(
+    r"""
 prog = ol.olCreateProgram(gpu, image("saxpy"))
 k = ol.olGetSymbol(prog, "saxpy", ol.SymbolKind.KERNEL)
 n = 64
@@ -202,11 +196,8 @@ def test_flags_of_a_shared_active_primary_context_are_left_alone(
     assert out["active"] and out["after"] == out["before"]
 
 
-_HOST_ERRORS = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_HOST_ERRORS = offload_child(
+    r"""
 q = ol.olCreateQueue(gpu)
 
 def fail(message):
@@ -247,11 +238,8 @@ def test_every_host_function_failure_is_kept_in_order(
     assert out["after_event"] == []
 
 
-_PTX = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_PTX = offload_child(
+    r"""
 ptx = image("saxpy", "ptx").rstrip(b"\0")
 assert b".version 9.0" in ptx and b".target sm_90\n" in ptx
 variants = {
@@ -349,11 +337,8 @@ def test_the_final_shutdown_from_a_host_function(
                    "again": None}
 
 
-_QUEUE_CALLS_FROM_HOST_FUNCTION = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_QUEUE_CALLS_FROM_HOST_FUNCTION = offload_child(
+    r"""
 queue, other = ol.olCreateQueue(gpu), ol.olCreateQueue(gpu)
 seen = []
 def record(what):
@@ -436,11 +421,8 @@ ol.olShutDown()
     assert "PROHIBITED" in shown.stdout + shown.stderr
 
 
-_EVENTS_AT_SHUTDOWN = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_EVENTS_AT_SHUTDOWN = offload_child(
+    r"""
 q = ol.olCreateQueue(gpu)
 kept = [ol.olCreateEvent(q) for _ in range(3)]
 ol.olDestroyEvent(kept.pop())  # one back in the pool, two never destroyed

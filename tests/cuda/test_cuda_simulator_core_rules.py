@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cuda_child import RAW_PRELUDE
+from cuda_child import RAW_PRELUDE, raw_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
@@ -22,10 +22,8 @@ def _skip_unless_protected(run_child: Any, child_env: Any) -> None:
         pytest.skip(f"the simulator cannot protect device memory here: {out[1]}")
 
 
-_DEREFERENCE = (
-    RAW_PRELUDE
-    + r"""
-dev, ctx = setup()
+_DEREFERENCE = raw_child(
+    r"""
 mem = ck(d.cuMemAlloc(4096))
 src = (ctypes.c_uint32 * 4)(1, 2, 3, 4)
 ck(d.cuMemcpyHtoD(mem, ctypes.addressof(src), 16))
@@ -69,10 +67,8 @@ def test_protection_can_be_turned_off_and_says_so(run_child: Any, child_env: Any
     ]
 
 
-_PUSH_BUFFER = (
-    RAW_PRELUDE
-    + r"""
-dev, ctx = setup()
+_PUSH_BUFFER = raw_child(
+    r"""
 stream = ck(d.cuStreamCreate(1))
 mem = ck(d.cuMemAlloc(4096))
 gate = threading.Event()
@@ -118,12 +114,9 @@ def test_push_buffer_blocks_the_enqueuing_call(run_child: Any, child_env: Any) -
     assert out["total"] == 20 and out["errors"] == [] and out["last_value"] == 19
 
 
-_FAULT = (
-    RAW_PRELUDE
-    + r"""
-dev, ctx = setup()
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+_FAULT = raw_child(
+    r"""
+module, fault = fault_kernel()
 n = 128
 out_mem = ck(d.cuMemAlloc(4 * n))
 stream = ck(d.cuStreamCreate(1))
@@ -158,8 +151,7 @@ result["attribute_query"] = name(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_
 result["release"] = name(d.cuDevicePrimaryCtxRelease(dev))
 ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
 ck(d.cuCtxSetCurrent(ctx))
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+module, fault = fault_kernel()
 out_mem = ck(d.cuMemAlloc(4 * n))
 stream = ck(d.cuStreamCreate(1))
 result["after_reset"] = [launch(1000), name(d.cuStreamSynchronize(stream))]
@@ -187,12 +179,9 @@ def test_a_trapping_kernel_leaves_a_sticky_error(run_child: Any, child_env: Any,
     assert out["after_reset"] == ["CUDA_SUCCESS", "CUDA_SUCCESS"] and out["after_reset_values"]
 
 
-_WILD = (
-    RAW_PRELUDE
-    + r"""
-dev, ctx = setup()
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+_WILD = raw_child(
+    r"""
+module, fault = fault_kernel()
 stream = ck(d.cuStreamCreate(1))
 freed = ck(d.cuMemAlloc(1 << 16))
 ck(d.cuMemFree(freed))

@@ -13,10 +13,10 @@ import pytest
 import offload as ol
 
 from ._helpers import (
-    FORCE_UINT32,
     NULL_HANDLE,
     Base,
     BlockedQueue,
+    InfoQueryRefusals,
     kernel,
     launch,
     ptr_arg,
@@ -117,34 +117,24 @@ class TestEvent(_EventBase):
         ol.olDestroyEvent(created)
 
 
-class TestEventInfo(_EventBase):
+class TestEventInfo(_EventBase, InfoQueryRefusals):
+    query, valid, subject = "olGetEventInfo", E.QUEUE, "event"
+
     def test_success_queue(self, queue: Any, event: Any) -> None:
         assert ol.olGetEventInfo(event, E.QUEUE) is queue
 
     def test_success_is_complete(self, event: Any) -> None:
         assert wait_until(lambda: ol.olGetEventInfo(event, E.IS_COMPLETE) is True), "the event never completed"
 
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetEventInfo(None, E.QUEUE)
 
-    def test_invalid_event_info_enumeration(self, event: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetEventInfo(event, FORCE_UINT32)
+class TestEventInfoSize(_EventBase, InfoQueryRefusals):
+    query, valid, subject = "olGetEventInfoSize", E.QUEUE, "event"
 
-    def test_size_success_queue(self, event: Any) -> None:
+    def test_success_queue(self, event: Any) -> None:
         assert ol.olGetEventInfoSize(event, E.QUEUE) == 8  # sizeof(ol_queue_handle_t)
 
-    def test_size_success_is_complete(self, event: Any) -> None:
+    def test_success_is_complete(self, event: Any) -> None:
         assert ol.olGetEventInfoSize(event, E.IS_COMPLETE) == 1  # sizeof(bool)
-
-    def test_size_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetEventInfoSize(None, E.QUEUE)
-
-    def test_size_invalid_event_info_enumeration(self, event: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetEventInfoSize(event, FORCE_UINT32)
 
 
 class TestEventElapsedTime(_EventBase):

@@ -187,32 +187,37 @@ class TestMemcpyRect(Base):
         assert sum(1 for b in got[: 4 * 192] if b) == 12 * 5 * 3, "olMemcpyRect wrote outside the region"
 
     def test_pitch_too_small(self, device: Any, host_device: Any) -> None:
-        device_buffer = ol.olMemAlloc(device, A.DEVICE, 1024)
-        src = (ctypes.c_uint8 * 1024)()
-        try:
-            with raises(ol.ErrorCode.INVALID_SIZE):
-                ol.olMemcpyRect(
-                    None,
-                    ol.Rect(device_buffer, device, (0, 0, 0), 8, 64),
-                    ol.Rect(ctypes.addressof(src), host_device, (0, 0, 0), 16, 64),
-                    (16, 2, 1),
-                )
-        finally:
-            ol.olMemFree(device_buffer)
+        _rect_to_device_refused(device, host_device, 1024, (8, 64), 1024, (16, 64), (16, 2, 1))
 
     def test_region_outside_allocation(self, device: Any, host_device: Any) -> None:
-        device_buffer = ol.olMemAlloc(device, A.DEVICE, 256)
-        src = (ctypes.c_uint8 * 4096)()
-        try:
-            with raises(ol.ErrorCode.INVALID_SIZE):  # the 5th row of the device side overruns
-                ol.olMemcpyRect(
-                    None,
-                    ol.Rect(device_buffer, device, (0, 0, 0), 64, 4096),
-                    ol.Rect(ctypes.addressof(src), host_device, (0, 0, 0), 64, 4096),
-                    (64, 5, 1),
-                )
-        finally:
-            ol.olMemFree(device_buffer)
+        # the 5th row of the device side overruns
+        _rect_to_device_refused(device, host_device, 256, (64, 4096), 4096, (64, 4096), (64, 5, 1))
+
+
+def _rect_to_device_refused(
+    device: Any,
+    host_device: Any,
+    allocated: int,
+    device_pitches: tuple[int, int],
+    host_bytes: int,
+    host_pitches: tuple[int, int],
+    extent: tuple[int, int, int],
+) -> None:
+    """olMemcpyRect of ``extent`` from a zeroed host buffer of ``host_bytes`` into a fresh device
+    allocation of ``allocated`` bytes (both regions at (0, 0, 0) with their pitches) is
+    ``OL_ERRC_INVALID_SIZE``."""
+    device_buffer = ol.olMemAlloc(device, A.DEVICE, allocated)
+    src = (ctypes.c_uint8 * host_bytes)()
+    try:
+        with raises(ol.ErrorCode.INVALID_SIZE):
+            ol.olMemcpyRect(
+                None,
+                ol.Rect(device_buffer, device, (0, 0, 0), *device_pitches),
+                ol.Rect(ctypes.addressof(src), host_device, (0, 0, 0), *host_pitches),
+                extent,
+            )
+    finally:
+        ol.olMemFree(device_buffer)
 
 
 class TestMemIsAccessible(Base):

@@ -19,11 +19,11 @@ import pytest
 import offload as ol
 
 from ._helpers import (
-    FORCE_UINT32,
     NULL_HANDLE,
     NULL_POINTER,
     Base,
     BlockedQueue,
+    InfoQueryRefusals,
     SequenceArgs,
     fibonacci,
     kernel,
@@ -131,34 +131,24 @@ class TestQueue(Base):
         assert ol.olGetQueueInfo(queue, Q.EMPTY) is True
 
 
-class TestQueueInfo(Base):
+class TestQueueInfo(InfoQueryRefusals):
+    query, valid, subject = "olGetQueueInfo", Q.DEVICE, "queue"
+
     def test_success_device(self, device: Any, queue: Any) -> None:
         assert ol.olGetQueueInfo(queue, Q.DEVICE) is device
 
     def test_success_empty(self, queue: Any) -> None:
         assert isinstance(ol.olGetQueueInfo(queue, Q.EMPTY), bool)
 
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetQueueInfo(None, Q.DEVICE)
 
-    def test_invalid_queue_info_enumeration(self, queue: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetQueueInfo(queue, FORCE_UINT32)
+class TestQueueInfoSize(InfoQueryRefusals):
+    query, valid, subject = "olGetQueueInfoSize", Q.DEVICE, "queue"
 
-    def test_size_success_device(self, queue: Any) -> None:
+    def test_success_device(self, queue: Any) -> None:
         assert ol.olGetQueueInfoSize(queue, Q.DEVICE) == 8  # sizeof(ol_device_handle_t)
 
-    def test_size_success_empty(self, queue: Any) -> None:
+    def test_success_empty(self, queue: Any) -> None:
         assert ol.olGetQueueInfoSize(queue, Q.EMPTY) == 1  # sizeof(bool)
-
-    def test_size_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetQueueInfoSize(None, Q.DEVICE)
-
-    def test_size_invalid_queue_info_enumeration(self, queue: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetQueueInfoSize(queue, FORCE_UINT32)
 
 
 # --- olWaitEvents ----------------------------------------------------------------------------
@@ -197,33 +187,30 @@ class TestWaitEvents(Base):
                 ol.olDestroyEvent(event)
         assert u32s(data, len(queues)) == fibonacci(len(queues))
 
-    def _queues(self, device: Any, count: int) -> list[Any]:
-        return [ol.olCreateQueue(device) for _ in range(count)]
-
-    def test_success(self, device: Any, sequence: Any, alloc: Callable[..., int]) -> None:
-        data = alloc(_LAUNCHES * 4)
-        zero(data, _LAUNCHES * 4)
-        queues = self._queues(device, _LAUNCHES)
+    def _run_on_new_queues(self, device: Any, sequence: Any, data: int, wait_all: bool) -> None:
+        """``_run`` with a queue of its own for every launch."""
+        queues = [ol.olCreateQueue(device) for _ in range(_LAUNCHES)]
         try:
-            self._run(device, queues, sequence, data, wait_all=False)
+            self._run(device, queues, sequence, data, wait_all)
         finally:
             for queue in queues:
                 ol.olDestroyQueue(queue)
 
-    def test_success_single_queue(self, device: Any, queue: Any, sequence: Any, alloc: Callable[..., int]) -> None:
-        data = alloc(_LAUNCHES * 4)
-        zero(data, _LAUNCHES * 4)
+    @pytest.fixture
+    def data(self, alloc: Callable[..., int]) -> int:
+        """Room for one uint32 per launch, zeroed."""
+        address = alloc(_LAUNCHES * 4)
+        zero(address, _LAUNCHES * 4)
+        return address
+
+    def test_success(self, device: Any, sequence: Any, data: int) -> None:
+        self._run_on_new_queues(device, sequence, data, wait_all=False)
+
+    def test_success_single_queue(self, device: Any, queue: Any, sequence: Any, data: int) -> None:
         self._run(device, [queue] * _LAUNCHES, sequence, data, wait_all=False)
 
-    def test_success_multiple_events(self, device: Any, sequence: Any, alloc: Callable[..., int]) -> None:
-        data = alloc(_LAUNCHES * 4)
-        zero(data, _LAUNCHES * 4)
-        queues = self._queues(device, _LAUNCHES)
-        try:
-            self._run(device, queues, sequence, data, wait_all=True)
-        finally:
-            for queue in queues:
-                ol.olDestroyQueue(queue)
+    def test_success_multiple_events(self, device: Any, sequence: Any, data: int) -> None:
+        self._run_on_new_queues(device, sequence, data, wait_all=True)
 
     def test_success_empty_list(self, queue: Any) -> None:
         ol.olWaitEvents(queue, [])

@@ -276,23 +276,19 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   return rc;
 }
 
-EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev) {
+/* cuDeviceGetDefaultMemPool / cuDeviceGetMemPool: the device's pool that `of` names. */
+static CUresult device_pool(CUmemoryPool *out, CUdevice dev, CUmemoryPool (*of)(CUdevice)) {
   REQUIRE_DEVICE(dev);
   if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&pool_lock);
-  *out = default_of(dev);
+  *out = of(dev);
   pthread_mutex_unlock(&pool_lock);
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev) {
-  REQUIRE_DEVICE(dev);
-  if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&pool_lock);
-  *out = current_of(dev);
-  pthread_mutex_unlock(&pool_lock);
-  return CUDA_SUCCESS;
-}
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev) { return device_pool(out, dev, default_of); }
+
+EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev) { return device_pool(out, dev, current_of); }
 
 EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   REQUIRE_DEVICE(dev);

@@ -12,19 +12,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import (
-    NULL_HANDLE,
-    Base,
-    BlockedQueue,
-    InfoQueryRefusals,
-    kernel,
-    launch,
-    ptr_arg,
-    raises,
-    require,
-    u32s,
-    wait_until,
-)
+from ._helpers import NULL_HANDLE, Base, BlockedQueue, InfoQueryRefusals, kernel, launch, ptr_arg, raises, require
+from ._helpers import u32s, wait_until
 
 E = ol.EventInfo
 

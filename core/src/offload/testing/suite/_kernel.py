@@ -12,21 +12,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import (
-    NULL_HANDLE,
-    NULL_POINTER,
-    Base,
-    MultiArgs,
-    SingleCounterArgs,
-    global_variable,
-    kernel,
-    launch,
-    ptr_arg,
-    raises,
-    require,
-    u32s,
-    zero,
-)
+from ._helpers import NULL_HANDLE, NULL_POINTER, Base, MultiArgs, SingleCounterArgs, global_variable, kernel, launch
+from ._helpers import ptr_arg, raises, require, u32s, zero
 
 
 class _KernelBase(Base):

@@ -187,25 +187,21 @@ class TestMemcpyRect(Base):
         assert sum(1 for b in got[: 4 * 192] if b) == 12 * 5 * 3, "olMemcpyRect wrote outside the region"
 
     def test_pitch_too_small(self, device: Any, host_device: Any) -> None:
-        _rect_to_device_refused(device, host_device, 1024, (8, 64), 1024, (16, 64), (16, 2, 1))
+        _rect_to_device_refused(device, host_device, (1024, 8, 64), (1024, 16, 64), (16, 2, 1))
 
     def test_region_outside_allocation(self, device: Any, host_device: Any) -> None:
         # the 5th row of the device side overruns
-        _rect_to_device_refused(device, host_device, 256, (64, 4096), 4096, (64, 4096), (64, 5, 1))
+        _rect_to_device_refused(device, host_device, (256, 64, 4096), (4096, 64, 4096), (64, 5, 1))
 
 
-def _rect_to_device_refused(
-    device: Any,
-    host_device: Any,
-    allocated: int,
-    device_pitches: tuple[int, int],
-    host_bytes: int,
-    host_pitches: tuple[int, int],
-    extent: tuple[int, int, int],
-) -> None:
-    """olMemcpyRect of ``extent`` from a zeroed host buffer of ``host_bytes`` into a fresh device
-    allocation of ``allocated`` bytes (both regions at (0, 0, 0) with their pitches) is
-    ``OL_ERRC_INVALID_SIZE``."""
+_Triple = tuple[int, int, int]
+
+
+def _rect_to_device_refused(device: Any, host_device: Any, device_side: _Triple, host_side: _Triple, extent: _Triple) -> None:
+    """olMemcpyRect of ``extent`` from a zeroed host buffer into a fresh device allocation is
+    ``OL_ERRC_INVALID_SIZE``; each side is (bytes, row pitch, slice pitch), its region at (0, 0, 0)."""
+    allocated, *device_pitches = device_side
+    host_bytes, *host_pitches = host_side
     device_buffer = ol.olMemAlloc(device, A.DEVICE, allocated)
     src = (ctypes.c_uint8 * host_bytes)()
     try:

@@ -18,22 +18,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import (
-    NULL_HANDLE,
-    NULL_POINTER,
-    Base,
-    BlockedQueue,
-    InfoQueryRefusals,
-    SequenceArgs,
-    fibonacci,
-    kernel,
-    launch,
-    ptr_arg,
-    raises,
-    require,
-    u32s,
-    zero,
-)
+from ._helpers import NULL_HANDLE, NULL_POINTER, Base, BlockedQueue, InfoQueryRefusals, SequenceArgs, fibonacci
+from ._helpers import kernel, launch, ptr_arg, raises, require, u32s, zero
 
 Q = ol.QueueInfo
 

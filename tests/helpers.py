@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,16 @@ def run_in_threads(target: Callable[[], object], count: int) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+@contextlib.contextmanager
+def registered(name: str, factory: Callable[[], object]) -> Iterator[str]:
+    """``factory`` registered in-process as the backend ``name`` for the block, unregistered after."""
+    ol.register_backend(name, factory)
+    try:
+        yield name
+    finally:
+        ol.unregister_backend(name)
 
 
 class MinimalBackend:
@@ -77,7 +88,8 @@ class MinimalBackend:
 
 
 #: The start of a child process's code on the host device: `ol` and `offload_host` imported,
-#: olInit done, `host` the host device, `load_kernel(name)` -> (program, kernel) of a test kernel.
+#: olInit done, `host` the host device, `load_kernel(name)` -> (program, kernel) of a test kernel,
+#: `build_kernel(source, name)` -> (program, kernel) of the kernel `name` built from C `source`.
 HOST_CHILD_PRELUDE = r"""
 import offload as ol, offload_host
 
@@ -87,9 +99,17 @@ ol.olIterateDevices(lambda d, _: found.append(d) or True)
 host = found[-1]
 
 
-def load_kernel(name):
-    program = ol.olCreateProgram(host, offload_host.build_test_kernel(name))
+def _program_kernel(image, name):
+    program = ol.olCreateProgram(host, image)
     return program, ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL)
+
+
+def load_kernel(name):
+    return _program_kernel(offload_host.build_test_kernel(name), name)
+
+
+def build_kernel(source, name):
+    return _program_kernel(offload_host.build_program(source, name=name), name)
 """
 
 

@@ -113,6 +113,50 @@ def build_kernel(source, name):
 """
 
 
+#: Child code (needs `ol`): `error_of(fn, *args)` is [code name, details] of the OffloadError that
+#: `fn(*args)` raises, or None when it returns.
+ERROR_OF = r"""
+def error_of(fn, *args):
+    try:
+        fn(*args)
+    except ol.OffloadError as exc:
+        return [exc.code.name, exc.details]
+    return None
+"""
+
+
+def queue_calls_from_host_function(device: str) -> str:
+    """Child code (needs `ol`, `emit` and ``ERROR_OF``) that makes two queues of the device named
+    `device` and runs on the first a host function that waits for its own queue (refused), queries,
+    launches on and waits for the other, then launches three host functions on its own queue (the
+    second launching one more from its thread, the third raising ValueError); it emits
+    ``{"seen": [...], "error": ...}``: what ran in order, and what syncing the first queue raised."""
+    return rf"""
+queue, other = ol.olCreateQueue({device}), ol.olCreateQueue({device})
+seen = []
+def record(what):
+    return lambda _: seen.append(what)
+def fail(_):
+    raise ValueError("nested failure")
+def nested_again(_):
+    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
+def outer(_):
+    seen.append(error_of(ol.olSyncQueue, queue))
+    seen.append(ol.olGetQueueInfo(other, ol.QueueInfo.EMPTY))
+    ol.olLaunchHostFunction(other, record("other"), None)
+    ol.olSyncQueue(other)
+    seen.append("other synced")
+    ol.olLaunchHostFunction(queue, record("nested"), None)
+    ol.olLaunchHostFunction(queue, nested_again, None)
+    ol.olLaunchHostFunction(queue, fail, None)
+ol.olLaunchHostFunction(queue, outer, None)
+error = error_of(ol.olSyncQueue, queue)
+ol.olSyncQueue(other)
+ol.olShutDown()
+emit({{"seen": seen, "error": error}})
+"""
+
+
 def shutdown_from_host_function(queue: str) -> str:
     """Child code (needs `ol` and `threading`) that launches on the queue named `queue` a host
     function calling the final olShutDown, queues a second one behind it, then lets the first

@@ -5,6 +5,7 @@ host functions, two devices with peer copies, and streams kept in a pool."""
 from __future__ import annotations
 
 from amdgpu_child import DEVICES
+from helpers import ERROR_OF
 
 PRELUDE = (
     """
@@ -18,13 +19,8 @@ programs, other = Path(PROGRAMS), Path(OTHER)
 def launch(groups=1, items=64, shared=0):
     return ol.KernelLaunchSizeArgs(dimensions=1, num_groups=ol.Dimensions(groups, 1, 1),
                                    group_size=ol.Dimensions(items, 1, 1), dyn_shared_memory=shared)
-def error(fn, *args):
-    try:
-        fn(*args)
-    except ol.OffloadError as exc:
-        return [exc.code.name, exc.details]
-    return None
 """
+    + ERROR_OF
 )
 
 
@@ -48,8 +44,8 @@ args = bytes(Args(b"x", mem, 7))
 out["struct_size"] = len(args)
 ol.olLaunchKernel(q, dev, k, args, launch())                   # 24 bytes: the C struct, tail padding
 ol.olLaunchKernel(q, dev, k, args[:18], launch())              # exactly the explicit arguments
-out["short"] = error(ol.olLaunchKernel, q, dev, k, args[:17], launch())
-out["none"] = error(ol.olLaunchKernel, q, dev, k, None, launch())
+out["short"] = error_of(ol.olLaunchKernel, q, dev, k, args[:17], launch())
+out["none"] = error_of(ol.olLaunchKernel, q, dev, k, None, launch())
 noargs_prog = ol.olCreateProgram(dev, (programs / "noargs.hsaco").read_bytes())
 noargs = ol.olGetSymbol(noargs_prog, "noargs", ol.SymbolKind.KERNEL)
 ol.olLaunchKernel(q, dev, noargs, None, launch())
@@ -59,7 +55,7 @@ backend = AMDGPUBackend()
 image = backend.load_binary(native, (programs / "multiargs.hsaco").read_bytes())
 native_kernel = backend.get_kernel(native, image, "multiargs")
 out["params"] = [list(p) for p in backend.kernel_params(native, native_kernel)]
-out["backend_short"] = error(backend.launch_kernel, native, None, native_kernel, args[:17], launch())  # the backend refuses on its own too
+out["backend_short"] = error_of(backend.launch_kernel, native, None, native_kernel, args[:17], launch())  # the backend refuses on its own too
 backend.unload_binary(native, image)
 ol.olShutDown()
 emit(out)
@@ -91,14 +87,14 @@ cubin = bytearray(right); cubin[18:20] = struct.pack("<H", 190)
 valid = {{name: ol.olIsValidBinary(dev, data) for name, data in
          [("right", right), ("wrong", wrong), ("bundle", bundle), ("cubin", bytes(cubin)),
           ("garbage", b"garbage" * 9)]}}
-errors = {{name: error(ol.olCreateProgram, dev, data) for name, data in
+errors = {{name: error_of(ol.olCreateProgram, dev, data) for name, data in
           [("wrong", wrong), ("cubin", bytes(cubin)), ("garbage", b"garbage" * 9)]}}
 prog = ol.olCreateProgram(dev, bundle)                          # the gfx90a entry of the bundle runs
 k = ol.olGetSymbol(prog, "foo", ol.SymbolKind.KERNEL)
 out = ol.olMemAlloc(dev, ol.AllocType.MANAGED, 256)
 ol.olLaunchKernel(None, dev, k, bytes(ctypes.c_void_p(out)), launch())
 values = list((ctypes.c_uint32 * 64).from_address(out))
-missing = error(ol.olGetSymbol, prog, "bar", ol.SymbolKind.KERNEL)
+missing = error_of(ol.olGetSymbol, prog, "bar", ol.SymbolKind.KERNEL)
 ol.olShutDown()
 emit({{"valid": valid, "errors": errors, "values": values, "missing": missing}})
 """,
@@ -150,8 +146,8 @@ ol.olLaunchHostFunction(q, lambda _: seen.append(1))
 def boom(_):
     raise ValueError("from the host function")
 ol.olLaunchHostFunction(q, boom)
-out["sync"] = error(ol.olSyncQueue, q)
-out["again"] = error(ol.olSyncQueue, q)         # reported once
+out["sync"] = error_of(ol.olSyncQueue, q)
+out["again"] = error_of(ol.olSyncQueue, q)         # reported once
 out["seen"] = seen
 ol.olDestroyQueue(q)
 queues = [ol.olCreateQueue(dev) for _ in range(4)]

@@ -14,7 +14,7 @@ each test in a child process: the defects of issue 15 that the lenient simulator
 from __future__ import annotations
 
 from amdgpu_child import DEVICES
-from helpers import release_from_host_function, shutdown_from_host_function
+from helpers import ERROR_OF, queue_calls_from_host_function, release_from_host_function, shutdown_from_host_function
 
 PRELUDE = (
     """
@@ -264,47 +264,18 @@ emit({"alive": alive, "after": live_events()})
 
 
 def test_queue_calls_from_a_host_function(hip_build, hip_child) -> None:
-    """From a host function: waiting for its own queue is refused (it would never finish), waiting
-    for another works, and host functions launched on its own or another queue run, their
-    failures reported by the queue they ran on."""
+    """From a host function: waiting for its own queue is refused (it would never finish), querying
+    and waiting for another works, and host functions launched on its own or another queue run,
+    their failures reported by the queue they ran on."""
     result = hip_child(
-        _prelude(hip_build)
-        + """
-queue, other = ol.olCreateQueue(dev), ol.olCreateQueue(dev)
-seen = []
-def record(what):
-    return lambda _: seen.append(what)
-def fail(_):
-    raise ValueError("nested failure")
-def nested_again(_):
-    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
-def outer(_):
-    try:
-        ol.olSyncQueue(queue)
-        seen.append("own sync returned")
-    except ol.OffloadError as exc:
-        seen.append(exc.code.name)
-    ol.olLaunchHostFunction(other, record("other"), None)
-    ol.olSyncQueue(other)
-    seen.append("other synced")
-    ol.olLaunchHostFunction(queue, record("nested"), None)
-    ol.olLaunchHostFunction(queue, nested_again, None)
-    ol.olLaunchHostFunction(queue, fail, None)
-ol.olLaunchHostFunction(queue, outer, None)
-try:
-    ol.olSyncQueue(queue)
-    error = None
-except ol.OffloadError as exc:
-    error = exc.details
-ol.olSyncQueue(other)
-ol.olShutDown()
-emit({"seen": seen, "error": error})
-""",
+        _prelude(hip_build) + ERROR_OF + queue_calls_from_host_function("dev"),
         hip_build.env(),
         timeout=60,
     )
-    assert result["seen"] == ["INVALID_QUEUE", "other", "other synced", "nested", "nested again"]
-    assert "ValueError: nested failure" in result["error"]
+    own_sync, other_empty, *ran = result["seen"]  # own_sync: [code name, details], or None had it returned
+    assert [own_sync[0], *ran] == ["INVALID_QUEUE", "other", "other synced", "nested", "nested again"]
+    assert other_empty is True
+    assert "ValueError: nested failure" in result["error"][1]
 
 
 def test_a_kernel_fault_is_reported_and_teardown_completes(hip_build, hip_child) -> None:

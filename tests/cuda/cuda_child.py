@@ -1,9 +1,12 @@
 """Code the CUDA tests run in child processes (a prelude of helpers, as source text)."""
 
+from helpers import ERROR_OF
+
 PRELUDE = r"""
 import ctypes, json, os, struct, sys
 from pathlib import Path
 import offload as ol
+""" + ERROR_OF + r"""
 
 KERNELS = Path(os.environ.get("CUDA_TEST_KERNELS", "/nonexistent"))
 
@@ -21,14 +24,6 @@ def platform_devices():
         name = ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME)
         out.setdefault(name, []).append(d)
     return out
-
-
-def error_of(fn, *args):
-    try:
-        fn(*args)
-    except ol.OffloadError as exc:
-        return [exc.code.name, exc.details]
-    return None
 
 
 def u32s(address, count):

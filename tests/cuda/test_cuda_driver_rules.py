@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from cuda_child import DRIVER_PRELUDE, PRELUDE, offload_child
-from helpers import release_from_host_function, shutdown_from_host_function
+from helpers import queue_calls_from_host_function, release_from_host_function, shutdown_from_host_function
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
@@ -327,32 +327,7 @@ def test_the_final_shutdown_from_a_host_function(run_child: Any, child_env: Any,
                    "again": None}
 
 
-_QUEUE_CALLS_FROM_HOST_FUNCTION = offload_child(
-    r"""
-queue, other = ol.olCreateQueue(gpu), ol.olCreateQueue(gpu)
-seen = []
-def record(what):
-    return lambda _: seen.append(what)
-def fail(_):
-    raise ValueError("nested failure")
-def nested_again(_):
-    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
-def outer(_):
-    seen.append(error_of(ol.olSyncQueue, queue))
-    seen.append(ol.olGetQueueInfo(other, ol.QueueInfo.EMPTY))
-    ol.olLaunchHostFunction(other, record("other"), None)
-    ol.olSyncQueue(other)
-    seen.append("other synced")
-    ol.olLaunchHostFunction(queue, record("nested"), None)
-    ol.olLaunchHostFunction(queue, nested_again, None)
-    ol.olLaunchHostFunction(queue, fail, None)
-ol.olLaunchHostFunction(queue, outer, None)
-error = error_of(ol.olSyncQueue, queue)
-ol.olSyncQueue(other)
-ol.olShutDown()
-emit({"seen": seen, "error": error})
-"""
-)
+_QUEUE_CALLS_FROM_HOST_FUNCTION = offload_child(queue_calls_from_host_function("gpu"))
 
 
 def test_queue_calls_from_a_host_function(run_child: Any, child_env: Any, kernels: Any) -> None:

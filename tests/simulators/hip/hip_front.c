@@ -506,23 +506,24 @@ EXPORT hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) 
   return alloc(ptr, size, SIM_MEM_MANAGED);
 }
 
-/* hipFree and hipHostFree wait for the device's work first, as HIP does. */
-EXPORT hipError_t hipFree(void *ptr) {
-  GUARD();
+/* hipFree and hipHostFree wait for the device's work first, as HIP does; the base address of an
+ * allocation of one of `kinds` only (NULL: nothing to do). */
+static hipError_t free_base(void *ptr, unsigned kinds) {
   if (ptr == NULL) return hipSuccess;
   sim_alloc_info info;
   if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
   sim_device_wait_idle(info.device);
-  return ret(from_sim(sim_mem_free(ptr, KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_MANAGED))));
+  return ret(from_sim(sim_mem_free(ptr, kinds)));
+}
+
+EXPORT hipError_t hipFree(void *ptr) {
+  GUARD();
+  return free_base(ptr, KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_MANAGED));
 }
 
 EXPORT hipError_t hipHostFree(void *ptr) {
   GUARD();
-  if (ptr == NULL) return hipSuccess;
-  sim_alloc_info info;
-  if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
-  sim_device_wait_idle(info.device);
-  return ret(from_sim(sim_mem_free(ptr, KIND(SIM_MEM_HOST))));
+  return free_base(ptr, KIND(SIM_MEM_HOST));
 }
 
 /* Registered host ranges. hipHostRegister's documentation: "use hipHostGetDevicePointer to obtain

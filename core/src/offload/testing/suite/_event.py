@@ -12,8 +12,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import NULL_HANDLE, Base, BlockedQueue, InfoQueryRefusals, kernel, launch, ptr_arg, raises, require
-from ._helpers import u32s, wait_until
+from ._helpers import NULL_HANDLE, Base, BlockedQueue, InfoQueryRefusals, destroyed_twice, kernel, launch, ptr_arg
+from ._helpers import raises, require, u32s, wait_until
 
 E = ol.EventInfo
 
@@ -52,10 +52,7 @@ class TestEvent(_EventBase):
         ol.olDestroyEvent(created)
 
     def test_destroy_twice(self, queue: Any) -> None:
-        created = ol.olCreateEvent(queue)
-        ol.olDestroyEvent(created)
-        with raises(ol.ErrorCode.INVALID_EVENT):
-            ol.olDestroyEvent(created)
+        destroyed_twice(ol.olCreateEvent(queue), ol.olDestroyEvent, ol.ErrorCode.INVALID_EVENT)
 
     def test_destroy_invalid_null_event(self) -> None:
         with raises(NULL_HANDLE):

@@ -32,6 +32,14 @@ def raises(code: ol.ErrorCode) -> Iterator[pytest.ExceptionInfo[ol.OffloadError]
     assert info.value.code == code, f"expected OL_ERRC_{code.name}, got {info.value}"
 
 
+def destroyed_twice(handle: Any, destroy: Callable[[Any], None], code: ol.ErrorCode) -> None:
+    """``destroy(handle)`` succeeds once; the second is refused with ``code`` (liboffload's
+    InvalidXxx after a destroy: the handle is no longer valid)."""
+    destroy(handle)
+    with raises(code):
+        destroy(handle)
+
+
 def implemented(device: Any) -> frozenset[str]:
     """The hooks the backend of ``device`` implements."""
     return implemented_hooks(device.platform)

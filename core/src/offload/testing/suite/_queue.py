@@ -18,8 +18,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import NULL_HANDLE, NULL_POINTER, Base, BlockedQueue, InfoQueryRefusals, SequenceArgs, fibonacci
-from ._helpers import kernel, launch, ptr_arg, raises, require, u32s, zero
+from ._helpers import NULL_HANDLE, NULL_POINTER, Base, BlockedQueue, InfoQueryRefusals, SequenceArgs, destroyed_twice
+from ._helpers import fibonacci, kernel, launch, ptr_arg, raises, require, u32s, zero
 
 Q = ol.QueueInfo
 
@@ -84,10 +84,7 @@ class TestQueue(Base):
 
     def test_destroy_twice(self, device: Any, capabilities: Any) -> None:
         require(capabilities, "queues")
-        queue = ol.olCreateQueue(device)
-        ol.olDestroyQueue(queue)
-        with raises(ol.ErrorCode.INVALID_QUEUE):
-            ol.olDestroyQueue(queue)
+        destroyed_twice(ol.olCreateQueue(device), ol.olDestroyQueue, ol.ErrorCode.INVALID_QUEUE)
 
     def test_destroy_invalid_null_handle(self) -> None:
         with raises(NULL_HANDLE):

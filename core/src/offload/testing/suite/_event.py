@@ -85,12 +85,7 @@ class TestEvent(_EventBase):
         ol.olDestroyEvent(created)
 
     def test_event_after_kernel(
-        self,
-        device: Any,
-        capabilities: Any,
-        queue: Any,
-        load_program: Callable[[str], Any],
-        alloc: Callable[..., int],
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
     ) -> None:
         """olSyncEvent on an event recorded after a launch: the kernel's results are visible."""
         require(capabilities, "kernel_launch")
@@ -126,12 +121,7 @@ class TestEventInfoSize(_EventBase, InfoQueryRefusals):
 class TestEventElapsedTime(_EventBase):
     @pytest.fixture
     def events(
-        self,
-        device: Any,
-        capabilities: Any,
-        queue: Any,
-        load_program: Callable[[str], Any],
-        alloc: Callable[..., int],
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
     ) -> Iterator[tuple[Any, Any]]:
         """A start event, some work (a ``foo`` launch, else a fill, else none), an end event
         (synchronised)."""

@@ -270,12 +270,7 @@ class TestHostFunction(Base):
         assert values == fibonacci(14)
 
     def test_success_blocking(
-        self,
-        device: Any,
-        capabilities: Any,
-        queue: Any,
-        load_program: Callable[[str], Any],
-        alloc: Callable[..., int],
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
     ) -> None:
         """olLaunchHostFunctionKernelTest.SuccessBlocking: a kernel queued behind a spinning host
         callback must not run until the callback returns."""

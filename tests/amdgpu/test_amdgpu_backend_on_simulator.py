@@ -4,7 +4,7 @@ host functions, two devices with peer copies, and streams kept in a pool."""
 
 from __future__ import annotations
 
-from amdgpu_child import DEVICES
+from amdgpu_child import DEVICES, programs_prelude
 from helpers import ERROR_OF
 
 PRELUDE = (
@@ -24,13 +24,9 @@ def launch(groups=1, items=64, shared=0):
 )
 
 
-def _prelude(build) -> str:
-    return f"PROGRAMS, OTHER = {str(build.programs)!r}, {str(build.other)!r}\n" + PRELUDE
-
-
 def test_argument_sizes_from_the_metadata_note(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 from offload_amdgpu import AMDGPUBackend
 out = {}
@@ -77,7 +73,7 @@ emit(out)
 
 def test_binary_checks(hip_build, foo_bundle, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + f"""
 import struct
 bundle = Path({str(foo_bundle)!r}).read_bytes()
@@ -111,7 +107,7 @@ emit({{"valid": valid, "errors": errors, "values": values, "missing": missing}})
 
 def test_fills_of_every_pattern_size(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 import os
 out = {}
@@ -136,7 +132,7 @@ emit(out)
 
 def test_host_function_errors_and_stream_pool(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 from hip import hip
 out = {}
@@ -165,7 +161,7 @@ emit(out)
 
 def test_two_devices_peer_copy(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 a, b = amd
 src = ol.olMemAlloc(a, ol.AllocType.DEVICE, 256)
@@ -199,7 +195,7 @@ emit({"devices": len(amd), "copied": back.raw == payload, "kernel": queued and s
 def test_launches_from_many_threads_keep_their_arguments(hip_build, hip_child) -> None:
     """Each thread packs its arguments into its own launch block: no launch sees another's."""
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 import struct, threading
 prog = ol.olCreateProgram(dev, (programs / "single_counter.hsaco").read_bytes())

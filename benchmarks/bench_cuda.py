@@ -272,16 +272,24 @@ def run(config: Config) -> dict[str, Any]:
             for name, side in peers.items()
         }
 
-    launch_samples = interleaved_samples(
-        {
-            "olLaunchKernel": lambda: held(hold_ol, ol_launch, release_ol, n),
-            "cuLaunchKernel": lambda: held(hold_raw, raw_launch, release_raw, n),
-            **peer_variants("launch", n),
-        },
-        config.repeats,
-        gc_off=True,
-    )
-    launch_ns = _with_ratios(launch_samples, "cuLaunchKernel")
+    Loop = Callable[[int], None]
+
+    def held_ns(op: str, count: int, offload: tuple[str, Loop], raw: tuple[str, Loop]) -> dict[str, float]:
+        """ns per operation of offload's loop, the raw loop and each peer's ``op``, each enqueued
+        ``count`` times behind its held stream, interleaved; with the ratios to the raw loop."""
+        (ol_name, ol_loop), (raw_name, raw_loop) = offload, raw
+        samples = interleaved_samples(
+            {
+                ol_name: lambda: held(hold_ol, ol_loop, release_ol, count),
+                raw_name: lambda: held(hold_raw, raw_loop, release_raw, count),
+                **peer_variants(op, count),
+            },
+            config.repeats,
+            gc_off=True,
+        )
+        return _with_ratios(samples, raw_name)
+
+    launch_ns = held_ns("launch", n, ("olLaunchKernel", ol_launch), ("cuLaunchKernel", raw_launch))
 
     m = config.copies
 
@@ -297,16 +305,7 @@ def run(config: Config) -> dict[str, Any]:
 
     # the copies are enqueued behind a held stream too, as the launches are: the simulator's
     # worker does not run (and compete for the 2 cores) beside the loop being timed
-    copy_samples = interleaved_samples(
-        {
-            "olMemcpy": lambda: held(hold_ol, ol_copy, release_ol, m),
-            "cuMemcpyHtoDAsync": lambda: held(hold_raw, raw_copy, release_raw, m),
-            **peer_variants("copy", m),
-        },
-        config.repeats,
-        gc_off=True,
-    )
-    copy_ns = _with_ratios(copy_samples, "cuMemcpyHtoDAsync")
+    copy_ns = held_ns("copy", m, ("olMemcpy", ol_copy), ("cuMemcpyHtoDAsync", raw_copy))
     for side in peers.values():
         side.close()
 

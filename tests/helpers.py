@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,16 @@ def run_in_threads(target: Callable[[], object], count: int) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+@contextlib.contextmanager
+def registered(name: str, factory: Callable[[], object]) -> Iterator[str]:
+    """``factory`` registered in-process as the backend ``name`` for the block, unregistered after."""
+    ol.register_backend(name, factory)
+    try:
+        yield name
+    finally:
+        ol.unregister_backend(name)
 
 
 class MinimalBackend:
@@ -77,7 +88,8 @@ class MinimalBackend:
 
 
 #: The start of a child process's code on the host device: `ol` and `offload_host` imported,
-#: olInit done, `host` the host device, `load_kernel(name)` -> (program, kernel) of a test kernel.
+#: olInit done, `host` the host device, `load_kernel(name)` -> (program, kernel) of a test kernel,
+#: `build_kernel(source, name)` -> (program, kernel) of the kernel `name` built from C `source`.
 HOST_CHILD_PRELUDE = r"""
 import offload as ol, offload_host
 
@@ -87,9 +99,61 @@ ol.olIterateDevices(lambda d, _: found.append(d) or True)
 host = found[-1]
 
 
-def load_kernel(name):
-    program = ol.olCreateProgram(host, offload_host.build_test_kernel(name))
+def _program_kernel(image, name):
+    program = ol.olCreateProgram(host, image)
     return program, ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL)
+
+
+def load_kernel(name):
+    return _program_kernel(offload_host.build_test_kernel(name), name)
+
+
+def build_kernel(source, name):
+    return _program_kernel(offload_host.build_program(source, name=name), name)
+"""
+
+
+#: Child code (needs `ol`): `error_of(fn, *args)` is [code name, details] of the OffloadError that
+#: `fn(*args)` raises, or None when it returns.
+ERROR_OF = r"""
+def error_of(fn, *args):
+    try:
+        fn(*args)
+    except ol.OffloadError as exc:
+        return [exc.code.name, exc.details]
+    return None
+"""
+
+
+def queue_calls_from_host_function(device: str) -> str:
+    """Child code (needs `ol`, `emit` and ``ERROR_OF``) that makes two queues of the device named
+    `device` and runs on the first a host function that waits for its own queue (refused), queries,
+    launches on and waits for the other, then launches three host functions on its own queue (the
+    second launching one more from its thread, the third raising ValueError); it emits
+    ``{"seen": [...], "error": ...}``: what ran in order, and what syncing the first queue raised."""
+    return rf"""
+queue, other = ol.olCreateQueue({device}), ol.olCreateQueue({device})
+seen = []
+def record(what):
+    return lambda _: seen.append(what)
+def fail(_):
+    raise ValueError("nested failure")
+def nested_again(_):
+    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
+def outer(_):
+    seen.append(error_of(ol.olSyncQueue, queue))
+    seen.append(ol.olGetQueueInfo(other, ol.QueueInfo.EMPTY))
+    ol.olLaunchHostFunction(other, record("other"), None)
+    ol.olSyncQueue(other)
+    seen.append("other synced")
+    ol.olLaunchHostFunction(queue, record("nested"), None)
+    ol.olLaunchHostFunction(queue, nested_again, None)
+    ol.olLaunchHostFunction(queue, fail, None)
+ol.olLaunchHostFunction(queue, outer, None)
+error = error_of(ol.olSyncQueue, queue)
+ol.olSyncQueue(other)
+ol.olShutDown()
+emit({{"seen": seen, "error": error}})
 """
 
 

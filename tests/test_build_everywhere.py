@@ -79,6 +79,22 @@ def _child(code: str, env: dict[str, str]) -> Any:
     return json.loads(results[-1])
 
 
+def _build_error(source: str, env: dict[str, str], platform: str = "cuda") -> Any:
+    """[code name, details] of the OffloadError that ``offload.build(source)`` raises for the
+    platform's device (in a child with ``env``); the child prints nothing, so a build that succeeds
+    fails."""
+    return _child(
+        f"""
+(device,) = offload.devices({platform!r})
+try:
+    offload.build({source!r}, device)
+except offload.OffloadError as error:
+    emit([error.code.name, error.details])
+""",
+        env,
+    )
+
+
 def _nvrtc_problem() -> str | None:
     try:
         from cuda.bindings import nvrtc
@@ -150,33 +166,14 @@ emit([target, image[:4].hex(), len(image), image.count(b".target sm_90")])
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
 def test_cuda_compile_errors_carry_the_log(simulators: dict[str, str], compiler: str) -> None:
     env = _compiler_env(simulators, compiler)
-    result = _child(
-        """
-(device,) = offload.devices("cuda")
-try:
-    offload.build('extern "C" __global__ void k(int *p) { *p = undeclared_thing_42; }', device)
-except offload.OffloadError as error:
-    emit([error.code.name, error.details])
-""",
-        env,
-    )
-    code, details = result
+    code, details = _build_error('extern "C" __global__ void k(int *p) { *p = undeclared_thing_42; }', env)
     assert code == "COMPILE_FAILURE" and "undeclared_thing_42" in details, details
     assert ("NVRTC" if compiler == "nvrtc" else "nvcc") in details
 
 
 def test_missing_cuda_compiler(simulators: dict[str, str], tmp_path: Path) -> None:
     env = {**simulators, "OFFLOAD_CUDA_COMPILER": "nvcc", "OFFLOAD_NVCC": str(tmp_path / "no-nvcc")}
-    result = _child(
-        """
-(device,) = offload.devices("cuda")
-try:
-    offload.build('extern "C" __global__ void k() {}', device)
-except offload.OffloadError as error:
-    emit([error.code.name, error.details])
-""",
-        env,
-    )
+    result = _build_error('extern "C" __global__ void k() {}', env)
     assert result[0] == "HOST_TOOL_NOT_FOUND" and "no-nvcc" in result[1]
 
 
@@ -202,16 +199,10 @@ emit([str(code.target), sorted(code.kernels)])
 
 
 def test_amdgpu_compile_errors_and_missing_clang(simulators: dict[str, str], tmp_path: Path) -> None:
-    code = """
-(device,) = offload.devices("amdgpu")
-try:
-    offload.build('extern "C" __global__ void k(int *p) { *p = undeclared_thing_43; }', device)
-except offload.OffloadError as error:
-    emit([error.code.name, error.details])
-"""
-    failed = _child(code, _amdgpu(simulators))
+    source = 'extern "C" __global__ void k(int *p) { *p = undeclared_thing_43; }'
+    failed = _build_error(source, _amdgpu(simulators), "amdgpu")
     assert failed[0] == "COMPILE_FAILURE" and "undeclared_thing_43" in failed[1] and "clang" in failed[1]
-    missing = _child(code, {**simulators, "OFFLOAD_HIP_CLANG": str(tmp_path / "no-clang")})
+    missing = _build_error(source, {**simulators, "OFFLOAD_HIP_CLANG": str(tmp_path / "no-clang")}, "amdgpu")
     assert missing[0] == "HOST_TOOL_NOT_FOUND" and "no-clang" in missing[1]
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import offload as ol
-from helpers import MinimalBackend
+from helpers import MinimalBackend, registered
 import pytest
 from offload import cli
 from offload._runtime import STATE
@@ -74,11 +74,8 @@ class FakeBackend(MinimalBackend):
 
 @pytest.fixture
 def fake_backend() -> Iterator[str]:
-    ol.register_backend("fake", FakeBackend)
-    try:
-        yield "fake"
-    finally:
-        ol.unregister_backend("fake")
+    with registered("fake", FakeBackend) as name:
+        yield name
 
 
 # --- offload devices ---------------------------------------------------------------------------

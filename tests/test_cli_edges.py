@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import offload as ol
-from helpers import MinimalBackend
+from helpers import MinimalBackend, registered
 import pytest
 from offload import cli
 from offload.cli import _selfcheck
@@ -158,11 +158,8 @@ class ZeroBackend(MinimalBackend):
 
 @pytest.fixture
 def zero_backend() -> Iterator[str]:
-    ol.register_backend("zerodev", ZeroBackend)
-    try:
-        yield "zerodev"
-    finally:
-        ol.unregister_backend("zerodev")
+    with registered("zerodev", ZeroBackend) as name:
+        yield name
 
 
 def test_devices_shows_a_platform_with_zero_devices(capsys: pytest.CaptureFixture[str], zero_backend: str) -> None:
@@ -184,11 +181,8 @@ def test_selfcheck_of_a_skipped_backend_says_why(capsys: pytest.CaptureFixture[s
     def broken() -> Any:
         raise RuntimeError("libbroken.so.1 not found")
 
-    ol.register_backend("brokendev", broken)
-    try:
+    with registered("brokendev", broken):
         assert cli.main(["selfcheck", "--platform", "brokendev"]) == 2
-    finally:
-        ol.unregister_backend("brokendev")
     assert "its backend was skipped" in capsys.readouterr().err
 
 

@@ -13,45 +13,23 @@ import pytest
 import offload as ol
 from offload._runtime import STATE
 
-from helpers import devices
+from helpers import MinimalBackend, devices
 
 A = ol.AllocType
 
 
-class RowsBackend:
+class RowsBackend(MinimalBackend):
     """One device whose memory is ctypes buffers; copies by memmove, logged per call."""
+
+    device_name = "dev0"
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.buffers: dict[int, Any] = {}
 
     @ol.hookimpl
-    def init(self) -> list[str]:
-        return ["dev0"]
-
-    @ol.hookimpl
-    def deinit(self) -> None:
-        pass
-
-    @ol.hookimpl
     def get_device_info(self, device: str) -> dict[ol.DeviceInfo, Any]:
         return {ol.DeviceInfo.NAME: "rect-dev0", ol.DeviceInfo.VENDOR: "test"}
-
-    @ol.hookimpl
-    def load_binary(self, device: str, data: bytes) -> Any:
-        raise ol.OffloadError(ol.ErrorCode.INVALID_BINARY, "no programs")
-
-    @ol.hookimpl
-    def unload_binary(self, device: str, image: Any) -> None:
-        pass
-
-    @ol.hookimpl
-    def synchronize(self, device: str, queue: Any, release: bool) -> None:
-        pass
-
-    @ol.hookimpl
-    def has_pending_work(self, device: str, queue: Any) -> bool:
-        return False
 
     @ol.hookimpl
     def mem_alloc(self, device: str, alloc_type: ol.AllocType, size: int) -> int:

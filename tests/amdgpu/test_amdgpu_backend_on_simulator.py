@@ -4,7 +4,8 @@ host functions, two devices with peer copies, and streams kept in a pool."""
 
 from __future__ import annotations
 
-from amdgpu_child import DEVICES
+from amdgpu_child import DEVICES, programs_prelude
+from helpers import ERROR_OF
 
 PRELUDE = (
     """
@@ -18,23 +19,14 @@ programs, other = Path(PROGRAMS), Path(OTHER)
 def launch(groups=1, items=64, shared=0):
     return ol.KernelLaunchSizeArgs(dimensions=1, num_groups=ol.Dimensions(groups, 1, 1),
                                    group_size=ol.Dimensions(items, 1, 1), dyn_shared_memory=shared)
-def error(fn, *args):
-    try:
-        fn(*args)
-    except ol.OffloadError as exc:
-        return [exc.code.name, exc.details]
-    return None
 """
+    + ERROR_OF
 )
-
-
-def _prelude(build) -> str:
-    return f"PROGRAMS, OTHER = {str(build.programs)!r}, {str(build.other)!r}\n" + PRELUDE
 
 
 def test_argument_sizes_from_the_metadata_note(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 from offload_amdgpu import AMDGPUBackend
 out = {}
@@ -48,8 +40,8 @@ args = bytes(Args(b"x", mem, 7))
 out["struct_size"] = len(args)
 ol.olLaunchKernel(q, dev, k, args, launch())                   # 24 bytes: the C struct, tail padding
 ol.olLaunchKernel(q, dev, k, args[:18], launch())              # exactly the explicit arguments
-out["short"] = error(ol.olLaunchKernel, q, dev, k, args[:17], launch())
-out["none"] = error(ol.olLaunchKernel, q, dev, k, None, launch())
+out["short"] = error_of(ol.olLaunchKernel, q, dev, k, args[:17], launch())
+out["none"] = error_of(ol.olLaunchKernel, q, dev, k, None, launch())
 noargs_prog = ol.olCreateProgram(dev, (programs / "noargs.hsaco").read_bytes())
 noargs = ol.olGetSymbol(noargs_prog, "noargs", ol.SymbolKind.KERNEL)
 ol.olLaunchKernel(q, dev, noargs, None, launch())
@@ -78,7 +70,7 @@ emit(out)
 
 def test_binary_checks(hip_build, foo_bundle, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + f"""
 import struct
 bundle = Path({str(foo_bundle)!r}).read_bytes()
@@ -88,14 +80,14 @@ cubin = bytearray(right); cubin[18:20] = struct.pack("<H", 190)
 valid = {{name: ol.olIsValidBinary(dev, data) for name, data in
          [("right", right), ("wrong", wrong), ("bundle", bundle), ("cubin", bytes(cubin)),
           ("garbage", b"garbage" * 9)]}}
-errors = {{name: error(ol.olCreateProgram, dev, data) for name, data in
+errors = {{name: error_of(ol.olCreateProgram, dev, data) for name, data in
           [("wrong", wrong), ("cubin", bytes(cubin)), ("garbage", b"garbage" * 9)]}}
 prog = ol.olCreateProgram(dev, bundle)                          # the gfx90a entry of the bundle runs
 k = ol.olGetSymbol(prog, "foo", ol.SymbolKind.KERNEL)
 out = ol.olMemAlloc(dev, ol.AllocType.MANAGED, 256)
 ol.olLaunchKernel(None, dev, k, bytes(ctypes.c_void_p(out)), launch())
 values = list((ctypes.c_uint32 * 64).from_address(out))
-missing = error(ol.olGetSymbol, prog, "bar", ol.SymbolKind.KERNEL)
+missing = error_of(ol.olGetSymbol, prog, "bar", ol.SymbolKind.KERNEL)
 ol.olShutDown()
 emit({{"valid": valid, "errors": errors, "values": values, "missing": missing}})
 """,
@@ -112,7 +104,7 @@ emit({{"valid": valid, "errors": errors, "values": values, "missing": missing}})
 
 def test_fills_of_every_pattern_size(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 import os
 out = {}
@@ -137,7 +129,7 @@ emit(out)
 
 def test_host_function_errors_and_stream_pool(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 from hip import hip
 out = {}
@@ -147,8 +139,8 @@ ol.olLaunchHostFunction(q, lambda _: seen.append(1))
 def boom(_):
     raise ValueError("from the host function")
 ol.olLaunchHostFunction(q, boom)
-out["sync"] = error(ol.olSyncQueue, q)
-out["again"] = error(ol.olSyncQueue, q)         # reported once
+out["sync"] = error_of(ol.olSyncQueue, q)
+out["again"] = error_of(ol.olSyncQueue, q)         # reported once
 out["seen"] = seen
 ol.olDestroyQueue(q)
 queues = [ol.olCreateQueue(dev) for _ in range(4)]
@@ -166,7 +158,7 @@ emit(out)
 
 def test_two_devices_peer_copy(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 a, b = amd
 src = ol.olMemAlloc(a, ol.AllocType.DEVICE, 256)
@@ -200,7 +192,7 @@ emit({"devices": len(amd), "copied": back.raw == payload, "kernel": queued and s
 def test_launches_from_many_threads_keep_their_arguments(hip_build, hip_child) -> None:
     """Each thread packs its arguments into its own launch block: no launch sees another's."""
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 import struct, threading
 prog = ol.olCreateProgram(dev, (programs / "single_counter.hsaco").read_bytes())

@@ -13,8 +13,8 @@ each test in a child process: the defects of issue 15 that the lenient simulator
 
 from __future__ import annotations
 
-from amdgpu_child import DEVICES
-from helpers import release_from_host_function, shutdown_from_host_function
+from amdgpu_child import DEVICES, programs_prelude
+from helpers import ERROR_OF, queue_calls_from_host_function, release_from_host_function, shutdown_from_host_function
 
 PRELUDE = (
     """
@@ -43,13 +43,9 @@ def offload_threads():
 )
 
 
-def _prelude(build) -> str:
-    return f"PROGRAMS = {str(build.programs)!r}\n" + PRELUDE
-
-
 def test_free_and_destroy_program_from_a_host_function(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 before = free_memory()
 queue = ol.olCreateQueue(dev)
@@ -76,7 +72,7 @@ emit({"seen": seen, "freed": after == before})
 
 def test_the_final_shutdown_from_a_host_function(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 import time
 before = free_memory()
@@ -102,7 +98,7 @@ emit({"result": result, "dropped": dropped, "threads": [t.name for t in offload_
 
 def test_host_function_failures_are_every_one_kept_in_order(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 queue = ol.olCreateQueue(dev)
 def fail(exc):
@@ -167,9 +163,9 @@ emit({"same": same, "calls": calls})
 
 def test_peer_copies_without_peer_access_and_access_enabled_once(hip_build, hip_child) -> None:
     env = hip_build.env(GPUSIM_DEVICES="2")
-    ok = hip_child(_prelude(hip_build) + PEER_COPY, env, timeout=60)
-    absent = hip_child(_prelude(hip_build) + PEER_COPY, {**env, "GPUSIM_HIP_PEER": "0"}, timeout=60)
-    failing = hip_child(_prelude(hip_build) + PEER_COPY, {**env, "GPUSIM_HIP_PEER": "fail"}, timeout=60)
+    ok = hip_child(programs_prelude(hip_build, PRELUDE) + PEER_COPY, env, timeout=60)
+    absent = hip_child(programs_prelude(hip_build, PRELUDE) + PEER_COPY, {**env, "GPUSIM_HIP_PEER": "0"}, timeout=60)
+    failing = hip_child(programs_prelude(hip_build, PRELUDE) + PEER_COPY, {**env, "GPUSIM_HIP_PEER": "fail"}, timeout=60)
     assert ok == {"same": True, "calls": [0]}  # enabled once for the pair, not per copy
     assert absent == {"same": True, "calls": []}  # hipDeviceCanAccessPeer said no: never asked
     assert failing == {"same": True, "calls": [217]}  # tried once, then copies without it
@@ -177,7 +173,7 @@ def test_peer_copies_without_peer_access_and_access_enabled_once(hip_build, hip_
 
 def test_mem_register_returns_the_device_pointer(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 buffer = (ctypes.c_uint32 * 1024)()
 address = ctypes.addressof(buffer)
@@ -201,7 +197,7 @@ emit({"pinned_is_device_pointer": pinned == expected, "differs": pinned != addre
 
 def test_symbols_and_occupancy_select_the_programs_device(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 prog = ol.olCreateProgram(amd[1], (programs / "foo.hsaco").read_bytes())
 other = ol.olMemAlloc(amd[0], ol.AllocType.DEVICE, 64)  # device 0 is now HIP's current device
@@ -223,7 +219,7 @@ emit({"size": size, "global": symbol.size > 0})
 
 def test_two_and_four_byte_fills_at_any_address(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 mem = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 64)
 queue = ol.olCreateQueue(dev)
@@ -248,7 +244,7 @@ emit(out)
 
 def test_events_alive_at_the_final_shutdown_are_destroyed(hip_build, hip_child) -> None:
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 queue = ol.olCreateQueue(dev)
 events = [ol.olCreateEvent(queue) for _ in range(3)]
@@ -264,47 +260,18 @@ emit({"alive": alive, "after": live_events()})
 
 
 def test_queue_calls_from_a_host_function(hip_build, hip_child) -> None:
-    """From a host function: waiting for its own queue is refused (it would never finish), waiting
-    for another works, and host functions launched on its own or another queue run, their
-    failures reported by the queue they ran on."""
+    """From a host function: waiting for its own queue is refused (it would never finish), querying
+    and waiting for another works, and host functions launched on its own or another queue run,
+    their failures reported by the queue they ran on."""
     result = hip_child(
-        _prelude(hip_build)
-        + """
-queue, other = ol.olCreateQueue(dev), ol.olCreateQueue(dev)
-seen = []
-def record(what):
-    return lambda _: seen.append(what)
-def fail(_):
-    raise ValueError("nested failure")
-def nested_again(_):
-    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
-def outer(_):
-    try:
-        ol.olSyncQueue(queue)
-        seen.append("own sync returned")
-    except ol.OffloadError as exc:
-        seen.append(exc.code.name)
-    ol.olLaunchHostFunction(other, record("other"), None)
-    ol.olSyncQueue(other)
-    seen.append("other synced")
-    ol.olLaunchHostFunction(queue, record("nested"), None)
-    ol.olLaunchHostFunction(queue, nested_again, None)
-    ol.olLaunchHostFunction(queue, fail, None)
-ol.olLaunchHostFunction(queue, outer, None)
-try:
-    ol.olSyncQueue(queue)
-    error = None
-except ol.OffloadError as exc:
-    error = exc.details
-ol.olSyncQueue(other)
-ol.olShutDown()
-emit({"seen": seen, "error": error})
-""",
+        programs_prelude(hip_build, PRELUDE) + ERROR_OF + queue_calls_from_host_function("dev"),
         hip_build.env(),
         timeout=60,
     )
-    assert result["seen"] == ["INVALID_QUEUE", "other", "other synced", "nested", "nested again"]
-    assert "ValueError: nested failure" in result["error"]
+    own_sync, other_empty, *ran = result["seen"]  # own_sync: [code name, details], or None had it returned
+    assert [own_sync[0], *ran] == ["INVALID_QUEUE", "other", "other synced", "nested", "nested again"]
+    assert other_empty is True
+    assert "ValueError: nested failure" in result["error"][1]
 
 
 def test_a_kernel_fault_is_reported_and_teardown_completes(hip_build, hip_child) -> None:
@@ -312,7 +279,7 @@ def test_a_kernel_fault_is_reported_and_teardown_completes(hip_build, hip_child)
     reports it, every later call fails with it instead of hanging or succeeding, and the final
     olShutDown still returns, every release failure joined."""
     result = hip_child(
-        _prelude(hip_build)
+        programs_prelude(hip_build, PRELUDE)
         + """
 queue = ol.olCreateQueue(dev)
 out = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 4 * 256)

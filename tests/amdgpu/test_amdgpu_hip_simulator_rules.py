@@ -24,6 +24,11 @@ HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def launch_host_func(stream, fn):
     address = ctypes.cast(fn, ctypes.c_void_p).value
     return st(hip.hipLaunchHostFunc(stream, address, None))
+def load_kernel(name):  # (module, function) of test program `name`'s kernel `name`, on the current device
+    import os
+    image = open(os.path.join(os.environ["OFFLOAD_AMDGPU_PROGRAMS"], name + ".hsaco"), "rb").read()
+    module = hip.hipModuleLoadData(image)[1]
+    return module, hip.hipModuleGetFunction(module, name.encode())[1]
 """
 
 HIP_ERROR_ILLEGAL_STATE = 401
@@ -144,9 +149,7 @@ def test_a_faulting_kernel_leaves_a_sticky_error_until_device_reset(hip_build, h
         PRELUDE
         + """
 import os, struct
-image = open(os.path.join(os.environ["OFFLOAD_AMDGPU_PROGRAMS"], "fault.hsaco"), "rb").read()
-module = hip.hipModuleLoadData(image)[1]
-kernel = hip.hipModuleGetFunction(module, b"fault")[1]
+module, kernel = load_kernel("fault")
 out = hip.hipMalloc(4 * 256)[1]
 def launch(trap_block, target=None):
     args = struct.pack("PII", int(out) if target is None else target, 256, trap_block)
@@ -177,10 +180,8 @@ emit(res)
 def test_a_module_is_used_on_the_device_it_was_loaded_on(hip_build, hip_child) -> None:
     prologue = PRELUDE + """
 import os
-image = open(os.path.join(os.environ["OFFLOAD_AMDGPU_PROGRAMS"], "foo.hsaco"), "rb").read()
 hip.hipSetDevice(1)
-module = hip.hipModuleLoadData(image)[1]
-kernel = hip.hipModuleGetFunction(module, b"foo")[1]
+module, kernel = load_kernel("foo")
 hip.hipSetDevice(0)
 """
     env = hip_build.env(GPUSIM_DEVICES="2")
@@ -279,9 +280,7 @@ def test_cooperative_launches_need_every_block_resident(hip_build, hip_child) ->
         PRELUDE
         + """
 import os
-image = open(os.path.join(os.environ["OFFLOAD_AMDGPU_PROGRAMS"], "foo.hsaco"), "rb").read()
-module = hip.hipModuleLoadData(image)[1]
-kernel = hip.hipModuleGetFunction(module, b"foo")[1]
+module, kernel = load_kernel("foo")
 per_cu = hip.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(kernel, 64, 0)
 cus = hip.hipDeviceGetAttribute(hip.hipDeviceAttribute_t.hipDeviceAttributeMultiprocessorCount, 0)[1]
 limit = per_cu[1] * cus

@@ -1,9 +1,12 @@
 """Code the CUDA tests run in child processes (a prelude of helpers, as source text)."""
 
+from helpers import ERROR_OF
+
 PRELUDE = r"""
 import ctypes, json, os, struct, sys
 from pathlib import Path
 import offload as ol
+""" + ERROR_OF + r"""
 
 KERNELS = Path(os.environ.get("CUDA_TEST_KERNELS", "/nonexistent"))
 
@@ -21,14 +24,6 @@ def platform_devices():
         name = ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME)
         out.setdefault(name, []).append(d)
     return out
-
-
-def error_of(fn, *args):
-    try:
-        fn(*args)
-    except ol.OffloadError as exc:
-        return [exc.code.name, exc.details]
-    return None
 
 
 def u32s(address, count):
@@ -70,6 +65,9 @@ def code(returned):
     return int(returned[0])
 
 
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+
+
 """
     + SETUP
     + r"""
@@ -82,3 +80,73 @@ def extra_for(buf):
     return (keep, size, arr), ctypes.addressof(arr)
 """
 )
+
+def offload_child(body: str) -> str:
+    """A child of offload calls: ``PRELUDE``, ``olInit`` and the first CUDA device as ``gpu``, then
+    ``body``."""
+    return PRELUDE + 'ol.olInit()\ngpu = platform_devices()["cuda"][0]\n' + body
+
+
+def driver_child(body: str) -> str:
+    """A child of raw driver calls beside offload's prelude: ``PRELUDE``, ``DRIVER_PRELUDE``, then
+    ``body``."""
+    return PRELUDE + DRIVER_PRELUDE + body
+
+
+#: Child code of the simulator rule tests: raw cuda.bindings calls only (it imports no offload):
+#: `name`, `ck`, `setup`, `protected` (whether device memory is protected, and why), `host_fn`
+#: (a CUhostFn running a Python callable), `fault_kernel` (fault.cubin's module and `fault`) and `emit`.
+RAW_PRELUDE = (
+    r"""
+import ctypes, json, os, sys, threading, time
+from pathlib import Path
+from cuda.bindings import driver as d
+
+KERNELS = Path(os.environ.get("CUDA_TEST_KERNELS", "/nonexistent"))
+name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+
+
+def ck(returned):
+    err, *rest = returned
+    if err:
+        raise AssertionError(d.cuGetErrorName(err)[1])
+    return rest[0] if len(rest) == 1 else (rest or None)
+
+
+"""
+    + SETUP
+    + r"""
+
+
+def protected():
+    why = ctypes.c_char_p()
+    fn = ctypes.CDLL("libcuda.so.1").gpusim_memory_protected
+    fn.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
+    return bool(fn(ctypes.byref(why))), why.value.decode()
+
+
+HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_keep = []
+
+
+def host_fn(py):
+    cb = HOSTFN(lambda _: py())
+    _keep.append(cb)
+    return d.CUhostFn(ctypes.cast(cb, ctypes.c_void_p).value)
+
+
+def fault_kernel():
+    module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
+    return module, ck(d.cuModuleGetFunction(module, b"fault"))
+
+
+def emit(value):
+    print(json.dumps(value), flush=True)
+"""
+)
+
+
+def raw_child(body: str) -> str:
+    """A child of raw driver calls: ``RAW_PRELUDE``, device 0's primary context made current
+    (``dev``, ``ctx``), then ``body``."""
+    return RAW_PRELUDE + "dev, ctx = setup()\n" + body

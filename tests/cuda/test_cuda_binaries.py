@@ -7,13 +7,10 @@ from typing import Any
 
 import pytest
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
+from cuda_child import DRIVER_PRELUDE, PRELUDE, offload_child
 
-_CHECKS = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_CHECKS = offload_child(
+    r"""
 cubin = image("foo")
 samples = {
     "sm90_cubin": cubin,

@@ -21,14 +21,15 @@ import subprocess
 import sys
 from typing import Any
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
-from helpers import release_from_host_function, shutdown_from_host_function
+import pytest
 
-_SYNC_WORK = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+from cuda_child import DRIVER_PRELUDE, PRELUDE, offload_child
+from helpers import queue_calls_from_host_function, release_from_host_function, shutdown_from_host_function
+
+pytestmark = pytest.mark.usefixtures("simulated")
+
+_SYNC_WORK = offload_child(
+    r"""
 host = platform_devices()["host"][0]
 out = {}
 size = 64 << 20
@@ -60,9 +61,7 @@ emit(out)
 )
 
 
-def test_work_without_a_queue_is_complete_on_return(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_work_without_a_queue_is_complete_on_return(run_child: Any, child_env: Any, kernels: Any) -> None:
     out = run_child(_SYNC_WORK, child_env(kernels=kernels, delay_us=20000)).result
     assert out == {"fill1": True, "fill4": True, "dtod": True, "htod_pageable": True}
 
@@ -106,9 +105,7 @@ emit(out)
 )
 
 
-def test_another_library_changing_the_current_context(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_another_library_changing_the_current_context(run_child: Any, child_env: Any, kernels: Any) -> None:
     out = run_child(_CONTEXTS, child_env(devices=2, kernels=kernels)).result
     assert out["after_other_ctx"] is None
     assert out["data"] == [0x11] * 4
@@ -139,17 +136,14 @@ emit(out)
 )
 
 
-def test_peer_copies_need_no_peer_access(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
+def test_peer_copies_need_no_peer_access(run_child: Any, child_env: Any, kernels: Any) -> None:
     for mode in ("none", "fail"):
         out = run_child(_PEERS, child_env(devices=2, kernels=kernels, GPUSIM_PEER=mode)).result
         assert out == {"copy": None, "queued": None, "data": True}, mode
 
 
-_PADDING = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_PADDING = offload_child(
+    r"""
 prog = ol.olCreateProgram(gpu, image("saxpy"))
 k = ol.olGetSymbol(prog, "saxpy", ol.SymbolKind.KERNEL)
 n = 64
@@ -170,7 +164,7 @@ emit(out)
 
 
 def test_a_longer_argument_buffer_launches_with_the_parameters_extent(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+    run_child: Any, child_env: Any, kernels: Any
 ) -> None:
     assert run_child(_PADDING, child_env(kernels=kernels)).result == {"saxpy": True}
 
@@ -195,18 +189,13 @@ emit({"before": int(flags_before), "after": int(flags_after), "active": bool(act
 )
 
 
-def test_flags_of_a_shared_active_primary_context_are_left_alone(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_flags_of_a_shared_active_primary_context_are_left_alone(run_child: Any, child_env: Any, kernels: Any) -> None:
     out = run_child(_FLAGS, child_env(kernels=kernels)).result
     assert out["active"] and out["after"] == out["before"]
 
 
-_HOST_ERRORS = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_HOST_ERRORS = offload_child(
+    r"""
 q = ol.olCreateQueue(gpu)
 
 def fail(message):
@@ -236,9 +225,7 @@ emit(out)
 )
 
 
-def test_every_host_function_failure_is_kept_in_order(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_every_host_function_failure_is_kept_in_order(run_child: Any, child_env: Any, kernels: Any) -> None:
     out = run_child(_HOST_ERRORS, child_env(kernels=kernels)).result
     assert [code for code, _ in out["sync"]] == ["UNKNOWN", "UNKNOWN"]
     assert "first" in out["sync"][0][1] and "second" in out["sync"][1][1]
@@ -247,11 +234,8 @@ def test_every_host_function_failure_is_kept_in_order(
     assert out["after_event"] == []
 
 
-_PTX = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_PTX = offload_child(
+    r"""
 ptx = image("saxpy", "ptx").rstrip(b"\0")
 assert b".version 9.0" in ptx and b".target sm_90\n" in ptx
 variants = {
@@ -268,9 +252,7 @@ emit(out)
 )
 
 
-def test_ptx_is_judged_by_its_isa_version_and_target(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_ptx_is_judged_by_its_isa_version_and_target(run_child: Any, child_env: Any, kernels: Any) -> None:
     sm90 = run_child(_PTX, child_env(kernels=kernels, GPUSIM_CUDA_SM="90")).result
     assert sm90["plain"] and sm90["arch_specific"] and sm90["family_specific"]
     assert sm90["newer_isa"] is False and sm90["load_newer"][0] == "INVALID_BINARY"
@@ -305,9 +287,7 @@ emit({"seen": seen, "sync": sync, "freed": freed})
 )
 
 
-def test_free_and_destroy_program_from_a_host_function(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_free_and_destroy_program_from_a_host_function(run_child: Any, child_env: Any, kernels: Any) -> None:
     out = run_child(_FROM_HOST_FUNCTION, child_env(kernels=kernels), timeout=90).result
     assert out == {"seen": ["ok", "ok"], "sync": None, "freed": True}
 
@@ -341,46 +321,16 @@ emit({"finished": finished, "result": result, "dropped": dropped, "threads": off
 )
 
 
-def test_the_final_shutdown_from_a_host_function(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
-) -> None:
+def test_the_final_shutdown_from_a_host_function(run_child: Any, child_env: Any, kernels: Any) -> None:
     out = run_child(_SHUTDOWN_FROM_HOST_FUNCTION, child_env(kernels=kernels), timeout=120).result
     assert out == {"finished": True, "result": ["ok"], "dropped": [], "threads": [], "context_active": False,
                    "again": None}
 
 
-_QUEUE_CALLS_FROM_HOST_FUNCTION = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
-queue, other = ol.olCreateQueue(gpu), ol.olCreateQueue(gpu)
-seen = []
-def record(what):
-    return lambda _: seen.append(what)
-def fail(_):
-    raise ValueError("nested failure")
-def nested_again(_):
-    ol.olLaunchHostFunction(queue, record("nested again"), None)  # from the deferred thread
-def outer(_):
-    seen.append(error_of(ol.olSyncQueue, queue))
-    seen.append(ol.olGetQueueInfo(other, ol.QueueInfo.EMPTY))
-    ol.olLaunchHostFunction(other, record("other"), None)
-    ol.olSyncQueue(other)
-    seen.append("other synced")
-    ol.olLaunchHostFunction(queue, record("nested"), None)
-    ol.olLaunchHostFunction(queue, nested_again, None)
-    ol.olLaunchHostFunction(queue, fail, None)
-ol.olLaunchHostFunction(queue, outer, None)
-error = error_of(ol.olSyncQueue, queue)
-ol.olSyncQueue(other)
-ol.olShutDown()
-emit({"seen": seen, "error": error})
-"""
-)
+_QUEUE_CALLS_FROM_HOST_FUNCTION = offload_child(queue_calls_from_host_function("gpu"))
 
 
-def test_queue_calls_from_a_host_function(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
+def test_queue_calls_from_a_host_function(run_child: Any, child_env: Any, kernels: Any) -> None:
     """Waiting for its own queue is refused (it would never finish); querying, launching on and
     waiting for another queue work; host functions launched on its own queue run after it, their
     failures reported by that queue."""
@@ -412,7 +362,7 @@ emit(out)
 
 
 def test_a_gpu_that_refuses_its_context_is_skipped_not_the_platform(
-    run_child: Any, child_env: Any, kernels: Any, simulated: Any
+    run_child: Any, child_env: Any, kernels: Any
 ) -> None:
     # cuDevicePrimaryCtxRetain: "Retaining the primary context for the first time will fail with
     # CUDA_ERROR_UNKNOWN if the compute mode of the device is CU_COMPUTEMODE_PROHIBITED."
@@ -422,7 +372,7 @@ def test_a_gpu_that_refuses_its_context_is_skipped_not_the_platform(
     assert "leak" not in child.stderr
 
 
-def test_no_usable_gpu_says_why_in_offload_backends(run_child: Any, child_env: Any, simulated: Any) -> None:
+def test_no_usable_gpu_says_why_in_offload_backends(run_child: Any, child_env: Any) -> None:
     code = PRELUDE + r"""
 ol.olInit()
 emit({"count": len(platform_devices().get("cuda", []))})
@@ -436,11 +386,8 @@ ol.olShutDown()
     assert "PROHIBITED" in shown.stdout + shown.stderr
 
 
-_EVENTS_AT_SHUTDOWN = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_EVENTS_AT_SHUTDOWN = offload_child(
+    r"""
 q = ol.olCreateQueue(gpu)
 kept = [ol.olCreateEvent(q) for _ in range(3)]
 ol.olDestroyEvent(kept.pop())  # one back in the pool, two never destroyed
@@ -451,7 +398,7 @@ emit({"ok": True})
 )
 
 
-def test_events_alive_at_shutdown_are_destroyed(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
+def test_events_alive_at_shutdown_are_destroyed(run_child: Any, child_env: Any, kernels: Any) -> None:
     child = run_child(_EVENTS_AT_SHUTDOWN, child_env(kernels=kernels))
     assert child.result == {"ok": True}
     assert "never destroyed" not in child.stderr, child.stderr

@@ -9,7 +9,7 @@ import pytest
 
 from offload import ErrorCode
 
-from cuda_child import PRELUDE
+from cuda_child import PRELUDE, offload_child
 
 _cuda = pytest.importorskip("offload_cuda", reason="offload-cuda is not installed")
 ERROR_CODES, error_code = _cuda.ERROR_CODES, _cuda.error_code
@@ -96,11 +96,8 @@ def test_details_carry_the_drivers_name_and_string(run_child: Any, child_env: An
         assert details.split("): ", 1)[1], "the driver's error string is missing"
 
 
-_PROVOKED = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_PROVOKED = offload_child(
+    r"""
 out = {}
 out["out_of_memory"] = error_of(ol.olMemAlloc, gpu, ol.AllocType.DEVICE, 8 << 20)
 program = ol.olCreateProgram(gpu, image("foo"))

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda_child import PRELUDE
+from cuda_child import offload_child
 
-_MEMORY = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_MEMORY = offload_child(
+    r"""
 host = platform_devices()["host"][0]
 q = ol.olCreateQueue(gpu)
 out = {}

@@ -7,15 +7,12 @@ from typing import Any
 
 import pytest
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
+from cuda_child import driver_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
-_STRICT = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+_STRICT = driver_child(
+    r"""
 out = {}
 out["before_init"] = name(d.cuDeviceGetCount())
 out["init_flags"] = name(d.cuInit(1))
@@ -139,11 +136,8 @@ def test_entry_points_by_name_and_version(run_child: Any, child_env: Any) -> Non
     assert out["ctxsync_13000_is_v2"] and out["ctxsync_2000_is_v1"] and out["elapsed_12080_is_v2"]
 
 
-_MODULES = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+_MODULES = driver_child(
+    r"""
 setup()
 out = {}
 a = ck(d.cuModuleLoadData(image("global")))
@@ -184,11 +178,8 @@ def test_modules(run_child: Any, child_env: Any, kernels: Any) -> None:
     assert out["ptx_params"] == out["params"]
 
 
-_ENUMERATE = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+_ENUMERATE = driver_child(
+    r"""
 setup()
 module = ck(d.cuModuleLoadData(image("global")))
 count = int(ck(d.cuModuleGetFunctionCount(module)))
@@ -209,11 +200,8 @@ def test_module_function_enumeration(run_child: Any, child_env: Any, kernels: An
     assert out["unloaded"] == "CUDA_ERROR_INVALID_HANDLE"
 
 
-_PREFETCH = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+_PREFETCH = driver_child(
+    r"""
 setup()
 managed = ck(d.cuMemAllocManaged(4096, 1))
 plain = ck(d.cuMemAlloc(4096))

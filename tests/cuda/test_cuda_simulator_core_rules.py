@@ -10,66 +10,20 @@ from typing import Any
 
 import pytest
 
-from cuda_child import SETUP
+from cuda_child import RAW_PRELUDE, raw_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
-# Raw driver calls only: this prelude imports no offload.
-_PRELUDE = (
-    r"""
-import ctypes, json, os, sys, threading, time
-from pathlib import Path
-from cuda.bindings import driver as d
-
-KERNELS = Path(os.environ.get("CUDA_TEST_KERNELS", "/nonexistent"))
-name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
-
-
-def ck(returned):
-    err, *rest = returned
-    if err:
-        raise AssertionError(d.cuGetErrorName(err)[1])
-    return rest[0] if len(rest) == 1 else (rest or None)
-
-
-"""
-    + SETUP
-    + r"""
-
-
-def protected():
-    why = ctypes.c_char_p()
-    fn = ctypes.CDLL("libcuda.so.1").gpusim_memory_protected
-    fn.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
-    return bool(fn(ctypes.byref(why))), why.value.decode()
-
-
-HOSTFN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_keep = []
-
-
-def host_fn(py):
-    cb = HOSTFN(lambda _: py())
-    _keep.append(cb)
-    return d.CUhostFn(ctypes.cast(cb, ctypes.c_void_p).value)
-
-
-def emit(value):
-    print(json.dumps(value), flush=True)
-"""
-)
 
 
 def _skip_unless_protected(run_child: Any, child_env: Any) -> None:
-    out = run_child(_PRELUDE + "emit(protected())", child_env()).result
+    out = run_child(RAW_PRELUDE + "emit(protected())", child_env()).result
     if not out[0]:
         pytest.skip(f"the simulator cannot protect device memory here: {out[1]}")
 
 
-_DEREFERENCE = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_DEREFERENCE = raw_child(
+    r"""
 mem = ck(d.cuMemAlloc(4096))
 src = (ctypes.c_uint32 * 4)(1, 2, 3, 4)
 ck(d.cuMemcpyHtoD(mem, ctypes.addressof(src), 16))
@@ -113,10 +67,8 @@ def test_protection_can_be_turned_off_and_says_so(run_child: Any, child_env: Any
     ]
 
 
-_PUSH_BUFFER = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_PUSH_BUFFER = raw_child(
+    r"""
 stream = ck(d.cuStreamCreate(1))
 mem = ck(d.cuMemAlloc(4096))
 gate = threading.Event()
@@ -162,12 +114,9 @@ def test_push_buffer_blocks_the_enqueuing_call(run_child: Any, child_env: Any) -
     assert out["total"] == 20 and out["errors"] == [] and out["last_value"] == 19
 
 
-_FAULT = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+_FAULT = raw_child(
+    r"""
+module, fault = fault_kernel()
 n = 128
 out_mem = ck(d.cuMemAlloc(4 * n))
 stream = ck(d.cuStreamCreate(1))
@@ -202,8 +151,7 @@ result["attribute_query"] = name(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_
 result["release"] = name(d.cuDevicePrimaryCtxRelease(dev))
 ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
 ck(d.cuCtxSetCurrent(ctx))
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+module, fault = fault_kernel()
 out_mem = ck(d.cuMemAlloc(4 * n))
 stream = ck(d.cuStreamCreate(1))
 result["after_reset"] = [launch(1000), name(d.cuStreamSynchronize(stream))]
@@ -231,12 +179,9 @@ def test_a_trapping_kernel_leaves_a_sticky_error(run_child: Any, child_env: Any,
     assert out["after_reset"] == ["CUDA_SUCCESS", "CUDA_SUCCESS"] and out["after_reset_values"]
 
 
-_WILD = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+_WILD = raw_child(
+    r"""
+module, fault = fault_kernel()
 stream = ck(d.cuStreamCreate(1))
 freed = ck(d.cuMemAlloc(1 << 16))
 ck(d.cuMemFree(freed))

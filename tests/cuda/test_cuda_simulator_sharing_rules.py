@@ -11,14 +11,12 @@ from typing import Any
 
 import pytest
 
-from test_cuda_simulator_core_rules import _PRELUDE
+from cuda_child import RAW_PRELUDE, raw_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
-_STREAMS = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_STREAMS = raw_child(
+    r"""
 out = {"range": [int(v) for v in ck(d.cuCtxGetStreamPriorityRange())]}
 high = ck(d.cuStreamCreateWithPriority(1, -10))   # clamped to the greatest priority
 low = ck(d.cuStreamCreateWithPriority(0, 3))      # clamped to the least
@@ -56,7 +54,7 @@ def test_stream_priorities_and_queries(run_child: Any, child_env: Any) -> None:
 
 
 _CONTEXTS = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 dev, primary = setup()
 out = {}
@@ -104,10 +102,8 @@ def test_created_contexts(run_child: Any, child_env: Any, kernels: Any) -> None:
     assert out["primary_still_works"] == "CUDA_SUCCESS"
 
 
-_POOLS = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_POOLS = raw_child(
+    r"""
 A = d.CUmemPool_attribute
 P = d.CUpointer_attribute
 out = {}
@@ -222,7 +218,7 @@ def test_stream_ordered_pools(run_child: Any, child_env: Any, kernels: Any) -> N
 
 
 _LIBRARIES = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 import numpy as np
 ck(d.cuInit(0))
@@ -280,10 +276,8 @@ def test_libraries_and_kernels(run_child: Any, child_env: Any, kernels: Any) -> 
     assert out["after_unload"] == ["CUDA_ERROR_INVALID_HANDLE"] * 3
 
 
-_LAUNCH_EX = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_LAUNCH_EX = raw_child(
+    r"""
 L = d.CUlaunchAttributeID
 module = ck(d.cuModuleLoadData((KERNELS / "foo.cubin").read_bytes()))
 foo = ck(d.cuModuleGetFunction(module, b"foo"))
@@ -358,10 +352,8 @@ def test_launch_kernel_ex_and_its_attributes(run_child: Any, child_env: Any, ker
     assert out["no_function"] == "CUDA_ERROR_INVALID_HANDLE"
 
 
-_POINTERS = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_POINTERS = raw_child(
+    r"""
 P = d.CUpointer_attribute
 out = {}
 mem = ck(d.cuMemAlloc(1000))
@@ -397,10 +389,8 @@ def test_pointer_attributes(run_child: Any, child_env: Any) -> None:
     assert out["pageable_plural"] == ["CUDA_SUCCESS", [0, 0]]
 
 
-_FAULT_AFTER = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_FAULT_AFTER = raw_child(
+    r"""
 mem = ck(d.cuMemAlloc(64))
 s = ck(d.cuStreamCreate(1))
 out = [name(d.cuMemsetD8Async(mem, 1, 64, s)), name(d.cuStreamSynchronize(s)),

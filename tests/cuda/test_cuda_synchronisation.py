@@ -12,13 +12,10 @@ from typing import Any
 
 import pytest
 
-from cuda_child import PRELUDE
+from cuda_child import offload_child
 
-_SCENARIOS = (
-    PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
+_SCENARIOS = offload_child(
+    r"""
 host = platform_devices()["host"][0]
 foo = ol.olGetSymbol(ol.olCreateProgram(gpu, image("foo")), "foo", ol.SymbolKind.KERNEL)
 synchronised = os.environ["SCENARIO_SYNC"] == "1"

@@ -16,6 +16,7 @@ import json
 import queue as _stdqueue
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import offload as ol
@@ -177,33 +178,32 @@ class SimBackend:
         else:
             queue.submit(fn)
 
-    @hookimpl
-    def data_submit(self, device: SimDevice, dst: int, src: int, size: int, queue: SimQueue | None) -> None:
+    def _copy(self, queue: SimQueue | None, size: int, source: Callable[[], Any], target: Callable[[], Any]) -> None:
+        """Copy ``size`` bytes, now or in queue order, from ``source()`` to ``target()`` (resolved when
+        the copy runs, in that order); a side that resolves to None (a refused range, recorded as a
+        violation) copies nothing."""
+
         def copy() -> None:
-            target = device.host(dst, size, "data_submit")
-            if target is not None:
-                ctypes.memmove(target, src, size)
+            frm = source()
+            to = target()
+            if frm is not None and to is not None:
+                ctypes.memmove(to, frm, size)
 
         self._submit(queue, copy)
+
+    @hookimpl
+    def data_submit(self, device: SimDevice, dst: int, src: int, size: int, queue: SimQueue | None) -> None:
+        self._copy(queue, size, lambda: src, lambda: device.host(dst, size, "data_submit"))
 
     @hookimpl
     def data_retrieve(self, device: SimDevice, dst: int, src: int, size: int, queue: SimQueue | None) -> None:
-        def copy() -> None:
-            source = device.host(src, size, "data_retrieve")
-            if source is not None:
-                ctypes.memmove(dst, source, size)
-
-        self._submit(queue, copy)
+        self._copy(queue, size, lambda: device.host(src, size, "data_retrieve"), lambda: dst)
 
     @hookimpl
     def data_exchange(self, src_device: SimDevice, src: int, dst_device: SimDevice, dst: int, size: int, queue: Any) -> None:
-        def copy() -> None:
-            source = src_device.host(src, size, "data_exchange src")
-            target = dst_device.host(dst, size, "data_exchange dst")
-            if source is not None and target is not None:
-                ctypes.memmove(target, source, size)
-
-        self._submit(queue, copy)
+        self._copy(
+            queue, size, lambda: src_device.host(src, size, "data_exchange src"), lambda: dst_device.host(dst, size, "data_exchange dst")
+        )
 
     @hookimpl
     def data_fill(self, device: SimDevice, address: int, pattern: bytes, size: int, queue: SimQueue | None) -> None:

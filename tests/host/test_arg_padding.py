@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-CODE = r"""
+from helpers import HOST_CHILD_PRELUDE
+
+CODE = HOST_CHILD_PRELUDE + r"""
 import ctypes, struct
-import offload as ol
-from offload_host import build_program
 
 SOURCE = '''#include <offload_host.h>
 #include <stdint.h>
@@ -20,12 +20,7 @@ OFFLOAD_KERNEL(peek) {  /* undeclared: no OFFLOAD_KERNEL_PARAMS */
   OFFLOAD_FOR_EACH_ITEM(tid) { if (tid.x == 0) { out[0] = a[1]; out[1] = a[255]; out[2] = a[511]; } }
 }
 '''
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-host = found[-1]
-program = ol.olCreateProgram(host, build_program(SOURCE, name="peek"))
-peek = ol.olGetSymbol(program, "peek", ol.SymbolKind.KERNEL)
+program, peek = build_kernel(SOURCE, "peek")
 out = ol.olMemAlloc(host, ol.AllocType.MANAGED, 24)
 ONE = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
 # the 8 argument bytes sit at the start of a larger buffer full of 0xff: what lies past them

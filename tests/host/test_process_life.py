@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-COMMON = r"""
+from helpers import HOST_CHILD_PRELUDE
+
+COMMON = HOST_CHILD_PRELUDE + r"""
 import ctypes, struct, sys, time
-import offload as ol
-from offload_host import build_program
 
 SOURCE = '''#include <offload_host.h>
 #include <stdint.h>
@@ -34,12 +34,7 @@ OFFLOAD_KERNEL(spin) {
   __atomic_fetch_add(a->counter, 1, __ATOMIC_RELAXED);
 }
 '''
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-host = found[-1]
-program = ol.olCreateProgram(host, build_program(SOURCE, name="spin"))
-spin = ol.olGetSymbol(program, "spin", ol.SymbolKind.KERNEL)
+program, spin = build_kernel(SOURCE, "spin")
 counter = ol.olMemAlloc(host, ol.AllocType.MANAGED, 8)
 ctypes.memset(counter, 0, 8)
 ONE = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))

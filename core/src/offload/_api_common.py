@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from ._enums import ErrorCode
 from ._errors import OffloadError
@@ -28,6 +28,27 @@ ctx_lock = threading.Lock()  # guards Context.orphan_errors
 def fail(code: ErrorCode, details: str) -> OffloadError:
     """The error to raise (``raise fail(...)``)."""
     return OffloadError(code, details)
+
+
+_T = TypeVar("_T")
+
+
+def callback_arg(callback: Any) -> None:
+    """An ``olIterate*`` callback must be callable (``INVALID_ARGUMENT`` otherwise)."""
+    if not callable(callback):
+        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+
+
+def call_each(items: Iterable[_T], callback: Callable[[_T, Any], bool], user_data: Any) -> None:
+    """``callback(item, user_data)`` per item until it returns False, counted as inside an
+    ``olIterate*`` callback (which may call any function, the final ``olShutDown`` included)."""
+    LOCAL.iterating += 1
+    try:
+        for item in items:
+            if not callback(item, user_data):
+                return
+    finally:
+        LOCAL.iterating -= 1
 
 
 def address_arg(value: Any, name: str) -> int:

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _info
-from ._api_common import bytes_arg, fail
+from ._api_common import bytes_arg, call_each, callback_arg, fail
 from ._enums import DeviceFpCapabilityFlag, DeviceInfo, DeviceType, ErrorCode, PlatformInfo, members_at
 from ._errors import OffloadError
 from ._handles import Device, Platform
-from ._runtime import LOCAL, Context
+from ._runtime import Context
 
 OL_VERSION = "v0.0.1"
 _R1_COUNT = len(members_at(DeviceInfo, "r1"))  # an int above R1's device info numbers is read at the session's level
@@ -21,46 +21,25 @@ PLATFORM_VENDOR = "Unknown platform vendor"
 
 def olIterateDevices(ctx: Context, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
     """Call ``callback`` per device; it may call any function, the final ``olShutDown`` included."""
-    if not callable(callback):
-        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
-    LOCAL.iterating += 1
-    try:
-        for device in list(ctx.devices):
-            if not callback(device, user_data):
-                return
-    finally:
-        LOCAL.iterating -= 1
+    callback_arg(callback)
+    call_each(list(ctx.devices), callback, user_data)
 
 
 def olIteratePlatforms(ctx: Context, callback: Callable[[Platform, Any], bool], user_data: Any) -> None:
     """Call ``callback`` per platform (the host platform last, as devices are ordered)."""
-    if not callable(callback):
-        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
-    LOCAL.iterating += 1
-    try:
-        for platform in list(ctx.platforms):
-            if not callback(platform, user_data):
-                return
-    finally:
-        LOCAL.iterating -= 1
+    callback_arg(callback)
+    call_each(list(ctx.platforms), callback, user_data)
 
 
 def olIterateCompatibleDevices(ctx: Context, data: Any, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
     """Call ``callback`` per device whose backend says it could load ``data`` (``is_valid_binary``)."""
-    if not callable(callback):
-        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+    callback_arg(callback)
     image = bytes_arg(data, "ProgData")
     compatible = [
         d for d in list(ctx.devices)
         if image and "is_valid_binary" in d.backend.implemented and d.backend.is_valid_binary(d.native, image)
     ]
-    LOCAL.iterating += 1
-    try:
-        for device in compatible:
-            if not callback(device, user_data):
-                return
-    finally:
-        LOCAL.iterating -= 1
+    call_each(compatible, callback, user_data)
 
 
 def olPlatformRegisterRPCCallback(ctx: Context, platform: Platform, callback: Any) -> None:

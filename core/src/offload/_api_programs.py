@@ -10,12 +10,12 @@ from typing import Any
 
 from . import _info
 from ._allocations import Allocation
-from ._api_common import bytes_arg, fail, release_after_queued_work
+from ._api_common import bytes_arg, call_each, callback_arg, fail, release_after_queued_work
 from ._enums import ErrorCode, SymbolInfo, SymbolKind
 from ._api_contexts import context_for
 from ._handles import Context as ContextHandle
 from ._handles import Device, Program, Symbol
-from ._runtime import LOCAL, Context
+from ._runtime import Context
 from ._types import KernelParam
 
 _SYMBOL_KINDS = frozenset(SymbolKind)
@@ -76,17 +76,10 @@ def olIterateSymbols(
     """Call ``callback(symbol, user_data)`` for every symbol of ``kind`` the backend lists
     (``symbol_names``; UNSUPPORTED without it), in its order, until it returns False."""
     kind = _info.lookup(_SYMBOL_KINDS, SymbolKind, kind, "iterateSymbols kind", ctx.api_level)
-    if not callable(callback):
-        raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
+    callback_arg(callback)
     device = program.device
     names = list(device.backend.symbol_names(device.native, program.image, kind))
-    LOCAL.iterating += 1
-    try:
-        for name in names:
-            if not callback(olGetSymbol(ctx, program, str(name), kind), user_data):
-                return
-    finally:
-        LOCAL.iterating -= 1
+    call_each((olGetSymbol(ctx, program, str(name), kind) for name in names), callback, user_data)
 
 
 def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:

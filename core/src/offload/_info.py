@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import enum
 import operator
-from collections.abc import Container
+from collections.abc import Container, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from ._enums import (
@@ -179,3 +180,11 @@ def c_type(kind: Kind, enum_type: type | None) -> str:
     if kind is Kind.ENUM and enum_type is not None:
         return "ol_" + "".join("_" + c.lower() if c.isupper() else c for c in enum_type.__name__).lstrip("_") + "_t"
     return kind.value
+
+
+#: The C type of every device property (``get_device_info``): "char[]", "uint32_t", "uint64_t",
+#: "bool", "ol_dimensions_t", "ol_device_type_t", "ol_device_fp_capability_flag_t" ("handle":
+#: PLATFORM, the core's). Published as ``offload.hookspecs.DEVICE_INFO_TYPES``.
+DEVICE_INFO_TYPES: Mapping[DeviceInfo, str] = MappingProxyType(
+    {prop: c_type(kind, enum_type) for prop, (kind, enum_type) in DEVICE_INFO.items()}
+)

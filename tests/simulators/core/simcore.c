@@ -635,6 +635,55 @@ sim_status sim_stream_submit_ex(sim_stream *s, sim_op_fn fn, void *arg, void (*f
   return enqueue(s, fn, arg, free_arg, flags);
 }
 
+typedef struct host_call {
+  void (*fn)(void *);
+  void *user_data;
+} host_call;
+
+static sim_status host_call_op(void *raw) {
+  host_call *call = raw;
+  call->fn(call->user_data);
+  return SIM_OK;
+}
+
+sim_status sim_stream_submit_host_call(sim_stream *s, void (*fn)(void *), void *user_data) {
+  host_call *call = malloc(sizeof *call);
+  if (call == NULL) return SIM_ERR_OUT_OF_MEMORY;
+  *call = (host_call){fn, user_data};
+  /* Application code on the stream's thread: driver calls refused, device memory off limits. */
+  sim_status status = sim_stream_submit_ex(s, host_call_op, call, free, SIM_OP_HOST_FUNCTION);
+  if (status != SIM_OK) free(call);
+  return status;
+}
+
+typedef struct fill_op {
+  unsigned char *dst;
+  size_t pitch, width, height; /* width in bytes */
+  unsigned elem;
+  uint32_t value;
+} fill_op;
+
+static sim_status fill_run(void *raw) {
+  fill_op *f = raw;
+  for (size_t row = 0; row < f->height; ++row) {
+    unsigned char *p = f->dst + row * f->pitch;
+    if (f->elem == 1) memset(p, (int)(f->value & 0xff), f->width);
+    else
+      for (size_t at = 0; at + f->elem <= f->width; at += f->elem) memcpy(p + at, &f->value, f->elem);
+  }
+  return SIM_OK;
+}
+
+sim_status sim_stream_submit_fill(sim_stream *s, void *dst, size_t pitch, size_t width, size_t height, unsigned elem,
+                                  uint32_t value) {
+  fill_op *f = malloc(sizeof *f);
+  if (f == NULL) return SIM_ERR_OUT_OF_MEMORY;
+  *f = (fill_op){dst, pitch, width, height, elem, value};
+  sim_status status = sim_stream_submit(s, fill_run, f, free);
+  if (status != SIM_OK) free(f);
+  return status;
+}
+
 int sim_stream_busy(sim_stream *s) {
   pthread_mutex_lock(&s->mu);
   int busy = s->completed < s->submitted;

@@ -193,6 +193,14 @@ sim_status sim_stream_submit(sim_stream *stream, sim_op_fn fn, void *arg, void (
 #define SIM_OP_AFTER_FAULT 2u   /* still runs after the device's sticky fault (to report it) */
 /* sim_stream_submit with flags (0 = a device operation, as sim_stream_submit). */
 sim_status sim_stream_submit_ex(sim_stream *stream, sim_op_fn fn, void *arg, void (*free_arg)(void *), unsigned flags);
+/* The fronts' host functions (cuLaunchHostFunc, hipLaunchHostFunc): fn(user_data) on the stream's
+ * worker, submitted with SIM_OP_HOST_FUNCTION. Returns as sim_stream_submit_ex. */
+sim_status sim_stream_submit_host_call(sim_stream *stream, void (*fn)(void *), void *user_data);
+/* The fronts' memsets: height rows, pitch bytes apart, each of width bytes filled with the elem-byte
+ * (1, 2 or 4, little-endian) value repeated. The caller has checked the range and alignment.
+ * Returns as sim_stream_submit. */
+sim_status sim_stream_submit_fill(sim_stream *stream, void *dst, size_t pitch, size_t width, size_t height,
+                                  unsigned elem, uint32_t value);
 /* GPUSIM_PUSH_BUFFER: the most operations pending per stream (default 1024, 1..1048576). */
 unsigned sim_push_buffer(void);
 /* 1 on a worker thread while it runs an operation submitted with SIM_OP_HOST_FUNCTION. */

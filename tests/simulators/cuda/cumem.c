@@ -281,26 +281,6 @@ EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src
   return peer_copy(dst, dst_ctx, src, src_ctx, n, NULL, 1);
 }
 
-typedef struct fill_op {
-  unsigned char *dst;
-  size_t pitch, width, height; /* width in elements */
-  unsigned elem;
-  uint32_t value;
-} fill_op;
-
-static sim_status fill_run(void *raw) {
-  fill_op *f = raw;
-  for (size_t row = 0; row < f->height; ++row) {
-    unsigned char *p = f->dst + row * f->pitch;
-    for (size_t i = 0; i < f->width; ++i) {
-      if (f->elem == 1) p[i] = (unsigned char)f->value;
-      else if (f->elem == 2) ((uint16_t *)p)[i] = (uint16_t)f->value;
-      else ((uint32_t *)p)[i] = f->value;
-    }
-  }
-  return SIM_OK;
-}
-
 static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t width, size_t height, unsigned elem,
                      CUstream stream, int synchronous) {
   REQUIRE_CTX(ctx);
@@ -317,14 +297,8 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t width
   sim_stream *s;
   CUresult rc = resolve_stream(synchronous ? NULL : stream, ctx, &s);
   if (rc != CUDA_SUCCESS) return rc;
-  fill_op *f = malloc(sizeof *f);
-  if (f == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  *f = (fill_op){PTR(dst), height > 1 ? pitch : width * elem, width, height, elem, value};
-  rc = from_sim(sim_stream_submit(s, fill_run, f, free));
-  if (rc != CUDA_SUCCESS) {
-    free(f);
-    return rc;
-  }
+  rc = from_sim(sim_stream_submit_fill(s, PTR(dst), height > 1 ? pitch : width * elem, width * elem, height, elem, value));
+  if (rc != CUDA_SUCCESS) return rc;
   if (synchronous) sim_stream_wait_idle(s);
   return CUDA_SUCCESS;
 }

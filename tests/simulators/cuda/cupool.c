@@ -276,23 +276,19 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   return rc;
 }
 
-EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev) {
+/* cuDeviceGetDefaultMemPool / cuDeviceGetMemPool: the device's pool that `of` names. */
+static CUresult device_pool(CUmemoryPool *out, CUdevice dev, CUmemoryPool (*of)(CUdevice)) {
   REQUIRE_DEVICE(dev);
   if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&pool_lock);
-  *out = default_of(dev);
+  *out = of(dev);
   pthread_mutex_unlock(&pool_lock);
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev) {
-  REQUIRE_DEVICE(dev);
-  if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&pool_lock);
-  *out = current_of(dev);
-  pthread_mutex_unlock(&pool_lock);
-  return CUDA_SUCCESS;
-}
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev) { return device_pool(out, dev, default_of); }
+
+EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev) { return device_pool(out, dev, current_of); }
 
 EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   REQUIRE_DEVICE(dev);
@@ -334,14 +330,10 @@ EXPORT CUresult cuMemSetMemPool(const CUmemLocation *loc, int type, CUmemoryPool
   return rc != CUDA_SUCCESS ? rc : cuDeviceSetMemPool(dev, pool);
 }
 
-EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value) {
-  REQUIRE_INIT();
-  if (value == NULL) return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&pool_lock);
-  CUresult rc = CUDA_SUCCESS;
-  if (!pool_usable(pool)) {
-    rc = CUDA_ERROR_INVALID_VALUE;
-  } else if (attr >= ATTR_FOLLOW && attr <= ATTR_INTERNAL) {
+/* Under pool_lock, of a usable pool: read or write one attribute (CUDA_ERROR_INVALID_VALUE for one
+ * that is unknown, or read-only). */
+static CUresult get_attribute(CUmemoryPool pool, int attr, void *value) {
+  if (attr >= ATTR_FOLLOW && attr <= ATTR_INTERNAL) {
     *(int *)value = pool->reuse[attr - 1];
   } else if (attr >= ATTR_THRESHOLD && attr <= ATTR_USED_HIGH) {
     unsigned long long v[] = {pool->threshold, pool->used + pool->cached, pool->reserved_high, pool->used, pool->used_high};
@@ -352,20 +344,13 @@ EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value) 
     int v[] = {ALLOC_PINNED, 0, pool->device, LOCATION_DEVICE, 0, 0};
     *(int *)value = v[attr - ATTR_ALLOC_TYPE];
   } else {
-    rc = CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_INVALID_VALUE;
   }
-  pthread_mutex_unlock(&pool_lock);
-  return rc;
+  return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value) {
-  REQUIRE_INIT();
-  if (value == NULL) return CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&pool_lock);
-  CUresult rc = CUDA_SUCCESS;
-  if (!pool_usable(pool)) {
-    rc = CUDA_ERROR_INVALID_VALUE;
-  } else if (attr >= ATTR_FOLLOW && attr <= ATTR_INTERNAL) {
+static CUresult set_attribute(CUmemoryPool pool, int attr, void *value) {
+  if (attr >= ATTR_FOLLOW && attr <= ATTR_INTERNAL) {
     pool->reuse[attr - 1] = *(int *)value != 0;
   } else if (attr == ATTR_THRESHOLD) {
     pool->threshold = *(unsigned long long *)value;
@@ -374,10 +359,27 @@ EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value) 
     if (attr == ATTR_RESERVED_HIGH) pool->reserved_high = pool->used + pool->cached;
     else pool->used_high = pool->used;
   } else {
-    rc = CUDA_ERROR_INVALID_VALUE; /* read-only, or a non-zero high watermark */
+    return CUDA_ERROR_INVALID_VALUE; /* read-only, or a non-zero high watermark */
   }
+  return CUDA_SUCCESS;
+}
+
+static CUresult pool_attribute(CUmemoryPool pool, int attr, void *value,
+                               CUresult (*access)(CUmemoryPool, int, void *)) {
+  REQUIRE_INIT();
+  if (value == NULL) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&pool_lock);
+  CUresult rc = pool_usable(pool) ? access(pool, attr, value) : CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_unlock(&pool_lock);
   return rc;
+}
+
+EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value) {
+  return pool_attribute(pool, attr, value, get_attribute);
+}
+
+EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value) {
+  return pool_attribute(pool, attr, value, set_attribute);
 }
 
 EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {

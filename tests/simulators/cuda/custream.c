@@ -119,17 +119,6 @@ EXPORT CUresult cuStreamGetFlags(CUstream stream, unsigned *flags) {
   return CUDA_SUCCESS;
 }
 
-typedef struct host_call {
-  CUhostFn fn;
-  void *user_data;
-} host_call;
-
-static sim_status host_call_op(void *raw) {
-  host_call *call = raw;
-  call->fn(call->user_data);
-  return SIM_OK;
-}
-
 typedef struct stream_callback {
   CUstreamCallback fn;
   CUstream stream;
@@ -165,13 +154,7 @@ EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) 
   sim_stream *s;
   CUresult rc = resolve_stream(stream, ctx, &s);
   if (rc != CUDA_SUCCESS) return rc;
-  host_call *call = malloc(sizeof *call);
-  if (call == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  *call = (host_call){fn, user_data};
-  /* Application code on the stream's thread: driver calls refused, device memory off limits. */
-  rc = from_sim(sim_stream_submit_ex(s, host_call_op, call, free, SIM_OP_HOST_FUNCTION));
-  if (rc != CUDA_SUCCESS) free(call);
-  return rc;
+  return from_sim(sim_stream_submit_host_call(s, fn, user_data));
 }
 
 /* ---- events --------------------------------------------------------------------------------- */

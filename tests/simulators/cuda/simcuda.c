@@ -52,27 +52,22 @@ static const error_text errors[] = {
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-EXPORT CUresult cuGetErrorName(CUresult error, const char **out) {
+/* cuGetErrorName / cuGetErrorString: the name (or the text) of a known result, else NULL and
+ * CUDA_ERROR_INVALID_VALUE. */
+static CUresult error_text_of(CUresult error, const char **out, int text) {
   if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < sizeof errors / sizeof *errors; ++i)
     if (errors[i].code == error) {
-      *out = errors[i].name;
+      *out = text ? errors[i].text : errors[i].name;
       return CUDA_SUCCESS;
     }
   *out = NULL;
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-EXPORT CUresult cuGetErrorString(CUresult error, const char **out) {
-  if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < sizeof errors / sizeof *errors; ++i)
-    if (errors[i].code == error) {
-      *out = errors[i].text;
-      return CUDA_SUCCESS;
-    }
-  *out = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
-}
+EXPORT CUresult cuGetErrorName(CUresult error, const char **out) { return error_text_of(error, out, 0); }
+
+EXPORT CUresult cuGetErrorString(CUresult error, const char **out) { return error_text_of(error, out, 1); }
 
 CUresult from_sim(sim_status status) {
   switch (status) {

@@ -131,20 +131,24 @@ static CUresult stream_owner(CUstream stream, struct cuctx **owner) {
   return resolve_stream_owner(stream, ctx, &s, owner);
 }
 
+/* The stream getters' common start: the stream's owner as `owner`, then the output pointer `out`
+ * checked (an unknown stream is refused before a NULL output). */
+#define STREAM_GETTER(stream, owner, out)                 \
+  struct cuctx *owner;                                    \
+  do {                                                    \
+    CUresult rc_ = stream_owner(stream, &owner);          \
+    if (rc_ != CUDA_SUCCESS) return rc_;                  \
+    if (out == NULL) return CUDA_ERROR_INVALID_VALUE;     \
+  } while (0)
+
 EXPORT CUresult cuStreamGetPriority(CUstream stream, int *priority) {
-  struct cuctx *owner;
-  CUresult rc = stream_owner(stream, &owner);
-  if (rc != CUDA_SUCCESS) return rc;
-  if (priority == NULL) return CUDA_ERROR_INVALID_VALUE;
+  STREAM_GETTER(stream, owner, priority);
   *priority = is_default_stream(stream) ? 0 : stream->priority;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamGetCtx(CUstream stream, CUcontext *out) {
-  struct cuctx *owner;
-  CUresult rc = stream_owner(stream, &owner);
-  if (rc != CUDA_SUCCESS) return rc;
-  if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
+  STREAM_GETTER(stream, owner, out);
   *out = owner;
   return CUDA_SUCCESS;
 }
@@ -161,19 +165,13 @@ EXPORT CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext *out, void **green)
 }
 
 EXPORT CUresult cuStreamGetDevice(CUstream stream, CUdevice *dev) {
-  struct cuctx *owner;
-  CUresult rc = stream_owner(stream, &owner);
-  if (rc != CUDA_SUCCESS) return rc;
-  if (dev == NULL) return CUDA_ERROR_INVALID_VALUE;
+  STREAM_GETTER(stream, owner, dev);
   *dev = owner->device;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamGetId(CUstream stream, unsigned long long *id) {
-  struct cuctx *owner;
-  CUresult rc = stream_owner(stream, &owner);
-  if (rc != CUDA_SUCCESS) return rc;
-  if (id == NULL) return CUDA_ERROR_INVALID_VALUE;
+  STREAM_GETTER(stream, owner, id);
   if (is_default_stream(stream)) {
     *id = (uintptr_t)stream == 0x2 ? 2 : 1; /* the per-thread and the legacy default stream */
     return CUDA_SUCCESS;
@@ -186,10 +184,7 @@ EXPORT CUresult cuStreamGetId(CUstream stream, unsigned long long *id) {
 
 /* Capture is not modelled: no stream is ever capturing (CU_STREAM_CAPTURE_STATUS_NONE). */
 EXPORT CUresult cuStreamIsCapturing(CUstream stream, int *status) {
-  struct cuctx *owner;
-  CUresult rc = stream_owner(stream, &owner);
-  if (rc != CUDA_SUCCESS) return rc;
-  if (status == NULL) return CUDA_ERROR_INVALID_VALUE;
+  STREAM_GETTER(stream, owner, status);
   *status = 0;
   return CUDA_SUCCESS;
 }

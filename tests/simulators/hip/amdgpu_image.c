@@ -226,10 +226,18 @@ static void mp_skip(mp *m, int depth) {
 
 static int key_is(const unsigned char *s, uint64_t n, const char *key) { return strlen(key) == n && memcmp(s, key, n) == 0; }
 
+/* Whether the next value is of `type` (read into value / str as mp_head does); if not, the
+ * document is bad. */
+static int mp_expect(mp *m, int type, uint64_t *value, const unsigned char **str) {
+  if (mp_head(m, value, str) == type) return 1;
+  m->bad = 1;
+  return 0;
+}
+
 static uint64_t mp_uint(mp *m) {
   uint64_t v = 0;
   const unsigned char *s;
-  if (mp_head(m, &v, &s) != MP_INT) m->bad = 1;
+  mp_expect(m, MP_INT, &v, &s);
   return v;
 }
 
@@ -237,23 +245,17 @@ static void read_arg(mp *m, amdgpu_kernel *k) {
   uint64_t n = 0, offset = 0, size = 0;
   const unsigned char *s;
   int hidden = 0, has_kind = 0;
-  if (mp_head(m, &n, &s) != MP_MAP) {
-    m->bad = 1;
-    return;
-  }
+  if (!mp_expect(m, MP_MAP, &n, &s)) return;
   for (uint64_t i = 0; i < n && !m->bad; ++i) {
     uint64_t len = 0;
     const unsigned char *key;
-    if (mp_head(m, &len, &key) != MP_STR) {
-      m->bad = 1;
-      return;
-    }
+    if (!mp_expect(m, MP_STR, &len, &key)) return;
     if (key_is(key, len, ".offset")) offset = mp_uint(m);
     else if (key_is(key, len, ".size")) size = mp_uint(m);
     else if (key_is(key, len, ".value_kind")) {
       uint64_t vlen = 0;
       const unsigned char *kind;
-      if (mp_head(m, &vlen, &kind) != MP_STR) m->bad = 1;
+      mp_expect(m, MP_STR, &vlen, &kind);
       hidden = vlen >= 7 && memcmp(kind, "hidden_", 7) == 0;
       has_kind = 1;
     } else mp_skip(m, 1);
@@ -275,18 +277,12 @@ static void read_kernel(mp *m, amdgpu_kernel *k) {
   const unsigned char *s;
   memset(k, 0, sizeof *k);
   k->max_flat_workgroup_size = 1024;
-  if (mp_head(m, &n, &s) != MP_MAP) {
-    m->bad = 1;
-    return;
-  }
+  if (!mp_expect(m, MP_MAP, &n, &s)) return;
   int named = 0;
   for (uint64_t i = 0; i < n && !m->bad; ++i) {
     uint64_t len = 0;
     const unsigned char *key;
-    if (mp_head(m, &len, &key) != MP_STR) {
-      m->bad = 1;
-      return;
-    }
+    if (!mp_expect(m, MP_STR, &len, &key)) return;
     if (key_is(key, len, ".name")) {
       uint64_t nlen = 0;
       const unsigned char *name;
@@ -299,7 +295,7 @@ static void read_kernel(mp *m, amdgpu_kernel *k) {
       named = 1;
     } else if (key_is(key, len, ".args")) {
       uint64_t count = 0;
-      if (mp_head(m, &count, &s) != MP_ARRAY) m->bad = 1;
+      mp_expect(m, MP_ARRAY, &count, &s);
       for (uint64_t a = 0; a < count && !m->bad; ++a) read_arg(m, k);
     } else if (key_is(key, len, ".kernarg_segment_size")) k->kernarg_size = mp_uint(m);
     else if (key_is(key, len, ".group_segment_fixed_size")) k->group_segment_size = mp_uint(m);

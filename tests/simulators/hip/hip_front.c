@@ -202,6 +202,15 @@ static const sim_device_props *device_props(int ordinal) {
   return sim_device(ordinal);
 }
 
+/* The device getters' common start (after GUARD): `p`, the properties of `device` (an unknown
+ * ordinal is hipErrorInvalidDevice, none at all hipErrorNoDevice), then `valid` checked. */
+#define DEVICE_GETTER(p, device, valid)                                                       \
+  const sim_device_props *p = device_props(device);                                          \
+  do {                                                                                       \
+    if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice); \
+    if (!(valid)) return ret(hipErrorInvalidValue);                                          \
+  } while (0)
+
 static hipError_t check_current(void) {
   if (sim_device_count() == 0) return hipErrorNoDevice;
   return device_props(current_device) ? hipSuccess : hipErrorInvalidDevice;
@@ -248,18 +257,14 @@ EXPORT hipError_t hipGetDevice(int *device) {
 
 EXPORT hipError_t hipDeviceGetName(char *name, int len, int device) {
   GUARD();
-  const sim_device_props *p = device_props(device);
-  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
-  if (name == NULL || len <= 0) return ret(hipErrorInvalidValue);
+  DEVICE_GETTER(p, device, name != NULL && len > 0);
   snprintf(name, (size_t)len, "%s (HIP simulator, %s)", p->name, device_target_name);
   return hipSuccess;
 }
 
 EXPORT hipError_t hipDeviceTotalMem(size_t *bytes, int device) {
   GUARD();
-  const sim_device_props *p = device_props(device);
-  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
-  if (bytes == NULL) return ret(hipErrorInvalidValue);
+  DEVICE_GETTER(p, device, bytes != NULL);
   *bytes = p->total_memory;
   return hipSuccess;
 }
@@ -270,9 +275,7 @@ typedef struct hipUUID {
 
 EXPORT hipError_t hipDeviceGetUuid(hipUUID *uuid, int device) {
   GUARD();
-  const sim_device_props *p = device_props(device);
-  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
-  if (uuid == NULL) return ret(hipErrorInvalidValue);
+  DEVICE_GETTER(p, device, uuid != NULL);
   memcpy(uuid->bytes, p->uuid, 16);
   return hipSuccess;
 }
@@ -319,9 +322,7 @@ static int clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
 
 EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
   GUARD();
-  const sim_device_props *p = device_props(device);
-  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
-  if (value == NULL) return ret(hipErrorInvalidValue);
+  DEVICE_GETTER(p, device, value != NULL);
   int cus = p->multiprocessors > 104 ? 104 : p->multiprocessors; /* MI210-like: 104 compute units */
   switch (attr) {
   case ATTR_CLOCK_RATE: *value = p->clock_khz; break;
@@ -361,9 +362,7 @@ EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
 
 EXPORT hipError_t hipGetDevicePropertiesR0600(hip_device_prop *prop, int device) {
   GUARD();
-  const sim_device_props *p = device_props(device);
-  if (p == NULL) return ret(sim_device_count() ? hipErrorInvalidDevice : hipErrorNoDevice);
-  if (prop == NULL) return ret(hipErrorInvalidValue);
+  DEVICE_GETTER(p, device, prop != NULL);
   memset(prop, 0, sizeof *prop);
   hipDeviceGetName(prop->name, sizeof prop->name, device);
   memcpy(prop->uuid, p->uuid, 16);
@@ -507,23 +506,24 @@ EXPORT hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) 
   return alloc(ptr, size, SIM_MEM_MANAGED);
 }
 
-/* hipFree and hipHostFree wait for the device's work first, as HIP does. */
-EXPORT hipError_t hipFree(void *ptr) {
-  GUARD();
+/* hipFree and hipHostFree wait for the device's work first, as HIP does; the base address of an
+ * allocation of one of `kinds` only (NULL: nothing to do). */
+static hipError_t free_base(void *ptr, unsigned kinds) {
   if (ptr == NULL) return hipSuccess;
   sim_alloc_info info;
   if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
   sim_device_wait_idle(info.device);
-  return ret(from_sim(sim_mem_free(ptr, KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_MANAGED))));
+  return ret(from_sim(sim_mem_free(ptr, kinds)));
+}
+
+EXPORT hipError_t hipFree(void *ptr) {
+  GUARD();
+  return free_base(ptr, KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_MANAGED));
 }
 
 EXPORT hipError_t hipHostFree(void *ptr) {
   GUARD();
-  if (ptr == NULL) return hipSuccess;
-  sim_alloc_info info;
-  if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
-  sim_device_wait_idle(info.device);
-  return ret(from_sim(sim_mem_free(ptr, KIND(SIM_MEM_HOST))));
+  return free_base(ptr, KIND(SIM_MEM_HOST));
 }
 
 /* Registered host ranges. hipHostRegister's documentation: "use hipHostGetDevicePointer to obtain
@@ -687,29 +687,13 @@ EXPORT hipError_t hipStreamQuery(hip_stream *stream) {
 }
 
 typedef void (*hipHostFn_t)(void *user_data);
-typedef struct host_call {
-  hipHostFn_t fn;
-  void *data;
-} host_call;
-
-static sim_status host_call_op(void *raw) {
-  host_call *c = raw;
-  c->fn(c->data);
-  return SIM_OK;
-}
-
 EXPORT hipError_t hipLaunchHostFunc(hip_stream *stream, hipHostFn_t fn, void *data) {
   GUARD();
   if (fn == NULL) return ret(hipErrorInvalidValue);
   sim_stream *s;
   hipError_t e = stream_of(stream, &s);
   if (e != hipSuccess) return ret(e);
-  host_call *c = malloc(sizeof *c);
-  if (c == NULL) return ret(hipErrorOutOfMemory);
-  *c = (host_call){fn, data};
-  sim_status st = sim_stream_submit_ex(s, host_call_op, c, free, SIM_OP_HOST_FUNCTION);
-  if (st != SIM_OK) free(c);
-  return ret(from_sim(st));
+  return ret(from_sim(sim_stream_submit_host_call(s, fn, data)));
 }
 
 /* ---- events ------------------------------------------------------------------------------- */
@@ -951,24 +935,6 @@ EXPORT hipError_t hipMemcpyPeer(void *dst, int dst_device, const void *src, int 
   return sync_null(hipMemcpyPeerAsync(dst, dst_device, src, src_device, size, NULL));
 }
 
-typedef struct fill_op {
-  unsigned char *dst;
-  size_t pitch, width, height; /* bytes; a plain fill is one row */
-  unsigned elem;               /* 1, 2 or 4 */
-  uint32_t value;
-} fill_op;
-
-static sim_status fill_run(void *raw) {
-  fill_op *f = raw;
-  for (size_t row = 0; row < f->height; ++row) {
-    unsigned char *p = f->dst + row * f->pitch;
-    if (f->elem == 1) memset(p, (int)(f->value & 0xff), f->width);
-    else
-      for (size_t at = 0; at + f->elem <= f->width; at += f->elem) memcpy(p + at, &f->value, f->elem);
-  }
-  return SIM_OK;
-}
-
 static hipError_t submit_fill(void *dst, size_t pitch, size_t width, size_t height, unsigned elem, uint32_t value,
                               hip_stream *stream) {
   if (dst == NULL) return ret(hipErrorInvalidValue);
@@ -979,12 +945,7 @@ static hipError_t submit_fill(void *dst, size_t pitch, size_t width, size_t heig
   sim_stream *s;
   hipError_t e = stream_of(stream, &s);
   if (e != hipSuccess) return ret(e);
-  fill_op *f = malloc(sizeof *f);
-  if (f == NULL) return ret(hipErrorOutOfMemory);
-  *f = (fill_op){dst, pitch, width, height, elem, value};
-  sim_status st = sim_stream_submit(s, fill_run, f, free);
-  if (st != SIM_OK) free(f);
-  return ret(from_sim(st));
+  return ret(from_sim(sim_stream_submit_fill(s, dst, pitch, width, height, elem, value)));
 }
 
 EXPORT hipError_t hipMemsetD8Async(void *dst, unsigned char value, size_t count, hip_stream *stream) {

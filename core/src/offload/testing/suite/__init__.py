@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from ._absent import TestAbsentFeatures, TestCapabilities
 from ._device import TestDeviceInfo, TestDeviceInfoSize, TestIterateDevices
-from ._event import TestEvent, TestEventElapsedTime, TestEventElapsedTimeProfiling, TestEventInfo
+from ._event import TestEvent, TestEventElapsedTime, TestEventElapsedTimeProfiling, TestEventInfo, TestEventInfoSize
 from ._init import TestInit
 from ._kernel import TestKernelParams, TestLaunchKernel, TestOccupancy, TestSingleCounter
 from ._alloc import TestMemAlloc, TestMemFree, TestMemInfo, TestMemInfoSize, TestMemRegister
 from ._copy import TestMemcpy, TestMemcpyGlobal, TestMemFill
 from ._platform import TestPlatformInfo, TestPlatformInfoSize
 from ._program import TestIsValidBinary, TestProgram, TestSymbol, TestSymbolInfo, TestSymbolInfoSize
-from ._queue import TestHostFunction, TestQueue, TestQueueInfo, TestWaitEvents
+from ._queue import TestHostFunction, TestQueue, TestQueueInfo, TestQueueInfoSize, TestWaitEvents
 from ._context import TestContext, TestContextOwnership
 from ._memory_main import TestMemAllocAligned, TestMemAllocHost, TestMemIsAccessible, TestMemPrefetch
 from ._rect import TestMemcpyRect, TestMemcpyRectUpstream
@@ -52,10 +52,12 @@ __all__ = [
     "TestMemRegister",
     "TestQueue",
     "TestQueueInfo",
+    "TestQueueInfoSize",
     "TestWaitEvents",
     "TestHostFunction",
     "TestEvent",
     "TestEventInfo",
+    "TestEventInfoSize",
     "TestEventElapsedTime",
     "TestProgram",
     "TestIsValidBinary",

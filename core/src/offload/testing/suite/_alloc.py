@@ -10,14 +10,7 @@ import pytest
 
 import offload as ol
 
-from ._helpers import (
-    FORCE_UINT32,
-    NULL_HANDLE,
-    NULL_POINTER,
-    Base,
-    raises,
-    require,
-)
+from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, raises, require
 
 A = ol.AllocType
 _TYPES = list(A)

@@ -11,20 +11,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import (
-    NULL_HANDLE,
-    NULL_POINTER,
-    Base,
-    BlockedQueue,
-    global_variable,
-    kernel,
-    launch,
-    ptr_arg,
-    raises,
-    require,
-    u32s,
-    zero,
-)
+from ._helpers import NULL_HANDLE, NULL_POINTER, Base, BlockedQueue, global_variable, kernel, launch, ptr_arg, raises
+from ._helpers import require, u32s, zero
 
 A = ol.AllocType
 
@@ -179,7 +167,11 @@ _FILLS = [
     ("NonPow2", bytes([0x11, 0x22, 0x33]), 3 * 100),
     ("NonPow2Small", bytes([0x11, 0x22, 0x33]), 3),
 ]
-_FILL_IDS = [f[0] for f in _FILLS]
+
+
+def _fills(*names: str) -> list[Any]:
+    """``(pattern, size)`` parameters of the fills named (every fill without names), by name."""
+    return [pytest.param(pattern, size, id=name) for name, pattern, size in _FILLS if not names or name in names]
 
 
 def _expected(pattern: bytes, size: int) -> bytes:
@@ -191,10 +183,8 @@ def _read_back(address: int, size: int) -> bytes:
 
 
 class TestMemFill(Base):
-    @pytest.mark.parametrize(("name", "pattern", "size"), _FILLS, ids=_FILL_IDS)
-    def test_success(
-        self, capabilities: Any, queue: Any, alloc: Callable[..., int], name: str, pattern: bytes, size: int
-    ) -> None:
+    @pytest.mark.parametrize(("pattern", "size"), _fills())
+    def test_success(self, capabilities: Any, queue: Any, alloc: Callable[..., int], pattern: bytes, size: int) -> None:
         require(capabilities, "fill")
         mem = alloc(size + 16)
         zero(mem, size + 16)
@@ -203,31 +193,17 @@ class TestMemFill(Base):
         assert _read_back(mem, size) == _expected(pattern, size)
         assert _read_back(mem + size, 16) == bytes(16), "olMemFill wrote past FillSize"
 
-    @pytest.mark.parametrize(("name", "pattern", "size"), _FILLS, ids=_FILL_IDS)
-    def test_success_synchronous(
-        self, capabilities: Any, alloc: Callable[..., int], name: str, pattern: bytes, size: int
-    ) -> None:
+    @pytest.mark.parametrize(("pattern", "size"), _fills())
+    def test_success_synchronous(self, capabilities: Any, alloc: Callable[..., int], pattern: bytes, size: int) -> None:
         require(capabilities, "fill")
         mem = alloc(size)
         zero(mem, size)
         ol.olMemFill(None, mem, pattern, size)
         assert _read_back(mem, size) == _expected(pattern, size)
 
-    @pytest.mark.parametrize(
-        ("name", "pattern", "size"),
-        [f for f in _FILLS if f[0] in ("32", "NonPow2", "NonPow2Small")],
-        ids=["32", "NonPow2", "NonPow2Small"],
-    )
+    @pytest.mark.parametrize(("pattern", "size"), _fills("32", "NonPow2", "NonPow2Small"))
     def test_success_device(
-        self,
-        device: Any,
-        host_device: Any,
-        capabilities: Any,
-        queue: Any,
-        alloc: Callable[..., int],
-        name: str,
-        pattern: bytes,
-        size: int,
+        self, device: Any, host_device: Any, capabilities: Any, queue: Any, alloc: Callable[..., int], pattern: bytes, size: int
     ) -> None:
         require(capabilities, "fill")
         require(capabilities, "copies")
@@ -238,16 +214,8 @@ class TestMemFill(Base):
         ol.olSyncQueue(queue)
         assert bytes(out) == _expected(pattern, size)
 
-    @pytest.mark.parametrize(("name", "pattern", "size"), _FILLS, ids=_FILL_IDS)
-    def test_success_enqueue(
-        self,
-        capabilities: Any,
-        queue: Any,
-        alloc: Callable[..., int],
-        name: str,
-        pattern: bytes,
-        size: int,
-    ) -> None:
+    @pytest.mark.parametrize(("pattern", "size"), _fills())
+    def test_success_enqueue(self, capabilities: Any, queue: Any, alloc: Callable[..., int], pattern: bytes, size: int) -> None:
         """The fill waits behind a blocked host task on the queue (ManuallyTriggeredTask)."""
         require(capabilities, "fill")
         require(capabilities, "host_functions")

@@ -8,7 +8,7 @@ import pytest
 
 import offload as ol
 
-from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, raises
+from ._helpers import NULL_HANDLE, NULL_POINTER, Base, InfoQueryRefusals, raises
 
 D = ol.DeviceInfo
 _STRINGS = [D.NAME, D.PRODUCT_NAME, D.UID, D.VENDOR, D.DRIVER_VERSION]
@@ -107,7 +107,9 @@ class TestIterateDevices(Base):
             ol.olIterateDevices(None, None)
 
 
-class TestDeviceInfo(Base):
+class TestDeviceInfo(InfoQueryRefusals):
+    query, valid, subject = "olGetDeviceInfo", D.TYPE, "device"
+
     def test_success_type(self, device: Any) -> None:
         assert isinstance(ol.olGetDeviceInfo(device, D.TYPE), ol.DeviceType)
 
@@ -167,20 +169,14 @@ class TestDeviceInfo(Base):
         assert isinstance(value, ol.Dimensions)
         assert value.x > 0 and value.y > 0 and value.z > 0
 
-    def test_invalid_null_handle_device(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetDeviceInfo(None, D.TYPE)
-
-    def test_invalid_enumeration_info_type(self, device: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetDeviceInfo(device, FORCE_UINT32)
-
     def test_invalid_enumeration_last(self, device: Any) -> None:
         with raises(ol.ErrorCode.INVALID_ENUMERATION):
             ol.olGetDeviceInfo(device, len(D))
 
 
-class TestDeviceInfoSize(Base):
+class TestDeviceInfoSize(InfoQueryRefusals):
+    query, valid, subject = "olGetDeviceInfoSize", D.TYPE, "device"
+
     @pytest.mark.parametrize("prop", sorted(_C_SIZE), ids=_name)
     def test_success_fixed(self, device: Any, prop: ol.DeviceInfo) -> None:
         assert ol.olGetDeviceInfoSize(device, prop) == _C_SIZE[prop]
@@ -188,11 +184,3 @@ class TestDeviceInfoSize(Base):
     @pytest.mark.parametrize("prop", _STRINGS, ids=_name)
     def test_success_string(self, device: Any, prop: ol.DeviceInfo) -> None:
         assert ol.olGetDeviceInfoSize(device, prop) != 0
-
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetDeviceInfoSize(None, D.TYPE)
-
-    def test_invalid_device_info_enumeration(self, device: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetDeviceInfoSize(device, FORCE_UINT32)

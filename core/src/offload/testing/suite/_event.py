@@ -12,19 +12,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import (
-    FORCE_UINT32,
-    NULL_HANDLE,
-    Base,
-    BlockedQueue,
-    kernel,
-    launch,
-    ptr_arg,
-    raises,
-    require,
-    u32s,
-    wait_until,
-)
+from ._helpers import NULL_HANDLE, Base, BlockedQueue, InfoQueryRefusals, destroyed_twice, kernel, launch, ptr_arg
+from ._helpers import raises, require, u32s, wait_until
 
 E = ol.EventInfo
 
@@ -63,10 +52,7 @@ class TestEvent(_EventBase):
         ol.olDestroyEvent(created)
 
     def test_destroy_twice(self, queue: Any) -> None:
-        created = ol.olCreateEvent(queue)
-        ol.olDestroyEvent(created)
-        with raises(ol.ErrorCode.INVALID_EVENT):
-            ol.olDestroyEvent(created)
+        destroyed_twice(ol.olCreateEvent(queue), ol.olDestroyEvent, ol.ErrorCode.INVALID_EVENT)
 
     def test_destroy_invalid_null_event(self) -> None:
         with raises(NULL_HANDLE):
@@ -99,12 +85,7 @@ class TestEvent(_EventBase):
         ol.olDestroyEvent(created)
 
     def test_event_after_kernel(
-        self,
-        device: Any,
-        capabilities: Any,
-        queue: Any,
-        load_program: Callable[[str], Any],
-        alloc: Callable[..., int],
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
     ) -> None:
         """olSyncEvent on an event recorded after a launch: the kernel's results are visible."""
         require(capabilities, "kernel_launch")
@@ -117,34 +98,24 @@ class TestEvent(_EventBase):
         ol.olDestroyEvent(created)
 
 
-class TestEventInfo(_EventBase):
+class TestEventInfo(_EventBase, InfoQueryRefusals):
+    query, valid, subject = "olGetEventInfo", E.QUEUE, "event"
+
     def test_success_queue(self, queue: Any, event: Any) -> None:
         assert ol.olGetEventInfo(event, E.QUEUE) is queue
 
     def test_success_is_complete(self, event: Any) -> None:
         assert wait_until(lambda: ol.olGetEventInfo(event, E.IS_COMPLETE) is True), "the event never completed"
 
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetEventInfo(None, E.QUEUE)
 
-    def test_invalid_event_info_enumeration(self, event: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetEventInfo(event, FORCE_UINT32)
+class TestEventInfoSize(_EventBase, InfoQueryRefusals):
+    query, valid, subject = "olGetEventInfoSize", E.QUEUE, "event"
 
-    def test_size_success_queue(self, event: Any) -> None:
+    def test_success_queue(self, event: Any) -> None:
         assert ol.olGetEventInfoSize(event, E.QUEUE) == 8  # sizeof(ol_queue_handle_t)
 
-    def test_size_success_is_complete(self, event: Any) -> None:
+    def test_success_is_complete(self, event: Any) -> None:
         assert ol.olGetEventInfoSize(event, E.IS_COMPLETE) == 1  # sizeof(bool)
-
-    def test_size_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetEventInfoSize(None, E.QUEUE)
-
-    def test_size_invalid_event_info_enumeration(self, event: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetEventInfoSize(event, FORCE_UINT32)
 
 
 class TestEventElapsedTime(_EventBase):
@@ -153,12 +124,7 @@ class TestEventElapsedTime(_EventBase):
 
     @pytest.fixture
     def events(
-        self,
-        device: Any,
-        capabilities: Any,
-        queue: Any,
-        load_program: Callable[[str], Any],
-        alloc: Callable[..., int],
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
     ) -> Iterator[tuple[Any, Any]]:
         """A start event, some work (a ``foo`` launch, else a fill, else none), an end event
         (synchronised)."""

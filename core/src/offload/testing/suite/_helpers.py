@@ -32,6 +32,14 @@ def raises(code: ol.ErrorCode) -> Iterator[pytest.ExceptionInfo[ol.OffloadError]
     assert info.value.code == code, f"expected OL_ERRC_{code.name}, got {info.value}"
 
 
+def destroyed_twice(handle: Any, destroy: Callable[[Any], None], code: ol.ErrorCode) -> None:
+    """``destroy(handle)`` succeeds once; the second is refused with ``code`` (liboffload's
+    InvalidXxx after a destroy: the handle is no longer valid)."""
+    destroy(handle)
+    with raises(code):
+        destroy(handle)
+
+
 def implemented(device: Any) -> frozenset[str]:
     """The hooks the backend of ``device`` implements."""
     return implemented_hooks(device.platform)
@@ -169,3 +177,24 @@ class Base:
     @pytest.fixture(autouse=True)
     def _offload_session(self, ol_session: list[Any]) -> None:
         return None
+
+
+class InfoQueryRefusals(Base):
+    """liboffload's InvalidNullHandle and InvalidEnumeration cases of one ``olGet<X>Info`` or
+    ``olGet<X>InfoSize`` query, written once: a null handle is ``OL_ERRC_INVALID_NULL_HANDLE``, an
+    info value outside the enumeration ``OL_ERRC_INVALID_ENUMERATION``. A subclass names the
+    ``query`` (a function of ``offload``), a ``valid`` info value and the fixture that gives a
+    ``subject`` handle to ask."""
+
+    query: str
+    valid: Any
+    subject: str
+
+    def test_invalid_null_handle(self) -> None:
+        with raises(NULL_HANDLE):
+            getattr(ol, self.query)(None, self.valid)
+
+    def test_invalid_info_enumeration(self, device: Any, request: pytest.FixtureRequest) -> None:
+        subject = request.getfixturevalue(self.subject)  # ``device`` above: parametrised like it
+        with raises(ol.ErrorCode.INVALID_ENUMERATION):
+            getattr(ol, self.query)(subject, FORCE_UINT32)

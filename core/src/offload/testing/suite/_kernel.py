@@ -12,21 +12,8 @@ import pytest
 
 import offload as ol
 
-from ._helpers import (
-    NULL_HANDLE,
-    NULL_POINTER,
-    Base,
-    MultiArgs,
-    SingleCounterArgs,
-    global_variable,
-    kernel,
-    launch,
-    ptr_arg,
-    raises,
-    require,
-    u32s,
-    zero,
-)
+from ._helpers import NULL_HANDLE, NULL_POINTER, Base, MultiArgs, SingleCounterArgs, global_variable, kernel, launch
+from ._helpers import ptr_arg, raises, require, u32s, zero
 
 
 class _KernelBase(Base):
@@ -277,15 +264,25 @@ class TestSingleCounter(_KernelBase):
     def counter(self, load_program: Callable[[str], Any]) -> Any:
         return kernel(load_program("single_counter"), "single_counter")
 
+    @pytest.fixture
+    def init(self, alloc: Callable[..., int]) -> int:
+        """The first count's starting value: a uint32 0."""
+        address = alloc(4)
+        zero(address, 4)
+        return address
+
+    @staticmethod
+    def _count(queue: Any, device: Any, counter: Any, start: int, result: int) -> None:
+        """Enqueue the slow count from ``*start`` into ``*result`` (one item)."""
+        args = SingleCounterArgs(_INIT_LOOP, _ADDEND, start, result)
+        ol.olLaunchKernel(queue, device, counter, bytes(args), launch(1, 1))
+
     def test_success_sync_event(
-        self, device: Any, host_device: Any, queue: Any, counter: Any, alloc: Callable[..., int]
+        self, device: Any, host_device: Any, queue: Any, counter: Any, init: int, alloc: Callable[..., int]
     ) -> None:
-        init = alloc(4)
-        zero(init, 4)
         result = alloc(4, ol.AllocType.DEVICE)
         host = ctypes.c_uint32(0)
-        args = SingleCounterArgs(_INIT_LOOP, _ADDEND, init, result)
-        ol.olLaunchKernel(queue, device, counter, bytes(args), launch(1, 1))
+        self._count(queue, device, counter, init, result)
         ol.olMemcpy(queue, ctypes.addressof(host), host_device, result, device, 4)
         event = ol.olCreateEvent(queue)
         ol.olSyncEvent(event)
@@ -293,21 +290,17 @@ class TestSingleCounter(_KernelBase):
         ol.olDestroyEvent(event)
 
     def test_success_two_queues(
-        self, device: Any, host_device: Any, queue: Any, counter: Any, alloc: Callable[..., int]
+        self, device: Any, host_device: Any, queue: Any, counter: Any, init: int, alloc: Callable[..., int]
     ) -> None:
-        init = alloc(4)
-        zero(init, 4)
         middle = alloc(4, ol.AllocType.DEVICE)
         result = alloc(4, ol.AllocType.DEVICE)
         host = ctypes.c_uint32(0)
         second = ol.olCreateQueue(device)
         try:
-            first_args = SingleCounterArgs(_INIT_LOOP, _ADDEND, init, middle)
-            ol.olLaunchKernel(queue, device, counter, bytes(first_args), launch(1, 1))
+            self._count(queue, device, counter, init, middle)
             first_done = ol.olCreateEvent(queue)
             ol.olWaitEvents(second, [first_done])
-            second_args = SingleCounterArgs(_INIT_LOOP, _ADDEND, middle, result)
-            ol.olLaunchKernel(second, device, counter, bytes(second_args), launch(1, 1))
+            self._count(second, device, counter, middle, result)
             ol.olMemcpy(second, ctypes.addressof(host), host_device, result, device, 4)
             second_done = ol.olCreateEvent(second)
             ol.olSyncEvent(second_done)

@@ -8,12 +8,14 @@ import pytest
 
 import offload as ol
 
-from ._helpers import FORCE_UINT32, NULL_HANDLE, Base, raises
+from ._helpers import InfoQueryRefusals
 
 _STRINGS = [ol.PlatformInfo.NAME, ol.PlatformInfo.VENDOR_NAME, ol.PlatformInfo.VERSION]
 
 
-class TestPlatformInfo(Base):
+class TestPlatformInfo(InfoQueryRefusals):
+    query, valid, subject = "olGetPlatformInfo", ol.PlatformInfo.NAME, "platform"
+
     @pytest.mark.parametrize("prop", _STRINGS, ids=lambda p: p.name)
     def test_success_string(self, platform: Any, prop: ol.PlatformInfo) -> None:
         size = ol.olGetPlatformInfoSize(platform, prop)
@@ -31,27 +33,13 @@ class TestPlatformInfo(Base):
         host_platform = ol.olGetDeviceInfo(host_device, ol.DeviceInfo.PLATFORM)
         assert ol.olGetPlatformInfo(host_platform, ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST
 
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetPlatformInfo(None, ol.PlatformInfo.NAME)
 
-    def test_invalid_platform_info_enumeration(self, platform: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetPlatformInfo(platform, FORCE_UINT32)
+class TestPlatformInfoSize(InfoQueryRefusals):
+    query, valid, subject = "olGetPlatformInfoSize", ol.PlatformInfo.BACKEND, "platform"
 
-
-class TestPlatformInfoSize(Base):
     @pytest.mark.parametrize("prop", _STRINGS, ids=lambda p: p.name)
     def test_success_string(self, platform: Any, prop: ol.PlatformInfo) -> None:
         assert ol.olGetPlatformInfoSize(platform, prop) != 0
 
     def test_success_backend(self, platform: Any) -> None:
         assert ol.olGetPlatformInfoSize(platform, ol.PlatformInfo.BACKEND) == 4  # sizeof(enum)
-
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetPlatformInfoSize(None, ol.PlatformInfo.BACKEND)
-
-    def test_invalid_platform_info_enumeration(self, platform: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetPlatformInfoSize(platform, FORCE_UINT32)

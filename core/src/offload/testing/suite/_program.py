@@ -10,7 +10,7 @@ import pytest
 
 import offload as ol
 
-from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, global_variable, kernel, raises, require
+from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, InfoQueryRefusals, global_variable, kernel, raises, require
 
 _GARBAGE = b"not an offload binary"
 
@@ -110,6 +110,14 @@ class _ProgramBase(Base):
         require(capabilities, "globals")
         return load_program("global")
 
+    @pytest.fixture
+    def global_symbol(self, global_program: Any) -> Any:
+        return global_variable(global_program, "global")
+
+    @pytest.fixture
+    def foo_kernel(self, foo: Any) -> Any:
+        return kernel(foo, "foo")
+
 
 class TestSymbol(_ProgramBase):
     def test_kernel_success(self, foo: Any) -> None:
@@ -165,7 +173,9 @@ class TestSymbol(_ProgramBase):
         assert kernel(foo, "foo") is not kernel(bar, "foo")
 
 
-class TestSymbolInfo(_ProgramBase):
+class TestSymbolInfo(_ProgramBase, InfoQueryRefusals):
+    query, valid, subject = "olGetSymbolInfo", S.KIND, "global_symbol"
+
     def test_kernel_success_kind(self, foo: Any) -> None:
         assert ol.olGetSymbolInfo(kernel(foo, "foo"), S.KIND) == K.KERNEL
 
@@ -185,16 +195,10 @@ class TestSymbolInfo(_ProgramBase):
         size = ol.olGetSymbolInfo(global_variable(global_program, "global"), S.GLOBAL_VARIABLE_SIZE)
         assert size == 64 * 4
 
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetSymbolInfo(None, S.KIND)
 
-    def test_invalid_symbol_info_enumeration(self, global_program: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetSymbolInfo(global_variable(global_program, "global"), FORCE_UINT32)
+class TestSymbolInfoSize(_ProgramBase, InfoQueryRefusals):
+    query, valid, subject = "olGetSymbolInfoSize", S.KIND, "foo_kernel"
 
-
-class TestSymbolInfoSize(_ProgramBase):
     def test_kernel_success_kind(self, foo: Any) -> None:
         assert ol.olGetSymbolInfoSize(kernel(foo, "foo"), S.KIND) == 4  # sizeof(ol_symbol_kind_t)
 
@@ -209,11 +213,3 @@ class TestSymbolInfoSize(_ProgramBase):
     def test_kernel_invalid_address(self, foo: Any) -> None:
         with raises(ol.ErrorCode.SYMBOL_KIND):
             ol.olGetSymbolInfoSize(kernel(foo, "foo"), S.GLOBAL_VARIABLE_ADDRESS)
-
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetSymbolInfoSize(None, S.KIND)
-
-    def test_invalid_symbol_info_enumeration(self, foo: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetSymbolInfoSize(kernel(foo, "foo"), FORCE_UINT32)

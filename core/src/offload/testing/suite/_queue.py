@@ -14,22 +14,8 @@ import pytest
 import offload as ol
 
 from ._child import run_script
-from ._helpers import (
-    FORCE_UINT32,
-    NULL_HANDLE,
-    NULL_POINTER,
-    Base,
-    BlockedQueue,
-    SequenceArgs,
-    fibonacci,
-    kernel,
-    launch,
-    ptr_arg,
-    raises,
-    require,
-    u32s,
-    zero,
-)
+from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, BlockedQueue, InfoQueryRefusals, SequenceArgs
+from ._helpers import destroyed_twice, fibonacci, kernel, launch, ptr_arg, raises, require, u32s, zero
 
 Q = ol.QueueInfo
 
@@ -94,10 +80,7 @@ class TestQueue(Base):
 
     def test_destroy_twice(self, device: Any, capabilities: Any) -> None:
         require(capabilities, "queues")
-        queue = ol.olCreateQueue(device)
-        ol.olDestroyQueue(queue)
-        with raises(ol.ErrorCode.INVALID_QUEUE):
-            ol.olDestroyQueue(queue)
+        destroyed_twice(ol.olCreateQueue(device), ol.olDestroyQueue, ol.ErrorCode.INVALID_QUEUE)
 
     def test_destroy_invalid_null_handle(self) -> None:
         with raises(NULL_HANDLE):
@@ -127,34 +110,24 @@ class TestQueue(Base):
         assert ol.olGetQueueInfo(queue, Q.EMPTY) is True
 
 
-class TestQueueInfo(Base):
+class TestQueueInfo(InfoQueryRefusals):
+    query, valid, subject = "olGetQueueInfo", Q.DEVICE, "queue"
+
     def test_success_device(self, device: Any, queue: Any) -> None:
         assert ol.olGetQueueInfo(queue, Q.DEVICE) is device
 
     def test_success_empty(self, queue: Any) -> None:
         assert isinstance(ol.olGetQueueInfo(queue, Q.EMPTY), bool)
 
-    def test_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetQueueInfo(None, Q.DEVICE)
 
-    def test_invalid_queue_info_enumeration(self, queue: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetQueueInfo(queue, FORCE_UINT32)
+class TestQueueInfoSize(InfoQueryRefusals):
+    query, valid, subject = "olGetQueueInfoSize", Q.DEVICE, "queue"
 
-    def test_size_success_device(self, queue: Any) -> None:
+    def test_success_device(self, queue: Any) -> None:
         assert ol.olGetQueueInfoSize(queue, Q.DEVICE) == 8  # sizeof(ol_device_handle_t)
 
-    def test_size_success_empty(self, queue: Any) -> None:
+    def test_success_empty(self, queue: Any) -> None:
         assert ol.olGetQueueInfoSize(queue, Q.EMPTY) == 1  # sizeof(bool)
-
-    def test_size_invalid_null_handle(self) -> None:
-        with raises(NULL_HANDLE):
-            ol.olGetQueueInfoSize(None, Q.DEVICE)
-
-    def test_size_invalid_queue_info_enumeration(self, queue: Any) -> None:
-        with raises(ol.ErrorCode.INVALID_ENUMERATION):
-            ol.olGetQueueInfoSize(queue, FORCE_UINT32)
 
 
 # --- olWaitEvents ----------------------------------------------------------------------------
@@ -193,33 +166,30 @@ class TestWaitEvents(Base):
                 ol.olDestroyEvent(event)
         assert u32s(data, len(queues)) == fibonacci(len(queues))
 
-    def _queues(self, device: Any, count: int) -> list[Any]:
-        return [ol.olCreateQueue(device) for _ in range(count)]
-
-    def test_success(self, device: Any, sequence: Any, alloc: Callable[..., int]) -> None:
-        data = alloc(_LAUNCHES * 4)
-        zero(data, _LAUNCHES * 4)
-        queues = self._queues(device, _LAUNCHES)
+    def _run_on_new_queues(self, device: Any, sequence: Any, data: int, wait_all: bool) -> None:
+        """``_run`` with a queue of its own for every launch."""
+        queues = [ol.olCreateQueue(device) for _ in range(_LAUNCHES)]
         try:
-            self._run(device, queues, sequence, data, wait_all=False)
+            self._run(device, queues, sequence, data, wait_all)
         finally:
             for queue in queues:
                 ol.olDestroyQueue(queue)
 
-    def test_success_single_queue(self, device: Any, queue: Any, sequence: Any, alloc: Callable[..., int]) -> None:
-        data = alloc(_LAUNCHES * 4)
-        zero(data, _LAUNCHES * 4)
+    @pytest.fixture
+    def data(self, alloc: Callable[..., int]) -> int:
+        """Room for one uint32 per launch, zeroed."""
+        address = alloc(_LAUNCHES * 4)
+        zero(address, _LAUNCHES * 4)
+        return address
+
+    def test_success(self, device: Any, sequence: Any, data: int) -> None:
+        self._run_on_new_queues(device, sequence, data, wait_all=False)
+
+    def test_success_single_queue(self, device: Any, queue: Any, sequence: Any, data: int) -> None:
         self._run(device, [queue] * _LAUNCHES, sequence, data, wait_all=False)
 
-    def test_success_multiple_events(self, device: Any, sequence: Any, alloc: Callable[..., int]) -> None:
-        data = alloc(_LAUNCHES * 4)
-        zero(data, _LAUNCHES * 4)
-        queues = self._queues(device, _LAUNCHES)
-        try:
-            self._run(device, queues, sequence, data, wait_all=True)
-        finally:
-            for queue in queues:
-                ol.olDestroyQueue(queue)
+    def test_success_multiple_events(self, device: Any, sequence: Any, data: int) -> None:
+        self._run_on_new_queues(device, sequence, data, wait_all=True)
 
     def test_success_empty_list(self, queue: Any) -> None:
         ol.olWaitEvents(queue, [])
@@ -296,12 +266,7 @@ class TestHostFunction(Base):
         assert values == fibonacci(14)
 
     def test_success_blocking(
-        self,
-        device: Any,
-        capabilities: Any,
-        queue: Any,
-        load_program: Callable[[str], Any],
-        alloc: Callable[..., int],
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
     ) -> None:
         """olLaunchHostFunctionKernelTest.SuccessBlocking: a kernel queued behind a spinning host
         callback must not run until the callback returns."""

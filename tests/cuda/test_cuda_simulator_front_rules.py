@@ -10,16 +10,13 @@ from typing import Any
 
 import pytest
 
-from test_cuda_simulator_core_rules import _PRELUDE
+from cuda_child import RAW_PRELUDE, raw_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
-_LAUNCH = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+_LAUNCH = raw_child(
+    r"""
+module, fault = fault_kernel()
 out_mem = ck(d.cuMemAlloc(64))
 params = [tuple(int(v) for v in ck(d.cuFuncGetParamInfo(fault, i))) for i in range(3)]
 
@@ -50,10 +47,8 @@ def test_launch_buffer_must_be_the_parameters_extent(run_child: Any, child_env: 
     assert out["tail_padded"] == "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
 
 
-_SYNC = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_SYNC = raw_child(
+    r"""
 N = 1 << 16
 device = ck(d.cuMemAlloc(N))
 device2 = ck(d.cuMemAlloc(N))
@@ -114,10 +109,8 @@ def test_synchronous_copies_and_memsets_return_as_documented(run_child: Any, chi
     assert returned_early == {"HtoD_pageable", "HtoD_pageable_to_managed", "DtoD", "DtoD_managed", "memset_device"}
 
 
-_ORDERING = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_ORDERING = raw_child(
+    r"""
 N = 1 << 16
 device = ck(d.cuMemAlloc(N))  # the driver leaves it 0xA5 bytes
 pinned = ck(d.cuMemAllocHost(16))
@@ -155,7 +148,7 @@ def test_non_blocking_streams_do_not_order_against_the_legacy_stream(run_child: 
 
 
 _CONTEXTS = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 d0, ctx0 = setup(0)
 stream0 = ck(d.cuStreamCreate(1))
@@ -167,8 +160,7 @@ ctx1 = ck(d.cuDevicePrimaryCtxRetain(d1))
 ck(d.cuCtxSetCurrent(ctx1))
 stream1 = ck(d.cuStreamCreate(1))
 event1 = ck(d.cuEventCreate(0))
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+module, fault = fault_kernel()
 mem1 = ck(d.cuMemAlloc(64))
 args = [ctypes.c_uint64(int(mem1)), ctypes.c_uint32(16), ctypes.c_uint32(1000)]
 params = (ctypes.c_void_p * 3)(*[ctypes.addressof(a) for a in args])
@@ -221,7 +213,7 @@ def test_streams_and_events_belong_to_their_context(run_child: Any, child_env: A
 
 
 _PEER = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 d0, ctx0 = setup(0)
 d1 = ck(d.cuDeviceGet(1))
@@ -255,10 +247,8 @@ def test_peer_access_may_be_absent_or_fail_and_peer_copies_need_none(
     assert out == {"can_access": can_access, "enable": enable, "copy_peer": "CUDA_SUCCESS", "copied": True}
 
 
-_PTX = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_PTX = raw_child(
+    r"""
 ptx = (KERNELS / "saxpy.ptx").read_bytes()
 assert b".version 9.0" in ptx and b".target sm_90\n" in ptx
 
@@ -300,12 +290,9 @@ def test_ptx_jit_checks_with_the_error_log(run_child: Any, child_env: Any, kerne
         assert out["newer_target"] == ["CUDA_SUCCESS", ""]
 
 
-_CALLBACK = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
-module = ck(d.cuModuleLoadData((KERNELS / "fault.cubin").read_bytes()))
-fault = ck(d.cuModuleGetFunction(module, b"fault"))
+_CALLBACK = raw_child(
+    r"""
+module, fault = fault_kernel()
 mem = ck(d.cuMemAlloc(256))
 stream = ck(d.cuStreamCreate(1))
 seen = []
@@ -341,7 +328,7 @@ def test_stream_callbacks_get_the_status_and_may_not_call_the_driver(
 
 
 _COMPUTE_MODE = (
-    _PRELUDE
+    RAW_PRELUDE
     + r"""
 ck(d.cuInit(0))
 mode = lambda i: int(ck(d.cuDeviceGetAttribute(d.CUdevice_attribute(20), ck(d.cuDeviceGet(i)))))
@@ -367,10 +354,8 @@ def test_a_prohibited_device_refuses_its_primary_context(run_child: Any, child_e
     assert out["retain_default"] == "CUDA_SUCCESS"
 
 
-_LEAKED_HANDLES = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_LEAKED_HANDLES = raw_child(
+    r"""
 streams = [ck(d.cuStreamCreate(1)) for _ in range(3)]
 events = [ck(d.cuEventCreate(0)) for _ in range(4)]
 ck(d.cuStreamDestroy(streams.pop()))
@@ -394,10 +379,8 @@ def test_streams_and_events_never_destroyed_are_reported_at_the_reset(run_child:
     assert "gpusim: leak at primary context release of device 0: 3 event(s) never destroyed" in child.stderr
 
 
-_RECT = (
-    _PRELUDE
-    + r"""
-dev, ctx = setup()
+_RECT = raw_child(
+    r"""
 device = ck(d.cuMemAlloc(4096))
 host = (ctypes.c_ubyte * 4096)(*[i % 251 for i in range(4096)])
 back = (ctypes.c_ubyte * 4096)()

@@ -253,6 +253,13 @@ class Buffer:
             finalizer()
             _session.drain()
 
+    def __eq__(self, other: object) -> bool:
+        """Identity: an Buffer equals only itself, and never asks ``other`` (a numpy array would
+        read the memory to compare; a launch compares argument tuples with ``==``, Kernel._memo)."""
+        return self is other
+
+    __hash__ = object.__hash__
+
     def __enter__(self) -> Buffer:
         return self
 

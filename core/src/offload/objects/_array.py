@@ -15,12 +15,14 @@ from .._errors import OffloadError
 from . import _dlpack, _interop, _session
 from ._rect import copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
-from ._buffer import Buffer, as_kind, as_size, dlpack_device
+from ._buffer import Buffer
+from ._memory import as_kind, as_size, dlpack_device
 
 if TYPE_CHECKING:
     import numpy
     from numpy.typing import DTypeLike, NDArray
 
+    from ._context import Context
     from ._queue import Queue
 else:
     DTypeLike = Any
@@ -404,32 +406,41 @@ def empty(
     dtype: DTypeLike = "float32",
     device: Device | str | None = None,
     kind: AllocType | str = AllocType.DEVICE,
+    *,
+    context: Context | None = None,
 ) -> Array:
-    """A new uninitialised Array on ``device`` (its Buffer owns the allocation)."""
+    """A new uninitialised Array on ``device`` (its Buffer owns the allocation, in ``context``:
+    default the platform's default context)."""
     np = _numpy()
     dims = _shape(shape)
     dt = as_dtype(np, dtype)
     nbytes = dt.itemsize
     for n in dims:
         nbytes *= n
-    buffer = Buffer(max(nbytes, 1), as_device(device), as_kind(kind))
+    buffer = Buffer(max(nbytes, 1), None if device is None else as_device(device), as_kind(kind), context=context)
     return Array(buffer, dims, dt)
 
 
 def to_device(
-    source: Any, device: Device | str | None = None, kind: AllocType | str = AllocType.DEVICE, *, queue: Queue | None = None
+    source: Any,
+    device: Device | str | None = None,
+    kind: AllocType | str = AllocType.DEVICE,
+    *,
+    queue: Queue | None = None,
+    context: Context | None = None,
 ) -> Array:
-    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on ``device``.
+    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on
+    ``device``, its memory owned by ``context`` (default: the platform's default context).
 
     Object arrays (Python references) are refused: INVALID_ARGUMENT naming the dtype.
     """
     np = _numpy()
     if isinstance(source, Array):
-        out = empty(source.shape, source.dtype, device, kind)
+        out = empty(source.shape, source.dtype, device, kind, context=context)
         out.copy_from(source if source.is_contiguous else source.to_numpy(), queue=queue)
         return out
     host = np.asarray(source, order="C")
     as_dtype(np, host.dtype)
-    out = empty(host.shape, host.dtype, device, kind)
+    out = empty(host.shape, host.dtype, device, kind, context=context)
     out.copy_from(host, queue=queue)
     return out

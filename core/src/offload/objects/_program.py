@@ -24,6 +24,7 @@ from .._errors import OffloadError
 from .._sessions import session_of
 from .._types import KernelLaunchSizeArgs, KernelParam
 from . import _session
+from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._buffer import CLOSES, Buffer
 from ._packing import Packer
@@ -50,7 +51,8 @@ def _unload(ctx: Session, handle: ProgramHandle) -> None:
 
 
 class Program(_session.HandleOwner[ProgramHandle]):
-    """A program image loaded on one device; unloaded by ``close()``, ``with`` or the GC.
+    """A program image loaded on one device, owned by ``context`` (default: the platform's default
+    context); unloaded by ``close()``, ``with`` or the GC.
 
     A kernel launched through the layer keeps its program alive until the launching queue is
     synchronised, so the GC never unloads code that a queue may still run. A global variable's
@@ -58,10 +60,17 @@ class Program(_session.HandleOwner[ProgramHandle]):
     global lives, and makes the globals' Buffers closed.
     """
 
-    __slots__ = ("_device", "_kernels", "_ctx", "_globals", "__weakref__")
+    __slots__ = ("_device", "_kernels", "_ctx", "_globals", "_context", "__weakref__")
 
-    def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
-        dev = as_device(device)
+    def __init__(
+        self,
+        device: Device | str | None,
+        image: bytes | bytearray | memoryview | str | os.PathLike[str],
+        *,
+        context: Context | None = None,
+    ) -> None:
+        owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
+        dev = as_device(device) if context is None else context.device(device)
         ctx = _session.acquire()
         data: bytes | bytearray | memoryview
         if isinstance(image, str | os.PathLike):
@@ -72,22 +81,30 @@ class Program(_session.HandleOwner[ProgramHandle]):
                 raise OffloadError(ErrorCode.HOST_IO, f"cannot read program {os.fspath(image)!r}: {error}") from None
         else:
             data = image
-        handle = olCreateProgram(dev.handle, data)
+        handle = olCreateProgram(dev.handle, data) if owner is None else olCreateProgram(dev.handle, data, context=owner)
         self._device = dev
+        self._context = context
         self._kernels: dict[tuple[str, Any], Kernel] = {}
         self._ctx = ctx
         self._globals: weakref.WeakSet[Buffer] = weakref.WeakSet()
         self._own(handle, _unload, ctx, handle)
 
     @classmethod
-    def from_source(cls, device: Device | str | None, source: str, options: Sequence[str] = ()) -> Program:
+    def from_source(
+        cls, device: Device | str | None, source: str, options: Sequence[str] = (), *, context: Context | None = None
+    ) -> Program:
         """Compile ``source`` for ``device`` with its backend's toolchain (``offload.build``) and load it."""
-        dev = as_device(device)
-        return cls(dev, build(source, dev.handle, options))
+        dev = as_device(device) if context is None else context.device(device)
+        return cls(dev, build(source, dev.handle, options), context=context)
 
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def context(self) -> Context:
+        """The context owning the program (the platform's default one for a program loaded without one)."""
+        return self._device.platform.default_context if self._context is None else self._context
 
     def kernel(self, name: str, signature: Signature | None = None) -> Kernel:
         """The kernel ``name``; ``signature`` declares its parameters where the backend cannot report them.

@@ -26,6 +26,7 @@ from .._errors import OffloadError
 from .._sessions import session_of
 from . import _session
 from ._array import register_queue
+from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._buffer import CLOSES, endpoint, memcpy
 
@@ -57,21 +58,23 @@ def _destroy_event(ctx: Session, handle: EventHandle) -> None:
             pass
 
 
-class Queue(_session.HandleOwner[QueueHandle]):
-    """An in-order queue of one device.
+class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
+    """An in-order queue of one device, owned by ``context`` (default: the platform's default context).
 
     Objects used by enqueued work (buffers, arrays, host memory, kernels) are kept alive until the
     queue is synchronised. ``close()`` and the end of a ``with`` block synchronise, then destroy;
     so does the garbage collector when it finds a queue whose work still holds objects.
     """
 
-    __slots__ = ("_device", "_inflight", "__weakref__")
+    __slots__ = ("_device", "_inflight", "_context", "__weakref__")
 
-    def __init__(self, device: Device | str | None = None) -> None:
-        dev = as_device(device)
+    def __init__(self, device: Device | str | None = None, *, context: Context | None = None) -> None:
+        owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
+        dev = as_device(device) if context is None else context.device(device)
         ctx = _session.acquire()
-        handle = olCreateQueue(dev.handle)
+        handle = olCreateQueue(dev.handle) if owner is None else olCreateQueue(dev.handle, context=owner)
         self._device = dev
+        self._context = context
         self._inflight: list[Any] = []
         self._own(handle, _destroy_queue, ctx, handle, self._inflight)
         register_queue(self)
@@ -79,6 +82,11 @@ class Queue(_session.HandleOwner[QueueHandle]):
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def context(self) -> Context:
+        """The context owning the queue (the platform's default one for a queue made without one)."""
+        return self._device.platform.default_context if self._context is None else self._context
 
     def _hold(self, obj: Any) -> None:
         self._inflight.append(obj)
@@ -154,18 +162,6 @@ class Queue(_session.HandleOwner[QueueHandle]):
             self.sync()
         finally:
             self._finalizer()
-
-    def __enter__(self) -> Queue:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.close()
-            return
-        try:
-            self.close()
-        except OffloadError:
-            pass  # the block's own exception is the one to see
 
     def __repr__(self) -> str:
         state = " (closed)" if self.closed else ""

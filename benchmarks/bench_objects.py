@@ -4,12 +4,13 @@ Sections (variants timed in interleaved repeats, GC off while timing; medians, a
 median of per-round ratios so that drift between rounds cancels out):
 
 * launch    ``queue.launch(saxpy, 1, 1, 2.0, x, y, 1)`` (arguments packed from Python values and
-            Arrays by the kernel's layout; the packing is compiled once per kernel, and the last
-            argument buffer is reused for the very same argument objects) against the flat
-            ``olLaunchKernel`` with a prebuilt argument buffer and launch size, N launches then
-            one sync; the same with x and y swapped every launch (packed every time); and the
-            synchronous ``kernel.launch(...)`` against ``olLaunchKernel(None, ...)``.
-            Target: enqueued object launch <= 1.5x flat.
+            Arrays by the kernel's layout; the packing is compiled once per kernel, and the
+            packed buffers of the kernel's last two launches are reused for equal arguments)
+            against the flat ``olLaunchKernel`` with a prebuilt argument buffer and launch size,
+            N launches then one sync; the same with x and y swapped every launch (the launch
+            before the last reused); with y taking three Arrays in turn (packed every time); and
+            the synchronous ``kernel.launch(...)`` against ``olLaunchKernel(None, ...)``.
+            Target: enqueued object launch <= 1.5x flat (issue 18: 1.3x).
 * pack      ``Kernel.pack`` of four arguments against ``struct.pack`` of the already-converted values.
 * memory    ``Buffer(64).close()`` against ``olMemAlloc`` + ``olMemFree``; ``Buffer.copy_from`` of
             a prebuilt host Buffer (8 B, on a queue) against ``olMemcpy`` on it; ``Buffer.copy_from`` of
@@ -83,6 +84,7 @@ def run(config: Config) -> dict[str, Any]:
     kernel = program.kernel("saxpy", SIGNATURE)
     x = offload.to_device(np.ones(16, np.float32), device)
     y = offload.to_device(np.zeros(16, np.float32), device)
+    z, w = (offload.to_device(np.zeros(16, np.float32), device) for _ in range(2))
     queue = device.queue()
     prebuilt = kernel.pack(2.0, x, y, 1)
     one_item = kernel.launch_size(1, 1)
@@ -113,6 +115,20 @@ def run(config: Config) -> dict[str, Any]:
                 queue.sync,
                 per=2,
             ),
+            "objects_enqueued_packed": _timed(
+                call_loop(
+                    "launch(kernel, 1, 1, 2.0, x, y, 1); launch(kernel, 1, 1, 2.0, x, z, 1); launch(kernel, 1, 1, 2.0, x, w, 1)",
+                    launch=queue.launch,
+                    kernel=kernel,
+                    x=x,
+                    y=y,
+                    z=z,
+                    w=w,
+                ),
+                config.launches // 3,
+                queue.sync,
+                per=3,
+            ),
             "flat_sync": _timed(
                 call_loop("launch(None, dh, kh, args, size)", launch=flat_launch, dh=device.handle, kh=kernel.handle, args=prebuilt, size=one_item),
                 config.launches,
@@ -127,6 +143,7 @@ def run(config: Config) -> dict[str, Any]:
     results["launch"]["enqueued_ratio"] = paired_ratio(samples["objects_enqueued"], samples["flat_enqueued"])
     results["launch"]["sync_ratio"] = paired_ratio(samples["objects_sync"], samples["flat_sync"])
     results["launch"]["alternating_ratio"] = paired_ratio(samples["objects_enqueued_alternating"], samples["flat_enqueued"])
+    results["launch"]["packed_ratio"] = paired_ratio(samples["objects_enqueued_packed"], samples["flat_enqueued"])
 
     log("pack ...")
     converted = (2.0, x.address, y.address, 1)
@@ -197,6 +214,7 @@ def report(results: dict[str, Any]) -> str:
         f"  olLaunchKernel enqueued, prebuilt args   {launch['flat_enqueued']:9.0f} ns",
         f"  queue.launch enqueued, same arguments    {launch['objects_enqueued']:9.0f} ns   {launch['enqueued_ratio']:.2f}x",
         f"  queue.launch enqueued, x/y alternating   {launch['objects_enqueued_alternating']:9.0f} ns   {launch['alternating_ratio']:.2f}x",
+        f"  queue.launch enqueued, packed every time {launch['objects_enqueued_packed']:9.0f} ns   {launch['packed_ratio']:.2f}x",
         f"  olLaunchKernel sync, prebuilt args       {launch['flat_sync']:9.0f} ns",
         f"  kernel.launch sync, same arguments       {launch['objects_sync']:9.0f} ns   {launch['sync_ratio']:.2f}x",
         "pack (4 arguments)",

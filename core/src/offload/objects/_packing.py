@@ -300,13 +300,33 @@ class Packer:
         return scalars[0], scalars[1]
 
     def _cached_launcher_source(self, names: list[str], unpack: str, packed: str, namespace: dict[str, Any]) -> str:
-        """A launcher that reuses the last argument buffer when called with the very same objects.
+        """The launcher of a kernel whose calls are remembered: by the caller (``memo_positions``,
+        ``Kernel._memo``), to which it returns the packed buffer when every pointer is a Buffer or
+        Array and every scalar an ``int`` or non-zero ``float`` (0.0 == -0.0 packs apart); else by
+        itself, reusing the last argument buffer when called with the very same objects.
 
-        A call is remembered only when every argument is a Python ``int`` or ``float`` (immutable)
-        or a ``Buffer`` or ``Array`` (whose address changes only by ``close()``, which bumps
-        ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never mix
-        two calls); the kernel keeps its last arguments alive until its next different call.
+        A call is remembered here only when every argument is a Python ``int`` or ``float``
+        (immutable) or a ``Buffer`` or ``Array`` (whose address changes only by ``close()``, which
+        bumps ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never
+        mix two calls); the kernel keeps its last arguments alive until its next different call.
         """
+        if self.memo_positions() is not None:
+            inline = " and ".join(
+                f"({a}.__class__ is _Buffer or {a}.__class__ is _Array)"
+                if param.kind == "pointer"
+                else f"({a}.__class__ is float and {a} != 0.0 or {a}.__class__ is int)"
+                if param.kind == "float"
+                else f"{a}.__class__ is int"
+                for param, a in zip(self.params, names)
+            )
+            return (
+                "def launcher(queue, args, sizes):\n"
+                f"{unpack}"
+                f"    data = {packed}\n"
+                "    _launch(queue, _device, _kernel, data, sizes)\n"
+                f"    if {inline}:\n"
+                "        return data\n"
+            )
         namespace["_closes"] = CLOSES
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))
@@ -314,14 +334,6 @@ class Packer:
             f"({a}.__class__ is _Buffer or {a}.__class__ is _Array or {a}.__class__ is int)"
             if param.kind == "pointer"
             else f"({a}.__class__ is float or {a}.__class__ is int)"
-            if param.kind == "float"
-            else f"{a}.__class__ is int"
-            for param, a in zip(self.params, names)
-        )
-        inline = " and ".join(
-            f"({a}.__class__ is _Buffer or {a}.__class__ is _Array)"
-            if param.kind == "pointer"
-            else f"({a}.__class__ is float and {a} != 0.0 or {a}.__class__ is int)"  # 0.0 == -0.0 packs apart
             if param.kind == "float"
             else f"{a}.__class__ is int"
             for param, a in zip(self.params, names)
@@ -338,8 +350,6 @@ class Packer:
             f"    if {plain}:\n"
             f"        _last[0] = (closes, data, {', '.join(names)})\n"
             "    _launch(queue, _device, _kernel, data, sizes)\n"
-            f"    if {inline}:\n"
-            "        return data\n"
         )
 
     def pack(self, args: Sequence[Any]) -> bytes | None:

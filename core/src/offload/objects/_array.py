@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _interop, _session
-from ._rect import copy_rect, packed, rect_layout
+from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
 from ._buffer import Buffer
 from ._memory import as_kind, as_size, dlpack_device
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from ._context import Context
     from ._queue import Queue
+    from ._rect import RectLayout
 else:
     DTypeLike = Any
 
@@ -60,23 +61,6 @@ def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, tuple | list):
         return tuple(as_size(n, f"shape[{i}]") for i, n in enumerate(shape))
     return (as_size(shape, "shape"),)
-
-
-def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def byte_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
-    """``(low, high)`` byte offsets touched by a strided view (high is one past the end)."""
-    if any(n == 0 for n in shape):
-        return 0, 0
-    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
-    return low, high
 
 
 class Array:
@@ -233,11 +217,13 @@ class Array:
         return out  # type: ignore[no-any-return]
 
     def copy_from(self, source: Any, *, queue: Queue | None = None) -> None:
-        """Copy a numpy array (or anything ``numpy.asarray`` takes) of the same shape into this view;
-        into a strided 2-D or 3-D view of rows (``rect_layout``) with one pitched copy."""
+        """Copy a numpy array (or anything ``numpy.asarray`` takes) or an Array of the same shape
+        into this view; a strided 2-D or 3-D view of rows (``rect_layout``) on either side, as
+        ``a[1:4, 2:6]``, is copied with one pitched copy (``olMemcpyRect``), device to device too."""
         np = _numpy()
-        if not self.is_contiguous:
-            self._copy_into_rows(np, source, queue)
+        strided_source = isinstance(source, Array) and not source.is_contiguous
+        if not self.is_contiguous or strided_source:
+            self._copy_rows(np, source, queue)
             return
         if isinstance(source, Array):
             if source.shape != self._shape or source.dtype != self._dtype:
@@ -255,29 +241,41 @@ class Array:
         if host.nbytes:
             self._buffer.copy_from(host.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
 
-    def _copy_into_rows(self, np: Any, source: Any, queue: Queue | None) -> None:
+    def _rows(self, what: str) -> RectLayout | None:
+        """This view's pitched layout (None when C-contiguous); INVALID_ARGUMENT naming ``what``
+        for a strided view that is not whole rows."""
+        if self.is_contiguous:
+            return None
         layout = rect_layout(self._shape, self._strides, self.itemsize)
         if layout is None:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT,
-                f"copy_from needs a C-contiguous Array or a 2-D/3-D view of whole rows, not strides {self._strides}",
+                f"{what} needs a C-contiguous Array or a 2-D/3-D view of whole rows, not strides {self._strides}",
             )
+        return layout
+
+    def _copy_rows(self, np: Any, source: Any, queue: Queue | None) -> None:
+        """One pitched copy from ``source`` (numpy, or an Array of this shape and dtype) where one
+        side or both are strided views of rows."""
+        dst_layout = self._rows("copy_from")
         if isinstance(source, Array):
-            if not source.is_contiguous or source.shape != self._shape or source.dtype != self._dtype:
+            if source.shape != self._shape or source.dtype != self._dtype:
                 raise OffloadError(
                     ErrorCode.INVALID_ARGUMENT,
                     f"source {source.dtype}{list(source.shape)} must be C-contiguous and match {self._dtype}{list(self._shape)}",
                 )
-            src, src_device, keep = source.address, source.device, source
+            src_layout, src, src_device, keep = source._rows("the source"), source.address, source.device, source
         else:
             host = np.ascontiguousarray(source, dtype=self._dtype)
             if host.shape != self._shape:
                 raise OffloadError(
                     ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
                 )
-            src, src_device, keep = host.ctypes.data, host_device(), host
+            src_layout, src, src_device, keep = None, host.ctypes.data, host_device(), host
+        layout = dst_layout or src_layout
+        assert layout is not None  # (one side is strided)
         dst = self._buffer.writable_address("dst") + self._offset
-        copy_rect(queue, dst, self.device, layout, src, src_device, packed(layout), (keep, self))
+        copy_rect(queue, dst, self.device, dst_layout or packed(layout), src, src_device, src_layout or packed(layout), (keep, self))
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray[Any]:
         """numpy conversion: a view of host-accessible memory (no copy), else a host copy.

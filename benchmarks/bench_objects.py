@@ -78,6 +78,14 @@ def _timed(
     return sample
 
 
+def _in_turn(queue: Any, kernel: Any, turns: list[tuple[str, str]], config: Config, **arrays: Any) -> Callable[[], float]:
+    """A sample of ``queue.launch(kernel, 1, 1, 2.0, x, y, 1)`` with the (x, y) Arrays of ``turns``
+    in turn, then one sync: ns per launch."""
+    calls = "; ".join(f"launch(kernel, 1, 1, 2.0, {x}, {y}, 1)" for x, y in turns)
+    body = call_loop(calls, launch=queue.launch, kernel=kernel, **arrays)
+    return _timed(body, config.launches // len(turns), queue.sync, per=len(turns))
+
+
 def run(config: Config) -> dict[str, Any]:
     device = offload.devices("host")[0]
     program = device.load_program(offload_host.build_test_kernel("saxpy"))
@@ -98,37 +106,9 @@ def run(config: Config) -> dict[str, Any]:
             "flat_enqueued": _timed(
                 call_loop("launch(qh, dh, kh, args, size)", launch=flat_launch, **handles), config.launches, queue.sync
             ),
-            "objects_enqueued": _timed(
-                call_loop("launch(kernel, 1, 1, 2.0, x, y, 1)", launch=queue.launch, kernel=kernel, x=x, y=y),
-                config.launches,
-                queue.sync,
-            ),
-            "objects_enqueued_alternating": _timed(
-                call_loop(
-                    "launch(kernel, 1, 1, 2.0, x, y, 1); launch(kernel, 1, 1, 2.0, y, x, 1)",
-                    launch=queue.launch,
-                    kernel=kernel,
-                    x=x,
-                    y=y,
-                ),
-                config.launches // 2,
-                queue.sync,
-                per=2,
-            ),
-            "objects_enqueued_packed": _timed(
-                call_loop(
-                    "launch(kernel, 1, 1, 2.0, x, y, 1); launch(kernel, 1, 1, 2.0, x, z, 1); launch(kernel, 1, 1, 2.0, x, w, 1)",
-                    launch=queue.launch,
-                    kernel=kernel,
-                    x=x,
-                    y=y,
-                    z=z,
-                    w=w,
-                ),
-                config.launches // 3,
-                queue.sync,
-                per=3,
-            ),
+            "objects_enqueued": _in_turn(queue, kernel, [("x", "y")], config, x=x, y=y),
+            "objects_enqueued_alternating": _in_turn(queue, kernel, [("x", "y"), ("y", "x")], config, x=x, y=y),
+            "objects_enqueued_packed": _in_turn(queue, kernel, [("x", "y"), ("x", "z"), ("x", "w")], config, x=x, y=y, z=z, w=w),
             "flat_sync": _timed(
                 call_loop("launch(None, dh, kh, args, size)", launch=flat_launch, dh=device.handle, kh=kernel.handle, args=prebuilt, size=one_item),
                 config.launches,

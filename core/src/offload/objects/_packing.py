@@ -170,6 +170,17 @@ def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
     return convert
 
 
+def _remembered(params: Sequence[KernelParam], names: Sequence[str], *, int_pointers: bool, float_zero: bool) -> str:
+    """Generated source: whether a call's arguments (``names``) may be remembered, each of a
+    class whose value cannot change unseen: Buffers and Arrays for pointers (and int addresses
+    with ``int_pointers``), ints and floats for floats (a float 0.0 only with ``float_zero``: a
+    remembered call compared by ``==`` would take -0.0 for it), ints for integers."""
+    pointer = "({a}.__class__ is _Buffer or {a}.__class__ is _Array" + (" or {a}.__class__ is int)" if int_pointers else ")")
+    floating = "({a}.__class__ is float" + ("" if float_zero else " and {a} != 0.0") + " or {a}.__class__ is int)"
+    tests = {"pointer": pointer, "float": floating}
+    return " and ".join(tests.get(p.kind, "{a}.__class__ is int").format(a=a) for p, a in zip(params, names))
+
+
 class Packer:
     """Packs one kernel's arguments; compiled once from its parameter layout."""
 
@@ -311,14 +322,7 @@ class Packer:
         mix two calls); the kernel keeps its last arguments alive until its next different call.
         """
         if self.memo_positions() is not None:
-            inline = " and ".join(
-                f"({a}.__class__ is _Buffer or {a}.__class__ is _Array)"
-                if param.kind == "pointer"
-                else f"({a}.__class__ is float and {a} != 0.0 or {a}.__class__ is int)"
-                if param.kind == "float"
-                else f"{a}.__class__ is int"
-                for param, a in zip(self.params, names)
-            )
+            inline = _remembered(self.params, names, int_pointers=False, float_zero=False)
             return (
                 "def launcher(queue, args, sizes):\n"
                 f"{unpack}"
@@ -330,14 +334,7 @@ class Packer:
         namespace["_closes"] = CLOSES
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))
-        plain = " and ".join(
-            f"({a}.__class__ is _Buffer or {a}.__class__ is _Array or {a}.__class__ is int)"
-            if param.kind == "pointer"
-            else f"({a}.__class__ is float or {a}.__class__ is int)"
-            if param.kind == "float"
-            else f"{a}.__class__ is int"
-            for param, a in zip(self.params, names)
-        )
+        plain = _remembered(self.params, names, int_pointers=True, float_zero=True)
         return (
             "def launcher(queue, args, sizes):\n"
             f"{unpack}"

@@ -13,7 +13,8 @@ median of per-round ratios so that drift between rounds cancels out):
             Target: enqueued object launch <= 1.5x flat (issue 18: 1.3x).
 * pack      ``Kernel.pack`` of four arguments against ``struct.pack`` of the already-converted values.
 * memory    ``Buffer(64).close()`` against ``olMemAlloc`` + ``olMemFree``; ``Buffer.copy_from`` of
-            a prebuilt host Buffer (8 B, on a queue) against ``olMemcpy`` on it; ``Buffer.copy_from`` of
+            a prebuilt host Buffer (8 B, on a queue), and ``Array.copy_from`` of a float32 view
+            of it, against ``olMemcpy`` on it; ``Buffer.copy_from`` of
             8 B of numpy against ``olMemcpy`` from a known address (reported only).
 
 Usage: ``python benchmarks/bench_objects.py [--quick] [--json] [--strict]`` (as bench_host.py).
@@ -161,6 +162,11 @@ def run(config: Config) -> dict[str, Any]:
             "buffer_copy_from_buffer_8B_queued": _timed(
                 call_loop("copy(source, queue=q)", copy=x.buffer.copy_from, source=host_buffer, q=queue), config.allocs, queue.sync
             ),
+            "array_copy_from_array_8B_queued": _timed(
+                call_loop("copy(source, queue=q)", copy=x.buffer.view(np.float32, 2).copy_from, source=host_buffer.view(np.float32), q=queue),
+                config.allocs,
+                queue.sync,
+            ),
         },
         config.repeats,
     )
@@ -172,6 +178,7 @@ def run(config: Config) -> dict[str, Any]:
     results["memory"]["buffer_copy_ratio"] = paired_ratio(
         samples["buffer_copy_from_buffer_8B_queued"], samples["flat_copy_8B_queued"]
     )
+    results["memory"]["array_copy_ratio"] = paired_ratio(samples["array_copy_from_array_8B_queued"], samples["flat_copy_8B_queued"])
 
     queue.close()
     program.close()
@@ -207,6 +214,7 @@ def report(results: dict[str, Any]) -> str:
         f"  Buffer.copy_from(numpy) 8 B              {memory['buffer_copy_from_8B']:9.0f} ns   {memory['copy_ratio']:.2f}x",
         f"  olMemcpy 8 B on a queue                  {memory['flat_copy_8B_queued']:9.0f} ns",
         f"  Buffer.copy_from(Buffer) 8 B on a queue  {memory['buffer_copy_from_buffer_8B_queued']:9.0f} ns   {memory['buffer_copy_ratio']:.2f}x",
+        f"  Array.copy_from(Array) 8 B on a queue    {memory['array_copy_from_array_8B_queued']:9.0f} ns   {memory['array_copy_ratio']:.2f}x",
         "summary",
     ]
     for check in results["checks"]:

@@ -125,3 +125,36 @@ def test_buffers_and_arrays_compare_by_identity(host: offload.objects.Device) ->
         assert buffer != buffer.view() and view != buffer.view(np.float32)
         assert (view == host_copy) is False  # never numpy's elementwise compare of device memory
         assert len({buffer, view, buffer}) == 2
+
+
+# --- copies in one frame (Buffer and contiguous Array on both sides): every edge still checked ---
+
+
+def test_copies_between_views_and_buffers(device: offload.objects.Device) -> None:
+    base = offload.to_device(np.arange(8, dtype=np.int32), device)
+    small = offload.to_device(np.array([-1, -2], np.int32), device)
+    window = base.buffer.view(np.int32, 2, offset=8)  # base[2:4]
+    with device.queue() as queue:
+        queue.copy(window, small)
+        queue.sync()
+        np.testing.assert_array_equal(base.to_numpy(), [0, 1, -1, -2, 4, 5, 6, 7])  # only the window's bytes
+        window.copy_from(offload.to_device(np.array([9, 9], np.int32), device), queue=queue)
+        queue.sync()
+        np.testing.assert_array_equal(base.to_numpy(), [0, 1, 9, 9, 4, 5, 6, 7])
+        with pytest.raises(OffloadError, match=r"src has 32 bytes, dst only 8"):
+            queue.copy(base.buffer.view(np.int32, 2), base)  # the view, not its buffer, bounds the copy
+        with pytest.raises(OffloadError, match=r"src has 32 bytes, dst only 8"):
+            queue.copy(small.buffer, base.buffer)
+        with pytest.raises(OffloadError, match="does not match"):
+            window.copy_from(base)
+        closed = offload.to_device(np.zeros(2, np.int32), device)
+        closed.buffer.close()
+        with pytest.raises(OffloadError, match="closed"):
+            queue.copy(window, closed)
+        with pytest.raises(OffloadError, match="closed"):
+            window.copy_from(closed, queue=queue)
+        readonly = offload.Array(offload.Buffer.wrap(base.address, 8, device, "device", readonly=True), 2, np.int32)
+        with pytest.raises(OffloadError, match="read-only"):
+            queue.copy(readonly, small)
+        with pytest.raises(OffloadError, match="read-only"):
+            readonly.copy_from(small)

@@ -15,7 +15,7 @@ from .._errors import OffloadError
 from . import _dlpack, _interop, _session
 from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
-from ._buffer import Buffer
+from ._buffer import Buffer, fast_copy
 from ._memory import as_kind, as_size, dlpack_device
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
 class Array:
     """A typed view of ``buffer``: ``shape``, ``dtype``, ``strides`` (bytes) from byte ``offset``."""
 
-    __slots__ = ("_buffer", "_shape", "_dtype", "_strides", "_offset")
+    __slots__ = ("_buffer", "_shape", "_dtype", "_strides", "_offset", "_nbytes", "_contiguous")
 
     def __init__(
         self,
@@ -104,6 +104,11 @@ class Array:
         self._dtype = dt
         self._strides = byte_strides
         self._offset = offset
+        self._nbytes = dt.itemsize
+        for n in dims:
+            self._nbytes *= n
+        expected = c_strides(dims, dt.itemsize)
+        self._contiguous = all(n <= 1 or s == e for n, s, e in zip(dims, byte_strides, expected))
 
     # --- description -------------------------------------------------------------------------
 
@@ -145,7 +150,7 @@ class Array:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.itemsize
+        return self._nbytes  # type: ignore[no-any-return]
 
     @property
     def address(self) -> int:
@@ -168,8 +173,7 @@ class Array:
     @property
     def is_contiguous(self) -> bool:
         """Whether the elements are C-contiguous (size-1 dimensions may have any stride)."""
-        expected = c_strides(self._shape, self.itemsize)
-        return all(n <= 1 or s == e for n, s, e in zip(self._shape, self._strides, expected))
+        return self._contiguous
 
     def __eq__(self, other: object) -> bool:
         """Identity: an Array equals only itself, and never asks ``other`` (a numpy array would
@@ -220,6 +224,12 @@ class Array:
         """Copy a numpy array (or anything ``numpy.asarray`` takes) or an Array of the same shape
         into this view; a strided 2-D or 3-D view of rows (``rect_layout``) on either side, as
         ``a[1:4, 2:6]``, is copied with one pitched copy (``olMemcpyRect``), device to device too."""
+        if (
+            source.__class__ is Array and self._contiguous and source._contiguous and source._dtype is self._dtype
+            and source._shape == self._shape
+            and fast_copy(self._buffer, self._offset, source._buffer, source._offset, self._nbytes, queue)
+        ):
+            return  # the common case in one frame (see fast_copy); every other one is checked below
         np = _numpy()
         strided_source = isinstance(source, Array) and not source.is_contiguous
         if not self.is_contiguous or strided_source:

@@ -250,8 +250,8 @@ class Buffer:
 
     def copy_from(self, src: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Copy all of ``src`` (a Buffer, a contiguous Array or any buffer-protocol object) to ``offset``."""
-        if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see _fast_copy)
-            if _fast_copy(self, offset, src, 0, src._size, queue):
+        if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see fast_copy)
+            if fast_copy(self, offset, src, 0, src._size, queue):
                 return
         src_address, nbytes, src_device, keep = endpoint(src, False, "src")
         offset = as_size(offset, "offset")
@@ -264,7 +264,7 @@ class Buffer:
     def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
         if dst.__class__ is Buffer and offset.__class__ is int:
-            if _fast_copy(dst, 0, self, offset, dst._size, queue):
+            if fast_copy(dst, 0, self, offset, dst._size, queue):
                 return
         dst_address, nbytes, dst_device, keep = endpoint(dst, True, "dst")
         offset = as_size(offset, "offset")
@@ -336,10 +336,11 @@ class Buffer:
 _STATE = session_cell()
 
 
-def _fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None) -> bool:
+def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None) -> bool:
     """The copy between two live Buffers of the current session, in bounds, into writable memory,
     in one frame: True when done, False (nothing done) for every other case, which the general
-    path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync."""
+    path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync.
+    (The callers check what the bounds of a view within a Buffer ask.)"""
     ctx = _STATE.ctx
     if (
         ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes

@@ -25,10 +25,10 @@ from .._enums import ErrorCode, EventInfo
 from .._errors import OffloadError
 from .._sessions import session_of
 from . import _session
-from ._array import register_queue
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
-from ._buffer import CLOSES, endpoint, memcpy
+from ._array import Array, register_queue
+from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
 
 if TYPE_CHECKING:
     from .._sessions import Session
@@ -111,6 +111,13 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
 
     def copy(self, dst: Any, src: Any) -> None:
         """Enqueue a copy of all of ``src`` into ``dst`` (Buffers, contiguous Arrays, host buffers)."""
+        dst_class, src_class = dst.__class__, src.__class__
+        if dst_class is Buffer and src_class is Buffer:
+            if src._size <= dst._size and fast_copy(dst, 0, src, 0, src._size, self):
+                return  # the common cases in one frame (see fast_copy); every other one is checked below
+        elif dst_class is Array and src_class is Array and dst._contiguous and src._contiguous:
+            if src._nbytes <= dst._nbytes and fast_copy(dst._buffer, dst._offset, src._buffer, src._offset, src._nbytes, self):
+                return
         dst_address, dst_size, dst_device, keep_dst = endpoint(dst, True, "dst")
         src_address, nbytes, src_device, keep_src = endpoint(src, False, "src")
         if nbytes > dst_size:

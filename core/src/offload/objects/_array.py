@@ -16,7 +16,7 @@ from . import _dlpack, _interop, _session
 from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
 from ._buffer import Buffer, fast_copy
-from ._memory import as_kind, as_size, dlpack_device
+from ._memory import as_dtype, as_kind, as_shape, as_size, dlpack_device
 
 if TYPE_CHECKING:
     import numpy
@@ -41,28 +41,6 @@ def _numpy() -> Any:
     return numpy
 
 
-def as_dtype(np: Any, dtype: Any) -> Any:
-    """``numpy.dtype(dtype)``, refusing by name what device memory cannot hold faithfully."""
-    try:
-        dt = np.dtype(dtype)
-    except (TypeError, ValueError) as error:
-        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r}: {error}") from None
-    if dt.hasobject:
-        raise OffloadError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"dtype {dt} holds Python object references, which cannot be copied to or kept in offload memory",
-        )
-    if dt.itemsize == 0:
-        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
-    return dt
-
-
-def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, tuple | list):
-        return tuple(as_size(n, f"shape[{i}]") for i, n in enumerate(shape))
-    return (as_size(shape, "shape"),)
-
-
 class Array:
     """A typed view of ``buffer``: ``shape``, ``dtype``, ``strides`` (bytes) from byte ``offset``."""
 
@@ -85,7 +63,7 @@ class Array:
             if offset > buffer.size:
                 raise OffloadError(ErrorCode.INVALID_SIZE, f"offset {offset} is past the {buffer.size}-byte buffer")
             shape = ((buffer.size - offset) // dt.itemsize,)
-        dims = _shape(shape)
+        dims = as_shape(shape)
         if strides is None:
             byte_strides = c_strides(dims, dt.itemsize)
         else:
@@ -420,7 +398,7 @@ def empty(
     """A new uninitialised Array on ``device`` (its Buffer owns the allocation, in ``context``:
     default the platform's default context)."""
     np = _numpy()
-    dims = _shape(shape)
+    dims = as_shape(shape)
     dt = as_dtype(np, dtype)
     nbytes = dt.itemsize
     for n in dims:

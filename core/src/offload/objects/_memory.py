@@ -1,5 +1,5 @@
-"""Memory of the object layer below ``Buffer``: sizes and kinds as the layer takes them, the
-DLPack device of each kind of memory, and the flat allocation of a Buffer."""
+"""Memory of the object layer below ``Buffer``: sizes, shapes, dtypes and kinds as the layer
+takes them, the DLPack device of each kind of memory, and the flat allocation of a Buffer."""
 
 from __future__ import annotations
 
@@ -71,3 +71,26 @@ def allocate(device: Device, kind: AllocType, size: int, alignment: int | None, 
     if kind is AllocType.HOST:
         return olMemAllocAlignedHost(device.handle, size, alignment, **extra)
     return olMemAllocAligned(device.handle, kind, size, alignment, **extra)
+
+
+def as_dtype(np: Any, dtype: Any) -> Any:
+    """``numpy.dtype(dtype)``, refusing by name what device memory cannot hold faithfully."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as error:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r}: {error}") from None
+    if dt.hasobject:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"dtype {dt} holds Python object references, which cannot be copied to or kept in offload memory",
+        )
+    if dt.itemsize == 0:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
+    return dt
+
+
+def as_shape(shape: Any) -> tuple[int, ...]:
+    """A shape (an int or a sequence of them) as a tuple of sizes, INVALID_SIZE naming the bad one."""
+    if isinstance(shape, tuple | list):
+        return tuple(as_size(n, f"shape[{i}]") for i, n in enumerate(shape))
+    return (as_size(shape, "shape"),)

@@ -158,3 +158,19 @@ def test_copies_between_views_and_buffers(device: offload.objects.Device) -> Non
             queue.copy(readonly, small)
         with pytest.raises(OffloadError, match="read-only"):
             readonly.copy_from(small)
+
+
+@pytest.mark.parametrize("on_queue", [False, True])
+def test_a_grid_list_changed_in_place_is_read_again(host: offload.objects.Device, saxpy_image: bytes, on_queue: bool) -> None:
+    with host.load_program(saxpy_image) as program, host.queue() as queue:
+        saxpy = program.kernel("saxpy", SAXPY_SIGNATURE)
+        x, y = offload.to_device(np.ones(8, np.float32), host), offload.to_device(np.zeros(8, np.float32), host)
+        grid, block = [1], [4]
+        for groups in (1, 1, 2):
+            grid[0] = groups  # the same list object, another grid
+            if on_queue:
+                queue.launch(saxpy, grid, block, 1.0, x, y, 8)
+                queue.sync()
+            else:
+                saxpy.launch(grid, block, 1.0, x, y, 8)
+        np.testing.assert_array_equal(y.to_numpy(), [3, 3, 3, 3, 1, 1, 1, 1])

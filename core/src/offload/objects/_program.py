@@ -320,7 +320,9 @@ class Kernel:
             olLaunchKernel(queue, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
             return (self, args)
         positions = self._memo_positions
-        if data is None or positions is None:
+        last = self._last_shape  # set by launch_size only for a grid and block it may keep (hashable, not lists)
+        kept = last[0] is grid and last[1] is block and last[2] is shared_memory
+        if data is None or positions is None or not kept:
             return (self, args)
         first, second = positions
         memo = (

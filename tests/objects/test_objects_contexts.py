@@ -136,6 +136,12 @@ def test_bad_contexts_are_named(device: offload.objects.Device, host: offload.ob
         Context([])
     assert info.value.code is ErrorCode.INVALID_SIZE
     with pytest.raises(OffloadError) as info:
+        Context(3)  # type: ignore[arg-type]
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT and "got 3" in info.value.details
+    with pytest.raises(OffloadError) as info:
+        Context([3])  # type: ignore[list-item]
+    assert info.value.code is ErrorCode.INVALID_DEVICE
+    with pytest.raises(OffloadError) as info:
         offload.Buffer(8, device, context="ctx")
     assert info.value.code is ErrorCode.INVALID_CONTEXT and "'ctx'" in info.value.details
     if device.platform != host.platform:

@@ -64,7 +64,15 @@ class Context(_session.ClosedOnExit, _session.HandleOwner[ContextHandle]):
     __slots__ = ("_devices", "_default", "__weakref__")
 
     def __init__(self, devices: Device | str | Sequence[Device | str]) -> None:
-        chosen = [as_device(devices)] if isinstance(devices, Device | str) else [as_device(d) for d in devices]
+        if isinstance(devices, Device | str):
+            devices = [devices]
+        try:
+            given = list(devices)
+        except TypeError:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT, f"devices must be Devices or 'platform:index' ids, got {devices!r}"
+            ) from None
+        chosen = [as_device(d) for d in given]
         ctx = _session.acquire()
         handle = olCreateContext([d.handle for d in chosen])
         self._devices = tuple(dict.fromkeys(chosen))

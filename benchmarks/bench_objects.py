@@ -4,15 +4,17 @@ Sections (variants timed in interleaved repeats, GC off while timing; medians, a
 median of per-round ratios so that drift between rounds cancels out):
 
 * launch    ``queue.launch(saxpy, 1, 1, 2.0, x, y, 1)`` (arguments packed from Python values and
-            Arrays by the kernel's layout; the packing is compiled once per kernel, and the last
-            argument buffer is reused for the very same argument objects) against the flat
-            ``olLaunchKernel`` with a prebuilt argument buffer and launch size, N launches then
-            one sync; the same with x and y swapped every launch (packed every time); and the
-            synchronous ``kernel.launch(...)`` against ``olLaunchKernel(None, ...)``.
-            Target: enqueued object launch <= 1.5x flat.
+            Arrays by the kernel's layout; the packing is compiled once per kernel, and the
+            packed buffers of the kernel's last two launches are reused for equal arguments)
+            against the flat ``olLaunchKernel`` with a prebuilt argument buffer and launch size,
+            N launches then one sync; the same with x and y swapped every launch (the launch
+            before the last reused); with y taking three Arrays in turn (packed every time); and
+            the synchronous ``kernel.launch(...)`` against ``olLaunchKernel(None, ...)``.
+            Target: enqueued object launch <= 1.5x flat (issue 18: 1.3x).
 * pack      ``Kernel.pack`` of four arguments against ``struct.pack`` of the already-converted values.
 * memory    ``Buffer(64).close()`` against ``olMemAlloc`` + ``olMemFree``; ``Buffer.copy_from`` of
-            a prebuilt host Buffer (8 B, on a queue) against ``olMemcpy`` on it; ``Buffer.copy_from`` of
+            a prebuilt host Buffer (8 B, on a queue), and ``Array.copy_from`` of a float32 view
+            of it, against ``olMemcpy`` on it; ``Buffer.copy_from`` of
             8 B of numpy against ``olMemcpy`` from a known address (reported only).
 
 Usage: ``python benchmarks/bench_objects.py [--quick] [--json] [--strict]`` (as bench_host.py).
@@ -77,12 +79,21 @@ def _timed(
     return sample
 
 
+def _in_turn(queue: Any, kernel: Any, turns: list[tuple[str, str]], config: Config, **arrays: Any) -> Callable[[], float]:
+    """A sample of ``queue.launch(kernel, 1, 1, 2.0, x, y, 1)`` with the (x, y) Arrays of ``turns``
+    in turn, then one sync: ns per launch."""
+    calls = "; ".join(f"launch(kernel, 1, 1, 2.0, {x}, {y}, 1)" for x, y in turns)
+    body = call_loop(calls, launch=queue.launch, kernel=kernel, **arrays)
+    return _timed(body, config.launches // len(turns), queue.sync, per=len(turns))
+
+
 def run(config: Config) -> dict[str, Any]:
     device = offload.devices("host")[0]
     program = device.load_program(offload_host.build_test_kernel("saxpy"))
     kernel = program.kernel("saxpy", SIGNATURE)
     x = offload.to_device(np.ones(16, np.float32), device)
     y = offload.to_device(np.zeros(16, np.float32), device)
+    z, w = (offload.to_device(np.zeros(16, np.float32), device) for _ in range(2))
     queue = device.queue()
     prebuilt = kernel.pack(2.0, x, y, 1)
     one_item = kernel.launch_size(1, 1)
@@ -96,23 +107,9 @@ def run(config: Config) -> dict[str, Any]:
             "flat_enqueued": _timed(
                 call_loop("launch(qh, dh, kh, args, size)", launch=flat_launch, **handles), config.launches, queue.sync
             ),
-            "objects_enqueued": _timed(
-                call_loop("launch(kernel, 1, 1, 2.0, x, y, 1)", launch=queue.launch, kernel=kernel, x=x, y=y),
-                config.launches,
-                queue.sync,
-            ),
-            "objects_enqueued_alternating": _timed(
-                call_loop(
-                    "launch(kernel, 1, 1, 2.0, x, y, 1); launch(kernel, 1, 1, 2.0, y, x, 1)",
-                    launch=queue.launch,
-                    kernel=kernel,
-                    x=x,
-                    y=y,
-                ),
-                config.launches // 2,
-                queue.sync,
-                per=2,
-            ),
+            "objects_enqueued": _in_turn(queue, kernel, [("x", "y")], config, x=x, y=y),
+            "objects_enqueued_alternating": _in_turn(queue, kernel, [("x", "y"), ("y", "x")], config, x=x, y=y),
+            "objects_enqueued_packed": _in_turn(queue, kernel, [("x", "y"), ("x", "z"), ("x", "w")], config, x=x, y=y, z=z, w=w),
             "flat_sync": _timed(
                 call_loop("launch(None, dh, kh, args, size)", launch=flat_launch, dh=device.handle, kh=kernel.handle, args=prebuilt, size=one_item),
                 config.launches,
@@ -127,6 +124,7 @@ def run(config: Config) -> dict[str, Any]:
     results["launch"]["enqueued_ratio"] = paired_ratio(samples["objects_enqueued"], samples["flat_enqueued"])
     results["launch"]["sync_ratio"] = paired_ratio(samples["objects_sync"], samples["flat_sync"])
     results["launch"]["alternating_ratio"] = paired_ratio(samples["objects_enqueued_alternating"], samples["flat_enqueued"])
+    results["launch"]["packed_ratio"] = paired_ratio(samples["objects_enqueued_packed"], samples["flat_enqueued"])
 
     log("pack ...")
     converted = (2.0, x.address, y.address, 1)
@@ -164,6 +162,11 @@ def run(config: Config) -> dict[str, Any]:
             "buffer_copy_from_buffer_8B_queued": _timed(
                 call_loop("copy(source, queue=q)", copy=x.buffer.copy_from, source=host_buffer, q=queue), config.allocs, queue.sync
             ),
+            "array_copy_from_array_8B_queued": _timed(
+                call_loop("copy(source, queue=q)", copy=x.buffer.view(np.float32, 2).copy_from, source=host_buffer.view(np.float32), q=queue),
+                config.allocs,
+                queue.sync,
+            ),
         },
         config.repeats,
     )
@@ -175,6 +178,7 @@ def run(config: Config) -> dict[str, Any]:
     results["memory"]["buffer_copy_ratio"] = paired_ratio(
         samples["buffer_copy_from_buffer_8B_queued"], samples["flat_copy_8B_queued"]
     )
+    results["memory"]["array_copy_ratio"] = paired_ratio(samples["array_copy_from_array_8B_queued"], samples["flat_copy_8B_queued"])
 
     queue.close()
     program.close()
@@ -197,6 +201,7 @@ def report(results: dict[str, Any]) -> str:
         f"  olLaunchKernel enqueued, prebuilt args   {launch['flat_enqueued']:9.0f} ns",
         f"  queue.launch enqueued, same arguments    {launch['objects_enqueued']:9.0f} ns   {launch['enqueued_ratio']:.2f}x",
         f"  queue.launch enqueued, x/y alternating   {launch['objects_enqueued_alternating']:9.0f} ns   {launch['alternating_ratio']:.2f}x",
+        f"  queue.launch enqueued, packed every time {launch['objects_enqueued_packed']:9.0f} ns   {launch['packed_ratio']:.2f}x",
         f"  olLaunchKernel sync, prebuilt args       {launch['flat_sync']:9.0f} ns",
         f"  kernel.launch sync, same arguments       {launch['objects_sync']:9.0f} ns   {launch['sync_ratio']:.2f}x",
         "pack (4 arguments)",
@@ -209,6 +214,7 @@ def report(results: dict[str, Any]) -> str:
         f"  Buffer.copy_from(numpy) 8 B              {memory['buffer_copy_from_8B']:9.0f} ns   {memory['copy_ratio']:.2f}x",
         f"  olMemcpy 8 B on a queue                  {memory['flat_copy_8B_queued']:9.0f} ns",
         f"  Buffer.copy_from(Buffer) 8 B on a queue  {memory['buffer_copy_from_buffer_8B_queued']:9.0f} ns   {memory['buffer_copy_ratio']:.2f}x",
+        f"  Array.copy_from(Array) 8 B on a queue    {memory['array_copy_from_array_8B_queued']:9.0f} ns   {memory['array_copy_ratio']:.2f}x",
         "summary",
     ]
     for check in results["checks"]:

@@ -19,7 +19,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_quick_run_reports_every_figure() -> None:
     proc = _run()
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for text in ("olLaunchKernel enqueued", "queue.launch enqueued, same", "x/y alternating", "kernel.launch sync", "Kernel.pack", "Buffer(64).close()", "Buffer.copy_from", "summary"):
+    for text in ("olLaunchKernel enqueued", "queue.launch enqueued, same", "x/y alternating", "packed every time", "kernel.launch sync", "Kernel.pack", "Buffer(64).close()", "Buffer.copy_from", "Array.copy_from(Array)", "summary"):
         assert text in proc.stdout, f"{text!r} missing from:\n{proc.stdout}"
     summary = proc.stdout[proc.stdout.index("summary") :]
     assert summary.count("PASS") + summary.count("FAIL") == 1
@@ -31,5 +31,5 @@ def test_quick_json() -> None:
     results = json.loads(proc.stdout)
     launch = results["launch"]
     assert launch["flat_enqueued"] > 0 and launch["objects_enqueued"] > 0 and launch["enqueued_ratio"] > 0
-    assert launch["sync_ratio"] > 0 and launch["alternating_ratio"] > 0 and results["pack"]["ratio"] > 0 and results["memory"]["copy_ratio"] > 0
+    assert launch["sync_ratio"] > 0 and launch["alternating_ratio"] > 0 and launch["packed_ratio"] > 0 and results["pack"]["ratio"] > 0 and results["memory"]["copy_ratio"] > 0 and results["memory"]["array_copy_ratio"] > 0
     assert [c["passed"] in (True, False) for c in results["checks"]] == [True]

@@ -85,3 +85,26 @@ def test_rect_layout() -> None:
     assert _rect.rect_layout((3, 4), (-32, 4), 4) is None  # reversed rows
     assert _rect.rect_layout((2, 3, 4), (32, 16, 4), 4) is None  # slices overlap
     assert _rect.rect_layout((4,), (4,), 4) is None and _rect.rect_layout((0, 4), (16, 4), 4) is None
+
+
+def test_strided_array_sources_device_to_device(device: offload.objects.Device, rect_calls: list[tuple[Any, ...]]) -> None:
+    """An Array copied from a strided Array view of rows (issue 17: rect copies of 2-D/3-D
+    Arrays): one pitched copy on the device, into a contiguous Array or into another window."""
+    data = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    base = offload.to_device(data, device)
+    box = base.buffer.view(np.float32, (2, 2, 3), (80, 20, 4), offset=(1 * 20 + 1 * 5 + 1) * 4)  # data[1:3, 1:3, 1:4]
+    dense = offload.empty((2, 2, 3), np.float32, device)
+    with device.queue() as queue:
+        dense.copy_from(box, queue=queue)
+    np.testing.assert_array_equal(dense.to_numpy(), data[1:3, 1:3, 1:4])
+    target = offload.to_device(np.zeros((3, 4, 5), np.float32), device)
+    window = target.buffer.view(np.float32, (2, 2, 3), (80, 20, 4), offset=2 * 4)  # zeros[0:2, 0:2, 2:5]
+    window.copy_from(box)
+    expected = np.zeros((3, 4, 5), np.float32)
+    expected[0:2, 0:2, 2:5] = data[1:3, 1:3, 1:4]
+    np.testing.assert_array_equal(target.to_numpy(), expected)
+    assert [call[0] for call in rect_calls[:2]] == [(12, 2, 2), (12, 2, 2)]
+    assert rect_calls[0][1:] == ((12, 24), (20, 80)) and rect_calls[1][1:] == ((20, 80), (20, 80))
+    overlapping = base.buffer.view(np.float32, (2, 2, 3), (8, 4, 4))
+    with pytest.raises(OffloadError, match=r"the source needs a C-contiguous Array or a 2-D/3-D view of whole rows"):
+        dense.copy_from(overlapping)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import offload
 from offload import ErrorCode, OffloadError
-from offload.objects import _packing
+from offload.objects import _signature
 
 from objects_support import SAXPY_SIGNATURE, release_library
 
@@ -73,8 +73,8 @@ def test_declared_layout_is_the_c_layout(params: list[tuple[str, object, str]], 
     reference = type("Args", (ctypes.Structure,), {"_fields_": fields})
     expected = [(getattr(reference, name).offset, getattr(reference, name).size, kind) for (name, _), (_, _, kind) in zip(fields, params)]
     text = ", ".join(f"{spelling} p{i}" if named[i] else spelling for i, (spelling, _, _) in enumerate(params))
-    as_string = _packing.declared_params(text, "k")
-    as_items = _packing.declared_params([spelling for spelling, _, _ in params], "k")
+    as_string = _signature.declared_params(text, "k")
+    as_items = _signature.declared_params([spelling for spelling, _, _ in params], "k")
     for declared in (as_string, as_items):
         assert [(p.offset, p.size, p.kind) for p in declared] == expected, text
     assert [p.name for p in as_string] == [f"p{i}" if named[i] else "" for i in range(len(params))]
@@ -89,7 +89,7 @@ TOKENS = ["int", "float", "unsigned", "long", "short", "char", "void", "const", 
 def test_any_signature_text_parses_or_is_a_named_error(entries: list[list[str]]) -> None:
     text = ", ".join(" ".join(words) for words in entries)
     try:
-        params = _packing.declared_params(text, "kernel 'k' signature")
+        params = _signature.declared_params(text, "kernel 'k' signature")
     except OffloadError as error:
         assert error.code is ErrorCode.INVALID_ARGUMENT
         assert "kernel 'k' signature" in error.details and repr(text) in error.details
@@ -114,14 +114,14 @@ def test_any_signature_text_parses_or_is_a_named_error(entries: list[list[str]])
 )
 def test_signature_errors_say_what_is_wrong(signature: str, message: str) -> None:
     with pytest.raises(OffloadError) as info:
-        _packing.declared_params(signature, "kernel 'k' signature")
+        _signature.declared_params(signature, "kernel 'k' signature")
     assert info.value.code is ErrorCode.INVALID_ARGUMENT
     assert repr(signature) in info.value.details
     assert re.search(message, info.value.details), info.value.details
 
 
 def test_multi_word_types_have_their_c_size() -> None:
-    params, pointees = _packing.declared_signature(
+    params, pointees = _signature.declared_signature(
         "unsigned char, unsigned long, long long, signed char, short int, const float *__restrict__ x, float y[], void *p",
         "k",
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Protocol, TypeAlias
 
 from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
+from ._handles import Context as ContextHandle
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._runtime import STATE, Context
 from ._types import KernelParam
@@ -38,7 +39,7 @@ __all__ = [
 Session: TypeAlias = Context
 """One ``olInit`` ... final ``olShutDown`` session (opaque: compare with ``is``)."""
 
-Handle: TypeAlias = Platform | Device | Queue | Event | Program | Symbol
+Handle: TypeAlias = Platform | Device | ContextHandle | Queue | Event | Program | Symbol
 
 
 def current_session() -> Session | None:

@@ -1,14 +1,14 @@
 """offload.objects: the Pythonic layer over the flat ``ol*`` API.
 
-Devices, buffers, typed arrays, queues, events, programs and kernels as objects with context
-managers and garbage collection; numpy and DLPack in and out; kernels that pack their own
+Devices, contexts, buffers, typed arrays, queues, events, programs and kernels as objects with
+context managers and garbage collection; numpy and DLPack in and out; kernels that pack their own
 arguments. The layer holds one ``olInit`` reference of its own (taken when the first object is
 made, dropped at exit), so it can be mixed freely with the flat API: every object exposes its flat
 handle as ``.handle`` and buffers their address as ``__offload_ptr__``.
 
 The most used names are also in ``offload`` itself: ``offload.devices()``, ``offload.Buffer``,
 ``offload.Array``, ``offload.to_device``, ... The classes that share a name with a flat handle
-(``Device``, ``Platform``, ``Queue``, ``Event``, ``Program``) live here only: ``offload.Queue`` is
+(``Device``, ``Platform``, ``Context``, ``Queue``, ``Event``, ``Program``) live here only: ``offload.Queue`` is
 the flat handle type (also ``offload.QueueHandle``), and ``isinstance(dev.queue(), offload.Queue)``
 is False while ``isinstance(dev.queue().handle, offload.QueueHandle)`` is True.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ._array import Array, empty, to_device
 from ._buffer import Buffer
+from ._context import Context
 from ._cai import as_array, from_cuda_array_interface, from_dlpack
 from ._discovery import Device, InfoMapping, Platform, default_device, devices, platforms
 from ._makers import register
@@ -24,9 +25,11 @@ from ._mpi import host_staging, mpi_buffer
 from ._program import Kernel, Program
 from ._queue import Event, Queue
 
-register(buffer=Buffer, array=Array, queue=Queue, program=Program)  # what Device and Buffer make (see _makers)
+register(  # what Platform, Device, Context and Buffer make (see _makers)
+    context=Context, buffer=Buffer, array=Array, queue=Queue, program=Program, empty=empty, to_device=to_device
+)
 
-for _public in (Array, Buffer, Device, Event, InfoMapping, Kernel, Platform, Program, Queue):
+for _public in (Array, Buffer, Context, Device, Event, InfoMapping, Kernel, Platform, Program, Queue):
     _public.__module__ = __name__  # help() and reprs name offload.objects, not the private module
 del _public
 
@@ -34,6 +37,7 @@ __all__ = [
     "Array",
     "Buffer",
     "as_array",
+    "Context",
     "from_cuda_array_interface",
     "Device",
     "Event",

@@ -13,15 +13,18 @@ from typing import TYPE_CHECKING, Any
 from .._enums import AllocType, ErrorCode, PlatformBackend
 from .._errors import OffloadError
 from . import _dlpack, _interop, _session
-from ._rect import copy_rect, packed, rect_layout
+from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
-from ._buffer import Buffer, as_kind, as_size, dlpack_device
+from ._buffer import Buffer, fast_copy
+from ._memory import as_dtype, as_kind, as_shape, as_size, dlpack_device
 
 if TYPE_CHECKING:
     import numpy
     from numpy.typing import DTypeLike, NDArray
 
+    from ._context import Context
     from ._queue import Queue
+    from ._rect import RectLayout
 else:
     DTypeLike = Any
 
@@ -38,49 +41,10 @@ def _numpy() -> Any:
     return numpy
 
 
-def as_dtype(np: Any, dtype: Any) -> Any:
-    """``numpy.dtype(dtype)``, refusing by name what device memory cannot hold faithfully."""
-    try:
-        dt = np.dtype(dtype)
-    except (TypeError, ValueError) as error:
-        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r}: {error}") from None
-    if dt.hasobject:
-        raise OffloadError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"dtype {dt} holds Python object references, which cannot be copied to or kept in offload memory",
-        )
-    if dt.itemsize == 0:
-        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
-    return dt
-
-
-def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, tuple | list):
-        return tuple(as_size(n, f"shape[{i}]") for i, n in enumerate(shape))
-    return (as_size(shape, "shape"),)
-
-
-def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def byte_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
-    """``(low, high)`` byte offsets touched by a strided view (high is one past the end)."""
-    if any(n == 0 for n in shape):
-        return 0, 0
-    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
-    return low, high
-
-
 class Array:
     """A typed view of ``buffer``: ``shape``, ``dtype``, ``strides`` (bytes) from byte ``offset``."""
 
-    __slots__ = ("_buffer", "_shape", "_dtype", "_strides", "_offset")
+    __slots__ = ("_buffer", "_shape", "_dtype", "_strides", "_offset", "_nbytes", "_contiguous")
 
     def __init__(
         self,
@@ -99,7 +63,7 @@ class Array:
             if offset > buffer.size:
                 raise OffloadError(ErrorCode.INVALID_SIZE, f"offset {offset} is past the {buffer.size}-byte buffer")
             shape = ((buffer.size - offset) // dt.itemsize,)
-        dims = _shape(shape)
+        dims = as_shape(shape)
         if strides is None:
             byte_strides = c_strides(dims, dt.itemsize)
         else:
@@ -118,6 +82,11 @@ class Array:
         self._dtype = dt
         self._strides = byte_strides
         self._offset = offset
+        self._nbytes = dt.itemsize
+        for n in dims:
+            self._nbytes *= n
+        expected = c_strides(dims, dt.itemsize)
+        self._contiguous = all(n <= 1 or s == e for n, s, e in zip(dims, byte_strides, expected))
 
     # --- description -------------------------------------------------------------------------
 
@@ -159,7 +128,7 @@ class Array:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.itemsize
+        return self._nbytes  # type: ignore[no-any-return]
 
     @property
     def address(self) -> int:
@@ -182,8 +151,14 @@ class Array:
     @property
     def is_contiguous(self) -> bool:
         """Whether the elements are C-contiguous (size-1 dimensions may have any stride)."""
-        expected = c_strides(self._shape, self.itemsize)
-        return all(n <= 1 or s == e for n, s, e in zip(self._shape, self._strides, expected))
+        return self._contiguous
+
+    def __eq__(self, other: object) -> bool:
+        """Identity: an Array equals only itself, and never asks ``other`` (a numpy array would
+        read the memory to compare; a launch compares argument tuples with ``==``, Kernel._memo)."""
+        return self is other
+
+    __hash__ = object.__hash__
 
     def __len__(self) -> int:
         if not self._shape:
@@ -224,11 +199,19 @@ class Array:
         return out  # type: ignore[no-any-return]
 
     def copy_from(self, source: Any, *, queue: Queue | None = None) -> None:
-        """Copy a numpy array (or anything ``numpy.asarray`` takes) of the same shape into this view;
-        into a strided 2-D or 3-D view of rows (``rect_layout``) with one pitched copy."""
+        """Copy a numpy array (or anything ``numpy.asarray`` takes) or an Array of the same shape
+        into this view; a strided 2-D or 3-D view of rows (``rect_layout``) on either side, as
+        ``a[1:4, 2:6]``, is copied with one pitched copy (``olMemcpyRect``), device to device too."""
+        if (
+            source.__class__ is Array and self._contiguous and source._contiguous and source._dtype is self._dtype
+            and source._shape == self._shape
+            and fast_copy(self._buffer, self._offset, source._buffer, source._offset, self._nbytes, queue)
+        ):
+            return  # the common case in one frame (see fast_copy); every other one is checked below
         np = _numpy()
-        if not self.is_contiguous:
-            self._copy_into_rows(np, source, queue)
+        strided_source = isinstance(source, Array) and not source.is_contiguous
+        if not self.is_contiguous or strided_source:
+            self._copy_rows(np, source, queue)
             return
         if isinstance(source, Array):
             if source.shape != self._shape or source.dtype != self._dtype:
@@ -246,29 +229,41 @@ class Array:
         if host.nbytes:
             self._buffer.copy_from(host.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
 
-    def _copy_into_rows(self, np: Any, source: Any, queue: Queue | None) -> None:
+    def _rows(self, what: str) -> RectLayout | None:
+        """This view's pitched layout (None when C-contiguous); INVALID_ARGUMENT naming ``what``
+        for a strided view that is not whole rows."""
+        if self.is_contiguous:
+            return None
         layout = rect_layout(self._shape, self._strides, self.itemsize)
         if layout is None:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT,
-                f"copy_from needs a C-contiguous Array or a 2-D/3-D view of whole rows, not strides {self._strides}",
+                f"{what} needs a C-contiguous Array or a 2-D/3-D view of whole rows, not strides {self._strides}",
             )
+        return layout
+
+    def _copy_rows(self, np: Any, source: Any, queue: Queue | None) -> None:
+        """One pitched copy from ``source`` (numpy, or an Array of this shape and dtype) where one
+        side or both are strided views of rows."""
+        dst_layout = self._rows("copy_from")
         if isinstance(source, Array):
-            if not source.is_contiguous or source.shape != self._shape or source.dtype != self._dtype:
+            if source.shape != self._shape or source.dtype != self._dtype:
                 raise OffloadError(
                     ErrorCode.INVALID_ARGUMENT,
                     f"source {source.dtype}{list(source.shape)} must be C-contiguous and match {self._dtype}{list(self._shape)}",
                 )
-            src, src_device, keep = source.address, source.device, source
+            src_layout, src, src_device, keep = source._rows("the source"), source.address, source.device, source
         else:
             host = np.ascontiguousarray(source, dtype=self._dtype)
             if host.shape != self._shape:
                 raise OffloadError(
                     ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
                 )
-            src, src_device, keep = host.ctypes.data, host_device(), host
+            src_layout, src, src_device, keep = None, host.ctypes.data, host_device(), host
+        layout = dst_layout or src_layout
+        assert layout is not None  # (one side is strided)
         dst = self._buffer.writable_address("dst") + self._offset
-        copy_rect(queue, dst, self.device, layout, src, src_device, packed(layout), (keep, self))
+        copy_rect(queue, dst, self.device, dst_layout or packed(layout), src, src_device, src_layout or packed(layout), (keep, self))
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray[Any]:
         """numpy conversion: a view of host-accessible memory (no copy), else a host copy.
@@ -397,32 +392,41 @@ def empty(
     dtype: DTypeLike = "float32",
     device: Device | str | None = None,
     kind: AllocType | str = AllocType.DEVICE,
+    *,
+    context: Context | None = None,
 ) -> Array:
-    """A new uninitialised Array on ``device`` (its Buffer owns the allocation)."""
+    """A new uninitialised Array on ``device`` (its Buffer owns the allocation, in ``context``:
+    default the platform's default context)."""
     np = _numpy()
-    dims = _shape(shape)
+    dims = as_shape(shape)
     dt = as_dtype(np, dtype)
     nbytes = dt.itemsize
     for n in dims:
         nbytes *= n
-    buffer = Buffer(max(nbytes, 1), as_device(device), as_kind(kind))
+    buffer = Buffer(max(nbytes, 1), None if device is None else as_device(device), as_kind(kind), context=context)
     return Array(buffer, dims, dt)
 
 
 def to_device(
-    source: Any, device: Device | str | None = None, kind: AllocType | str = AllocType.DEVICE, *, queue: Queue | None = None
+    source: Any,
+    device: Device | str | None = None,
+    kind: AllocType | str = AllocType.DEVICE,
+    *,
+    queue: Queue | None = None,
+    context: Context | None = None,
 ) -> Array:
-    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on ``device``.
+    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on
+    ``device``, its memory owned by ``context`` (default: the platform's default context).
 
     Object arrays (Python references) are refused: INVALID_ARGUMENT naming the dtype.
     """
     np = _numpy()
     if isinstance(source, Array):
-        out = empty(source.shape, source.dtype, device, kind)
+        out = empty(source.shape, source.dtype, device, kind, context=context)
         out.copy_from(source if source.is_contiguous else source.to_numpy(), queue=queue)
         return out
     host = np.asarray(source, order="C")
     as_dtype(np, host.dtype)
-    out = empty(host.shape, host.dtype, device, kind)
+    out = empty(host.shape, host.dtype, device, kind, context=context)
     out.copy_from(host, queue=queue)
     return out

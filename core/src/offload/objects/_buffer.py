@@ -6,14 +6,17 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._flat_api import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemFill, olMemFree, olMemPrefetch, olMemcpy
-from .._enums import AllocType, ErrorCode, MemMigrationFlag, PlatformBackend
+from .._flat_api import Context as ContextHandle
+from .._flat_api import olMemFill, olMemFree, olMemPrefetch, olMemcpy
+from .._enums import AllocType, ErrorCode, MemMigrationFlag
 from .._errors import OffloadError
 from .._sessions import session_cell
 from . import _dlpack, _session
+from ._context import Context, context_handle
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 from ._makers import MAKERS
+from ._memory import allocate, as_kind, as_size, dlpack_device
 
 if TYPE_CHECKING:
     from .._sessions import Session
@@ -23,62 +26,20 @@ if TYPE_CHECKING:
     from ._queue import Queue
 
 
-CLOSES = [0]  # how many Buffers were closed: a remembered argument buffer holding an address is stale once it moves
+CLOSES = [0]  # how many Buffers were closed (only grows): a remembered argument buffer holding an address is stale once it moves
 
 
-def _free(ctx: Session, address: int) -> None:
-    """The finalizer: free the allocation if its session is still live (a later one freed it)."""
+def _free(ctx: Session, address: int, context: ContextHandle | None) -> None:
+    """The finalizer: free the allocation (checked against its ``context``) if its session is
+    still live (a later one freed it)."""
     if _session.is_current(ctx):
         try:
-            olMemFree(address)
+            if context is None:
+                olMemFree(address)
+            else:
+                olMemFree(address, context)
         except OffloadError:
             pass  # freed through the flat API meanwhile, or the session ended under us
-
-
-def as_size(value: Any, what: str) -> int:
-    """``operator.index(value)`` as a non-negative size, INVALID_SIZE naming ``what`` otherwise."""
-    try:
-        size = operator.index(value)
-    except TypeError:
-        raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be an integer, got {type(value).__name__}") from None
-    if size < 0:
-        raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be non-negative, got {size}")
-    return size
-
-
-_KIND_NAMES = {kind.name.lower(): kind for kind in AllocType}
-
-
-def as_kind(kind: Any) -> AllocType:
-    """An ``AllocType`` from itself, its value, or its name in any case (``"managed"``)."""
-    if isinstance(kind, str):
-        found = _KIND_NAMES.get(kind.strip().lower())
-        if found is None:
-            names = ", ".join(repr(n) for n in _KIND_NAMES)
-            raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"memory kind {kind!r} is not one of {names}")
-        return found
-    try:
-        return AllocType(kind)
-    except ValueError:
-        raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"memory kind {kind!r} is not an AllocType") from None
-
-
-def dlpack_device(device: Device, kind: AllocType) -> tuple[int, int]:
-    """The DLPack ``(device_type, device_id)`` of ``kind`` memory of ``device``."""
-    backend = device.handle.platform.kind
-    if backend is PlatformBackend.HOST:
-        return (_dlpack.CPU, 0)
-    if backend is PlatformBackend.CUDA:
-        if kind is AllocType.HOST:
-            return (_dlpack.CUDA_HOST, 0)
-        return (_dlpack.CUDA_MANAGED if kind is AllocType.MANAGED else _dlpack.CUDA, device.index)
-    if backend is PlatformBackend.AMDGPU:
-        return (_dlpack.ROCM_HOST, 0) if kind is AllocType.HOST else (_dlpack.ROCM, device.index)
-    if kind is AllocType.HOST:
-        return (_dlpack.CPU, 0)
-    if backend is PlatformBackend.LEVEL_ZERO:
-        return (_dlpack.ONE_API, device.index)
-    return (_dlpack.EXT_DEV, device.index)
 
 
 class Buffer:
@@ -89,8 +50,11 @@ class Buffer:
     exit) does nothing, since shutdown frees every allocation. ``__offload_ptr__`` and ``address``
     are the device address; copies take numpy arrays, any buffer-protocol object, other buffers
     and arrays, synchronously or on a ``Queue``. ``kind`` is an ``AllocType`` or its name
-    (``"device"``, ``"host"``, ``"managed"``); ``alignment`` (a power of two) asks for an address
-    that is a multiple of it (``olMemAllocAligned``; UNSUPPORTED where the device cannot give it).
+    (``"device"``, ``"host"``: pinned host memory by ``olMemAllocHost``, ``"managed"``);
+    ``alignment`` (a power of two) asks for an address that is a multiple of it
+    (``olMemAllocAligned``; UNSUPPORTED where the device cannot give it). ``context`` (a
+    ``Context`` holding ``device``; default: the platform's default context) owns the memory: the
+    Buffer keeps it alive and frees the memory with it (``olMemFree(ptr, context)``).
 
     While a DLPack export or numpy view of the memory lives, ``close()`` raises (as
     ``mmap.close()`` does with exports); a Buffer of an ended session (the final ``olShutDown``)
@@ -98,7 +62,8 @@ class Buffer:
     """
 
     __slots__ = (
-        "_address", "_size", "_device", "_kind", "_finalizer", "_keepalive", "_ctx", "_readonly", "__weakref__"
+        "_address", "_size", "_device", "_kind", "_finalizer", "_keepalive", "_ctx", "_readonly", "_context",
+        "__weakref__",
     )
 
     _address: int
@@ -109,6 +74,7 @@ class Buffer:
     _keepalive: Any
     _ctx: Session | None  # the session the memory belongs to (None: owned outside offload)
     _readonly: bool
+    _context: Context | None  # the context made in (None: the default one, or memory owned elsewhere)
 
     def __init__(
         self,
@@ -117,24 +83,22 @@ class Buffer:
         kind: AllocType | str = AllocType.DEVICE,
         *,
         alignment: int | None = None,
+        context: Context | None = None,
     ) -> None:
-        dev = as_device(device)
+        owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
+        dev = as_device(device) if context is None else context.device(device)
         alloc_type = as_kind(kind)
         ctx = _session.acquire()
         nbytes = as_size(size, "size")
-        if alignment is None:
-            self._address = olMemAlloc(dev.handle, alloc_type, nbytes)
-        elif alloc_type is AllocType.HOST:
-            self._address = olMemAllocAlignedHost(dev.handle, nbytes, alignment)
-        else:
-            self._address = olMemAllocAligned(dev.handle, alloc_type, nbytes, alignment)
+        self._address = allocate(dev, alloc_type, nbytes, alignment, owner)
+        self._context = context
         self._size = nbytes
         self._device = dev
         self._kind = alloc_type
         self._keepalive = None
         self._ctx = ctx
         self._readonly = False
-        self._finalizer = weakref.finalize(self, _session.release_later, _free, ctx, self._address)
+        self._finalizer = weakref.finalize(self, _session.release_later, _free, ctx, self._address, owner)
         self._finalizer.atexit = False  # at exit the layer's olShutDown frees everything at once
 
     @classmethod
@@ -163,6 +127,7 @@ class Buffer:
         self._finalizer = None
         self._ctx = session
         self._readonly = bool(readonly)
+        self._context = None
         return self
 
     # --- properties --------------------------------------------------------------------------
@@ -202,6 +167,14 @@ class Buffer:
     @property
     def kind(self) -> AllocType:
         return self._kind
+
+    @property
+    def context(self) -> Context | None:
+        """The context owning the memory (the platform's default one for a Buffer made without a
+        context); None for memory owned elsewhere (``Buffer.wrap``, imports, globals)."""
+        if self._context is not None:
+            return self._context
+        return None if self._finalizer is None else self._device.platform.default_context
 
     @property
     def owns_memory(self) -> bool:
@@ -253,6 +226,13 @@ class Buffer:
             finalizer()
             _session.drain()
 
+    def __eq__(self, other: object) -> bool:
+        """Identity: an Buffer equals only itself, and never asks ``other`` (a numpy array would
+        read the memory to compare; a launch compares argument tuples with ``==``, Kernel._memo)."""
+        return self is other
+
+    __hash__ = object.__hash__
+
     def __enter__(self) -> Buffer:
         return self
 
@@ -270,8 +250,8 @@ class Buffer:
 
     def copy_from(self, src: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Copy all of ``src`` (a Buffer, a contiguous Array or any buffer-protocol object) to ``offset``."""
-        if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see _fast_copy)
-            if _fast_copy(self, offset, src, 0, src._size, queue):
+        if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see fast_copy)
+            if fast_copy(self, offset, src, 0, src._size, queue):
                 return
         src_address, nbytes, src_device, keep = endpoint(src, False, "src")
         offset = as_size(offset, "offset")
@@ -284,7 +264,7 @@ class Buffer:
     def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
         if dst.__class__ is Buffer and offset.__class__ is int:
-            if _fast_copy(dst, 0, self, offset, dst._size, queue):
+            if fast_copy(dst, 0, self, offset, dst._size, queue):
                 return
         dst_address, nbytes, dst_device, keep = endpoint(dst, True, "dst")
         offset = as_size(offset, "offset")
@@ -356,10 +336,11 @@ class Buffer:
 _STATE = session_cell()
 
 
-def _fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None) -> bool:
+def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None) -> bool:
     """The copy between two live Buffers of the current session, in bounds, into writable memory,
     in one frame: True when done, False (nothing done) for every other case, which the general
-    path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync."""
+    path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync.
+    (The callers check what the bounds of a view within a Buffer ask.)"""
     ctx = _STATE.ctx
     if (
         ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from os import PathLike
 
     from ._buffer import Buffer
+    from ._context import Context
     from ._program import Program
     from ._queue import Queue
 
@@ -100,6 +101,16 @@ class Platform:
     @property
     def devices(self) -> list[Device]:
         return [_device(d) for d in self._handle.devices]
+
+    @property
+    def default_context(self) -> Context:
+        """The context objects made without one belong to (every device of the platform; it lives
+        as long as the session)."""
+        return MAKERS.context.default_of(self)
+
+    def create_context(self, devices: Sequence[Device | str] | None = None) -> Context:
+        """A new context over ``devices`` (default: every device of this platform)."""
+        return MAKERS.context(self.devices if devices is None else devices)
 
     def __repr__(self) -> str:
         return f"<offload.objects.Platform {self.name!r} ({len(self._handle.devices)} devices)>"
@@ -208,9 +219,15 @@ class Device:
 
     # --- factories -------------------------------------------------------------------------
 
-    def alloc(self, size: int, kind: AllocType = AllocType.DEVICE) -> Buffer:
-        """A new ``Buffer`` of ``size`` bytes of ``kind`` memory on this device."""
-        return MAKERS.buffer(size, device=self, kind=kind)
+    @property
+    def default_context(self) -> Context:
+        """Its platform's default context (what its objects made without a context belong to)."""
+        return self.platform.default_context
+
+    def alloc(self, size: int, kind: AllocType | str = AllocType.DEVICE, *, alignment: int | None = None) -> Buffer:
+        """A new ``Buffer`` of ``size`` bytes of ``kind`` memory on this device (``"host"``: pinned
+        host memory; ``alignment``: an address that is a multiple of it)."""
+        return MAKERS.buffer(size, device=self, kind=kind, alignment=alignment)
 
     def queue(self) -> Queue:
         """A new queue on this device."""

@@ -3,13 +3,7 @@
 A ``Packer`` is compiled once per kernel from its ``KernelParam`` list (reported by the backend or
 declared in Python) into one ``struct.Struct`` with explicit padding and one converter per
 parameter. Every mismatch (count, type, range, size) is an ``OffloadError`` naming the kernel and
-the parameter; nothing reaches the device.
-
-Declared signatures: C parameter declarations (``"float a, const float *x, float *y, uint64_t n"``,
-parsed by ``_cdecl`` with C's rules), or a sequence whose items are C types or type names
-(``"float32"``, ``"unsigned char"``, ``"const float *"``, ``"pointer"``), numpy dtypes,
-``(name, type)`` pairs, or ``KernelParam`` (an explicit offset). Scalars and pointers are laid
-out with their natural alignment, as a C compiler lays out the kernel's argument struct.
+the parameter; nothing reaches the device. Declared signatures are laid out by ``_signature``.
 
 Where a pointer's element type is known (``Pointee``), an Array of another dtype is refused, and
 read-only memory is passed only to a pointer to ``const``.
@@ -21,7 +15,6 @@ import operator
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .._enums import ErrorCode
@@ -31,12 +24,8 @@ from .._sessions import session_cell
 from .._types import KernelParam
 from ._array import Array
 from ._buffer import CLOSES, Buffer
-from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
-from ._params import checked_params
+from ._signature import POINTER_SIZE, Pointee
 
-POINTER_SIZE = struct.calcsize("P")
-
-_NUMPY_KINDS = {"i": "int", "u": "uint", "f": "float", "b": "uint"}
 _CODES = {
     ("pointer", 8): "Q",
     ("pointer", 4): "I",
@@ -54,85 +43,8 @@ _CODES = {
 }
 
 
-@dataclass(frozen=True)
-class Pointee:
-    """What a pointer parameter points to, where the kernel's types are known: ``element`` the
-    numpy name of the element type (None: untyped), ``const`` whether the kernel only reads it."""
-
-    element: str | None
-    const: bool
-
-
 def _fail(details: str) -> OffloadError:
     return OffloadError(ErrorCode.INVALID_ARGUMENT, details)
-
-
-# --- declared signatures -------------------------------------------------------------------
-
-
-def _scalar(spec: Any, where: str) -> CParam:
-    """One declared type: a C type (``"const float *"``), a type name, or a numpy dtype / scalar type."""
-    if isinstance(spec, str):
-        if spec.strip() in ("pointer", "ptr"):
-            return CParam("", "pointer", POINTER_SIZE)
-        try:
-            parsed = parse_param(spec)
-        except (CSyntaxError, UnknownType) as error:
-            failure = f"syntax error in {spec!r}: {error}" if isinstance(error, CSyntaxError) else str(error)
-            if "*" in spec or " " in spec.strip():
-                raise _fail(f"{where}: {failure}") from None
-            return _numpy_scalar(spec, f"{where}: {failure}")
-        if parsed.name:
-            raise _fail(f"{where}: {spec!r} names a parameter; give (name, type) or only the type")
-        return parsed
-    return _numpy_scalar(spec, f"{where}: unknown parameter type {spec!r}")
-
-
-def _numpy_scalar(spec: Any, failure: str) -> CParam:
-    """A numpy dtype (or its string) as a scalar parameter, INVALID_ARGUMENT ``failure`` otherwise."""
-    try:
-        import numpy  # only for a dtype given as a signature item (the core imports without numpy)
-
-        dtype = numpy.dtype(spec)
-    except Exception:
-        dtype = None
-    if dtype is not None and dtype.kind in _NUMPY_KINDS and dtype.itemsize in (1, 2, 4, 8) and dtype.isnative:
-        return CParam("", _NUMPY_KINDS[dtype.kind], dtype.itemsize)
-    raise _fail(failure)
-
-
-def declared_signature(signature: str | Sequence[Any], where: str) -> tuple[tuple[KernelParam, ...], tuple[Pointee | None, ...]]:
-    """The C layout of a declared signature (natural alignment), and what each pointer points to."""
-    entries: list[Any]
-    if isinstance(signature, str):
-        try:
-            entries = [(c.name, c) for _, c in parse_signature(signature)]
-        except (CSyntaxError, UnknownType) as error:
-            raise _fail(f"{where} {signature!r}: {error}") from None
-    else:
-        entries = list(signature)
-    params: list[KernelParam] = []
-    pointees: list[Pointee | None] = []
-    offset = 0
-    for i, entry in enumerate(entries):
-        if isinstance(entry, KernelParam):
-            params.append(entry)
-            pointees.append(None)
-            offset = entry.offset + entry.size
-            continue
-        name, spec = entry if isinstance(entry, tuple) and len(entry) == 2 else ("", entry)
-        parsed = spec if isinstance(spec, CParam) else _scalar(spec, f"{where}: parameter #{i} {name}".rstrip())
-        size = parsed.size
-        offset = (offset + size - 1) // size * size
-        params.append(KernelParam(offset, size, parsed.kind, str(name)))
-        pointees.append(Pointee(parsed.element, parsed.const_element) if parsed.kind == "pointer" else None)
-        offset += size
-    return checked_params(params, where), tuple(pointees)
-
-
-def declared_params(signature: str | Sequence[Any], where: str) -> tuple[KernelParam, ...]:
-    """The C layout of a declared signature (natural alignment)."""
-    return declared_signature(signature, where)[0]
 
 
 # --- the packer ------------------------------------------------------------------------------
@@ -258,6 +170,17 @@ def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
     return convert
 
 
+def _remembered(params: Sequence[KernelParam], names: Sequence[str], *, int_pointers: bool, float_zero: bool) -> str:
+    """Generated source: whether a call's arguments (``names``) may be remembered, each of a
+    class whose value cannot change unseen: Buffers and Arrays for pointers (and int addresses
+    with ``int_pointers``), ints and floats for floats (a float 0.0 only with ``float_zero``: a
+    remembered call compared by ``==`` would take -0.0 for it), ints for integers."""
+    pointer = "({a}.__class__ is _Buffer or {a}.__class__ is _Array" + (" or {a}.__class__ is int)" if int_pointers else ")")
+    floating = "({a}.__class__ is float" + ("" if float_zero else " and {a} != 0.0") + " or {a}.__class__ is int)"
+    tests = {"pointer": pointer, "float": floating}
+    return " and ".join(tests.get(p.kind, "{a}.__class__ is int").format(a=a) for p, a in zip(params, names))
+
+
 class Packer:
     """Packs one kernel's arguments; compiled once from its parameter layout."""
 
@@ -311,9 +234,11 @@ class Packer:
         self._struct = struct.Struct(fmt) if in_order else None
         self.fast_pack: Callable[[tuple[Any, ...]], bytes | None] = self.pack  # until compile_launcher
 
-    def compile_launcher(self, device: Any, kernel: Any) -> Callable[[Any, tuple[Any, ...], Any], None]:
+    def compile_launcher(self, device: Any, kernel: Any) -> Callable[[Any, tuple[Any, ...], Any], bytes | None]:
         """``launcher(queue, args, sizes)``: pack ``args`` and ``olLaunchKernel`` in one frame
-        (and ``self.fast_pack(args)``: the same packing alone).
+        (and ``self.fast_pack(args)``: the same packing alone). The launcher returns the packed
+        buffer when the call may be remembered by identity and value (``memo_positions``: every
+        pointer a Buffer or Array, every scalar an exact ``int`` or a non-zero ``float``), else None.
 
         Each parameter's common case is inlined (a Buffer or Array of the live session, of the
         declared element type; a Python int or float). A wrong argument count raises
@@ -367,28 +292,49 @@ class Packer:
             source += f"def launcher(queue, args, sizes):\n{unpack}    _launch(queue, _device, _kernel, {packed}, sizes)\n"
         exec(compile(source, f"<offload launcher of {self.kernel}>", "exec"), namespace)
         self.fast_pack = namespace["pack"]
-        launcher: Callable[[Any, tuple[Any, ...], Any], None] = namespace["launcher"]
+        launcher: Callable[[Any, tuple[Any, ...], Any], bytes | None] = namespace["launcher"]
         return launcher
 
-    def _cached_launcher_source(self, names: list[str], unpack: str, packed: str, namespace: dict[str, Any]) -> str:
-        """A launcher that reuses the last argument buffer when called with the very same objects.
+    def memo_positions(self) -> tuple[int, int] | None:
+        """Where a remembered call's scalars are (two positions, the one repeated, or the first
+        parameter twice when there is none), or None when calls of this kernel are not remembered
+        (no parameters, an opaque ``bytes`` one, parameters out of offset order, more than two
+        scalars): a caller comparing a remembered argument tuple with ``==`` checks the class of
+        the arguments at these positions, since values equal across types (``1 == 1.0``) do not
+        pack alike."""
+        if self._struct is None or not self.params or any(p.kind == "bytes" for p in self.params):
+            return None
+        scalars = [i for i, p in enumerate(self.params) if p.kind != "pointer"]
+        if len(scalars) > 2:
+            return None
+        scalars = (scalars + scalars + [0, 0])[:2]
+        return scalars[0], scalars[1]
 
-        A call is remembered only when every argument is a Python ``int`` or ``float`` (immutable)
-        or a ``Buffer`` or ``Array`` (whose address changes only by ``close()``, which bumps
-        ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never mix
-        two calls); the kernel keeps its last arguments alive until its next different call.
+    def _cached_launcher_source(self, names: list[str], unpack: str, packed: str, namespace: dict[str, Any]) -> str:
+        """The launcher of a kernel whose calls are remembered: by the caller (``memo_positions``,
+        ``Kernel._memo``), to which it returns the packed buffer when every pointer is a Buffer or
+        Array and every scalar an ``int`` or non-zero ``float`` (0.0 == -0.0 packs apart); else by
+        itself, reusing the last argument buffer when called with the very same objects.
+
+        A call is remembered here only when every argument is a Python ``int`` or ``float``
+        (immutable) or a ``Buffer`` or ``Array`` (whose address changes only by ``close()``, which
+        bumps ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never
+        mix two calls); the kernel keeps its last arguments alive until its next different call.
         """
+        if self.memo_positions() is not None:
+            inline = _remembered(self.params, names, int_pointers=False, float_zero=False)
+            return (
+                "def launcher(queue, args, sizes):\n"
+                f"{unpack}"
+                f"    data = {packed}\n"
+                "    _launch(queue, _device, _kernel, data, sizes)\n"
+                f"    if {inline}:\n"
+                "        return data\n"
+            )
         namespace["_closes"] = CLOSES
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))
-        plain = " and ".join(
-            f"({a}.__class__ is _Buffer or {a}.__class__ is _Array or {a}.__class__ is int)"
-            if param.kind == "pointer"
-            else f"({a}.__class__ is float or {a}.__class__ is int)"
-            if param.kind == "float"
-            else f"{a}.__class__ is int"
-            for param, a in zip(self.params, names)
-        )
+        plain = _remembered(self.params, names, int_pointers=True, float_zero=True)
         return (
             "def launcher(queue, args, sizes):\n"
             f"{unpack}"

@@ -24,9 +24,11 @@ from .._errors import OffloadError
 from .._sessions import session_of
 from .._types import KernelLaunchSizeArgs, KernelParam
 from . import _session
+from ._context import Context, context_handle
 from ._discovery import Device, as_device
-from ._buffer import Buffer
-from ._packing import Packer, Pointee, declared_signature
+from ._buffer import CLOSES, Buffer
+from ._packing import Packer
+from ._signature import Pointee, declared_signature
 from ._params import kernel_params
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ Signature = str | Sequence[Any]
 Extent = int | Sequence[int]
 _SIZES_CACHE_LIMIT = 256
 _NEVER = object()  # no launch size asked yet
+NO_MEMO: tuple[Any, ...] = (_NEVER,)  # a Kernel's _memo before a launch that may be reused (equal to no tuple)
 
 
 def _unload(ctx: Session, handle: ProgramHandle) -> None:
@@ -48,7 +51,8 @@ def _unload(ctx: Session, handle: ProgramHandle) -> None:
 
 
 class Program(_session.HandleOwner[ProgramHandle]):
-    """A program image loaded on one device; unloaded by ``close()``, ``with`` or the GC.
+    """A program image loaded on one device, owned by ``context`` (default: the platform's default
+    context); unloaded by ``close()``, ``with`` or the GC.
 
     A kernel launched through the layer keeps its program alive until the launching queue is
     synchronised, so the GC never unloads code that a queue may still run. A global variable's
@@ -56,10 +60,17 @@ class Program(_session.HandleOwner[ProgramHandle]):
     global lives, and makes the globals' Buffers closed.
     """
 
-    __slots__ = ("_device", "_kernels", "_ctx", "_globals", "__weakref__")
+    __slots__ = ("_device", "_kernels", "_ctx", "_globals", "_context", "__weakref__")
 
-    def __init__(self, device: Device | str | None, image: bytes | bytearray | memoryview | str | os.PathLike[str]) -> None:
-        dev = as_device(device)
+    def __init__(
+        self,
+        device: Device | str | None,
+        image: bytes | bytearray | memoryview | str | os.PathLike[str],
+        *,
+        context: Context | None = None,
+    ) -> None:
+        owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
+        dev = as_device(device) if context is None else context.device(device)
         ctx = _session.acquire()
         data: bytes | bytearray | memoryview
         if isinstance(image, str | os.PathLike):
@@ -70,22 +81,30 @@ class Program(_session.HandleOwner[ProgramHandle]):
                 raise OffloadError(ErrorCode.HOST_IO, f"cannot read program {os.fspath(image)!r}: {error}") from None
         else:
             data = image
-        handle = olCreateProgram(dev.handle, data)
+        handle = olCreateProgram(dev.handle, data) if owner is None else olCreateProgram(dev.handle, data, context=owner)
         self._device = dev
+        self._context = context
         self._kernels: dict[tuple[str, Any], Kernel] = {}
         self._ctx = ctx
         self._globals: weakref.WeakSet[Buffer] = weakref.WeakSet()
         self._own(handle, _unload, ctx, handle)
 
     @classmethod
-    def from_source(cls, device: Device | str | None, source: str, options: Sequence[str] = ()) -> Program:
+    def from_source(
+        cls, device: Device | str | None, source: str, options: Sequence[str] = (), *, context: Context | None = None
+    ) -> Program:
         """Compile ``source`` for ``device`` with its backend's toolchain (``offload.build``) and load it."""
-        dev = as_device(device)
-        return cls(dev, build(source, dev.handle, options))
+        dev = as_device(device) if context is None else context.device(device)
+        return cls(dev, build(source, dev.handle, options), context=context)
 
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def context(self) -> Context:
+        """The context owning the program (the platform's default one for a program loaded without one)."""
+        return self._device.platform.default_context if self._context is None else self._context
 
     def kernel(self, name: str, signature: Signature | None = None) -> Kernel:
         """The kernel ``name``; ``signature`` declares its parameters where the backend cannot report them.
@@ -169,8 +188,18 @@ class Kernel:
 
     __slots__ = (
         "_handle", "_program", "_packer", "_launcher", "_sizes", "_device_handle",
-        "_last_shape", "__weakref__",
+        "_last_shape", "_memo", "_memo_previous", "_memo_positions", "__weakref__",
     )
+
+    #: ``_memo``: the last launch whose arguments may be reused, one tuple replaced whole (threads
+    #: launching at once never mix two launches): ``(args, grid, block, shared_memory, CLOSES then,
+    #: device handle, kernel handle, packed arguments, launch size, scalar position, its class,
+    #: scalar position, its class, kernel)``, or ``NO_MEMO``. ``Queue.launch`` and ``launch`` reuse
+    #: it inline when ``memo[0] == args`` (Buffers and Arrays compare by identity, the scalars'
+    #: classes are checked: equal values of one class pack alike), grid, block and shared memory are
+    #: the same objects and no Buffer was closed since (``CLOSES``: an address may be reused). A
+    #: queue holds the tuple itself until its sync: it keeps the arguments and the kernel alive.
+    #: ``_memo_previous`` is the one before (two sets of buffers used in turn are both reused).
 
     def __init__(self, program: Program, name: str, signature: Signature | None = None) -> None:
         self._handle = olGetSymbol(program.handle, name, SymbolKind.KERNEL)
@@ -193,6 +222,9 @@ class Kernel:
         self._packer = None if params is None else Packer(name, params, pointees)
         packer = self._packer if self._packer is not None else Packer(name, ())
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
+        self._memo: tuple[Any, ...] = NO_MEMO
+        self._memo_previous: tuple[Any, ...] = NO_MEMO
+        self._memo_positions = None if self._packer is None else self._packer.memo_positions()
 
     @property
     def handle(self) -> SymbolHandle:
@@ -253,29 +285,67 @@ class Kernel:
         if queue is not None:
             queue.launch(self, grid, block, *args, shared_memory=shared_memory)
             return
+        m = self._memo  # the last launch (see _memo), its check inline as in Queue.launch
+        try:
+            same = (
+                m[0] == args and args[m[9]].__class__ is m[10] and args[m[11]].__class__ is m[12]
+                and grid is m[1] and block is m[2] and shared_memory is m[3] and m[4] is CLOSES[0]
+            )
+        except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
+            same = False
+        if same:
+            olLaunchKernel(None, m[5], m[6], m[7], m[8])
+        else:
+            self._run(None, grid, block, shared_memory, args)
+
+    def _run(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> Any:
+        """A launch on the flat ``queue`` handle (None: synchronously) that ``_memo`` did not
+        match: the launch before it (``_memo_previous``: buffers used in turn) is reused when it
+        matches, else the arguments are packed (errors name the parameter, ``Packer.pack``) and the
+        call remembered when it may be reused. Returns what a queue holds until its sync."""
+        previous = self._memo_previous
+        if same_call(previous, args, grid, block, shared_memory):
+            self._memo_previous, self._memo = self._memo, previous
+            olLaunchKernel(queue, previous[5], previous[6], previous[7], previous[8])
+            return previous
         last = self._last_shape
         if grid is last[0] and block is last[1] and shared_memory is last[2]:
             sizes = last[3]  # the same launch shape as last time (literals are the same objects)
         else:
             sizes = self.launch_size(grid, block, shared_memory)
+        closes = CLOSES[0]
         try:
-            self._launcher(None, args, sizes)
-        except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
-            olLaunchKernel(None, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
-
-    def _launch(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> None:
-        last = self._last_shape
-        if grid is last[0] and block is last[1] and shared_memory is last[2]:
-            sizes = last[3]
-        else:
-            sizes = self.launch_size(grid, block, shared_memory)
-        try:
-            self._launcher(queue, args, sizes)
+            data = self._launcher(queue, args, sizes)
         except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
             olLaunchKernel(queue, self._device_handle, self._handle, self.pack(*args), sizes)  # names the parameter
+            return (self, args)
+        positions = self._memo_positions
+        last = self._last_shape  # set by launch_size only for a grid and block it may keep (hashable, not lists)
+        kept = last[0] is grid and last[1] is block and last[2] is shared_memory
+        if data is None or positions is None or not kept:
+            return (self, args)
+        first, second = positions
+        memo = (
+            args, grid, block, shared_memory, closes, self._device_handle, self._handle, data, sizes,
+            first, args[first].__class__, second, args[second].__class__, self,
+        )
+        self._memo_previous, self._memo = self._memo, memo
+        return memo
 
     def __repr__(self) -> str:
         return f"<offload.Kernel {self.name!r} on {self._program.device.id}>"
+
+
+def same_call(m: tuple[Any, ...], args: tuple[Any, ...], grid: Extent, block: Extent, shared_memory: int) -> bool:
+    """Whether a launch with these arguments may reuse the remembered launch ``m`` (``Kernel._memo``;
+    the same test as ``Queue.launch`` and ``Kernel.launch`` make inline)."""
+    try:
+        return bool(
+            m[0] == args and args[m[9]].__class__ is m[10] and args[m[11]].__class__ is m[12]
+            and grid is m[1] and block is m[2] and shared_memory is m[3] and m[4] is CLOSES[0]
+        )
+    except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
+        return False
 
 
 def _merge(name: str, reported: Sequence[KernelParam], declared: Sequence[KernelParam]) -> tuple[KernelParam, ...]:

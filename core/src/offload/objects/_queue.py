@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from .._flat_api import (
     olGetEventElapsedTime,
     olGetEventInfo,
     olLaunchHostFunction,
+    olLaunchKernel,
     olQueryQueue,
     olSyncEvent,
     olSyncQueue,
@@ -25,9 +25,10 @@ from .._enums import ErrorCode, EventInfo
 from .._errors import OffloadError
 from .._sessions import session_of
 from . import _session
-from ._array import register_queue
+from ._context import Context, context_handle
 from ._discovery import Device, as_device
-from ._buffer import endpoint, memcpy
+from ._array import Array, register_queue
+from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
 
 if TYPE_CHECKING:
     from .._sessions import Session
@@ -57,21 +58,23 @@ def _destroy_event(ctx: Session, handle: EventHandle) -> None:
             pass
 
 
-class Queue(_session.HandleOwner[QueueHandle]):
-    """An in-order queue of one device.
+class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
+    """An in-order queue of one device, owned by ``context`` (default: the platform's default context).
 
     Objects used by enqueued work (buffers, arrays, host memory, kernels) are kept alive until the
     queue is synchronised. ``close()`` and the end of a ``with`` block synchronise, then destroy;
     so does the garbage collector when it finds a queue whose work still holds objects.
     """
 
-    __slots__ = ("_device", "_inflight", "__weakref__")
+    __slots__ = ("_device", "_inflight", "_context", "__weakref__")
 
-    def __init__(self, device: Device | str | None = None) -> None:
-        dev = as_device(device)
+    def __init__(self, device: Device | str | None = None, *, context: Context | None = None) -> None:
+        owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
+        dev = as_device(device) if context is None else context.device(device)
         ctx = _session.acquire()
-        handle = olCreateQueue(dev.handle)
+        handle = olCreateQueue(dev.handle) if owner is None else olCreateQueue(dev.handle, context=owner)
         self._device = dev
+        self._context = context
         self._inflight: list[Any] = []
         self._own(handle, _destroy_queue, ctx, handle, self._inflight)
         register_queue(self)
@@ -80,6 +83,11 @@ class Queue(_session.HandleOwner[QueueHandle]):
     def device(self) -> Device:
         return self._device
 
+    @property
+    def context(self) -> Context:
+        """The context owning the queue (the platform's default one for a queue made without one)."""
+        return self._device.platform.default_context if self._context is None else self._context
+
     def _hold(self, obj: Any) -> None:
         self._inflight.append(obj)
 
@@ -87,19 +95,29 @@ class Queue(_session.HandleOwner[QueueHandle]):
 
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
-        last = kernel._last_shape
-        if grid is last[0] and block is last[1] and shared_memory is last[2]:
-            sizes = last[3]  # the same launch shape as last time (literals are the same objects)
-        else:
-            sizes = kernel.launch_size(grid, block, shared_memory)
+        m = kernel._memo  # the kernel's last launch (Kernel._memo): reused for the same objects
         try:
-            kernel._launcher(self._handle, args, sizes)
-        except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
-            kernel._launch(self._handle, grid, block, shared_memory, args)  # names the parameter
-        self._inflight.append((kernel, args))  # kept alive (the kernel keeps its program) until a sync
+            same = (
+                m[0] == args and args[m[9]].__class__ is m[10] and args[m[11]].__class__ is m[12]
+                and grid is m[1] and block is m[2] and shared_memory is m[3] and m[4] is CLOSES[0]
+            )
+        except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
+            same = False
+        if same:
+            olLaunchKernel(self._handle, m[5], m[6], m[7], m[8])
+            self._inflight.append(m)  # holds the arguments and the kernel (its program) until a sync
+            return
+        self._inflight.append(kernel._run(self._handle, grid, block, shared_memory, args))
 
     def copy(self, dst: Any, src: Any) -> None:
         """Enqueue a copy of all of ``src`` into ``dst`` (Buffers, contiguous Arrays, host buffers)."""
+        dst_class, src_class = dst.__class__, src.__class__
+        if dst_class is Buffer and src_class is Buffer:
+            if src._size <= dst._size and fast_copy(dst, 0, src, 0, src._size, self):
+                return  # the common cases in one frame (see fast_copy); every other one is checked below
+        elif dst_class is Array and src_class is Array and dst._contiguous and src._contiguous:
+            if src._nbytes <= dst._nbytes and fast_copy(dst._buffer, dst._offset, src._buffer, src._offset, src._nbytes, self):
+                return
         dst_address, dst_size, dst_device, keep_dst = endpoint(dst, True, "dst")
         src_address, nbytes, src_device, keep_src = endpoint(src, False, "src")
         if nbytes > dst_size:
@@ -151,18 +169,6 @@ class Queue(_session.HandleOwner[QueueHandle]):
             self.sync()
         finally:
             self._finalizer()
-
-    def __enter__(self) -> Queue:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.close()
-            return
-        try:
-            self.close()
-        except OffloadError:
-            pass  # the block's own exception is the one to see
 
     def __repr__(self) -> str:
         state = " (closed)" if self.closed else ""

@@ -1,5 +1,6 @@
-"""Pitched copies of strided Arrays: a 2-D or 3-D view whose rows are runs of adjacent elements
-(a slice such as ``a[1:4, 2:6]``) is copied with one ``olMemcpyRect`` instead of its whole span."""
+"""Layouts of Array views (C strides, the byte span of a strided view) and pitched copies: a 2-D
+or 3-D view whose rows are runs of adjacent elements (a slice such as ``a[1:4, 2:6]``) is copied
+with one ``olMemcpyRect`` instead of its whole span."""
 
 from __future__ import annotations
 
@@ -14,6 +15,23 @@ if TYPE_CHECKING:
 
 #: (extent: bytes per row, rows, slices), row pitch, slice pitch
 RectLayout = tuple[tuple[int, int, int], int, int]
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def byte_span(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> tuple[int, int]:
+    """``(low, high)`` byte offsets touched by a strided view (high is one past the end)."""
+    if any(n == 0 for n in shape):
+        return 0, 0
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
+    return low, high
 
 
 def rect_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> RectLayout | None:

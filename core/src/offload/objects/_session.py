@@ -32,7 +32,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from .._enums import ErrorCode
 from .._errors import OffloadError
@@ -76,6 +76,12 @@ def release_later(release: Callable[..., None], *args: Any) -> None:
         _deferred.append((release, args))
     else:
         release(*args)
+
+
+def defer(release: Callable[..., None], *args: Any) -> None:
+    """Queue ``release(*args)`` for the next ``drain`` (a release that must follow others the
+    collector is about to queue: a context destroyed after the objects it owns)."""
+    _deferred.append((release, args))
 
 
 def drain() -> None:
@@ -237,3 +243,25 @@ class HandleOwner(Generic[H]):
     @property
     def closed(self) -> bool:
         return not self._finalizer.alive
+
+
+class ClosedOnExit:
+    """``with`` for an object whose ``close()`` may refuse: leaving the block closes it; when the
+    block raised, an OffloadError of ``close()`` is dropped (the block's exception is the one to see)."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except OffloadError:
+            pass

@@ -1,0 +1,96 @@
+"""Memory of the object layer below ``Buffer``: sizes, shapes, dtypes and kinds as the layer
+takes them, the DLPack device of each kind of memory, and the flat allocation of a Buffer."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from .._enums import AllocType, ErrorCode, PlatformBackend
+from .._errors import OffloadError
+from .._flat_api import Context as ContextHandle
+from .._flat_api import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost
+from . import _dlpack
+from ._discovery import Device
+
+
+def as_size(value: Any, what: str) -> int:
+    """``operator.index(value)`` as a non-negative size, INVALID_SIZE naming ``what`` otherwise."""
+    try:
+        size = operator.index(value)
+    except TypeError:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be an integer, got {type(value).__name__}") from None
+    if size < 0:
+        raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be non-negative, got {size}")
+    return size
+
+
+_KIND_NAMES = {kind.name.lower(): kind for kind in AllocType}
+
+
+def as_kind(kind: Any) -> AllocType:
+    """An ``AllocType`` from itself, its value, or its name in any case (``"managed"``)."""
+    if isinstance(kind, str):
+        found = _KIND_NAMES.get(kind.strip().lower())
+        if found is None:
+            names = ", ".join(repr(n) for n in _KIND_NAMES)
+            raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"memory kind {kind!r} is not one of {names}")
+        return found
+    try:
+        return AllocType(kind)
+    except ValueError:
+        raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"memory kind {kind!r} is not an AllocType") from None
+
+
+def dlpack_device(device: Device, kind: AllocType) -> tuple[int, int]:
+    """The DLPack ``(device_type, device_id)`` of ``kind`` memory of ``device``."""
+    backend = device.handle.platform.kind
+    if backend is PlatformBackend.HOST:
+        return (_dlpack.CPU, 0)
+    if backend is PlatformBackend.CUDA:
+        if kind is AllocType.HOST:
+            return (_dlpack.CUDA_HOST, 0)
+        return (_dlpack.CUDA_MANAGED if kind is AllocType.MANAGED else _dlpack.CUDA, device.index)
+    if backend is PlatformBackend.AMDGPU:
+        return (_dlpack.ROCM_HOST, 0) if kind is AllocType.HOST else (_dlpack.ROCM, device.index)
+    if kind is AllocType.HOST:
+        return (_dlpack.CPU, 0)
+    if backend is PlatformBackend.LEVEL_ZERO:
+        return (_dlpack.ONE_API, device.index)
+    return (_dlpack.EXT_DEV, device.index)
+
+
+def allocate(device: Device, kind: AllocType, size: int, alignment: int | None, context: ContextHandle | None) -> int:
+    """The flat allocation of ``size`` bytes: HOST memory (pinned) by olMemAllocHost, aligned
+    memory by olMemAllocAligned(Host), in ``context`` when one is given."""
+    extra = {} if context is None else {"context": context}
+    if alignment is None:
+        if kind is AllocType.HOST:
+            return olMemAllocHost(device.handle, size, **extra)
+        return olMemAlloc(device.handle, kind, size, **extra)
+    if kind is AllocType.HOST:
+        return olMemAllocAlignedHost(device.handle, size, alignment, **extra)
+    return olMemAllocAligned(device.handle, kind, size, alignment, **extra)
+
+
+def as_dtype(np: Any, dtype: Any) -> Any:
+    """``numpy.dtype(dtype)``, refusing by name what device memory cannot hold faithfully."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as error:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dtype!r}: {error}") from None
+    if dt.hasobject:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"dtype {dt} holds Python object references, which cannot be copied to or kept in offload memory",
+        )
+    if dt.itemsize == 0:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"dtype {dt} has no size")
+    return dt
+
+
+def as_shape(shape: Any) -> tuple[int, ...]:
+    """A shape (an int or a sequence of them) as a tuple of sizes, INVALID_SIZE naming the bad one."""
+    if isinstance(shape, tuple | list):
+        return tuple(as_size(n, f"shape[{i}]") for i, n in enumerate(shape))
+    return (as_size(shape, "shape"),)

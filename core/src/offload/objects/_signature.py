@@ -1,0 +1,101 @@
+"""Declared kernel signatures: C parameter declarations (``"float a, const float *x, float *y,
+uint64_t n"``, parsed by ``_cdecl`` with C's rules), or a sequence whose items are C types or
+type names (``"float32"``, ``"unsigned char"``, ``"const float *"``, ``"pointer"``), numpy dtypes,
+``(name, type)`` pairs, or ``KernelParam`` (an explicit offset), laid out with natural alignment
+as a C compiler lays out the kernel's argument struct; INVALID_ARGUMENT naming the parameter for
+anything else."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._enums import ErrorCode
+from .._errors import OffloadError
+from .._types import KernelParam
+from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
+from ._params import checked_params
+
+POINTER_SIZE = struct.calcsize("P")
+
+_NUMPY_KINDS = {"i": "int", "u": "uint", "f": "float", "b": "uint"}
+
+
+@dataclass(frozen=True)
+class Pointee:
+    """What a pointer parameter points to, where the kernel's types are known: ``element`` the
+    numpy name of the element type (None: untyped), ``const`` whether the kernel only reads it."""
+
+    element: str | None
+    const: bool
+
+
+def _fail(details: str) -> OffloadError:
+    return OffloadError(ErrorCode.INVALID_ARGUMENT, details)
+
+
+def _scalar(spec: Any, where: str) -> CParam:
+    """One declared type: a C type (``"const float *"``), a type name, or a numpy dtype / scalar type."""
+    if isinstance(spec, str):
+        if spec.strip() in ("pointer", "ptr"):
+            return CParam("", "pointer", POINTER_SIZE)
+        try:
+            parsed = parse_param(spec)
+        except (CSyntaxError, UnknownType) as error:
+            failure = f"syntax error in {spec!r}: {error}" if isinstance(error, CSyntaxError) else str(error)
+            if "*" in spec or " " in spec.strip():
+                raise _fail(f"{where}: {failure}") from None
+            return _numpy_scalar(spec, f"{where}: {failure}")
+        if parsed.name:
+            raise _fail(f"{where}: {spec!r} names a parameter; give (name, type) or only the type")
+        return parsed
+    return _numpy_scalar(spec, f"{where}: unknown parameter type {spec!r}")
+
+
+def _numpy_scalar(spec: Any, failure: str) -> CParam:
+    """A numpy dtype (or its string) as a scalar parameter, INVALID_ARGUMENT ``failure`` otherwise."""
+    try:
+        import numpy  # only for a dtype given as a signature item (the core imports without numpy)
+
+        dtype = numpy.dtype(spec)
+    except Exception:
+        dtype = None
+    if dtype is not None and dtype.kind in _NUMPY_KINDS and dtype.itemsize in (1, 2, 4, 8) and dtype.isnative:
+        return CParam("", _NUMPY_KINDS[dtype.kind], dtype.itemsize)
+    raise _fail(failure)
+
+
+def declared_signature(signature: str | Sequence[Any], where: str) -> tuple[tuple[KernelParam, ...], tuple[Pointee | None, ...]]:
+    """The C layout of a declared signature (natural alignment), and what each pointer points to."""
+    entries: list[Any]
+    if isinstance(signature, str):
+        try:
+            entries = [(c.name, c) for _, c in parse_signature(signature)]
+        except (CSyntaxError, UnknownType) as error:
+            raise _fail(f"{where} {signature!r}: {error}") from None
+    else:
+        entries = list(signature)
+    params: list[KernelParam] = []
+    pointees: list[Pointee | None] = []
+    offset = 0
+    for i, entry in enumerate(entries):
+        if isinstance(entry, KernelParam):
+            params.append(entry)
+            pointees.append(None)
+            offset = entry.offset + entry.size
+            continue
+        name, spec = entry if isinstance(entry, tuple) and len(entry) == 2 else ("", entry)
+        parsed = spec if isinstance(spec, CParam) else _scalar(spec, f"{where}: parameter #{i} {name}".rstrip())
+        size = parsed.size
+        offset = (offset + size - 1) // size * size
+        params.append(KernelParam(offset, size, parsed.kind, str(name)))
+        pointees.append(Pointee(parsed.element, parsed.const_element) if parsed.kind == "pointer" else None)
+        offset += size
+    return checked_params(params, where), tuple(pointees)
+
+
+def declared_params(signature: str | Sequence[Any], where: str) -> tuple[KernelParam, ...]:
+    """The C layout of a declared signature (natural alignment)."""
+    return declared_signature(signature, where)[0]

@@ -15,6 +15,7 @@ from ._enums import ErrorCode, SymbolInfo, SymbolKind
 from ._api_contexts import context_for
 from ._handles import Context as ContextHandle
 from ._handles import Device, Program, Symbol
+from ._native_entry import word as native_word
 from ._runtime import LOCAL, Context
 from ._types import KernelParam
 
@@ -121,6 +122,7 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
         symbol = Symbol._make(
             ctx, program=program, kind=kind, name=name, native=native, address=address, size=size,
             params=params, args_size=args_size, launch_device=program.device if kind is SymbolKind.KERNEL else None,
+            word=None if native is None else native_word(device, native),
         )
         program.symbols[key] = symbol
         return symbol  # type: ignore[no-any-return]  # Symbol._make builds a Symbol (typed Any: it serves every handle class)

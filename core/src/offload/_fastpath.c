@@ -48,8 +48,8 @@ void fp_unregister(PyObject *ctx, PyObject *entry) {
 
 int fp_still(PyObject *ctx) { return SLOT(FP.state, FP.st_ctx) == ctx; }
 
-PyObject *fp_hook(PyObject *backend, const char *name, PyObject *const *args, size_t nargs, PyObject *what) {
-  PyObject *hook = PyObject_GetAttrString(backend, name);
+PyObject *fp_hook(PyObject *backend, PyObject *name, PyObject *const *args, size_t nargs, PyObject *what) {
+  PyObject *hook = PyObject_GetAttr(backend, name);
   if (hook == NULL) return NULL;
   PyObject *result = PyObject_Vectorcall(hook, args, nargs, NULL);
   Py_DECREF(hook);
@@ -318,7 +318,18 @@ static PyObject *py_configure(PyObject *m, PyObject *config) {
   OFF(l_num_groups, FP.launch_t, "num_groups");
   OFF(l_group_size, FP.launch_t, "group_size");
   OFF(l_dyn, FP.launch_t, "dyn_shared_memory");
-  if ((FP.s_main = PyUnicode_InternFromString("main")) == NULL) return NULL;
+  PyObject **names[] = {
+      &FP.s_main, &FP.s_launch_kernel, &FP.s_data_submit, &FP.s_data_retrieve, &FP.s_data_fill, &FP.s_synchronize,
+      &FP.s_has_pending_work, &FP.s_create_event, &FP.s_sync_event, &FP.s_wait_event, &FP.s_event_elapsed_time,
+      &FP.s_enqueue_host_call, &FP.s_implemented, &FP.s_find, &FP.s_device,
+  };
+  const char *texts[] = {
+      "main", "launch_kernel", "data_submit", "data_retrieve", "data_fill", "synchronize", "has_pending_work",
+      "create_event", "sync_event", "wait_event", "event_elapsed_time", "enqueue_host_call", "implemented", "find",
+      "device",
+  };
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; ++i)
+    if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
   fp_configured = 1;
   Py_RETURN_NONE;
 }

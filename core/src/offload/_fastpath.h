@@ -34,6 +34,10 @@ typedef struct {
   PyObject *partial;          /* functools.partial */
   PyObject *run_host_function; /* _api_queues._run_host_function */
   PyObject *s_main;           /* "main" */
+  /* interned names: hooks and attributes */
+  PyObject *s_launch_kernel, *s_data_submit, *s_data_retrieve, *s_data_fill, *s_synchronize, *s_has_pending_work;
+  PyObject *s_create_event, *s_sync_event, *s_wait_event, *s_event_elapsed_time, *s_enqueue_host_call;
+  PyObject *s_implemented, *s_find, *s_device;
   uint64_t big_host_copy;     /* _api_memory._BIG_HOST_COPY */
   /* slot offsets */
   Py_ssize_t st_untraced, st_ctx;
@@ -94,7 +98,7 @@ void fp_unregister(PyObject *ctx, PyObject *entry);
 int fp_still(PyObject *ctx);
 /* Calls the backend hook `name` of `backend`; a failure other than an OffloadError becomes one
  * (as_offload_error(exc, what)), as the generated functions do. New reference or NULL. */
-PyObject *fp_hook(PyObject *backend, const char *name, PyObject *const *args, size_t nargs, PyObject *what);
+PyObject *fp_hook(PyObject *backend, PyObject *name, PyObject *const *args, size_t nargs, PyObject *what);
 /* The native entry points of a device (NULL: none). */
 const offload_native_entry_points *fp_entry_points(PyObject *device);
 /* A native word slot: 0 and *ok = 0 when the object has none. */

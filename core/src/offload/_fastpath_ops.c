@@ -134,7 +134,7 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
   PyObject *result = Py_NewRef(Py_None);
   if (!done) {
     PyObject *hargs[5] = {SLOT(device, FP.d_native), native_queue, SLOT(kernel, FP.k_native), args, launch};
-    Py_SETREF(result, none_or_null(fp_hook(SLOT(device, FP.d_backend), "launch_kernel", hargs, 5, self->name)));
+    Py_SETREF(result, none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_launch_kernel, hargs, 5, self->name)));
   }
   if (view.obj != NULL) PyBuffer_Release(&view);
   fp_unregister(ctx, kernel);
@@ -144,15 +144,13 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
 /* ------------------------------------------------------------------------------------ */
 /* olMemcpy, olMemFill                                                                    */
 
-static int implements(PyObject *device, const char *hook) {
-  PyObject *implemented = PyObject_GetAttrString(SLOT(device, FP.d_backend), "implemented");
+static int implements(PyObject *device, PyObject *hook) {
+  PyObject *implemented = PyObject_GetAttr(SLOT(device, FP.d_backend), FP.s_implemented);
   if (implemented == NULL) {
     PyErr_Clear();
     return 0;
   }
-  PyObject *name = PyUnicode_InternFromString(hook);
-  int found = name != NULL && PyAnySet_Check(implemented) && PySet_Contains(implemented, name) == 1;
-  Py_XDECREF(name);
+  int found = PyAnySet_Check(implemented) && PySet_Contains(implemented, hook) == 1;
   Py_DECREF(implemented);
   PyErr_Clear();
   return found;
@@ -187,7 +185,7 @@ static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
   }
   if (!dst_host && !src_host) return DEFER; /* device to device: Python */
   PyObject *owner = dst_host ? src_device : dst_device;
-  const char *hook = dst_host ? "data_retrieve" : "data_submit";
+  PyObject *hook = dst_host ? FP.s_data_retrieve : FP.s_data_submit;
   if (!implements(owner, hook)) return DEFER;
   PyObject *native_queue = Py_None;
   if (queue != Py_None) {
@@ -225,13 +223,13 @@ static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
     return DEFER;
   PyObject *allocations = SLOT(ctx, FP.cx_allocations), *snapshot = snapshot_of(ctx);
   if (allocations == NULL || snapshot == NULL) return DEFER;
-  PyObject *found = PyObject_CallMethod(allocations, "find", "O", a[1]);
+  PyObject *found = PyObject_CallMethodOneArg(allocations, FP.s_find, a[1]);
   if (found == NULL) {
     PyErr_Clear();
     return DEFER;
   }
   PyObject *owner = NULL, *device, *native_queue = Py_None;
-  if (found != Py_None && (owner = PyObject_GetAttrString(found, "device")) == NULL) PyErr_Clear();
+  if (found != Py_None && (owner = PyObject_GetAttr(found, FP.s_device)) == NULL) PyErr_Clear();
   Py_DECREF(found);
   if (found != Py_None && owner == NULL) return DEFER;
   int ok = 1;
@@ -251,7 +249,7 @@ static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
   PyObject *result = entered < 0 ? NULL : DEFER;
   if (entered == 1) {
     PyObject *hargs[5] = {SLOT(device, FP.d_native), a[1], pattern, a[3], native_queue};
-    result = none_or_null(fp_hook(SLOT(device, FP.d_backend), "data_fill", hargs, 5, self->name));
+    result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_data_fill, hargs, 5, self->name));
     fp_unregister(ctx, self->name);
   }
   Py_XDECREF(owner); /* held until here, as the Python implementation holds its allocation */
@@ -280,13 +278,13 @@ static PyObject *sync_or_query(Entry *self, PyObject *const *a, Py_ssize_t n, in
     result = query ? PyBool_FromLong(!pending) : Py_NewRef(Py_None);
   } else if (query) {
     PyObject *hargs[2] = {SLOT(device, FP.d_native), SLOT(queue, FP.q_native)};
-    PyObject *busy = fp_hook(SLOT(device, FP.d_backend), "has_pending_work", hargs, 2, self->name);
+    PyObject *busy = fp_hook(SLOT(device, FP.d_backend), FP.s_has_pending_work, hargs, 2, self->name);
     int idle = busy == NULL ? -1 : PyObject_Not(busy);
     Py_XDECREF(busy);
     result = idle < 0 ? NULL : PyBool_FromLong(idle);
   } else {
     PyObject *hargs[3] = {SLOT(device, FP.d_native), SLOT(queue, FP.q_native), Py_False};
-    result = none_or_null(fp_hook(SLOT(device, FP.d_backend), "synchronize", hargs, 3, self->name));
+    result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_synchronize, hargs, 3, self->name));
   }
   fp_unregister(ctx, self->name);
   return result;
@@ -313,7 +311,7 @@ static PyObject *create_event(Entry *self, PyObject *const *a, Py_ssize_t n) {
   PyObject *queue = a[0], *device = SLOT(queue, FP.q_device);
   ENTER(ctx, self->name);
   PyObject *hargs[2] = {SLOT(device, FP.d_native), SLOT(queue, FP.q_native)};
-  PyObject *native = fp_hook(SLOT(device, FP.d_backend), "create_event", hargs, 2, self->name);
+  PyObject *native = fp_hook(SLOT(device, FP.d_backend), FP.s_create_event, hargs, 2, self->name);
   PyObject *event = native == NULL ? NULL : new_event(ctx, queue, native);
   Py_XDECREF(native);
   fp_unregister(ctx, self->name);
@@ -326,7 +324,7 @@ static PyObject *sync_event(Entry *self, PyObject *const *a, Py_ssize_t n) {
   PyObject *device = SLOT(a[0], FP.e_device);
   ENTER(ctx, self->name);
   PyObject *hargs[2] = {SLOT(device, FP.d_native), SLOT(a[0], FP.e_native)};
-  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), "sync_event", hargs, 2, self->name));
+  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_sync_event, hargs, 2, self->name));
   fp_unregister(ctx, self->name);
   return result;
 }
@@ -358,7 +356,7 @@ static PyObject *wait_events(Entry *self, PyObject *const *a, Py_ssize_t n) {
     if (same < 0) Py_CLEAR(result);
     if (same) continue; /* in-order queue: already waited for */
     PyObject *hargs[3] = {SLOT(device, FP.d_native), SLOT(queue, FP.q_native), SLOT(event, FP.e_native)};
-    PyObject *r = fp_hook(SLOT(device, FP.d_backend), "wait_event", hargs, 3, self->name);
+    PyObject *r = fp_hook(SLOT(device, FP.d_backend), FP.s_wait_event, hargs, 3, self->name);
     if (r == NULL) Py_CLEAR(result);
     Py_XDECREF(r);
   }
@@ -380,7 +378,7 @@ static PyObject *elapsed_time(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (SLOT(end, FP.e_device) != device) return DEFER;
   ENTER(ctx, self->name);
   PyObject *hargs[3] = {SLOT(device, FP.d_native), SLOT(start, FP.e_native), SLOT(end, FP.e_native)};
-  PyObject *ms = fp_hook(SLOT(device, FP.d_backend), "event_elapsed_time", hargs, 3, self->name);
+  PyObject *ms = fp_hook(SLOT(device, FP.d_backend), FP.s_event_elapsed_time, hargs, 3, self->name);
   PyObject *result = ms == NULL ? NULL : PyNumber_Float(ms);
   Py_XDECREF(ms);
   fp_unregister(ctx, self->name);
@@ -398,7 +396,7 @@ static PyObject *launch_host_function(Entry *self, PyObject *const *a, Py_ssize_
   PyObject *result = NULL;
   if (call != NULL) {
     PyObject *hargs[3] = {SLOT(device, FP.d_native), native_queue, call};
-    result = none_or_null(fp_hook(SLOT(device, FP.d_backend), "enqueue_host_call", hargs, 3, self->name));
+    result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_enqueue_host_call, hargs, 3, self->name));
     Py_DECREF(call);
   }
   fp_unregister(ctx, self->name);

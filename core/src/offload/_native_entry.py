@@ -10,7 +10,6 @@ compiled path no backend is asked for entry points: nothing would call them.
 from __future__ import annotations
 
 import os
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,11 +18,10 @@ if TYPE_CHECKING:
 
 COMPILED_ENV = "OFFLOAD_COMPILED"
 
-_fastpath: ModuleType | None
 try:
-    from . import _fastpath
+    from . import _fastpath as _fastpath  # (re-exported: _compiled installs it)
 except ImportError:  # built without a compiler: the pure-Python package
-    _fastpath = None
+    _fastpath = None  # type: ignore[assignment]
 
 ENABLED = _fastpath is not None and os.environ.get(COMPILED_ENV, "1").strip() != "0"
 WORD_LIMIT = 1 << 64
@@ -32,10 +30,10 @@ WORD_LIMIT = 1 << 64
 def entry_points(bound: BoundBackend, native: Any) -> Any:
     """The device's ``native_entry_points`` capsule when the compiled path runs and the capsule is
     one this core calls (its name, ABI version and size); None otherwise (the Python hooks)."""
-    if not ENABLED or "native_entry_points" not in bound.implemented or _fastpath is None:
+    if not ENABLED or "native_entry_points" not in bound.implemented:
         return None
     capsule = bound.native_entry_points(native)
-    if capsule is None or not _fastpath.entry_points_ok(capsule):
+    if capsule is None or not _fastpath.entry_points_ok(capsule):  # (ENABLED: it was built)
         return None
     return capsule
 

@@ -248,7 +248,7 @@ class HostBackend:
 
     @hookimpl
     def native_entry_points(self, device: HostDevice) -> object:
-        """Launches, copies and pending-work queries from the core's C: see _hostentry.c for what
+        """Launches and pending-work queries from the core's C: see _hostentry.c for what
         each one takes on and what it leaves to the hooks above."""
         return ENTRY_POINTS
 

@@ -1,5 +1,5 @@
 /* _hostentry.c - the host device's native entry points for offload's compiled core
- * (offload/include/offload_native.h): a launch, a copy or a pending-work query goes from the
+ * (offload/include/offload_native.h): a launch or a pending-work query goes from the
  * core's C straight to the pool or the native queue, without a Python frame.
  *
  * Words (hookspecs.native_word, _backend.py): the device is its pool (pool_t *), a queue is its
@@ -44,17 +44,6 @@ static offload_native_result launch_kernel(offload_native_word device, offload_n
   return pool_run(pool, fn, data, ng, gs, dims->dyn_shared_memory) == 0 ? OFFLOAD_NATIVE_DONE : OFFLOAD_NATIVE_DEFER;
 }
 
-/* data_submit and data_retrieve alike: host memory is the device's memory. */
-static offload_native_result data_move(offload_native_word device, uintptr_t dst, uintptr_t src, size_t size,
-                                       offload_native_word queue) {
-  pool_t *pool = (pool_t *)device;
-  if (queue != 0)
-    return hostq_submit_copy((void *)queue, pool, (void *)dst, (const void *)src, size) ? OFFLOAD_NATIVE_DEFER
-                                                                                        : OFFLOAD_NATIVE_DONE;
-  if (size > 0) pool_copy(pool, (void *)dst, (const void *)src, size);
-  return OFFLOAD_NATIVE_DONE;
-}
-
 static offload_native_result has_pending_work(offload_native_word device, offload_native_word queue, int *pending) {
   (void)device;
   *pending = hostq_pending((void *)queue);
@@ -65,9 +54,11 @@ static const offload_native_entry_points ENTRY_POINTS = {
     .abi_version = OFFLOAD_NATIVE_ABI_VERSION,
     .struct_size = sizeof(offload_native_entry_points),
     .launch_kernel = launch_kernel,
-    .data_submit = data_move,
-    .data_retrieve = data_move,
-    .data_exchange = NULL,   /* one device: the core never asks */
+    /* copies: every copy of the host device is host to host, which the core makes itself (a
+     * memmove, or a queued copy through enqueue_host_call): no entry point would be called */
+    .data_submit = NULL,
+    .data_retrieve = NULL,
+    .data_exchange = NULL,
     .synchronize = NULL,     /* the hook: its waits see Ctrl-C and raise the queue's errors */
     .has_pending_work = has_pending_work,
 };

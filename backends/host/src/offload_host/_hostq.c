@@ -601,19 +601,6 @@ int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, con
   return 1;
 }
 
-int hostq_submit_copy(void *queue, pool_t *pool, void *dst, const void *src, size_t size) {
-  op_t *op = op_take();
-  if (op == NULL) return 1;
-  op->kind = OP_COPY;
-  op->pool = pool;
-  op->u.copy.dst = dst;
-  op->u.copy.src = src;
-  op->u.copy.size = size;
-  if (q_push_native((QueueObject *)queue, op) == 0) return 0;
-  op_free_native(op);
-  return 1;
-}
-
 int hostq_pending(void *queue) {
   QueueObject *self = queue;
   lock_spin(&self->mu);

@@ -78,12 +78,11 @@ int hostq_exec(PyObject *module);
 /* --- for the core's native entry points (_hostentry.c); no GIL needed ----------------------- */
 /* The local memory limit pool_set_local_limit gave (0 before). */
 size_t pool_local_limit(pool_t *pool);
-/* Appends a launch / a copy to a native queue (the address of a Queue object, from
+/* Appends a launch to a native queue (the address of a Queue object, from
  * queue_word) when that needs no wait (backpressure), no new worker thread and no error: 0
  * appended, 1 nothing done (the Python hook submits it: waits, starts the worker, or raises). */
 int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, const void *args, size_t args_size,
                         offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem);
-int hostq_submit_copy(void *queue, pool_t *pool, void *dst, const void *src, size_t size);
 /* Whether a native queue has work queued or running (Queue.pending). */
 int hostq_pending(void *queue);
 /* Adds ENTRY_POINTS (the capsule of offload_native.h) to the module (_hostentry.c). */

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -63,6 +64,7 @@ def test_the_compiled_functions_keep_the_generated_ones_as_fallback() -> None:
     assert type(launch).__module__ == "offload._fastpath" and launch.__name__ == "olLaunchKernel"
     assert launch.__doc__ == launch.fallback.__doc__ and launch.__wrapped__ is launch.fallback
     assert set(launch.counts) == {"fast", "deferred", "native"}
+    assert pickle.loads(pickle.dumps(launch)) is launch  # by name, as the Python function was
     before = launch.counts
     with pytest.raises(ol.OffloadError) as raised:
         launch(None, None, None, None, None)  # uninitialised or NULL: deferred

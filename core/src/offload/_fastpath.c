@@ -174,6 +174,17 @@ static PyObject *entry_fallback(Entry *self, void *closure) {
   return Py_NewRef(self->fallback);
 }
 
+/* Pickled by name, as the function it replaces is (offload.<name>: this very object). */
+static PyObject *entry_reduce(Entry *self, PyObject *unused) {
+  (void)unused;
+  return Py_NewRef(self->name);
+}
+
+static PyMethodDef entry_methods[] = {
+    {"__reduce__", (PyCFunction)entry_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
 static PyGetSetDef entry_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {"counts", (getter)entry_counts, NULL, "{'fast', 'deferred', 'native'}: calls made here, by the fallback, by a backend's entry point", NULL},
@@ -193,6 +204,7 @@ static PyTypeObject EntryType = {
     .tp_traverse = (traverseproc)entry_traverse,
     .tp_clear = (inquiry)entry_clear,
     .tp_getset = entry_getset,
+    .tp_methods = entry_methods,
     .tp_dictoffset = offsetof(Entry, dict),
 };
 

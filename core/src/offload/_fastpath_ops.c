@@ -123,7 +123,8 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
   PyObject *native_queue = queue == Py_None ? Py_None : SLOT(queue, FP.q_native);
   const offload_native_entry_points *ep = fp_entry_points(device);
   int done = 0;
-  if (ep != NULL && ep->launch_kernel != NULL) {
+  /* (an entry point may rely on the buffer covering the kernel's parameters: known ones only) */
+  if (ep != NULL && ep->launch_kernel != NULL && args_size != NULL && args_size != Py_None) {
     int okd, okk, okq = 1;
     offload_native_launch_kernel_fn fn = ep->launch_kernel;
     offload_native_word dw = fp_word(device, FP.d_word, &okd), kw = fp_word(kernel, FP.k_word, &okk);

@@ -15,9 +15,9 @@ from ._enums import ErrorCode, SymbolInfo, SymbolKind
 from ._api_contexts import context_for
 from ._handles import Context as ContextHandle
 from ._handles import Device, Program, Symbol
-from ._native_entry import word as native_word
 from ._runtime import LOCAL, Context
 from ._types import KernelParam
+from ._native_entry import word as native_word  # (after _types: the import order of main's merge)
 
 _SYMBOL_KINDS = frozenset(SymbolKind)
 

@@ -17,7 +17,7 @@ from ._handles import Context as ContextHandle
 from ._handles import Device, Program, Symbol
 from ._runtime import LOCAL, Context
 from ._types import KernelParam
-from ._native_entry import word as native_word  # (after _types: the import order of main's merge)
+from ._native_entry import word as native_word
 
 _SYMBOL_KINDS = frozenset(SymbolKind)
 

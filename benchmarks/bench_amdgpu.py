@@ -75,7 +75,8 @@ def prepare() -> Path:
 def reexec_with_simulator(argv: list[str]) -> None:
     """The dynamic loader reads LD_LIBRARY_PATH at start: run this script again with it set."""
     folder = prepare()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    # (OFFLOAD_COMPILED passes: OFFLOAD_COMPILED=0 measures the pure-Python path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_") or k == "OFFLOAD_COMPILED"}
     env.update(
         {
             _CHILD_MARK: str(folder),

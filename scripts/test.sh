@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Every test: the whole suite against core + host backend (.venv; it includes the packaging test,
-# which builds the wheelhouse and installs from it into fresh venvs), then the core-alone tests in
+# which builds the wheelhouse and installs from it into fresh venvs), the whole suite again on the
+# pure-Python path (OFFLOAD_COMPILED=0: core/DESIGN.md "The compiled path"), then the core-alone tests in
 # a venv holding offload-core only (.venv-core), then the documentation site (mkdocs --strict; an
 # optional step: skipped, with the reason printed, where its packages cannot be installed). Extra
 # arguments go to the first pytest run.
 # Installs are skipped when no source changed since the last run (scripts/venv.sh keeps a stamp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { echo "test.sh: [$1/5] $2" >&2; }
+step() { echo "test.sh: [$1/6] $2" >&2; }
 step 1 "preparing .venv (offload-core + offload-host from this checkout, the GPU backends, and tests/requirements.txt)"
 scripts/venv.sh .venv ./core ./backends/host .  # the same install as scripts/main.sh's, so they share it
 gpu=(); for b in cuda amdgpu; do [ -f "backends/$b/pyproject.toml" ] && gpu+=("./backends/$b"); done
@@ -62,11 +63,13 @@ why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check ray 2>
   || echo "test.sh: ray could not be installed from PyPI ($(grep -v WARNING <<<"$why" | tail -1)); the Ray tests skip" >&2
 step 2 "the whole suite: .venv/bin/python -m pytest -q -rs $*"
 .venv/bin/python -m pytest -q -rs "$@"
-step 3 "preparing .venv-core (offload-core alone)"
+step 3 "the whole suite on the pure-Python path: OFFLOAD_COMPILED=0 .venv/bin/python -m pytest -q $*"
+OFFLOAD_COMPILED=0 .venv/bin/python -m pytest -q "$@"
+step 4 "preparing .venv-core (offload-core alone)"
 scripts/venv.sh .venv-core ./core "pytest>=8"
-step 4 "the core-alone tests: OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only"
+step 5 "the core-alone tests: OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only"
 OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only
-step 5 "the documentation site: mkdocs build --strict (warnings are errors; docs/requirements.txt into .venv)"
+step 6 "the documentation site: mkdocs build --strict (warnings are errors; docs/requirements.txt into .venv)"
 if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt 2>&1 >/dev/null); then
   NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir tests/.build/site
   echo "test.sh: the documentation site is in tests/.build/site" >&2

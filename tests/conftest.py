@@ -42,7 +42,8 @@ def run_python():
     import subprocess
 
     def run(code: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+        # (OFFLOAD_COMPILED passes: the suite's run with OFFLOAD_COMPILED=0 runs its children so too)
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_") or k == "OFFLOAD_COMPILED"}
         full_env.update(env or {})
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
         if check and proc.returncode != 0:

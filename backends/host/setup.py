@@ -6,9 +6,25 @@ import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).resolve().parent
 VERSION = (HERE / "VERSION").read_text().strip()
+# offload_native.h, the contract of the core's native entry points (_hostentry.c), is the core's:
+# read from the checkout's core, or from the copy an sdist of this folder carries (see Sdist)
+NATIVE_HEADER = "offload_native.h"
+CORE_INCLUDE = HERE.parent.parent / "core" / "src" / "offload" / "include"
+SDIST_INCLUDE = HERE / "src" / "offload_host" / "include" / "core"
+
+
+class Sdist(sdist):
+    """An sdist carrying a copy of the core's offload_native.h (it is built without the checkout)."""
+
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        super().make_release_tree(base_dir, files)
+        target = Path(base_dir) / SDIST_INCLUDE.relative_to(HERE)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / NATIVE_HEADER).write_bytes((CORE_INCLUDE / NATIVE_HEADER).read_bytes())
 
 
 
@@ -32,11 +48,13 @@ def requirement(name: str, folder: str) -> str:
 
 
 setup(
+    cmdclass={"sdist": Sdist},
     install_requires=[requirement("offload-core", "../../core")],
     ext_modules=[
         Extension(
             "offload_host._native",
-            sources=["src/offload_host/_native.c", "src/offload_host/_hostq.c"],
+            sources=["src/offload_host/_native.c", "src/offload_host/_hostq.c", "src/offload_host/_hostentry.c"],
+            include_dirs=[str(CORE_INCLUDE if (CORE_INCLUDE / NATIVE_HEADER).is_file() else SDIST_INCLUDE)],
             depends=["src/offload_host/_native.h", "src/offload_host/include/offload_host.h"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
             libraries=["pthread", "dl"],

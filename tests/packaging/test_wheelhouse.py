@@ -204,6 +204,30 @@ def test_the_host_wheel_is_repaired_to_a_manylinux_tag(wheelhouse: pathlib.Path)
     assert not [p for p in (wheelhouse / "wheelhouse").glob("*.whl") if re.search(r"-linux_\w+\.whl$", p.name)]
 
 
+def test_the_core_wheel_carries_the_compiled_path(wheelhouse: pathlib.Path) -> None:
+    """offload-core's wheel (built from its sdist) holds offload._fastpath, repaired to a manylinux tag."""
+    wheels = sorted((wheelhouse / "wheelhouse").glob("offload_core-*.whl"))
+    assert len(wheels) == 1 and re.search(r"manylinux\w*\.whl$", wheels[0].name), wheels
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        assert [n for n in wheel.namelist() if re.fullmatch(r"offload/_fastpath\..*\.so", n)], wheel.namelist()
+
+
+def test_the_core_builds_without_a_compiler_into_the_python_path(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """The core's sdist on a machine without a working C compiler: the optional extension is left
+    out, and the installed core runs its pure-Python path."""
+    sdists = sorted((wheelhouse / "wheelhouse").glob("offload_core-*.tar.gz"))
+    assert len(sdists) == 1, sdists
+    python = _fresh_venv(tmp_path / "venv")
+    env = {**_pip_env(), "CC": "false", "LDSHARED": "false"}
+    cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-index", "--no-binary", "offload-core",
+           "--find-links", str(wheelhouse / "thirdparty"), str(sdists[0])]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code = "import offload, offload._native_entry as n; print(n._fastpath, n.ENABLED, type(offload.olLaunchKernel).__name__)"
+    run = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.split() == ["None", "False", "function"], run.stdout + run.stderr
+
+
 def test_python_m_build_pins_without_the_switch(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
     """The standard front end alone (no OFFLOAD_PIN_REQUIREMENTS): an sdist, and a wheel built
     straight from the tree, both pin our distributions to VERSION."""

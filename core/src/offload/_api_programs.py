@@ -17,6 +17,7 @@ from ._handles import Context as ContextHandle
 from ._handles import Device, Program, Symbol
 from ._runtime import Context
 from ._types import KernelParam
+from ._native_entry import word as native_word
 
 _SYMBOL_KINDS = frozenset(SymbolKind)
 
@@ -114,6 +115,7 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
         symbol = Symbol._make(
             ctx, program=program, kind=kind, name=name, native=native, address=address, size=size,
             params=params, args_size=args_size, launch_device=program.device if kind is SymbolKind.KERNEL else None,
+            word=None if native is None else native_word(device, native),
         )
         program.symbols[key] = symbol
         return symbol  # type: ignore[no-any-return]  # Symbol._make builds a Symbol (typed Any: it serves every handle class)

@@ -15,6 +15,7 @@ from ._errors import as_offload_error
 from ._api_contexts import context_for
 from ._handles import Context as ContextHandle
 from ._handles import Device, Event, Queue
+from ._native_entry import word as native_word
 from ._runtime import LOCAL, PARKED_IDLE_LIMIT, STATE, Context
 
 
@@ -42,7 +43,9 @@ def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -
         except Exception as exc:
             _orphan(ctx, exc, f"{device.platform.name}: a destroyed queue failed")
             _release_native_queue(ctx, device, reused)
-    queue: Queue = Queue._make(ctx, device=device, native=native_queue, id=next(ctx.queue_ids), context=owner)
+    queue: Queue = Queue._make(
+        ctx, device=device, native=native_queue, id=next(ctx.queue_ids), context=owner, word=native_word(device, native_queue)
+    )
     with device.lock:
         device.queues.add(queue)
     if device.parked:

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ._api_queues import finish_queued_work_at_exit
+from ._compiled import install
 from ._entrypoints import LIFECYCLE, generate, olInit, olShutDown  # noqa: F401 (re-exported: __all__)
 from ._enums import c_constants
 from ._handles import HANDLE_TYPES, Context, Device, Event, Platform, Program, Queue, Symbol  # noqa: F401 (re-exported: __all__)
 
 HANDLES = tuple(cls.__name__ for cls in HANDLE_TYPES)  # the handle types the functions take and return
-_FUNCTIONS: dict[str, Callable[..., Any]] = generate()
+_FUNCTIONS: dict[str, Callable[..., Any]] = install(generate())
 _C_CONSTANTS: dict[str, int] = c_constants()
 globals().update(_FUNCTIONS)
 globals().update(_C_CONSTANTS)

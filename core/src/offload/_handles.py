@@ -61,7 +61,7 @@ class Device(_Handle):
 
     __slots__ = (
         "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
-        "limits", "registered",
+        "limits", "registered", "entry_points", "word",
     )
     backend: BoundBackend
     native: NativeDevice
@@ -76,6 +76,8 @@ class Device(_Handle):
     programs: set[Program]  # live program handles
     limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
     registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock
+    entry_points: Any  # the backend's native_entry_points capsule for it (None: the Python hooks)
+    word: int | None  # its native_word (None: none); see _native_entry
 
     def _describe(self) -> str:
         return f"{self.platform.name}:{self.index}"
@@ -101,11 +103,12 @@ class Context(_Handle):
 class Queue(_Handle):
     """``ol_queue_handle_t``."""
 
-    __slots__ = ("device", "native", "id", "context")
+    __slots__ = ("device", "native", "id", "context", "word")
     device: Device
     native: NativeQueue
     id: int
     context: Context
+    word: int | None  # the native queue's native_word (None: none); see _native_entry
 
     def _describe(self) -> str:
         return f"#{self.id} on {self.device._describe()}"
@@ -143,7 +146,7 @@ class Program(_Handle):
 class Symbol(_Handle):
     """``ol_symbol_handle_t``: a kernel or global variable, owned by its program."""
 
-    __slots__ = ("program", "kind", "name", "native", "address", "size", "params", "args_size", "launch_device")
+    __slots__ = ("program", "kind", "name", "native", "address", "size", "params", "args_size", "launch_device", "word")
     program: Program
     kind: SymbolKind
     name: str
@@ -153,6 +156,7 @@ class Symbol(_Handle):
     params: tuple[KernelParam, ...] | None  # kernels: their KernelParams (None: the backend cannot tell)
     args_size: int | None  # kernels: the end of the last parameter (None: unknown, not checked)
     launch_device: Device | None  # kernels: the device they launch on; None for global variables
+    word: int | None  # kernels: their native_word (None: none); see _native_entry
 
     def _describe(self) -> str:
         return f"{self.kind.name.lower()} {self.name!r}"

@@ -253,6 +253,8 @@ class BoundBackend:
         is_event_complete: Callable[[NativeDevice, NativeEvent], bool]
         sync_event: Callable[[NativeDevice, NativeEvent], None]
         event_elapsed_time: Callable[[NativeDevice, NativeEvent, NativeEvent], float]
+        native_entry_points: Callable[[NativeDevice], Any]
+        native_word: Callable[[NativeDevice, Any], int | None]
         launch_kernel_cooperative: Callable[
             [NativeDevice, NativeQueue | None, NativeKernel, bytes | None, KernelLaunchSizeArgs], None
         ]

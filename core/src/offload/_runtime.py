@@ -39,6 +39,8 @@ from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 from ._handles import Context as ContextHandle
 from ._handles import Device, Platform
+from ._native_entry import entry_points as native_entry_points
+from ._native_entry import word as native_word
 from ._ranges import HOST_MAPPINGS
 from ._registry import BackendStatus, BoundBackend, load_backends, release_backend
 from ._tracing import Tracer, TimelineTracer, tracer_from_environment
@@ -160,7 +162,10 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             programs=set(),
             limits=launch_limits(info),
             registered={},
+            entry_points=native_entry_points(bound, native),
+            word=None,
         )
+        device.word = native_word(device, native)
         platform.devices.append(device)
     platform.default_context = make_context(ctx, platform, tuple(platform.devices), default=True)
     return platform

@@ -21,6 +21,8 @@ SOURCE = r"""
 #include <stdint.h>
 struct bump_args { uint64_t *counter; };
 OFFLOAD_KERNEL(bump) { __atomic_fetch_add(OFFLOAD_ARGS(struct bump_args)->counter, 1, __ATOMIC_RELAXED); }
+OFFLOAD_KERNEL_PARAMS(bump_declared, struct bump_args, OFFLOAD_POINTER(counter));
+OFFLOAD_KERNEL(bump_declared) { __atomic_fetch_add(OFFLOAD_ARGS(struct bump_args)->counter, 1, __ATOMIC_RELAXED); }
 """
 THREADS, ROUNDS, OPS = 3, 4, 600
 ONE = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
@@ -33,7 +35,9 @@ def main() -> int:
     ol.olIterateDevices(lambda d, _: devices.append(d) or True)
     host = next(d for d in devices if ol.olGetDeviceInfo(d, ol.DeviceInfo.TYPE) is ol.DeviceType.HOST)
     program = ol.olCreateProgram(host, build_program(SOURCE, name="stress_bump"))
-    bump = ol.olGetSymbol(program, "bump", ol.SymbolKind.KERNEL)
+    # an undeclared kernel launches through the Python hook; a declared one, with the compiled
+    # core (offload._fastpath), from the core's C through the host's native entry points
+    kernels = [ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL) for name in ("bump", "bump_declared")]
     counter = ol.olMemAlloc(host, ol.AllocType.DEVICE, 8)
     ctypes.memset(counter, 0, 8)
     args = struct.pack("P", counter)
@@ -52,7 +56,9 @@ def main() -> int:
             for _ in range(ROUNDS):
                 q = ol.olCreateQueue(host)
                 for j in range(OPS):
-                    ol.olLaunchKernel(q, host, bump, args, POOLED if j % 7 == 0 else ONE)
+                    ol.olLaunchKernel(q, host, kernels[j % 2], args, POOLED if j % 7 == 0 else ONE)
+                    if j % 89 == 0:
+                        ol.olLaunchKernel(None, host, kernels[j % 2], args, ONE)  # synchronous
                     if j % 50 == 0:
                         ol.olLaunchHostFunction(q, host_function, None)
                     if j % 97 == 0:
@@ -89,7 +95,8 @@ def main() -> int:
     ol.olMemFree(counter)
     ol.olDestroyProgram(program)
     ol.olShutDown()
-    expected = THREADS * ROUNDS * sum(64 if j % 7 == 0 else 1 for j in range(OPS))
+    expected = THREADS * ROUNDS * sum((64 if j % 7 == 0 else 1) + (j % 89 == 0) for j in range(OPS))
+    print(f"compiled launches {getattr(ol.olLaunchKernel, 'counts', None)}")
     expected_calls = THREADS * ROUNDS * len(range(0, OPS, 50))
     print(f"work-items {launches} of {expected}, host functions {calls[0]} of {expected_calls}, failures {failures}")
     return 0 if (launches, calls[0], failures) == (expected, expected_calls, []) else 1

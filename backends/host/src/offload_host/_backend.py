@@ -16,7 +16,8 @@ from offload.build_support import kernel_include_dir
 
 from . import _device_info
 from ._native import copy_on as _copy_on
-from ._native import executor_create, executor_destroy, pages_alloc, pages_free, pool_create, pool_destroy
+from ._native import ENTRY_POINTS, executor_create, executor_destroy, pages_alloc, pages_free, pool_create, pool_destroy
+from ._native import pool_set_local_limit
 from ._native import fill_on as _fill_on
 from ._native import launch as _launch
 from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
@@ -49,6 +50,7 @@ class HostDevice:
             pool_destroy(self.pool)
             raise
         self.local_memory_limit = _device_info.local_memory_limit()
+        pool_set_local_limit(self.pool, self.local_memory_limit)  # what the native launches check
         self.allocations: dict[int, int] = {}  # address -> size of the pages mapped for it
         self.lock = threading.Lock()
 
@@ -241,6 +243,26 @@ class HostBackend:
             _fill_on(device.pool, address, pattern, size)
         elif queue.fill(device.pool, address, pattern, size):
             queue.start_worker()
+
+    # --- native entry points (the core's compiled path; _hostentry.c) ---------------------------
+
+    @hookimpl
+    def native_entry_points(self, device: HostDevice) -> object:
+        """Launches and pending-work queries from the core's C: see _hostentry.c for what
+        each one takes on and what it leaves to the hooks above."""
+        return ENTRY_POINTS
+
+    @hookimpl
+    def native_word(self, device: HostDevice, native: object) -> int | None:
+        """The device's pool, a queue's native object, a declared kernel's function address (an
+        undeclared kernel's buffer is padded by launch_kernel: it stays on the hook)."""
+        if native is device:
+            return device.pool
+        if isinstance(native, HostQueue):
+            return native.word()
+        if type(native) is int and kernel_params_of.get(native) is not None:
+            return native
+        return None
 
     # --- queues and events ---------------------------------------------------------------------
 

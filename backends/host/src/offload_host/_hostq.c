@@ -550,6 +550,65 @@ static int q_push(QueueObject *self, op_t *op) {
   return start;
 }
 
+/* q_push for the core's native entry points, without the GIL: appends op only when that needs
+ * no wait (a full queue), no new worker thread and no error (a released queue). 0 appended; 1
+ * not appended (op untouched): the Python hook then submits it, waiting, starting the worker
+ * or raising as q_push does. */
+static int q_push_native(QueueObject *self, op_t *op) {
+  op->next = NULL;
+  lock_spin(&self->mu);
+  if (self->released || (!in_host_function && self->submitted - self->completed >= MAX_PENDING) ||
+      (self->worker == WORKER_NONE && self->exec == NULL)) {
+    pthread_mutex_unlock(&self->mu);
+    return 1;
+  }
+  op_t *prev = self->tail;
+  if (prev) prev->next = op;
+  else self->head = op;
+  self->tail = op;
+  op->seq = ++self->submitted;
+  if (self->worker != WORKER_NONE) {
+    kick(self);
+  } else if (kick(self) < 0) { /* the executor stopped: nobody saw op, take it back */
+    if (prev) prev->next = NULL;
+    else self->head = NULL;
+    self->tail = prev;
+    --self->submitted;
+    pthread_mutex_unlock(&self->mu);
+    return 1;
+  }
+  pthread_mutex_unlock(&self->mu);
+  return 0;
+}
+
+int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, const void *args, size_t args_size,
+                        offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem) {
+  op_t *op = op_take();
+  if (op == NULL) return 1;
+  op->kind = OP_LAUNCH;
+  op->pool = pool;
+  op->u.launch.kernel = kernel;
+  op->u.launch.num_groups = num_groups;
+  op->u.launch.group_size = group_size;
+  op->u.launch.dyn_mem = dyn_mem;
+  op->u.launch.args = NULL; /* copied, as q_launch does: the caller may reuse its buffer */
+  if (args_size > 0 && (op->u.launch.args = op_keep(op, args, args_size)) == NULL) {
+    op_give(op);
+    return 1;
+  }
+  if (q_push_native((QueueObject *)queue, op) == 0) return 0;
+  op_free_native(op);
+  return 1;
+}
+
+int hostq_pending(void *queue) {
+  QueueObject *self = queue;
+  lock_spin(&self->mu);
+  int pending = self->completed != self->submitted || self->running;
+  pthread_mutex_unlock(&self->mu);
+  return pending;
+}
+
 static PyObject *push_result(QueueObject *self, op_t *op) {
   int rc = q_push(self, op);
   if (rc < 0) return NULL;
@@ -1133,6 +1192,13 @@ static PyObject *q_pending(QueueObject *self, PyObject *unused) {
   return PyBool_FromLong(pending);
 }
 
+/* The word of the core's native entry points for this queue: its address (None: not initialised). */
+static PyObject *q_word(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  if (self->errors == NULL) Py_RETURN_NONE;
+  return PyLong_FromVoidPtr(self);
+}
+
 /* Whether the calling thread is this queue's worker running a host function right now. */
 static PyObject *q_on_worker(QueueObject *self, PyObject *unused) {
   (void)unused;
@@ -1164,6 +1230,7 @@ static PyMethodDef queue_methods[] = {
             "release(discard) -> list | None\n\nRefuse more work, end the worker; take the errors."),
     QMETHOD(worker_failed, METH_NOARGS, "worker_failed()\n\nThe worker thread could not start."),
     QMETHOD(pending, METH_NOARGS, "pending() -> bool\n\nWhether work is queued or running."),
+    QMETHOD(word, METH_NOARGS, "word() -> int | None\n\nThe queue's word for the core's native entry points (its address)."),
     QMETHOD(on_worker, METH_NOARGS,
             "on_worker() -> bool\n\nWhether the caller is this queue's worker inside a host function."),
     {NULL, NULL, 0, NULL},

@@ -236,6 +236,7 @@ struct pool {
   uint64_t generation;         /* bumped once per published job */
   int stop;
   local_buf caller_buf;        /* the launching thread's local memory; under launch_lock */
+  _Atomic size_t local_limit;  /* the device's local memory limit (launches beyond it: Python) */
   size_t nthreads;
   worker_t workers[];
 };
@@ -362,6 +363,7 @@ static PyObject *py_pool_create(PyObject *m, PyObject *const *args, Py_ssize_t n
   if (pool == NULL) return PyErr_NoMemory();
   pool->magic = POOL_MAGIC;
   pool->nthreads = (size_t)n;
+  atomic_store(&pool->local_limit, 0); /* until pool_set_local_limit: every dynamic size defers */
   pthread_mutex_init(&pool->launch_lock, NULL);
   pthread_mutex_init(&pool->lock, NULL);
   pthread_cond_init(&pool->work_cv, NULL);
@@ -445,6 +447,18 @@ static int launch_pooled(pool_t *pool, job_t *job) {
 }
 
 size_t pool_threads(const pool_t *pool) { return pool->nthreads; }
+
+size_t pool_local_limit(pool_t *pool) { return atomic_load(&pool->local_limit); }
+
+static PyObject *py_pool_set_local_limit(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  size_t limit;
+  if (check_nargs("pool_set_local_limit", nargs, 2) < 0) return NULL;
+  pool_t *pool = pool_from(args[0]);
+  if (pool == NULL || parse_size(args[1], &limit) < 0) return NULL;
+  atomic_store(&pool->local_limit, limit);
+  Py_RETURN_NONE;
+}
 
 int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
              offload_dim3_t group_size, size_t dyn_mem) {
@@ -904,6 +918,8 @@ static PyMethodDef native_methods[] = {
                           "Start a pool of nthreads persistent worker threads (0: caller only)."),
     FASTCALL(pool_destroy, "pool_destroy(handle)\n\n"
                            "Wait for a running launch, stop and join every worker, free the pool."),
+    FASTCALL(pool_set_local_limit, "pool_set_local_limit(pool, limit)\n\n"
+                                   "The device's local memory limit, which the native entry points read."),
     FASTCALL(launch, "launch(pool, kernel, args, size | ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem)\n\n"
                      "Run kernel once per work-group of the grid on the pool and the calling\n"
                      "thread, with the GIL released; returns when every group finished."),
@@ -926,7 +942,8 @@ static PyMethodDef native_methods[] = {
 };
 
 static PyModuleDef_Slot native_slots[] = {
-    {Py_mod_exec, (void *)hostq_exec}, /* the native queues and events */
+    {Py_mod_exec, (void *)hostq_exec},     /* the native queues and events */
+    {Py_mod_exec, (void *)hostentry_exec}, /* the core's native entry points */
     {0, NULL},
 };
 

@@ -75,4 +75,17 @@ void fill_pattern(unsigned char *dst, const void *pat, size_t plen, size_t size)
 /* Adds the Queue and Event types and their functions to the module (_hostq.c). */
 int hostq_exec(PyObject *module);
 
+/* --- for the core's native entry points (_hostentry.c); no GIL needed ----------------------- */
+/* The local memory limit pool_set_local_limit gave (0 before). */
+size_t pool_local_limit(pool_t *pool);
+/* Appends a launch to a native queue (the address of a Queue object, from
+ * queue_word) when that needs no wait (backpressure), no new worker thread and no error: 0
+ * appended, 1 nothing done (the Python hook submits it: waits, starts the worker, or raises). */
+int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, const void *args, size_t args_size,
+                        offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem);
+/* Whether a native queue has work queued or running (Queue.pending). */
+int hostq_pending(void *queue);
+/* Adds ENTRY_POINTS (the capsule of offload_native.h) to the module (_hostentry.c). */
+int hostentry_exec(PyObject *module);
+
 #endif

@@ -95,6 +95,7 @@ GC_INSIDE_THE_CORE = textwrap.dedent(
     from offload._allocations import Allocation
     from offload._runtime import STATE
 
+    gc.disable()  # only the collection below, inside the core, may free the cycle (not one at a random allocation)
     host = offload.devices("host")[0]
     garbage = [offload.Buffer(64, host), host.load_program(__import__("offload_host").build_test_kernel("noargs")),
                host.queue(), host.queue().record()]

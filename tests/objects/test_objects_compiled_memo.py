@@ -1,9 +1,9 @@
 """The compiled remembered launch (``offload.objects._launch_memo``, objects/_compiled_memo.py):
 ``Queue.launch`` and ``Kernel.launch`` relaunch the kernel's remembered launch in C where the
 compiled path runs, and the C check refuses whatever the Python one refuses: each refused call
-runs the Python method (the same bytes reach the kernel, the same errors). ``counts`` of the C
-methods ({'fast', 'deferred'}) tell which ran; under ``OFFLOAD_COMPILED=0`` the methods are the
-Python functions and only the results are checked."""
+runs the Python code (the same bytes reach the kernel, the same errors). ``counts`` of the C
+methods ({'fast', 'packed', 'deferred'}) tell which ran; under ``OFFLOAD_COMPILED=0`` the methods
+are the Python functions and only the results are checked."""
 
 from __future__ import annotations
 
@@ -118,28 +118,36 @@ def test_a_buffer_closed_since_makes_the_compiled_memo_pack_again(
 
 
 @needs_memo
-def test_the_c_check_itself_refuses_a_zero_and_another_class(echo: offload.Kernel, host: offload.objects.Device) -> None:
-    """A remembered launch holding 0.0 (which the packer never remembers) and a remembered int:
-    the C check passes both to the method it wraps (here a recorder)."""
+def test_the_c_check_itself_refuses_a_zero(echo: offload.Kernel, host: offload.objects.Device) -> None:
+    """A remembered launch holding 0.0 (which the packer never remembers, so the C check must not
+    take -0.0 or another 0.0 for it): the arguments are packed again, and reach the kernel."""
+    with host.alloc(16) as out:
+        echo.launch(1, 1, 1.0, 7, out)
+        remembered = echo._memo
+        assert len(remembered) == 14 and remembered[0][2] is out
+        for value in (-0.0, float("0")):  # (another 0.0 object: never compared by value)
+            echo._memo, echo._memo_previous = ((float("0"), 7, out),) + remembered[1:], NO_MEMO  # its buffer holds 1.0
+            before = dict(Kernel.launch.counts)  # type: ignore[attr-defined]
+            echo.launch(1, 1, value, 7, out)
+            assert Kernel.launch.counts == {**before, "packed": before["packed"] + 1}  # type: ignore[attr-defined]
+            assert echoed(out) == (struct.pack("=f", value), 7)
+
+
+@needs_memo
+def test_the_c_methods_hand_other_calls_on(echo: offload.Kernel, host: offload.objects.Device) -> None:
+    """Another keyword, another class of kernel, too few arguments: the Python method (here a
+    recorder) runs; other arguments go to ``Kernel._run``, as the Python method sends them."""
     deferred: list[tuple[Any, ...]] = []
     relauncher = _compiled_memo._launch_memo.Relauncher(lambda *args, **kwargs: deferred.append(args + tuple(kwargs)), False)
     with host.alloc(16) as out:
         echo.launch(1, 1, 1.0, 7, out)
-        echo.launch(1, 1, 1.0, 7, out)
-        remembered = echo._memo
-        assert len(remembered) == 14 and remembered[0][2] is out
-        zero = float("0")  # (not a constant the compiler may share with the calls below)
-        echo._memo, echo._memo_previous = ((zero, 7, out),) + remembered[1:], NO_MEMO
-        relauncher(echo, 1, 1, -0.0, 7, out)
-        relauncher(echo, 1, 1, float("0"), 7, out)  # another 0.0 object: never compared by value
-        echo._memo = remembered
-        relauncher(echo, 1, 1, 1.0, 7.0, out)
-        relauncher(echo, 1, 1, 1.0, 7, out, shared_memory=1)
         relauncher(echo, 1, 1, 1.0, 7, out, queue=None)
-        assert [args[3:] for args in deferred] == [
-            (-0.0, 7, out), (0.0, 7, out), (1.0, 7.0, out), (1.0, 7, out, "shared_memory"), (1.0, 7, out, "queue")
-        ]
-        assert struct.pack("=f", deferred[0][3]) != struct.pack("=f", 0.0)
-        assert relauncher.counts == {"fast": 0, "deferred": 5}
-        relauncher(echo, 1, 1, 1.0, 7, out)
-        assert relauncher.counts == {"fast": 1, "deferred": 5} and len(deferred) == 5
+        relauncher("not a kernel", 1, 1, 1.0, 7, out)
+        relauncher(echo, 1)
+        assert [args[3:] for args in deferred] == [(1.0, 7, out, "queue"), (1.0, 7, out), ()]
+        assert relauncher.counts == {"fast": 0, "packed": 0, "deferred": 3}
+        relauncher(echo, 1, 1, 1.0, 7, out, shared_memory=0)  # (the default, given)
+        relauncher(echo, 1, 1, 1.0, 7, out, shared_memory=1)  # another shared memory object: packed
+        relauncher(echo, 1, 1, 2.0, 7, out)
+        assert relauncher.counts == {"fast": 1, "packed": 2, "deferred": 3} and len(deferred) == 3
+        assert echoed(out) == (struct.pack("=f", 2.0), 7)

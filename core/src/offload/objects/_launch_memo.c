@@ -5,10 +5,12 @@
  * called as that method is. When the call's arguments are those of the kernel's last launch, or
  * of the one before (then swapped, as Kernel._run does), it calls the flat olLaunchKernel with
  * the remembered packed buffer and launch size and, on a queue, holds the remembered tuple until
- * the queue's sync, exactly as the Python method does. Anything else (another kernel or queue
- * class, another keyword, an argument that is not the same, no configuration yet) calls the
- * Python method (`fallback`) with the same arguments, so each error has one source and a miss
- * runs the Python path unchanged. The check runs no Python code: Buffers and Arrays (and any
+ * the queue's sync, exactly as the Python method does. A call of the usual shape whose arguments
+ * are not the remembered ones goes where the Python method sends it, `Kernel._run` (which packs,
+ * remembers, and names any error), without the Python method's frame; anything else (another
+ * kernel or queue class, another keyword, no configuration yet) calls the Python method
+ * (`fallback`) with the same arguments. So each error has one source, and a miss runs the
+ * Python path unchanged. The check runs no Python code: Buffers and Arrays (and any
  * other object) must be the very objects remembered, scalars exact ints or floats of the
  * remembered class and value, never a float 0.0 (0.0 == -0.0, but they pack apart); the grid,
  * block and shared memory the same objects; and no Buffer closed since (`CLOSES`: an address
@@ -32,6 +34,7 @@ static struct {
   PyObject *launch;                 /* the flat olLaunchKernel */
   PyObject *zero;                   /* shared_memory's default, 0 */
   PyObject *s_shared_memory;        /* "shared_memory" */
+  PyObject *s_run;                  /* "_run" */
   Py_ssize_t k_memo, k_previous, q_handle, q_inflight;
 } M;
 
@@ -40,7 +43,7 @@ typedef struct {
   vectorcallfunc vectorcall;
   PyObject *fallback;              /* the Python method (its __name__, __doc__, ... are the Relauncher's) */
   int queued;                      /* 1: Queue.launch(queue, kernel, grid, block, *args); 0: Kernel.launch(kernel, grid, block, *args) */
-  unsigned long long fast, deferred; /* calls made here / by the fallback */
+  unsigned long long fast, packed, deferred; /* calls relaunched here / by Kernel._run / by the fallback */
 } Relauncher;
 
 /* Whether the remembered launch `m` is this call's (see the top of the file). */
@@ -68,6 +71,25 @@ static int same_call(PyObject *m, PyObject *const *args, Py_ssize_t n, PyObject 
   return 1;
 }
 
+/* A miss: `kernel._run(queue, grid, block, shared_memory, args)`, as the Python method calls it,
+ * its answer held by the queue (`inflight`) until a sync. `call` points at grid, block, then the
+ * n arguments; `shared` is the shared memory. */
+static PyObject *pack(Relauncher *self, PyObject *kernel, PyObject *queue, PyObject *inflight, PyObject *const *call,
+                      Py_ssize_t n, PyObject *shared) {
+  PyObject *tuple = PyTuple_New(n);
+  if (tuple == NULL) return NULL;
+  for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(call[2 + i]));
+  PyObject *run_args[6] = {kernel, queue, call[0], call[1], shared, tuple};
+  PyObject *held = PyObject_VectorcallMethod(M.s_run, run_args, 6, NULL);
+  Py_DECREF(tuple);
+  if (held == NULL) return NULL;
+  int failed = inflight != NULL && PyList_Append(inflight, held) < 0;
+  Py_DECREF(held);
+  if (failed) return NULL;
+  self->packed++;
+  Py_RETURN_NONE;
+}
+
 static PyObject *relaunch(Relauncher *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), first = self->queued ? 4 : 3;
   PyObject *shared = M.zero, *kernel, *queue = Py_None, *inflight = NULL;
@@ -90,7 +112,8 @@ static PyObject *relaunch(Relauncher *self, PyObject *const *args, size_t nargsf
   PyObject *m = SLOT(kernel, M.k_memo);
   if (!same_call(m, args + first, nargs - first, grid, block, shared)) {
     m = SLOT(kernel, M.k_previous);
-    if (!same_call(m, args + first, nargs - first, grid, block, shared)) goto defer;
+    if (!same_call(m, args + first, nargs - first, grid, block, shared))
+      return pack(self, kernel, queue, inflight, args + first - 2, nargs - first, shared);
     /* the launch before the last is now the last (the two slots swap their references) */
     SLOT(kernel, M.k_previous) = SLOT(kernel, M.k_memo);
     SLOT(kernel, M.k_memo) = m;
@@ -147,7 +170,7 @@ static PyObject *relauncher_get(PyObject *self, PyObject *obj, PyObject *type) {
 
 static PyObject *relauncher_counts(Relauncher *self, void *closure) {
   (void)closure;
-  return Py_BuildValue("{sKsK}", "fast", self->fast, "deferred", self->deferred);
+  return Py_BuildValue("{sKsKsK}", "fast", self->fast, "packed", self->packed, "deferred", self->deferred);
 }
 
 static PyObject *relauncher_fallback(Relauncher *self, void *closure) {
@@ -163,7 +186,7 @@ static PyObject *relauncher_repr(Relauncher *self) {
 }
 
 static PyGetSetDef relauncher_getset[] = {
-    {"counts", (getter)relauncher_counts, NULL, "{'fast', 'deferred'}: calls relaunched here / made by the fallback", NULL},
+    {"counts", (getter)relauncher_counts, NULL, "{'fast', 'packed', 'deferred'}: calls relaunched here / by Kernel._run / by the fallback", NULL},
     {"fallback", (getter)relauncher_fallback, NULL, "the Python method", NULL},
     {"__wrapped__", (getter)relauncher_fallback, NULL, "the Python method (inspect.signature follows it)", NULL},
     {"__name__", (getter)relauncher_forwarded, NULL, NULL, "__name__"},
@@ -237,7 +260,8 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__launch_memo(void) {
   if (PyType_Ready(&RelauncherType) < 0) return NULL;
   if (M.zero == NULL && ((M.zero = PyLong_FromLong(0)) == NULL ||
-                         (M.s_shared_memory = PyUnicode_InternFromString("shared_memory")) == NULL))
+                         (M.s_shared_memory = PyUnicode_InternFromString("shared_memory")) == NULL ||
+                         (M.s_run = PyUnicode_InternFromString("_run")) == NULL))
     return NULL;
   PyObject *module = PyModule_Create(&module_def);
   if (module == NULL) return NULL;

@@ -5,13 +5,15 @@ from typing import Any
 
 class Relauncher:
     """``Queue.launch`` (``queued``) or ``Kernel.launch``: the kernel's remembered launch in C,
-    every other call by ``fallback`` (the Python method)."""
+    a call with other arguments by ``Kernel._run`` (where the Python method sends it), every other
+    call by ``fallback`` (the Python method)."""
 
     __wrapped__: Callable[..., Any]  # (and __name__, __qualname__, __module__, __doc__: the fallback's)
     def __init__(self, fallback: Callable[..., Any], queued: bool) -> None: ...
     @property
     def counts(self) -> dict[str, int]:
-        """{'fast', 'deferred'}: calls relaunched here / made by the fallback."""
+        """{'fast', 'packed', 'deferred'}: calls relaunched here / handed to ``Kernel._run`` (not
+        the remembered arguments) / made by the fallback (another shape of call)."""
     @property
     def fallback(self) -> Callable[..., Any]: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

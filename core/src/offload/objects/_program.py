@@ -304,7 +304,8 @@ class Kernel:
         """A launch on the flat ``queue`` handle (None: synchronously) that ``_memo`` did not
         match: the launch before it (``_memo_previous``: buffers used in turn) is reused when it
         matches, else the arguments are packed (errors name the parameter, ``Packer.pack``) and the
-        call remembered when it may be reused. Returns what a queue holds until its sync."""
+        call remembered when it may be reused. Returns what a queue holds until its sync.
+        (The compiled methods of ``_compiled_memo`` call it too, on a miss, with these arguments.)"""
         previous = self._memo_previous
         if same_call(previous, args, grid, block, shared_memory):
             self._memo_previous, self._memo = self._memo, previous

@@ -47,9 +47,11 @@ def test_the_methods_are_compiled_exactly_where_the_compiled_path_runs() -> None
         assert (type(method).__name__ == "Relauncher") is _compiled_memo.ACTIVE
         assert method.__name__ == "launch" and "packed" in (Kernel.launch.__doc__ or "") + (Queue.launch.__doc__ or "")
     probe = "from offload.objects import Queue, Kernel; print(type(Queue.launch).__name__, type(Kernel.launch).__name__)"
-    env = {**os.environ, "OFFLOAD_COMPILED": "0"}
-    run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and run.stdout.split() == ["function", "function"], run.stdout + run.stderr
+    unbuilt = "import sys; sys.modules['offload.objects._launch_memo'] = None; "  # as if built without a compiler
+    for switch, code in (("0", probe), ("1", unbuilt + probe)):
+        env = {**os.environ, "OFFLOAD_COMPILED": switch}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0 and run.stdout.split() == ["function", "function"], run.stdout + run.stderr
 
 
 @needs_memo

@@ -1,6 +1,8 @@
 """The compiled remembered launch (``offload.objects._launch_memo``, issue 18): ``Queue.launch``
 and ``Kernel.launch`` become C methods that relaunch the kernel's remembered launch
-(``Kernel._memo``) without a Python frame and call the Python method for everything else.
+(``Kernel._memo``) without a Python frame, hand other arguments to ``Kernel._run`` (as the Python
+methods do) and call the Python method for any other shape of call (``_launch_memo.c``). Their
+``counts`` say which ran.
 
 It runs where the compiled path does (``_native_entry.ENABLED``: ``offload._fastpath`` built and
 ``OFFLOAD_COMPILED`` not ``0``) and the extension was built (``core/setup.py``: optional); else

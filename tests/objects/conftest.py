@@ -12,7 +12,7 @@ import offload_host
 from offload._runtime import STATE
 from offload.objects._dlpack import exported_count
 
-from objects_support import platform_ids, release_library
+from objects_support import ECHO, ECHO_SIGNATURE, platform_ids, release_library
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,6 +48,13 @@ def live_allocations() -> object:
 @pytest.fixture
 def saxpy_image() -> bytes:
     return offload_host.build_test_kernel("saxpy")
+
+
+@pytest.fixture
+def echo(host: offload.objects.Device) -> offload.Kernel:
+    """The host kernel ``ECHO`` (objects_support), declared."""
+    program = host.load_program(offload_host.build_program(ECHO, name="echo_memo"))
+    return program.kernel("echo", ECHO_SIGNATURE)
 
 
 @pytest.fixture

@@ -12,28 +12,9 @@ import numpy as np
 import pytest
 
 import offload
-import offload_host
 from offload import ErrorCode, OffloadError
 
-from objects_support import SAXPY_SIGNATURE
-
-ECHO = (
-    "#include <offload_host.h>\n#include <string.h>\n"
-    "struct a { float f; int64_t n; unsigned char *out; };\n"
-    "OFFLOAD_KERNEL(echo) { const struct a *q = OFFLOAD_ARGS(struct a);\n"
-    "  memcpy(q->out, &q->f, 4); memcpy(q->out + 8, &q->n, 8); }\n"
-)
-
-
-@pytest.fixture
-def echo(host: offload.objects.Device) -> offload.Kernel:
-    program = host.load_program(offload_host.build_program(ECHO, name="echo_memo"))
-    return program.kernel("echo", "float f, int64_t n, unsigned char *out")
-
-
-def _echoed(out: offload.Buffer) -> tuple[bytes, int]:
-    data = out.to_bytes()
-    return data[:4], struct.unpack("=q", data[8:16])[0]
+from objects_support import SAXPY_SIGNATURE, echoed as _echoed, relaunched
 
 
 @pytest.mark.parametrize("on_queue", [False, True])
@@ -166,6 +147,7 @@ def test_a_grid_list_changed_in_place_is_read_again(host: offload.objects.Device
         saxpy = program.kernel("saxpy", SAXPY_SIGNATURE)
         x, y = offload.to_device(np.ones(8, np.float32), host), offload.to_device(np.zeros(8, np.float32), host)
         grid, block = [1], [4]
+        before = relaunched()
         for groups in (1, 1, 2):
             grid[0] = groups  # the same list object, another grid
             if on_queue:
@@ -173,4 +155,5 @@ def test_a_grid_list_changed_in_place_is_read_again(host: offload.objects.Device
                 queue.sync()
             else:
                 saxpy.launch(grid, block, 1.0, x, y, 8)
+        assert relaunched() == before  # nor by the compiled memo
         np.testing.assert_array_equal(y.to_numpy(), [3, 3, 3, 3, 1, 1, 1, 1])

@@ -27,6 +27,7 @@ from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._buffer import CLOSES, Buffer
+from ._compiled_memo import relaunching
 from ._packing import Packer
 from ._signature import Pointee, declared_signature
 from ._params import kernel_params
@@ -278,6 +279,7 @@ class Kernel:
         """``olCalculateOptimalOccupancy``: the group size for best occupancy."""
         return olCalculateOptimalOccupancy(self._device_handle, self._handle, shared_memory)
 
+    @relaunching(queued=False)  # (the remembered launch below in C, where it was built: _compiled_memo)
     def launch(
         self, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0, queue: Queue | None = None
     ) -> None:
@@ -302,7 +304,8 @@ class Kernel:
         """A launch on the flat ``queue`` handle (None: synchronously) that ``_memo`` did not
         match: the launch before it (``_memo_previous``: buffers used in turn) is reused when it
         matches, else the arguments are packed (errors name the parameter, ``Packer.pack``) and the
-        call remembered when it may be reused. Returns what a queue holds until its sync."""
+        call remembered when it may be reused. Returns what a queue holds until its sync.
+        (The compiled methods of ``_compiled_memo`` call it too, on a miss, with these arguments.)"""
         previous = self._memo_previous
         if same_call(previous, args, grid, block, shared_memory):
             self._memo_previous, self._memo = self._memo, previous

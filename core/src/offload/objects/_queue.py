@@ -29,10 +29,12 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._array import Array, register_queue
 from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
+from ._compiled_memo import configure, relaunching
+from ._program import Kernel
 
 if TYPE_CHECKING:
     from .._sessions import Session
-    from ._program import Extent, Kernel
+    from ._program import Extent
 
 
 def _destroy_queue(ctx: Session, handle: QueueHandle, inflight: list[Any]) -> None:
@@ -93,6 +95,7 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
 
     # --- work ------------------------------------------------------------------------------
 
+    @relaunching(queued=True)  # (the remembered launch below in C, where it was built: _compiled_memo)
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
         m = kernel._memo  # the kernel's last launch (Kernel._memo): reused for the same objects
@@ -173,6 +176,9 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
     def __repr__(self) -> str:
         state = " (closed)" if self.closed else ""
         return f"<offload.objects.Queue #{self._handle.id} on {self._device.id}{state}>"
+
+
+configure(Kernel, Queue, CLOSES, olLaunchKernel)
 
 
 def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:

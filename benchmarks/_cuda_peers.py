@@ -6,7 +6,7 @@ cuda.core (``cuda-core`` 1.2.2, optional: without it the section says why and is
 on the same device through the same primary context: ``launch(stream, LaunchConfig, kernel,
 buffer)`` (``cuLaunchKernelEx``) with the kernel from ``ObjectCode.from_cubin``, and
 ``Buffer.copy_from(src, stream=...)`` between ``Buffer.from_handle`` views of the flat side's
-memory. The object layer: ``queue.launch(kernel, 1, 1, out)`` and
+memory. The object layer: ``queue.launch(kernel, 1, 1, out)`` (``foo`` declared ``uint32_t *out``) and
 ``target.copy_from(pinned, queue=queue)`` with ``offload.Buffer`` objects.
 """
 
@@ -79,7 +79,7 @@ def objects_side(image: bytes, gpu_handle: Any, gate: threading.Event) -> Side:
     """offload's object layer on the flat side's CUDA device."""
     device = next(d for d in offload.devices("cuda") if d.handle == gpu_handle)
     program = device.load_program(image)
-    kernel = program.kernel("foo")
+    kernel = program.kernel("foo", "uint32_t *out")  # declared, as a user does for typed arguments (cuda reports sizes only)
     queue = device.queue()
     out = offload.Buffer(256, device)
     target = offload.Buffer(8, device)

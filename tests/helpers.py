@@ -18,6 +18,13 @@ import pytest
 import offload as ol
 
 
+def child_environ(strip: str | tuple[str, ...] = "OFFLOAD_") -> dict[str, str]:
+    """This process's environment without the variables starting with ``strip`` (a child's own
+    settings come from the test), keeping ``OFFLOAD_COMPILED``: the suite's pure-Python run
+    (``OFFLOAD_COMPILED=0``) reaches every child."""
+    return {k: v for k, v in os.environ.items() if k == "OFFLOAD_COMPILED" or not k.startswith(strip)}
+
+
 def devices() -> list[ol.Device]:
     found: list[ol.Device] = []
     ol.olIterateDevices(lambda device, _: found.append(device) or True)

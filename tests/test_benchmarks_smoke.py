@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import child_environ
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_host.py"
 PEER = SCRIPT.with_name("bench_peer_pocl.py")
@@ -19,7 +20,7 @@ OPENCL = SCRIPT.with_name("bench_opencl.py")
 
 
 def _run(*args: str, script: pathlib.Path = SCRIPT) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     return subprocess.run(
         [sys.executable, str(script), "--quick", *args], capture_output=True, text=True, env=env, timeout=120
     )
@@ -72,7 +73,7 @@ def test_quick_json() -> None:
 def test_peer_benchmark_without_pyopencl_says_how_to_install_it(tmp_path: pathlib.Path) -> None:
     blocker = tmp_path / "pyopencl.py"  # shadows an installed PyOpenCL
     blocker.write_text("raise ImportError('hidden by the test')\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, str(PEER), "--quick"], capture_output=True, text=True, env=env, timeout=60
@@ -117,7 +118,7 @@ runpy.run_path({script!r}, run_name="__main__")
 @pytest.mark.parametrize("name", ["bench_host.py"])
 def test_a_benchmark_exits_with_a_message_on_an_error(name: str) -> None:
     script = SCRIPT.with_name(name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     env["PYTHONPATH"] = str(script.parent)
     proc = subprocess.run(
         [sys.executable, "-c", BROKEN.format(script=str(script))], capture_output=True, text=True, env=env, timeout=120

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import child_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 SIMULATORS = ROOT / "tests" / "simulators"
@@ -55,7 +56,7 @@ def simulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     base = tmp_path_factory.mktemp("build-everywhere")
     cuda = _gpusim_build().cuda_driver()
     hip = hipsim.build_runtime(base / "hipsim").parent
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    env = child_environ(("OFFLOAD_", "GPUSIM_"))
     env.update(
         LD_LIBRARY_PATH=f"{cuda}:{hip}",
         GPUSIM_KERNELS=str(base / "registry"),

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import offload as ol
-from helpers import MinimalBackend, registered
+from helpers import child_environ, MinimalBackend, registered
 import pytest
 from offload import cli
 from offload._runtime import STATE
@@ -49,7 +49,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def _subprocess_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    return child_environ("OFFLOAD_")
 
 
 class _Boom(RuntimeError):

@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import offload as ol
-from helpers import MinimalBackend, registered
+from helpers import child_environ, MinimalBackend, registered
 import pytest
 from offload import cli
 from offload.cli import _selfcheck
 
 
 def _offload(*argv: str, cwd: pathlib.Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    full = child_environ("OFFLOAD_")
     full.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "offload.cli", *argv], capture_output=True, text=True, cwd=cwd, env=full, timeout=120

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import child_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
@@ -35,7 +36,7 @@ def _loadable(library: str) -> bool:
 
 
 def _run(script: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_", "LD_LIBRARY_PATH", "ROCM"))}
+    base = child_environ(("OFFLOAD_", "GPUSIM_", "LD_LIBRARY_PATH", "ROCM"))
     return subprocess.run(
         [str(SCRIPTS / script)], capture_output=True, text=True, env={**base, **env}, cwd=ROOT, timeout=60
     )

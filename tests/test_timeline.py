@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from helpers import HOST_CHILD_PRELUDE
+from helpers import child_environ, HOST_CHILD_PRELUDE
 
 from offload import cli
 from offload.cli import _trace
@@ -63,7 +63,7 @@ def job_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, d
     import sys
 
     path = tmp_path_factory.mktemp("timeline") / "job.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     env["OFFLOAD_TRACE"] = f"perfetto:{path}"
     proc = subprocess.run([sys.executable, "-c", JOB], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import pytest
+from helpers import child_environ
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -166,7 +167,7 @@ def test_main_sh_writes_a_relative_timeline_where_it_was_run(tmp_path: pathlib.P
     (checkout / ".venv" / "bin" / "offload").symlink_to(offload)
     user = tmp_path / "user"
     user.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     env["OFFLOAD_TRACE"] = "perfetto:job.json"
     proc = subprocess.run(
         ["bash", str(checkout / "scripts" / "main.sh"), "--platform", "host", "--size", "1024"],

@@ -13,6 +13,7 @@ import pytest
 
 from offload.cli import main
 from offload.cli._trace_plot import tracks
+from helpers import child_environ
 
 JOB = """
 import numpy as np, offload
@@ -29,7 +30,7 @@ with device.queue() as queue:
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("plot") / "job.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     env["OFFLOAD_TRACE"] = f"perfetto:{path}"
     proc = subprocess.run([sys.executable, "-c", JOB], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and path.exists(), proc.stderr

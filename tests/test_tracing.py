@@ -9,6 +9,7 @@ import re
 import pytest
 
 import offload as ol
+from helpers import child_environ
 
 SCRIPT = """
 import offload as ol
@@ -204,7 +205,7 @@ def test_real_liboffload_22_matches_the_golden(run_python) -> None:
     import sys
 
     library, libdir = _liboffload_22()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     env.update(OFFLOAD_TRACE="1", LD_LIBRARY_PATH=str(libdir))
     proc = subprocess.run(
         [sys.executable, str(FIDELITY / "sequence_liboffload.py"), str(library)],

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import child_environ
 
 SIM_DIR = Path(__file__).resolve().parents[1] / "simulators" / "hip"
 if str(SIM_DIR) not in sys.path:
@@ -143,7 +144,7 @@ def hip_child() -> ChildRunner:
     def run(code: str, env: dict[str, str], timeout: float = 120) -> Any:
         prologue = "import json, sys\ndef emit(value):\n    print('RESULT ' + json.dumps(value), flush=True)\n"
         prologue += COVERAGE_SHIM
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+        full_env = child_environ(("OFFLOAD_", "GPUSIM_"))
         full_env.update(env)
         proc = subprocess.run(
             [sys.executable, "-c", prologue + code], capture_output=True, text=True, env=full_env, timeout=timeout

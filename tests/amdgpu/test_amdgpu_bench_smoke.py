@@ -7,12 +7,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from helpers import child_environ
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_amdgpu.py"
 
 
 def test_quick_run_reports_every_ratio(clang: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    env = child_environ(("OFFLOAD_", "GPUSIM_"))
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300
     )
@@ -31,7 +32,7 @@ def test_quick_run_reports_every_ratio(clang: str) -> None:
 def test_batches_stay_under_the_push_buffer(clang: str) -> None:
     """Every call is made behind a blocking gate: a batch larger than the stream's push buffer would
     block its enqueuing call behind its own gate forever (the timeout is only a hang guard)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    env = child_environ(("OFFLOAD_", "GPUSIM_"))
     env["GPUSIM_PUSH_BUFFER"] = "128"  # 500 quick calls per measurement: several batches each
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_pytest
+from helpers import child_environ, run_pytest
 
 KIT = Path(__file__).resolve().parent / "kit" / "kit_amdgpu.py"
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ RUNS = {"one-device": {}, "two-devices": {"GPUSIM_DEVICES": "2"}, "delayed": {"G
 
 @pytest.mark.parametrize("run", list(RUNS))
 def test_conformance_kit_on_amdgpu(hip_build, run: str, show) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    env = child_environ(("OFFLOAD_", "GPUSIM_"))
     env.update(hip_build.env(OFFLOAD_TEST_PLATFORM="amdgpu", OFFLOAD_BACKENDS_STRICT="1", **RUNS[run]))
     proc, summary, counts = run_pytest(["-rs", str(KIT)], env, ROOT)
     show(f"conformance kit on amdgpu (simulated HIP, {run}): {summary}")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import child_environ
 
 PRELUDE = """
 import ctypes, threading
@@ -195,7 +196,7 @@ emit({"wrong": wrong, "right": st(hip.hipModuleOccupancyMaxPotentialBlockSize(ke
         env,
     )
     assert result == {"wrong": 98, "right": 0}  # hipErrorInvalidDeviceFunction
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    full_env = child_environ(("OFFLOAD_", "GPUSIM_"))
     proc = subprocess.run(
         [sys.executable, "-c", prologue + "hip.hipModuleGetFunction(module, b'foo')\nprint('survived')"],
         capture_output=True, text=True, env={**full_env, **env}, timeout=120,
@@ -264,7 +265,7 @@ print("READING", flush=True)
 ctypes.string_at(device, 1)
 print("READ", flush=True)
 """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    env = child_environ(("OFFLOAD_", "GPUSIM_"))
     env["LD_LIBRARY_PATH"] = str(hip_runtime)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     if proc.stdout.startswith("UNPROTECTED"):

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers import run_pytest
+from helpers import child_environ, run_pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _env(hip_build: Any) -> dict[str, str]:
     import os
 
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+    base = child_environ(("OFFLOAD_", "GPUSIM_"))
     return {**base, **hip_build.env()}
 
 

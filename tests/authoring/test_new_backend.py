@@ -15,12 +15,13 @@ import pytest
 
 from offload.cli import main
 from offload.cli._new_backend import FILES, write_package
+from helpers import child_environ
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "PYTEST_", "PYTHON"))}
+    return child_environ(("OFFLOAD_", "PYTEST_", "PYTHON"))
 
 
 def _run(args: list[str], cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:

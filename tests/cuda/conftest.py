@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import child_environ
 
 
 def _load_build_module() -> Any:
@@ -78,7 +79,7 @@ def child_env(simulator: Path | None) -> Callable[..., dict[str, str]]:
     """``child_env(devices=1, delay_us=0, kernels=None, **extra)``: a child's environment."""
 
     def make(devices: int = 1, delay_us: int = 0, kernels: Any = None, **extra: str) -> dict[str, str]:
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "GPUSIM_"))}
+        base = child_environ(("OFFLOAD_", "GPUSIM_"))
         if simulator is None:
             env = base
         else:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cuda_child import PRELUDE
+from cuda_child import PRELUDE, offload_child
 from native_child import NATIVE_MIRROR, NATIVE_SCENARIO, check_mismatch, check_scenario, mismatch_child
 
 _ENTRY_POINTS = (
@@ -88,3 +88,37 @@ emit(out)
 def test_a_signature_mismatch_leaves_the_python_hooks(run_child: Any, child_env: Any, kernels: Any) -> None:
     result = run_child(_MISMATCH, child_env(kernels=kernels)).result
     check_mismatch(result, "cuStreamQuery", "CUresult (CUstream, int)")
+
+
+_THROUGH_THE_CORE = offload_child(
+    r"""
+host = platform_devices()["host"][0]
+q = ol.olCreateQueue(gpu)
+kernel = ol.olGetSymbol(ol.olCreateProgram(gpu, image("foo")), "foo", ol.SymbolKind.KERNEL)
+a, b = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 256), ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 256)
+pinned = ol.olMemAlloc(gpu, ol.AllocType.HOST, 256)
+back = (ctypes.c_uint32 * 64)()
+size = launch()
+for _ in range(3):  # the first checks the grid (Python), the others run in C
+    ol.olLaunchKernel(q, gpu, kernel, struct.pack("P", a), size)
+for _ in range(3):  # device to device: the first fills the range cache, the others run in C
+    ol.olMemcpy(q, b, gpu, a, gpu, 256)
+for _ in range(3):  # pinned host memory named by its device
+    ol.olMemcpy(q, pinned, gpu, b, gpu, 256)
+ol.olMemcpy(q, ctypes.addressof(back), host, pinned, gpu, 256)
+ol.olSyncQueue(q)
+counts = {name: getattr(getattr(ol, name), "counts", None) for name in ("olLaunchKernel", "olMemcpy")}
+emit({"data": list(back), "launch": counts["olLaunchKernel"], "memcpy": counts["olMemcpy"]})
+"""
+)
+
+
+def test_copies_between_memory_of_one_device_reach_the_native_exchange(run_child: Any, child_env: Any, kernels: Any) -> None:
+    """Through the core's compiled path: a launch and device-to-device copies on one device (device
+    memory, and pinned host memory named by its device) run from C to cuMemcpyDtoDAsync."""
+    result = run_child(_THROUGH_THE_CORE, child_env(kernels=kernels)).result
+    assert result["data"] == list(range(64))
+    if result["memcpy"] is None:
+        pytest.skip("the compiled core is not built here (OFFLOAD_COMPILED=0 or no C compiler)")
+    assert result["launch"]["native"] >= 2, result["launch"]
+    assert result["memcpy"]["native"] == 4, result["memcpy"]  # 6 exchanges: the first of each pair of ranges deferred

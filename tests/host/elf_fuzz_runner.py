@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from helpers import child_environ
 
 _HANG_S = 20.0  # no progress for this long: the image is counted as a hang
 
@@ -87,7 +88,7 @@ def _run_child(batch_path: str, start: int, env: dict[str, str]) -> tuple[list[t
 
 def run_images(images: Sequence[tuple[str, bytes]], tmp: str, env: dict[str, str] | None = None) -> Report:
     """Try every image (in as few children as crashes allow); every child's TMPDIR is ``tmp``."""
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    child_env = child_environ("OFFLOAD_")
     child_env.update(env or {})
     child_env["TMPDIR"] = tmp
     report = Report([Outcome(description) for description, _ in images])

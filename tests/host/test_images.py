@@ -16,6 +16,7 @@ import pytest
 import offload as ol
 import offload_host
 from offload_host import HostBackend
+from helpers import child_environ
 
 _LIBC_PROGRAM = r"""
 #include <offload_host.h>
@@ -38,7 +39,7 @@ OFFLOAD_KERNEL(foo) {
 
 
 def _run_child(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    full_env = child_environ("OFFLOAD_")
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full_env, timeout=120)
 

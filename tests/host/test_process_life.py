@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from helpers import HOST_CHILD_PRELUDE
+from helpers import child_environ, HOST_CHILD_PRELUDE
 
 COMMON = HOST_CHILD_PRELUDE + r"""
 import ctypes, struct, sys, time
@@ -67,7 +67,7 @@ def test_a_queue_holds_at_most_1024_pending_ops(run_python) -> None:
 def _interrupt(code: str, wait: float, start_marker: str = "ready") -> tuple[float, str]:
     """Run ``code`` in a child, send SIGINT once it prints ``start_marker``; return the seconds
     between the signal and the child's KeyboardInterrupt (its own report) and its output."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout is not None

@@ -7,12 +7,13 @@ import os
 import pathlib
 import subprocess
 import sys
+from helpers import child_environ
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_objects.py"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     return subprocess.run([sys.executable, str(SCRIPT), "--quick", *args], capture_output=True, text=True, env=env, timeout=120)
 
 

@@ -10,12 +10,13 @@ import sys
 import pytest
 
 from objects_support import platform_ids
+from helpers import child_environ
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _run(script: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     return subprocess.run(
         [sys.executable, "-W", "error", str(EXAMPLES / script)], capture_output=True, text=True, env=env, timeout=300
     )

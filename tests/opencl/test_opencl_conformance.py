@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from helpers import run_pytest
+from helpers import child_environ, run_pytest
 
 KIT = Path(__file__).resolve().parent / "kit" / "kit_opencl.py"
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ ABSENT = (
 
 
 def test_conformance_kit_on_opencl(show) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     env.update(OFFLOAD_TEST_PLATFORM="opencl", OFFLOAD_BACKENDS_STRICT="1")
     proc, summary, counts = run_pytest(["-rs", str(KIT)], env, ROOT)
     show(f"conformance kit on opencl (PoCL): {summary}")

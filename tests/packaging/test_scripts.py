@@ -7,12 +7,13 @@ import os
 import pathlib
 import re
 import subprocess
+from helpers import child_environ
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _venv_sh(checkout: pathlib.Path, venv: pathlib.Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "PYTHONPATH"))}
+    env = child_environ(("OFFLOAD_", "PYTHONPATH"))
     proc = subprocess.run(
         ["bash", "scripts/venv.sh", str(venv), *args], cwd=checkout, capture_output=True, text=True, env=env, timeout=600
     )

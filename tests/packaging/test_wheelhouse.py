@@ -23,6 +23,7 @@ import tomllib
 import zipfile
 
 import pytest
+from helpers import child_environ
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -93,7 +94,7 @@ def _ours(python: pathlib.Path) -> set[str]:
 
 
 def _offload_backends(python: pathlib.Path) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "PYTHONPATH"))}
+    env = child_environ(("OFFLOAD_", "PYTHONPATH"))
     proc = subprocess.run([str(python.parent / "offload"), "backends"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     print(f"\n$ offload backends  # {python.parent.parent.name}\n{proc.stdout}", end="")
@@ -279,7 +280,7 @@ except ol.OffloadError as error:
 ol.olMemFree(out); ol.olDestroyProgram(program); ol.olShutDown()
 print(values == list(range(64)), refusal)
 """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "PYTHONPATH"))}
+    env = child_environ(("OFFLOAD_", "PYTHONPATH"))
     env.update(CC="false", PATH=str(python.parent))
     proc = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -7,12 +7,13 @@ import os
 import pathlib
 import subprocess
 import sys
+from helpers import child_environ
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_scale.py"
 
 
 def test_quick_json() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
+    env = child_environ("OFFLOAD_")
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--json"], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads(proc.stdout)

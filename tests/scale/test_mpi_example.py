@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_bounded
+from helpers import child_environ, run_bounded
 from offload.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def _mpirun() -> list[str]:
 
 
 def _env(trace: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "OMPI_", "PMI", "PMIX", "SLURM_"))}
+    env = child_environ(("OFFLOAD_", "OMPI_", "PMI", "PMIX", "SLURM_"))
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OFFLOAD_TRACE=trace, OFFLOAD_BACKENDS="host")
     return env
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_bounded
+from helpers import child_environ, run_bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 300  # a hang guard: a local Ray starts in ~8 s here
@@ -28,7 +28,7 @@ def _need_ray() -> None:
 
 
 def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OFFLOAD_", "RAY_"))}
+    env = child_environ(("OFFLOAD_", "RAY_"))
     env.update(OFFLOAD_BACKENDS="host", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0", RAY_USAGE_STATS_ENABLED="0")
     return run_bounded(argv, env, cwd, RUN_TIMEOUT)
 

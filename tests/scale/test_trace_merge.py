@@ -15,6 +15,7 @@ import pytest
 
 from offload import _job_timeline
 from offload.cli import main
+from helpers import child_environ
 
 WALL = 1_700_000_000_000_000_000
 
@@ -150,7 +151,7 @@ def test_no_traceback_from_the_command(tmp_path: Path) -> None:
     bad = _write(tmp_path / "bad.json", "[1, 2")
     proc = subprocess.run(
         [sys.executable, "-m", "offload", "trace", "merge", bad, "-o", str(tmp_path / "o.json")],
-        capture_output=True, text=True, timeout=120, env={k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")},
+        capture_output=True, text=True, timeout=120, env=child_environ("OFFLOAD_"),
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "not JSON" in proc.stderr, proc.stderr
 
@@ -189,7 +190,7 @@ def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
     out = tmp_path / "job.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "offload", "trace", "merge", one, "-o", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_environ("OFFLOAD_"),
     )
     assert proc.stdout is not None
     proc.stdout.close()  # `... | head -0`: the reader is gone before the command prints

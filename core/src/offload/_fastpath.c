@@ -296,8 +296,8 @@ static PyObject *py_configure(PyObject *m, PyObject *config) {
   OBJ(as_offload_error, "as_offload_error");
   OBJ(partial, "partial");
   OBJ(run_host_function, "run_host_function");
-  if (!PyList_CheckExact(FP.hot) || PyList_GET_SIZE(FP.hot) != 3) {
-    PyErr_SetString(PyExc_TypeError, "configure(): HOT must be a list of 3");
+  if (!PyList_CheckExact(FP.hot) || PyList_GET_SIZE(FP.hot) != 4) {
+    PyErr_SetString(PyExc_TypeError, "configure(): HOT must be a list of 4");
     return NULL;
   }
   PyObject *big = need(config, "BIG_HOST_COPY", &PyLong_Type);
@@ -339,12 +339,12 @@ static PyObject *py_configure(PyObject *m, PyObject *config) {
   PyObject **names[] = {
       &FP.s_main, &FP.s_launch_kernel, &FP.s_data_submit, &FP.s_data_retrieve, &FP.s_data_fill, &FP.s_synchronize,
       &FP.s_has_pending_work, &FP.s_create_event, &FP.s_sync_event, &FP.s_wait_event, &FP.s_event_elapsed_time,
-      &FP.s_enqueue_host_call, &FP.s_find, &FP.s_device,
+      &FP.s_enqueue_host_call, &FP.s_find, &FP.s_device, &FP.s_data_exchange, &FP.s_implemented,
   };
   const char *texts[] = {
       "main", "launch_kernel", "data_submit", "data_retrieve", "data_fill", "synchronize", "has_pending_work",
       "create_event", "sync_event", "wait_event", "event_elapsed_time", "enqueue_host_call", "find",
-      "device",
+      "device", "data_exchange", "implemented",
   };
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; ++i)
     if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;

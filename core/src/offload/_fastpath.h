@@ -37,7 +37,7 @@ typedef struct {
   /* interned names: hooks and attributes */
   PyObject *s_launch_kernel, *s_data_submit, *s_data_retrieve, *s_data_fill, *s_synchronize, *s_has_pending_work;
   PyObject *s_create_event, *s_sync_event, *s_wait_event, *s_event_elapsed_time, *s_enqueue_host_call;
-  PyObject *s_find, *s_device;
+  PyObject *s_find, *s_device, *s_data_exchange, *s_implemented;
   uint64_t big_host_copy;     /* _api_memory._BIG_HOST_COPY */
   /* slot offsets */
   Py_ssize_t st_untraced, st_ctx;

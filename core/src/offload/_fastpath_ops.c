@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-enum { HOT_DEVICE = 0, HOT_READ = 1, HOT_WRITE = 2 };
+enum { HOT_DEVICE = 0, HOT_READ = 1, HOT_WRITE = 2, HOT_DEVICE_READ = 3 }; /* _ranges' HOT slots */
 
 /* The part every operation ends with: unregister, count a native call. */
 #define RUN_NATIVE(self, call)                  \
@@ -150,6 +150,44 @@ static PyObject *snapshot_of(PyObject *ctx) {
   return allocations == NULL ? NULL : SLOT(allocations, FP.am_snapshot);
 }
 
+/* olMemcpy between two devices of one backend that has data_exchange (as the Python path's
+ * _memcpy_device_to_device): its native entry point, else the hook; anything else (two backends,
+ * no data_exchange: a bounce through host memory; a queue of another backend) defers. */
+static PyObject *exchange(Entry *self, PyObject *ctx, PyObject *const *a, uint64_t dst, uint64_t src, uint64_t size) {
+  PyObject *queue = a[0], *dst_device = a[2], *src_device = a[4];
+  PyObject *backend = SLOT(src_device, FP.d_backend);
+  if (SLOT(dst_device, FP.d_backend) != backend) return DEFER;
+  PyObject *implemented = PyObject_GetAttr(backend, FP.s_implemented);
+  int has = implemented == NULL ? -1 : PySet_Contains(implemented, FP.s_data_exchange);
+  Py_XDECREF(implemented);
+  if (has != 1) {
+    PyErr_Clear();
+    return DEFER;
+  }
+  PyObject *native_queue = Py_None;
+  if (queue != Py_None) {
+    if (SLOT(SLOT(queue, FP.q_device), FP.d_backend) != backend) return DEFER;
+    native_queue = SLOT(queue, FP.q_native);
+  }
+  ENTER(ctx, self->name);
+  const offload_native_entry_points *ep = fp_entry_points(src_device);
+  int done = 0;
+  if (ep != NULL && ep->data_exchange != NULL && fp_entry_points(dst_device) == ep) {
+    int oks, okd, okq = 1;
+    offload_native_data_exchange_fn fn = ep->data_exchange;
+    offload_native_word sw = fp_word(src_device, FP.d_word, &oks), dw = fp_word(dst_device, FP.d_word, &okd);
+    offload_native_word qw = queue == Py_None ? 0 : fp_word(queue, FP.q_word, &okq);
+    if (oks && okd && okq) RUN_NATIVE(self, fn(sw, (uintptr_t)src, dw, (uintptr_t)dst, (size_t)size, qw));
+  }
+  PyObject *result = Py_NewRef(Py_None);
+  if (!done) {
+    PyObject *hargs[6] = {SLOT(src_device, FP.d_native), a[3], SLOT(dst_device, FP.d_native), a[1], a[5], native_queue};
+    Py_SETREF(result, none_or_null(fp_hook(backend, FP.s_data_exchange, hargs, 6, self->name)));
+  }
+  fp_unregister(ctx, self->name);
+  return result;
+}
+
 static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (n != 6) return DEFER;
   PyObject *ctx = fp_session();
@@ -163,7 +201,7 @@ static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
   int dst_host = SLOT(dst_device, FP.d_is_host) == Py_True, src_host = SLOT(src_device, FP.d_is_host) == Py_True;
   PyObject *snapshot = snapshot_of(ctx);
   if (snapshot == NULL || !fp_hot_covers(dst_host ? HOT_WRITE : HOT_DEVICE, snapshot, dst, dst_end, dst_device) ||
-      !fp_hot_covers(src_host ? HOT_READ : HOT_DEVICE, snapshot, src, src_end, src_device))
+      !fp_hot_covers(src_host ? HOT_READ : HOT_DEVICE_READ, snapshot, src, src_end, src_device))
     return DEFER;
   if (dst_host && src_host) { /* a small synchronous host copy is one memmove */
     if (queue != Py_None || size >= FP.big_host_copy) return DEFER;
@@ -172,7 +210,7 @@ static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
     fp_unregister(ctx, self->name);
     Py_RETURN_NONE;
   }
-  if (!dst_host && !src_host) return DEFER; /* device to device: Python */
+  if (!dst_host && !src_host) return exchange(self, ctx, a, dst, src, size);
   PyObject *owner = dst_host ? src_device : dst_device;
   /* (a backend without the hook: its bound stand-in raises the UNSUPPORTED that the Python
    * path raises before its range checks, which these ranges pass anyway) */

@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from ._runtime import Context
 
 ADDRESS_LIMIT = 1 << 64
-DEVICE = 0  # HOT's slot for device memory (its fourth field names the device it was found for)
+DEVICE = 0  # HOT's slot for device memory written (its fourth field names the device it was found for)
 READ = 1
 WRITE = 2
+DEVICE_READ = 3  # HOT's slot for device memory read: a device-to-device copy keeps both sides hot
 
 _MAPS = "/proc/self/maps"
 
@@ -139,7 +140,7 @@ class HostMappings:
     def forget(self) -> None:
         """Drop the view and HOT (memory was just released): the next check reads the mappings afresh."""
         self.view = ((), (), ())
-        HOT[:] = [(0, 0, None, None)] * 3
+        HOT[:] = [(0, 0, None, None)] * 4
 
     def covers(self, start: int, end: int, need: int) -> bool:
         """Whether [start, end) is mapped with ``need`` (READ, WRITE) in the current view."""
@@ -168,11 +169,12 @@ class HostMappings:
 HOST_MAPPINGS = HostMappings()
 
 # The last host segment found safe for reading (HOT[READ]) and writing (HOT[WRITE]), and the last
-# allocation a device range was found in (HOT[DEVICE]), with the allocation snapshot it was found
-# in and, for HOT[DEVICE], the device it was found for: (lo, hi, snapshot, device). A range inside
+# allocation a device range was found in to be written (HOT[DEVICE]) and read (HOT[DEVICE_READ]),
+# with the allocation snapshot it was found in and, for the device slots, the device it was found
+# for: (lo, hi, snapshot, device). A range inside
 # it needs no lookup while that snapshot is current (any olMemAlloc or olMemFree publishes a new
 # one) and, for device memory, for that same device.
-HOT: list[tuple[int, int, Any, Any]] = [(0, 0, None, None), (0, 0, None, None), (0, 0, None, None)]
+HOT: list[tuple[int, int, Any, Any]] = [(0, 0, None, None)] * 4
 
 
 def host_copy_cached(snapshot: Any, dst: int, src: int, size: int) -> bool:
@@ -214,7 +216,7 @@ def check_copy(ctx: Context, dst: int, dst_end: int, dst_device: Device, src: in
     snapshot = ctx.allocations.snapshot
     if not _cached(HOT[WRITE] if dst_device.is_host else HOT[DEVICE], snapshot, dst, dst_end, dst_device):
         check_range(ctx, "DstPtr", dst, dst_end, dst_device, WRITE)
-    if not _cached(HOT[READ] if src_device.is_host else HOT[DEVICE], snapshot, src, src_end, src_device):
+    if not _cached(HOT[READ] if src_device.is_host else HOT[DEVICE_READ], snapshot, src, src_end, src_device):
         check_range(ctx, "SrcPtr", src, src_end, src_device, READ)
 
 
@@ -254,7 +256,7 @@ def check_range(ctx: Context, name: str, start: int, end: int, device: Device, n
                     f"{name} {start:#x} lies in {_describe(allocation)}, not in memory of {device._describe()}",
                 )
             if hot:
-                HOT[DEVICE] = (allocation.start, allocation.end, snapshot, device)
+                HOT[DEVICE if need == WRITE else DEVICE_READ] = (allocation.start, allocation.end, snapshot, device)
         return allocation
     if not device.is_host:
         raise OffloadError(

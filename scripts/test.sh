@@ -27,8 +27,11 @@ opencl_why=""
 if .venv/bin/python -m pip install --quiet --disable-pip-version-check "pyopencl[pocl]" >/dev/null 2>&1; then
   if ! pocl_builds; then
     icd=$(.venv/bin/python -c 'import os, pyopencl; print(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "pocl.icd"))')
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get install -y -qq pocl-opencl-icd >/dev/null 2>&1 \
-      && [ -f "$icd" ] && mv "$icd" "$icd.cannot-compile-for-this-cpu" && pocl_builds; then
+    # (another run may hold the dpkg lock: wait for it rather than fail)
+    apt_pocl() { apt-get install -y -qq -o DPkg::Lock::Timeout=600 pocl-opencl-icd >/dev/null 2>&1; }
+    [ -f /etc/OpenCL/vendors/pocl.icd ] || { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+      && { apt_pocl || { apt-get update -qq -o DPkg::Lock::Timeout=600 >/dev/null 2>&1 && apt_pocl; }; }; } || true
+    if [ -f /etc/OpenCL/vendors/pocl.icd ] && [ -f "$icd" ] && mv "$icd" "$icd.cannot-compile-for-this-cpu" && pocl_builds; then
       echo "test.sh: pyopencl's PoCL cannot compile for this CPU; the OpenCL tests use Debian's pocl-opencl-icd" >&2
     else
       opencl_why="PoCL cannot compile OpenCL C for this CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2- | xargs)) and no other PoCL could be installed"

@@ -16,7 +16,6 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from helpers import child_environ
 
 _HANG_S = 20.0  # no progress for this long: the image is counted as a hang
 
@@ -88,7 +87,8 @@ def _run_child(batch_path: str, start: int, env: dict[str, str]) -> tuple[list[t
 
 def run_images(images: Sequence[tuple[str, bytes]], tmp: str, env: dict[str, str] | None = None) -> Report:
     """Try every image (in as few children as crashes allow); every child's TMPDIR is ``tmp``."""
-    child_env = child_environ("OFFLOAD_")
+    # (this file also runs as the child script, without tests/ on its path: helpers.child_environ inline)
+    child_env = {k: v for k, v in os.environ.items() if k == "OFFLOAD_COMPILED" or not k.startswith("OFFLOAD_")}
     child_env.update(env or {})
     child_env["TMPDIR"] = tmp
     report = Report([Outcome(description) for description, _ in images])

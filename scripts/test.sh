@@ -29,7 +29,7 @@ if .venv/bin/python -m pip install --quiet --disable-pip-version-check "pyopencl
     icd=$(.venv/bin/python -c 'import os, pyopencl; print(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "pocl.icd"))')
     # (another run may hold the dpkg lock: wait for it rather than fail)
     apt_pocl() { apt-get install -y -qq -o DPkg::Lock::Timeout=600 pocl-opencl-icd >/dev/null 2>&1; }
-    [ -f /etc/OpenCL/vendors/pocl.icd ] || { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+    dpkg-query -W -f='${Status}' pocl-opencl-icd 2>/dev/null | grep -q 'ok installed' || { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
       && { apt_pocl || { apt-get update -qq -o DPkg::Lock::Timeout=600 >/dev/null 2>&1 && apt_pocl; }; }; } || true
     if [ -f /etc/OpenCL/vendors/pocl.icd ] && [ -f "$icd" ] && mv "$icd" "$icd.cannot-compile-for-this-cpu" && pocl_builds; then
       echo "test.sh: pyopencl's PoCL cannot compile for this CPU; the OpenCL tests use Debian's pocl-opencl-icd" >&2

@@ -19,9 +19,11 @@ if TYPE_CHECKING:
 COMPILED_ENV = "OFFLOAD_COMPILED"
 
 try:
-    from . import _fastpath as _fastpath  # (re-exported: _compiled installs it)
+    import offload._fastpath as _fastpath  # (re-exported: _compiled installs it; by its full name, as an extension module)
 except ImportError:  # built without a compiler: the pure-Python package
     _fastpath = None  # type: ignore[assignment]
+
+__all__ = ["COMPILED_ENV", "ENABLED", "WORD_LIMIT", "_fastpath", "entry_points", "word"]  # _fastpath: for _compiled
 
 ENABLED = _fastpath is not None and os.environ.get(COMPILED_ENV, "1").strip() != "0"
 WORD_LIMIT = 1 << 64

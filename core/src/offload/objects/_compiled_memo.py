@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from .._native_entry import ENABLED
 
 try:
-    from . import _launch_memo
+    import offload.objects._launch_memo as _launch_memo  # (by its full name: an extension module)
 except ImportError:  # built without a compiler: the Python methods
     _launch_memo = None  # type: ignore[assignment]
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from . import hookspecs
+from ._entry_points import entry_points
 from ._enums import ErrorCode, PlatformBackend, PlatformInfo
 from ._errors import OffloadError, as_offload_error, join_errors
 
@@ -114,16 +115,9 @@ def unregister_backend(name: str) -> None:
 def _candidates(strict: bool = False) -> list[_Candidate]:
     """Every discovered backend that ``OFFLOAD_BACKENDS`` selects (records ``last_selection``)."""
     global _last_selection
-    # imported at the first olInit, not at `import offload`: importlib.metadata takes ~25 ms to import
-    from importlib.metadata import entry_points
-
     found: dict[str, _Candidate] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        dist = ep.dist
-        found.setdefault(
-            ep.name,
-            _Candidate(ep.name, ep.load, dist.name if dist else None, dist.version if dist else None),
-        )
+    for ep in entry_points(ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, _Candidate(ep.name, ep.load, ep.dist_name, ep.dist_version))
     with _registered_lock:
         for name, backend in _registered.items():
             found[name] = _Candidate(name, _constant(backend), None, None)

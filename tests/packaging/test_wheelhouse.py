@@ -206,11 +206,13 @@ def test_the_host_wheel_is_repaired_to_a_manylinux_tag(wheelhouse: pathlib.Path)
 
 
 def test_the_core_wheel_carries_the_compiled_path(wheelhouse: pathlib.Path) -> None:
-    """offload-core's wheel (built from its sdist) holds offload._fastpath, repaired to a manylinux tag."""
+    """offload-core's wheel (built from its sdist) holds offload._fastpath, repaired to a manylinux
+    tag, and the entry points compiled ahead of time (core/setup.py's build_py)."""
     wheels = sorted((wheelhouse / "wheelhouse").glob("offload_core-*.whl"))
     assert len(wheels) == 1 and re.search(r"manylinux\w*\.whl$", wheels[0].name), wheels
     with zipfile.ZipFile(wheels[0]) as wheel:
         assert [n for n in wheel.namelist() if re.fullmatch(r"offload/_fastpath\..*\.so", n)], wheel.namelist()
+        assert [n for n in wheel.namelist() if re.fullmatch(r"offload/__pycache__/_entrypoints\..*\.marshal", n)], wheel.namelist()
 
 
 def test_the_core_builds_without_a_compiler_into_the_python_path(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
@@ -224,6 +226,10 @@ def test_the_core_builds_without_a_compiler_into_the_python_path(wheelhouse: pat
            "--find-links", str(wheelhouse / "thirdparty"), str(sdists[0])]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the build compiled the entry points ahead of time (looked for before any import could write them)
+    look = "import importlib.util, os; print(os.listdir(os.path.join(importlib.util.find_spec('offload').submodule_search_locations[0], '__pycache__')))"
+    listed = subprocess.run([str(python), "-I", "-c", look], capture_output=True, text=True, timeout=120)
+    assert re.search(r"'_entrypoints\.[\w-]+\.marshal'", listed.stdout), listed.stdout + listed.stderr
     code = "import offload, offload._native_entry as n; print(n._fastpath, n.ENABLED, type(offload.olLaunchKernel).__name__)"
     run = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["None", "False", "function"], run.stdout + run.stderr

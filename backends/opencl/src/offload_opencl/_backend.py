@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import pyopencl as cl
-
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, PlatformInfo, SymbolKind, hookimpl
 from offload.backend_support import ResourcePool
 
+from . import _cl as cl
 from . import _memory, _queue
 from ._device import OpenCLDevice, discover
 from ._errors import driver
@@ -74,7 +73,7 @@ class OpenCLBackend:
 
     @hookimpl
     def platform_info(self) -> Mapping[PlatformInfo, str]:
-        platforms = list(dict.fromkeys(state.device.platform for state in self.states))
+        platforms = list(dict.fromkeys(state.device.platform for state in self.states))  # read at discovery
         return {
             PlatformInfo.VENDOR_NAME: "; ".join(p.vendor.strip() for p in platforms),
             PlatformInfo.VERSION: "; ".join(p.version.strip() for p in platforms),
@@ -92,7 +91,7 @@ class OpenCLBackend:
         try:
             device.queues.destroy()
         finally:
-            device.device.sync_queue.finish()
+            device.device.finish()
 
     @hookimpl
     def get_device_info(self, device: _DeviceState) -> Mapping[DeviceInfo, Any]:

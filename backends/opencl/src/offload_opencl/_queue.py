@@ -13,17 +13,16 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pyopencl as cl
-
 from offload import ErrorCode, OffloadError
 from offload.backend_support import DeferredWork, HostFunctions, KeptErrors
 
+from . import _cl as cl
 from ._device import OpenCLDevice
 from ._errors import driver
 
 __all__ = ["OpenCLEvent", "OpenCLHostFunctions", "OpenCLQueue", "queue_busy", "wait"]
 
-_COMPLETE = cl.command_execution_status.COMPLETE
+_COMPLETE = 0  # CL_COMPLETE (CL/cl.h); a failed command's status is negative
 _names = itertools.count(1)
 
 

@@ -1,5 +1,7 @@
 """The OpenCL backend: the hookimpls of ``offload.hookspecs`` on PyOpenCL (glue only; the driver
-calls are made in ``_device``, ``_memory``, ``_queue`` and ``_program``).
+calls are made in ``_device``, ``_memory``, ``_queue`` and ``_program``). ``init`` and the device and
+platform info go through the ICD loader only (``_icd``, ``_info``): PyOpenCL is imported by the first
+hook that needs a driver object (``_cl``).
 
 ``queue is None`` (a synchronous operation) runs on the device's ``sync_queue`` and waits for its
 event. From a host function the releases the core may ask (``mem_free``, ``unload_binary``, the

@@ -1,7 +1,7 @@
 """PyOpenCL, imported on first use: the backend's only import of ``pyopencl``.
 
 The other modules ``from . import _cl as cl`` and write ``cl.CommandQueue``, ``cl.Error`` as they
-would with PyOpenCL itself; the first attribute read here imports PyOpenCL (~75 ms with numpy,
+would with PyOpenCL itself; the first attribute read here imports PyOpenCL (80-83 ms with numpy,
 measured on the project's 2-vCPU machine) and each name read is then kept in this module, so a
 later read is a plain module attribute. ``olInit`` reads nothing here: discovery and device
 info go through the ICD loader directly (``_icd``), and PyOpenCL arrives with the first
@@ -25,7 +25,7 @@ def _pyopencl() -> ModuleType:
     global _module
     with _lock:
         if _module is None:
-            _module = importlib.import_module("pyopencl")
+            _module = importlib.import_module("pyopencl")  # 80-83 ms (numpy included), spared at olInit
         return _module
 
 

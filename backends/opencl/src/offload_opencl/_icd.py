@@ -7,7 +7,8 @@ PyOpenCL and numpy (~75 ms).
 (``from_int_ptr``): the ICD loader bundled in PyOpenCL's wheel (``pyopencl/.libs/libOpenCL*.so*``)
 where there is one, else the system's ``libOpenCL.so.1``. The bundled loader (ocl-icd) reads
 ``PYOPENCL_HOME`` to find the wheel's ICD files and crashes where it is unset: ``open`` sets it as
-PyOpenCL's ``__init__`` does (to the package directory) before the first call.
+PyOpenCL's ``__init__`` does (to the package directory, replacing any value, as PyOpenCL's import
+will) before the first call.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import ctypes
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -67,10 +68,10 @@ def _loader_path() -> tuple[str, str | None]:
     """The loader PyOpenCL links to and the value ``PYOPENCL_HOME`` needs (None: the system's)."""
     spec = importlib.util.find_spec("pyopencl")
     if spec is not None and spec.origin is not None:
-        package = Path(spec.origin).resolve().parent
-        bundled = sorted((package / ".libs").glob("libOpenCL*.so*"))
+        package = os.path.dirname(os.path.abspath(spec.origin))  # as pyopencl/__init__.py names it
+        bundled = sorted(Path(package, ".libs").glob("libOpenCL*.so*"))
         if bundled:
-            return str(bundled[0]), str(package)
+            return str(bundled[0]), package
     return SYSTEM_LOADER, None
 
 
@@ -106,8 +107,8 @@ class Loader:
         with cls._lock:
             if cls._opened is None:
                 path, home = _loader_path()
-                if home is not None:  # as pyopencl/__init__.py does; the bundled ocl-icd needs it
-                    os.environ.setdefault("PYOPENCL_HOME", home)
+                if home is not None:  # as pyopencl/__init__.py does (it will again); the bundled ocl-icd needs it
+                    os.environ["PYOPENCL_HOME"] = home
                 cls._opened = cls(path)
             return cls._opened
 
@@ -152,11 +153,11 @@ class Loader:
         count = len(raw) // ctypes.sizeof(ctypes.c_size_t)
         return list((ctypes.c_size_t * count).from_buffer_copy(raw[: count * ctypes.sizeof(ctypes.c_size_t)]))
 
-    def _text(self, function: ctypes._CFuncPtr, call: str, handle: int, param: int) -> str:
+    def _text(self, function: Callable[..., int], call: str, handle: int, param: int) -> str:
         raw = self._raw(function, f"{call}({param:#x})", handle, param)
         return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace")
 
-    def _raw(self, function: ctypes._CFuncPtr, call: str, handle: int, param: int) -> bytes:
+    def _raw(self, function: Callable[..., int], call: str, handle: int, param: int) -> bytes:
         size = ctypes.c_size_t(0)
         self._check(call, function(handle, param, 0, None, ctypes.byref(size)))
         buffer = ctypes.create_string_buffer(max(size.value, 1))

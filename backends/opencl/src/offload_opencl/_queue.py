@@ -112,7 +112,7 @@ def elapsed_ms(start: OpenCLEvent, end: OpenCLEvent) -> float:
         if event.marker.command_execution_status != _COMPLETE:
             raise OffloadError(ErrorCode.INVALID_EVENT, f"{name} is not complete")
     with driver("CL_PROFILING_COMMAND_END"):
-        return (end.marker.profile.end - start.marker.profile.end) / 1e6
+        return float(end.marker.profile.end - start.marker.profile.end) / 1e6
 
 
 def make_queue(device: OpenCLDevice) -> cl.CommandQueue:

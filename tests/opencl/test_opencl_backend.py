@@ -132,18 +132,13 @@ def test_selfcheck_saxpy_is_shipped() -> None:
 
 
 _NO_SVM = r"""
-import json, pyopencl as cl
+import json
 import offload as ol
-class NoSvm:
-    def __init__(self, device): self._device = device
-    def __getattr__(self, name): return getattr(self._device, name)
-    svm_capabilities = 0
-class Platform:
-    def __init__(self, platform): self._platform = platform
-    def __getattr__(self, name): return getattr(self._platform, name)
-    def get_devices(self): return [NoSvm(d) for d in self._platform.get_devices()]
-real = cl.get_platforms
-cl.get_platforms = lambda: [Platform(p) for p in real()]
+from offload_opencl import _icd
+real = _icd.Loader.device_value
+def no_svm(self, device, param, ctype):
+    return 0 if param == _icd.DEVICE_SVM_CAPABILITIES else real(self, device, param, ctype)
+_icd.Loader.device_value = no_svm
 ol.olInit()
 status = next(s for s in ol.backend_status() if s.name == "opencl")
 print(json.dumps({"loaded": status.loaded, "devices": status.device_count, "note": status.note}))
@@ -152,8 +147,8 @@ ol.olShutDown()
 
 
 def test_devices_without_svm_are_refused_with_a_reason() -> None:
-    """A device reporting no SVM (its capabilities hidden by a wrapper of PyOpenCL's platform list)
-    is left out; ``offload backends`` shows why."""
+    """A device reporting no SVM (its capabilities hidden by a wrapper of the ICD loader's device
+    query, which discovery reads) is left out; ``offload backends`` shows why."""
     env = {**os.environ, "OFFLOAD_BACKENDS": "opencl"}
     proc = subprocess.run([sys.executable, "-c", _NO_SVM], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr

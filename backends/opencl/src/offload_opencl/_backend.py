@@ -1,5 +1,7 @@
 """The OpenCL backend: the hookimpls of ``offload.hookspecs`` on PyOpenCL (glue only; the driver
-calls are made in ``_device``, ``_memory``, ``_queue`` and ``_program``).
+calls are made in ``_device``, ``_memory``, ``_queue`` and ``_program``). ``init`` and the device and
+platform info go through the ICD loader only (``_icd``, ``_info``): PyOpenCL is imported by the first
+hook that needs a driver object (``_cl``).
 
 ``queue is None`` (a synchronous operation) runs on the device's ``sync_queue`` and waits for its
 event. From a host function the releases the core may ask (``mem_free``, ``unload_binary``, the
@@ -11,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import pyopencl as cl
-
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, PlatformInfo, SymbolKind, hookimpl
 from offload.backend_support import ResourcePool
 
+from . import _cl as cl
 from . import _memory, _queue
 from ._device import OpenCLDevice, discover
 from ._errors import driver
@@ -74,7 +75,7 @@ class OpenCLBackend:
 
     @hookimpl
     def platform_info(self) -> Mapping[PlatformInfo, str]:
-        platforms = list(dict.fromkeys(state.device.platform for state in self.states))
+        platforms = list(dict.fromkeys(state.device.platform for state in self.states))  # read at discovery
         return {
             PlatformInfo.VENDOR_NAME: "; ".join(p.vendor.strip() for p in platforms),
             PlatformInfo.VERSION: "; ".join(p.version.strip() for p in platforms),
@@ -92,7 +93,7 @@ class OpenCLBackend:
         try:
             device.queues.destroy()
         finally:
-            device.device.sync_queue.finish()
+            device.device.finish()
 
     @hookimpl
     def get_device_info(self, device: _DeviceState) -> Mapping[DeviceInfo, Any]:

@@ -1,16 +1,17 @@
 """OpenCL status codes as offload error codes: ``driver(what)`` turns a PyOpenCL error raised inside
-it into an ``OffloadError`` naming the call, the OpenCL status and its meaning."""
+it into an ``OffloadError`` naming the call, the OpenCL status and its meaning; ``status_error``
+does the same for a status read through the ICD loader (``_icd``)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
 
-import pyopencl as cl
-
 from offload import ErrorCode, OffloadError
 
-__all__ = ["ERROR_CODES", "driver"]
+from . import _cl as cl
+
+__all__ = ["ERROR_CODES", "driver", "status_error"]
 
 #: OpenCL status (cl.h) -> ErrorCode; any other status is BACKEND_FAILURE.
 ERROR_CODES: dict[int, ErrorCode] = {
@@ -37,6 +38,11 @@ ERROR_CODES: dict[int, ErrorCode] = {
 }
 
 
+def status_error(what: str, status: int | None) -> OffloadError:
+    """The ``OffloadError`` for OpenCL status ``status`` (``ERROR_CODES``, else BACKEND_FAILURE)."""
+    return OffloadError(ERROR_CODES.get(status, ErrorCode.BACKEND_FAILURE) if isinstance(status, int) else ErrorCode.BACKEND_FAILURE, what)
+
+
 @contextlib.contextmanager
 def driver(what: str) -> Iterator[None]:
     """Run the PyOpenCL calls of ``what`` ("clBuildProgram of kernel foo"): a ``pyopencl.Error``
@@ -45,5 +51,4 @@ def driver(what: str) -> Iterator[None]:
         yield
     except cl.Error as exc:
         status = getattr(exc, "code", None)
-        code = ERROR_CODES.get(status, ErrorCode.BACKEND_FAILURE) if isinstance(status, int) else ErrorCode.BACKEND_FAILURE
-        raise OffloadError(code, f"{what}: OpenCL status {status}: {exc}") from exc
+        raise status_error(f"{what}: OpenCL status {status}: {exc}", status) from exc

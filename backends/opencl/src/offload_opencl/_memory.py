@@ -7,17 +7,17 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-import pyopencl as cl
-
 from offload import AllocType, ErrorCode, OffloadError
 
+from . import _cl as cl
 from ._device import OpenCLDevice
 from ._errors import driver
 
 __all__ = ["alloc", "at", "copy", "fill", "free"]
 
-_RW = cl.svm_mem_flags.READ_WRITE
-_FINE = cl.svm_mem_flags.SVM_FINE_GRAIN_BUFFER
+#: cl_svm_mem_flags (CL/cl.h): CL_MEM_READ_WRITE, CL_MEM_SVM_FINE_GRAIN_BUFFER
+_RW = 1 << 0
+_FINE = 1 << 10
 #: clEnqueueSVMMemFill takes patterns of these sizes, at an address aligned to the size
 _FILL_SIZES = frozenset({1, 2, 4, 8, 16, 32, 64, 128})
 

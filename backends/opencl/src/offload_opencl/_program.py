@@ -9,10 +9,9 @@ import re
 import threading
 from typing import Any, NamedTuple
 
-import pyopencl as cl
-
 from offload import ErrorCode, KernelParam, OffloadError
 
+from . import _cl as cl
 from ._device import OpenCLDevice
 from ._errors import driver
 
@@ -21,9 +20,12 @@ __all__ = ["OpenCLImage", "OpenCLKernel", "image_problem"]
 _KERNEL = re.compile(r"\b(__)?kernel\b")
 SPIRV_MAGIC = b"\x03\x02\x23\x07"  # 0x07230203, little-endian
 BUILD_OPTIONS = ["-cl-kernel-arg-info"]
-_ARG = cl.kernel_arg_info
-_GLOBAL = {cl.kernel_arg_address_qualifier.GLOBAL, cl.kernel_arg_address_qualifier.CONSTANT}
-_LOCAL = cl.kernel_arg_address_qualifier.LOCAL
+#: cl_kernel_arg_info (CL/cl.h): CL_KERNEL_ARG_ADDRESS_QUALIFIER, _TYPE_NAME, _TYPE_QUALIFIER, _NAME
+_ARG_ADDRESS_QUALIFIER, _ARG_TYPE_NAME, _ARG_TYPE_QUALIFIER, _ARG_NAME = 0x1196, 0x1198, 0x1199, 0x119A
+#: cl_kernel_arg_address_qualifier: CL_KERNEL_ARG_ADDRESS_GLOBAL, _LOCAL, _CONSTANT
+_GLOBAL = {0x119B, 0x119D}
+_LOCAL = 0x119C
+_ARG_TYPE_CONST = 1 << 0  # CL_KERNEL_ARG_TYPE_CONST
 #: OpenCL C scalar type -> (size, KernelParam kind, numpy element name)
 _SCALARS: dict[str, tuple[int, str, str]] = {
     "char": (1, "int", "int8"), "uchar": (1, "uint", "uint8"), "short": (2, "int", "int16"),
@@ -38,7 +40,7 @@ def image_problem(device: OpenCLDevice, data: bytes) -> str | None:
     """Why ``data`` is not a program image for ``device`` (None: it is one): SPIR-V where the
     device takes IL, else OpenCL C source (UTF-8 text without NUL bytes that declares a kernel)."""
     if data[:4] == SPIRV_MAGIC:
-        return None if device.takes_il else f"{device.device.name.strip()} takes no SPIR-V (CL_DEVICE_IL_VERSION is empty)"
+        return None if device.takes_il else f"{device.name} takes no SPIR-V (CL_DEVICE_IL_VERSION is empty)"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -59,16 +61,16 @@ class _Slot(NamedTuple):
 
 
 def _param(kernel: cl.Kernel, name: str, index: int, offset: int) -> tuple[KernelParam | None, _Slot]:
-    type_name = kernel.get_arg_info(index, _ARG.TYPE_NAME).strip()
-    arg = kernel.get_arg_info(index, _ARG.NAME)
-    space = kernel.get_arg_info(index, _ARG.ADDRESS_QUALIFIER)
+    type_name = kernel.get_arg_info(index, _ARG_TYPE_NAME).strip()
+    arg = kernel.get_arg_info(index, _ARG_NAME)
+    space = kernel.get_arg_info(index, _ARG_ADDRESS_QUALIFIER)
     if type_name.endswith("*"):
         if space == _LOCAL:
             return None, _Slot(index, -1, 0, False)
         if space not in _GLOBAL:
             raise OffloadError(ErrorCode.UNSUPPORTED, f"kernel {name} parameter {arg}: a private pointer")
         element = _SCALARS.get(type_name[:-1].strip())
-        const = bool(kernel.get_arg_info(index, _ARG.TYPE_QUALIFIER) & cl.kernel_arg_type_qualifier.CONST)
+        const = bool(kernel.get_arg_info(index, _ARG_TYPE_QUALIFIER) & _ARG_TYPE_CONST)
         offset = -(-offset // 8) * 8
         return KernelParam(offset, 8, "pointer", arg, element[2] if element else None, const), _Slot(index, offset, 8, True)
     base = type_name.rstrip("0123456789")

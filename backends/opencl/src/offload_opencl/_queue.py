@@ -13,17 +13,16 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pyopencl as cl
-
 from offload import ErrorCode, OffloadError
 from offload.backend_support import DeferredWork, HostFunctions, KeptErrors
 
+from . import _cl as cl
 from ._device import OpenCLDevice
 from ._errors import driver
 
 __all__ = ["OpenCLEvent", "OpenCLHostFunctions", "OpenCLQueue", "queue_busy", "wait"]
 
-_COMPLETE = cl.command_execution_status.COMPLETE
+_COMPLETE = 0  # CL_COMPLETE (CL/cl.h); a failed command's status is negative
 _names = itertools.count(1)
 
 
@@ -113,7 +112,7 @@ def elapsed_ms(start: OpenCLEvent, end: OpenCLEvent) -> float:
         if event.marker.command_execution_status != _COMPLETE:
             raise OffloadError(ErrorCode.INVALID_EVENT, f"{name} is not complete")
     with driver("CL_PROFILING_COMMAND_END"):
-        return (end.marker.profile.end - start.marker.profile.end) / 1e6
+        return float(end.marker.profile.end - start.marker.profile.end) / 1e6
 
 
 def make_queue(device: OpenCLDevice) -> cl.CommandQueue:

@@ -219,13 +219,9 @@ static PyObject *copier_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
   int kind;
   static char *names[] = {"fallback", "kind", NULL};
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi:Copier", names, &fallback, &kind)) return NULL;
-  if (!PyCallable_Check(fallback) || kind < 0 || kind >= KINDS)
-    return PyErr_Format(PyExc_TypeError, "Copier: fallback must be callable and kind one of 0..%d", KINDS - 1);
-  Copier *self = (Copier *)type->tp_alloc(type, 0);
-  if (self == NULL) return NULL;
-  self->vectorcall = (vectorcallfunc)copier_call;
-  self->fallback = Py_NewRef(fallback);
-  self->kind = kind;
+  if (kind < 0 || kind >= KINDS) return PyErr_Format(PyExc_TypeError, "Copier: kind must be one of 0..%d", KINDS - 1);
+  Copier *self = (Copier *)cmethod_new(type, fallback, (vectorcallfunc)copier_call, "Copier");
+  if (self != NULL) self->kind = kind;
   return (PyObject *)self;
 }
 
@@ -234,23 +230,12 @@ static PyObject *copier_counts(Copier *self, void *closure) {
   return Py_BuildValue("{sKsK}", "fast", self->fast, "deferred", self->deferred);
 }
 
-static PyObject *copier_repr(Copier *self) { return PyUnicode_FromFormat("<compiled copy of %R>", self->fallback); }
+static PyGetSetDef copier_getset[] = CMETHOD_GETSET(copier_counts, "{'fast', 'deferred'}: calls copied here / made by the fallback");
 
-static PyGetSetDef copier_getset[] = {
-    {"counts", (getter)copier_counts, NULL, "{'fast', 'deferred'}: calls copied here / made by the fallback", NULL},
-    CMETHOD_GETSET,
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject CopierType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._copier.Copier",
-    .tp_basicsize = sizeof(Copier),
-    CMETHOD_TYPE_SLOTS,
-    .tp_doc = "Copier(fallback, kind): Buffer.copy_from, Buffer.copy_to, Array.copy_from or Queue.copy, the common case in C",
-    .tp_new = copier_new,
-    .tp_getset = copier_getset,
-    .tp_repr = (reprfunc)copier_repr,
-};
+static PyTypeObject CopierType = CMETHOD_TYPE(
+    "offload.objects._copier.Copier", Copier,
+    "Copier(fallback, kind): Buffer.copy_from, Buffer.copy_to, Array.copy_from or Queue.copy, the common case in C",
+    copier_new, copier_getset);
 
 /* ------------------------------------------------------------------------------------ */
 /* Configuration                                                                          */

@@ -136,12 +136,8 @@ static PyObject *relauncher_new(PyTypeObject *type, PyObject *args, PyObject *kw
   int queued;
   static char *names[] = {"fallback", "queued", NULL};
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op:Relauncher", names, &fallback, &queued)) return NULL;
-  if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "Relauncher: fallback must be callable");
-  Relauncher *self = (Relauncher *)type->tp_alloc(type, 0);
-  if (self == NULL) return NULL;
-  self->vectorcall = (vectorcallfunc)relaunch;
-  self->fallback = Py_NewRef(fallback);
-  self->queued = queued;
+  Relauncher *self = (Relauncher *)cmethod_new(type, fallback, (vectorcallfunc)relaunch, "Relauncher");
+  if (self != NULL) self->queued = queued;
   return (PyObject *)self;
 }
 
@@ -150,25 +146,12 @@ static PyObject *relauncher_counts(Relauncher *self, void *closure) {
   return Py_BuildValue("{sKsKsK}", "fast", self->fast, "packed", self->packed, "deferred", self->deferred);
 }
 
-static PyObject *relauncher_repr(Relauncher *self) {
-  return PyUnicode_FromFormat("<compiled memo of %R>", self->fallback);
-}
+static PyGetSetDef relauncher_getset[] = CMETHOD_GETSET(relauncher_counts, "{'fast', 'packed', 'deferred'}: calls relaunched here / by Kernel._run / by the fallback");
 
-static PyGetSetDef relauncher_getset[] = {
-    {"counts", (getter)relauncher_counts, NULL, "{'fast', 'packed', 'deferred'}: calls relaunched here / by Kernel._run / by the fallback", NULL},
-    CMETHOD_GETSET,
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject RelauncherType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._launch_memo.Relauncher",
-    .tp_basicsize = sizeof(Relauncher),
-    CMETHOD_TYPE_SLOTS,
-    .tp_doc = "Relauncher(fallback, queued): Queue.launch (queued) or Kernel.launch with the kernel's remembered launch in C",
-    .tp_new = relauncher_new,
-    .tp_getset = relauncher_getset,
-    .tp_repr = (reprfunc)relauncher_repr,
-};
+static PyTypeObject RelauncherType = CMETHOD_TYPE(
+    "offload.objects._launch_memo.Relauncher", Relauncher,
+    "Relauncher(fallback, queued): Queue.launch (queued) or Kernel.launch with the kernel's remembered launch in C",
+    relauncher_new, relauncher_getset);
 
 /* ------------------------------------------------------------------------------------ */
 /* Configuration                                                                          */

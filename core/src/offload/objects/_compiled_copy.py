@@ -23,11 +23,12 @@ except ImportError:  # built without a compiler: the Python methods
 
 ACTIVE = ENABLED and _copier is not None
 
-BUFFER_COPY_FROM, BUFFER_COPY_TO, ARRAY_COPY_FROM, QUEUE_COPY = range(4)  # (_copier.c's kinds, checked below)
+# which method a Copier is (_copier.c's kinds; unused where the methods stay Python)
 if ACTIVE:
-    assert (_copier.BUFFER_COPY_FROM, _copier.BUFFER_COPY_TO, _copier.ARRAY_COPY_FROM, _copier.QUEUE_COPY) == (
-        BUFFER_COPY_FROM, BUFFER_COPY_TO, ARRAY_COPY_FROM, QUEUE_COPY
-    )
+    BUFFER_COPY_FROM, BUFFER_COPY_TO = _copier.BUFFER_COPY_FROM, _copier.BUFFER_COPY_TO
+    ARRAY_COPY_FROM, QUEUE_COPY = _copier.ARRAY_COPY_FROM, _copier.QUEUE_COPY
+else:
+    BUFFER_COPY_FROM, BUFFER_COPY_TO, ARRAY_COPY_FROM, QUEUE_COPY = range(4)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,6 +1,7 @@
 """Builds offload-core's optional C extensions, offload._fastpath (the compiled per-call path,
-core/DESIGN.md "The compiled path") and offload.objects._launch_memo (the object layer's
-remembered launch); everything else lives in pyproject.toml.
+core/DESIGN.md "The compiled path"), offload.objects._launch_memo (the object layer's
+remembered launch) and offload.objects._copier (its common copies); everything else lives in
+pyproject.toml.
 
 The extensions are optional: where they cannot be compiled (no C compiler, no Python headers) the
 build goes on without them and the package runs its pure-Python path, which ``OFFLOAD_COMPILED=0``
@@ -40,21 +41,23 @@ class BuildPyWithEntryPoints(build_py):
         if done.returncode != 0:
             print(f"offload-core: entry points not precompiled (compiled at first import): {done.stderr.strip()[-500:]}")
 
+
+FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
+
+
+def optional(name: str, sources: list[str], depends: list[str]) -> Extension:
+    """One optional C extension (paths below src/offload): skipped where it cannot be built."""
+    root = "src/offload/"
+    return Extension(
+        name, sources=[root + s for s in sources], depends=[root + d for d in depends], extra_compile_args=FLAGS, optional=True
+    )
+
+
 setup(
     cmdclass={"build_py": BuildPyWithEntryPoints},
     ext_modules=[
-        Extension(
-            "offload._fastpath",
-            sources=["src/offload/_fastpath.c", "src/offload/_fastpath_ops.c"],
-            depends=["src/offload/_fastpath.h", "src/offload/include/offload_native.h"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
-            optional=True,
-        ),
-        Extension(
-            "offload.objects._launch_memo",
-            sources=["src/offload/objects/_launch_memo.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
-            optional=True,
-        ),
+        optional("offload._fastpath", ["_fastpath.c", "_fastpath_ops.c"], ["_fastpath.h", "include/offload_native.h"]),
+        optional("offload.objects._launch_memo", ["objects/_launch_memo.c"], ["objects/_cmethod.h"]),
+        optional("offload.objects._copier", ["objects/_copier.c"], ["objects/_cmethod.h"]),
     ],
 )

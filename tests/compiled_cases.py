@@ -1,9 +1,10 @@
 """Calls off the compiled path's common case, run by test_compiled_path.py in a child process with
 ``OFFLOAD_COMPILED=1`` and again with ``0``: each case prints one line (its name, then the error
-code and message it raised, or its result), then a last line holding every compiled function's
-``counts`` (None without the compiled path). Both runs must print the same case lines: the
-compiled functions defer every one of them to the generated Python functions, or call the same
-backend hooks, so each error has one source."""
+code and message it raised, or its result), then a line holding the ``counts`` of the object
+layer's compiled copies (``COPIES``) and a last line holding every compiled function's ``counts``
+(None without the compiled path). Both runs must print the same case lines: the compiled
+functions defer every one of them to the generated Python functions, or call the same backend
+hooks, so each error has one source."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 import offload as ol
+from offload.objects import Array, Buffer, Queue, _session
 from offload_host import build_test_kernel
 
 COMPILED = ("olLaunchKernel", "olMemcpy", "olMemFill", "olSyncQueue", "olQueryQueue", "olCreateEvent",
             "olSyncEvent", "olWaitEvents", "olGetEventElapsedTime", "olLaunchHostFunction")
+COPIERS = ((Buffer, "copy_from"), (Buffer, "copy_to"), (Array, "copy_from"), (Queue, "copy"))  # compiled copies
 
 
 def case(name: str, call: Callable[[], Any]) -> None:
@@ -26,6 +29,9 @@ def case(name: str, call: Callable[[], Any]) -> None:
         result = call()
     except ol.OffloadError as error:
         print(f"{name}: {error.code.name}: {error.details}")
+        return
+    except (TypeError, AttributeError) as error:  # (a wrong type reaching Python code: the same both ways)
+        print(f"{name}: {type(error).__name__}: {error}")
         return
     shown = type(result).__name__ if isinstance(result, (ol.Event, float)) else repr(result)  # (times vary)
     print(f"{name}: ok {shown}")
@@ -109,8 +115,56 @@ def main() -> None:
     ol.olMemFree(buf)
     ol.olShutDown()
     case("launch after olShutDown", lambda: ol.olLaunchKernel(None, host, kernel, args, one))
+    copy_cases()
+    copies = {f"{cls.__name__}.{name}": getattr(getattr(cls, name), "counts", None) for cls, name in COPIERS}
+    print("COPIES " + json.dumps(copies))
     counts = {name: getattr(getattr(ol, name), "counts", None) for name in COMPILED}
     print("COUNTS " + json.dumps(counts))
+
+
+def copy_cases() -> None:
+    """The object layer's copies (objects/_compiled_copy.py: C methods where the compiled path
+    runs): the common case, and calls off it that the C method hands to the Python method."""
+    host = ol.devices(backend="host")[0]
+    a, b, small, four = ol.Buffer(16, host), ol.Buffer(8, host), ol.Buffer(4, host), ol.Buffer(4, host)
+    for buffer, data in ((a, b"0123456789ABCDEF"), (b, b"abcdefgh"), (small, b"wxyz"), (four, b"WXYZ")):
+        buffer.copy_from(data)
+    readonly = ol.Buffer.wrap(a.address, 16, host, "host", a, readonly=True, session=a._ctx)
+    closed = ol.Buffer(8, host)
+    closed.close()
+    x, y = b.view("float32"), a.view("float32", 2, offset=4)
+    queue = host.queue()
+
+    def shown(call: Callable[[], Any]) -> Callable[[], Any]:  # the call, then the bytes of `a` and `small`
+        return lambda: (call(), queue.sync(), a.to_bytes(), small.to_bytes())[2:]
+
+    case("objects copy ok", shown(lambda: a.copy_from(b, offset=2)))
+    case("objects copy on a queue", shown(lambda: a.copy_from(b, offset=8, queue=queue)))
+    case("objects copy overrun", lambda: a.copy_from(b, offset=9))
+    case("objects copy negative offset", lambda: a.copy_from(b, offset=-1))
+    case("objects copy float offset", lambda: a.copy_from(b, offset=2.0))
+    case("objects copy into read-only memory", lambda: readonly.copy_from(b))
+    case("objects copy from a closed buffer", lambda: a.copy_from(closed))
+    case("objects copy to a closed buffer", lambda: closed.copy_from(b))
+    case("objects copy an int", lambda: a.copy_from(42))
+    case("objects copy_to ok", shown(lambda: a.copy_to(small, offset=12, queue=queue)))
+    case("objects copy_to overrun", lambda: a.copy_to(small, offset=13))
+    case("objects copy_to read-only", lambda: b.copy_to(readonly))
+    case("objects array copy ok", shown(lambda: y.copy_from(x)))
+    case("objects array copy of another dtype", lambda: y.copy_from(b.view("int32")))
+    case("objects queue copy ok", shown(lambda: queue.copy(small, four)))
+    case("objects queue copy too large", lambda: queue.copy(small, b))
+    case("objects queue copy arrays", shown(lambda: queue.copy(y, x)))
+    case("objects queue copy closed", lambda: queue.copy(a, closed))
+    queue.close()
+    stale = ol.Buffer(8, host)  # a Buffer of a session that ends
+    _session.release()
+    fresh = ol.Buffer(8, ol.devices(backend="host")[0])
+    case("objects copy from another session", lambda: fresh.copy_from(stale))
+    case("objects copy into another session", lambda: stale.copy_from(fresh))
+    case("objects copy_to another session", lambda: fresh.copy_to(stale))
+    case("objects copy ok in the new session", lambda: fresh.copy_from(fresh))
+    _session.release()
 
 
 if __name__ == "__main__":

@@ -25,13 +25,22 @@ needs_compiled = pytest.mark.skipif(
 )
 
 
-def _run(compiled: str, extra: dict[str, str] | None = None) -> tuple[list[str], dict[str, dict[str, int] | None]]:
+Counts = dict[str, dict[str, int] | None]
+
+
+def _run_both(compiled: str, extra: dict[str, str] | None = None) -> tuple[list[str], Counts, Counts]:
+    """The case lines, the object layer's compiled copies' counts and the compiled functions' counts."""
     env = {**os.environ, "OFFLOAD_COMPILED": compiled, "OFFLOAD_BACKENDS": "host", **(extra or {})}
     run = subprocess.run([sys.executable, str(CASES)], env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = [re.sub(r"0x[0-9a-f]+", "0x?", line) for line in run.stdout.splitlines()]  # addresses differ per run
-    assert lines[-1].startswith("COUNTS "), run.stdout
-    return lines[:-1], json.loads(lines[-1][len("COUNTS "):])
+    assert lines[-1].startswith("COUNTS ") and lines[-2].startswith("COPIES "), run.stdout
+    return lines[:-2], json.loads(lines[-2][len("COPIES "):]), json.loads(lines[-1][len("COUNTS "):])
+
+
+def _run(compiled: str, extra: dict[str, str] | None = None) -> tuple[list[str], Counts]:
+    lines, _, counts = _run_both(compiled, extra)
+    return lines, counts
 
 
 @needs_compiled
@@ -48,6 +57,25 @@ def test_every_deferred_case_raises_the_same_error_both_ways() -> None:
     by_name = dict(line.split(": ", 1) for line in compiled)
     assert by_name["sync event hook raises ValueError"].startswith("INVALID_ARGUMENT: olSyncEvent: ValueError: ")
     assert by_name["launch too much local memory"].startswith("OUT_OF_RESOURCES: DynSharedMemory")
+
+
+@needs_compiled
+def test_the_object_layer_copies_the_same_both_ways() -> None:
+    """Buffer.copy_from/copy_to, Array.copy_from, Queue.copy: the C methods copy the common case
+    and hand the rest to the Python methods, which give each error (objects/_compiled_copy.py)."""
+    compiled, copies, _ = _run_both("1")
+    python, no_copies, _ = _run_both("0")
+    assert [line for line in compiled if line.startswith("objects ")] == [line for line in python if line.startswith("objects ")]
+    assert all(value is None for value in no_copies.values())  # OFFLOAD_COMPILED=0: the Python methods
+    for name, value in copies.items():  # each copied in C and deferred at least once
+        assert value is not None and value["fast"] > 0 and value["deferred"] > 0, (name, value)
+    by_name = dict(line.split(": ", 1) for line in compiled)
+    assert by_name["objects copy ok"] == "ok (b'01abcdefghABCDEF', b'wxyz')"
+    assert by_name["objects copy overrun"].startswith("INVALID_SIZE: copying 8 bytes to offset 9 overruns")
+    assert by_name["objects copy into read-only memory"].endswith("is read-only memory")
+    assert by_name["objects copy from another session"].startswith("INVALID_ARGUMENT: ") and "ended" in by_name[
+        "objects copy from another session"]
+    assert by_name["objects copy an int"] == "INVALID_ARGUMENT: src must support the buffer protocol, got int"
 
 
 @needs_compiled

@@ -150,29 +150,35 @@ static PyObject *snapshot_of(PyObject *ctx) {
   return allocations == NULL ? NULL : SLOT(allocations, FP.am_snapshot);
 }
 
+/* Whether `backend` implements the hook data_exchange (its `implemented` names it). */
+static int has_exchange(PyObject *backend) {
+  PyObject *implemented = PyObject_GetAttr(backend, FP.s_implemented);
+  int has = implemented == NULL ? -1 : PySet_Contains(implemented, FP.s_data_exchange);
+  Py_XDECREF(implemented);
+  if (has < 0) PyErr_Clear();
+  return has == 1;
+}
+
 /* olMemcpy between two devices of one backend that has data_exchange (as the Python path's
  * _memcpy_device_to_device): its native entry point, else the hook; anything else (two backends,
- * no data_exchange: a bounce through host memory; a queue of another backend) defers. */
+ * no data_exchange: a bounce through host memory; a queue of another backend) defers. A native
+ * data_exchange that made the copy stands for the hook (its DEFER would call the hook,
+ * offload_native.h), so `implemented` is read only when there is none or it deferred. */
 static PyObject *exchange(Entry *self, PyObject *ctx, PyObject *const *a, uint64_t dst, uint64_t src, uint64_t size) {
   PyObject *queue = a[0], *dst_device = a[2], *src_device = a[4];
   PyObject *backend = SLOT(src_device, FP.d_backend);
   if (SLOT(dst_device, FP.d_backend) != backend) return DEFER;
-  PyObject *implemented = PyObject_GetAttr(backend, FP.s_implemented);
-  int has = implemented == NULL ? -1 : PySet_Contains(implemented, FP.s_data_exchange);
-  Py_XDECREF(implemented);
-  if (has != 1) {
-    PyErr_Clear();
-    return DEFER;
-  }
   PyObject *native_queue = Py_None;
   if (queue != Py_None) {
     if (SLOT(SLOT(queue, FP.q_device), FP.d_backend) != backend) return DEFER;
     native_queue = SLOT(queue, FP.q_native);
   }
-  ENTER(ctx, self->name);
   const offload_native_entry_points *ep = fp_entry_points(src_device);
+  int native = ep != NULL && ep->data_exchange != NULL && fp_entry_points(dst_device) == ep;
+  if (!native && !has_exchange(backend)) return DEFER;
+  ENTER(ctx, self->name);
   int done = 0;
-  if (ep != NULL && ep->data_exchange != NULL && fp_entry_points(dst_device) == ep) {
+  if (native) {
     int oks, okd, okq = 1;
     offload_native_data_exchange_fn fn = ep->data_exchange;
     offload_native_word sw = fp_word(src_device, FP.d_word, &oks), dw = fp_word(dst_device, FP.d_word, &okd);
@@ -180,7 +186,9 @@ static PyObject *exchange(Entry *self, PyObject *ctx, PyObject *const *a, uint64
     if (oks && okd && okq) RUN_NATIVE(self, fn(sw, (uintptr_t)src, dw, (uintptr_t)dst, (size_t)size, qw));
   }
   PyObject *result = Py_NewRef(Py_None);
-  if (!done) {
+  if (!done && native && !has_exchange(backend)) { /* (nothing done: the Python path bounces it) */
+    Py_SETREF(result, DEFER);
+  } else if (!done) {
     PyObject *hargs[6] = {SLOT(src_device, FP.d_native), a[3], SLOT(dst_device, FP.d_native), a[1], a[5], native_queue};
     Py_SETREF(result, none_or_null(fp_hook(backend, FP.s_data_exchange, hargs, 6, self->name)));
   }

@@ -16,6 +16,7 @@ from . import _dlpack, _interop, _session
 from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
 from ._buffer import Buffer, fast_copy
+from ._compiled_copy import ARRAY_COPY_FROM, copying
 from ._memory import as_dtype, as_kind, as_shape, as_size, dlpack_device
 
 if TYPE_CHECKING:
@@ -198,6 +199,7 @@ class Array:
         out[...] = np.ndarray(self._shape, self._dtype, buffer=raw, offset=-low, strides=self._strides)
         return out  # type: ignore[no-any-return]
 
+    @copying(ARRAY_COPY_FROM)  # (the common case below in C, where it was built: _compiled_copy)
     def copy_from(self, source: Any, *, queue: Queue | None = None) -> None:
         """Copy a numpy array (or anything ``numpy.asarray`` takes) or an Array of the same shape
         into this view; a strided 2-D or 3-D view of rows (``rect_layout``) on either side, as

@@ -12,6 +12,7 @@ from .._enums import AllocType, ErrorCode, MemMigrationFlag
 from .._errors import OffloadError
 from .._sessions import session_cell
 from . import _dlpack, _session
+from ._compiled_copy import BUFFER_COPY_FROM, BUFFER_COPY_TO, copying
 from ._context import Context, context_handle
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
@@ -248,6 +249,7 @@ class Buffer:
 
     # --- copies ------------------------------------------------------------------------------
 
+    @copying(BUFFER_COPY_FROM)  # (the common case below in C, where it was built: _compiled_copy)
     def copy_from(self, src: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Copy all of ``src`` (a Buffer, a contiguous Array or any buffer-protocol object) to ``offset``."""
         if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see fast_copy)
@@ -261,6 +263,7 @@ class Buffer:
             )
         memcpy(queue, self.writable_address("dst") + offset, self._device, src_address, src_device, nbytes, (keep, self))
 
+    @copying(BUFFER_COPY_TO)  # (the common case below in C, where it was built: _compiled_copy)
     def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
         if dst.__class__ is Buffer and offset.__class__ is int:
@@ -340,7 +343,8 @@ def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes
     """The copy between two live Buffers of the current session, in bounds, into writable memory,
     in one frame: True when done, False (nothing done) for every other case, which the general
     path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync.
-    (The callers check what the bounds of a view within a Buffer ask.)"""
+    (The callers check what the bounds of a view within a Buffer ask. ``_copier.c`` makes the same
+    checks and the same call in C: a change here is a change there.)"""
     ctx = _STATE.ctx
     if (
         ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes

@@ -16,13 +16,7 @@
  * block and shared memory the same objects; and no Buffer closed since (`CLOSES`: an address
  * may be reused).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stddef.h>
-#include <structmember.h>
-
-/* A slot of an object whose exact class was tested: NULL when unset. */
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+#include "_cmethod.h"
 
 /* The fields of a remembered launch (Kernel._memo) this file reads. */
 enum { M_ARGS, M_GRID, M_BLOCK, M_SHARED, M_CLOSES, M_DEVICE, M_KERNEL, M_DATA, M_SIZES, M_LENGTH = 14 };
@@ -39,9 +33,7 @@ static struct {
 } M;
 
 typedef struct {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
-  PyObject *fallback;              /* the Python method (its __name__, __doc__, ... are the Relauncher's) */
+  CMETHOD_HEAD                     /* (fallback: the Python method) */
   int queued;                      /* 1: Queue.launch(queue, kernel, grid, block, *args); 0: Kernel.launch(kernel, grid, block, *args) */
   unsigned long long fast, packed, deferred; /* calls relaunched here / by Kernel._run / by the fallback */
 } Relauncher;
@@ -96,7 +88,7 @@ static PyObject *relaunch(Relauncher *self, PyObject *const *args, size_t nargsf
   if (!M.configured || nargs < first) goto defer;
   if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
     PyObject *name = PyTuple_GET_ITEM(kwnames, 0); /* (a str: the interpreter checked) */
-    if (PyTuple_GET_SIZE(kwnames) != 1 || (name != M.s_shared_memory && PyUnicode_Compare(name, M.s_shared_memory) != 0))
+    if (PyTuple_GET_SIZE(kwnames) != 1 || !cm_is(name, M.s_shared_memory))
       goto defer;
     shared = args[nargs];
   }
@@ -144,28 +136,9 @@ static PyObject *relauncher_new(PyTypeObject *type, PyObject *args, PyObject *kw
   int queued;
   static char *names[] = {"fallback", "queued", NULL};
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Op:Relauncher", names, &fallback, &queued)) return NULL;
-  if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "Relauncher: fallback must be callable");
-  Relauncher *self = (Relauncher *)type->tp_alloc(type, 0);
-  if (self == NULL) return NULL;
-  self->vectorcall = (vectorcallfunc)relaunch;
-  self->fallback = Py_NewRef(fallback);
-  self->queued = queued;
+  Relauncher *self = (Relauncher *)cmethod_new(type, fallback, (vectorcallfunc)relaunch, "Relauncher");
+  if (self != NULL) self->queued = queued;
   return (PyObject *)self;
-}
-
-static int relauncher_traverse(Relauncher *self, visitproc visit, void *arg) { Py_VISIT(self->fallback); return 0; }
-
-static int relauncher_clear(Relauncher *self) { Py_CLEAR(self->fallback); return 0; }
-
-static void relauncher_dealloc(Relauncher *self) {
-  PyObject_GC_UnTrack(self);
-  Py_CLEAR(self->fallback);
-  Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *relauncher_get(PyObject *self, PyObject *obj, PyObject *type) {
-  (void)type;
-  return obj == NULL || obj == Py_None ? Py_NewRef(self) : PyMethod_New(self, obj);
 }
 
 static PyObject *relauncher_counts(Relauncher *self, void *closure) {
@@ -173,58 +146,15 @@ static PyObject *relauncher_counts(Relauncher *self, void *closure) {
   return Py_BuildValue("{sKsKsK}", "fast", self->fast, "packed", self->packed, "deferred", self->deferred);
 }
 
-static PyObject *relauncher_fallback(Relauncher *self, void *closure) {
-  (void)closure;
-  return Py_NewRef(self->fallback);
-}
+static PyGetSetDef relauncher_getset[] = CMETHOD_GETSET(relauncher_counts, "{'fast', 'packed', 'deferred'}: calls relaunched here / by Kernel._run / by the fallback");
 
-/* The fallback's attribute `name` (the closure): a Relauncher is named and documented as its method. */
-static PyObject *relauncher_forwarded(Relauncher *self, void *name) { return PyObject_GetAttrString(self->fallback, name); }
-
-static PyObject *relauncher_repr(Relauncher *self) {
-  return PyUnicode_FromFormat("<compiled memo of %R>", self->fallback);
-}
-
-static PyGetSetDef relauncher_getset[] = {
-    {"counts", (getter)relauncher_counts, NULL, "{'fast', 'packed', 'deferred'}: calls relaunched here / by Kernel._run / by the fallback", NULL},
-    {"fallback", (getter)relauncher_fallback, NULL, "the Python method", NULL},
-    {"__wrapped__", (getter)relauncher_fallback, NULL, "the Python method (inspect.signature follows it)", NULL},
-    {"__name__", (getter)relauncher_forwarded, NULL, NULL, "__name__"},
-    {"__qualname__", (getter)relauncher_forwarded, NULL, NULL, "__qualname__"},
-    {"__module__", (getter)relauncher_forwarded, NULL, NULL, "__module__"},
-    {"__doc__", (getter)relauncher_forwarded, NULL, NULL, "__doc__"},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject RelauncherType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._launch_memo.Relauncher",
-    .tp_basicsize = sizeof(Relauncher),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "Relauncher(fallback, queued): Queue.launch (queued) or Kernel.launch with the kernel's remembered launch in C",
-    .tp_new = relauncher_new,
-    .tp_dealloc = (destructor)relauncher_dealloc,
-    .tp_traverse = (traverseproc)relauncher_traverse,
-    .tp_clear = (inquiry)relauncher_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Relauncher, vectorcall),
-    .tp_descr_get = relauncher_get,
-    .tp_getset = relauncher_getset,
-    .tp_repr = (reprfunc)relauncher_repr,
-};
+static PyTypeObject RelauncherType = CMETHOD_TYPE(
+    "offload.objects._launch_memo.Relauncher", Relauncher,
+    "Relauncher(fallback, queued): Queue.launch (queued) or Kernel.launch with the kernel's remembered launch in C",
+    relauncher_new, relauncher_getset);
 
 /* ------------------------------------------------------------------------------------ */
 /* Configuration                                                                          */
-
-/* The offset of the object slot `name` of `type` (its member descriptor's), or -1 with an error.
- * (_fastpath.c has its own: the two extensions are built and loaded apart.) */
-static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
-  PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-  PyMemberDef *def = descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)descr)->d_member : NULL;
-  Py_ssize_t off = def != NULL && (def->type == T_OBJECT_EX || def->type == T_OBJECT) ? def->offset : -1;
-  Py_XDECREF(descr);
-  if (off < 0 && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%R.%s is not an object slot", type, name);
-  return off;
-}
 
 static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
   (void)module;

@@ -16,6 +16,7 @@ from .._flat_api import (
     olGetEventInfo,
     olLaunchHostFunction,
     olLaunchKernel,
+    olMemcpy,
     olQueryQueue,
     olSyncEvent,
     olSyncQueue,
@@ -23,12 +24,14 @@ from .._flat_api import (
 )
 from .._enums import ErrorCode, EventInfo
 from .._errors import OffloadError
-from .._sessions import session_of
+from .._sessions import session_cell, session_of
 from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._array import Array, register_queue
 from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
+from ._compiled_copy import QUEUE_COPY, copying
+from ._compiled_copy import configure as configure_copies
 from ._compiled_memo import configure, relaunching
 from ._program import Kernel
 
@@ -112,6 +115,7 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
             return
         self._inflight.append(kernel._run(self._handle, grid, block, shared_memory, args))
 
+    @copying(QUEUE_COPY)  # (the common cases below in C, where it was built: _compiled_copy)
     def copy(self, dst: Any, src: Any) -> None:
         """Enqueue a copy of all of ``src`` into ``dst`` (Buffers, contiguous Arrays, host buffers)."""
         dst_class, src_class = dst.__class__, src.__class__
@@ -179,6 +183,7 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
 
 
 configure(Kernel, Queue, CLOSES, olLaunchKernel)
+configure_copies(Buffer, Array, Queue, Device, session_cell(), olMemcpy)
 
 
 def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:

@@ -1,0 +1,123 @@
+/* _cmethod.h - what the object layer's compiled methods share (_launch_memo.c, _copier.c).
+ *
+ * A compiled method is an object called as the Python method it replaces (its `fallback`, whose
+ * __name__, __qualname__, __module__ and __doc__ it forwards): it binds like a function (a
+ * method descriptor) and makes the common case itself, calling the fallback with the same
+ * arguments for anything else. It reads the slots (`__slots__`) of the layer's objects by offset
+ * after an exact class test; `slot_offset` finds each offset once, from the class's member
+ * descriptor. (offload._fastpath has its own: the extensions are built and loaded apart.)
+ *
+ * Each file includes this header once and uses what it needs; the functions are static.
+ */
+#ifndef OFFLOAD_OBJECTS_CMETHOD_H
+#define OFFLOAD_OBJECTS_CMETHOD_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <structmember.h>
+
+/* A slot of an object whose exact class was tested: NULL when unset. */
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* The head of every compiled method object: its vectorcall and the Python method. */
+#define CMETHOD_HEAD      \
+  PyObject_HEAD           \
+  vectorcallfunc vectorcall; \
+  PyObject *fallback;
+
+typedef struct {
+  CMETHOD_HEAD
+} CMethod;
+
+/* The offset of the object slot `name` of `type` (its member descriptor's), or -1 with an error. */
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
+  PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+  PyMemberDef *def = descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)descr)->d_member : NULL;
+  Py_ssize_t off = def != NULL && (def->type == T_OBJECT_EX || def->type == T_OBJECT) ? def->offset : -1;
+  Py_XDECREF(descr);
+  if (off < 0 && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%R.%s is not an object slot", type, name);
+  return off;
+}
+
+/* Whether `name` (a keyword's name: a str) is the interned `wanted`. */
+static inline int cm_is(PyObject *name, PyObject *wanted) {
+  return name == wanted || PyUnicode_Compare(name, wanted) == 0;
+}
+
+/* A new compiled method of `type` calling `call`, its Python method `fallback` (a callable:
+ * else a TypeError naming `what`), or NULL. The caller sets its own fields. */
+static CMethod *cmethod_new(PyTypeObject *type, PyObject *fallback, vectorcallfunc call, const char *what) {
+  if (!PyCallable_Check(fallback)) {
+    PyErr_Format(PyExc_TypeError, "%s: fallback must be callable", what);
+    return NULL;
+  }
+  CMethod *self = (CMethod *)type->tp_alloc(type, 0);
+  if (self == NULL) return NULL;
+  self->vectorcall = call;
+  self->fallback = Py_NewRef(fallback);
+  return self;
+}
+
+static int cmethod_traverse(PyObject *self, visitproc visit, void *arg) {
+  Py_VISIT(((CMethod *)self)->fallback);
+  return 0;
+}
+
+static int cmethod_clear(PyObject *self) {
+  Py_CLEAR(((CMethod *)self)->fallback);
+  return 0;
+}
+
+static void cmethod_dealloc(PyObject *self) {
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(((CMethod *)self)->fallback);
+  Py_TYPE(self)->tp_free(self);
+}
+
+/* A method: bound to an instance, itself when read from the class. */
+static PyObject *cmethod_get(PyObject *self, PyObject *obj, PyObject *type) {
+  (void)type;
+  return obj == NULL || obj == Py_None ? Py_NewRef(self) : PyMethod_New(self, obj);
+}
+
+static PyObject *cmethod_fallback(PyObject *self, void *closure) {
+  (void)closure;
+  return Py_NewRef(((CMethod *)self)->fallback);
+}
+
+/* The fallback's attribute `name` (the closure): named and documented as its method. */
+static PyObject *cmethod_forwarded(PyObject *self, void *name) {
+  return PyObject_GetAttrString(((CMethod *)self)->fallback, name);
+}
+
+static PyObject *cmethod_repr(PyObject *self) {
+  return PyUnicode_FromFormat("<%s of %R>", Py_TYPE(self)->tp_name, ((CMethod *)self)->fallback);
+}
+
+/* The attributes of a compiled method: `counts` (its getter `counts`, documented by `doc`), the
+ * Python method as `fallback` and `__wrapped__`, and the method's names and documentation. */
+#define CMETHOD_GETSET(counts, doc)                                                                        \
+  {                                                                                                        \
+    {"counts", (getter)(counts), NULL, doc, NULL},                                                         \
+    {"fallback", (getter)cmethod_fallback, NULL, "the Python method", NULL},                               \
+    {"__wrapped__", (getter)cmethod_fallback, NULL, "the Python method (inspect.signature follows it)", NULL}, \
+    {"__name__", (getter)cmethod_forwarded, NULL, NULL, "__name__"},                                       \
+    {"__qualname__", (getter)cmethod_forwarded, NULL, NULL, "__qualname__"},                               \
+    {"__module__", (getter)cmethod_forwarded, NULL, NULL, "__module__"},                                   \
+    {"__doc__", (getter)cmethod_forwarded, NULL, NULL, "__doc__"},                                         \
+    {NULL, NULL, NULL, NULL, NULL},                                                                        \
+  }
+
+/* The type object of the compiled method `ctype` (a struct beginning with CMETHOD_HEAD), named
+ * `name`, made by `make` (its tp_new), with the attributes `getset` (CMETHOD_GETSET). */
+#define CMETHOD_TYPE(name, ctype, doc, make, getset)                                                             \
+  {                                                                                                             \
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = name, .tp_basicsize = sizeof(ctype),                                \
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR, \
+    .tp_doc = doc, .tp_new = make, .tp_dealloc = cmethod_dealloc, .tp_traverse = cmethod_traverse,               \
+    .tp_clear = cmethod_clear, .tp_call = PyVectorcall_Call, .tp_vectorcall_offset = offsetof(CMethod, vectorcall), \
+    .tp_descr_get = cmethod_get, .tp_getset = getset, .tp_repr = cmethod_repr,                                   \
+  }
+
+#endif

@@ -1,0 +1,191 @@
+"""The compiled common copies (``offload.objects._copier``, objects/_compiled_copy.py):
+``Buffer.copy_from``, ``Buffer.copy_to``, ``Array.copy_from`` and ``Queue.copy`` make
+``fast_copy``'s copy in C where the compiled path runs, and hand every other call to the Python
+method. Each case below runs through the method and through its Python method (``fallback``), on
+fresh memory of the same contents, and must give the same bytes or the same error; the
+methods' ``counts`` ({'fast', 'deferred'}) prove which cases C copied (so no case passes by
+always deferring). Under ``OFFLOAD_COMPILED=0`` the methods are the Python functions and the
+cases only check themselves. (tests/compiled_cases.py runs the same kinds of call in a child with
+the switch on and off.)"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import offload
+from offload.objects import Array, Buffer, Queue, _compiled_copy
+
+from objects_support import release_library
+
+needs_copier = pytest.mark.skipif(
+    not _compiled_copy.ACTIVE, reason="the compiled copies are off here (OFFLOAD_COMPILED=0, or not built)"
+)
+METHODS = {"Buffer.copy_from": Buffer.copy_from, "Buffer.copy_to": Buffer.copy_to, "Array.copy_from": Array.copy_from,
+           "Queue.copy": Queue.copy}
+
+
+class Memory:
+    """The objects one case copies between, made afresh (with the same bytes) for each run."""
+
+    def __init__(self, device: offload.objects.Device, queue: Queue) -> None:
+        self.queue = queue
+        self.a = offload.Buffer(16, device)
+        self.b = offload.Buffer(8, device)
+        self.c = offload.Buffer(4, device)
+        for buffer, first in ((self.a, 0x10), (self.b, 0x40), (self.c, 0x70)):
+            buffer.copy_from(bytes(range(first, first + buffer.size)))
+        self.x = self.b.view(np.float32)  # 2 floats
+        self.y = self.a.view(np.float32, 2, offset=8)
+        self.ro = offload.Buffer.wrap(self.a.address, 16, device, "host", self.a, readonly=True,
+                                      session=self.a._ctx)
+        self.closed = offload.Buffer(8, device)
+        self.closed.close()
+        self.foreign = offload.Buffer.wrap(self.b.address, 8, device, "host", self.b)  # memory of no session
+
+    def state(self) -> tuple[bytes, ...]:
+        self.queue.sync()
+        return self.a.to_bytes(), self.b.to_bytes(), self.c.to_bytes()
+
+
+# (name, method, call, copied in C): `call(m, method)` calls `method` (the compiled one or its
+# Python method) on the objects of `m`
+Case = tuple[str, str, Callable[[Memory, Any], Any], bool]
+CASES: list[Case] = [
+    ("whole source", "Buffer.copy_from", lambda m, f: f(m.a, m.b), True),
+    ("at an offset", "Buffer.copy_from", lambda m, f: f(m.a, m.b, offset=8), True),
+    ("on a queue", "Buffer.copy_from", lambda m, f: f(m.a, m.c, offset=3, queue=m.queue), True),
+    ("overrun", "Buffer.copy_from", lambda m, f: f(m.a, m.b, offset=9), False),
+    ("negative offset", "Buffer.copy_from", lambda m, f: f(m.a, m.b, offset=-1), False),
+    ("float offset", "Buffer.copy_from", lambda m, f: f(m.a, m.b, offset=1.0), False),
+    ("bool offset", "Buffer.copy_from", lambda m, f: f(m.a, m.c, offset=True), False),
+    ("huge offset", "Buffer.copy_from", lambda m, f: f(m.a, m.b, offset=1 << 70), False),
+    ("read-only destination", "Buffer.copy_from", lambda m, f: f(m.ro, m.b), False),
+    ("closed destination", "Buffer.copy_from", lambda m, f: f(m.closed, m.b), False),
+    ("closed source", "Buffer.copy_from", lambda m, f: f(m.a, m.closed), False),
+    ("memory of no session", "Buffer.copy_from", lambda m, f: f(m.a, m.foreign), False),
+    ("a bytes source", "Buffer.copy_from", lambda m, f: f(m.a, b"12345678"), False),
+    ("an int source", "Buffer.copy_from", lambda m, f: f(m.a, 42), False),
+    ("a str queue", "Buffer.copy_from", lambda m, f: f(m.a, m.b, queue="q"), False),
+    ("a positional offset", "Buffer.copy_from", lambda m, f: f(m.a, m.b, 4), False),
+    ("an unknown keyword", "Buffer.copy_from", lambda m, f: f(m.a, m.b, offst=4), False),
+    ("whole destination", "Buffer.copy_to", lambda m, f: f(m.a, m.c, offset=12), True),
+    ("to a queue", "Buffer.copy_to", lambda m, f: f(m.b, m.c, queue=m.queue), True),
+    ("past the end", "Buffer.copy_to", lambda m, f: f(m.a, m.c, offset=13), False),
+    ("into read-only memory", "Buffer.copy_to", lambda m, f: f(m.b, m.ro), False),
+    ("from a closed buffer", "Buffer.copy_to", lambda m, f: f(m.closed, m.c), False),
+    ("into a bytearray", "Buffer.copy_to", lambda m, f: f(m.a, bytearray(4)), False),
+    ("arrays", "Array.copy_from", lambda m, f: f(m.y, m.x), True),
+    ("arrays on a queue", "Array.copy_from", lambda m, f: f(m.y, m.x, queue=m.queue), True),
+    ("another shape", "Array.copy_from", lambda m, f: f(m.y, m.a.view(np.float32, 1)), False),
+    ("another dtype", "Array.copy_from", lambda m, f: f(m.y, m.b.view(np.int32)), False),
+    ("a strided source", "Array.copy_from", lambda m, f: f(m.a.view(np.uint8, 2), m.b.view(np.uint8, 2, (4,))), False),
+    ("a numpy source", "Array.copy_from", lambda m, f: f(m.y, np.array([1.5, 2.5], np.float32)), False),
+    ("buffers", "Queue.copy", lambda m, f: f(m.queue, m.a, m.b), True),
+    ("a larger source", "Queue.copy", lambda m, f: f(m.queue, m.c, m.b), False),
+    ("contiguous arrays", "Queue.copy", lambda m, f: f(m.queue, m.y, m.x), True),
+    ("a closed source", "Queue.copy", lambda m, f: f(m.queue, m.a, m.closed), False),
+    ("a host buffer", "Queue.copy", lambda m, f: f(m.queue, m.a, bytearray(4)), False),
+]
+
+
+def _counts(method: Any) -> dict[str, int]:
+    return dict(getattr(method, "counts", {"fast": 0, "deferred": 0}))
+
+
+def _outcome(memory: Memory, call: Callable[[], Any], counted: Any) -> tuple[tuple[str, ...], dict[str, int]]:
+    """What a call did: "ok" or the exception's class and message (addresses hidden), then the
+    bytes after it; and how much each of the ``counts`` of ``counted`` grew during the call."""
+    before = _counts(counted)
+    try:
+        call()
+        said = ("ok", "")
+    except Exception as error:  # (TypeError, AttributeError as well as OffloadError: the same both ways)
+        said = (type(error).__name__, re.sub(r"0x[0-9a-f]+", "0x?", str(error)))
+    grown = {key: value - before[key] for key, value in _counts(counted).items()}
+    return (*said, *(part.hex() for part in memory.state())), grown
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[1]}: {c[0]}" for c in CASES])
+def test_a_copy_gives_what_the_python_method_gives(host: offload.objects.Device, case: Case) -> None:
+    name, method_name, call, in_c = case
+    method = METHODS[method_name]
+    with host.queue() as queue:
+        python = getattr(method, "fallback", method)
+        memory = Memory(host, queue)
+        expected, untouched = _outcome(memory, lambda: call(memory, python), method)
+        memory = Memory(host, queue)
+        got, grown = _outcome(memory, lambda: call(memory, method), method)
+    assert got == expected, name
+    assert got[0] == "ok" or not in_c, got
+    if _compiled_copy.ACTIVE:  # C made exactly the cases it should (the Python method: nothing counted)
+        assert untouched == {"fast": 0, "deferred": 0}
+        assert grown == {"fast": int(in_c), "deferred": int(not in_c)}, name
+
+
+def test_the_methods_are_compiled_exactly_where_the_compiled_path_runs() -> None:
+    for name, method in METHODS.items():
+        assert (type(method).__name__ == "Copier") is _compiled_copy.ACTIVE
+        assert method.__qualname__ == name and method.__doc__
+    probe = "from offload.objects import Buffer, Array, Queue; print(*(type(m).__name__ for m in " \
+            "(Buffer.copy_from, Buffer.copy_to, Array.copy_from, Queue.copy)))"
+    unbuilt = "import sys; sys.modules['offload.objects._copier'] = None; "  # as if built without a compiler
+    for switch, code in (("0", probe), ("1", unbuilt + probe)):
+        env = {**os.environ, "OFFLOAD_COMPILED": switch}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0 and run.stdout.split() == ["function"] * 4, run.stdout + run.stderr
+
+
+def test_an_enqueued_copy_holds_both_buffers_until_the_sync(host: offload.objects.Device) -> None:
+    with host.queue() as queue:
+        src, dst = offload.Buffer(8, host), offload.Buffer(8, host)
+        src.copy_from(b"abcdefgh")
+        for _ in range(3):
+            dst.copy_from(src, queue=queue)
+        assert queue._inflight == [(src, dst)] * 3  # one entry a copy, as the Python method holds them
+        queue.sync()
+        assert queue._inflight == [] and dst.to_bytes() == b"abcdefgh"
+
+
+def test_a_copy_of_an_ended_session_names_it(host: offload.objects.Device) -> None:
+    stale = offload.Buffer(8, host)
+    release_library()
+    fresh = offload.Buffer(8, offload.devices(backend="host")[0])
+    before = dict(getattr(Buffer.copy_from, "counts", {}))
+    for call in (lambda: fresh.copy_from(stale), lambda: stale.copy_from(fresh)):
+        with pytest.raises(offload.OffloadError, match="ended") as info:
+            call()
+        assert info.value.code is offload.ErrorCode.INVALID_ARGUMENT
+    if _compiled_copy.ACTIVE:
+        assert Buffer.copy_from.counts == {**before, "deferred": before["deferred"] + 2}  # type: ignore[attr-defined]
+
+
+@needs_copier
+def test_the_copier_hands_other_calls_on(host: offload.objects.Device) -> None:
+    """Another class of Buffer, queue or keyword: the Python method (here a recorder) runs."""
+    deferred: list[tuple[Any, ...]] = []
+    copier = _compiled_copy._copier.Copier(lambda *args, **kwargs: deferred.append(args + tuple(kwargs)), 0)
+
+    class Sub(Buffer):
+        __slots__ = ()
+
+    with host.queue() as queue:
+        a, b = offload.Buffer(8, host), offload.Buffer(8, host)
+        sub = Sub.wrap(b.address, 8, host, "host", b, session=b._ctx)
+        copier(a, sub)
+        copier(sub, a)
+        copier(a, b, queue=queue, offset=0, other=1)
+        copier(a, b, queue=object())
+        copier(a)
+        assert len(deferred) == 5 and copier.counts == {"fast": 0, "deferred": 5}
+        copier(a, b, offset=0, queue=queue)
+        assert copier.counts == {"fast": 1, "deferred": 5} and len(deferred) == 5
+    with pytest.raises(TypeError):
+        _compiled_copy._copier.Copier(print, 4)  # no such kind

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import offload
-from offload.objects import Array, Buffer, Queue, _compiled_copy
+from offload.objects import Array, Buffer, Queue, _compiled_copy, _hostbuf
 
 from objects_support import release_library
 
@@ -189,3 +189,37 @@ def test_the_copier_hands_other_calls_on(host: offload.objects.Device) -> None:
         assert copier.counts == {"fast": 1, "deferred": 5} and len(deferred) == 5
     with pytest.raises(TypeError):
         _compiled_copy._copier.Copier(print, 4)  # no such kind
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: np.arange(6, dtype=np.float32),
+        lambda: bytearray(b"offload"),
+        lambda: b"read-only bytes",
+        lambda: np.zeros((3, 4), np.int16)[1:],
+        lambda: bytearray(),
+        lambda: np.zeros(0, np.float64),
+    ],
+    ids=["numpy", "bytearray", "bytes", "numpy-rows", "empty-bytearray", "empty-numpy"],
+)
+def test_a_host_buffer_address_is_the_same_in_c_and_through_ctypes(make: Callable[[], Any]) -> None:
+    obj = make()
+    view = memoryview(obj)
+    expected = _hostbuf._ctypes_address(view)
+    if _compiled_copy.buffer_address is not None:  # (else host_span takes the ctypes path alone)
+        assert _compiled_copy.buffer_address(view) == expected
+    assert _hostbuf.host_span(obj, False, "src")[:2] == (expected if view.nbytes else 0, view.nbytes)  # none: 0
+    if view.nbytes:
+        assert expected == np.frombuffer(obj, np.uint8).__array_interface__["data"][0]
+
+
+def test_a_strided_host_buffer_is_refused_alike_in_c_and_through_ctypes() -> None:
+    view = memoryview(np.zeros((4, 4), np.float32)[:, 1])
+    with pytest.raises(BufferError):
+        _hostbuf._ctypes_address(view)
+    if _compiled_copy.buffer_address is not None:
+        with pytest.raises(BufferError):
+            _compiled_copy.buffer_address(view)
+    with pytest.raises(offload.OffloadError, match="src must be C-contiguous"):
+        _hostbuf.host_span(view, False, "src")

@@ -30,6 +30,9 @@ if ACTIVE:
 else:
     BUFFER_COPY_FROM, BUFFER_COPY_TO, ARRAY_COPY_FROM, QUEUE_COPY = range(4)
 
+#: the address of a buffer export in C where the compiled copies run (``_hostbuf``); else None
+buffer_address: Callable[[object], int] | None = _copier.buffer_address if ACTIVE else None
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

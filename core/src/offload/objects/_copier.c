@@ -269,9 +269,21 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
   Py_RETURN_NONE;
 }
 
+/* The address of a C-contiguous buffer export (what _hostbuf.host_span asked through ctypes for
+ * ~1 us): the export is taken and released here, the caller's memoryview holds its own. */
+static PyObject *buffer_address(PyObject *Py_UNUSED(module), PyObject *view) {
+  Py_buffer buffer;
+  if (PyObject_GetBuffer(view, &buffer, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+  PyObject *address = PyLong_FromVoidPtr(buffer.buf);
+  PyBuffer_Release(&buffer);
+  return address;
+}
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(Buffer, Array, Queue, Device, session_cell, olMemcpy): what the Copiers read (once; until then they defer)"},
+    {"buffer_address", buffer_address, METH_O,
+     "buffer_address(view) -> int\n\nThe address of view's C-contiguous buffer (0 when it has none); BufferError otherwise."},
     {NULL, NULL, 0, NULL},
 };
 

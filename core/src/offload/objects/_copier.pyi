@@ -26,3 +26,5 @@ class Copier:
 def configure(
     buffer: type, array: type, queue: type, device: type, session_cell: object, memcpy: Callable[..., Any], /
 ) -> None: ...
+def buffer_address(view: object, /) -> int:
+    """The address of ``view``'s C-contiguous buffer (0 when it has none); BufferError otherwise."""

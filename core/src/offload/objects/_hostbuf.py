@@ -8,10 +8,12 @@
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from typing import Any
 
 from .._enums import ErrorCode
 from .._errors import OffloadError
+from ._compiled_copy import buffer_address
 
 PyBUF_WRITABLE = 0x0001
 PyBUF_ND = 0x0008
@@ -55,11 +57,20 @@ def host_span(obj: Any, writable: bool, what: str) -> tuple[int, int, memoryview
         raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} is read-only")
     if view.nbytes == 0:
         return 0, 0, view
-    raw = _PyBuffer()
     try:
-        _get_buffer(view, ctypes.byref(raw), PyBUF_C_CONTIGUOUS)
+        address = _address(view)
     except BufferError as error:
         raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what}: {error}") from None
-    address = raw.buf or 0
-    _release_buffer(ctypes.byref(raw))
     return address, view.nbytes, view
+
+
+def _ctypes_address(view: memoryview) -> int:
+    """The address of ``view``'s C-contiguous export through ctypes (~1 us; the C one: ~50 ns)."""
+    raw = _PyBuffer()
+    _get_buffer(view, ctypes.byref(raw), PyBUF_C_CONTIGUOUS)
+    address: int = raw.buf or 0
+    _release_buffer(ctypes.byref(raw))
+    return address
+
+
+_address: Callable[[memoryview], int] = buffer_address if buffer_address is not None else _ctypes_address

@@ -477,6 +477,32 @@ def test_big_copies_and_fills_are_exact(host: ol.Device, queued: bool) -> None:
     ol.olMemFree(b)
 
 
+@pytest.mark.parametrize("queued", [False, True])
+@pytest.mark.parametrize("size", [(16 << 20) - 1, (16 << 20) + 77], ids=["below-streaming", "streamed"])
+@pytest.mark.parametrize("offsets", [(0, 0), (3, 7), (15, 1)], ids=["aligned", "dst+3,src+7", "dst+15,src+1"])
+def test_copies_past_the_streaming_size_are_exact_at_any_alignment(host: ol.Device, queued: bool, size: int, offsets: tuple[int, int]) -> None:
+    """From 16 MiB a copy of ranges that do not overlap uses streaming stores (_native.c
+    stream_copy: an unaligned head, 64-byte blocks, a tail); every byte lands, nothing around it."""
+    dst_offset, src_offset = offsets
+    span = size + 64
+    src = ol.olMemAlloc(host, ol.AllocType.HOST, span)
+    dst = ol.olMemAlloc(host, ol.AllocType.DEVICE, span)
+    pattern = bytes((i * 131 + 7) % 251 for i in range(4093))  # a prime length: no block lines up
+    data = (pattern * (span // len(pattern) + 1))[:span]
+    ctypes.memmove(src, data, span)
+    ctypes.memset(dst, 0xA5, span)
+    queue = ol.olCreateQueue(host) if queued else None
+    ol.olMemcpy(queue, dst + dst_offset, host, src + src_offset, host, size)
+    if queue is not None:
+        ol.olSyncQueue(queue)
+        ol.olDestroyQueue(queue)
+    out = ctypes.string_at(dst, span)
+    assert out[dst_offset : dst_offset + size] == data[src_offset : src_offset + size]
+    assert out[:dst_offset] == b"\xa5" * dst_offset and out[dst_offset + size :] == b"\xa5" * (span - dst_offset - size)
+    ol.olMemFree(src)
+    ol.olMemFree(dst)
+
+
 # --- churn ---------------------------------------------------------------------------------------
 
 

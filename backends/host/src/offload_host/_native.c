@@ -22,6 +22,10 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h> /* SSE2 (every x86-64): the streaming stores of stream_copy */
+#define HAVE_STREAMING_STORES 1
+#endif
 
 #define LOCAL_MEM_ALIGN 64
 #define MAX_POOL_THREADS 4096
@@ -623,6 +627,7 @@ static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 
 #define SPLIT_MIN (4u << 20)      /* below this one memmove/memset beats waking the pool */
 #define SPLIT_MIN_CHUNK (1u << 20) /* bytes per work-group of a split copy or fill, at least */
+#define STREAM_MIN (16u << 20)    /* copies this big bypass the caches (stream_copy) */
 
 typedef struct {
   unsigned char *dst;
@@ -630,13 +635,43 @@ typedef struct {
   size_t size;
   size_t chunk; /* bytes per group: a multiple of plen */
   size_t plen;  /* fill pattern length */
+  int stream;   /* copy with stream_copy */
 } split_args;
+
+/* memcpy of two ranges that do not overlap, storing with non-temporal (streaming) stores where
+ * the CPU has them: a copy bigger than the caches would only evict what they hold, and a store
+ * that bypasses them skips reading each destination line first (64 MiB here: 21 -> 28 GB/s).
+ * The fence makes the stores visible before whatever the caller does next (a completion flag). */
+static void stream_copy(unsigned char *d, const unsigned char *s, size_t n) {
+#ifdef HAVE_STREAMING_STORES
+  size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+  if (head > n) head = n;
+  memcpy(d, s, head);
+  d += head, s += head, n -= head;
+  size_t body = n & ~(size_t)63;
+  for (size_t i = 0; i < body; i += 64) {
+    __m128i x0 = _mm_loadu_si128((const __m128i *)(s + i)), x1 = _mm_loadu_si128((const __m128i *)(s + i + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(s + i + 32)), x3 = _mm_loadu_si128((const __m128i *)(s + i + 48));
+    _mm_stream_si128((__m128i *)(d + i), x0);
+    _mm_stream_si128((__m128i *)(d + i + 16), x1);
+    _mm_stream_si128((__m128i *)(d + i + 32), x2);
+    _mm_stream_si128((__m128i *)(d + i + 48), x3);
+  }
+  _mm_sfence();
+  memcpy(d + body, s + body, n - body);
+#else
+  memcpy(d, s, n);
+#endif
+}
 
 static void copy_part(const void *args, const offload_group_t *group) {
   const split_args *a = args;
   size_t begin = (size_t)group->group_id.x * a->chunk;
   size_t n = a->size - begin < a->chunk ? a->size - begin : a->chunk;
-  memcpy(a->dst + begin, a->src + begin, n);
+  if (a->stream)
+    stream_copy(a->dst + begin, a->src + begin, n);
+  else
+    memcpy(a->dst + begin, a->src + begin, n);
 }
 
 static void fill_part(const void *args, const offload_group_t *group) {
@@ -665,11 +700,15 @@ static int split_over(pool_t *pool, offload_kernel_fn part, split_args *a, size_
 void pool_copy(pool_t *pool, void *dst, const void *src, size_t size) {
   const unsigned char *d = dst, *s = src;
   int overlap = d < s + size && s < d + size;
+  int stream = size >= STREAM_MIN && !overlap;
   if (pool != NULL && pool->nthreads > 0 && size >= SPLIT_MIN && !overlap) {
-    split_args a = {.dst = dst, .src = src, .size = size};
+    split_args a = {.dst = dst, .src = src, .size = size, .stream = stream};
     if (split_over(pool, copy_part, &a, 1) == 0) return;
   }
-  if (size) memmove(dst, src, size);
+  if (stream)
+    stream_copy(dst, src, size);
+  else if (size)
+    memmove(dst, src, size);
 }
 
 void pool_fill(pool_t *pool, void *dst, const void *pat, size_t plen, size_t size) {

@@ -196,7 +196,7 @@ class Kernel:
     #: launching at once never mix two launches): ``(args, grid, block, shared_memory, CLOSES then,
     #: device handle, kernel handle, packed arguments, launch size, scalar position, its class,
     #: scalar position, its class, kernel)``, or ``NO_MEMO``. ``Queue.launch`` and ``launch`` reuse
-    #: it inline when ``memo[0] == args`` (Buffers and Arrays compare by identity, the scalars'
+    #: it when ``same_call``: ``memo[0] == args`` (Buffers and Arrays compare by identity, the scalars'
     #: classes are checked: equal values of one class pack alike), grid, block and shared memory are
     #: the same objects and no Buffer was closed since (``CLOSES``: an address may be reused). A
     #: queue holds the tuple itself until its sync: it keeps the arguments and the kernel alive.
@@ -287,15 +287,8 @@ class Kernel:
         if queue is not None:
             queue.launch(self, grid, block, *args, shared_memory=shared_memory)
             return
-        m = self._memo  # the last launch (see _memo), its check inline as in Queue.launch
-        try:
-            same = (
-                m[0] == args and args[m[9]].__class__ is m[10] and args[m[11]].__class__ is m[12]
-                and grid is m[1] and block is m[2] and shared_memory is m[3] and m[4] is CLOSES[0]
-            )
-        except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
-            same = False
-        if same:
+        m = self._memo  # the last launch (see _memo)
+        if same_call(m, args, grid, block, shared_memory):
             olLaunchKernel(None, m[5], m[6], m[7], m[8])
         else:
             self._run(None, grid, block, shared_memory, args)
@@ -340,8 +333,8 @@ class Kernel:
 
 
 def same_call(m: tuple[Any, ...], args: tuple[Any, ...], grid: Extent, block: Extent, shared_memory: int) -> bool:
-    """Whether a launch with these arguments may reuse the remembered launch ``m`` (``Kernel._memo``;
-    the same test as ``Queue.launch`` and ``Kernel.launch`` make inline)."""
+    """Whether a launch with these arguments may reuse the remembered launch ``m`` (``Kernel._memo``):
+    equal arguments of the same classes, the same extents, no Buffer closed since."""
     try:
         return bool(
             m[0] == args and args[m[9]].__class__ is m[10] and args[m[11]].__class__ is m[12]

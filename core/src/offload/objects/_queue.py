@@ -33,7 +33,7 @@ from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
 from ._compiled_copy import QUEUE_COPY, copying
 from ._compiled_copy import configure as configure_copies
 from ._compiled_memo import configure, relaunching
-from ._program import Kernel
+from ._program import Kernel, same_call
 
 if TYPE_CHECKING:
     from .._sessions import Session
@@ -102,14 +102,7 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
         m = kernel._memo  # the kernel's last launch (Kernel._memo): reused for the same objects
-        try:
-            same = (
-                m[0] == args and args[m[9]].__class__ is m[10] and args[m[11]].__class__ is m[12]
-                and grid is m[1] and block is m[2] and shared_memory is m[3] and m[4] is CLOSES[0]
-            )
-        except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
-            same = False
-        if same:
+        if same_call(m, args, grid, block, shared_memory):
             olLaunchKernel(self._handle, m[5], m[6], m[7], m[8])
             self._inflight.append(m)  # holds the arguments and the kernel (its program) until a sync
             return

@@ -65,7 +65,6 @@ typedef enum hipError_t {
   hipErrorUnknown = 999,
 } hipError_t;
 
-#define HIP_VERSION_VALUE 60443483 /* reported as HIP 6.4.43483 */
 #define LDS_LIMIT (64 * 1024)
 #define WAVEFRONT 64
 #define HANDLE_MAGIC_STREAM 0x48495053u /* "HIPS" */
@@ -222,10 +221,37 @@ EXPORT hipError_t hipInit(unsigned int flags) {
   return ret(sim_device_count() == 0 ? hipErrorNoDevice : hipSuccess);
 }
 
+/* GPUSIM_HIP_VERSION: the HIP version the runtime reports, "MAJOR.MINOR.PATCH" (default
+ * 7.15.26333, the HIP of ROCm 10.0 that hip-python 10.0.x is generated for), as HIP_VERSION =
+ * major * 10000000 + minor * 100000 + patch (hipRuntimeGetVersion, hipDriverGetVersion). */
+#define DEFAULT_HIP_VERSION "7.15.26333"
+static int hip_version_value;
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+static int parse_version(const char *text) {
+  unsigned major, minor, patch;
+  char end;
+  if (sscanf(text, "%u.%u.%u%c", &major, &minor, &patch, &end) != 3 || major > 200 || minor > 99 || patch > 99999)
+    return -1;
+  return (int)(major * 10000000u + minor * 100000u + patch);
+}
+
+static void read_version(void) {
+  const char *text = getenv("GPUSIM_HIP_VERSION");
+  if (text == NULL || *text == '\0') text = DEFAULT_HIP_VERSION;
+  hip_version_value = parse_version(text);
+  if (hip_version_value < 0) {
+    fprintf(stderr, "gpusim-hip: GPUSIM_HIP_VERSION=%s: expected MAJOR.MINOR.PATCH (minor < 100, patch < 100000); using %s\n",
+            text, DEFAULT_HIP_VERSION);
+    hip_version_value = parse_version(DEFAULT_HIP_VERSION);
+  }
+}
+
 EXPORT hipError_t hipDriverGetVersion(int *version) {
   HOST_FN_GUARD();
   if (version == NULL) return ret(hipErrorInvalidValue);
-  *version = HIP_VERSION_VALUE;
+  pthread_once(&version_once, read_version);
+  *version = hip_version_value;
   return hipSuccess;
 }
 

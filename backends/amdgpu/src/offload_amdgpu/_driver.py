@@ -9,7 +9,9 @@ name through the dynamic loader and ``LD_LIBRARY_PATH``; the bare name on hip-py
 without it), and imports hip-python only when the library exists. ``load()`` returns the ``hip`` module and the device count,
 or raises ``DriverUnavailable`` with the reason for every way of having no usable runtime or no
 device (the backend then reports zero devices and keeps the reason); a runtime that is present
-but fails otherwise raises ``OffloadError``.
+but fails otherwise raises ``OffloadError``. Before hip-python is imported, its version is
+checked against the runtime's ``hipRuntimeGetVersion`` (``_versions``): a runtime of another HIP
+release raises ``HipVersionMismatch``, so the backend is skipped with both versions named.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 from typing import Any
 
 from ._errors import hip_error_text, raise_for
+from ._versions import bindings, check_match, runtime_version
 
 __all__ = ["NO_DEVICE_STATUSES", "DriverUnavailable", "check", "find_runtime", "import_hip", "load", "runtime_path"]
 
@@ -46,20 +49,25 @@ def runtime_path() -> bytes:
     return bytes(get_library_path("amdhip64"))
 
 
-def find_runtime() -> None:
-    """Load the HIP runtime library as hip-python will (``RTLD_NOW``), or raise
-    ``DriverUnavailable`` with hip-python's wording for a failed dlopen."""
+def find_runtime() -> tuple[ctypes.CDLL, str]:
+    """Load the HIP runtime library as hip-python will (``RTLD_NOW``) and return it with its path,
+    or raise ``DriverUnavailable`` with hip-python's wording for a failed dlopen."""
     path = runtime_path()
     try:
-        ctypes.CDLL(os.fsdecode(path), mode=getattr(os, "RTLD_NOW", 0))
+        return ctypes.CDLL(os.fsdecode(path), mode=getattr(os, "RTLD_NOW", 0)), os.fsdecode(path)
     except OSError as exc:
         raise DriverUnavailable(f"no HIP runtime: failed to dlopen {path!r}: {exc}") from exc
 
 
 def load() -> tuple[Any, int]:
-    """Find the HIP runtime library, import hip-python and initialise HIP; return
-    ``(hip, device_count)`` (at least 1)."""
-    find_runtime()
+    """Find the HIP runtime library, check that hip-python was generated for its HIP release,
+    import hip-python and initialise HIP; return ``(hip, device_count)`` (at least 1)."""
+    library, path = find_runtime()
+    try:
+        found = bindings()
+    except ImportError as exc:
+        raise DriverUnavailable(f"hip-python is not importable: {exc}") from exc
+    check_match(found, runtime_version(library), path)
     try:
         hip = import_hip()
     except ImportError as exc:

@@ -49,11 +49,14 @@ ol.olMemFree(out); ol.olDestroyProgram(program); ol.olShutDown()
 """
 
 
-def _build(run_python: Any, tmp_path: pathlib.Path, cache: pathlib.Path, value: int) -> dict[str, list[str]]:
+def _build(
+    run_python: Any, tmp_path: pathlib.Path, cache: pathlib.Path | None, value: int, env: dict[str, str] | None = None
+) -> dict[str, list[str]]:
+    """Build in a child; ``cache`` is OFFLOAD_HOST_CACHE (None: unset, the XDG folder is used)."""
     script = tmp_path / "build_it.py"
     script.write_text(BUILD)
     code = f"import sys, runpy\nsys.argv = ['b', '{value}']\nrunpy.run_path({str(script)!r}, run_name='__main__')"
-    proc = run_python(code, env={"OFFLOAD_HOST_CACHE": str(cache)})
+    proc = run_python(code, env={**({} if cache is None else {"OFFLOAD_HOST_CACHE": str(cache)}), **(env or {})})
     result: dict[str, list[str]] = {}
     for line in proc.stdout.splitlines():
         head, _, rest = line.partition(" ")
@@ -135,3 +138,46 @@ def test_the_control_a_trusted_planted_file_is_served(run_python: Any, tmp_path:
     _plant(run_python, tmp_path, cache)
     result = _build(run_python, tmp_path, cache, 13)
     assert result["WARN"] == ["0"] and result["VALUE"] == ["99"]
+
+
+def _xdg_env(tmp_path: pathlib.Path, xdg: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"HOME": str(home), "XDG_CACHE_HOME": xdg}
+
+
+def test_the_cache_follows_xdg_cache_home(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """Without OFFLOAD_HOST_CACHE: $XDG_CACHE_HOME/offload-host (an absolute XDG_CACHE_HOME),
+    created private and reused; nothing is written under ~/.cache."""
+    xdg = tmp_path / "xdg-cache"
+    env = _xdg_env(tmp_path, str(xdg))
+    first = _build(run_python, tmp_path, None, 21, env)
+    assert first["WARN"] == ["0"] and first["VALUE"] == ["21"]
+    (key,) = first["KEY"]
+    cached = xdg / "offload-host" / f"{key}.so"
+    assert cached.is_file() and stat.S_IMODE((xdg / "offload-host").stat().st_mode) == 0o700
+    assert not (tmp_path / "home" / ".cache").exists()
+    mtime = cached.stat().st_mtime_ns
+    again = _build(run_python, tmp_path, None, 21, env)
+    assert again["VALUE"] == ["21"] and cached.stat().st_mtime_ns == mtime
+
+
+@pytest.mark.parametrize("xdg", ["", "relative/cache"], ids=["unset", "relative"])
+def test_without_an_absolute_xdg_cache_home_the_cache_is_in_home(run_python: Any, tmp_path: pathlib.Path, xdg: str) -> None:
+    """An empty or relative XDG_CACHE_HOME is ignored, as the XDG Base Directory spec says: ~/.cache."""
+    first = _build(run_python, tmp_path, None, 22, _xdg_env(tmp_path, xdg))
+    assert first["WARN"] == ["0"] and first["VALUE"] == ["22"]
+    (key,) = first["KEY"]
+    assert (tmp_path / "home" / ".cache" / "offload-host" / f"{key}.so").is_file()
+    assert not (tmp_path / "relative").exists() and not (pathlib.Path.cwd() / "relative" / "cache").exists()
+
+
+def test_a_shared_xdg_cache_folder_is_refused(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """The ownership and mode checks hold for the XDG folder as for OFFLOAD_HOST_CACHE."""
+    xdg = tmp_path / "xdg-cache"
+    (xdg / "offload-host").mkdir(parents=True)
+    os.chmod(xdg / "offload-host", 0o777)
+    result = _build(run_python, tmp_path, None, 23, _xdg_env(tmp_path, str(xdg)))
+    assert result["WARN"] == ["1"] and result["VALUE"] == ["23"]
+    assert str(xdg / "offload-host") in result["MSG"][0] and "writable by group or others (mode 0777)" in result["MSG"][0]
+    assert list((xdg / "offload-host").iterdir()) == []

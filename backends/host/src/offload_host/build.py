@@ -5,8 +5,8 @@ Programs are built for the machine they run on: ``-O3``, the host CPU's instruct
 ``-ffp-contract=off`` (no fused multiply-adds, so results do not depend on the CPU);
 ``machine_flags()`` says which, and ``build_program(..., machine_flags=...)`` overrides them.
 
-Results are cached in memory and on disk (``$OFFLOAD_HOST_CACHE``, else
-``~/.cache/offload-host/``), keyed by the compiler, its version, the flags, the host CPU (when a
+Results are cached in memory and on disk (``$OFFLOAD_HOST_CACHE``, else ``offload-host/`` in
+the XDG cache folder: ``$XDG_CACHE_HOME`` when set to an absolute path, else ``~/.cache``), keyed by the compiler, its version, the flags, the host CPU (when a
 flag names ``native``), the source and the launch ABI header, so a rebuilt compiler or header, or
 a cache folder shared with another CPU, never serves a stale or foreign binary.
 
@@ -179,10 +179,14 @@ def _cpu_id() -> str:
 
 
 def _cache_dir() -> pathlib.Path:
+    """``$OFFLOAD_HOST_CACHE``, else ``offload-host`` in the XDG Base Directory cache folder
+    (``$XDG_CACHE_HOME`` if set and absolute, the spec ignoring a relative one, else ``~/.cache``)."""
     env = os.environ.get("OFFLOAD_HOST_CACHE")
     if env:
         return pathlib.Path(env)
-    return pathlib.Path.home() / ".cache" / "offload-host"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = pathlib.Path(xdg) if os.path.isabs(xdg) else pathlib.Path.home() / ".cache"
+    return base / "offload-host"
 
 
 def _cache_key(compiler_id: str, flags: Sequence[str], source: str) -> str:

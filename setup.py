@@ -5,8 +5,8 @@ GPU backend (``offload[cuda]``, ``offload[amdgpu]``). It holds no code, only req
 The version is ``VERSION`` (a link to ``core/src/offload/VERSION``, the one place). From a checkout
 each requirement is the folder itself (``offload-core @ file:///…/core``) while pip installs it, so ``pip install .``
 installs everything from the checkout; an sdist, a wheel of another front end (``python -m build``)
-or ``OFFLOAD_PIN_REQUIREMENTS=1`` (``scripts/wheelhouse.sh``) pins ``==VERSION`` for an index or a
-wheelhouse instead.
+or ``OFFLOAD_PIN_REQUIREMENTS=1`` pins ``==VERSION`` for an index or a wheelhouse
+(``scripts/wheelhouse.sh``) instead.
 """
 
 import os
@@ -50,6 +50,6 @@ setup(
     install_requires=[requirement("offload-core", "core"), requirement("offload-host", "backends/host"), NUMPY],
     extras_require={
         **{name: [requirement(f"offload-{name}", f"backends/{name}")] for name in backend_names()},
-        "test": ["pytest>=8"],
+        "test": [requirement("offload-testing", "testing")],  # the conformance kit (pulls pytest)
     },
 )

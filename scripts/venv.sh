@@ -2,7 +2,7 @@
 # Usage: scripts/venv.sh DIR PIP-ARGS...  Creates (or reuses) a virtual environment in DIR and
 # installs PIP-ARGS into it, saying what it does on stderr. The install is skipped when nothing it
 # depends on changed since the last install with the same PIP-ARGS: DIR/.offload-stamp-<args>
-# holds a hash of the arguments, the Python version and every source file of core/, backends/,
+# holds a hash of the arguments, the Python version and every source file of core/, backends/, testing/,
 # the root packaging files and tests/requirements.txt (as git lists them). Needs only python3
 # (>= 3.11) and pip.
 set -euo pipefail
@@ -13,7 +13,7 @@ say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 stamp=$("$python" - "$@" <<'PY'
 import hashlib, pathlib, subprocess, sys
 digest = hashlib.sha256("\0".join(sys.argv[1:]).encode() + sys.version.encode())
-roots = ["core", "backends", "pyproject.toml", "setup.py", "VERSION", "MANIFEST.in", "tests/requirements.txt"]
+roots = ["core", "backends", "testing", "pyproject.toml", "setup.py", "VERSION", "MANIFEST.in", "tests/requirements.txt"]
 try:
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z", "--", *roots],
                             capture_output=True, check=True).stdout.decode().split("\0")

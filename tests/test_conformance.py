@@ -4,4 +4,4 @@ The host backend's capabilities come from its ``offload.conformance`` entry poin
 (``offload_host.conformance:HostCapabilities``); the plugin is loaded through ``pytest11``.
 """
 
-from offload.testing.suite import *  # noqa: F401,F403
+from offload_testing.suite import *  # noqa: F401,F403

@@ -21,7 +21,7 @@ offload.register_backend("cpu2", HostBackend)
 register_capabilities("cpu2", HostCapabilities)
 """
 
-TEST_FILE = "from offload.testing.suite import *  # noqa: F401,F403\n"
+TEST_FILE = "from offload_testing.suite import *  # noqa: F401,F403\n"
 
 
 def test_suite_runs_against_an_in_process_backend(pytester, monkeypatch) -> None:

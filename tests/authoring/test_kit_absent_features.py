@@ -30,7 +30,7 @@ def run_kit(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, name: st
     monkeypatch.setenv("OFFLOAD_TEST_PLATFORM", name)
     pytester.makepyfile(kit_backends=BACKENDS.read_text())
     pytester.makeconftest(CONFTEST.format(name=name, backend=backend, capabilities=capabilities))
-    pytester.makepyfile(test_conformance="from offload.testing.suite import *  # noqa: F401,F403\n")
+    pytester.makepyfile(test_conformance="from offload_testing.suite import *  # noqa: F401,F403\n")
     return pytester.runpytest_subprocess("-q", "-rfEs", "-p", "no:cacheprovider")
 
 

@@ -48,7 +48,7 @@ def run_kit(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, backend:
     monkeypatch.setenv("OFFLOAD_TEST_PLATFORM", "liar")
     monkeypatch.setenv("OFFLOAD_BACKENDS", "liar,host")  # the real host device: host memory for copies
     pytester.makeconftest(CONFTEST.format(backend=backend))
-    pytester.makepyfile(test_conformance="from offload.testing.suite import *  # noqa: F401,F403\n")
+    pytester.makepyfile(test_conformance="from offload_testing.suite import *  # noqa: F401,F403\n")
     return pytester.runpytest_subprocess("-q", "-rfs", "-p", "no:cacheprovider", "-k", select)
 
 

@@ -65,7 +65,7 @@ def test_python_m_offload_cli(tmp_path: Path) -> None:
 
 
 def test_generated_package_installs_and_passes_the_kit(tmp_path: Path) -> None:
-    """A fresh venv: offload-core and offload-host from this checkout, then the generated package."""
+    """A fresh venv: offload-core, offload-host and offload-testing from this checkout, then the generated package."""
     env_dir = tmp_path / "venv"
     try:
         venv.EnvBuilder(with_pip=True).create(env_dir)
@@ -74,7 +74,7 @@ def test_generated_package_installs_and_passes_the_kit(tmp_path: Path) -> None:
     python, offload = env_dir / "bin" / "python", env_dir / "bin" / "offload"
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-build-isolation"]
     _run([*pip, "setuptools>=64", "wheel", "pytest>=8"])
-    _run([*pip, str(ROOT / "core"), str(ROOT / "backends" / "host")])
+    _run([*pip, str(ROOT / "core"), str(ROOT / "backends" / "host"), str(ROOT / "testing")])  # testing: the kit
     _run([str(offload), "new-backend", "mydev", "--dir", str(tmp_path / "offload-mydev")])
     _run([*pip, "--no-deps", str(tmp_path / "offload-mydev")])
 

@@ -161,7 +161,7 @@ def test_the_kit_asks_for_aliased_symbol_names(gpu: ol.Device) -> None:
     """``Capabilities.symbol_aliases``: the kit's ``kernel(program, "foo")`` asks for the name the
     backend's program exports."""
     from offload.testing import Capabilities, register_capabilities, unregister_capabilities
-    from offload.testing.suite._helpers import kernel
+    from offload_testing.suite._helpers import kernel
 
     class Renamed(Capabilities):
         symbol_aliases = {"foo": "foo_renamed"}

@@ -1,5 +1,6 @@
 """Distributions as users get them: ``scripts/wheelhouse.sh`` builds an sdist and a wheel of every
-distribution with ``python -m build``; each backend installs by itself from that wheelhouse alone
+distribution with plain ``python -m build`` (every Requires-Dist checked: pinned, never a file
+URL); each backend installs by itself from that wheelhouse alone
 (``--no-index``) into a fresh venv, pulling offload-core and nothing else of ours; the root installs
 with each extra whose backend exists; ``pip install .`` works from a fresh checkout.
 
@@ -14,6 +15,7 @@ Set ``OFFLOAD_WHEELHOUSE=DIR`` to reuse a folder the script already filled.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -38,6 +40,7 @@ def _project_name(folder: pathlib.Path) -> str:
 DISTRIBUTIONS = {
     "offload-core": ROOT / "core",
     **{_project_name(ROOT / "backends" / b): ROOT / "backends" / b for b in BACKENDS},
+    "offload-testing": ROOT / "testing",
     "offload": ROOT,
 }
 EXTRAS = [b for b in BACKENDS if b != "host"]
@@ -294,3 +297,107 @@ print(values == list(range(64)), refusal)
     proc = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.split() == ["True", "HOST_TOOL_NOT_FOUND"], proc.stdout
+
+
+def _requires(text: str) -> list[str]:
+    return sorted(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:"))
+
+
+def _dist_of(file_name: str) -> str:
+    return _normalise(re.split(r"-\d", file_name, maxsplit=1)[0])
+
+
+def test_every_distributions_requires_dist(wheelhouse: pathlib.Path) -> None:
+    """Each distribution built by plain ``python -m build`` (sdist, then the wheel from it): the same
+    Requires-Dist in both, every one a PEP 508 requirement without a URL, ours pinned ``==VERSION``,
+    and exactly the distributions of ours each one needs."""
+    from packaging.requirements import Requirement
+
+    texts = _metadata_texts(wheelhouse / "wheelhouse")
+    by_dist: dict[str, dict[str, list[str]]] = {}
+    for name, text in texts.items():
+        by_dist.setdefault(_dist_of(name), {})["wheel" if name.endswith(".whl") else "sdist"] = _requires(text)
+    assert set(by_dist) == set(DISTRIBUTIONS), sorted(by_dist)
+    extras = {f"offload-{b}" for b in EXTRAS}
+    ours_expected = {
+        "offload-core": set(),
+        **{_project_name(ROOT / "backends" / b): {"offload-core"} for b in BACKENDS},
+        "offload-testing": {"offload-core"},
+        "offload": {"offload-core", "offload-host", "offload-testing"} | extras,
+    }
+    for dist, kinds in sorted(by_dist.items()):
+        assert kinds.get("sdist") == kinds.get("wheel"), (dist, kinds)
+        ours = set()
+        for line in kinds["wheel"]:
+            requirement = Requirement(line)
+            assert requirement.url is None and "file:" not in line, (dist, line)
+            name = _normalise(requirement.name)
+            if name.startswith("offload"):
+                assert str(requirement.specifier) == f"=={VERSION}", (dist, line)
+                ours.add(name)
+        assert ours == ours_expected[dist], (dist, kinds["wheel"])
+    assert "pytest>=8" in by_dist["offload-testing"]["wheel"], by_dist["offload-testing"]
+    assert not [l for l in by_dist["offload-core"]["wheel"] if l.startswith("pytest")]  # no pytest, no plugin
+
+
+def test_amdgpu_pins_hip_python_per_rocm_line(wheelhouse: pathlib.Path) -> None:
+    """offload-amdgpu's extras rocm<major>-<minor> each pin hip-python to that ROCm line."""
+    from packaging.requirements import Requirement
+
+    (wheel,) = [n for n in _metadata_texts(wheelhouse / "wheelhouse") if n.startswith("offload_amdgpu-") and n.endswith(".whl")]
+    text = _metadata_texts(wheelhouse / "wheelhouse")[wheel]
+    extras = [l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("Provides-Extra:")]
+    assert {"rocm6-4", "rocm7-2", "rocm10-0"} <= set(extras), extras
+    for extra in extras:
+        (pin,) = [Requirement(r) for r in _requires(text) if f'extra == "{extra}"' in r]
+        major, minor = extra.removeprefix("rocm").split("-")
+        assert pin.name == "hip-python" and pin.specifier == Requirement(f"x>={major}.{minor},<{major}.{int(minor) + 1}").specifier
+
+
+TINY_TEST = """
+import json, os, sys
+
+def test_tiny():
+    with open(os.environ["OFFLOAD_REPORT"], "w") as report:
+        json.dump(sorted(m for m in sys.modules if m.split(".")[0].startswith("offload")), report)
+"""
+
+
+def _pytest(python: pathlib.Path, project: pathlib.Path, report: pathlib.Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = child_environ(("OFFLOAD_", "PYTHONPATH", "PYTEST_"))
+    env["OFFLOAD_REPORT"] = str(report)
+    return subprocess.run([str(python), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *extra],
+                          cwd=project, capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+
+
+def test_offload_core_leaves_other_projects_pytest_alone(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    """offload-core and offload-host installed, offload-testing not: a plain ``pytest`` run of another
+    project imports no ``offload`` module (no pytest11 plugin of ours). With offload-testing
+    installed the kit's plugin loads, and the kit runs on the host backend."""
+    missing = _missing(wheelhouse, "offload-host") or _missing(wheelhouse, "offload-testing")
+    if missing:
+        pytest.skip(f"the third-party wheels offload-host and offload-testing need could not be downloaded: {missing}")
+    python = _fresh_venv(tmp_path / "venv")
+    _install(python, wheelhouse / "wheelhouse", wheelhouse / "thirdparty", "offload-host", "pytest")
+    assert _ours(python) == {"offload-core", "offload-host"}
+    project = tmp_path / "project"
+    (project / "tests").mkdir(parents=True)
+    (project / "tests" / "test_tiny.py").write_text(TINY_TEST)
+    report = tmp_path / "report.json"
+    plain = _pytest(python, project, report)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert json.loads(report.read_text()) == [], "pytest imported offload modules without offload-testing"
+    gone = subprocess.run([str(python), "-I", "-c", "import offload.testing.suite"], capture_output=True, text=True, timeout=120)
+    assert gone.returncode != 0 and "pip install offload-testing" in gone.stderr, gone.stderr
+
+    _install(python, wheelhouse / "wheelhouse", wheelhouse / "thirdparty", "offload-testing")
+    with_kit = _pytest(python, project, report)
+    assert with_kit.returncode == 0, with_kit.stdout + with_kit.stderr
+    assert "offload_testing.plugin" in json.loads(report.read_text())  # the same check sees the plugin now
+    (project / "tests" / "conftest.py").write_text("import os\nos.environ.setdefault('OFFLOAD_TEST_PLATFORM', 'host')\n")
+    (project / "tests" / "test_conformance.py").write_text("from offload_testing.suite import *  # noqa: F401,F403\n")
+    kit = _pytest(python, project, report)
+    summary = kit.stdout.strip().splitlines()[-1]
+    print(f"\nthe kit from the offload-testing wheel, on the host backend: {summary}")
+    assert kit.returncode == 0, kit.stdout[-5000:] + kit.stderr[-2000:]
+    assert int(re.search(r"(\d+) passed", summary).group(1)) > 150 and "failed" not in summary, summary

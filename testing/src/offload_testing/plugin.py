@@ -1,6 +1,7 @@
-"""The pytest plugin of the conformance kit (``pytest11`` entry point ``offload``).
+"""The pytest plugin of the conformance kit (offload-testing's ``pytest11`` entry point ``offload``:
+installing offload-core alone leaves other projects' pytest runs alone).
 
-It only acts on tests marked ``offload_conformance`` (every test of ``offload.testing.suite``);
+It only acts on tests marked ``offload_conformance`` (every test of ``offload_testing.suite``);
 a session that collects none never initialises the library. At the first marked test that asks
 for ``device``, ``pytest_generate_tests`` lists the devices once (``olInit``, ``olIterateDevices``,
 ``olShutDown``: balanced, nothing kept across collection) and parametrises ``device`` with their

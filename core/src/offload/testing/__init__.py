@@ -1,10 +1,13 @@
 """offload.testing: the conformance kit, liboffload's ``offload/unittests/OffloadAPI`` for Python.
 
 A backend author runs the whole suite, every case of liboffload's unit tests that applies to the
-Python API, against their backend with one or two small files and pytest (the kit's pytest plugin,
-``offload.testing.plugin``, is loaded automatically through the ``pytest11`` entry point of
-offload-core). ``offload new-backend mydev`` writes a package laid out like this example, which
-runs as written against it.
+Python API, against their backend with one or two small files and pytest. The suite
+(``offload_testing.suite``) and its pytest plugin (``offload_testing.plugin``, loaded
+automatically through its ``pytest11`` entry point) are the distribution offload-testing
+(``pip install offload-testing``), so that installing offload leaves other projects' pytest runs
+alone; what a backend declares (``Capabilities``, the registry below) is here, in offload-core.
+``offload new-backend mydev`` writes a package laid out like this example, which runs as written
+against it (its ``test`` extra installs offload-testing).
 
 1. Describe what the backend can do by subclassing ``Capabilities``. Each optional feature's flag
    (memory, copies, fill, queues, events, host functions, programs, launches, occupancy, ...) is
@@ -52,7 +55,7 @@ runs as written against it.
 3. ``test_conformance.py``::
 
        # tests/test_conformance.py
-       from offload.testing.suite import *  # noqa: F401,F403
+       from offload_testing.suite import *  # noqa: F401,F403
 
 Then ``pytest tests``. The tests are parametrised over every device of every platform (ids
 ``<platform>_<index>``, e.g. ``host_0``); ``OFFLOAD_TEST_PLATFORM=mydev,host`` restricts them to
@@ -65,7 +68,9 @@ hooks. Host memory is memory of the first device whose platform backend is HOST 
 backend's CPU device); tests that copy to or from host memory skip without one.
 
 When pytest plugin autoloading is disabled (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), add
-``pytest_plugins = ["offload.testing.plugin"]`` to the conftest.
+``pytest_plugins = ["offload_testing.plugin"]`` to the conftest. ``offload.testing.suite`` and
+``offload.testing.plugin``, where the two lived before, still import (with a
+``DeprecationWarning``) while offload-testing is installed.
 
 Test programs (liboffload's ``device_code/``; ``offload-host``'s ``kernels/*.c`` are the reference
 versions): ``foo`` (``foo(uint32_t *out)``: ``out[id] = id``), ``bar`` (a kernel also named ``foo``:

@@ -1,7 +1,7 @@
-"""The conformance suite: ``from offload.testing.suite import *`` in a test module runs it.
+"""The conformance suite: ``from offload_testing.suite import *`` in a test module runs it.
 
 Every test class is re-exported here (and only test classes), so that pytest collects them in
-the module that star-imports this package. See ``offload.testing`` for the setup. The classes
+the module that star-imports this package. See ``offload.testing`` (offload-core) for the setup. The classes
 follow liboffload's ``offload/unittests/OffloadAPI`` directories: init, platform, device, memory,
 queue, event, program, symbol, kernel; and two of its own: ``TestCapabilities`` (the declared
 flags agree with the hooks) and ``TestAbsentFeatures`` (each absent optional feature answers

@@ -14,7 +14,7 @@ import pytest
 
 import offload as ol
 from offload.testing import capabilities_for
-from offload.testing.plugin import implemented_hooks, require as require  # noqa: F401 (require: re-exported to the suite)
+from offload_testing.plugin import implemented_hooks, require as require  # noqa: F401 (require: re-exported to the suite)
 
 #: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
 conformance = pytest.mark.offload_conformance

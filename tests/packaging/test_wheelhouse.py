@@ -172,9 +172,9 @@ def test_the_installed_version_is_the_one_place() -> None:
     import offload
 
     assert offload.__version__ == VERSION
-    for dist in ("offload-core", "offload-host", "offload"):
+    for dist in ("offload-core", "offload-host", "offload-testing", "offload"):
         assert importlib.metadata.version(dist) == VERSION
-    for link in (ROOT / "VERSION", ROOT / "backends" / "host" / "VERSION"):
+    for link in (ROOT / "VERSION", ROOT / "backends" / "host" / "VERSION", ROOT / "testing" / "VERSION"):
         assert link.is_symlink() and link.resolve() == (ROOT / "core" / "src" / "offload" / "VERSION").resolve()
 
 

@@ -400,4 +400,5 @@ def test_offload_core_leaves_other_projects_pytest_alone(wheelhouse: pathlib.Pat
     summary = kit.stdout.strip().splitlines()[-1]
     print(f"\nthe kit from the offload-testing wheel, on the host backend: {summary}")
     assert kit.returncode == 0, kit.stdout[-5000:] + kit.stderr[-2000:]
-    assert int(re.search(r"(\d+) passed", summary).group(1)) > 150 and "failed" not in summary, summary
+    passed = re.search(r"(\d+) passed", summary)
+    assert passed is not None and int(passed.group(1)) > 150 and "failed" not in summary, summary

@@ -16,6 +16,7 @@ from offload.backend_support import ResourcePool
 
 from ._code_object import Target
 from ._driver import check
+from ._versions import hip_version_text
 
 __all__ = ["HipDevice", "probe_info", "read_target"]
 
@@ -119,7 +120,7 @@ def probe_info(device: HipDevice) -> dict[DeviceInfo, Any]:
         DeviceInfo.PRODUCT_NAME: product or device.target.processor,
         DeviceInfo.UID: _uid(hip, ordinal, attr),
         DeviceInfo.VENDOR: "AMD",
-        DeviceInfo.DRIVER_VERSION: f"HIP {_hip_version(runtime)} (driver {driver})",
+        DeviceInfo.DRIVER_VERSION: f"HIP {hip_version_text(runtime)} (driver {driver})",
         DeviceInfo.MAX_WORK_GROUP_SIZE: attr("hipDeviceAttributeMaxThreadsPerBlock"),
         DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION: Dimensions(*block),
         DeviceInfo.MAX_WORK_SIZE: total_work,
@@ -148,11 +149,6 @@ def probe_info(device: HipDevice) -> dict[DeviceInfo, Any]:
         DeviceInfo.HALF_FP_SUPPORT: True,
     }
     return info
-
-
-def _hip_version(value: int) -> str:
-    """HIP_VERSION = major * 10_000_000 + minor * 100_000 + patch."""
-    return f"{value // 10_000_000}.{value // 100_000 % 100}.{value % 100_000}"
 
 
 def _uid(hip: Any, ordinal: int, attr: Any) -> str:

@@ -340,6 +340,27 @@ def test_every_distributions_requires_dist(wheelhouse: pathlib.Path) -> None:
     assert not [l for l in by_dist["offload-core"]["wheel"] if l.startswith("pytest")]  # no pytest, no plugin
 
 
+def test_extras_of_setup_py_are_declared_dynamic() -> None:
+    """setuptools drops ``extras_require`` of a setup.py whose pyproject.toml does not list
+    ``optional-dependencies`` as dynamic (offload-cuda[nvrtc] was silently empty so)."""
+    for dist, folder in DISTRIBUTIONS.items():
+        dynamic = tomllib.loads((folder / "pyproject.toml").read_text())["project"].get("dynamic", [])
+        if "extras_require" in (folder / "setup.py").read_text():
+            assert "optional-dependencies" in dynamic, f"{dist}: setup.py's extras_require needs dynamic optional-dependencies"
+
+
+def test_every_extra_requires_something(wheelhouse: pathlib.Path) -> None:
+    """Each wheel's extras (at least those the docs name) bring at least one requirement."""
+    named = {"offload": {"test", *EXTRAS}, "offload-cuda": {"nvrtc"}, "offload-amdgpu": {"rocm6-4", "rocm10-0"}}
+    for name, text in _metadata_texts(wheelhouse / "wheelhouse").items():
+        if not name.endswith(".whl"):
+            continue
+        extras = {l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("Provides-Extra:")}
+        assert named.get(_dist_of(name), set()) <= extras, (name, extras)
+        for extra in extras:
+            assert [r for r in _requires(text) if f'extra == "{extra}"' in r], (name, extra)
+
+
 def test_amdgpu_pins_hip_python_per_rocm_line(wheelhouse: pathlib.Path) -> None:
     """offload-amdgpu's extras rocm<major>-<minor> each pin hip-python to that ROCm line."""
     from packaging.requirements import Requirement

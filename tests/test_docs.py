@@ -9,11 +9,13 @@ reason, where mkdocs (docs/requirements.txt, which scripts/test.sh installs) is 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import child_environ
@@ -192,3 +194,39 @@ def test_every_api_reference_renders_entries(site: Path, page: str) -> None:
         entries = {k: v for k, v in rendered.entries.items() if k == identifier or k.startswith(identifier + ".")}
         assert any(text.strip() for text in entries.values()), f"{page}: '::: {identifier}' rendered no documented API entry"
     assert "::: " not in " ".join(rendered.words) and not re.search(r"^::: ", html, re.M), f"{page}: a raw ':::' line"
+
+
+def _hooks() -> Any:
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -r docs/requirements.txt)")
+    spec = importlib.util.spec_from_file_location("offload_docs_hooks", DOCS / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_missing_package_is_named_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks = _hooks()
+    from mkdocs.exceptions import PluginError
+
+    assert "offload-core" not in hooks.missing()  # offload runs these tests
+    monkeypatch.setitem(hooks.NEEDED, "offload_no_such_module", "offload-no-such")
+    with pytest.raises(PluginError) as caught:
+        hooks.on_pre_build(None)
+    message = str(caught.value)
+    assert "offload-no-such" in message and "offload-core" not in message and "pip install -r docs/requirements.txt" in message
+
+
+def test_a_failing_timeline_job_shows_its_own_error(tmp_path: Path) -> None:
+    """The job compiles a kernel: with a compiler that fails (and an empty program cache) the build
+    ends with the compiler's error, not a CalledProcessError that hides it."""
+    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install -r docs/requirements.txt)")
+    env = {**child_environ("OFFLOAD_"), "NO_MKDOCS_2_WARNING": "1", "CC": "/bin/false", "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output
+    assert "the job recording the timeline picture" in output and "COMPILE_FAILURE" in output, output
+    assert "CalledProcessError" not in output

@@ -3,7 +3,8 @@
 One file per ``olInit`` … final ``olShutDown`` session, written at that ``olShutDown`` (and at
 interpreter exit if the session is still open), opened by ui.perfetto.dev and chrome://tracing.
 ``flush`` writes it before then (``offload.flush_trace()``, and the ``olShutDown`` that closes the
-user's window while the library holds references of its own): each write replaces the file
+user's window while the library holds references of its own), and in a ``multiprocessing``
+child when its target returns (``multiprocessing_exit``): each write replaces the file
 atomically with everything recorded so far, so a process ended without exit handlers (Ray's
 workers, ``os._exit``) leaves the file of its last write. The file holds:
 
@@ -127,6 +128,7 @@ class Timeline:
         self._reading = threading.Lock()  # one reader of events at a time
         self._closed = False  # the final olShutDown ran: no backend call any more
         self._at_exit = False  # registered at the first call: a failed olInit leaves no file
+        self._child_exit: Any = None  # in a multiprocessing child: its finalizer (multiprocessing_exit)
         self._warned = False  # one OffloadTraceWarning per session
 
     # --- recording ------------------------------------------------------------------------------
@@ -152,6 +154,7 @@ class Timeline:
             if not self._at_exit and not self.written:
                 self._at_exit = True
                 atexit.register(self._write_at_exit)
+                self._child_exit = multiprocessing_exit(self._flush_at_child_exit)
 
     def read_events(self) -> None:
         """Read the completion time of the pending work whose event has completed, queue by queue
@@ -403,6 +406,8 @@ class Timeline:
             self.written = True
             if self._at_exit:
                 atexit.unregister(self._write_at_exit)
+            if self._child_exit is not None:
+                self._child_exit.cancel()
             self._replace_file()
 
     def flush(self, read_events: bool = True) -> bool:
@@ -444,9 +449,24 @@ class Timeline:
         if os.getpid() == self.pid:
             self.write()
 
+    def _flush_at_child_exit(self) -> None:
+        self.flush()
+
     def _allocation_device(self, ptr: int) -> Device | None:
         """The device owning ``ptr`` (a synchronous fill names no queue), if the session knows it."""
         return self._owner_of(ptr)
+
+
+def multiprocessing_exit(flush: Callable[[], None]) -> Any:
+    """In a child process of ``multiprocessing``: ``flush`` registered to run with multiprocessing's
+    finalizers when the child's target returns (a child started by fork or forkserver then leaves
+    through ``os._exit``, without exit handlers); the registration, or None in any other process.
+    A pool's worker terminated by its pool runs none of them: its tasks call ``flush_trace``."""
+    process = sys.modules.get("multiprocessing.process")
+    util = sys.modules.get("multiprocessing.util")
+    if process is None or util is None or process.parent_process() is None:
+        return None
+    return util.Finalize(None, flush, exitpriority=0)
 
 
 def path_from_setting(setting: str) -> str | None:

@@ -4,12 +4,14 @@ timeline picture that the build records and draws itself. A strict build still p
 page's text is swallowed (a line starting with an HTML tag folds the rest of the page into a raw
 block) or an API reference renders nothing, so every page is also read back: each heading of its
 source is a rendered heading, its last paragraph is rendered text, and each ``:::`` reference
-gave API entries with documentation. The site is built once for the module. Skipped, with the
-reason, where mkdocs (docs/requirements.txt, which scripts/test.sh installs) is not installed."""
+gave API entries with documentation. The site is built once for the module, or read from
+``OFFLOAD_TEST_DOCS_SITE`` (the folder scripts/test.sh has just built). Skipped, with the reason,
+where mkdocs (docs/requirements.txt, which scripts/test.sh installs) is not installed."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -32,6 +34,10 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for module in ("mkdocs", "material", "mkdocstrings_handlers.python", "matplotlib"):
         pytest.importorskip(module, reason=f"{module} is not installed (pip install -r docs/requirements.txt)")
+    built = os.environ.get("OFFLOAD_TEST_DOCS_SITE")
+    if built:
+        assert (Path(built) / "index.html").is_file(), f"OFFLOAD_TEST_DOCS_SITE={built} holds no built site"
+        return Path(built)
     out = tmp_path_factory.mktemp("docs") / "site"
     env = child_environ("OFFLOAD_")
     env["NO_MKDOCS_2_WARNING"] = "1"

@@ -39,8 +39,7 @@ from typing import Any, Generic, Self, TypeVar
 from .._enums import ErrorCode
 from .._errors import OffloadError
 from .._flat_api import olInit, olShutDown
-from .._runtime import library_reference
-from .._sessions import Session, current_session
+from .._sessions import Session, current_session, library_reference
 from . import _dlpack
 
 FORKED = (

@@ -1,6 +1,7 @@
 """The user-facing distribution ``offload``: offload-core and offload-host, numpy (the object layer's
 arrays, the examples and the README need it; offload-core itself stays numpy-free), and an extra per
-GPU backend (``offload[cuda]``, ``offload[amdgpu]``). It holds no code, only requirements.
+GPU backend (``offload[cuda]``, ``offload[amdgpu]``), and ``offload[plot]`` (offload-core's ``plot``
+extra: matplotlib, for ``offload trace plot``). It holds no code, only requirements.
 
 The version is ``VERSION`` (a link to ``core/src/offload/VERSION``, the one place). From a checkout
 each requirement is the folder itself (``offload-core @ file:///…/core``) while pip installs it, so ``pip install .``
@@ -32,8 +33,9 @@ def _checkout_install() -> bool:
         return False
     return "PIP_BUILD_TRACKER" in os.environ or "PIP_REQ_TRACKER" in os.environ
 
-def requirement(name: str, folder: str) -> str:
+def requirement(name: str, folder: str, extra: str = "") -> str:
     path = HERE / folder
+    name = f"{name}[{extra}]" if extra else name
     if _checkout_install() and (path / "pyproject.toml").is_file():
         return f"{name} @ {path.resolve().as_uri()}"
     return f"{name}=={VERSION}"
@@ -51,5 +53,6 @@ setup(
     extras_require={
         **{name: [requirement(f"offload-{name}", f"backends/{name}")] for name in backend_names()},
         "test": [requirement("offload-testing", "testing")],  # the conformance kit (pulls pytest)
+        "plot": [requirement("offload-core", "core", "plot")],  # matplotlib, for `offload trace plot`
     },
 )

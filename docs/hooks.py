@@ -5,19 +5,29 @@
   picture on the tracing page;
 - ``on_page_markdown``: replaces ``<!-- offload:flat-api -->`` with the reference of every ``ol*``
   function, generated from the API table (``offload._api_table``) and the functions' docstrings.
+
+What the build needs and cannot find (offload, its host backend, numpy, matplotlib) or a job that
+fails ends the build with a ``PluginError`` naming it, and the fix: ``pip install -r
+docs/requirements.txt`` from the repository root.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
 import subprocess
 import sys
 from typing import Any
 
+from mkdocs.exceptions import PluginError
+
 DOCS = pathlib.Path(__file__).resolve().parent
 GENERATED = DOCS / "generated"
 MARKER = "<!-- offload:flat-api -->"
+INSTALL = "run `pip install -r docs/requirements.txt` from the repository root (it installs offload from this checkout)"
+# what the build imports, and the distribution that brings each
+NEEDED = {"offload": "offload-core", "offload_host": "offload-host", "numpy": "numpy", "matplotlib": "matplotlib (offload's plot extra)"}
 
 JOB = r"""
 import numpy as np, offload
@@ -40,18 +50,32 @@ print(float(y.to_numpy()[3]))
 """.replace("__SAXPY__", repr(str(DOCS.parent / "examples" / "kernels" / "saxpy_portable.c")))
 
 
+def missing() -> list[str]:
+    """The distributions the build needs that this Python cannot import."""
+    return [dist for module, dist in NEEDED.items() if importlib.util.find_spec(module) is None]
+
+
 def on_pre_build(config: Any) -> None:
+    absent = missing()
+    if absent:
+        raise PluginError(f"the documentation build needs {', '.join(absent)}, not installed for {sys.executable}: {INSTALL}")
     GENERATED.mkdir(exist_ok=True)
     trace = GENERATED / "timeline.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_")}
     env["OFFLOAD_TRACE"] = f"perfetto:{trace}"
-    subprocess.run([sys.executable, "-c", JOB], check=True, env=env, timeout=300, capture_output=True)
+    proc = subprocess.run([sys.executable, "-c", JOB], env=env, timeout=300, capture_output=True, text=True)
+    if proc.returncode != 0:
+        said = "\n".join(proc.stderr.strip().splitlines()[-15:]) or "(nothing on stderr)"
+        raise PluginError(
+            f"the job recording the timeline picture (docs/hooks.py JOB, on the host device; it compiles "
+            f"a kernel with the C compiler) failed with exit status {proc.returncode}:\n{said}"
+        )
     from offload.cli import main
 
     status = main(["trace", "plot", str(trace), "-o", str(GENERATED / "timeline.png"), "--title",
                    "saxpy on two host queues: fills, launches, host functions, an event wait"])  # fmt: skip
     if status != 0:
-        raise RuntimeError(f"offload trace plot failed with exit status {status}")
+        raise PluginError(f"offload trace plot failed with exit status {status} (its message is above)")
 
 
 def _signature(function: Any) -> str:

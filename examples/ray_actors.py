@@ -8,6 +8,11 @@ asks Ray for a GPU (``num_gpus=1``) and offload takes the one Ray assigned (Ray 
 Each actor computes its share of ``y = a*x + 1`` and returns it; the driver checks every element
 and the sum against the closed form and prints one JSON line.
 
+Traced (``OFFLOAD_TRACE=perfetto:t-{pid}.json``), each actor writes its own timeline file with
+``offload.flush_trace()`` before it returns its results: Ray ends its workers without running exit
+handlers, so a file left to interpreter exit would never be written. ``offload trace merge
+t-*.json -o job.json`` then joins the driver's and the actors' files into one job timeline.
+
     python examples/ray_actors.py [--actors N] [--n FLOATS_PER_ACTOR] [--image SAXPY_IMAGE]
 """
 
@@ -47,7 +52,9 @@ class SaxpyWorker:
         y = offload.to_device(np.ones(n, dtype=np.float32), self.device)
         with self.device.queue() as queue:
             queue.launch(self.saxpy, (n + BLOCK - 1) // BLOCK, BLOCK, A, x, y, n)
-        return {"device": self.device.id, "pid": os.getpid(), "y": y.to_numpy()}
+        result = {"device": self.device.id, "pid": os.getpid(), "y": y.to_numpy()}
+        offload.flush_trace()  # Ray ends this process without exit handlers: write the timeline now
+        return result
 
 
 RemoteSaxpyWorker: Any = ray.remote(SaxpyWorker)  # an actor class (Any: Ray's typing of .options varies by version)

@@ -75,6 +75,7 @@ OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only
 step 6 "the documentation site: mkdocs build --strict (warnings are errors; docs/requirements.txt into .venv)"
 if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt 2>&1 >/dev/null); then
   NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir tests/.build/site
+  OFFLOAD_TEST_DOCS_SITE=tests/.build/site .venv/bin/python -m pytest -q -rs tests/test_docs.py  # every page read back (step 2 skips it before mkdocs is installed)
   echo "test.sh: the documentation site is in tests/.build/site" >&2
 else
   echo "test.sh: SKIPPED the documentation site: its packages could not be installed ($(grep -v WARNING <<<"$why" | tail -1))" >&2

@@ -73,3 +73,19 @@ def test_without_matplotlib_it_says_so(trace: Path, tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "needs matplotlib" in proc.stderr, proc.stderr
+    assert "pip install 'offload[plot]'" in proc.stderr  # the extra that installs it
+
+
+def test_the_plot_extra_brings_matplotlib() -> None:
+    """What the message names exists: offload-core's ``plot`` extra requires matplotlib, and the
+    root distribution ``offload`` (where installed) passes its ``plot`` extra on to offload-core's."""
+    from importlib import metadata
+
+    core = [r for r in metadata.requires("offload-core") or [] if 'extra == "plot"' in r]
+    assert any(r.startswith("matplotlib") for r in core), core
+    try:
+        root = [r for r in metadata.requires("offload") or [] if 'extra == "plot"' in r]
+    except metadata.PackageNotFoundError:
+        print("\nthe root distribution offload is not installed here: its plot extra is not checked")
+        return
+    assert any(r.replace(" ", "").startswith("offload-core[plot]") for r in root), root

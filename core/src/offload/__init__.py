@@ -40,6 +40,7 @@ from ._enums import (
     c_constants,
 )
 from ._errors import OffloadError
+from ._flush import flush_trace
 from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
@@ -118,6 +119,7 @@ __all__ = [
     "unregister_backend",
     "hookimpl",
     "set_trace_logger",
+    "flush_trace",
     # memory of other libraries
     "ForeignMemory",
     "register_foreign_memory",

@@ -129,17 +129,19 @@ def olShutDown() -> None:
     function it releases that function's own queue from inside (the work queued behind it is
     dropped) without waiting for other threads' ``olSyncQueue`` / ``olSyncEvent``.
 
-    The tracer is told whether this call ended the session (``final``: the timeline writes its
-    file then), so that it never reads the runtime's state itself.
+    The tracer is told whether this call ended the session (``final``) or closed the user's
+    ``olInit`` window while the object layer holds references of its own (``closes_window``): the
+    timeline writes its file at either, so that it never reads the runtime's state itself.
     """
     ctx = STATE.ctx
     tracer = None if ctx is None else ctx.tracer
     start = perf_counter_ns()
     try:
-        _runtime_shutdown()
+        closes_window = _runtime_shutdown()
     except OffloadError as error:
         if tracer is not None:
             tracer.emit(TracedCall(None, (), None, error, perf_counter_ns() - start, "olShutDown", STATE.ctx is not ctx))
         raise
     if tracer is not None:
-        tracer.emit(TracedCall(None, (), None, None, perf_counter_ns() - start, "olShutDown", STATE.ctx is not ctx))
+        elapsed = perf_counter_ns() - start
+        tracer.emit(TracedCall(None, (), None, None, elapsed, "olShutDown", STATE.ctx is not ctx, closes_window=closes_window))

@@ -94,7 +94,7 @@ class Context:
 
 
 class _State:
-    __slots__ = ("ctx", "untraced", "refcount", "lock", "last_statuses", "forked_from")
+    __slots__ = ("ctx", "untraced", "refcount", "library_refs", "lock", "last_statuses", "forked_from")
 
     def __init__(self) -> None:
         self.forked_from = 0  # the parent's pid when this process was forked inside a session
@@ -103,6 +103,7 @@ class _State:
         # or uninitialised library takes their slow branch, which reads ctx)
         self.untraced: Context | None = None
         self.refcount = 0
+        self.library_refs = 0  # the references among refcount that the library holds itself (library_reference)
         self.lock = threading.Lock()
         self.last_statuses: list[BackendStatus] = []
 
@@ -139,6 +140,7 @@ def _after_fork_in_child() -> None:
         STATE.ctx = None
         STATE.untraced = None
         STATE.refcount = 0
+        STATE.library_refs = 0
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -228,6 +230,7 @@ def init(args: Any = None) -> None:
     with STATE.lock:
         if STATE.ctx is not None:
             STATE.refcount += 1
+            STATE.library_refs += LOCAL.library > 0
             return
         if STATE.forked_from:
             raise OffloadError(ErrorCode.UNINITIALIZED, forked_details())
@@ -244,15 +247,29 @@ def init(args: Any = None) -> None:
         STATE.ctx = ctx
         STATE.untraced = None if ctx.trace else ctx
         STATE.refcount = 1
+        STATE.library_refs = int(LOCAL.library > 0)
 
 
 class _Local(threading.local):
     queue: Any = None  # the native queue whose host function this thread is running
     device: Any = None  # that queue's Device
     iterating: int = 0  # olIterateDevices callbacks this thread is inside
+    library: int = 0  # library_reference blocks this thread is inside
 
 
 LOCAL = _Local()
+
+
+@contextlib.contextmanager
+def library_reference() -> Iterator[None]:
+    """Around the object layer's own ``olInit`` / ``olShutDown``: the reference taken or dropped
+    is the library's, not the user's. The ``olShutDown`` that leaves only the library's references
+    closes the user's ``olInit`` window (``shutdown`` says so: the timeline writes its file then)."""
+    LOCAL.library += 1
+    try:
+        yield
+    finally:
+        LOCAL.library -= 1
 
 
 def _collect(errors: list[OffloadError], interrupts: list[BaseException], what: str, call: Any, *args: Any) -> None:
@@ -277,8 +294,10 @@ def keep(errors: list[OffloadError], interrupts: list[BaseException], exc: BaseE
         interrupts.append(exc)
 
 
-def shutdown() -> None:
+def shutdown() -> bool:
     """``olShutDown``: the last call tears everything down, every failure joined, none dropped.
+    Returns whether this call closed the user's window: it left only the library's own
+    references (``library_reference``), the session going on.
 
     The final call waits for calls that other threads are inside, then releases everything. Inside
     a host function it runs on that function's thread, does not wait for other threads' waits
@@ -294,8 +313,11 @@ def shutdown() -> None:
             if ctx is None:
                 raise uninitialized()
             STATE.refcount -= 1
+            library = LOCAL.library > 0
+            if library and STATE.library_refs:
+                STATE.library_refs -= 1
             if STATE.refcount:
-                return
+                return not library and STATE.refcount == STATE.library_refs
             STATE.untraced = None
             STATE.ctx = None
         teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS if LOCAL.queue is not None else frozenset())
@@ -307,6 +329,7 @@ def shutdown() -> None:
         raise interrupt
     if error is not None:
         raise error
+    return False
 
 
 @contextlib.contextmanager

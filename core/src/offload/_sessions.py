@@ -11,6 +11,10 @@ layer's to read:
 - the parameters a kernel's backend reported (``kernel_parameters``), which the core asked once
   at ``olGetSymbol``, and the backend a handle belongs to (``backend_name``), to name it in errors.
 
+One thing it tells the core: which of its ``olInit`` / ``olShutDown`` calls take or drop the
+layer's own references (made inside ``library_reference()``), so that the user's last
+``olShutDown`` is known as such while the layer keeps the session open (a timeline is written then).
+
 Memory and streams of other libraries (DLPack, ``__cuda_array_interface__``) go through the doors
 of ``_foreign``, re-exported here for the layer: ``register_foreign_memory`` (an import's device
 range, copyable for its lifetime), ``foreign_stream_wait`` and ``foreign_stream_sync``.
@@ -28,12 +32,12 @@ from typing import Protocol, TypeAlias
 from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._handles import Context as ContextHandle
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
-from ._runtime import STATE, Context
+from ._runtime import STATE, Context, library_reference
 from ._types import KernelParam
 
 __all__ = [
     "ForeignMemory", "Session", "backend_name", "current_session", "foreign_stream_sync", "foreign_stream_wait",
-    "kernel_parameters", "register_foreign_memory", "session_cell", "session_of",
+    "kernel_parameters", "library_reference", "register_foreign_memory", "session_cell", "session_of",
 ]  # fmt: skip
 
 Session: TypeAlias = Context

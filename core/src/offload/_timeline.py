@@ -1,7 +1,12 @@
 """The timeline: ``OFFLOAD_TRACE=perfetto`` (or ``perfetto:PATH``) as a Chrome trace-event file.
 
 One file per ``olInit`` … final ``olShutDown`` session, written at that ``olShutDown`` (and at
-interpreter exit if the session is still open), opened by ui.perfetto.dev and chrome://tracing:
+interpreter exit if the session is still open), opened by ui.perfetto.dev and chrome://tracing.
+``flush`` writes it before then (``offload.flush_trace()``, and the ``olShutDown`` that closes the
+user's window while the library holds references of its own), and in a ``multiprocessing``
+child when its target returns (``multiprocessing_exit``): each write replaces the file
+atomically with everything recorded so far, so a process ended without exit handlers (Ray's
+workers, ``os._exit``) leaves the file of its last write. The file holds:
 
 - process ``offload API``: every ``ol*`` call as a complete span (``ph: "X"``, ``cat: "api"``) on
   the thread that made it, with the traced parameters and the result in ``args``;
@@ -107,8 +112,10 @@ class Timeline:
         self.rank = _ranks.global_rank()  # named in the process names; None outside a launcher
         self.anchor = _job_timeline.clock_anchor()  # ties this file's clock to the wall clock, for merging
         self._written_origin = self.origin_ns
-        self.written = False
+        self.written = False  # the final write is done: the session is over
+        self._announced = False  # stderr said where the file is (once per session)
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one write at a time, the final one last
         self._calls: list[tuple[str, int, int, int, dict[str, Any], int]] = []  # name, tid, start, dur, args, flow
         self._threads: dict[int, str] = {}
         self._work: list[Work] = []
@@ -121,6 +128,7 @@ class Timeline:
         self._reading = threading.Lock()  # one reader of events at a time
         self._closed = False  # the final olShutDown ran: no backend call any more
         self._at_exit = False  # registered at the first call: a failed olInit leaves no file
+        self._child_exit: Any = None  # in a multiprocessing child: its finalizer (multiprocessing_exit)
         self._warned = False  # one OffloadTraceWarning per session
 
     # --- recording ------------------------------------------------------------------------------
@@ -146,6 +154,7 @@ class Timeline:
             if not self._at_exit and not self.written:
                 self._at_exit = True
                 atexit.register(self._write_at_exit)
+                self._child_exit = multiprocessing_exit(self._flush_at_child_exit)
 
     def read_events(self) -> None:
         """Read the completion time of the pending work whose event has completed, queue by queue
@@ -390,14 +399,35 @@ class Timeline:
         )
 
     def write(self) -> None:
-        """Write the file (once per session) and report where on stderr; a failure (an unwritable
-        path, a directory) is one ``OffloadTraceWarning`` and leaves no temporary file behind."""
-        if self.written:
-            return
-        self.written = True
-        if self._at_exit:
-            atexit.unregister(self._write_at_exit)
-        tmp = f"{self.path}.{os.getpid()}.tmp"
+        """The final write (once per session: at the final olShutDown, or at exit)."""
+        with self._writing:
+            if self.written:
+                return
+            self.written = True
+            if self._at_exit:
+                atexit.unregister(self._write_at_exit)
+            if self._child_exit is not None:
+                self._child_exit.cancel()
+            self._replace_file()
+
+    def flush(self, read_events: bool = True) -> bool:
+        """Write the file now with what is recorded so far, the session going on (later writes
+        replace it with more); ``read_events``: first read the completed work's events (never
+        from inside a queue callback). False once the final write is done or in a forked child."""
+        if self.written or os.getpid() != self.pid:
+            return False
+        if read_events and not self._closed and self._pending:
+            self.read_events()
+        with self._writing:
+            if self.written:
+                return False
+            return self._replace_file()
+
+    def _replace_file(self) -> bool:
+        """Replace the file atomically (a reader sees the old or the new whole file); say where on
+        stderr the first time. A failure (an unwritable path, a directory) is one
+        ``OffloadTraceWarning`` and leaves no temporary file behind."""
+        tmp = f"{self.path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             with open(tmp, "w") as f:
@@ -409,16 +439,34 @@ class Timeline:
             except OSError:
                 pass
             self.warn("could not be written", error)
-            return
-        print(f"offload: timeline written to {self.path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
+            return False
+        if not self._announced:
+            self._announced = True
+            print(f"offload: timeline written to {self.path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
+        return True
 
     def _write_at_exit(self) -> None:
         if os.getpid() == self.pid:
             self.write()
 
+    def _flush_at_child_exit(self) -> None:
+        self.flush()
+
     def _allocation_device(self, ptr: int) -> Device | None:
         """The device owning ``ptr`` (a synchronous fill names no queue), if the session knows it."""
         return self._owner_of(ptr)
+
+
+def multiprocessing_exit(flush: Callable[[], None]) -> Any:
+    """In a child process of ``multiprocessing``: ``flush`` registered to run with multiprocessing's
+    finalizers when the child's target returns (a child started by fork or forkserver then leaves
+    through ``os._exit``, without exit handlers); the registration, or None in any other process.
+    A pool's worker terminated by its pool runs none of them: its tasks call ``flush_trace``."""
+    process = sys.modules.get("multiprocessing.process")
+    util = sys.modules.get("multiprocessing.util")
+    if process is None or util is None or process.parent_process() is None:
+        return None
+    return util.Finalize(None, flush, exitpriority=0)
 
 
 def path_from_setting(setting: str) -> str | None:

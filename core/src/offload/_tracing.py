@@ -329,6 +329,7 @@ class TracedCall(NamedTuple):
     api: str = ""
     final: bool = False  # the olShutDown that ended the session (the timeline writes its file then)
     level: str = "r1"  # the session's API level: the C signatures the trace spells
+    closes_window: bool = False  # an olShutDown leaving only the object layer's references (the timeline writes its file)
 
     @property
     def name(self) -> str:
@@ -371,7 +372,8 @@ class Tracer:
 
 class TimelineTracer:
     """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``
-    (the caller says which one is: ``call.final``)."""
+    (the caller says which one is: ``call.final``), and at the one that closes the user's window
+    (``call.closes_window``) or when asked (``flush``), the session going on."""
 
     __slots__ = ("timeline",)
 
@@ -391,6 +393,12 @@ class TimelineTracer:
             self.timeline.warn(f"could not record {name}", exc)
         if final:
             self.timeline.write()
+        elif call.closes_window:
+            self.timeline.flush()
+
+    def flush(self, read_events: bool = True) -> str | None:
+        """Write the file now with what is recorded so far: its path, None if nothing was written."""
+        return self.timeline.path if self.timeline.flush(read_events) else None
 
 
 OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off

@@ -11,7 +11,7 @@
 ``offload trace merge FILE... -o OUT``
     One timeline for a job from its ranks' files, clocks aligned, one process group per rank.
 ``offload trace plot FILE -o PNG``
-    A picture of a timeline: API calls per thread, device work per queue (needs matplotlib).
+    A picture of a timeline: API calls per thread, device work per queue (needs matplotlib: the plot extra, pip install 'offload[plot]').
 ``offload --version``
     The versions of offload-core and of every installed backend distribution.
 ``offload selfcheck [--json] [--platform NAME] [--size N]``

@@ -1,7 +1,8 @@
 """``offload trace plot FILE -o PNG``: a picture of a timeline (``OFFLOAD_TRACE=perfetto``) for
 where no browser is at hand: one row per API thread (its calls) and per device queue (its kernels,
 copies, fills, host functions, event records and waits), time in milliseconds, drawn with
-matplotlib (``pip install matplotlib``; without it the command says so, exit status 1). A file
+matplotlib (the ``plot`` extra: ``pip install 'offload[plot]'``, or ``'offload-core[plot]'``; without
+it the command says so, exit status 1). A file
 that is not a trace is one line on stderr and exit status 2.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, TextIO
 from ._common import _ERROR_PREFIX, EXIT_FAILED, EXIT_NOTHING, EXIT_OK
 from ._trace import _number, load_events
 
+PLOT_EXTRA = "offload's plot extra: pip install 'offload[plot]' (offload-core alone: 'offload-core[plot]'; from a checkout: '.[plot]')"
 COLOURS = {
     "api": "#8c8c8c",
     "kernel": "#1f77b4",
@@ -123,7 +125,7 @@ def cmd_plot(argv: list[str], out: TextIO) -> int:
     try:
         draw(rows, end, args.output, args.width, args.title or args.file)
     except ImportError as error:
-        print(f"{_ERROR_PREFIX}trace plot needs matplotlib (pip install matplotlib): {error}", file=sys.stderr)
+        print(f"{_ERROR_PREFIX}trace plot needs matplotlib ({PLOT_EXTRA}): {error}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as error:
         print(f"{_ERROR_PREFIX}trace plot: cannot write {args.output!r}: {error.strerror or error}", file=sys.stderr)

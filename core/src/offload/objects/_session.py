@@ -2,7 +2,9 @@
 
 The layer calls ``olInit`` once, lazily, when the first object is made, and drops that reference
 at interpreter exit (or on ``release()``). The flat API can be used alongside: its own
-``olInit``/``olShutDown`` pairs nest around the layer's reference. If the flat API tears the
+``olInit``/``olShutDown`` pairs nest around the layer's reference (taken and dropped inside
+``library_reference``, so the runtime knows it is the library's: the user's last ``olShutDown``
+still closes the user's window, and a timeline is written then). If the flat API tears the
 library down anyway (more ``olShutDown`` calls than ``olInit`` calls), objects of that session
 go stale (their calls fail with the flat API's errors) and the next object made takes a fresh
 reference on a new session.
@@ -37,7 +39,7 @@ from typing import Any, Generic, Self, TypeVar
 from .._enums import ErrorCode
 from .._errors import OffloadError
 from .._flat_api import olInit, olShutDown
-from .._sessions import Session, current_session
+from .._sessions import Session, current_session, library_reference
 from . import _dlpack
 
 FORKED = (
@@ -124,7 +126,8 @@ def _take_reference() -> Session:
         if forked_from_parent(ctx):
             raise OffloadError(ErrorCode.UNSUPPORTED, FORKED)
         settle()  # a session kept only by exports that are gone ends before the new reference
-        olInit()
+        with library_reference():
+            olInit()
         _held = current_session()
         _wrappers.clear()
         if not _atexit_registered:
@@ -142,7 +145,8 @@ def release() -> None:
         ctx, _held = _held, None
         _wrappers.clear()
         if is_current(ctx):
-            olShutDown()
+            with library_reference():
+                olShutDown()
 
 
 def pin(ctx: Session | None) -> None:
@@ -152,7 +156,8 @@ def pin(ctx: Session | None) -> None:
     with _lock:
         if ctx is None or _pinned is ctx or not is_current(ctx):
             return
-        olInit()
+        with library_reference():
+            olInit()
         _pinned = ctx
 
 
@@ -163,7 +168,8 @@ def unpin() -> None:
     with _lock:
         ctx, _pinned = _pinned, None
         if is_current(ctx):
-            olShutDown()
+            with library_reference():
+                olShutDown()
 
 
 def settle() -> None:

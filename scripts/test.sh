@@ -80,3 +80,8 @@ if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check -r 
 else
   echo "test.sh: SKIPPED the documentation site: its packages could not be installed ($(grep -v WARNING <<<"$why" | tail -1))" >&2
 fi
+# The real-GPU run as an air-gapped node takes it (scripts/cuda-real-rehearsal.sh): CPython 3.12, the
+# bundle installed with no index reachable, the simulated driver standing in for the GPU; it skips,
+# saying why, where Python 3.12, PyPI (for the preparation) or nvcc are missing.
+echo "test.sh: [after 6] the offline real-GPU run, rehearsed: scripts/cuda-real-rehearsal.sh" >&2
+scripts/cuda-real-rehearsal.sh

@@ -9,6 +9,7 @@ simulator-only tests skip (scripts/cuda-real.sh).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -38,6 +39,18 @@ def _load_build_module() -> Any:
 build = _load_build_module()
 
 REAL = os.environ.get("OFFLOAD_CUDA_REAL") == "1"
+#: scripts/cuda-real-rehearsal.sh: a real-driver run whose "GPU" is the simulated driver, so its
+#: documented limits (tests/simulators/README.md) still hold
+REHEARSAL = REAL and os.environ.get("OFFLOAD_REAL_GPU_REHEARSAL") == "1"
+
+
+def real_device_count() -> int:
+    """The devices the machine's driver reports (a real-driver run: one H200, say)."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    count = ctypes.c_int()
+    if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
 
 
 @dataclass
@@ -79,7 +92,9 @@ def child_env(simulator: Path | None) -> Callable[..., dict[str, str]]:
     """``child_env(devices=1, delay_us=0, kernels=None, **extra)``: a child's environment."""
 
     def make(devices: int = 1, delay_us: int = 0, kernels: Any = None, **extra: str) -> dict[str, str]:
-        base = child_environ(("OFFLOAD_", "GPUSIM_"))
+        # a real-driver run keeps GPUSIM_*: scripts/real_gpu.py passes them only to a rehearsal, whose
+        # stand-in "GPU" is the simulator running the kernels' host builds (GPUSIM_KERNELS)
+        base = child_environ("OFFLOAD_" if REAL else ("OFFLOAD_", "GPUSIM_"))
         if simulator is None:
             env = base
         else:
@@ -111,6 +126,24 @@ def run_child() -> Callable[..., Child]:
         return Child(proc.returncode, proc.stdout, proc.stderr, result)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def rehearsal() -> bool:
+    """Whether this real-driver run is a rehearsal on the simulated driver (REHEARSAL)."""
+    return REHEARSAL
+
+
+@pytest.fixture(scope="session")
+def need_devices(simulator: Path | None) -> Callable[[int], None]:
+    """``need_devices(n)``: skip where the real driver has fewer than n devices (the simulator has
+    as many as a test asks for)."""
+
+    def need(count: int) -> None:
+        if simulator is None and (found := real_device_count()) < count:
+            pytest.skip(f"needs {count} CUDA devices; this machine's driver reports {found}")
+
+    return need
 
 
 @pytest.fixture

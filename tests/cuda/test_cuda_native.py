@@ -45,7 +45,8 @@ emit(out)
 
 
 @pytest.fixture(scope="module")
-def native(run_child: Any, child_env: Any, kernels: Any) -> dict[str, Any]:
+def native(run_child: Any, child_env: Any, kernels: Any, need_devices: Any) -> dict[str, Any]:
+    need_devices(2)  # the scenario exchanges memory between two devices
     return run_child(_ENTRY_POINTS, child_env(devices=2, kernels=kernels)).result
 
 

@@ -183,3 +183,35 @@ except ol.OffloadError as e:
             "without a deadline"
         )
         assert "again INVALID_ARGUMENT" in proc.stdout
+
+
+def test_a_cooperative_launch_whose_groups_never_meet_is_reported_at_the_timeout() -> None:
+    """Group 0 skips OFFLOAD_GRID_BARRIER(): the other groups wait there for ever."""
+    code = HOST_CHILD_PRELUDE + r"""
+import struct
+SOURCE = '''#include "offload_host.h"
+struct skip_args { uint32_t *out; };
+OFFLOAD_KERNEL_PARAMS(skip_barrier, struct skip_args, OFFLOAD_POINTER(out));
+OFFLOAD_KERNEL(skip_barrier) {
+  if (OFFLOAD_GROUP->group_id.x == 0) return;
+  OFFLOAD_GRID_BARRIER();
+}
+'''
+program, kernel = build_kernel(SOURCE, "skip_barrier")
+out = ol.olMemAlloc(host, ol.AllocType.DEVICE, 16)
+queue = ol.olCreateQueue(host)
+ol.olLaunchKernel(queue, host, kernel, struct.pack("P", out), ol.KernelLaunchSizeArgs(1, (4, 1, 1), (1, 1, 1)),
+                  {ol.KernelLaunchPropType.IS_COOPERATIVE: True})
+try:
+    ol.olShutDown()
+    print("no error")
+except ol.OffloadError as e:
+    print("ERROR", e.code.name, flush=True)
+    print("DETAILS", e.details, flush=True)
+"""
+    proc = _run(code, OFFLOAD_SHUTDOWN_TIMEOUT="0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert _line(proc.stdout, "ERROR") == "BACKEND_FAILURE"
+    details = _line(proc.stdout, "DETAILS")
+    assert "still pending: queue #1 of" in details and "device work (launches, copies or fills) not finished" in details
+    assert "1 queue(s), 1 program(s), 1 allocation(s)" in details

@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _info
-from ._api_common import ctx_lock, fail, wait_for_queue
+from ._api_common import ctx_lock, fail
+from ._drain import RUNNING_HOST_FUNCTIONS, Drain, host_function_name, pending_work, shutdown_timeout
 from ._enums import ErrorCode, QueueInfo
 from ._errors import as_offload_error
 from ._api_contexts import context_for
@@ -157,9 +158,12 @@ def _run_host_function(device: Device, native_queue: Any, callback: Callable[[An
     local = LOCAL
     previous = local.queue, local.device
     local.queue, local.device = native_queue, device
+    key = id(native_queue)
+    RUNNING_HOST_FUNCTIONS[key] = host_function_name(callback)  # what a teardown that gives up reports
     try:
         callback(user_data)
     finally:
+        RUNNING_HOST_FUNCTIONS.pop(key, None)
         local.queue, local.device = previous
 
 
@@ -171,14 +175,15 @@ def finish_queued_work_at_exit() -> None:
     if ctx is None:
         return
     dropped: list[str] = []
+    drain = Drain(shutdown_timeout([]), lambda: 0)  # Ctrl-C here is a KeyboardInterrupt, kept below
     for device in list(ctx.devices):
         with device.lock:
             natives = [(f"queue #{q.id}", q.native) for q in device.queues]
             natives += [("a destroyed (parked) queue", q) for q in device.parked]
         for label, native_queue in natives:
             try:
-                if device.backend.has_pending_work(device.native, native_queue):
-                    wait_for_queue(ctx, device, native_queue)
+                if not drain.wait(functools.partial(device.backend.has_pending_work, device.native, native_queue)):
+                    dropped.append(f"{label} of {device._describe()}: {pending_work(native_queue)} ({drain.given_up})")
             except BaseException as exc:  # noqa: B036 - exit goes on; say what was lost
                 dropped.append(f"{label} of {device._describe()}: {type(exc).__name__}: {exc}")
     if dropped:

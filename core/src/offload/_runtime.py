@@ -26,15 +26,16 @@ session is open is unaffected.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import signal
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._allocations import AllocationMap
+from ._drain import Drain, pending_work, shutdown_timeout, stuck_error
 from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 from ._handles import Context as ContextHandle
@@ -307,7 +308,7 @@ def shutdown() -> bool:
     """
     errors: list[OffloadError] = []
     interrupts: list[BaseException] = []
-    with _sigint_held(interrupts):
+    with _sigint_held(interrupts) as sigints:
         with STATE.lock:
             ctx = STATE.ctx
             if ctx is None:
@@ -320,7 +321,8 @@ def shutdown() -> bool:
                 return not library and STATE.refcount == STATE.library_refs
             STATE.untraced = None
             STATE.ctx = None
-        teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS if LOCAL.queue is not None else frozenset())
+        teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS if LOCAL.queue is not None else frozenset(), sigints,
+                 LOCAL.queue)  # fmt: skip
     error = join_errors(errors)
     if interrupts:
         interrupt = interrupts[0]
@@ -333,21 +335,22 @@ def shutdown() -> bool:
 
 
 @contextlib.contextmanager
-def _sigint_held(interrupts: list[BaseException]) -> Iterator[None]:
-    """On the main thread, hold SIGINT: its Python handler runs when the block ends (a
-    ``KeyboardInterrupt`` it raises is appended to ``interrupts``). Elsewhere, nothing to do:
-    Python runs signal handlers on the main thread only."""
+def _sigint_held(interrupts: list[BaseException]) -> Iterator[Callable[[], int]]:
+    """On the main thread, hold SIGINT: its Python handler runs (once) when the block ends (a
+    ``KeyboardInterrupt`` it raises is appended to ``interrupts``). Yields how many SIGINTs
+    arrived meanwhile (a second one makes the teardown stop waiting: ``_drain``). Elsewhere,
+    nothing to do: Python runs signal handlers on the main thread only."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda: 0
         return
     previous = signal.getsignal(signal.SIGINT)
     if not callable(previous):
-        yield
+        yield lambda: 0
         return
     held: list[tuple[int, Any]] = []
     signal.signal(signal.SIGINT, lambda signum, frame: held.append((signum, frame)))
     try:
-        yield
+        yield lambda: len(held)
     finally:
         signal.signal(signal.SIGINT, previous)
         for signum, frame in held[:1]:
@@ -360,16 +363,18 @@ def _sigint_held(interrupts: list[BaseException]) -> Iterator[None]:
 _WAITS = frozenset({"olSyncQueue", "olSyncEvent"})
 
 
-def wait_for_calls(ctx: Context, own: int, ignore: frozenset[str] = frozenset()) -> None:
+def _other_calls(ctx: Context, own: int, ignore: frozenset[str]) -> list[str]:
+    """The calls other threads are inside (``own`` calls of this thread, and ``ignore``d names, aside)."""
+    calls = [str(name) for name in list(ctx.calls) if name not in ignore]
+    return calls[own:] if len(calls) > own else []
+
+
+def wait_for_calls(ctx: Context, own: int, ignore: frozenset[str] = frozenset(), drain: Drain | None = None) -> bool:
     """Wait until no thread but this one (``own`` calls deep) is inside a call of ``ctx`` (calls
-    named in ``ignore`` aside)."""
-    delay = 0.0002
-    while True:
-        calls = list(ctx.calls)
-        if len(calls) - sum(name in ignore for name in calls) <= own:
-            return
-        time.sleep(delay)
-        delay = min(delay * 2, 0.01)
+    named in ``ignore`` aside); False where ``drain`` gave up first."""
+    drain = drain if drain is not None else Drain(None, lambda: 0)
+    return drain.wait(lambda: bool(_other_calls(ctx, own, ignore)),
+                      lambda: f"calls on other threads ({', '.join(_other_calls(ctx, own, ignore))})")  # fmt: skip
 
 
 def teardown(
@@ -378,45 +383,69 @@ def teardown(
     interrupts: list[BaseException],
     own_calls: int = 0,
     ignore: frozenset[str] = frozenset(),
+    sigints: Callable[[], int] = lambda: 0,
+    own_queue: Any = None,
 ) -> None:
     """Release every queue, program, allocation, device and backend of ``ctx`` (after the calls
-    other threads are inside have returned), keeping every error and interrupt."""
-    wait_for_calls(ctx, own_calls, ignore)
+    other threads are inside have returned), keeping every error and interrupt. Where waiting
+    stops (``_drain``: the deadline, Ctrl-C twice), what the pending work may use stays in place: all of
+    it while other threads are inside calls, else each stuck device's programs, memory and
+    queues and its backend. ``own_queue``: the queue whose host function calls this (released
+    from inside, never waited for)."""
+    drain = Drain(shutdown_timeout(errors), sigints)
+    if not wait_for_calls(ctx, own_calls, ignore, drain):
+        running = ", ".join(_other_calls(ctx, own_calls, ignore)) or "calls that returned meanwhile"
+        errors.append(stuck_error(drain, [f"calls on other threads: {running}"], ["every queue, program, allocation and device"]))
+        return
     errors.extend(ctx.orphan_errors)
     ctx.orphan_errors = []
     leftover = ctx.allocations.drain()
     ctx.globals.drain()
     HOST_MAPPINGS.forget()
+    stuck: list[str] = []
+    kept: list[str] = []
     for platform in ctx.platforms:
         bound = platform.backend
+        stuck_here = False
         for device in platform.devices:
             with device.lock:
-                queues = [q.native for q in device.queues] + device.parked
+                queues = [(f"queue #{q.id}", q.native) for q in device.queues]
+                queues += [("a destroyed (parked) queue", q) for q in device.parked]
                 for queue in device.queues:
                     queue._ctx = None
                 device.queues.clear()
                 device.parked = []
                 programs = list(device.programs)
                 device.programs.clear()
-            for native_queue in queues:
-                _collect(errors, interrupts, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
+            busy = []
+            for label, native_queue in queues:
+                pending = functools.partial(bound.has_pending_work, device.native, native_queue)
+                what = functools.partial(lambda lb, q: f"{lb} of {device._describe()}: {pending_work(q)}", label, native_queue)
+                if native_queue is own_queue or drain.wait(pending, what):
+                    _collect(errors, interrupts, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
+                else:
+                    busy.append(f"{label} of {device._describe()}: {pending_work(native_queue)}")
             for program in programs:
                 program._ctx = None
                 for symbol in program.symbols.values():
                     symbol._ctx = None
+            mine = [a for a in leftover if a.device is device]
+            device._ctx = None
+            if busy:  # the stuck work may still use them
+                stuck += busy
+                kept.append(f"{device._describe()}: {len(busy)} queue(s), {len(programs)} program(s), {len(mine)} allocation(s)")
+                stuck_here = True
+                continue
+            for program in programs:
                 _collect(errors, interrupts, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
             if "mem_free" in bound.implemented:
-                for allocation in leftover:
-                    if allocation.device is device:
-                        _collect(
-                            errors,
-                            interrupts,
-                            f"{bound.name}: mem_free",
-                            bound.mem_free,
-                            device.native,
-                            allocation.start,
-                            allocation.alloc_type,
-                        )
-            device._ctx = None
-        errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
+                for allocation in mine:
+                    _collect(errors, interrupts, f"{bound.name}: mem_free", bound.mem_free, device.native, allocation.start,
+                             allocation.alloc_type)  # fmt: skip
+        if stuck_here:
+            kept.append(f"the backend {bound.name} (deinit would wait for the stuck work)")
+        else:
+            errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
         platform._ctx = None
+    if stuck:
+        errors.append(stuck_error(drain, stuck, kept))

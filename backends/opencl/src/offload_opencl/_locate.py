@@ -138,7 +138,7 @@ def locate() -> Located:
         located = Located(SYSTEM_LOADER, "PyOpenCL is not installed: the system's")
     else:
         package, extension = found
-        located = Located(SYSTEM_LOADER, "PyOpenCL's extension links to it", pyopencl_home=package)
+        located = Located(SYSTEM_LOADER, f"no PyOpenCL extension _cl in {package}: the system's", pyopencl_home=package)
         try:
             dynamic = read_dynamic(extension) if extension else None
         except (OSError, ElfError) as exc:

@@ -25,7 +25,7 @@ for platform in cl.get_platforms():
     try:
         cl.Program(cl.Context(platform.get_devices()), "__kernel void f(__global int *a) { a[0] = 1; }").build()
     except Exception as exc:
-        lines = [l.strip() for l in str(exc).splitlines() if "error" in l.lower()] or [str(exc).strip()]
+        lines = [l.strip() for l in str(exc).splitlines() if "error" in l.lower()] or str(exc).strip().splitlines()[:1]
         print(f"{platform.version.strip()}: {lines[-1][:200]}")
         break
 PY

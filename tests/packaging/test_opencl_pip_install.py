@@ -19,7 +19,9 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-_UNREACHABLE = re.compile(r"No matching distribution|Could not find a version|Failed to establish|NewConnectionError|Network is unreachable|Temporary failure")
+_UNREACHABLE = re.compile(
+    r"No matching distribution|Could not find a version|Failed to establish|NewConnectionError|Network is unreachable|Temporary failure"
+)
 
 #: ``offload devices`` in-process, then PyOpenCL in the same process.
 _DEVICES_THEN_PYOPENCL = r"""

@@ -212,3 +212,18 @@ def test_without_pyopencls_extension_the_system_loader_is_named(tmp_path: Path) 
     if "cannot be loaded" not in out["note"]:  # the system has a loader: it read the empty folder
         assert f"no PyOpenCL extension _cl in {tmp_path}: the system's" in out["note"], out["note"]
         assert f"ICD files in {tmp_path / 'vendors'}: none" in out["note"], out["note"]
+
+
+@pytest.mark.parametrize(("extension_tags", "loader_tags", "searched"), [
+    ("--disable-new-dtags", "--disable-new-dtags", True),  # DT_RPATH reaches what the loader dlopens
+    ("--enable-new-dtags", "--disable-new-dtags", False),  # DT_RUNPATH reaches only the extension's own needs
+    ("--disable-new-dtags", "--enable-new-dtags", False),  # a loader with DT_RUNPATH searches only its own
+])  # fmt: skip
+def test_bare_driver_names_are_looked_up_where_glibc_would(extension_tags: str, loader_tags: str, searched: bool, tmp_path: Path) -> None:
+    cc = _cc()
+    (tmp_path / "x.c").write_text("int x(void) { return 0; }\n")
+    for name, tags in (("libloader.so", loader_tags), ("libext.so", extension_tags)):
+        subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / name), str(tmp_path / "x.c"), f"-Wl,{tags},-rpath,$ORIGIN/libs"], check=True)
+    extension = _elf.read_dynamic(str(tmp_path / "libext.so"))
+    dirs = _locate._driver_dirs(extension, str(tmp_path), str(tmp_path / "libloader.so"))
+    assert dirs == ([str(tmp_path / "libs")] if searched else []), (extension, dirs)

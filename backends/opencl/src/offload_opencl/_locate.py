@@ -110,7 +110,7 @@ def _driver_dirs(extension: Dynamic, origin: str, loader: str) -> list[str]:
 
 
 def _icd_dirs(bundled_in: str | None) -> list[str]:
-    """The folders (or ``.icd`` file) ocl-icd reads; the wheel's loader, bundled in the package
+    """The folders (or ``.icd`` file) ocl-icd reads; the wheel's loader, bundled with the package
     ``bundled_in``, also reads ``$PYOPENCL_HOME/.libs``."""
     folders = [os.environ.get("OCL_ICD_VENDORS") or VENDORS]
     if bundled_in is not None:
@@ -150,7 +150,8 @@ def locate() -> Located:
             located.loader = next((p for d in search if os.path.isfile(p := os.path.join(d, needed))), needed)
             located.how = f"{needed}, which {Path(extension).name} links to"
             located.driver_dirs = _driver_dirs(dynamic, origin, located.loader)
-    bundled = found is not None and located.loader.startswith(found[0] + os.sep)
+    # the wheel's loader (in pyopencl/.libs, or pyopencl.libs beside it) reads $PYOPENCL_HOME/.libs
+    bundled = found is not None and located.loader.startswith(os.path.dirname(found[0]) + os.sep)
     located.icd_dirs = _icd_dirs(found[0] if bundled and found else None)
     located.icds = _read_icds(located.icd_dirs)
     return located

@@ -16,39 +16,11 @@ scripts/venv.sh .venv "${gpu[@]}" ./testing -r tests/requirements.txt  # the GPU
 # PyOpenCL with PoCL's CPU device: the OpenCL backend (offload-opencl, whose kit run in tests/opencl
 # is a real second driver in every run), the object layer's device tests on it, and the PoCL peer
 # benchmarks. Optional where PyPI cannot be reached: those tests then skip, saying why.
-# PoCL must also compile for this CPU: the PoCL 3.0 (LLVM 14) that pyopencl's wheel ships cannot on
-# CPUs its LLVM does not know (AMD family 26, Zen 5: "unknown target CPU 'generic'"). Debian's
-# pocl-opencl-icd (LLVM 15, installed where this runs as root) can: the wheel's PoCL is then taken
-# out of the venv's ICD list (pyopencl/.libs/pocl.icd renamed) so that one working PoCL remains.
-pocl_builds() { .venv/bin/python -c 'import pyopencl as cl
-for platform in cl.get_platforms():
-    cl.Program(cl.Context(platform.get_devices()), "__kernel void f(__global int *a) { a[0] = 1; }").build()' >/dev/null 2>&1; }
-opencl_why=""
-if .venv/bin/python -m pip install --quiet --disable-pip-version-check "pyopencl[pocl]" >/dev/null 2>&1; then
-  if ! pocl_builds; then
-    icd=$(.venv/bin/python -c 'import os, pyopencl; print(os.path.join(os.path.dirname(pyopencl.__file__), ".libs", "pocl.icd"))')
-    # (another run may hold the dpkg lock: wait for it rather than fail)
-    apt_pocl() { apt-get install -y -qq -o DPkg::Lock::Timeout=600 pocl-opencl-icd >/dev/null 2>&1; }
-    dpkg-query -W -f='${Status}' pocl-opencl-icd 2>/dev/null | grep -q 'ok installed' || { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-      && { apt_pocl || { apt-get update -qq -o DPkg::Lock::Timeout=600 >/dev/null 2>&1 && apt_pocl; }; }; } || true
-    if [ -f /etc/OpenCL/vendors/pocl.icd ] && [ -f "$icd" ] && mv "$icd" "$icd.cannot-compile-for-this-cpu" && pocl_builds; then
-      echo "test.sh: pyopencl's PoCL cannot compile for this CPU; the OpenCL tests use Debian's pocl-opencl-icd" >&2
-    else
-      opencl_why="PoCL cannot compile OpenCL C for this CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2- | xargs)) and no other PoCL could be installed"
-    fi
-  fi
-else
-  opencl_why='pyopencl[pocl] could not be installed from PyPI'
-fi
-if [ -z "$opencl_why" ]; then
-  scripts/venv.sh .venv ./backends/opencl
-  rm -f .venv/opencl-unavailable.txt
-else
-  echo "test.sh: $opencl_why; the OpenCL backend tests and the PoCL peer benchmarks skip" >&2
-  .venv/bin/python -m pip uninstall --quiet -y offload-opencl pyopencl >/dev/null 2>&1 || true
-  rm -f ".venv/.offload-stamp-$(printf '%s\0' ./backends/opencl | cksum | cut -d' ' -f1)"  # venv.sh installs it again next time
-  echo "$opencl_why" > .venv/opencl-unavailable.txt
-fi
+# scripts/opencl-envs.sh says which PoCL each environment has (nothing inside an install is renamed):
+# pyopencl[pocl]'s own PoCL, alone, where it compiles for this CPU (the PoCL 3.0 of the wheel cannot on
+# AMD family 26), else Debian's pocl-opencl-icd; the other one runs tests/opencl in its own venv.
+ocl_icd_vendors=$(scripts/opencl-envs.sh)
+if [ -n "$ocl_icd_vendors" ]; then export OCL_ICD_VENDORS=$ocl_icd_vendors; fi  # the wheel's PoCL alone
 # cuda.core (the CUDA coexistence test, tests/cuda/test_cuda_coexistence.py): optional, never a failure.
 # 1.2.2 is the version whose driver calls the simulator models; it runs on cuda-bindings 12.x and 13.x.
 if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check "cuda-core==1.2.2" 2>&1 >/dev/null); then

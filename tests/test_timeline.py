@@ -166,7 +166,41 @@ def test_device_work_is_on_one_track_per_queue(job_trace: tuple[pathlib.Path, di
 
 
 def test_the_ordering_the_file_promises(job_trace: tuple[pathlib.Path, dict[str, Any]]) -> None:
-    events = check_trace_event_format(job_trace[1])
+    _check_ordering(job_trace[1])
+
+
+#: A loaded machine, made on purpose: the device clock's anchor read 2 ms after its event completed
+#: (the sync woke late), and the completion callbacks of the kernel and the event record on q1
+#: stamped 5 ms late (their thread scheduled late) while q2's were on time.
+_LATE_STAMPS = """
+import time
+import offload._timeline as _timeline, offload._timeline_work as _work
+_anchor = _timeline.anchor_clock
+def late_anchor(device):
+    clock = _anchor(device)
+    if clock is not None:
+        clock.anchor_ns += 2_000_000
+    return clock
+_timeline.anchor_clock = late_anchor
+def late_callback(self):
+    self.end_ns = time.perf_counter_ns() + (5_000_000 if self.cat in ("kernel", "event_record") else 0)
+_work.Work.complete = late_callback
+"""
+
+
+def test_the_ordering_holds_when_stamps_arrive_late(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """Work timed by stamps that disagree as they do under load (anchored events late by the
+    anchor's wake-up, callbacks late by their scheduling): the record after the kernel is drawn
+    with no width and still takes its arrow, and the wait on q2 still ends after the record it
+    waits for (the writer never draws it earlier). Both broke this test's ordering checks before."""
+    path = tmp_path / "late.json"
+    proc = run_python(_LATE_STAMPS + JOB, env={"OFFLOAD_TRACE": f"perfetto:{path}"})
+    assert f"timeline written to {path}" in proc.stderr
+    _check_ordering(json.loads(path.read_text()))
+
+
+def _check_ordering(document: dict[str, Any]) -> None:
+    events = check_trace_event_format(document)
     work = _spans(events, WORK)
     by_track: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
     for w in work:
@@ -177,21 +211,26 @@ def test_the_ordering_the_file_promises(job_trace: tuple[pathlib.Path, dict[str,
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
     finishes = {e["id"]: e for e in events if e["ph"] == "f"}
     calls = _spans(events, {"api"})
-    enqueue_flows = [i for i, e in starts.items() if e["name"] == "enqueue"]
+    enqueue_flows = sorted(i for i, e in starts.items() if e["name"] == "enqueue")  # in enqueue order
     assert len(enqueue_flows) == len(work)  # one arrow from each enqueuing call to its work
-    for flow_id in enqueue_flows:
-        s, f = starts[flow_id], finishes[flow_id]
-        assert f["ts"] >= s["ts"]
-        (call,) = [c for c in calls if c["tid"] == s["tid"] and c["ts"] < s["ts"] < c["ts"] + c["dur"]]
-        (target,) = [w for w in work if (w["pid"], w["tid"]) == (f["pid"], f["tid"]) and w["ts"] < f["ts"] < w["ts"] + w["dur"]]
-        assert target["ts"] >= call["ts"]  # work never starts before the call that enqueued it
-        assert call["name"] in {"olMemFill", "olMemcpy", "olLaunchKernel", "olCreateEvent", "olWaitEvents", "olLaunchHostFunction"}
+    for track, spans in by_track.items():
+        # each track's arrows, in enqueue order, end on its spans, in enqueue order: matched by
+        # order, not by time (a span squeezed to no width under load shares its start with the
+        # end of the span before it, and its arrow ends at that start)
+        arrows = [i for i in enqueue_flows if (finishes[i]["pid"], finishes[i]["tid"]) == track]
+        assert len(arrows) == len(spans), (track, arrows, spans)
+        for target, flow_id in zip(spans, arrows):
+            s, f = starts[flow_id], finishes[flow_id]
+            (call,) = [c for c in calls if c["tid"] == s["tid"] and c["ts"] < s["ts"] < c["ts"] + c["dur"]]
+            assert call["name"] in {"olMemFill", "olMemcpy", "olLaunchKernel", "olCreateEvent", "olWaitEvents", "olLaunchHostFunction"}
+            assert _covers(target, f["ts"]) and f["ts"] >= s["ts"] - 1e-3, (target, s, f)
+            assert target["ts"] >= call["ts"] - 1e-3  # work never starts before the call that enqueued it
     (event_flow,) = [i for i, e in starts.items() if e["name"] == "event"]
     (record,) = _spans(events, {"event_record"})
     (wait,) = _spans(events, {"event_wait"})
     s, f = starts[event_flow], finishes[event_flow]
     assert (s["pid"], s["tid"]) == (record["pid"], record["tid"]) and _covers(record, s["ts"])
-    assert (f["pid"], f["tid"]) == (wait["pid"], wait["tid"]) and _covers(wait, f["ts"]) and f["ts"] >= s["ts"]
+    assert (f["pid"], f["tid"]) == (wait["pid"], wait["tid"]) and _covers(wait, f["ts"]) and f["ts"] >= s["ts"] - 1e-3
     assert wait["ts"] + wait["dur"] >= record["ts"] + record["dur"] - 1e-3  # the wait ends after the record
 
 

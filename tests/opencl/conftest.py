@@ -1,5 +1,7 @@
 """The OpenCL backend's tests run where offload-opencl and an OpenCL device (PoCL's CPU device,
-installed by scripts/test.sh with ``pyopencl[pocl]``) are present; else they skip, saying why."""
+installed by scripts/test.sh with ``pyopencl[pocl]``) are present; else they skip, saying why.
+Tests that build a program ask for the ``compiler`` fixture: they skip, naming the CPU and the
+PoCL, where that PoCL cannot compile for this CPU (``pocl_compiler``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+
+from pocl_compiler import cannot_compile
 
 _MISSING = Path(__file__).resolve().parents[2] / ".venv" / "opencl-unavailable.txt"
 
@@ -19,3 +23,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).parent == Path(__file__).parent:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def compiler() -> None:
+    """Skips the test, saying why, where an OpenCL device here cannot compile OpenCL C."""
+    why = cannot_compile()
+    if why is not None:
+        pytest.skip(why)

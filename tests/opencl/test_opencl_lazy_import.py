@@ -8,12 +8,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helpers import child_environ, run_in_threads
+from pocl_compiler import cannot_compile
 
 _ABSENT = "offload-opencl or pyopencl is not installed (scripts/test.sh says why, in .venv/opencl-unavailable.txt)"
 cl = pytest.importorskip("pyopencl", reason=_ABSENT)
@@ -24,7 +24,7 @@ from offload_opencl import _device, _icd, _info, _memory, _program, _queue  # no
 import offload as ol  # noqa: E402
 
 _INIT_THEN_USE = r"""
-import ctypes, json, struct, sys
+import ctypes, json, os, struct, sys
 import offload as ol
 ol.olInit()
 found = []
@@ -34,19 +34,23 @@ out = {
     "info": [{p.name: repr(ol.olGetDeviceInfo(d, p)) for p in ol.DeviceInfo if p not in (ol.DeviceInfo.PLATFORM,)} for d in found],
     "imported_at_init": sorted(m for m in ("pyopencl", "numpy") if m in sys.modules),
 }
-# the first real work: a kernel built, memory allocated, a launch, a copy to host-readable memory
+# the first driver object: memory allocated and filled, copied to host-readable memory
 gpu = found[0]
-program = ol.olCreateProgram(gpu, b"kernel void k(global uint *out, uint add) { out[get_global_id(0)] = get_global_id(0) + add; }")
-kernel = ol.olGetSymbol(program, "k", ol.SymbolKind.KERNEL)
 mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 64 * 4)
-ol.olLaunchKernel(None, gpu, kernel, struct.pack("PI4x", mem, 5), ol.KernelLaunchSizeArgs(1, (4, 1, 1), (16, 1, 1), 0))
+ol.olMemFill(None, mem, struct.pack("I", 7), 64 * 4)
 shared = ol.olMemAlloc(gpu, ol.AllocType.MANAGED, 64 * 4)
 ol.olMemcpy(None, shared, gpu, mem, gpu, 64 * 4)
-out["launched"] = list((ctypes.c_uint32 * 64).from_address(shared))
+out["copied"] = list((ctypes.c_uint32 * 64).from_address(shared))
 out["imported_after_use"] = sorted(m for m in ("pyopencl",) if m in sys.modules)
+if os.environ.get("LAUNCH") == "1":  # where PoCL compiles for this CPU: a kernel built and launched
+    program = ol.olCreateProgram(gpu, b"kernel void k(global uint *out, uint add) { out[get_global_id(0)] = get_global_id(0) + add; }")
+    kernel = ol.olGetSymbol(program, "k", ol.SymbolKind.KERNEL)
+    ol.olLaunchKernel(None, gpu, kernel, struct.pack("PI4x", mem, 5), ol.KernelLaunchSizeArgs(1, (4, 1, 1), (16, 1, 1), 0))
+    ol.olMemcpy(None, shared, gpu, mem, gpu, 64 * 4)
+    out["launched"] = list((ctypes.c_uint32 * 64).from_address(shared))
+    ol.olDestroyProgram(program)
 ol.olMemFree(shared)
 ol.olMemFree(mem)
-ol.olDestroyProgram(program)
 ol.olShutDown()
 print(json.dumps(out))
 """
@@ -67,16 +71,21 @@ def _pyopencl_svm_devices() -> list[Any]:
 
 @pytest.fixture(scope="module")
 def first_use() -> Any:
-    """What a child saw at ``olInit`` (OpenCL only) and at its first launch."""
-    return _child(_INIT_THEN_USE, OFFLOAD_BACKENDS="opencl")
+    """What a child saw at ``olInit`` (OpenCL only), at its first allocation and copy, and (where
+    PoCL compiles here) at its first launch."""
+    return _child(_INIT_THEN_USE, OFFLOAD_BACKENDS="opencl", LAUNCH="0" if cannot_compile() else "1")
 
 
 def test_init_imports_neither_pyopencl_nor_numpy_and_finds_pyopencls_devices(first_use: Any) -> None:
     out = first_use
     assert out["imported_at_init"] == [], out["imported_at_init"]
     assert out["names"] == [d.name.strip() for d in _pyopencl_svm_devices()]
-    assert out["launched"] == [i + 5 for i in range(64)]
+    assert out["copied"] == [7] * 64
     assert out["imported_after_use"] == ["pyopencl"]
+
+
+def test_the_first_launch_after_a_lazy_init(first_use: Any, compiler: None) -> None:
+    assert first_use["launched"] == [i + 5 for i in range(64)]
 
 
 def test_device_info_read_through_the_loader_is_pyopencls(first_use: Any) -> None:
@@ -98,38 +107,13 @@ def test_device_info_read_through_the_loader_is_pyopencls(first_use: Any) -> Non
             bits = int(getattr(d, f"{kind.lower()}_fp_config"))
         except cl.Error:
             bits = 0
-        flags = [f for f in ol.DeviceFpCapabilityFlag if bits & getattr(cl.device_fp_config, f.name)]
+        flags = [f for f in ol.DeviceFpCapabilityFlag if bits & getattr(cl.device_fp_config, str(f.name))]
         expected[f"{kind}_FP_CONFIG"] = ol.DeviceFpCapabilityFlag(sum(flags))
     for p in ol.DeviceInfo:
         if p.name.startswith("NATIVE_VECTOR_WIDTH_"):
             expected[p.name] = int(getattr(d, p.name.lower()))
     for name, value in expected.items():
         assert info[name] == repr(value), (name, info[name], value)
-
-
-_NO_PLATFORM = r"""
-import json, sys
-import offload as ol
-ol.olInit()
-status = next(s for s in ol.backend_status() if s.name == "opencl")
-print(json.dumps({"loaded": status.loaded, "devices": status.device_count, "note": status.note,
-                  "pyopencl": "pyopencl" in sys.modules}))
-ol.olShutDown()
-"""
-
-
-def test_a_loader_without_drivers_is_a_reason_not_a_crash(tmp_path: Path) -> None:
-    """``OCL_ICD_VENDORS`` naming an empty folder: the ICD loader finds no platform, and
-    ``offload backends`` says so."""
-    env = {"OFFLOAD_BACKENDS": "opencl", "OCL_ICD_VENDORS": str(tmp_path)}
-    out = _child(_NO_PLATFORM, **env)
-    assert out["loaded"] and out["devices"] == 0 and not out["pyopencl"], out
-    assert out["note"].startswith("no OpenCL platform (clGetPlatformIDs failed: OpenCL status -1001 (CL_PLATFORM_NOT_FOUND_KHR"), out
-    proc = subprocess.run(
-        [sys.executable, "-m", "offload", "backends"], capture_output=True, text=True, timeout=120, env={**child_environ(), **env}
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "opencl: no devices: no OpenCL platform (clGetPlatformIDs failed" in proc.stdout, proc.stdout
 
 
 def test_a_missing_loader_library_is_named() -> None:
@@ -173,7 +157,7 @@ def test_the_header_constants_are_pyopencls() -> None:
     ]  # fmt: skip
     assert _program._GLOBAL == {cl.kernel_arg_address_qualifier.GLOBAL, cl.kernel_arg_address_qualifier.CONSTANT}
     for bit, flag in _info.FP_FLAGS.items():
-        pairs.append((bit, getattr(cl.device_fp_config, flag.name)))
+        pairs.append((bit, getattr(cl.device_fp_config, str(flag.name))))
     for name in ("TYPE", "VENDOR_ID", "MAX_COMPUTE_UNITS", "MAX_WORK_GROUP_SIZE", "MAX_WORK_ITEM_SIZES", "MAX_CLOCK_FREQUENCY",
                  "ADDRESS_BITS", "MAX_MEM_ALLOC_SIZE", "SINGLE_FP_CONFIG", "GLOBAL_MEM_SIZE", "LOCAL_MEM_SIZE", "VENDOR",
                  "DOUBLE_FP_CONFIG", "HALF_FP_CONFIG"):  # fmt: skip

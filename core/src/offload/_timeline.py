@@ -355,7 +355,9 @@ class Timeline:
                 unfinished += 1
                 continue
             begin = max(item.submit_ns, last_end.get(key, item.submit_ns))
-            end = max(end, begin)
+            # never before its start, nor (a wait) before the work it waits for: the stamps of
+            # different sources (callbacks, anchored events) disagree by scheduling delays under load
+            end = max(end, begin, *(placed[id(s)][1] for s in item.sources if id(s) in placed))
             last_end[key] = end
             placed[id(item)] = (begin, end)
             args = dict(item.args)

@@ -126,9 +126,12 @@ def discover() -> tuple[list[OpenCLDevice], list[str]]:
     skipped: list[str] = []
     try:
         loader = Loader.open()
-        platforms = loader.platforms()
-    except (LoaderUnavailable, IcdError) as exc:  # CL_PLATFORM_NOT_FOUND_KHR: a loader without drivers
+    except LoaderUnavailable as exc:
         return [], [f"no OpenCL platform ({exc})"]
+    try:
+        platforms = loader.platforms()
+    except IcdError as exc:  # CL_PLATFORM_NOT_FOUND_KHR: a loader without drivers
+        return [], [f"no OpenCL platform ({loader.no_platform_reason(exc)})"]
     for handle in platforms:
         try:
             platform = OpenCLPlatform(loader, handle, [])

@@ -2,23 +2,24 @@
 devices, their names and properties) at the cost of loading the driver, not of importing
 PyOpenCL and numpy (~75 ms).
 
-``Loader.open()`` loads the very library PyOpenCL's ``_cl`` extension links to, so the
+``Loader.open()`` loads the very library PyOpenCL's ``_cl`` extension links to (``_locate``: the
+ICD loader bundled in PyOpenCL's wheel, or the system's or conda's ``libOpenCL.so.1``), so the
 ``cl_platform_id`` and ``cl_device_id`` values read here are the ones PyOpenCL later wraps
-(``from_int_ptr``): the ICD loader bundled in PyOpenCL's wheel (``pyopencl/.libs/libOpenCL*.so*``)
-where there is one, else the system's ``libOpenCL.so.1``. The bundled loader (ocl-icd) reads
-``PYOPENCL_HOME`` to find the wheel's ICD files and crashes where it is unset: ``open`` sets it as
-PyOpenCL's ``__init__`` does (to the package directory, replacing any value, as PyOpenCL's import
-will) before the first call.
+(``from_int_ptr``), whichever of the two loads it first. Before the loader's first platform scan
+(which it does once per process) it sets ``PYOPENCL_HOME`` as PyOpenCL's ``__init__`` does (the
+wheel's ocl-icd reads the wheel's ``pocl.icd`` there, and crashes where it is unset) and loads
+the drivers the ``.icd`` files name by bare name from the folders PyOpenCL's extension makes the
+dynamic linker search (``Located.preload_drivers``).
 """
 
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
+
+from ._locate import SYSTEM_LOADER, Located, locate
 
 __all__ = [
     "DEVICE_IL_VERSION", "DEVICE_NAME", "DEVICE_SVM_CAPABILITIES", "IcdError", "Loader", "LoaderUnavailable",
@@ -42,8 +43,6 @@ _STATUS_NAMES = {
     -33: "CL_INVALID_DEVICE",
     -1001: "CL_PLATFORM_NOT_FOUND_KHR: an ICD loader without drivers",
 }
-SYSTEM_LOADER = "libOpenCL.so.1"
-
 _handle = ctypes.c_void_p
 _uint = ctypes.c_uint32
 _P_UINT = ctypes.POINTER(_uint)
@@ -64,17 +63,6 @@ class IcdError(Exception):
         self.status = status
 
 
-def _loader_path() -> tuple[str, str | None]:
-    """The loader PyOpenCL links to and the value ``PYOPENCL_HOME`` needs (None: the system's)."""
-    spec = importlib.util.find_spec("pyopencl")
-    if spec is not None and spec.origin is not None:
-        package = os.path.dirname(os.path.abspath(spec.origin))  # as pyopencl/__init__.py names it
-        bundled = sorted(Path(package, ".libs").glob("libOpenCL*.so*"))
-        if bundled:
-            return str(bundled[0]), package
-    return SYSTEM_LOADER, None
-
-
 class Loader:
     """The OpenCL entry points discovery and device info need, with their C signatures declared
     (ctypes must not guess: a pointer passed as an int is truncated)."""
@@ -82,12 +70,14 @@ class Loader:
     _opened: Loader | None = None
     _lock = threading.Lock()
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, located: Located | None = None) -> None:
         try:
             lib = ctypes.CDLL(path)
         except OSError as exc:
-            raise LoaderUnavailable(f"no OpenCL ICD loader: {path} cannot be loaded ({exc})") from exc
+            where = f"; {located.describe()}" if located is not None else ""
+            raise LoaderUnavailable(f"no OpenCL ICD loader: {path} cannot be loaded ({exc}){where}") from exc
         self.path = path
+        self.located = located
         self._platform_ids = lib.clGetPlatformIDs
         self._platform_ids.argtypes = [_uint, ctypes.POINTER(_handle), _P_UINT]
         self._platform_ids.restype = ctypes.c_int32
@@ -102,15 +92,23 @@ class Loader:
 
     @classmethod
     def open(cls) -> Loader:
-        """The process's loader (loaded once): PyOpenCL's, else the system's; raises
-        ``LoaderUnavailable`` naming the library that could not be loaded."""
+        """The process's loader (loaded once), PyOpenCL's, with its drivers made loadable; raises
+        ``LoaderUnavailable`` naming the library that could not be loaded and what was searched."""
         with cls._lock:
             if cls._opened is None:
-                path, home = _loader_path()
-                if home is not None:  # as pyopencl/__init__.py does (it will again); the bundled ocl-icd needs it
-                    os.environ["PYOPENCL_HOME"] = home
-                cls._opened = cls(path)
+                located = locate()
+                if located.pyopencl_home is not None:  # as pyopencl/__init__.py does (it will again)
+                    os.environ["PYOPENCL_HOME"] = located.pyopencl_home
+                located.preload_drivers()
+                cls._opened = cls(located.loader, located)
             return cls._opened
+
+    def no_platform_reason(self, error: IcdError) -> str:
+        """Why no platform was found: the loader's answer, what was searched, each driver's error."""
+        if self.located is None:
+            return str(error)
+        errors = self.located.driver_errors()
+        return f"{error}; {self.located.describe()}" + (f"; drivers that cannot be loaded: {'; '.join(errors)}" if errors else "")
 
     def platforms(self) -> list[int]:
         """Every platform's ``cl_platform_id``; raises ``IcdError`` (CL_PLATFORM_NOT_FOUND_KHR

@@ -238,7 +238,7 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool, lev
             kind = "data"
         if kind == "enum":
             cls = ENUM_PARAMS.get((fn.name, param.c))
-            if value is None and cls is not None and issubclass(cls, enum.IntFlag):
+            if value is None and param.optional and cls is not None:  # omitted: C passes 0
                 value = 0
             text = format_enum(cls, value, level)
             unknown_prop = text == UNKNOWN_ENUMERATOR

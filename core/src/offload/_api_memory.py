@@ -116,9 +116,8 @@ def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None
         if found is not None and found.start == address and found.owner is not context:
             raise fail(ErrorCode.INVALID_CONTEXT, f"the allocation {address:#x} was not made in Context {context!r}")
     allocation = ctx.allocations.pop(address) if type(address) is int else None
-    if allocation is None:
-        shown = f"{address:#x}" if type(address) is int else repr(address)
-        raise fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({shown})")
+    if allocation is None:  # liboffload's words exactly (the trace line shows the address)
+        raise fail(ErrorCode.INVALID_ARGUMENT, "address is not a known allocation")
     device = allocation.device
     # ctx.allocations holds olMemAlloc's allocations only (a global variable, of no AllocType, is in ctx.globals)
     alloc_type: AllocType = allocation.alloc_type  # type: ignore[assignment]
@@ -139,9 +138,8 @@ def mem_info(
     prop = _info.lookup(_info.MEM_INFO, MemInfo, prop, "olGetMemInfo", ctx.api_level)
     allocation = ctx.allocations.find(ptr) if type(ptr) is int else None
     if allocation is None or (context is not None and allocation.owner is not context):
-        shown = f"{ptr:#x}" if type(ptr) is int else repr(ptr)
-        where = "" if context is None else " in the given Context"
-        raise fail(ErrorCode.NOT_FOUND, f"allocated memory information not found for {shown}{where}")
+        # liboffload's words exactly (the trace line shows the pointer)
+        raise fail(ErrorCode.NOT_FOUND, "allocated memory information not found")
     kind = _info.MEM_INFO[prop][0]
     if prop is MemInfo.DEVICE:
         if ctx.api_level == "main" and allocation.alloc_type is AllocType.HOST and not size_only:

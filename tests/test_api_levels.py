@@ -45,6 +45,7 @@ def test_c_numbers_per_level() -> None:
     assert (r1["OL_DEVICE_INFO_LAST"], main["OL_DEVICE_INFO_LAST"]) == (33, 35)
     assert main["OL_SYMBOL_INFO_NAME"] == 3 and main["OL_CONTEXT_INFO_PLATFORM"] == 2
     assert main["OL_EVENT_FLAGS_ENABLE_PROFILING"] == 1 and main["OL_KERNEL_LAUNCH_PROP_TYPE_IS_COOPERATIVE"] == 1
+    assert main["OL_EVENT_FLAGS_NONE"] == 0 and ol.OL_EVENT_FLAGS_NONE == 0 and ol.EventFlags.NONE == 0
     assert (main["OL_MEM_MIGRATION_FLAG_HOST_TO_DEVICE"], main["OL_MEM_MIGRATION_FLAG_DEVICE_TO_HOST"]) == (1, 2)
     # the module's constants are R1's: an R1 caller's numbers did not move
     assert ol.OL_ERRC_SYMBOL_KIND == 24 and ol.OL_QUEUE_INFO_EMPTY == 1 and ol.OL_DEVICE_INFO_LAST == 33
@@ -85,10 +86,14 @@ def test_host_allocations(level: str, host: Any) -> None:
         ol.olMemFree(ol.olMemAlloc(host, A.HOST, 64))
     address = ol.olMemAllocHost(host, 64)
     try:
+        # liboffload main refuses the value only (its check needs a PropValue): the size is still
+        # sizeof(ol_device_handle_t)
+        assert ol.olGetMemInfoSize(address, ol.MemInfo.DEVICE) == 8
         if level == "main":
             with pytest.raises(ol.OffloadError) as info:
                 ol.olGetMemInfo(address, ol.MemInfo.DEVICE)
             assert info.value.code is ol.ErrorCode.INVALID_ARGUMENT
+            assert info.value.details == "OL_MEM_INFO_DEVICE is not valid for host allocations"
         else:
             assert ol.olGetMemInfo(address, ol.MemInfo.DEVICE) is host
     finally:
@@ -112,6 +117,38 @@ def test_elapsed_time_needs_profiling_at_main(level: str, host: Any) -> None:
             ol.olDestroyEvent(event)
     finally:
         ol.olDestroyQueue(queue)
+
+
+def test_event_flags_none_is_an_enumerator(level: str, host: Any) -> None:
+    """ol_event_flags_t is a plain enum upstream: NONE (0) and ENABLE_PROFILING (1), nothing else."""
+    assert [(m.name, int(m)) for m in ol.EventFlags] == [("NONE", 0), ("ENABLE_PROFILING", 1)]
+    queue = ol.olCreateQueue(host)
+    try:
+        events = [ol.olCreateEvent(queue, ol.EventFlags.NONE), ol.olCreateEvent(queue, ol.OL_EVENT_FLAGS_NONE)]
+        assert [e.profiling for e in events] == [False, False]
+        for bad in (2, 3, -1, ol.OL_EVENT_FLAGS_FORCE_UINT32):
+            with pytest.raises(ol.OffloadError) as info:
+                ol.olCreateEvent(queue, bad)
+            assert info.value.code is ol.ErrorCode.INVALID_ENUMERATION, bad
+        ol.olSyncQueue(queue)
+        for event in events:
+            ol.olDestroyEvent(event)
+    finally:
+        ol.olDestroyQueue(queue)
+
+
+def test_create_context_keeps_the_devices_as_listed(level: str, host: Any) -> None:
+    """liboffload main appends every listed device (a repeat included): NUM_DEVICES is 2 here."""
+    context = ol.olCreateContext([host, host])
+    assert ol.olGetContextInfo(context, ol.ContextInfo.NUM_DEVICES) == 2
+    assert ol.olGetContextInfo(context, ol.ContextInfo.DEVICES) == [host, host]
+    assert ol.olGetContextInfoSize(context, ol.ContextInfo.DEVICES) == 16
+    queue = ol.olCreateQueue(context, host)
+    with pytest.raises(ol.OffloadError) as info:
+        ol.olDestroyContext(context)
+    assert info.value.code is ol.ErrorCode.INVALID_CONTEXT and "1 queue(s)" in info.value.details  # counted once
+    ol.olDestroyQueue(queue)
+    ol.olDestroyContext(context)
 
 
 def test_invalid_level() -> None:
@@ -244,7 +281,7 @@ TRACE_MAIN = [
     "---> olIterateDevices(.Callback = ADDR, .UserData = nullptr)-> OL_SUCCESS",
     "---> olMemAlloc(.Context = nullptr, .Device = ADDR, .Type = OL_ALLOC_TYPE_DEVICE, .Size = 16, .AllocationOut = ADDR (ADDR))-> OL_SUCCESS",
     "---> olCreateQueue(.Context = nullptr, .Device = ADDR, .Queue = ADDR (ADDR))-> OL_SUCCESS",
-    "---> olCreateEvent(.Queue = ADDR, .Flags = 0, .Event = ADDR (ADDR))-> OL_SUCCESS",
+    "---> olCreateEvent(.Queue = ADDR, .Flags = OL_EVENT_FLAGS_NONE, .Event = ADDR (ADDR))-> OL_SUCCESS",
     "---> olSyncEvent(.Event = ADDR)-> OL_SUCCESS",
     "---> olDestroyEvent(.Event = ADDR)-> OL_SUCCESS",
     "---> olDestroyQueue(.Queue = ADDR)-> OL_SUCCESS",
@@ -296,6 +333,34 @@ def test_memcpy_rect_between_host_buffers(level: str, host: Any) -> None:
     for row in range(3):
         expected[(1 + row) * 24 + 2 : (1 + row) * 24 + 10] = bytes(range(row * 16 + 4, row * 16 + 12))
     assert bytes(dst) == bytes(expected)
+
+
+@pytest.mark.parametrize("extent", [(0, 0, 0), (0, 3, 1), (8, 0, 1), (8, 3, 0)])
+def test_memcpy_rect_of_a_zero_extent_is_invalid_size(level: str, host: Any, extent: tuple[int, int, int]) -> None:
+    """As upstream's olMemcpyRect (PR #160321, test InvalidSize): a table check, so validation off
+    skips it, and the copy then does nothing."""
+    src = (ctypes.c_uint8 * 64)(*range(64))
+    dst = (ctypes.c_uint8 * 64)()
+    for value in (extent, ol.Dimensions(*extent)):
+        with pytest.raises(ol.OffloadError) as info:
+            ol.olMemcpyRect(None, ol.Rect(ctypes.addressof(dst), host, (0, 0, 0), 16, 64), ol.Rect(ctypes.addressof(src), host, (0, 0, 0), 16, 64), value)
+        assert info.value.code is ol.ErrorCode.INVALID_SIZE
+        assert info.value.details == "validation failure: Extent.x == 0 || Extent.y == 0 || Extent.z == 0"
+    assert bytes(dst) == bytes(64)
+
+
+def test_memcpy_rect_of_a_zero_extent_with_validation_off(run_python: Any) -> None:
+    code = """
+import ctypes, offload as ol
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, u: found.append(d) or True)
+host = found[-1]
+src, dst = (ctypes.c_uint8 * 64)(*range(64)), (ctypes.c_uint8 * 64)()
+ol.olMemcpyRect(None, ol.Rect(ctypes.addressof(dst), host, (0, 0, 0), 16, 64), ol.Rect(ctypes.addressof(src), host, (0, 0, 0), 16, 64), (8, 0, 1))
+print(bytes(dst) == bytes(64))
+"""
+    assert run_python(code, env={"OFFLOAD_DISABLE_VALIDATION": "1"}).stdout.strip() == "True"
 
 
 def test_mem_is_accessible_on_the_host(level: str, host: Any) -> None:

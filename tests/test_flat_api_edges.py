@@ -80,6 +80,11 @@ def test_an_impossible_allocation_names_its_size(host: ol.Device, alloc_type: ol
 
 
 def test_addresses_in_messages_are_hex(host: ol.Device) -> None:
-    for call in (lambda: ol.olMemFree(0x1234_5678), lambda: ol.olGetMemInfo(0x1234_5678, ol.MemInfo.SIZE)):
-        error = _error(call)
-        assert "0x12345678" in error.details and "305419896" not in error.details, error.details
+    error = _error(lambda: ol.olMemUnregister(host, 0x1234_5678, 0))
+    assert "0x12345678" in error.details and "305419896" not in error.details, error.details
+
+
+def test_unknown_addresses_have_liboffloads_words(host: ol.Device) -> None:
+    """liboffload's details name no address (the trace line's parameters show it): issue 29."""
+    assert _error(lambda: ol.olMemFree(0x1234_5678)).details == "address is not a known allocation"
+    assert _error(lambda: ol.olGetMemInfo(0x1234_5678, ol.MemInfo.SIZE)).details == "allocated memory information not found"

@@ -132,4 +132,27 @@ lib.olLaunchHostFunction(None, host_function, None)
 zero_outputs()
 lib.olMemRegister(device, None, S(0), 0, ctypes.byref(out))
 zero_outputs()
+# the lines of issue 29's trace fixes: uint32 and bit-field info values (their PropSize is 4, the
+# bit field prints as its number), a void * info value, error details without the address, and a
+# bit-field argument. Info numbers are LLVM 22's: SINGLE_FP_CONFIG is 19 there (R1: 20).
+lib.olGetDeviceInfo(device, 15, S(4), buf)  # OL_DEVICE_INFO_ADDRESS_BITS
+zero_outputs()
+lib.olGetDeviceInfoSize(device, 15, ctypes.byref(size))
+zero_outputs()
+lib.olGetDeviceInfo(device, 19, S(4), buf)  # OL_DEVICE_INFO_SINGLE_FP_CONFIG
+zero_outputs()
+lib.olGetDeviceInfo(device, 7, S(4), buf)  # OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE
+zero_outputs()
+lib.olGetMemInfo(None, 1, S(8), buf)  # OL_MEM_INFO_BASE
+zero_outputs()
+lib.olGetMemInfo(P(0x1234), 1, S(8), buf)
+zero_outputs()
+lib.olGetMemInfo(P(0x1234), 0, S(8), buf)  # OL_MEM_INFO_DEVICE
+zero_outputs()
+lib.olMemFree(P(0x1234))
+zero_outputs()
+lib.olGetSymbolInfo(None, 1, S(8), buf)  # OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS
+zero_outputs()
+lib.olMemRegister(device, None, S(0), 3, ctypes.byref(out))
+zero_outputs()
 lib.olShutDown()

@@ -24,6 +24,10 @@ INFO_QUERIES: dict[str, InfoQuery] = {
     "Context": _api_contexts.context_info,
 }
 
+# where a size query answers what its value query refuses (liboffload main: olGetMemInfoSize of a
+# HOST allocation's DEVICE), the size query's own function
+SIZE_QUERIES: dict[str, InfoQuery] = {"Mem": _api_memory.mem_info_size}
+
 _SECTIONS = (_api_contexts, _api_devices, _api_memory, _api_memory_main, _api_queues, _api_events, _api_programs, _api_kernels)
 
 
@@ -51,7 +55,7 @@ def implementation(name: str) -> Callable[..., Any]:
     info = re.fullmatch(r"olGet(\w+?)Info(Size)?", name)
     if info is not None:
         query = INFO_QUERIES[info[1]]
-        return info_size(query) if info[2] else info_value(query)
+        return info_size(SIZE_QUERIES.get(info[1], query)) if info[2] else info_value(query)
     for section in _SECTIONS:
         found = getattr(section, name, None)
         if found is not None:

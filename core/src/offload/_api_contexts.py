@@ -48,7 +48,7 @@ def olCreateContext(ctx: Context, devices: Sequence[Device]) -> ContextHandle:
         raise fail(ErrorCode.INVALID_DEVICE, "all devices in a context must belong to the same platform")
     if len({_driver_id(d) for d in devices}) > 1:
         raise fail(ErrorCode.INVALID_DEVICE, "all devices in a context must have the same driver ID")
-    return make_context(ctx, platform, tuple(dict.fromkeys(devices)), default=False)
+    return make_context(ctx, platform, devices, default=False)  # as listed, repeats kept (liboffload main)
 
 
 def olDestroyContext(ctx: Context, context: ContextHandle) -> None:
@@ -73,8 +73,9 @@ def _owned(ctx: Context, context: ContextHandle) -> str:
     """What ``context`` still owns, in words ("" when nothing): found from the allocations, queues
     and programs, each of which records its context (no bookkeeping on their hot paths)."""
     allocations = sorted(a.start for a in ctx.allocations.snapshot[1] if a.owner is context)
-    queues = [q for d in context.devices for q in list(d.queues) if q.context is context]
-    programs = [p for d in context.devices for p in list(d.programs) if p.context is context]
+    devices = dict.fromkeys(context.devices)  # a device listed twice owns its queues once
+    queues = [q for d in devices for q in list(d.queues) if q.context is context]
+    programs = [p for d in devices for p in list(d.programs) if p.context is context]
     parts = []
     if allocations:
         shown = ", ".join(f"{a:#x}" for a in allocations[:4]) + (", ..." if len(allocations) > 4 else "")

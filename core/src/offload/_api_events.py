@@ -14,19 +14,23 @@ from ._runtime import Context
 
 
 def _event_flags(flags: Any) -> EventFlags:
+    """An ``ol_event_flags_t`` (None: NONE); any other value is INVALID_ENUMERATION."""
     if flags is None:
         return EventFlags.NONE
     if not isinstance(flags, int) and hasattr(type(flags), "__index__"):
         flags = operator.index(flags)
-    if not isinstance(flags, int) or isinstance(flags, bool) or flags & ~int(EventFlags.ENABLE_PROFILING):
-        raise fail(ErrorCode.INVALID_ENUMERATION, f"olCreateEvent flags '{flags}' are invalid")
-    return EventFlags(flags)
+    if isinstance(flags, int) and not isinstance(flags, bool):
+        try:
+            return EventFlags(flags)
+        except ValueError:
+            pass
+    raise fail(ErrorCode.INVALID_ENUMERATION, f"olCreateEvent flags '{flags}' are invalid")
 
 
 def olCreateEvent(ctx: Context, queue: Queue, flags: Any) -> Event:
     """Record an event; ``flags`` (EventFlags) ENABLE_PROFILING marks it for olGetEventElapsedTime,
     which requires it on both events at API level main (at R1 every event can be timed)."""
-    profiling = bool(_event_flags(flags) & EventFlags.ENABLE_PROFILING)
+    profiling = _event_flags(flags) is EventFlags.ENABLE_PROFILING
     device = queue.device
     native = device.backend.create_event(device.native, queue.native)
     event: Event = Event._make(ctx, device=device, native=native, queue=queue, queue_id=queue.id, profiling=profiling)

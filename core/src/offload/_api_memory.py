@@ -116,9 +116,8 @@ def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None
         if found is not None and found.start == address and found.owner is not context:
             raise fail(ErrorCode.INVALID_CONTEXT, f"the allocation {address:#x} was not made in Context {context!r}")
     allocation = ctx.allocations.pop(address) if type(address) is int else None
-    if allocation is None:
-        shown = f"{address:#x}" if type(address) is int else repr(address)
-        raise fail(ErrorCode.INVALID_ARGUMENT, f"address is not a known allocation ({shown})")
+    if allocation is None:  # liboffload's words exactly (the trace line shows the address)
+        raise fail(ErrorCode.INVALID_ARGUMENT, "address is not a known allocation")
     device = allocation.device
     # ctx.allocations holds olMemAlloc's allocations only (a global variable, of no AllocType, is in ctx.globals)
     alloc_type: AllocType = allocation.alloc_type  # type: ignore[assignment]
@@ -130,16 +129,20 @@ def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None
     HOST_MAPPINGS.forget()
 
 
-def mem_info(ctx: Context, ptr: Any, prop: Any, context: ContextHandle | None = None) -> tuple[Any, _info.Kind]:
+def mem_info(
+    ctx: Context, ptr: Any, prop: Any, context: ContextHandle | None = None, *, size_only: bool = False
+) -> tuple[Any, _info.Kind]:
+    """A property of the allocation holding ``ptr``. ``size_only`` (olGetMemInfoSize): at API level
+    main the DEVICE of a HOST allocation is refused as a value only; its size is still
+    ``sizeof(ol_device_handle_t)``, as liboffload main answers (its check needs a PropValue)."""
     prop = _info.lookup(_info.MEM_INFO, MemInfo, prop, "olGetMemInfo", ctx.api_level)
     allocation = ctx.allocations.find(ptr) if type(ptr) is int else None
     if allocation is None or (context is not None and allocation.owner is not context):
-        shown = f"{ptr:#x}" if type(ptr) is int else repr(ptr)
-        where = "" if context is None else " in the given Context"
-        raise fail(ErrorCode.NOT_FOUND, f"allocated memory information not found for {shown}{where}")
+        # liboffload's words exactly (the trace line shows the pointer)
+        raise fail(ErrorCode.NOT_FOUND, "allocated memory information not found")
     kind = _info.MEM_INFO[prop][0]
     if prop is MemInfo.DEVICE:
-        if ctx.api_level == "main" and allocation.alloc_type is AllocType.HOST:
+        if ctx.api_level == "main" and allocation.alloc_type is AllocType.HOST and not size_only:
             raise fail(ErrorCode.INVALID_ARGUMENT, "OL_MEM_INFO_DEVICE is not valid for host allocations")
         return allocation.device, kind
     if prop is MemInfo.BASE:
@@ -147,6 +150,11 @@ def mem_info(ctx: Context, ptr: Any, prop: Any, context: ContextHandle | None = 
     if prop is MemInfo.SIZE:
         return allocation.end - allocation.start, kind
     return allocation.alloc_type, kind
+
+
+def mem_info_size(ctx: Context, ptr: Any, prop: Any, context: ContextHandle | None = None) -> tuple[Any, _info.Kind]:
+    """``mem_info`` for olGetMemInfoSize."""
+    return mem_info(ctx, ptr, prop, context, size_only=True)
 
 
 def _register_flags(flags: Any) -> MemoryRegisterFlag:

@@ -147,8 +147,8 @@ def olMemcpyRect(ctx: Context, queue: Queue | None, dst: Any, src: Any, extent: 
     """Copy ``extent`` (bytes per row, rows, slices) between two pitched regions: in one
     ``data_copy_rect`` call where a backend has it (host memory and one device, or one device's
     memory on both sides), else row by row through ``olMemcpy``; either way every row's range is
-    checked as olMemcpy's are and the copy runs in queue order. An extent with a zero side copies
-    nothing."""
+    checked as olMemcpy's are and the copy runs in queue order. An extent with a zero side is
+    INVALID_SIZE (the table's check); with validation off it copies nothing."""
     dst, src = _rect(ctx, dst, "Dst"), _rect(ctx, src, "Src")
     try:
         extent = extent if type(extent) is Dimensions else Dimensions(*(size_arg(v, "Extent") for v in extent))

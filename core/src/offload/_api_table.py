@@ -385,7 +385,11 @@ FUNCTIONS: tuple[Function, ...] = (
         ),
         "Copy a 2D/3D region: ``extent`` (Dimensions: bytes per row, rows, slices) from ``src`` to ``dst`` "
         "(each an offload.Rect: pointer, device, offset (bytes, rows, slices), row and slice pitch). Every "
-        "row of both sides is checked as olMemcpy's ranges are. No queue: synchronous.",
+        "row of both sides is checked as olMemcpy's ranges are. No queue: synchronous. An extent with a "
+        "zero side is INVALID_SIZE (as upstream's olMemcpyRect, PR #160321).",
+        checks=(
+            Check(ErrorCode.INVALID_SIZE, "Extent.x == 0 || Extent.y == 0 || Extent.z == 0", "_zero_extent(extent)"),
+        ),
     ),
     Function(
         "olMemIsAccessible",

@@ -74,6 +74,16 @@ def _count(value: Any) -> int:
         return 0
 
 
+def _zero_extent(value: Any) -> bool:
+    """Whether an olMemcpyRect extent (Dimensions or three numbers) has a zero side (anything else:
+    False, the call itself reports it)."""
+    try:
+        x, y, z = value
+        return bool(x == 0 or y == 0 or z == 0)
+    except (TypeError, ValueError):
+        return False
+
+
 def generate(trace: bool = True, cache: str | None = DEFAULT_CACHE) -> dict[str, Callable[..., Any]]:
     """Compile every table function; ``trace=False`` leaves the tracing test out (benchmarks).
 
@@ -91,6 +101,7 @@ def generate(trace: bool = True, cache: str | None = DEFAULT_CACHE) -> dict[str,
         "_as_size": as_size,
         "_KernelLaunchSizeArgs": KernelLaunchSizeArgs,
         "_count": _count,
+        "_zero_extent": _zero_extent,
         **{f"_{cls.__name__}": cls for cls in _STALE_CODES},
     }
     codes = code_objects(sources(trace), cache if trace else None)

@@ -208,8 +208,12 @@ class ContextInfo(enum.IntEnum, metaclass=_EnumType):
     PLATFORM = 2
 
 
-class EventFlags(enum.IntFlag, metaclass=_EnumType):
-    """``ol_event_flags_t`` (main; bit field): ENABLE_PROFILING lets olGetEventElapsedTime time the event."""
+class EventFlags(enum.IntEnum, metaclass=_EnumType):
+    """``ol_event_flags_t`` (main): ENABLE_PROFILING lets olGetEventElapsedTime time the event.
+
+    A plain enum upstream, not a bit field (no ``_flag_t`` / ``_flags_t`` pair; liboffload tests
+    ``Flags == OL_EVENT_FLAGS_ENABLE_PROFILING``), so ``OL_EVENT_FLAGS_NONE`` is an enumerator and
+    the trace prints the names."""
 
     NONE = 0
     ENABLE_PROFILING = 1 << 0

@@ -229,7 +229,7 @@ def olIterateCompatibleDevices(data: _BytesLike, callback: Callable[[Device, Any
     """Call ``callback(device, user_data)`` for every device that could load ``data`` until it returns False."""
 
 def olMemcpyRect(queue: Queue | None, dst: Rect, src: Rect, extent: Dimensions | tuple[int, int, int]) -> None:
-    """Copy a 2D/3D region: ``extent`` (Dimensions: bytes per row, rows, slices) from ``src`` to ``dst`` (each an offload.Rect: pointer, device, offset (bytes, rows, slices), row and slice pitch). Every row of both sides is checked as olMemcpy's ranges are. No queue: synchronous."""
+    """Copy a 2D/3D region: ``extent`` (Dimensions: bytes per row, rows, slices) from ``src`` to ``dst`` (each an offload.Rect: pointer, device, offset (bytes, rows, slices), row and slice pitch). Every row of both sides is checked as olMemcpy's ranges are. No queue: synchronous. An extent with a zero side is INVALID_SIZE (as upstream's olMemcpyRect, PR #160321)."""
 
 def olMemIsAccessible(device: Device, ptr: _Address, size: SupportsIndex) -> bool:
     """Whether ``device`` can access ``[ptr, ptr + size)``: its own memory, host or managed memory of its platform, memory registered with it (host devices: host memory the process maps)."""
@@ -357,6 +357,7 @@ OL_CONTEXT_INFO_NUM_DEVICES: int
 OL_CONTEXT_INFO_DEVICES: int
 OL_CONTEXT_INFO_PLATFORM: int
 OL_CONTEXT_INFO_FORCE_UINT32: int
+OL_EVENT_FLAGS_NONE: int
 OL_EVENT_FLAGS_ENABLE_PROFILING: int
 OL_EVENT_FLAGS_FORCE_UINT32: int
 OL_KERNEL_LAUNCH_PROP_TYPE_NONE: int
@@ -547,6 +548,7 @@ __all__ = [
     'OL_CONTEXT_INFO_DEVICES',
     'OL_CONTEXT_INFO_PLATFORM',
     'OL_CONTEXT_INFO_FORCE_UINT32',
+    'OL_EVENT_FLAGS_NONE',
     'OL_EVENT_FLAGS_ENABLE_PROFILING',
     'OL_EVENT_FLAGS_FORCE_UINT32',
     'OL_KERNEL_LAUNCH_PROP_TYPE_NONE',

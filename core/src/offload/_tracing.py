@@ -18,7 +18,12 @@ info query with such a ``PropName``); an out-parameter of a failed call prints a
 variable would (``0`` for sizes and booleans, ``nullptr`` for pointers and handles; an info
 value by its type: ``0``, an empty string, ``0x0`` for a handle, the enum's 0 enumerator);
 booleans print as ``0``/``1`` and a ``LaunchSizeArgs`` struct in parentheses after its address.
-Python has no ``PropSize`` argument: the trace shows the C size of the returned value (0 on failure).
+A bit field (``ol_*_flags_t``, a ``uint32_t`` typedef in C) prints as its number, argument or
+info value (``SINGLE_FP_CONFIG``: ``(127)``). A ``void *`` info value (``OL_MEM_INFO_BASE``,
+``OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS``) prints as LLVM's printer prints it:
+``0xBUF (0xBUF (0xVALUE)0x0)``, ``(nullptr)`` inside when failed (its ``printPtr`` result, a NULL
+``ol_result_t``, is streamed too). Python has no ``PropSize`` argument: the trace shows the C
+size of the property's type (``olGet*InfoSize``'s answer; 0 on failure).
 
 Each call is one structlog event. The library never configures structlog or logging: its own
 output goes through a private ``structlog.wrap_logger`` logger. An application routes the events
@@ -86,8 +91,8 @@ def format_value(value: Any) -> str:
         return "nullptr"
     if isinstance(value, bool):
         return "1" if value else "0"  # raw_ostream prints a bool as an int
-    if type(value) in C_PREFIX:
-        return c_name(value)
+    if type(value) in C_PREFIX:  # a bit field is its uint32 typedef in C: printed as the number
+        return str(int(value)) if isinstance(value, enum.IntFlag) else c_name(value)
     if isinstance(value, HANDLE_TYPES):
         return _hex(value)
     if isinstance(value, Dimensions):
@@ -142,15 +147,22 @@ _INFO_TABLES: dict[str, dict[Any, tuple[Kind, Any]]] = {
 _UNTYPED_ENUM_VALUES = {"olGetSymbolInfo": SymbolKind}  # OL_SYMBOL_INFO_KIND is the only enum there
 
 
-def _zeroed_info(fn_name: str, prop: Any, level: str = "r1") -> str:
-    """What liboffload prints for the PropValue of a failed query: the zeroed buffer, by type."""
+def _prop_type(fn_name: str, prop: Any, level: str) -> tuple[Kind, Any] | None:
+    """The (kind, value enum) of the property an info query's ``PropName`` names (None: none)."""
     table = _INFO_TABLES.get(fn_name)
     enum_type = ENUM_PARAMS.get((fn_name, "PropName"))
     try:
         member = prop if type(prop) is enum_type else from_c(enum_type, int(prop), level)  # type: ignore[arg-type]
-        kind, value_enum = table[member]  # type: ignore[index]
+        return table[member]  # type: ignore[index]
     except (KeyError, ValueError, TypeError):
+        return None
+
+
+def _zeroed_info(fn_name: str, typed: tuple[Kind, Any] | None) -> str:
+    """What liboffload prints for the PropValue of a failed query: the zeroed buffer, by type."""
+    if typed is None:
         return "nullptr"
+    kind, value_enum = typed
     if kind is Kind.STRING:
         return ""
     if kind in (Kind.HANDLE, Kind.HANDLES):
@@ -166,17 +178,14 @@ def _zeroed_info(fn_name: str, prop: Any, level: str = "r1") -> str:
 
 def format_enum(cls: type[Any] | None, value: Any, level: str = "r1") -> str:
     """An enumeration argument as liboffload prints it: by the parameter's C enum (a number read
-    at API ``level``)."""
+    at API ``level``); a bit field (``cls`` an IntFlag: a ``uint32_t`` typedef in C) as its number."""
     if cls is None or isinstance(value, bool) or not isinstance(value, int):
         return format_value(value)
+    if issubclass(cls, enum.IntFlag):  # a bit-field parameter's C type is a uint32_t typedef
+        return str(int(value))
     if type(value) is cls:
         return c_name(value)
     number = int(value)
-    if issubclass(cls, enum.IntFlag):
-        known = 0
-        for member in cls:
-            known |= member.value
-        return c_name(cls(number)) if not number & ~known else UNKNOWN_ENUMERATOR
     try:
         return c_name(from_c(cls, number, level))
     except ValueError:
@@ -238,7 +247,7 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool, lev
             kind = "data"
         if kind == "enum":
             cls = ENUM_PARAMS.get((fn.name, param.c))
-            if value is None and cls is not None and issubclass(cls, enum.IntFlag):
+            if value is None and param.optional and cls is not None:  # omitted: C passes 0
                 value = 0
             text = format_enum(cls, value, level)
             unknown_prop = text == UNKNOWN_ENUMERATOR
@@ -280,28 +289,21 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool, lev
         if out.kind == "pointer" and ok:
             shown = _pointer(result)
         if out.kind == "info":
-            params["PropSize"] = "0" if not ok else str(_info_size(result))
+            typed = _prop_type(fn.name, prop, level)
+            params["PropSize"] = str(_info.c_size(typed[0], result)) if ok and typed is not None else "0"
             if unknown_prop:
                 params[out.c] = UNKNOWN_ENUMERATOR
                 return params
+            if typed is not None and typed[0] is Kind.POINTER:
+                # a void * value: LLVM's printer streams printPtr's own result (OL_SUCCESS, a NULL
+                # pointer: "0x0") after the pointer it printed, inside the parentheses
+                address = _hex(out)
+                params[out.c] = f"{address} ({address} ({_pointer(result) if ok else 'nullptr'})0x0)"
+                return params
             if not ok:
-                shown = _zeroed_info(fn.name, prop, level)
+                shown = _zeroed_info(fn.name, typed)
         params[out.c] = f"{_hex(out)} ({shown})"
     return params
-
-
-def _info_size(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value.encode()) + 1
-    if isinstance(value, bool):
-        return 1
-    if isinstance(value, Dimensions):
-        return 12
-    if type(value) in C_PREFIX:
-        return 4
-    if isinstance(value, list):
-        return 8 * len(value)
-    return 8
 
 
 def render_liboffload(_logger: Any, _method: str, event: dict[str, Any]) -> str:

@@ -42,6 +42,16 @@ def as_kind(kind: Any) -> AllocType:
         raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"memory kind {kind!r} is not an AllocType") from None
 
 
+def host_readable(device: Device, kind: AllocType) -> bool:
+    """Whether the host reads ``kind`` memory of ``device`` in place: all memory of the host
+    platform, and HOST and MANAGED memory of every device (liboffload's ``ol_alloc_type_t``: both
+    are "visible to the host"; each backend's MANAGED is: CUDA ``cuMemAllocManaged``, AMDGPU
+    ``hipMallocManaged``, OpenCL fine-grained buffer SVM). Wider than ``Buffer.host_accessible``
+    (what numpy views through DLPack), which DLPack's device types narrow: AMDGPU's and OpenCL's
+    MANAGED memory has no host-readable DLPack type."""
+    return kind is not AllocType.DEVICE or device.handle.platform.kind is PlatformBackend.HOST
+
+
 def dlpack_device(device: Device, kind: AllocType) -> tuple[int, int]:
     """The DLPack ``(device_type, device_id)`` of ``kind`` memory of ``device``."""
     backend = device.handle.platform.kind

@@ -2,12 +2,14 @@
 
 mpi4py takes any object with ``__dlpack__`` / ``__dlpack_device__`` as a buffer, so an offload
 ``Array`` or ``Buffer`` passes to ``comm.Send``, ``comm.Allreduce`` ... as it is: host-accessible
-memory (every host-platform allocation; HOST and MANAGED memory of a GPU) is read in place.
-Device memory is a device pointer to MPI: only a GPU-aware MPI (CUDA-aware for cuda, ROCm-aware
-for amdgpu) can use it; any other MPI would read it as host memory and crash. ``mpi_buffer(x)``
-is the checked door: it finishes the device's queued work (MPI is not stream-ordered), then
-returns ``x`` when MPI can read its memory and otherwise raises ``OffloadError`` (UNSUPPORTED)
-naming the way out: ``host_staging(x)``, which lends a host copy for the call and copies it back.
+memory (every host-platform allocation; HOST and MANAGED memory of every other device: CUDA,
+AMDGPU and OpenCL alike, ``_memory.host_readable``) is read in place. DEVICE memory of a GPU is a
+device pointer to MPI: only a GPU-aware MPI (CUDA-aware for cuda, ROCm-aware for amdgpu) can use
+it; any other MPI would read it as host memory and crash. ``mpi_buffer(x)`` is the checked door:
+it finishes the device's queued work (MPI is not stream-ordered), then returns ``x`` when MPI can
+read its memory and otherwise raises ``OffloadError`` (UNSUPPORTED) naming the ways out:
+``host_staging(x)``, which lends a host copy for the call and copies it back, or HOST or MANAGED
+memory instead.
 
 Whether the MPI is GPU-aware: ``$OFFLOAD_MPI_GPU_AWARE`` (``1``/``0``) if set, else the MPI
 library's own answer (``MPIX_Query_cuda_support`` for cuda; ``MPIX_Query_rocm_support`` or
@@ -28,6 +30,7 @@ from .._enums import ErrorCode
 from .._errors import OffloadError
 from ._array import Array, _numpy, _sync_queues_of
 from ._buffer import Buffer
+from ._memory import host_readable
 
 GPU_AWARE_ENV = "OFFLOAD_MPI_GPU_AWARE"
 _QUERIES = {"cuda": ("MPIX_Query_cuda_support",), "amdgpu": ("MPIX_Query_rocm_support", "MPIX_Query_hip_support")}
@@ -67,12 +70,13 @@ def _view(obj: Array | Buffer) -> Array:
 def mpi_buffer(obj: Array | Buffer) -> Array | Buffer:
     """``obj``, ready to hand to mpi4py: its device's queued work done, its memory readable by MPI.
 
-    Raises ``OffloadError`` (UNSUPPORTED) for device memory when the MPI is not GPU-aware (see the
-    module docstring), naming ``host_staging`` and ``$OFFLOAD_MPI_GPU_AWARE``.
+    Raises ``OffloadError`` (UNSUPPORTED) for DEVICE memory of a GPU when the MPI is not GPU-aware
+    (see the module docstring), naming ``host_staging``, HOST or MANAGED memory, and
+    ``$OFFLOAD_MPI_GPU_AWARE``.
     """
     view = _view(obj)
     _sync_queues_of(view.device)
-    if view.buffer.host_accessible:
+    if host_readable(view.device, view.buffer.kind):
         return obj
     platform = view.device.platform.name
     aware, why = gpu_aware(platform)
@@ -80,9 +84,9 @@ def mpi_buffer(obj: Array | Buffer) -> Array | Buffer:
         return obj
     raise OffloadError(
         ErrorCode.UNSUPPORTED,
-        f"{obj!r} is {platform} device memory and this MPI is not GPU-aware ({why}): stage it through host "
+        f"{obj!r} is {platform} DEVICE memory and this MPI is not GPU-aware ({why}): stage it through host "
         f"memory (`with offload.objects.host_staging(x) as host: comm.Allreduce(..., host, ...)`), allocate "
-        f"HOST or MANAGED memory, or set {GPU_AWARE_ENV}=1 for a GPU-aware MPI",
+        f"HOST or MANAGED memory (the host reads both in place), or set {GPU_AWARE_ENV}=1 for a GPU-aware MPI",
     )
 
 

@@ -209,9 +209,10 @@ class TestMemcpyRectUpstream(Base):
             ol.olMemcpyRect(queue, bufs.rect(bufs.host_ptr, bufs.host), bufs.rect(bufs.device_ptr, None), _COPY)
 
     def test_invalid_size(self, bufs: _Buffers, queue: Any) -> None:
-        """Upstream: a (0, 0, 0) extent is INVALID_SIZE. offload: an extent with a zero side copies
-        nothing and succeeds (as hipMemcpy3D and cuMemcpy3D do): both buffers stay as they were."""
-        ol.olMemcpyRect(queue, bufs.rect(bufs.host_ptr, bufs.host), bufs.rect(bufs.device_ptr, bufs.device), (0, 0, 0))
+        """Upstream InvalidSize: a (0, 0, 0) extent is INVALID_SIZE (the core's table check: an
+        extent with any zero side); nothing is copied."""
+        with raises(ol.ErrorCode.INVALID_SIZE):
+            ol.olMemcpyRect(queue, bufs.rect(bufs.host_ptr, bufs.host), bufs.rect(bufs.device_ptr, bufs.device), (0, 0, 0))
         ol.olSyncQueue(queue)
         assert bufs.read(bufs.host_ptr) == b"h" * _BYTES and bufs.read(bufs.device_ptr) == b"d" * _BYTES
 

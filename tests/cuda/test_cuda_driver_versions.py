@@ -44,11 +44,13 @@ emit(out)
     ("version", "bindings", "expected"),
     [
         (13000, "13.0.0", None),
-        (13000, "12.8.0", None),
-        (12040, "12.8.0", None),
+        (13000, "12.9.1", None),
+        (12040, "12.9.10", None),
+        (13000, "12.8.0", "cuda.bindings 12.8.0 holds the GIL in blocking driver calls (cuStreamSynchronize)"),
+        (13000, "12.9.0", "offload-cuda needs cuda-bindings 12.9.1 or newer"),
         (12090, "13.5.0", "cuda.bindings 13.5.0 needs a CUDA 13.0 driver (R580, 580.65.06 or newer); this driver is CUDA 12.9"),
         (12030, "12.9.4", "lacks cuFuncGetParamInfo (CUDA 12.4), cuModuleGetFunctionCount (CUDA 12.4), cuModuleEnumerateFunctions"),
-        (12000, "12.8.0", "lacks cuMemPrefetchAsync_v2 (CUmemLocation) (CUDA 12.2), cuFuncGetName (CUDA 12.3)"),
+        (12000, "12.9.1", "lacks cuMemPrefetchAsync_v2 (CUmemLocation) (CUDA 12.2), cuFuncGetName (CUDA 12.3)"),
         (13000, "14.0.0", "cuda.bindings 14.0.0 is not a major this backend supports (12 or 13)"),
     ],
 )

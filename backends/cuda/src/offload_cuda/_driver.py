@@ -65,6 +65,10 @@ REQUIRED_CALLS: dict[str, int] = {
 #: driver >= 580.65.06"); 12 -> what ``REQUIRED_CALLS`` need.
 _BINDINGS_NEED = {13: (13000, "R580, 580.65.06 or newer"), 12: (max(REQUIRED_CALLS.values()), "R550 or newer")}
 
+#: The oldest 12.x bindings whose blocking calls release the GIL (12.8.0 and 12.9.0 hold it in
+#: ``cuStreamSynchronize``, measured: a host function that needs the GIL never runs).
+_OLDEST_12 = (12, 9, 1)
+
 #: Bindings 13's name -> bindings 12's name for the same driver entry point (CUDA 13 made the
 #: later ABI the plain name). The backend speaks bindings 13's names only.
 _RENAMED_IN_13 = {
@@ -96,6 +100,17 @@ def bindings_major(version: str) -> int:
     return int(version.split(".", 1)[0])
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """``"12.9.1"`` -> ``(12, 9, 1)`` (a suffix such as ``.post1`` or ``rc1`` ends the numbers)."""
+    numbers = []
+    for part in version.split(".")[:3]:
+        digits = part[: len(part) - len(part.lstrip("0123456789"))]
+        if not digits:
+            break
+        numbers.append(int(digits))
+    return tuple(numbers)
+
+
 def version_problem(driver_version: int, bindings_version: str) -> str | None:
     """Why a driver reporting ``driver_version`` cannot serve this backend on cuda.bindings
     ``bindings_version``, or None when it can."""
@@ -103,6 +118,12 @@ def version_problem(driver_version: int, bindings_version: str) -> str | None:
     need = _BINDINGS_NEED.get(major)
     if need is None:
         return f"cuda.bindings {bindings_version} is not a major this backend supports (12 or 13)"
+    if major == 12 and _release(bindings_version) < _OLDEST_12:
+        return (
+            f"cuda.bindings {bindings_version} holds the GIL in blocking driver calls (cuStreamSynchronize), so a "
+            f"Python host function deadlocks the process; offload-cuda needs cuda-bindings "
+            f"{'.'.join(map(str, _OLDEST_12))} or newer"
+        )
     have = version_text(driver_version)
     if major >= 13 and driver_version < need[0]:
         return (

@@ -140,3 +140,14 @@ def test_bindings_12_serve_a_12_8_driver(run_child: Any, child_env: Any, kernels
     assert out["driver"] == "12.8"
     assert out["ptx_valid"] is False
     assert out["ptx"][0] == "INVALID_BINARY" and "PTX ISA 9.0" in out["ptx"][1] and "12.8" in out["ptx"][1]
+
+
+def test_the_extras_name_the_binding_majors() -> None:
+    """``offload-cuda[cu12]`` / ``[cu13]`` (cuda-core's names) pin the bindings' major; the
+    installed bindings are one of them."""
+    meta = importlib.metadata.metadata("offload-cuda")
+    assert {"cu12", "cu13", "nvrtc", "nvrtc-cu12"} <= set(meta.get_all("Provides-Extra") or [])
+    requires = [r.replace(" ", "") for r in meta.get_all("Requires-Dist") or []]
+    for extra, major in (("cu12", "<13"), ("cu13", "<14")):
+        assert any(r.startswith("cuda-bindings") and f'extra=="{extra}"' in r and major in r for r in requires), requires
+    assert MAJOR in (12, 13)

@@ -50,7 +50,7 @@ emit(out)
         (13000, "12.9.0", "offload-cuda needs cuda-bindings 12.9.1 or newer"),
         (12090, "13.5.0", "cuda.bindings 13.5.0 needs a CUDA 13.0 driver (R580, 580.65.06 or newer); this driver is CUDA 12.9"),
         (12030, "12.9.4", "lacks cuFuncGetParamInfo (CUDA 12.4), cuModuleGetFunctionCount (CUDA 12.4), cuModuleEnumerateFunctions"),
-        (12000, "12.9.1", "lacks cuMemPrefetchAsync_v2 (CUmemLocation) (CUDA 12.2), cuFuncGetName (CUDA 12.3)"),
+        (12000, "12.9.1", "lacks cuMemPrefetchAsync_v2 (CUDA 12.2), cuFuncGetName (CUDA 12.3)"),
         (13000, "14.0.0", "cuda.bindings 14.0.0 is not a major this backend supports (12 or 13)"),
     ],
 )
@@ -148,6 +148,6 @@ def test_the_extras_name_the_binding_majors() -> None:
     meta = importlib.metadata.metadata("offload-cuda")
     assert {"cu12", "cu13", "nvrtc", "nvrtc-cu12"} <= set(meta.get_all("Provides-Extra") or [])
     requires = [r.replace(" ", "") for r in meta.get_all("Requires-Dist") or []]
-    for extra, major in (("cu12", "<13"), ("cu13", "<14")):
+    for extra, major in (("cu12", "<13"), ("cu13", ">=13.0.2")):
         assert any(r.startswith("cuda-bindings") and f'extra=="{extra}"' in r and major in r for r in requires), requires
     assert MAJOR in (12, 13)

@@ -54,15 +54,15 @@ DRIVER_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 #: ``cuDriverGetVersion`` reports it) that introduced each (CUDA Driver API reference of that
 #: release). Every other call it makes exists in every 12.x driver.
 REQUIRED_CALLS: dict[str, int] = {
-    "cuMemPrefetchAsync_v2 (CUmemLocation)": 12020,
+    "cuMemPrefetchAsync_v2": 12020,  # the CUmemLocation form (CUDA 13 calls it cuMemPrefetchAsync)
     "cuFuncGetName": 12030,
     "cuFuncGetParamInfo": 12040,
     "cuModuleGetFunctionCount": 12040,
     "cuModuleEnumerateFunctions": 12040,
 }
 
-#: The driver each bindings major needs: 13 -> CUDA 13.0 (NVIDIA: cuda-bindings 13 "requires a
-#: driver >= 580.65.06"); 12 -> what ``REQUIRED_CALLS`` need.
+#: The driver each bindings major needs: 13 -> CUDA 13.0 (NVIDIA's cuda-bindings 13 release notes:
+#: a driver of 580.65.06 or newer); 12 -> what ``REQUIRED_CALLS`` need.
 _BINDINGS_NEED = {13: (13000, "R580, 580.65.06 or newer"), 12: (max(REQUIRED_CALLS.values()), "R550 or newer")}
 
 #: The oldest 12.x bindings whose blocking calls release the GIL (12.8.0 and 12.9.0 hold it in
@@ -83,8 +83,9 @@ class DriverUnavailable(Exception):
 
 
 class DriverTooOld(OffloadError):
-    """The driver is older than the bindings or the backend's calls need (``OL_ERRC_UNSUPPORTED``);
-    ``init`` raises it, so ``offload backends`` shows it as the reason the backend was skipped."""
+    """The driver is older than the bindings or the backend's calls need, or the bindings are a
+    release the backend refuses (``OL_ERRC_UNSUPPORTED``); ``init`` raises it, so ``offload
+    backends`` shows it as the reason the backend was skipped."""
 
     def __init__(self, details: str) -> None:
         super().__init__(ErrorCode.UNSUPPORTED, details)

@@ -44,6 +44,10 @@ step 4 "preparing .venv-core (offload-core alone)"
 scripts/venv.sh .venv-core ./core "pytest>=8"
 step 5 "the core-alone tests: OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only"
 OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only
+# The CUDA backend under cuda.bindings 12.x as well (.venv above has 13.x): the CUDA kit and tests/cuda in
+# .venv-cu12 with offload-cuda[cu12]; skipped, saying why, where it cannot be installed (scripts/cuda-bindings12.sh).
+step 5b "the CUDA kit and backend tests under cuda-bindings 12: scripts/cuda-bindings12.sh"
+scripts/cuda-bindings12.sh
 step 6 "the documentation site: mkdocs build --strict (warnings are errors; docs/requirements.txt into .venv)"
 if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt 2>&1 >/dev/null); then
   NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir tests/.build/site

@@ -51,7 +51,10 @@ def setup(ordinal=0):
 
 DRIVER_PRELUDE = (
     r"""
+import cuda.bindings
 from cuda.bindings import driver as d
+from offload_cuda._driver import adapt
+d = adapt(d, cuda.bindings.__version__)  # CUDA 13's names under bindings 12 too (the backend's one map)
 
 
 def ck(returned):
@@ -65,7 +68,7 @@ def code(returned):
     return int(returned[0])
 
 
-name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+name = lambda r: d.cuGetErrorName(d.CUresult(r[0] if isinstance(r, tuple) else r))[1].decode()  # an int too (bindings 12 take the enum only)
 
 
 """
@@ -93,17 +96,21 @@ def driver_child(body: str) -> str:
     return PRELUDE + DRIVER_PRELUDE + body
 
 
-#: Child code of the simulator rule tests: raw cuda.bindings calls only (it imports no offload):
+#: Child code of the simulator rule tests: raw cuda.bindings calls only (of offload it imports the
+#: backend's map of CUDA 13's names to bindings 12's, ``offload_cuda._driver.adapt``, nothing else):
 #: `name`, `ck`, `setup`, `protected` (whether device memory is protected, and why), `host_fn`
 #: (a CUhostFn running a Python callable), `fault_kernel` (fault.cubin's module and `fault`) and `emit`.
 RAW_PRELUDE = (
     r"""
 import ctypes, json, os, sys, threading, time
 from pathlib import Path
+import cuda.bindings
 from cuda.bindings import driver as d
+from offload_cuda._driver import adapt
+d = adapt(d, cuda.bindings.__version__)
 
 KERNELS = Path(os.environ.get("CUDA_TEST_KERNELS", "/nonexistent"))
-name = lambda r: d.cuGetErrorName(r[0] if isinstance(r, tuple) else r)[1].decode()
+name = lambda r: d.cuGetErrorName(d.CUresult(r[0] if isinstance(r, tuple) else r))[1].decode()  # an int too (bindings 12 take the enum only)
 
 
 def ck(returned):

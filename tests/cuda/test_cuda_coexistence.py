@@ -40,7 +40,10 @@ _WITH_CUDA_CORE = (
     PRELUDE
     + r"""
 import numpy as np
+import cuda.bindings
 from cuda.bindings import driver as d
+from offload_cuda._driver import adapt
+d = adapt(d, cuda.bindings.__version__)  # cuCtxCreate below is CUDA 13's (cuCtxCreate_v4 in bindings 12)
 from cuda.core import Device, LaunchConfig, ObjectCode, launch
 from cuda.core.utils import StridedMemoryView
 

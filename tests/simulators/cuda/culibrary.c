@@ -77,7 +77,7 @@ EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code, int *jit_opt
   if (rc != CUDA_SUCCESS) return rc;
   cu_image parsed;
   size_t extent = 0;
-  if (cu_image_parse(code, cu_device_sm(), MODELLED_PTX_ISA, &parsed, &extent) == CUDA_SUCCESS) cu_image_release(&parsed);
+  if (cu_image_parse(code, cu_device_sm(), cu_max_ptx_isa(), &parsed, &extent) == CUDA_SUCCESS) cu_image_release(&parsed);
   struct culibrary *lib = calloc(1, sizeof *lib);
   unsigned count = cu_module_kernel_count(first);
   if (lib != NULL) {

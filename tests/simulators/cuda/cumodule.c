@@ -52,7 +52,7 @@ CUresult cu_module_load_device(int device, const void *image, CUmodule *out) {
   if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   m->device = device;
   size_t image_size = 0;
-  CUresult rc = cu_image_parse(image, cu_device_sm(), MODELLED_PTX_ISA, &m->image, &image_size);
+  CUresult rc = cu_image_parse(image, cu_device_sm(), cu_max_ptx_isa(), &m->image, &image_size);
   if (rc != CUDA_SUCCESS) {
     handle_delete(BIN_MODULE, m);
     return rc;

@@ -1,8 +1,9 @@
 /* simcuda.c - the CUDA front of the simulated GPU driver: libcuda.so.1 (a test fixture).
  *
- * Models a CUDA 13.0 driver (cuDriverGetVersion = 13000) with devices of compute capability
- * GPUSIM_CUDA_SM (default 90). Entry points are found through cuGetProcAddress_v2 by (name,
- * version): the entry with the highest version at or below the one asked; the plain exported
+ * Models a CUDA 13.0 driver (cuDriverGetVersion = 13000; GPUSIM_CUDA_VERSION an older 12.x one)
+ * with devices of compute capability GPUSIM_CUDA_SM (default 90). Entry points are found through
+ * cuGetProcAddress_v2 by (name, version): the entry with the highest version at or below the one
+ * asked, among those the reported driver version has; the plain exported
  * symbols (cuMemAlloc_v2, ...) serve C programs linked with -lcuda. This file: errors, init,
  * devices, primary contexts, peers and the entry-point table; simcuda.h lists the others.
  * See ../README.md.
@@ -100,6 +101,34 @@ static __thread int tls_depth; /* tls_stack[tls_depth - 1] is current; depth 0: 
 
 struct cuctx *cu_primary(int device) { return &primary[device]; }
 
+/* GPUSIM_CUDA_VERSION: the CUDA version this driver reports, 12000-13000 in steps of 10 (CUDA
+ * 12.0, R525, to 13.0, R580); anything else is refused on stderr and 13000 used. */
+int cu_driver_version(void) {
+  static int version;
+  if (version == 0) {
+    const char *text = getenv("GPUSIM_CUDA_VERSION");
+    char *end = NULL;
+    long value = text ? strtol(text, &end, 10) : 13000;
+    if (text && (end == text || *end != '\0' || value < 12000 || value > 13000 || value % 10 != 0)) {
+      fprintf(stderr, "gpusim: ignoring GPUSIM_CUDA_VERSION=%s (want 12000-13000, a multiple of 10); reporting 13000\n", text);
+      value = 13000;
+    }
+    version = (int)value;
+  }
+  return version;
+}
+
+/* The newest PTX ISA the JIT of that driver reads (PTX ISA "Release Notes": ISA 8.0 came with
+ * CUDA 12.0, 8.1-8.5 with 12.1-12.5, 8.5 still with 12.6, 8.7 with 12.8, 8.8 with 12.9, 9.0 with 13.0). */
+int cu_max_ptx_isa(void) {
+  static const int isa[][2] = {{12000, 80}, {12010, 81}, {12020, 82}, {12030, 83}, {12040, 84}, {12050, 85},
+                               {12060, 85}, {12080, 87}, {12090, 88}, {13000, 90}};
+  int best = 80, version = cu_driver_version();
+  for (size_t i = 0; i < sizeof isa / sizeof *isa; ++i)
+    if (isa[i][0] <= version) best = isa[i][1];
+  return best;
+}
+
 int cu_device_sm(void) {
   static int sm;
   if (sm == 0) {
@@ -156,7 +185,7 @@ EXPORT CUresult cuInit(unsigned flags) {
 
 EXPORT CUresult cuDriverGetVersion(int *version) {
   if (version == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *version = DRIVER_VERSION;
+  *version = cu_driver_version();
   return CUDA_SUCCESS;
 }
 
@@ -436,8 +465,15 @@ EXPORT int gpusim_memory_protected(const char **why) { return sim_mem_protected(
 
 /* ---- entry points ---------------------------------------------------------------------------- */
 
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status);
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags);
+
 #define E(name, version, fn) {name, version, (void *)fn}
 static const proc_entry procs[] = {
+    /* bindings 12.x ask the driver for its own lookup first (cuGetProcAddress at 12000: the _v2
+     * with the status argument, CUDA 12.0; the 11.3 one without it) */
+    E("cuGetProcAddress", 11030, cuGetProcAddress),
+    E("cuGetProcAddress", 12000, cuGetProcAddress_v2),
     E("cuGetErrorName", 6000, cuGetErrorName),
     E("cuGetErrorString", 6000, cuGetErrorString),
     E("cuInit", 2000, cuInit),
@@ -531,21 +567,24 @@ static const proc_entry procs[] = {
     E("cuOccupancyMaxPotentialBlockSize", 6050, cuOccupancyMaxPotentialBlockSize),
 };
 
+/* cuGetProcAddress ("Driver Entry Point Access"): the entry "for the requested CUDA version", the
+ * highest at or below it; status 1 = symbol not found, 2 = version not sufficient. Entries
+ * introduced after the reported driver version (GPUSIM_CUDA_VERSION) are not in this driver: an
+ * older driver asked for a newer ABI answers with the newest it has, as the 13.0 one does for
+ * cuLaunchHostFunc at 13020 (so bindings 13 on a 12.x driver get mismatched entries: callers must
+ * check cuDriverGetVersion first). */
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags, int *status) {
-  /* status: 0 success, 1 symbol not found, 2 version not sufficient */
   if (symbol == NULL || pfn == NULL) return CUDA_ERROR_INVALID_VALUE;
   (void)flags;
+  int driver = cu_driver_version();
   const proc_entry *best = NULL;
   int known = 0;
-  for (size_t i = 0; i < sizeof procs / sizeof *procs; ++i) {
-    if (strcmp(procs[i].name, symbol) != 0) continue;
-    known = 1;
-    if (procs[i].version <= version && (best == NULL || procs[i].version > best->version)) best = &procs[i];
-  }
-  const proc_entry *tables[] = {cu_pool_procs, cu_library_procs, cu_ext_procs};
+  const proc_entry *tables[] = {procs, cu_pool_procs, cu_library_procs, cu_ext_procs};
+  const size_t sizes[] = {sizeof procs / sizeof *procs, (size_t)-1, (size_t)-1, (size_t)-1};
   for (size_t t = 0; t < sizeof tables / sizeof *tables; ++t)
-    for (const proc_entry *e = tables[t]; e->name != NULL; ++e) {
-      if (strcmp(e->name, symbol) != 0) continue;
+    for (size_t i = 0; i < sizes[t] && tables[t][i].name != NULL; ++i) {
+      const proc_entry *e = &tables[t][i];
+      if (e->version > driver || strcmp(e->name, symbol) != 0) continue;
       known = 1;
       if (e->version <= version && (best == NULL || e->version > best->version)) best = e;
     }

@@ -69,8 +69,11 @@ enum {
   CUDA_ERROR_UNKNOWN = 999,
 };
 
-#define DRIVER_VERSION 13000
-#define MODELLED_PTX_ISA 90 /* PTX ISA 9.0 is what a 13.0 driver's JIT reads */
+/* The CUDA version the driver reports (cuDriverGetVersion): GPUSIM_CUDA_VERSION, 12000-13000
+ * (default 13000). Entry points introduced after it do not exist, and the JIT reads PTX ISA
+ * versions up to cu_max_ptx_isa() (8.0 for 12.0 ... 9.0 for 13.0, as 10 * major + minor). */
+int cu_driver_version(void);
+int cu_max_ptx_isa(void);
 
 /* ---- shared state and checks (simcuda.c) ---------------------------------------------------- */
 

@@ -30,7 +30,7 @@ from offload import (
 
 from . import _binary, _build, _launch, _memory, _queue
 from ._device import CudaDevice
-from ._driver import DriverUnavailable, check, load
+from ._driver import DriverTooOld, DriverUnavailable, check, load
 from ._program import CudaImage, CudaKernel
 from ._queue import CudaEvent, CudaQueue, HostCalls
 
@@ -98,6 +98,9 @@ class CudaBackend(NativeHooks):
         except DriverUnavailable as exc:
             self.unavailable_reason = str(exc)
             return []
+        except DriverTooOld as exc:  # raised: the core skips the backend, showing this reason
+            self.unavailable_reason = str(exc)
+            raise
         self.native = NativeExtension("offload_cuda._native")
         self.host_calls = HostCalls(self.driver, self.native)
         skipped: list[str] = []

@@ -59,8 +59,9 @@ def error_code(result: int) -> ErrorCode:
 
 def _describe(driver: Any, result: int) -> str:
     try:
-        err, name = driver.cuGetErrorName(result)
-        err2, text = driver.cuGetErrorString(result)
+        code = driver.CUresult(result)  # bindings 12 take the enum only (13 take an int too)
+        err, name = driver.cuGetErrorName(code)
+        err2, text = driver.cuGetErrorString(code)
     except Exception:  # the driver itself is unusable: keep the number
         return f"CUresult {int(result)}"
     name_s = name.decode() if err == 0 and name else f"CUresult {int(result)}"

@@ -159,7 +159,13 @@ def install(bundle: Path, venv: Path) -> None:
     if not bundle.is_dir():
         raise BundleError(f"no bundle at {bundle}: prepare it with scripts/gpu-bundle.sh on a machine that reaches PyPI")
     python = str(make_venv(venv))
-    base = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index", "--find-links", str(bundle)]
+    # --no-deps: the node's own versions stand (a requirement pip would "upgrade" has nothing to upgrade
+    # to here); what the run needs is checked by importing it below, and named where it is missing
+    base = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index", "--no-deps",
+            "--find-links", str(bundle)]  # fmt: skip
+    lacking = subprocess.run([python, "-c", "import structlog"], capture_output=True).returncode != 0
+    if lacking and run([*base, *NODE_LACKS]).returncode:
+        raise BundleError(f"{', '.join(NODE_LACKS)} did not install from the bundle (output above)")
     if run([*base, *DISTRIBUTIONS]).returncode == 0:
         how = "the bundle's prebuilt wheels"
     else:
@@ -179,8 +185,11 @@ def install(bundle: Path, venv: Path) -> None:
                           f"scripts/gpu-bundle.sh --with {' --with '.join(names)}")  # fmt: skip
     absent = subprocess.run([python, "-c", probe, *COMPILED], capture_output=True, text=True).stdout.splitlines()
     compiled = "the compiled path is built" if not absent else f"WITHOUT the compiled path ({'; '.join(absent)})"
+    versions = subprocess.run([python, "-c", "from importlib.metadata import version as v; "
+                               "print(', '.join(f'{n} {v(n)}' for n in ('cuda-bindings', 'pluggy', 'structlog', 'numpy', 'pytest')))"],
+                              capture_output=True, text=True).stdout.strip()  # fmt: skip
     tag = sysconfig.get_config_var("SOABI")
-    print(f"gpu_bundle: installed offload from {how} into {venv} ({tag}); {compiled}")
+    print(f"gpu_bundle: installed offload from {how} into {venv} ({tag}); {compiled}; beside {versions}")
 
 
 def main(argv: list[str]) -> int:

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Every test: the whole suite against core + host backend (.venv; it includes the packaging test,
-# which builds the wheelhouse and installs from it into fresh venvs), the whole suite again on the
-# pure-Python path (OFFLOAD_COMPILED=0: core/DESIGN.md "The compiled path"), then the core-alone tests in
-# a venv holding offload-core only (.venv-core), then the documentation site (mkdocs --strict; an
-# optional step: skipped, with the reason printed, where its packages cannot be installed). Extra
-# arguments go to the first pytest run.
+# which builds the wheelhouse and installs from it into fresh venvs; the OpenCL tests on each PoCL a
+# user's install gives, scripts/opencl-envs.sh), the whole suite again on the pure-Python path
+# (OFFLOAD_COMPILED=0: core/DESIGN.md "The compiled path"), then the core-alone tests in a venv holding
+# offload-core only (.venv-core), the CUDA tests under cuda-bindings 12 (.venv-cu12), the
+# documentation site (mkdocs --strict) and the offline real-GPU run rehearsed. The optional steps skip,
+# with the reason printed, where their packages or tools cannot be had. Extra arguments go to the
+# first pytest run.
 # Installs are skipped when no source changed since the last run (scripts/venv.sh keeps a stamp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { echo "test.sh: [$1/6] $2" >&2; }
+step() { echo "test.sh: [$1/8] $2" >&2; }
 step 1 "preparing .venv (offload-core + offload-host from this checkout, the GPU backends, offload-testing, and tests/requirements.txt)"
 scripts/venv.sh .venv ./core ./backends/host .  # the same install as scripts/main.sh's, so they share it
 gpu=(); for b in cuda amdgpu; do [ -f "backends/$b/pyproject.toml" ] && gpu+=("./backends/$b"); done
@@ -46,9 +48,9 @@ step 5 "the core-alone tests: OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytes
 OFFLOAD_CORE_ONLY=1 .venv-core/bin/python -m pytest -q tests/core_only
 # The CUDA backend under cuda.bindings 12.x as well (.venv above has 13.x): the CUDA kit and tests/cuda in
 # .venv-cu12 with offload-cuda[cu12]; skipped, saying why, where it cannot be installed (scripts/cuda-bindings12.sh).
-step 5b "the CUDA kit and backend tests under cuda-bindings 12: scripts/cuda-bindings12.sh"
+step 6 "the CUDA kit and backend tests under cuda-bindings 12: scripts/cuda-bindings12.sh"
 scripts/cuda-bindings12.sh
-step 6 "the documentation site: mkdocs build --strict (warnings are errors; docs/requirements.txt into .venv)"
+step 7 "the documentation site: mkdocs build --strict (warnings are errors; docs/requirements.txt into .venv)"
 if why=$(.venv/bin/python -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt 2>&1 >/dev/null); then
   NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --quiet --site-dir tests/.build/site
   OFFLOAD_TEST_DOCS_SITE=tests/.build/site .venv/bin/python -m pytest -q -rs tests/test_docs.py  # every page read back (step 2 skips it before mkdocs is installed)
@@ -59,5 +61,5 @@ fi
 # The real-GPU run as an air-gapped node takes it (scripts/cuda-real-rehearsal.sh): CPython 3.12, the
 # bundle installed with no index reachable, the simulated driver standing in for the GPU; it skips,
 # saying why, where Python 3.12, PyPI (for the preparation) or nvcc are missing.
-echo "test.sh: [after 6] the offline real-GPU run, rehearsed: scripts/cuda-real-rehearsal.sh" >&2
+step 8 "the offline real-GPU run, rehearsed: scripts/cuda-real-rehearsal.sh"
 scripts/cuda-real-rehearsal.sh

@@ -39,7 +39,7 @@ from ._enums import (
     SymbolKind,
     c_constants,
 )
-from ._errors import OffloadError
+from ._errors import OffloadError, OffloadTypeError, OffloadValueError
 from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
@@ -110,6 +110,8 @@ __all__ = [
     "SymbolInfo",
     # errors, backends, tracing
     "OffloadError",
+    "OffloadTypeError",
+    "OffloadValueError",
     "raise_kept_errors",
     "OffloadBackendWarning",
     "BackendStatus",

@@ -220,7 +220,7 @@ class Kernel:
             params = _merge(name, reported, declared)
         if reported is not None:  # element types the backend knows (its metadata, a host header)
             pointees = _reported_pointees(name, reported, pointees)
-        self._packer = None if params is None else Packer(name, params, pointees)
+        self._packer = None if params is None else Packer(name, params, pointees, self._device_handle)
         packer = self._packer if self._packer is not None else Packer(name, ())
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
         self._memo: tuple[Any, ...] = NO_MEMO

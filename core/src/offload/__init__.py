@@ -110,8 +110,6 @@ __all__ = [
     "SymbolInfo",
     # errors, backends, tracing
     "OffloadError",
-    "OffloadTypeError",
-    "OffloadValueError",
     "raise_kept_errors",
     "OffloadBackendWarning",
     "BackendStatus",

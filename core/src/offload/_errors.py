@@ -11,7 +11,9 @@ Every ol* function either returns normally (``OL_SUCCESS``) or raises ``OffloadE
 error (several backends failing at shutdown, say) follows liboffload's rule: its code and details
 are those of the *last* error, and ``.errors`` holds every error in order, none dropped.
 The object layer raises the two subclasses where Python's habit is a TypeError (a wrong type) or
-a ValueError (a wrong value); ``except OffloadError`` catches them all.
+a ValueError (a wrong value); ``except OffloadError`` catches them all (``offload.OffloadTypeError``
+and ``offload.OffloadValueError`` name them; they stay out of ``offload.__all__``, whose ``help()``
+the README keeps short).
 Backends raise ``OffloadError`` for failures they can name; anything else a backend raises is
 mapped at the core boundary (``MemoryError``: ``OUT_OF_RESOURCES``; ``ValueError``, ``TypeError``:
 ``INVALID_ARGUMENT``; anything else: ``UNKNOWN``) with the original exception kept as ``__cause__``.

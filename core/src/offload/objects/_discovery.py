@@ -280,26 +280,25 @@ def as_device(device: Device | DeviceHandle | str | None) -> Device:
 def _by_id(text: str) -> Device:
     """The device ``"platform[:index]"`` (INVALID_DEVICE naming the platforms, or the index, that is wrong)."""
     name, colon, index = text.partition(":")
-    try:
-        found = devices(name)
-    except OffloadError as error:
-        raise OffloadValueError(ErrorCode.INVALID_DEVICE, f"no device {text!r}: {error.details}") from None
+    ctx = _session.acquire()
+    platform = _platform_named(ctx, name, f"no device {text!r}: ", ErrorCode.INVALID_DEVICE)
     if colon and not (index.isascii() and index.isdigit()):
         raise OffloadValueError(
             ErrorCode.INVALID_DEVICE, f"no device {text!r}: the index must be a non-negative integer, got {index!r}"
         )
+    found = [d for d in ctx.devices if d.platform is platform]
     position = int(index or 0)
     if position >= len(found):
         raise OffloadValueError(
             ErrorCode.INVALID_DEVICE, f"no device {text!r} (platform {name!r} has {len(found)} devices)"
         )
-    return found[position]
+    return _device(found[position])
 
 
-def _platform_named(ctx: Any, name: str) -> Any:
+def _platform_named(ctx: Any, name: str, prefix: str = "", code: ErrorCode = ErrorCode.INVALID_ARGUMENT) -> Any:
     """The platform handle called ``name``: the exact name, else the one name equal ignoring case
-    (``"HOST"`` is ``"host"``, as the ``backend=`` names are); INVALID_ARGUMENT naming the
-    platforms there are otherwise."""
+    (``"HOST"`` is ``"host"``, as the ``backend=`` names are); ``code`` naming the platforms there
+    are otherwise (after ``prefix``)."""
     handles = list(ctx.platforms)
     for handle in handles:
         if handle.name == name:
@@ -309,9 +308,9 @@ def _platform_named(ctx: Any, name: str) -> Any:
         return folded[0]
     there = ", ".join(repr(h.name) for h in handles) or "none"
     raise OffloadValueError(
-        ErrorCode.INVALID_ARGUMENT,
-        f"no platform {name!r}: the platforms are {there} (`offload backends` says which backends are installed "
-        "and why one did not load)",
+        code,
+        f"{prefix}no platform {name!r}: the platforms are {there} (`offload backends` says which backends are "
+        "installed and why one did not load)",
     )
 
 

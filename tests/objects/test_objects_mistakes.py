@@ -12,7 +12,12 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+
+import offload
+import offload_host
+from offload import ErrorCode, OffloadError
 
 from helpers import child_environ
 
@@ -166,3 +171,103 @@ def test_kernels_written_with_the_header_are_found(compiled: str) -> None:
         compiled,
     )
     assert "ok" in out, out
+
+
+# --- copies between dtypes: numpy's casting rules --------------------------------------------
+
+
+def test_copies_between_dtypes_follow_numpys_casting_rules(host: offload.objects.Device) -> None:
+    """NaN into int32 was INT_MIN without a word (numpy.asarray's unsafe cast): now same_kind
+    by default, as numpy.copyto, and casting= goes further."""
+    ints = offload.empty(3, "int32", host)
+    ints.copy_from(np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError) as info:  # an OffloadTypeError
+        ints.copy_from(np.array([1.5, np.nan, 3.0]))
+    error = info.value
+    assert isinstance(error, OffloadError) and error.code is ErrorCode.INVALID_ARGUMENT
+    assert "float64 to int32" in error.details and "'same_kind'" in error.details and "casting='unsafe'" in error.details
+    np.testing.assert_array_equal(ints.to_numpy(), [0, 1, 2])  # nothing was copied
+    ints.copy_from(np.arange(3, dtype=np.int64) + 7)  # int64 -> int32: the same kind
+    np.testing.assert_array_equal(ints.to_numpy(), [7, 8, 9])
+    ints.copy_from([4, 5, 6])  # a list of Python ints: int64, the same kind
+    with np.errstate(invalid="ignore"):
+        ints.copy_from(np.array([1.5, 2.5, -3.5]), casting="unsafe")  # asked for: numpy's astype
+    np.testing.assert_array_equal(ints.to_numpy(), [1, 2, -3])
+    floats = offload.empty(3, "float32", host)
+    floats.copy_from(np.ones(3))  # float64 -> float32 (the README's y.copy_from(np.ones(1024)))
+    with pytest.raises(OffloadError, match="int64 to float32 under casting='safe'"):
+        floats.copy_from(np.arange(3), casting="safe")
+    for bad in ("sometimes", 5):
+        with pytest.raises(OffloadError, match="casting must be one of"):
+            floats.copy_from(np.ones(3), casting=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):  # an OffloadValueError: a string numpy cannot read as a number
+        floats.copy_from(np.array(["1", "x", "2"], dtype=object), casting="unsafe")
+
+
+def test_array_to_array_copies_convert_on_the_host_under_the_same_rule(host: offload.objects.Device) -> None:
+    doubles = offload.to_device(np.array([0.5, np.nan, 2.0]), host)
+    ints = offload.empty(3, "int64", host)
+    with pytest.raises(OffloadError, match="float64 to int64 under casting='same_kind'"):
+        ints.copy_from(doubles)
+    singles = offload.empty(3, "float32", host)
+    with host.queue() as queue:
+        singles.copy_from(doubles, queue=queue)
+    np.testing.assert_array_equal(singles.to_numpy(), np.array([0.5, np.nan, 2.0], np.float32))
+    wide = offload.empty(3, "float64", host)
+    wide.copy_from(singles)  # float32 -> float64: safe
+    np.testing.assert_array_equal(wide.to_numpy(), singles.to_numpy())
+
+
+# --- wrong types in the object layer are OffloadErrors (TypeError / ValueError too) -----------
+
+
+def test_a_queue_of_the_wrong_type_is_refused_on_every_path(host: offload.objects.Device) -> None:
+    """queue="q" was AttributeError ('str' object has no attribute 'handle')."""
+    buffer, other = offload.Buffer(16, host), offload.Buffer(16, host)
+    array = offload.empty(4, "float32", host)
+    with host.load_program(offload_host.build_test_kernel("saxpy")) as program:
+        saxpy = program.kernel("saxpy")
+        calls = [
+            lambda q: buffer.copy_from(b"1234", queue=q),
+            lambda q: buffer.copy_from(other, queue=q),  # the Buffer-to-Buffer fast path (C where compiled)
+            lambda q: buffer.copy_to(bytearray(4), queue=q),
+            lambda q: buffer.fill(b"\0", queue=q),
+            lambda q: buffer.prefetch(q),
+            lambda q: array.copy_from(array, queue=q),
+            lambda q: array.copy_from(np.ones(4, np.float32), queue=q),
+            lambda q: array.to_numpy(queue=q),
+            lambda q: saxpy.launch(1, 1, 1.0, array, array, 0, queue=q),
+        ]
+        for call in calls:
+            for bad in ("q", 1, object()):
+                with pytest.raises(TypeError) as info:
+                    call(bad)
+                assert isinstance(info.value, OffloadError) and info.value.code is ErrorCode.INVALID_QUEUE, info.value
+                assert "queue must be an offload.objects.Queue" in info.value.details
+
+
+def test_other_wrong_types_are_offload_errors(host: offload.objects.Device) -> None:
+    buffer = offload.Buffer(16, host)
+    with host.queue() as queue, host.load_program(offload_host.build_test_kernel("saxpy")) as program:
+        event = queue.record()
+        cases = [
+            (lambda: queue.launch("saxpy", 1, 1), ErrorCode.INVALID_ARGUMENT),  # the kernel's name, not the kernel
+            (lambda: queue.fill(b"\0", buffer), ErrorCode.INVALID_ARGUMENT),  # arguments swapped
+            (lambda: queue.wait(queue), ErrorCode.INVALID_EVENT),
+            (lambda: event.elapsed_time(1.5), ErrorCode.INVALID_EVENT),
+            (lambda: program.kernel("saxpy", 4), ErrorCode.INVALID_ARGUMENT),  # a signature that is no signature
+            (lambda: buffer.view("uint8", (4,), 1), ErrorCode.INVALID_ARGUMENT),  # strides: not a tuple
+            (lambda: buffer.view("uint8", (4,), ("1",)), ErrorCode.INVALID_ARGUMENT),
+            (lambda: offload.Buffer.wrap("0x1000", 8, host, "host"), ErrorCode.INVALID_ARGUMENT),
+            (lambda: offload.Buffer(16, host).copy_from(b"12345678", offset=True), ErrorCode.INVALID_SIZE),
+            (lambda: buffer.copy_to(bytearray(4), offset=False), ErrorCode.INVALID_SIZE),
+            (lambda: offload.Buffer(True, host), ErrorCode.INVALID_SIZE),
+            (lambda: offload.Buffer(16, 5), ErrorCode.INVALID_DEVICE),  # type: ignore[arg-type]
+        ]
+        for call, code in cases:
+            with pytest.raises(TypeError) as info:
+                call()
+            assert isinstance(info.value, OffloadError) and info.value.code is code, info.value
+        with pytest.raises(ValueError) as negative:
+            offload.Buffer.wrap(-4096, 8, host, "host")
+        assert isinstance(negative.value, OffloadError) and negative.value.code is ErrorCode.INVALID_ARGUMENT

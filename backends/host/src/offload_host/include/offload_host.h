@@ -1,7 +1,8 @@
 /* offload_host.h - the launch ABI of host (CPU) kernels for the offload-host backend.
  *
  * A host program is an ELF shared object built for this machine. Every kernel is an
- * exported C function of one signature:
+ * exported C function of one signature, written with OFFLOAD_KERNEL (which marks it as a kernel:
+ * a plain C function is not found as one):
  *
  *     void name(const void *args, const offload_group_t *group);
  *

@@ -26,7 +26,11 @@ SAXPY_SIGNATURE = "float a, const float *x, float *y, uint64_t n"
 
 
 def run(platform: str, image: str | None = None) -> int:
-    found = offload.devices(platform)
+    try:
+        found = offload.devices(platform)
+    except offload.OffloadError as error:  # no such platform loaded (INVALID_ARGUMENT naming those there are)
+        found = []
+        print(error.details)
     if not found:
         print(f"no {platform} device: is the offload-{platform} backend installed? (offload backends)")
         return 0

@@ -64,10 +64,20 @@ def test_filter_by_platform_and_backend() -> None:
     assert offload.devices(offload.platforms()[-1]) == host
     assert offload.devices(backend=PlatformBackend.HOST) == host
     assert offload.devices(backend="host") == host
-    assert offload.devices("no-such-platform") == []
+    assert offload.devices("HOST") == offload.devices("Host") == host  # names ignore case, as backend names do
+    assert offload.devices(backend="HOST") == offload.devices(backend=int(PlatformBackend.HOST)) == host
+    with pytest.raises(ValueError) as raised:  # an OffloadValueError: OffloadError and ValueError
+        offload.devices("no-such-platform")
+    error = raised.value
+    assert isinstance(error, OffloadError) and error.code is ErrorCode.INVALID_ARGUMENT
+    assert "no platform 'no-such-platform': the platforms are " in error.details and "'host'" in error.details, error
     with pytest.raises(OffloadError) as info:
         offload.devices(backend="warp-drive")
     assert info.value.code is ErrorCode.INVALID_ENUMERATION and "warp-drive" in str(info.value)
+    for bad in (5, b"host", ["host"]):
+        with pytest.raises(TypeError) as typed:  # an OffloadTypeError
+            offload.devices(bad)  # type: ignore[arg-type]
+        assert isinstance(typed.value, OffloadError) and typed.value.code is ErrorCode.INVALID_ARGUMENT
 
 
 def test_default_device_prefers_accelerators(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,6 +89,18 @@ def test_default_device_prefers_accelerators(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(OffloadError) as info:
         offload.default_device()
     assert info.value.code is ErrorCode.INVALID_DEVICE and "host:7" in str(info.value)
+
+
+@pytest.mark.parametrize("wanted", ["host:-1", "host:-0", "host:+0", "host:1_0", "host: 0", "host:", "host:x", "nowhere:0"])
+def test_device_ids_other_than_platform_and_index_are_refused(monkeypatch: pytest.MonkeyPatch, wanted: str) -> None:
+    """host:-1 picked the last device (Python's negative index); int() also took +0, 1_0 and ' 0'."""
+    monkeypatch.setenv("OFFLOAD_DEVICE", wanted)
+    with pytest.raises(ValueError) as info:
+        offload.default_device()
+    assert isinstance(info.value, OffloadError) and info.value.code is ErrorCode.INVALID_DEVICE
+    assert repr(wanted) in info.value.details
+    with pytest.raises(OffloadError):
+        offload.Buffer(8, wanted)
 
 
 def test_layer_holds_one_reference_alongside_the_flat_api() -> None:

@@ -21,6 +21,15 @@ from offload._runtime import STATE
 from objects_backends import ReportingHostBackend
 from objects_support import SAXPY_SIGNATURE, release_library
 
+class Address(int):
+    """An address the echo kernel only copies, never dereferences: a pointer by ``__offload_ptr__``
+    (a plain int for a pointer must be memory the device reaches, test_objects_mistakes.py)."""
+
+    @property
+    def __offload_ptr__(self) -> int:
+        return int(self)
+
+
 # Every scalar type, ordered so that the C compiler pads between them; the kernel copies each
 # field into its own 8-byte slot of `out`, so the test sees exactly the bytes the kernel got.
 ECHO_FIELDS = [
@@ -29,7 +38,7 @@ ECHO_FIELDS = [
     ("uint8_t", "u8", "B", np.uint8(250)),
     ("int64_t", "i64", "q", -(2**62)),
     ("int16_t", "i16", "h", np.int16(-30000)),
-    ("const void *", "ptr", "Q", 0xDEADBEEF),
+    ("const void *", "ptr", "Q", Address(0xDEADBEEF)),
     ("uint16_t", "u16", "H", 65535),
     ("float", "f32", "f", 1.25),
     ("char", "c", "b", True),
@@ -382,6 +391,6 @@ def test_objects_that_may_change_are_packed_every_time(host: offload.objects.Dev
             pointer.__offload_ptr__ = address
             kernel.launch(1, 1, pointer, out)
             assert struct.unpack("=Q", out.to_bytes())[0] == address
-        value = np.uint64(5)  # numpy scalars are packed every time too (not remembered)
+        value = np.uint64(out.address)  # numpy scalars are packed every time too (not remembered)
         kernel.launch(1, 1, value, out)
-        assert struct.unpack("=Q", out.to_bytes())[0] == 5
+        assert struct.unpack("=Q", out.to_bytes())[0] == out.address

@@ -39,7 +39,7 @@ from ._enums import (
     SymbolKind,
     c_constants,
 )
-from ._errors import OffloadError
+from ._errors import OffloadError, OffloadTypeError, OffloadValueError
 from ._flush import flush_trace
 from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)

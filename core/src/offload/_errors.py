@@ -4,10 +4,16 @@ Exception tree::
 
     Exception
      └── OffloadError            .code: ErrorCode, .details: str, .errors: tuple[OffloadError, ...]
+          ├── OffloadTypeError   also a TypeError: an argument of the wrong type (the object layer)
+          └── OffloadValueError  also a ValueError: an argument of the right type but a wrong value
 
 Every ol* function either returns normally (``OL_SUCCESS``) or raises ``OffloadError``. A joined
 error (several backends failing at shutdown, say) follows liboffload's rule: its code and details
 are those of the *last* error, and ``.errors`` holds every error in order, none dropped.
+The object layer raises the two subclasses where Python's habit is a TypeError (a wrong type) or
+a ValueError (a wrong value); ``except OffloadError`` catches them all (``offload.OffloadTypeError``
+and ``offload.OffloadValueError`` name them; they stay out of ``offload.__all__``, whose ``help()``
+the README keeps short).
 Backends raise ``OffloadError`` for failures they can name; anything else a backend raises is
 mapped at the core boundary (``MemoryError``: ``OUT_OF_RESOURCES``; ``ValueError``, ``TypeError``:
 ``INVALID_ARGUMENT``; anything else: ``UNKNOWN``) with the original exception kept as ``__cause__``.
@@ -47,6 +53,17 @@ class OffloadError(Exception):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.code, self.details, self.errors if len(self.errors) > 1 else ()))
+
+
+class OffloadTypeError(OffloadError, TypeError):
+    """An argument of the wrong type (``offload.Buffer(16, device=5)``, ``queue="q"``): an
+    ``OffloadError`` with its code (INVALID_ARGUMENT, INVALID_DEVICE, ...) that ``except TypeError``
+    also catches, as Python's own functions raise TypeError for a wrong type."""
+
+
+class OffloadValueError(OffloadError, ValueError):
+    """An argument of the right type and a wrong value (an unknown platform name, a negative device
+    index): an ``OffloadError`` that ``except ValueError`` also catches."""
 
 
 def join_errors(errors: Iterable[OffloadError]) -> OffloadError | None:

@@ -40,6 +40,10 @@ from ._elf_format import STT_COMMON, STT_FUNC, STT_OBJECT, ElfImage, ElfProblem
 __all__ = ["HostImage", "image_problem", "kernel_params_of"]
 
 _PARAMS_PREFIX = "offload_params_"  # offload_host.h: OFFLOAD_KERNEL_PARAMS
+_MARK_PREFIX = "offload_kernel_"  # offload_host.h: OFFLOAD_KERNEL's mark
+_MARK = struct.Struct("<I")
+_MARK_MAGIC = 0x4B52454B  # OFFLOAD_KERNEL_MAGIC, "KERK"
+_MARKS = (_PARAMS_PREFIX, _MARK_PREFIX)
 _PARAMS_MAGIC, _PARAMS_VERSION = 0x504B464F, 1  # "OFKP"
 _PARAMS_HEADER = struct.Struct("<IIQQ")  # magic, version, args_size, count
 _PARAM_ENTRY = struct.Struct("<QQII48s")  # offset, size, kind, element, name
@@ -250,6 +254,30 @@ def _declared_params(elf: ElfImage, kernel: str) -> tuple[KernelParam, ...] | No
     return tuple(params)
 
 
+def _marked(elf: ElfImage, kernel: str) -> bool:
+    """Whether the function ``kernel`` was written as a host kernel: ``OFFLOAD_KERNEL``'s mark (its
+    magic read from the image's bytes), or an ``OFFLOAD_KERNEL_PARAMS`` declaration, beside it."""
+    mark = elf.symbols.get(_MARK_PREFIX + kernel)
+    if mark is not None and mark.type in (STT_OBJECT, STT_COMMON) and mark.size == _MARK.size:
+        raw = elf.read(mark.value, mark.size)
+        if raw is not None and len(raw) == _MARK.size and _MARK.unpack(raw)[0] == _MARK_MAGIC:
+            return True
+    declaration = elf.symbols.get(_PARAMS_PREFIX + kernel)
+    return declaration is not None and declaration.type in (STT_OBJECT, STT_COMMON)
+
+
+def _not_a_kernel(name: str) -> OffloadError:
+    return OffloadError(
+        ErrorCode.NOT_FOUND,
+        f"'{name}' is a plain C function, not a host kernel (it has no OFFLOAD_KERNEL mark): the host device "
+        f"calls a kernel as {name}(const void *args, const offload_group_t *group) once per work-group, which "
+        f"a function of another signature cannot survive. Write it with offload_host.h as "
+        f"OFFLOAD_KERNEL({name}) {{ const struct {name}_args *a = OFFLOAD_ARGS(struct {name}_args); "
+        f"OFFLOAD_FOR_EACH_ITEM(tid) {{ ... }} }} (declaring the struct with OFFLOAD_KERNEL_PARAMS), or with "
+        f"offload_kernel.h as OFFLOAD_PORTABLE_KERNEL({name}, (float, a), (float *, x), ...) {{ ... }}",
+    )
+
+
 # --- loaded images ------------------------------------------------------------------------------
 
 
@@ -291,17 +319,23 @@ class HostImage:
             raise OffloadError(ErrorCode.NOT_FOUND, f"'{name}' is not a kernel (it is a data symbol)")
         address = self.base + symbol.value
         if address not in kernel_params_of:
+            if not _marked(self.elf, name):
+                raise _not_a_kernel(name)
             kernel_params_of[address] = _declared_params(self.elf, name)
             self.kernels.append(address)
         return address
 
     def symbol_names(self, kernels: bool) -> list[str]:
-        """The kernels (functions the image defines and exports, its ``_init`` / ``_fini`` aside) or
-        global variables (data objects, the ``OFFLOAD_KERNEL_PARAMS`` declarations aside), by name."""
+        """The kernels (functions the image defines and exports with a kernel's mark, ``_marked``)
+        or global variables (data objects, the marks and ``OFFLOAD_KERNEL_PARAMS`` declarations
+        aside), by name."""
         if kernels:
-            return sorted(n for n, s in self.elf.symbols.items() if s.type == STT_FUNC and n not in _LOADER_FUNCTIONS)
+            return sorted(
+                n for n, s in self.elf.symbols.items()
+                if s.type == STT_FUNC and n not in _LOADER_FUNCTIONS and _marked(self.elf, n)
+            )
         return sorted(
-            n for n, s in self.elf.symbols.items() if s.type in (STT_OBJECT, STT_COMMON) and not n.startswith(_PARAMS_PREFIX)
+            n for n, s in self.elf.symbols.items() if s.type in (STT_OBJECT, STT_COMMON) and not n.startswith(_MARKS)
         )
 
     def global_variable(self, name: str) -> tuple[int, int]:

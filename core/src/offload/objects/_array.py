@@ -7,17 +7,18 @@ to kernels as a pointer. ``numpy`` is imported when an Array is made (the core d
 
 from __future__ import annotations
 
+import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._enums import AllocType, ErrorCode, PlatformBackend
-from .._errors import OffloadError
+from .._errors import OffloadError, OffloadTypeError, OffloadValueError
 from . import _dlpack, _interop, _session
 from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device
 from ._buffer import Buffer, fast_copy
 from ._compiled_copy import ARRAY_COPY_FROM, copying
-from ._memory import as_dtype, as_kind, as_shape, as_size, dlpack_device
+from ._memory import as_dtype, as_kind, as_shape, as_size, dlpack_device, wrong_type
 
 if TYPE_CHECKING:
     import numpy
@@ -68,7 +69,10 @@ class Array:
         if strides is None:
             byte_strides = c_strides(dims, dt.itemsize)
         else:
-            byte_strides = tuple(int(s) for s in strides)
+            try:
+                byte_strides = tuple(operator.index(s) for s in strides)
+            except TypeError:
+                raise wrong_type("strides", "a tuple of ints (bytes)", strides) from None
             if len(byte_strides) != len(dims):
                 raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"strides {strides} do not match shape {dims}")
         low, high = byte_span(dims, byte_strides, dt.itemsize)
@@ -200,10 +204,16 @@ class Array:
         return out  # type: ignore[no-any-return]
 
     @copying(ARRAY_COPY_FROM)  # (the common case below in C, where it was built: _compiled_copy)
-    def copy_from(self, source: Any, *, queue: Queue | None = None) -> None:
+    def copy_from(self, source: Any, *, queue: Queue | None = None, casting: str = "same_kind") -> None:
         """Copy a numpy array (or anything ``numpy.asarray`` takes) or an Array of the same shape
         into this view; a strided 2-D or 3-D view of rows (``rect_layout``) on either side, as
-        ``a[1:4, 2:6]``, is copied with one pitched copy (``olMemcpyRect``), device to device too."""
+        ``a[1:4, 2:6]``, is copied with one pitched copy (``olMemcpyRect``), device to device too.
+
+        A source of another dtype is converted as ``numpy.copyto`` converts it under ``casting``
+        (``"same_kind"`` by default: float64 into float32 or int64 into int32, never a float into
+        an int, whose NaN would become INT_MIN; ``"unsafe"`` converts anything numpy can). A
+        refused conversion is an OffloadTypeError (INVALID_ARGUMENT) naming both dtypes; an Array
+        of another dtype is converted on the host (a copy through numpy, after ``queue``'s work)."""
         if (
             source.__class__ is Array and self._contiguous and source._contiguous and source._dtype is self._dtype
             and source._shape == self._shape
@@ -211,25 +221,35 @@ class Array:
         ):
             return  # the common case in one frame (see fast_copy); every other one is checked below
         np = _numpy()
+        if casting != "same_kind":
+            check_casting(casting)
+        if isinstance(source, Array) and source.dtype != self._dtype:
+            source = self._converted(np, source, casting, queue)
         strided_source = isinstance(source, Array) and not source.is_contiguous
         if not self.is_contiguous or strided_source:
-            self._copy_rows(np, source, queue)
+            self._copy_rows(np, source, queue, casting)
             return
         if isinstance(source, Array):
-            if source.shape != self._shape or source.dtype != self._dtype:
+            if source.shape != self._shape:
                 raise OffloadError(
                     ErrorCode.INVALID_ARGUMENT,
                     f"source {source.dtype}{list(source.shape)} does not match {self._dtype}{list(self._shape)}",
                 )
             self._buffer.copy_from(source, offset=self._offset, queue=queue)
             return
-        host = np.asarray(source, dtype=self._dtype, order="C")
-        if host.shape != self._shape:
-            raise OffloadError(
-                ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
-            )
+        host = host_source(np, source, self._dtype, self._shape, casting)
         if host.nbytes:
             self._buffer.copy_from(host.reshape(-1).view(np.uint8), offset=self._offset, queue=queue)
+
+    def _converted(self, np: Any, source: Array, casting: str, queue: Queue | None) -> NDArray[Any]:
+        """An Array of another dtype as a host array of this one (``casting`` checked first, so a
+        refused conversion copies nothing); ``queue``'s work is waited for."""
+        if not np.can_cast(source.dtype, self._dtype, casting):
+            raise _cast_refused(source.dtype, self._dtype, casting)
+        host = source.to_numpy(queue=queue)
+        if queue is not None:
+            queue.sync()
+        return host_source(np, host, self._dtype, self._shape, casting)
 
     def _rows(self, what: str) -> RectLayout | None:
         """This view's pitched layout (None when C-contiguous); INVALID_ARGUMENT naming ``what``
@@ -244,7 +264,7 @@ class Array:
             )
         return layout
 
-    def _copy_rows(self, np: Any, source: Any, queue: Queue | None) -> None:
+    def _copy_rows(self, np: Any, source: Any, queue: Queue | None, casting: str) -> None:
         """One pitched copy from ``source`` (numpy, or an Array of this shape and dtype) where one
         side or both are strided views of rows."""
         dst_layout = self._rows("copy_from")
@@ -254,13 +274,10 @@ class Array:
                     ErrorCode.INVALID_ARGUMENT,
                     f"source {source.dtype}{list(source.shape)} must be C-contiguous and match {self._dtype}{list(self._shape)}",
                 )
-            src_layout, src, src_device, keep = source._rows("the source"), source.address, source.device, source
+            src_layout, src, src_device = source._rows("the source"), source.address, source.device
+            keep: Any = source
         else:
-            host = np.ascontiguousarray(source, dtype=self._dtype)
-            if host.shape != self._shape:
-                raise OffloadError(
-                    ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {self._shape}"
-                )
+            host = host_source(np, source, self._dtype, self._shape, casting)
             src_layout, src, src_device, keep = None, host.ctypes.data, host_device(), host
         layout = dst_layout or src_layout
         assert layout is not None  # (one side is strided)
@@ -367,6 +384,49 @@ class Array:
         )
         _session.pin(buffer._ctx)
         return capsule
+
+
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")  # numpy's casting rules
+
+
+def check_casting(casting: Any) -> None:
+    """INVALID_ARGUMENT for anything but one of numpy's casting rule names."""
+    if not isinstance(casting, str):
+        raise OffloadTypeError(ErrorCode.INVALID_ARGUMENT, f"casting must be one of {_CASTINGS}, got {casting!r}")
+    if casting not in _CASTINGS:
+        raise OffloadValueError(ErrorCode.INVALID_ARGUMENT, f"casting must be one of {_CASTINGS}, got {casting!r}")
+
+
+def _cast_refused(source: Any, target: Any, casting: str) -> OffloadTypeError:
+    return OffloadTypeError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"copy_from: cannot convert {source} to {target} under casting={casting!r} (numpy's rule); "
+        "pass casting='unsafe' to convert anyway",
+    )
+
+
+def host_source(np: Any, source: Any, dtype: Any, shape: tuple[int, ...], casting: str) -> NDArray[Any]:
+    """``source`` as a C-contiguous host array of ``dtype`` and ``shape``: converted as
+    ``numpy.copyto(out, source, casting=casting)`` converts it (a Python scalar by its value, as
+    numpy does); INVALID_ARGUMENT naming the shapes, or the dtypes numpy refuses to convert."""
+    try:
+        host = np.asarray(source, order="C")
+    except (TypeError, ValueError) as error:
+        raise OffloadTypeError(
+            ErrorCode.INVALID_ARGUMENT, f"copy_from: a {type(source).__name__} is not an array numpy can read: {error}"
+        ) from None
+    if host.shape != shape:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {shape}")
+    if host.dtype == dtype:
+        return host  # type: ignore[no-any-return]
+    out = np.empty(shape, dtype)
+    try:
+        np.copyto(out, source if type(source) in (int, float, complex, bool) else host, casting=casting)
+    except TypeError:
+        raise _cast_refused(host.dtype, dtype, casting) from None
+    except ValueError as error:  # a value numpy cannot convert (a string that is not a number)
+        raise OffloadValueError(ErrorCode.INVALID_ARGUMENT, f"copy_from: {error}") from None
+    return out  # type: ignore[no-any-return]
 
 
 def _export(host: Any, versioned: bool, copied: bool) -> Any:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._flat_api import Context as ContextHandle
 from .._flat_api import olMemFill, olMemFree, olMemPrefetch, olMemcpy
 from .._enums import AllocType, ErrorCode, MemMigrationFlag
-from .._errors import OffloadError
+from .._errors import OffloadError, OffloadValueError
 from .._sessions import session_cell
 from . import _dlpack, _session
 from ._compiled_copy import BUFFER_COPY_FROM, BUFFER_COPY_TO, copying
@@ -17,7 +17,7 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 from ._makers import MAKERS
-from ._memory import allocate, as_kind, as_size, dlpack_device
+from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, wrong_type
 
 if TYPE_CHECKING:
     from .._sessions import Session
@@ -120,7 +120,14 @@ class Buffer:
         parameters not declared ``const``); memory of a ``session`` goes stale with it.
         """
         self = object.__new__(cls)
-        self._address = operator.index(address)
+        try:
+            if address.__class__ is bool:
+                raise TypeError
+            self._address = operator.index(address)
+        except TypeError:
+            raise wrong_type("address", "an int", address) from None
+        if not 0 <= self._address < 1 << 64:
+            raise OffloadValueError(ErrorCode.INVALID_ARGUMENT, f"address {self._address} is not a 64-bit address")
         self._size = as_size(size, "size")
         self._device = as_device(device)
         self._kind = as_kind(kind)
@@ -291,6 +298,7 @@ class Buffer:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"
             ) from None
+        check_queue(queue)
         address = self.writable_address("fill")
         if queue is None and self._finalizer is None and not self._device.is_host:
             # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
@@ -305,6 +313,8 @@ class Buffer:
     def prefetch(self, queue: Queue, *, to_host: bool = False) -> None:
         """Hint that the memory moves to the queue's device (or, ``to_host``, to the host) in
         queue order (``olMemPrefetch``; a device without prefetch ignores it)."""
+        if not isinstance(queue, MAKERS.queue):
+            raise wrong_type("queue", "an offload.objects.Queue", queue, ErrorCode.INVALID_QUEUE)
         flags = MemMigrationFlag.DEVICE_TO_HOST if to_host else MemMigrationFlag.HOST_TO_DEVICE
         olMemPrefetch(queue._handle, [self.address], [self._size], flags)
         queue._hold(self)
@@ -354,10 +364,13 @@ def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes
         return False
     if queue is None:
         olMemcpy(None, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
-    else:
-        olMemcpy(queue._handle, dst._address + dst_offset, dst._device._handle, src._address + src_offset,
-                 src._device._handle, nbytes)
-        queue._inflight.append((src, dst))
+        return True
+    try:
+        handle, inflight = queue._handle, queue._inflight
+    except AttributeError:  # not a Queue: the general path names it (memcpy)
+        return False
+    olMemcpy(handle, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
+    inflight.append((src, dst))
     return True
 
 
@@ -395,6 +408,7 @@ def memcpy(
     queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, nbytes: int, keep: Any
 ) -> None:
     """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
+    check_queue(queue)
     if not nbytes:
         return
     if queue is None:

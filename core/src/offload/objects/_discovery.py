@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
@@ -12,7 +13,7 @@ from .._flat_api import Device as DeviceHandle
 from .._flat_api import Platform as PlatformHandle
 from .._flat_api import olGetDeviceInfo, olGetPlatformInfo
 from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
-from .._errors import OffloadError
+from .._errors import OffloadError, OffloadTypeError, OffloadValueError
 from .._sessions import current_session
 from .._types import Dimensions
 from . import _session
@@ -271,18 +272,46 @@ def as_device(device: Device | DeviceHandle | str | None) -> Device:
         return _device(device)
     if isinstance(device, str):
         return _by_id(device)
-    raise OffloadError(ErrorCode.INVALID_DEVICE, f"device must be an offload Device or 'platform:index', got {device!r}")
+    raise OffloadTypeError(
+        ErrorCode.INVALID_DEVICE, f"device must be an offload Device or 'platform:index', got {type(device).__name__} {device!r}"
+    )
 
 
 def _by_id(text: str) -> Device:
-    name, _, index = text.partition(":")
-    found = devices(name)
-    try:
-        return found[int(index or 0)]
-    except (ValueError, IndexError):
-        raise OffloadError(
+    """The device ``"platform[:index]"`` (INVALID_DEVICE naming the platforms, or the index, that is wrong)."""
+    name, colon, index = text.partition(":")
+    ctx = _session.acquire()
+    platform = _platform_named(ctx, name, f"no device {text!r}: ", ErrorCode.INVALID_DEVICE)
+    if colon and not (index.isascii() and index.isdigit()):
+        raise OffloadValueError(
+            ErrorCode.INVALID_DEVICE, f"no device {text!r}: the index must be a non-negative integer, got {index!r}"
+        )
+    found = [d for d in ctx.devices if d.platform is platform]
+    position = int(index or 0)
+    if position >= len(found):
+        raise OffloadValueError(
             ErrorCode.INVALID_DEVICE, f"no device {text!r} (platform {name!r} has {len(found)} devices)"
-        ) from None
+        )
+    return _device(found[position])
+
+
+def _platform_named(ctx: Any, name: str, prefix: str = "", code: ErrorCode = ErrorCode.INVALID_ARGUMENT) -> Any:
+    """The platform handle called ``name``: the exact name, else the one name equal ignoring case
+    (``"HOST"`` is ``"host"``, as the ``backend=`` names are); ``code`` naming the platforms there
+    are otherwise (after ``prefix``)."""
+    handles = list(ctx.platforms)
+    for handle in handles:
+        if handle.name == name:
+            return handle
+    folded = [h for h in handles if h.name.casefold() == name.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    there = ", ".join(repr(h.name) for h in handles) or "none"
+    raise OffloadValueError(
+        code,
+        f"{prefix}no platform {name!r}: the platforms are {there} (`offload backends` says which backends are "
+        "installed and why one did not load)",
+    )
 
 
 def platforms() -> list[Platform]:
@@ -292,20 +321,40 @@ def platforms() -> list[Platform]:
 
 
 def devices(platform: str | Platform | None = None, backend: PlatformBackend | str | None = None) -> list[Device]:
-    """Every device, or those of one platform (by name or object) or backend (``PlatformBackend`` or name)."""
+    """Every device, or those of one platform (by object, or by name: ``"host"``, ``"cuda"``; a name
+    that differs only in case is the same platform) or backend (``PlatformBackend`` or its name, in
+    any case). A platform name that no loaded platform has is INVALID_ARGUMENT naming the
+    platforms there are; a platform with no devices gives ``[]``."""
     ctx = _session.acquire()
     chosen = list(ctx.devices)
     if platform is not None:
-        name = platform.name if isinstance(platform, Platform) else platform
-        if not isinstance(name, str):
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"platform must be a name or Platform, got {platform!r}")
-        chosen = [d for d in chosen if d.platform.name == name]
+        if isinstance(platform, Platform):
+            handle = platform.handle
+        elif isinstance(platform, str):
+            handle = _platform_named(ctx, platform)
+        else:
+            raise OffloadTypeError(
+                ErrorCode.INVALID_ARGUMENT, f"platform must be a name or Platform, got {type(platform).__name__} {platform!r}"
+            )
+        chosen = [d for d in chosen if d.platform is handle]
     if backend is not None:
         if isinstance(backend, str):
             try:
                 backend = PlatformBackend[backend.upper()]
             except KeyError:
-                raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"unknown backend {backend!r}") from None
+                names = ", ".join(b.name.lower() for b in PlatformBackend)
+                raise OffloadValueError(
+                    ErrorCode.INVALID_ENUMERATION, f"unknown backend {backend!r} (one of {names})"
+                ) from None
+        elif not isinstance(backend, PlatformBackend):
+            try:
+                backend = PlatformBackend(operator.index(backend))
+            except TypeError:
+                raise OffloadTypeError(
+                    ErrorCode.INVALID_ENUMERATION, f"backend must be a PlatformBackend or its name, got {backend!r}"
+                ) from None
+            except ValueError:
+                raise OffloadValueError(ErrorCode.INVALID_ENUMERATION, f"unknown backend {backend!r}") from None
         chosen = [d for d in chosen if d.platform.kind == backend]
     return [_device(d) for d in chosen]
 

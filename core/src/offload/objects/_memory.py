@@ -7,19 +7,23 @@ import operator
 from typing import Any
 
 from .._enums import AllocType, ErrorCode, PlatformBackend
-from .._errors import OffloadError
+from .._errors import OffloadError, OffloadTypeError
 from .._flat_api import Context as ContextHandle
 from .._flat_api import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost
 from . import _dlpack
 from ._discovery import Device
+from ._makers import MAKERS
 
 
 def as_size(value: Any, what: str) -> int:
-    """``operator.index(value)`` as a non-negative size, INVALID_SIZE naming ``what`` otherwise."""
+    """``operator.index(value)`` as a non-negative size, INVALID_SIZE naming ``what`` otherwise (a
+    bool is no size: ``offset=True`` is a mistake, not 1)."""
     try:
+        if value.__class__ is bool:
+            raise TypeError
         size = operator.index(value)
     except TypeError:
-        raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be an integer, got {type(value).__name__}") from None
+        raise OffloadTypeError(ErrorCode.INVALID_SIZE, f"{what} must be an integer, got {type(value).__name__}") from None
     if size < 0:
         raise OffloadError(ErrorCode.INVALID_SIZE, f"{what} must be non-negative, got {size}")
     return size
@@ -50,6 +54,19 @@ def host_readable(device: Device, kind: AllocType) -> bool:
     (what numpy views through DLPack), which DLPack's device types narrow: AMDGPU's and OpenCL's
     MANAGED memory has no host-readable DLPack type."""
     return kind is not AllocType.DEVICE or device.handle.platform.kind is PlatformBackend.HOST
+
+
+def check_queue(queue: Any) -> None:
+    """INVALID_QUEUE (an OffloadTypeError) unless ``queue`` is None or an ``offload.objects.Queue``."""
+    if queue is not None and not isinstance(queue, MAKERS.queue):
+        raise wrong_type("queue", "an offload.objects.Queue or None", queue, ErrorCode.INVALID_QUEUE)
+
+
+def wrong_type(what: str, expected: str, value: Any, code: ErrorCode = ErrorCode.INVALID_ARGUMENT) -> OffloadTypeError:
+    """The error for an argument ``what`` of the wrong type, naming ``expected`` and what it got."""
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return OffloadTypeError(code, f"{what} must be {expected}, got {type(value).__name__} {shown}")
 
 
 def dlpack_device(device: Device, kind: AllocType) -> tuple[int, int]:

@@ -6,7 +6,11 @@ parameter. Every mismatch (count, type, range, size) is an ``OffloadError`` nami
 the parameter; nothing reaches the device. Declared signatures are laid out by ``_signature``.
 
 Where a pointer's element type is known (``Pointee``), an Array of another dtype is refused, and
-read-only memory is passed only to a pointer to ``const``.
+read-only memory is passed only to a pointer to ``const``. A plain integer for a pointer is taken
+only as 0 (NULL) or an address the kernel's device can reach (``olMemIsAccessible``: its
+allocations, a program's globals, registered or imported memory, and on the host any mapped
+memory), so a size or count passed in a pointer's place is an error, not a wild pointer in the
+kernel; Buffers, Arrays and ``__offload_ptr__`` objects say themselves that they are pointers.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 from .._enums import ErrorCode
 from .._errors import OffloadError
-from .._flat_api import olLaunchKernel
+from .._flat_api import olLaunchKernel, olMemIsAccessible
 from .._sessions import session_cell
 from .._types import KernelParam
 from ._array import Array
@@ -55,11 +59,38 @@ def _label(kernel: str, index: int, param: KernelParam) -> str:
     return f"kernel {kernel!r} parameter {name} ({param.kind}{param.size * 8 if param.kind != 'bytes' else ''})"
 
 
-def _pointer_converter(label: str, pointee: Pointee | None = None) -> Callable[[Any], int]:
+def _address_checker(label: str, device: Any) -> Callable[[int], int]:
+    """``check(address)``: a plain integer passed for a pointer, returned when it is 0 (NULL) or an
+    address ``device`` can reach (``olMemIsAccessible``), else INVALID_ARGUMENT naming the parameter
+    (with no device, as for a layout packed without a kernel, every address passes)."""
+
+    def check(address: int) -> int:
+        if not 0 <= address < 1 << 64:
+            raise _fail(f"{label}: {_short(address)} is out of range")
+        if address == 0 or device is None:
+            return address
+        try:
+            reachable = olMemIsAccessible(device, address, 1)
+        except OffloadError:
+            reachable = False
+        if not reachable:
+            raise _fail(
+                f"{label}: got the integer {_short(address)}, which is not an address of memory the device can "
+                "reach (an allocation, a program's global, registered or imported memory); pass a Buffer or Array "
+                "(Buffer.wrap(address, size, device, kind) for memory another library owns), or None for NULL"
+            )
+        return address
+
+    return check
+
+
+def _pointer_converter(label: str, pointee: Pointee | None = None, device: Any = None) -> Callable[[Any], int]:
     """Buffers and Arrays of the live session (their dtype checked against a known element type,
-    read-only memory only for a pointer to const), ``__offload_ptr__`` objects, int addresses, None."""
+    read-only memory only for a pointer to const), ``__offload_ptr__`` objects, None, and integers
+    that are addresses ``device`` can reach (``_address_checker``)."""
     element = None if pointee is None or pointee.element is None else _element_dtype(pointee.element)
     const = pointee is not None and pointee.const
+    checked = _address_checker(label, device)
 
     def convert(value: Any) -> int:
         cls = value.__class__
@@ -74,7 +105,7 @@ def _pointer_converter(label: str, pointee: Pointee | None = None) -> Callable[[
             except OffloadError as error:  # closed, or of an ended session
                 raise _fail(f"{label}: {error.details}") from None
         if cls is int:
-            return value  # type: ignore[no-any-return]
+            return checked(value)
         if value is None:
             return 0
         ptr = getattr(value, "__offload_ptr__", None)
@@ -89,9 +120,10 @@ def _pointer_converter(label: str, pointee: Pointee | None = None) -> Callable[[
                 "(offload.to_device copies a numpy array to a device)"
             )
         try:
-            return operator.index(value)
+            address = operator.index(value)
         except TypeError:
             raise _fail(f"{label}: expects a Buffer, Array or int address, got {cls.__name__}") from None
+        return checked(address)
 
     return convert
 
@@ -170,12 +202,14 @@ def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
     return convert
 
 
-def _remembered(params: Sequence[KernelParam], names: Sequence[str], *, int_pointers: bool, float_zero: bool) -> str:
+def _remembered(params: Sequence[KernelParam], names: Sequence[str], *, float_zero: bool) -> str:
     """Generated source: whether a call's arguments (``names``) may be remembered, each of a
-    class whose value cannot change unseen: Buffers and Arrays for pointers (and int addresses
-    with ``int_pointers``), ints and floats for floats (a float 0.0 only with ``float_zero``: a
-    remembered call compared by ``==`` would take -0.0 for it), ints for integers."""
-    pointer = "({a}.__class__ is _Buffer or {a}.__class__ is _Array" + (" or {a}.__class__ is int)" if int_pointers else ")")
+    class whose value cannot change unseen: Buffers and Arrays for pointers (never an int address:
+    it is checked against the device's memory at every launch, and memory freed through the flat
+    API leaves no trace a remembered call could see), ints and floats for floats (a float 0.0 only
+    with ``float_zero``: a remembered call compared by ``==`` would take -0.0 for it), ints for
+    integers."""
+    pointer = "({a}.__class__ is _Buffer or {a}.__class__ is _Array)"
     floating = "({a}.__class__ is float" + ("" if float_zero else " and {a} != 0.0") + " or {a}.__class__ is int)"
     tests = {"pointer": pointer, "float": floating}
     return " and ".join(tests.get(p.kind, "{a}.__class__ is int").format(a=a) for p, a in zip(params, names))
@@ -188,7 +222,11 @@ class Packer:
         "kernel", "params", "pointees", "size", "fast_pack", "_struct", "_converters", "_codes", "_labels", "_elements"
     )
 
-    def __init__(self, kernel: str, params: Sequence[KernelParam], pointees: Sequence[Pointee | None] = ()) -> None:
+    def __init__(
+        self, kernel: str, params: Sequence[KernelParam], pointees: Sequence[Pointee | None] = (), device: Any = None
+    ) -> None:
+        """``device``: the flat handle of the kernel's device, against whose memory an integer
+        passed for a pointer is checked (None: not checked)."""
         self.kernel = kernel
         self.params = tuple(params)
         self.pointees = tuple(pointees) + (None,) * (len(self.params) - len(pointees))
@@ -210,7 +248,7 @@ class Packer:
                 element = pointee.element if pointee is not None and param.kind == "pointer" else None
                 elements.append(None if element is None else _element_dtype(element))
                 if param.kind == "pointer":
-                    converters.append(_pointer_converter(label, pointee))
+                    converters.append(_pointer_converter(label, pointee, device))
                 elif param.kind == "float":
                     converters.append(_float_converter(label))
                 else:
@@ -316,13 +354,13 @@ class Packer:
         Array and every scalar an ``int`` or non-zero ``float`` (0.0 == -0.0 packs apart); else by
         itself, reusing the last argument buffer when called with the very same objects.
 
-        A call is remembered here only when every argument is a Python ``int`` or ``float``
-        (immutable) or a ``Buffer`` or ``Array`` (whose address changes only by ``close()``, which
-        bumps ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never
+        A call is remembered here only when every scalar is a Python ``int`` or ``float``
+        (immutable) and every pointer a ``Buffer`` or ``Array`` (whose address changes only by
+        ``close()``, which bumps ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never
         mix two calls); the kernel keeps its last arguments alive until its next different call.
         """
         if self.memo_positions() is not None:
-            inline = _remembered(self.params, names, int_pointers=False, float_zero=False)
+            inline = _remembered(self.params, names, float_zero=False)
             return (
                 "def launcher(queue, args, sizes):\n"
                 f"{unpack}"
@@ -334,7 +372,7 @@ class Packer:
         namespace["_closes"] = CLOSES
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))
-        plain = _remembered(self.params, names, int_pointers=True, float_zero=True)
+        plain = _remembered(self.params, names, float_zero=True)
         return (
             "def launcher(queue, args, sizes):\n"
             f"{unpack}"

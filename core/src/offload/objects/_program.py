@@ -28,6 +28,7 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._buffer import CLOSES, Buffer
 from ._compiled_memo import relaunching
+from ._memory import check_queue, wrong_type
 from ._packing import Packer
 from ._signature import Pointee, declared_signature
 from ._params import kernel_params
@@ -113,6 +114,10 @@ class Program(_session.HandleOwner[ProgramHandle]):
         A declared signature that disagrees with the reported layout is an INVALID_ARGUMENT naming
         the first differing parameter.
         """
+        if not (signature is None or isinstance(signature, str | Sequence)):
+            raise wrong_type(
+                f"kernel {name!r} signature", "C parameter declarations (a str) or a sequence of parameters", signature
+            )
         key: tuple[str, Any] = (name, signature if signature is None or isinstance(signature, str) else tuple(signature))
         try:
             found = self._kernels.get(key)
@@ -220,7 +225,7 @@ class Kernel:
             params = _merge(name, reported, declared)
         if reported is not None:  # element types the backend knows (its metadata, a host header)
             pointees = _reported_pointees(name, reported, pointees)
-        self._packer = None if params is None else Packer(name, params, pointees)
+        self._packer = None if params is None else Packer(name, params, pointees, self._device_handle)
         packer = self._packer if self._packer is not None else Packer(name, ())
         self._launcher = packer.compile_launcher(self._device_handle, self._handle)
         self._memo: tuple[Any, ...] = NO_MEMO
@@ -251,8 +256,9 @@ class Kernel:
             if args:
                 raise OffloadError(
                     ErrorCode.INVALID_ARGUMENT,
-                    f"kernel {self.name!r}: its backend does not report its parameters; declare them with "
-                    f"program.kernel({self.name!r}, signature=...)",
+                    f"kernel {self.name!r}: its backend does not report its parameters; declare them as the "
+                    f"kernel's argument struct lays them out, with program.kernel({self.name!r}, signature=...) "
+                    "(C declarations, 'float a, const float *x, uint64_t n')",
                 )
             return None
         try:
@@ -285,6 +291,7 @@ class Kernel:
     ) -> None:
         """Launch and wait (no ``queue``), or enqueue on ``queue``."""
         if queue is not None:
+            check_queue(queue)
             queue.launch(self, grid, block, *args, shared_memory=shared_memory)
             return
         m = self._memo  # the last launch (see _memo)

@@ -33,6 +33,7 @@ from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
 from ._compiled_copy import QUEUE_COPY, copying
 from ._compiled_copy import configure as configure_copies
 from ._compiled_memo import configure, relaunching
+from ._memory import wrong_type
 from ._program import Kernel, same_call
 
 if TYPE_CHECKING:
@@ -101,7 +102,10 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
     @relaunching(queued=True)  # (the remembered launch below in C, where it was built: _compiled_memo)
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
-        m = kernel._memo  # the kernel's last launch (Kernel._memo): reused for the same objects
+        try:
+            m = kernel._memo  # the kernel's last launch (Kernel._memo): reused for the same objects
+        except AttributeError:
+            raise wrong_type("kernel", "an offload.Kernel (program.kernel(name))", kernel) from None
         if same_call(m, args, grid, block, shared_memory):
             olLaunchKernel(self._handle, m[5], m[6], m[7], m[8])
             self._inflight.append(m)  # holds the arguments and the kernel (its program) until a sync
@@ -126,6 +130,8 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
 
     def fill(self, buffer: Any, pattern: Any) -> None:
         """Enqueue a fill of a Buffer with the repeated bytes of ``pattern``."""
+        if not isinstance(buffer, Buffer):
+            raise wrong_type("buffer", "an offload.Buffer", buffer)
         buffer.fill(pattern, queue=self)
 
     def host_function(self, function: Callable[..., object], *args: Any) -> None:
@@ -138,6 +144,9 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
 
     def wait(self, *events: Event) -> None:
         """Make later work on this queue wait for ``events`` (of any queue, any device)."""
+        for event in events:
+            if not isinstance(event, Event):
+                raise wrong_type("each event", "an offload.objects.Event (queue.record())", event, ErrorCode.INVALID_EVENT)
         olWaitEvents(self._handle, [e.handle for e in events])
         self._inflight.append(events)
 
@@ -209,6 +218,8 @@ class Event(_session.HandleOwner[EventHandle]):
 
     def elapsed_time(self, end: Event) -> float:
         """Milliseconds from this event to ``end`` (both complete, same device)."""
+        if not isinstance(end, Event):
+            raise wrong_type("end", "an offload.objects.Event (queue.record())", end, ErrorCode.INVALID_EVENT)
         return olGetEventElapsedTime(self._handle, end.handle)
 
     def close(self) -> None:

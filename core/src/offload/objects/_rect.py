@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._flat_api import olMemcpyRect
 from .._types import Rect
 from ._discovery import Device
+from ._memory import check_queue
 
 if TYPE_CHECKING:
     from ._queue import Queue
@@ -63,6 +64,7 @@ def copy_rect(
     src: int, src_device: Device, src_layout: RectLayout, keep: Any,
 ) -> None:
     """One ``olMemcpyRect`` of the (shared) extent; with a queue, ``keep`` stays alive until it is synchronised."""
+    check_queue(queue)
     extent, dst_row, dst_slab = dst_layout
     _, src_row, src_slab = src_layout
     olMemcpyRect(

@@ -1,7 +1,8 @@
 /* offload_host.h - the launch ABI of host (CPU) kernels for the offload-host backend.
  *
  * A host program is an ELF shared object built for this machine. Every kernel is an
- * exported C function of one signature:
+ * exported C function of one signature, written with OFFLOAD_KERNEL (which marks it as a kernel:
+ * a plain C function is not found as one):
  *
  *     void name(const void *args, const offload_group_t *group);
  *
@@ -67,12 +68,20 @@ typedef void (*offload_kernel_fn)(const void *args, const offload_group_t *group
 
 #define OFFLOAD_EXPORT __attribute__((visibility("default"), used))
 
+/* OFFLOAD_KERNEL(name) { body } defines a kernel, and beside it its mark: the exported read-only
+ * object offload_kernel_<name> (OFFLOAD_KERNEL_MAGIC). The backend finds a kernel only where the
+ * mark (or an OFFLOAD_KERNEL_PARAMS declaration) is, so a plain C function of another signature is
+ * refused by name at olGetSymbol instead of being called with this one. Write it once per kernel
+ * (it is a definition, not a prototype). */
+#define OFFLOAD_KERNEL_MAGIC 0x4B52454Bu /* "KERK" */
 #ifdef __cplusplus
 #define OFFLOAD_KERNEL(name)                                                             \
+  extern "C" OFFLOAD_EXPORT const uint32_t offload_kernel_##name = OFFLOAD_KERNEL_MAGIC; \
   extern "C" OFFLOAD_EXPORT void name(const void *offload_args_,                        \
                                       const offload_group_t *offload_group_)
 #else
 #define OFFLOAD_KERNEL(name)                                                             \
+  OFFLOAD_EXPORT const uint32_t offload_kernel_##name = OFFLOAD_KERNEL_MAGIC;            \
   OFFLOAD_EXPORT void name(const void *offload_args_, const offload_group_t *offload_group_)
 #endif
 

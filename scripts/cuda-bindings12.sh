@@ -19,12 +19,12 @@ if ! [ -f backends/cuda/pyproject.toml ]; then
 fi
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 if ! { scripts/venv.sh .venv-cu12 ./core ./backends/host . \
-       && scripts/venv.sh .venv-cu12 "./backends/cuda[cu12]" "cuda-bindings==$bindings" -r tests/requirements.txt; } >"$log" 2>&1 \
+       && scripts/venv.sh .venv-cu12 "./backends/cuda[cu12]" ./testing "cuda-bindings==$bindings" -r tests/requirements.txt; } >"$log" 2>&1 \
    || ! have=$(.venv-cu12/bin/python -c 'import cuda.bindings, offload_cuda; print(cuda.bindings.__version__)' 2>>"$log") \
    || [ "$have" != "$bindings" ]; then
   cat "$log" >&2
   say "SKIPPED the CUDA tests under cuda-bindings 12: cuda-bindings==$bindings with offload-cuda[cu12] could not be installed into .venv-cu12 (found: ${have:-none}; $( (grep '^ERROR' "$log" || grep -v WARNING "$log") | tail -1))"
-  rm -f ".venv-cu12/.offload-stamp-$(printf '%s\0' "./backends/cuda[cu12]" "cuda-bindings==$bindings" -r tests/requirements.txt | cksum | cut -d' ' -f1)"
+  rm -f ".venv-cu12/.offload-stamp-$(printf '%s\0' "./backends/cuda[cu12]" ./testing "cuda-bindings==$bindings" -r tests/requirements.txt | cksum | cut -d' ' -f1)"
   exit 0
 fi
 cat "$log" >&2

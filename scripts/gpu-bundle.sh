@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares what the real-GPU run needs on an air-gapped node (scripts/gpu_bundle.py does the work):
-# offload-core, offload-host and offload-cuda as wheels built with the node's CPython (3.12 unless
+# offload-core, offload-host, offload-cuda and offload-testing as wheels built with the node's CPython (3.12 unless
 # --python says otherwise; their C extensions compiled in) and the third-party wheels the node
 # lacks (structlog; more with --with NAME), into one git-ignored folder, .gpu-bundle by default, with
 # BUNDLE.md listing it. Needs PyPI here; the node needs nothing but this checkout and that folder.

@@ -13,7 +13,7 @@ the node lacks (``NODE_LACKS``, plus ``--with``) for that Python, into one folde
 ``install`` (the node, with no index; ``scripts/real_gpu.py --offline`` runs it as its first
 step) makes a virtual environment that sees the node's own packages (``--system-site-packages``,
 and the packages of the interpreter running it where that is itself a virtual environment, as the
-node's ``python3`` is) and installs offload-core, offload-host and offload-cuda from the bundle
+node's ``python3`` is) and installs offload-core, offload-host, offload-cuda and offload-testing from the bundle
 with ``pip --no-index``: the prebuilt wheels where they fit the interpreter, else built from the
 checkout (``--no-build-isolation``: the node's setuptools). It then names every module the run
 needs that cannot be imported, and whether the compiled path was built.
@@ -36,12 +36,13 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DISTRIBUTIONS = {"offload-core": "core", "offload-host": "backends/host", "offload-cuda": "backends/cuda"}
+DISTRIBUTIONS = {"offload-core": "core", "offload-host": "backends/host", "offload-cuda": "backends/cuda",
+                 "offload-testing": "testing"}  # the conformance kit
 #: What the H200 nodes' image lacks of the run's needs (it has cuda-bindings 13, cuda-core, numpy,
 #: pytest, pluggy, hypothesis, setuptools and nvidia-cuda-nvrtc: .library/device KINDS.md).
 NODE_LACKS = ("structlog",)
 #: Modules the run imports, and the distribution that provides each (named when one is missing).
-RUN_NEEDS = {"pluggy": "pluggy", "structlog": "structlog", "cuda.bindings.driver": "cuda-bindings",
+RUN_NEEDS = {"offload_testing.suite": "offload-testing", "pluggy": "pluggy", "structlog": "structlog", "cuda.bindings.driver": "cuda-bindings",
              "pytest": "pytest", "hypothesis": "hypothesis", "numpy": "numpy"}  # fmt: skip
 #: The extensions whose absence means the run measures the pure-Python path only.
 COMPILED = ("offload._fastpath", "offload.objects._launch_memo", "offload.objects._copier", "offload_host._native",

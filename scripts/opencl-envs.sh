@@ -57,7 +57,7 @@ dpkg-query -W -f='${Status}' pocl-opencl-icd 2>/dev/null | grep -q 'ok installed
 system=""
 [ -f /etc/OpenCL/vendors/pocl.icd ] || system="Debian's pocl-opencl-icd could not be installed (apt-get as root)"
 system_env() {  # .venv-pocl-system: the checkout's offload, pyopencl without its PoCL
-  scripts/venv.sh .venv-pocl-system ./core ./backends/host . -r tests/requirements.txt "pyopencl" ./backends/opencl >&2 || return 1
+  scripts/venv.sh .venv-pocl-system ./core ./backends/host ./testing . -r tests/requirements.txt "pyopencl" ./backends/opencl >&2 || return 1
   .venv-pocl-system/bin/python -m pip uninstall --quiet -y pocl-binary-distribution >/dev/null 2>&1 || true
 }
 
@@ -85,7 +85,7 @@ else
   unavailable "PoCL cannot compile OpenCL C for this CPU ($cpu) and no other PoCL could be installed ($other)"
 fi
 # the wheel's PoCL as pip installs it still runs what needs no compiler, in its own venv
-if scripts/venv.sh .venv-pocl-wheel ./core ./backends/host . -r tests/requirements.txt "pyopencl[pocl]" ./backends/opencl >&2; then
+if scripts/venv.sh .venv-pocl-wheel ./core ./backends/host ./testing . -r tests/requirements.txt "pyopencl[pocl]" ./backends/opencl >&2; then
   opencl_tests .venv-pocl-wheel "pyopencl's wheel PoCL (.venv-pocl-wheel; the compiling cases skip)" OCL_ICD_VENDORS="$novendors"
 else
   say "SKIPPED tests/opencl on pyopencl's wheel PoCL: .venv-pocl-wheel could not be prepared (above)"

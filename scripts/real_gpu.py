@@ -251,7 +251,7 @@ def cuda_steps(machine: Machine, pytest_args: list[str], plan: Plan) -> list[Ste
                           [sys.executable, "scripts/gpu_bundle.py", "install", "--bundle", str(plan.bundle), "--venv", str(plan.venv)],
                           timeout=300, note="pip --no-index: the bundle's wheels and the node's own packages"))  # fmt: skip
     else:
-        venv = ["scripts/venv.sh", str(plan.venv), "./core", "./backends/host", "./backends/cuda", ".", "-r", "tests/requirements.txt"]
+        venv = ["scripts/venv.sh", str(plan.venv), "./core", "./backends/host", "./backends/cuda", "./testing", ".", "-r", "tests/requirements.txt"]
         steps += [
             Step("prepare .venv", venv),
             Step("install cuda-core==1.2.2", [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "cuda-core==1.2.2"],
@@ -282,7 +282,7 @@ def cuda_steps(machine: Machine, pytest_args: list[str], plan: Plan) -> list[Ste
 
 def amdgpu_steps(machine: Machine, pytest_args: list[str], plan: Plan) -> list[Step]:
     py = plan.python
-    venv = ["scripts/venv.sh", str(plan.venv), "./core", "./backends/host", "./backends/amdgpu", ".", "-r", "tests/requirements.txt"]
+    venv = ["scripts/venv.sh", str(plan.venv), "./core", "./backends/host", "./backends/amdgpu", "./testing", ".", "-r", "tests/requirements.txt"]
     programs = BUILD / f"amdgpu-real-{machine.arch}"
     build = (
         "import sys; sys.path.insert(0, 'tests/simulators/hip'); import hipsim; from pathlib import Path; "

@@ -143,7 +143,9 @@ def test_the_control_a_trusted_planted_file_is_served(run_python: Any, tmp_path:
 def _xdg_env(tmp_path: pathlib.Path, xdg: str) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return {"HOME": str(home), "XDG_CACHE_HOME": xdg}
+    # the host backend alone: other drivers follow XDG_CACHE_HOME too (PoCL writes its kernel cache
+    # there, a relative one into the working directory), which this test is not about
+    return {"HOME": str(home), "XDG_CACHE_HOME": xdg, "OFFLOAD_BACKENDS": "host"}
 
 
 def test_the_cache_follows_xdg_cache_home(run_python: Any, tmp_path: pathlib.Path) -> None:

@@ -10,8 +10,8 @@
  * dynamic local memory size beyond the device's limit, a grid whose global ids do not fit 32
  * bits (both errors of the hook), a synchronous launch of several groups on the main thread
  * (the hook's launch sees Ctrl-C between its claims of groups; one group has nothing to
- * cancel), out of memory, and every submission q_push would wait for, start a worker for or
- * refuse. No entry point takes the GIL.
+ * cancel), out of memory, a faulted device, and every submission q_push would wait for, start a
+ * worker for or refuse. No entry point takes the GIL.
  */
 #include "_native.h"
 
@@ -33,7 +33,8 @@ static offload_native_result launch_kernel(offload_native_word device, offload_n
   pool_t *pool = (pool_t *)device;
   offload_dim3_t ng, gs;
   uint64_t total;
-  if (dims->dyn_shared_memory > pool_local_limit(pool) || !grid(dims, &ng, &gs, &total)) return OFFLOAD_NATIVE_DEFER;
+  if (dims->dyn_shared_memory > pool_local_limit(pool) || !grid(dims, &ng, &gs, &total) || pool_faulted(pool))
+    return OFFLOAD_NATIVE_DEFER;
   offload_kernel_fn fn = (offload_kernel_fn)kernel;
   const void *data = args_size > 0 ? args : NULL;
   if (queue != 0)
@@ -41,6 +42,8 @@ static offload_native_result launch_kernel(offload_native_word device, offload_n
                ? OFFLOAD_NATIVE_DEFER
                : OFFLOAD_NATIVE_DONE;
   if (total > 1 && hostq_on_main_thread()) return OFFLOAD_NATIVE_DEFER;
+  /* A launch that faulted defers too: the device is faulted by then, so the hook runs nothing and
+   * raises the fault (its one source). */
   return pool_run(pool, fn, data, ng, gs, dims->dyn_shared_memory) == 0 ? OFFLOAD_NATIVE_DONE : OFFLOAD_NATIVE_DEFER;
 }
 

@@ -268,7 +268,7 @@ struct pool {
   _Atomic size_t local_limit;  /* the device's local memory limit (launches beyond it: Python) */
   _Atomic int fault_claimed;   /* a kernel faulted: its thread writes `fault`, then sets faulted */
   _Atomic int faulted;         /* sticky: nothing more runs on this device */
-  kernel_fault_t fault;        /* the first fault; read once faulted is set */
+  char fault_message[768];     /* the first fault, described; read once faulted is set */
   size_t nthreads;
   worker_t workers[];
 };
@@ -501,7 +501,9 @@ static void job_fault(job_t *job, const kernel_fault_t *fault) {
   pool_t *pool = job->pool;
   int none = 0;
   if (atomic_compare_exchange_strong(&pool->fault_claimed, &none, 1)) {
-    pool->fault = *fault;
+    /* described now, after the jump (not in the handler): the kernel's program is loaded while
+     * its launch runs, and the allocation it ran past is not freed yet */
+    fault_describe(fault, pool->fault_message, sizeof pool->fault_message);
     atomic_store_explicit(&pool->faulted, 1, memory_order_release);
   }
 }
@@ -514,9 +516,7 @@ static PyObject *BackendFailure;
 PyObject *device_faulted_type(void) { return DeviceFaulted; }
 
 PyObject *pool_fault_error(pool_t *pool) {
-  char message[768];
-  fault_describe(&pool->fault, message, sizeof message);
-  return PyObject_CallFunction(DeviceFaulted, "Os", BackendFailure, message);
+  return PyObject_CallFunction(DeviceFaulted, "Os", BackendFailure, pool->fault_message);
 }
 
 PyObject *pool_raise_fault(pool_t *pool) {

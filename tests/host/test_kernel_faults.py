@@ -66,6 +66,16 @@ OFFLOAD_KERNEL(recurse) {
   OFFLOAD_ARGS(struct recurse_args)->out[0] = deeper(top, 0);
 }
 
+/* a grid barrier outside a cooperative launch traps (offload_host.h); inside one, group 1 stores
+ * through a wild pointer while group 0 waits at the barrier */
+struct trap_args { uint64_t *p; };
+OFFLOAD_KERNEL_PARAMS(trap, struct trap_args, OFFLOAD_POINTER(p));
+OFFLOAD_KERNEL(trap) {
+  const struct trap_args *a = OFFLOAD_ARGS(struct trap_args);
+  if (offload_group_->group_id.x == 1) a->p[0] = 1;
+  OFFLOAD_GRID_BARRIER();
+}
+
 struct fill_args { int32_t *out; };
 OFFLOAD_KERNEL_PARAMS(fill, struct fill_args, OFFLOAD_POINTER(out));
 OFFLOAD_KERNEL(fill) {
@@ -80,7 +90,7 @@ import offload_host
 
 def kernels(device):
     program = ol.olCreateProgram(device, offload_host.build_program(SOURCE, name="faults"))
-    return program, {n: ol.olGetSymbol(program, n, ol.SymbolKind.KERNEL) for n in ("wild", "divide", "sum", "recurse", "fill")}
+    return program, {n: ol.olGetSymbol(program, n, ol.SymbolKind.KERNEL) for n in ("wild", "divide", "sum", "recurse", "trap", "fill")}
 
 def size(groups, items=8):
     return ol.KernelLaunchSizeArgs(1, (groups, 1, 1), (items, 1, 1))
@@ -104,6 +114,8 @@ args = {
     # goes over many groups
     "sum": (k["sum"], struct.pack("QQQ", x, out, N), size(1, N) if N <= 1024 else size(N // 256, 256)),
     "recurse": (k["recurse"], struct.pack("Q", out), size(1, 1)),
+    "trap": (k["trap"], struct.pack("Q", out), size(1, 1)),
+    "cooperative": (k["trap"], struct.pack("Q", 0x8), size(2, 1), {ol.KernelLaunchPropType.IS_COOPERATIVE: True}),
 }[CASE]
 result = {"launch": error_of(ol.olLaunchKernel, queue, host, *args)}
 if QUEUED:
@@ -204,6 +216,22 @@ def test_a_kernel_overflowing_its_stack_fails_its_launch(compiled: str) -> None:
     """Unbounded recursion on the launching thread: the handler runs on an alternate stack."""
     result = fault_case("recurse", compiled, False)
     assert_faulted(result, False, "recurse", "SIGSEGV")
+
+
+@pytest.mark.parametrize("compiled", PATHS)
+def test_a_kernel_trapping_fails_its_launch(compiled: str) -> None:
+    """OFFLOAD_GRID_BARRIER outside a cooperative launch is __builtin_trap(): SIGILL."""
+    result = fault_case("trap", compiled, False)
+    assert_faulted(result, False, "trap", "SIGILL (illegal instruction (a trap?)) at instruction 0x")
+
+
+@pytest.mark.parametrize("queued", [False, True], ids=["sync", "queued"])
+@pytest.mark.parametrize("compiled", PATHS)
+def test_a_cooperative_group_faulting_fails_its_launch_and_releases_the_barrier(compiled: str, queued: bool) -> None:
+    """A cooperative launch's groups run on threads of their own, each under the fault guard: one
+    group's fault breaks the grid barrier the others wait at, and the launch fails with it."""
+    result = fault_case("cooperative", compiled, queued)
+    assert_faulted(result, queued, "trap", "SIGSEGV (address not mapped)", "writing address 0x8")
 
 
 def test_the_checking_mode_still_runs_correct_kernels_on_exact_allocations() -> None:

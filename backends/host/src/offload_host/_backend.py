@@ -165,10 +165,10 @@ class HostBackend:
         if kernel_params_of.get(kernel) is None:  # undeclared: it may read past a short buffer, let it read zeros
             args = _padded(args)
         if queue is None:
-            run_cooperative(kernel, args, launch)
+            run_cooperative(device.pool, kernel, args, launch)
             return
         copied = None if args is None else bytes(args)  # the caller may reuse its buffer at once
-        if queue.call(functools.partial(run_cooperative, kernel, copied, launch)):
+        if queue.call(functools.partial(run_cooperative, device.pool, kernel, copied, launch)):
             queue.start_worker()
 
     # --- memory ------------------------------------------------------------------------------

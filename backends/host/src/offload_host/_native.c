@@ -496,9 +496,15 @@ static PyObject *py_pool_set_local_limit(PyObject *m, PyObject *const *args, Py_
 
 /* ---- the device's fault: the first kernel fault of any launch on the pool, sticky -------------- */
 
+static void pool_note_fault(pool_t *pool, const kernel_fault_t *fault);
+
 static void job_fault(job_t *job, const kernel_fault_t *fault) {
   atomic_store_explicit(&job->cancel, 1, memory_order_relaxed); /* nobody claims more groups */
-  pool_t *pool = job->pool;
+  pool_note_fault(job->pool, fault);
+}
+
+/* Keeps the pool's first fault and marks its device faulted. */
+static void pool_note_fault(pool_t *pool, const kernel_fault_t *fault) {
   int none = 0;
   if (atomic_compare_exchange_strong(&pool->fault_claimed, &none, 1)) {
     /* described now, after the jump (not in the handler): the kernel's program is loaded while
@@ -526,6 +532,45 @@ PyObject *pool_raise_fault(pool_t *pool) {
     Py_DECREF(error);
   }
   return NULL;
+}
+
+/* One call of a kernel under a fault guard of the calling thread (no GIL): 1 when it faulted (the
+ * pool's device is then faulted), else 0. */
+static int call_guarded(pool_t *pool, offload_kernel_fn kernel, const void *args, const offload_group_t *group) {
+  fault_thread_ready();
+  fault_guard_t guard;
+  if (sigsetjmp(guard.env, 0) != 0) {
+    fault_after_jump();
+    guard.fault.kernel = kernel;
+    pool_note_fault(pool, &guard.fault);
+    return 1;
+  }
+  fault_tls_guard = &guard;
+  kernel(args, group);
+  fault_tls_guard = NULL;
+  return 0;
+}
+
+/* call_guarded(pool, kernel, args, group): a cooperative launch's group (_cooperative.py), with the
+ * GIL released; raises DeviceFaulted when it faults, or when the device is faulted already. */
+static PyObject *py_call_guarded(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  pool_t *pool;
+  void *kernel, *kargs, *group;
+  if (check_nargs("call_guarded", nargs, 4) < 0 || (pool = pool_from(args[0])) == NULL ||
+      parse_ptr(args[1], &kernel) < 0 || parse_ptr(args[2], &kargs) < 0 || parse_ptr(args[3], &group) < 0)
+    return NULL;
+  if (kernel == NULL || group == NULL) {
+    PyErr_SetString(PyExc_ValueError, "kernel and group must not be NULL");
+    return NULL;
+  }
+  if (pool_faulted(pool)) return pool_raise_fault(pool);
+  int faulted;
+  Py_BEGIN_ALLOW_THREADS
+  faulted = call_guarded(pool, (offload_kernel_fn)(uintptr_t)kernel, kargs, group);
+  Py_END_ALLOW_THREADS
+  if (faulted) return pool_raise_fault(pool);
+  Py_RETURN_NONE;
 }
 
 static PyObject *py_pool_fault(PyObject *m, PyObject *arg) {
@@ -1102,6 +1147,8 @@ static PyMethodDef native_methods[] = {
                                    "The device's local memory limit, which the native entry points read."),
     {"pool_fault", (PyCFunction)py_pool_fault, METH_O,
      "pool_fault(pool) -> DeviceFaulted | None\n\nThe error of the pool's device once a kernel faulted on it."},
+    FASTCALL(call_guarded, "call_guarded(pool, kernel, args, group)\n\n"
+                           "kernel(args, group) under a fault guard, the GIL released (a cooperative group)."),
     FASTCALL(checked_alloc, "checked_alloc(size, alignment) -> address\n\n"
                             "OFFLOAD_HOST_CHECK's allocation: right-aligned against a PROT_NONE guard page."),
     FASTCALL(checked_free, "checked_free(address)\n\nUnmap an allocation of checked_alloc."),

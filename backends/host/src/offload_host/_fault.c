@@ -1,8 +1,6 @@
 /* _fault.c - faults of host kernels: a SIGSEGV, SIGBUS, SIGFPE or SIGILL raised by kernel code
  * ends that kernel's share of the launch instead of the process, as an illegal address ends a
- * GPU kernel (the pool then marks the device faulted; _native.c). Also the allocations of the
- * checking mode (OFFLOAD_HOST_CHECK=1): each one right-aligned against a PROT_NONE guard page, so
- * that a kernel reading or writing past its end faults at once, and the fault names it.
+ * GPU kernel (the pool then marks the device faulted; _native.c), and its message.
  *
  * The guard: a thread about to run kernel code makes a fault_guard_t on its stack, sigsetjmp()s
  * it (without saving the signal mask: no system call per launch) and publishes it in the
@@ -29,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -165,85 +162,6 @@ void fault_after_jump(void) {
   pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
 }
 
-/* ---- the checking mode's allocations ----------------------------------------------------------- */
-
-typedef struct {
-  uintptr_t base, size;     /* the allocation */
-  uintptr_t map, map_len;   /* its mapping, the guard page last */
-} checked_t;
-
-static pthread_mutex_t checked_mu = PTHREAD_MUTEX_INITIALIZER;
-static checked_t *checked;
-static size_t nchecked, capchecked;
-
-static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
-
-void *checked_alloc(size_t size, size_t alignment) {
-  size_t page = page_size();
-  /* The natural alignment of the size (its lowest set bit, at most 16): an array of n elements
-   * of a power-of-two size ends exactly at the guard, so element n faults. */
-  size_t align = 16;
-  while (align > 1 && size % align) align /= 2;
-  if (alignment > align) align = alignment;
-  size_t data = (size + page - 1) / page * page + (align > page ? align : 0);
-  size_t span = data + page;
-  if (size > SIZE_MAX / 2 || span < size) return NULL;
-  unsigned char *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (map == MAP_FAILED) return NULL;
-  unsigned char *guard = map + data;
-  if (mprotect(guard, page, PROT_NONE) != 0) {
-    munmap(map, span);
-    return NULL;
-  }
-  uintptr_t base = ((uintptr_t)guard - size) & ~(uintptr_t)(align - 1);
-  pthread_mutex_lock(&checked_mu);
-  if (nchecked == capchecked) {
-    size_t cap = capchecked ? 2 * capchecked : 64;
-    checked_t *grown = realloc(checked, cap * sizeof *checked);
-    if (grown == NULL) {
-      pthread_mutex_unlock(&checked_mu);
-      munmap(map, span);
-      return NULL;
-    }
-    checked = grown;
-    capchecked = cap;
-  }
-  checked[nchecked++] = (checked_t){base, size, (uintptr_t)map, span};
-  pthread_mutex_unlock(&checked_mu);
-  return (void *)base;
-}
-
-int checked_free(void *address) {
-  pthread_mutex_lock(&checked_mu);
-  for (size_t i = 0; i < nchecked; ++i) {
-    if (checked[i].base != (uintptr_t)address) continue;
-    checked_t gone = checked[i];
-    checked[i] = checked[--nchecked];
-    pthread_mutex_unlock(&checked_mu);
-    return munmap((void *)gone.map, gone.map_len);
-  }
-  pthread_mutex_unlock(&checked_mu);
-  errno = EINVAL;
-  return -1;
-}
-
-/* Appends where addr lies relative to a checked allocation ("N bytes past the end of ..."). */
-static void describe_allocation(uintptr_t addr, char *out, size_t n) {
-  pthread_mutex_lock(&checked_mu);
-  for (size_t i = 0; i < nchecked; ++i) {
-    const checked_t *c = &checked[i];
-    if (addr < c->map || addr >= c->map + c->map_len) continue;
-    if (addr >= c->base + c->size)
-      snprintf(out, n, ": %zu bytes past the end of the %zu-byte allocation at %#zx (offset %zu)",
-               (size_t)(addr - c->base - c->size), (size_t)c->size, (size_t)c->base, (size_t)(addr - c->base));
-    else if (addr < c->base)
-      snprintf(out, n, ": %zu bytes before the %zu-byte allocation at %#zx", (size_t)(c->base - addr),
-               (size_t)c->size, (size_t)c->base);
-    break;
-  }
-  pthread_mutex_unlock(&checked_mu);
-}
-
 /* ---- the message ------------------------------------------------------------------------------ */
 
 static const char *signal_name(int sig) {
@@ -289,7 +207,7 @@ void fault_describe(const kernel_fault_t *f, char *out, size_t n) {
   else if (f->code > 0)
     snprintf(where, sizeof where, " at instruction %#zx", (size_t)(uintptr_t)f->addr);
   char allocation[160] = "";
-  if (f->code > 0 && (f->sig == SIGSEGV || f->sig == SIGBUS)) describe_allocation((uintptr_t)f->addr, allocation, sizeof allocation);
+  if (f->code > 0 && (f->sig == SIGSEGV || f->sig == SIGBUS)) checked_describe(f->addr, allocation, sizeof allocation);
   const char *text = code_text(f->sig, f->code);
   snprintf(out, n,
            "host kernel %s faulted: %s%s%s%s%s%s; the host device is faulted (every later call on it fails until "

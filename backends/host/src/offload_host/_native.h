@@ -110,9 +110,13 @@ void fault_thread_ready(void); /* fault_thread_setup once per thread */
 void fault_after_jump(void);
 /* The message of a fault (the kernel's name, the signal, the address, a checked allocation). */
 void fault_describe(const kernel_fault_t *fault, char *out, size_t n);
-/* OFFLOAD_HOST_CHECK's allocations: right-aligned against a PROT_NONE page (NULL when out of memory). */
+/* OFFLOAD_HOST_CHECK's allocations (_checkmem.c): right-aligned against a PROT_NONE page (NULL when
+ * out of memory). */
 void *checked_alloc(size_t size, size_t alignment);
 int checked_free(void *address); /* 0, or -1 with errno */
+/* Writes where address lies relative to a checked allocation (": N bytes past the end of ..."), or
+ * nothing (out untouched) when it is near none. */
+void checked_describe(const void *address, char *out, size_t n);
 
 /* --- the device's fault (_native.c) --- */
 /* Whether a kernel of the pool's device faulted (then nothing more runs on it). */

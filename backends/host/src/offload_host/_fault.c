@@ -2,12 +2,13 @@
  * ends that kernel's share of the launch instead of the process, as an illegal address ends a
  * GPU kernel (the pool then marks the device faulted; _native.c), and its message.
  *
- * The guard: a thread about to run kernel code makes a fault_guard_t on its stack, sigsetjmp()s
- * it (without saving the signal mask: no system call per launch) and publishes it in the
- * thread-local fault_tls_guard only while kernel code runs (run_range). The handler, on the
+ * The guard: a thread about to run kernel code makes a fault_guard_t on its stack, FAULT_SETJMPs
+ * it (GCC's __builtin_setjmp, or sigsetjmp without the signal mask where shadow stacks need
+ * glibc's: no system call per launch either way) and publishes it in the thread-local
+ * fault_tls_guard only while kernel code runs (run_range). The handler, on the
  * thread's alternate signal stack (a stack overflow must be survivable), checks that word: set,
  * and the signal is the kernel's own (raised by the CPU, or by the thread itself), it records the
- * signal, its code and address and siglongjmp()s back; the jump leaves the signals blocked,
+ * signal, its code and address and jumps back; the jump leaves the signals blocked,
  * which fault_after_jump() undoes. Anything else goes to the handler that was installed before
  * (Python's faulthandler, another library's, or the default action: the process dies as it would
  * have). The handler only reads and writes its own thread's guard and the saved sigactions: it is
@@ -35,7 +36,7 @@ static const int fault_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 
 /* initial-exec: one %fs-relative load in the handler (never __tls_get_addr, which may allocate) */
 __thread fault_guard_t *fault_tls_guard __attribute__((tls_model("initial-exec")));
-static __thread int tls_ready __attribute__((tls_model("initial-exec")));
+__thread int fault_tls_ready __attribute__((tls_model("initial-exec")));
 
 static struct sigaction previous[NSIGNALS];
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
@@ -92,7 +93,7 @@ static void fault_handler(int sig, siginfo_t *info, void *context) {
     guard->fault.code = info->si_code;
     guard->fault.addr = info->si_code > 0 ? info->si_addr : NULL;
     guard->fault.write = info->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS) ? fault_write(context) : -1;
-    siglongjmp(guard->env, 1);
+    FAULT_LONGJMP(guard->env);
   }
   chain(sig, info, context);
 }
@@ -131,7 +132,7 @@ static void altstack_release(void *stack) {
 static void make_key(void) { pthread_key_create(&altstack_key, altstack_release); }
 
 void fault_thread_setup(void) {
-  tls_ready = 1;
+  fault_tls_ready = 1;
   sigset_t faults;
   sigemptyset(&faults);
   for (size_t i = 0; i < NSIGNALS; ++i) sigaddset(&faults, fault_signals[i]);
@@ -149,10 +150,6 @@ void fault_thread_setup(void) {
     sigaltstack(&off, NULL);
     free(stack);
   }
-}
-
-void fault_thread_ready(void) {
-  if (!tls_ready) fault_thread_setup();
 }
 
 void fault_after_jump(void) {

@@ -33,8 +33,7 @@ static offload_native_result launch_kernel(offload_native_word device, offload_n
   pool_t *pool = (pool_t *)device;
   offload_dim3_t ng, gs;
   uint64_t total;
-  if (dims->dyn_shared_memory > pool_local_limit(pool) || !grid(dims, &ng, &gs, &total) || pool_faulted(pool))
-    return OFFLOAD_NATIVE_DEFER;
+  if (dims->dyn_shared_memory > pool_local_limit(pool) || !grid(dims, &ng, &gs, &total)) return OFFLOAD_NATIVE_DEFER;
   offload_kernel_fn fn = (offload_kernel_fn)kernel;
   const void *data = args_size > 0 ? args : NULL;
   if (queue != 0)
@@ -42,8 +41,8 @@ static offload_native_result launch_kernel(offload_native_word device, offload_n
                ? OFFLOAD_NATIVE_DEFER
                : OFFLOAD_NATIVE_DONE;
   if (total > 1 && hostq_on_main_thread()) return OFFLOAD_NATIVE_DEFER;
-  /* A launch that faulted defers too: the device is faulted by then, so the hook runs nothing and
-   * raises the fault (its one source). */
+  /* A launch that faulted, or found the device faulted (pool_run ran nothing), defers too: the hook
+   * then runs nothing and raises the fault (its one source). A queued one was not appended. */
   return pool_run(pool, fn, data, ng, gs, dims->dyn_shared_memory) == 0 ? OFFLOAD_NATIVE_DONE : OFFLOAD_NATIVE_DEFER;
 }
 

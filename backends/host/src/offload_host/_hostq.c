@@ -356,6 +356,7 @@ struct QueueObject {
   size_t nfailed, capfailed;
   int fault_noted;     /* the device's fault was kept for this queue once (mu) */
   pool_t *pool;        /* the device's pool: its fault (NULL: a queue without a device) */
+  const _Atomic int *faulted; /* pool_fault_flag(pool), read inline by q_push_native */
   PyObject *errors;    /* [(seq, exception)] of host functions, not yet reported (GIL) */
   exec_t *exec;        /* NULL: native work waits for the worker or a sync */
   QueueObject *ready_next; /* in exec's ready list; guarded by exec->mu */
@@ -430,6 +431,7 @@ static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
   exec_t *ex = NULL;
   if (executor != Py_None && (ex = exec_from(executor)) == NULL) return -1;
   if (pool != Py_None && (self->pool = pool_from(pool)) == NULL) return -1;
+  if (self->pool != NULL) self->faulted = pool_fault_flag(self->pool);
   if (ex != NULL) atomic_fetch_add_explicit(&ex->refs, 1, memory_order_relaxed);
   self->exec = ex;
   self->wake_at = UINT64_MAX;
@@ -579,7 +581,8 @@ static int q_push_native(QueueObject *self, op_t *op) {
   op->next = NULL;
   lock_spin(&self->mu);
   if (self->released || (!in_host_function && self->submitted - self->completed >= MAX_PENDING) ||
-      (self->worker == WORKER_NONE && self->exec == NULL) || (self->pool != NULL && pool_faulted(self->pool))) {
+      (self->worker == WORKER_NONE && self->exec == NULL) ||
+      (self->faulted != NULL && atomic_load_explicit(self->faulted, memory_order_acquire))) {
     pthread_mutex_unlock(&self->mu);
     return 1;
   }

@@ -197,7 +197,8 @@ static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *loca
 
 /* Claims and runs chunks until the grid is exhausted. The caller has reserved dyn_mem
  * bytes in buf. */
-static void run_share(job_t *job, local_buf *buf, int is_caller, fault_guard_t *guard) {
+__attribute__((always_inline)) static inline void run_share(job_t *job, local_buf *buf, int is_caller,
+                                                            fault_guard_t *guard) {
   void *local_mem = job->dyn_mem ? buf->data : NULL;
   for (;;) {
     if (atomic_load_explicit(&job->cancel, memory_order_relaxed)) return;
@@ -228,8 +229,8 @@ static void run_share(job_t *job, local_buf *buf, int is_caller, fault_guard_t *
 }
 
 /* run_share, a guarded job's kernel under a fault guard of this thread: a fault ends this
- * thread's share and cancels the rest of the grid (job_fault). One sigsetjmp without the signal
- * mask per thread and launch: no system call. */
+ * thread's share and cancels the rest of the grid (job_fault). One FAULT_SETJMP per thread and
+ * launch (a few instructions, no system call). */
 static void run_share_guarded(job_t *job, local_buf *buf, int is_caller) {
   if (job->pool == NULL) {
     run_share(job, buf, is_caller, NULL);
@@ -237,7 +238,7 @@ static void run_share_guarded(job_t *job, local_buf *buf, int is_caller) {
   }
   fault_thread_ready();
   fault_guard_t guard;
-  if (sigsetjmp(guard.env, 0) != 0) {
+  if (FAULT_SETJMP(guard.env) != 0) {
     fault_after_jump();
     guard.fault.kernel = job->kernel;
     job_fault(job, &guard.fault);
@@ -516,6 +517,8 @@ static void pool_note_fault(pool_t *pool, const kernel_fault_t *fault) {
 
 int pool_faulted(pool_t *pool) { return atomic_load_explicit(&pool->faulted, memory_order_acquire); }
 
+const _Atomic int *pool_fault_flag(pool_t *pool) { return &pool->faulted; }
+
 static PyObject *DeviceFaulted; /* _native.DeviceFaulted: offload.OffloadError(BACKEND_FAILURE, ...) */
 static PyObject *BackendFailure;
 
@@ -539,7 +542,7 @@ PyObject *pool_raise_fault(pool_t *pool) {
 static int call_guarded(pool_t *pool, offload_kernel_fn kernel, const void *args, const offload_group_t *group) {
   fault_thread_ready();
   fault_guard_t guard;
-  if (sigsetjmp(guard.env, 0) != 0) {
+  if (FAULT_SETJMP(guard.env) != 0) {
     fault_after_jump();
     guard.fault.kernel = kernel;
     pool_note_fault(pool, &guard.fault);
@@ -615,8 +618,8 @@ int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_d
   return pool_run_interruptible(pool, kernel, args, num_groups, group_size, dyn_mem, NULL);
 }
 
-static int pool_run_job(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
-                        offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller, int guarded);
+static inline int pool_run_job(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
+                               offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller, int guarded);
 
 int pool_run_interruptible(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
                            offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller) {
@@ -626,8 +629,9 @@ int pool_run_interruptible(pool_t *pool, offload_kernel_fn kernel, const void *a
 }
 
 /* Runs a job; guarded: a kernel (its faults mark the device), else the pool's own copies. */
-static int pool_run_job(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
-                        offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller, int guarded) {
+__attribute__((always_inline)) static inline int pool_run_job(pool_t *pool, offload_kernel_fn kernel, const void *args,
+                                                              offload_dim3_t num_groups, offload_dim3_t group_size,
+                                                              size_t dyn_mem, PyThreadState **caller, int guarded) {
   job_t job = {
       .pool = guarded ? pool : NULL,
       .kernel = kernel,

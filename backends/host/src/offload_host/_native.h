@@ -95,8 +95,21 @@ typedef struct {
   void *addr;               /* the faulting address (or instruction, for SIGFPE and SIGILL) */
   int write;                /* 1 a write, 0 a read, -1 unknown */
 } kernel_fault_t;
+/* The guard's jump: GCC's __builtin_setjmp saves three words (a few instructions, where glibc's
+ * sigsetjmp costs ~5 ns a launch), and its longjmp from the handler lands like siglongjmp
+ * (the signal mask is fixed by fault_after_jump either way). With shadow stacks (CET's SHSTK,
+ * __CET__ & 2) only glibc's siglongjmp unwinds the shadow stack too: it is used there. */
+#if (defined(__GNUC__) || defined(__clang__)) && !(defined(__CET__) && (__CET__ & 2))
+typedef void *fault_jmp_buf[5];
+#define FAULT_SETJMP(env) __builtin_setjmp(env)
+#define FAULT_LONGJMP(env) __builtin_longjmp(env, 1)
+#else
+typedef sigjmp_buf fault_jmp_buf;
+#define FAULT_SETJMP(env) sigsetjmp(env, 0)
+#define FAULT_LONGJMP(env) siglongjmp(env, 1)
+#endif
 typedef struct {
-  sigjmp_buf env; /* sigsetjmp(env, 0) by the thread that runs kernel code */
+  fault_jmp_buf env; /* FAULT_SETJMP by the thread that runs kernel code */
   kernel_fault_t fault;
 } fault_guard_t;
 /* The running thread's guard while kernel code runs on it, else NULL. */
@@ -105,7 +118,10 @@ extern __thread fault_guard_t *fault_tls_guard __attribute__((tls_model("initial
 int fault_install(void);
 /* Makes the calling thread able to survive its kernels' faults (alternate stack, signals unblocked). */
 void fault_thread_setup(void);
-void fault_thread_ready(void); /* fault_thread_setup once per thread */
+extern __thread int fault_tls_ready __attribute__((tls_model("initial-exec")));
+static inline void fault_thread_ready(void) { /* fault_thread_setup once per thread */
+  if (__builtin_expect(!fault_tls_ready, 0)) fault_thread_setup();
+}
 /* After a siglongjmp from the handler: the fault signals are unblocked again. */
 void fault_after_jump(void);
 /* The message of a fault (the kernel's name, the signal, the address, a checked allocation). */
@@ -121,6 +137,8 @@ void checked_describe(const void *address, char *out, size_t n);
 /* --- the device's fault (_native.c) --- */
 /* Whether a kernel of the pool's device faulted (then nothing more runs on it). */
 int pool_faulted(pool_t *pool);
+/* The flag pool_faulted reads (an acquire load of it is pool_faulted, inline where it is hot). */
+const _Atomic int *pool_fault_flag(pool_t *pool);
 /* Sets the Python exception of the pool's fault (DeviceFaulted); returns NULL. */
 PyObject *pool_raise_fault(pool_t *pool);
 PyObject *device_faulted_type(void); /* _native.DeviceFaulted (borrowed) */

@@ -53,7 +53,8 @@ setup(
     ext_modules=[
         Extension(
             "offload_host._native",
-            sources=["src/offload_host/_native.c", "src/offload_host/_hostq.c", "src/offload_host/_hostentry.c"],
+            sources=["src/offload_host/_native.c", "src/offload_host/_hostq.c", "src/offload_host/_hostentry.c",
+                     "src/offload_host/_fault.c", "src/offload_host/_checkmem.c"],
             include_dirs=[str(CORE_INCLUDE if (CORE_INCLUDE / NATIVE_HEADER).is_file() else SDIST_INCLUDE)],
             depends=["src/offload_host/_native.h", "src/offload_host/include/offload_host.h"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],

@@ -50,7 +50,7 @@ def tsan_package(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path
     build = subprocess.run(
         ["gcc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=thread", "-std=c11",
          f"-I{sysconfig.get_paths()['include']}", f"-I{package / 'include'}", f"-I{_CORE / 'include'}",
-         str(package / "_native.c"), str(package / "_hostq.c"), str(package / "_hostentry.c"), "-o", str(target),
+         str(package / "_native.c"), str(package / "_hostq.c"), str(package / "_hostentry.c"), str(package / "_fault.c"), str(package / "_checkmem.c"), "-o", str(target),
          "-lpthread", "-ldl"],
         capture_output=True, text=True,
     )

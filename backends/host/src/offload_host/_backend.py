@@ -17,7 +17,7 @@ from offload.build_support import kernel_include_dir
 from . import _device_info
 from ._native import copy_on as _copy_on
 from ._native import ENTRY_POINTS, executor_create, executor_destroy, pages_alloc, pages_free, pool_create, pool_destroy
-from ._native import pool_set_local_limit
+from ._native import checked_alloc, checked_free, pool_fault, pool_set_local_limit
 from ._native import fill_on as _fill_on
 from ._native import launch as _launch
 from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
@@ -40,9 +40,9 @@ class HostDevice:
     """The CPU: a worker pool for kernel groups, the executor thread running queues' native work,
     and the sizes of its allocations."""
 
-    __slots__ = ("pool", "executor", "local_memory_limit", "allocations", "lock")
+    __slots__ = ("pool", "executor", "local_memory_limit", "allocations", "lock", "checked")
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, checked: bool = False) -> None:
         self.pool = pool_create(threads)
         try:
             self.executor = executor_create()
@@ -53,6 +53,14 @@ class HostDevice:
         pool_set_local_limit(self.pool, self.local_memory_limit)  # what the native launches check
         self.allocations: dict[int, int] = {}  # address -> size of the pages mapped for it
         self.lock = threading.Lock()
+        self.checked = checked  # OFFLOAD_HOST_CHECK=1: allocations end at a guard page (_fault.c)
+
+    def refuse_if_faulted(self) -> None:
+        """Raise the device's fault (BACKEND_FAILURE) once a kernel faulted on it: as a CUDA context
+        after an illegal address, the device takes no more work until olShutDown."""
+        fault = pool_fault(self.pool)
+        if fault is not None:
+            raise fault
 
 
 def _libc() -> ctypes.CDLL:
@@ -65,7 +73,7 @@ class HostBackend:
     @hookimpl
     def init(self) -> list[HostDevice]:
         workers = max(0, len(os.sched_getaffinity(0)) - 1)  # the launching thread runs groups too
-        return [HostDevice(workers)]
+        return [HostDevice(workers, checked=os.environ.get("OFFLOAD_HOST_CHECK") == "1")]
 
     @hookimpl
     def deinit(self) -> None:
@@ -104,6 +112,7 @@ class HostBackend:
 
     @hookimpl
     def load_binary(self, device: HostDevice, data: bytes) -> HostImage:
+        device.refuse_if_faulted()
         return HostImage(data)
 
     @hookimpl
@@ -150,15 +159,16 @@ class HostBackend:
         self, device: HostDevice, queue: HostQueue | None, kernel: int, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
         """Every group at once on a thread of its own (``_cooperative``); on a queue, in queue order."""
+        device.refuse_if_faulted()
         if launch.dyn_shared_memory > device.local_memory_limit:
             raise _too_much_local_memory(device, launch)
         if kernel_params_of.get(kernel) is None:  # undeclared: it may read past a short buffer, let it read zeros
             args = _padded(args)
         if queue is None:
-            run_cooperative(kernel, args, launch)
+            run_cooperative(device.pool, kernel, args, launch)
             return
         copied = None if args is None else bytes(args)  # the caller may reuse its buffer at once
-        if queue.call(functools.partial(run_cooperative, kernel, copied, launch)):
+        if queue.call(functools.partial(run_cooperative, device.pool, kernel, copied, launch)):
             queue.start_worker()
 
     # --- memory ------------------------------------------------------------------------------
@@ -166,8 +176,10 @@ class HostBackend:
     @hookimpl
     def mem_alloc(self, device: HostDevice, alloc_type: AllocType, size: int) -> int:
         """Pages of its own per allocation: once freed they are unmapped, so a copy into freed
-        memory is refused by the core's mapping check instead of corrupting the C heap."""
-        address = pages_alloc(size)
+        memory is refused by the core's mapping check instead of corrupting the C heap. In the
+        checking mode the allocation ends where a PROT_NONE page begins (``checked_alloc``)."""
+        device.refuse_if_faulted()
+        address = checked_alloc(size, 1) if device.checked else pages_alloc(size)
         with device.lock:
             device.allocations[address] = size
         return address
@@ -177,6 +189,12 @@ class HostBackend:
         """Whole pages are page aligned; a larger alignment maps ``size + alignment`` bytes and
         unmaps the unaligned head and the tail, so the allocation is still pages of its own."""
         page = mmap.PAGESIZE
+        if device.checked:
+            device.refuse_if_faulted()
+            address = checked_alloc(size, alignment)
+            with device.lock:
+                device.allocations[address] = size
+            return address
         if alignment <= page:
             return self.mem_alloc(device, alloc_type, size)
         span = _round_up(size, page) + alignment
@@ -199,7 +217,10 @@ class HostBackend:
     def mem_free(self, device: HostDevice, address: int) -> None:
         with device.lock:
             size = device.allocations.pop(address)
-        pages_free(address, size)
+        if device.checked:
+            checked_free(address)
+        else:
+            pages_free(address, size)
 
     @hookimpl
     def mem_register(self, device: HostDevice, address: int, size: int, lock: bool) -> int:
@@ -268,7 +289,8 @@ class HostBackend:
 
     @hookimpl
     def create_queue(self, device: HostDevice) -> HostQueue:
-        return HostQueue(device.executor)
+        device.refuse_if_faulted()
+        return HostQueue(device.executor, device.pool)
 
     @hookimpl
     def synchronize(self, device: HostDevice, queue: HostQueue, release: bool) -> None:

@@ -1,8 +1,10 @@
 """Cooperative launches on the host device: every group of the grid on a thread of its own, all
 at once, so that ``OFFLOAD_GRID_BARRIER()`` (``offload_host.h``) really waits for every group.
 
-The kernel is called through ``ctypes`` (the GIL is released while it runs); the barrier is a
-``threading.Barrier`` of the grid's groups behind a C callback in the group's ``grid_barrier``.
+Each group's kernel is called under the device's fault guard (``_native.call_guarded``, the GIL
+released while it runs): a fault is the launch's error (BACKEND_FAILURE) and breaks the barrier
+for the other groups. The barrier is a ``threading.Barrier`` of the grid's groups behind a C
+callback in the group's ``grid_barrier``.
 At most ``MAX_COOPERATIVE_GROUPS`` groups: each is an OS thread.
 """
 
@@ -13,6 +15,8 @@ import threading
 from typing import Any
 
 from offload import ErrorCode, KernelLaunchSizeArgs, OffloadError
+
+from ._native import DeviceFaulted, call_guarded
 
 __all__ = ["MAX_COOPERATIVE_GROUPS", "run_cooperative"]
 
@@ -41,12 +45,9 @@ class _Group(ctypes.Structure):
     ]
 
 
-_KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_Group))
-
-
-def run_cooperative(kernel: int, args: Any, launch: KernelLaunchSizeArgs) -> None:
+def run_cooperative(pool: int, kernel: int, args: Any, launch: KernelLaunchSizeArgs) -> None:
     """Run the grid, one thread per group, and return once every group has; a group's failure
-    (a broken barrier) is raised after all have stopped."""
+    (its kernel's fault, or a broken barrier) is raised after all have stopped."""
     nx, ny, nz = launch.num_groups
     total = nx * ny * nz
     if total > MAX_COOPERATIVE_GROUPS:
@@ -65,7 +66,6 @@ def run_cooperative(kernel: int, args: Any, launch: KernelLaunchSizeArgs) -> Non
             failures.append(exc)
 
     callback = _BARRIER(wait)
-    function = _KERNEL(kernel)
     dynamic = launch.dyn_shared_memory
 
     def group(x: int, y: int, z: int) -> None:
@@ -77,7 +77,11 @@ def run_cooperative(kernel: int, args: Any, launch: KernelLaunchSizeArgs) -> Non
         record = _Group(
             _Dim3(x, y, z), _Dim3(nx, ny, nz), _Dim3(*launch.group_size), local_address, dynamic, callback, None
         )
-        function(data_address, ctypes.byref(record))
+        try:
+            call_guarded(pool, kernel, data_address or 0, ctypes.addressof(record))
+        except DeviceFaulted as exc:  # the device is faulted: the other groups stop at the barrier
+            failures.append(exc)
+            barrier.abort()
 
     threads = [
         threading.Thread(target=group, args=(x, y, z), name=f"offload-host cooperative group {x},{y},{z}", daemon=True)
@@ -89,5 +93,8 @@ def run_cooperative(kernel: int, args: Any, launch: KernelLaunchSizeArgs) -> Non
         thread.start()
     for thread in threads:
         thread.join()
+    faults = [failure for failure in failures if isinstance(failure, DeviceFaulted)]
+    if faults:
+        raise faults[0]
     if failures:
         raise OffloadError(ErrorCode.UNKNOWN, f"a cooperative launch's grid barrier broke: {failures[0]!r}")

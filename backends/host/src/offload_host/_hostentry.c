@@ -10,8 +10,8 @@
  * dynamic local memory size beyond the device's limit, a grid whose global ids do not fit 32
  * bits (both errors of the hook), a synchronous launch of several groups on the main thread
  * (the hook's launch sees Ctrl-C between its claims of groups; one group has nothing to
- * cancel), out of memory, and every submission q_push would wait for, start a worker for or
- * refuse. No entry point takes the GIL.
+ * cancel), out of memory, a faulted device, and every submission q_push would wait for, start a
+ * worker for or refuse. No entry point takes the GIL.
  */
 #include "_native.h"
 
@@ -41,6 +41,8 @@ static offload_native_result launch_kernel(offload_native_word device, offload_n
                ? OFFLOAD_NATIVE_DEFER
                : OFFLOAD_NATIVE_DONE;
   if (total > 1 && hostq_on_main_thread()) return OFFLOAD_NATIVE_DEFER;
+  /* A launch that faulted, or found the device faulted (pool_run ran nothing), defers too: the hook
+   * then runs nothing and raises the fault (its one source). A queued one was not appended. */
   return pool_run(pool, fn, data, ng, gs, dims->dyn_shared_memory) == 0 ? OFFLOAD_NATIVE_DONE : OFFLOAD_NATIVE_DEFER;
 }
 

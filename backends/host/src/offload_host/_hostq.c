@@ -15,8 +15,11 @@
  * needs no thread wake-up at all.
  *
  * Errors of operations are kept with their position (host functions: the exception; native
- * operations: a MemoryError) and handed out, all of them, by the next sync that covers them (a
- * queue sync, or the sync of a later event). Waits slice their sleep so that the main thread
+ * operations: a MemoryError, or the device's DeviceFaulted for the first launch of the queue that
+ * faulted or found the device faulted) and handed out, all of them, by the next sync that covers
+ * them (a queue sync, or the sync of a later event). Once the device is faulted (_fault.c) its
+ * launches, copies and fills are not run, submissions are refused, and every sync of its queues
+ * raises the fault (a release only reports it if the queue had not). Waits slice their sleep so that the main thread
  * sees Ctrl-C (PyErr_CheckSignals) within WAIT_SLICE_NS; a waiter that is running an operation
  * itself sees it when that operation ends.
  *
@@ -284,14 +287,19 @@ static void op_free_native(op_t *op) {
   op_give(op);
 }
 
-/* Runs a native op; 0 on success, -1 on failure (out of memory). */
+/* Runs a native op; 0 on success, -1 on failure (out of memory), -3 when the device is faulted
+ * (a launch that faulted, or a launch, copy or fill that was not run because it is). */
 static int op_run_native(op_t *op) {
   switch (op->kind) {
   case OP_LAUNCH:
     return pool_run(op->pool, op->u.launch.kernel, op->u.launch.args, op->u.launch.num_groups,
                     op->u.launch.group_size, op->u.launch.dyn_mem);
-  case OP_COPY: pool_copy(op->pool, op->u.copy.dst, op->u.copy.src, op->u.copy.size); return 0;
+  case OP_COPY:
+    if (op->pool != NULL && pool_faulted(op->pool)) return -3;
+    pool_copy(op->pool, op->u.copy.dst, op->u.copy.src, op->u.copy.size);
+    return 0;
   case OP_FILL:
+    if (op->pool != NULL && pool_faulted(op->pool)) return -3;
     pool_fill(op->pool, op->u.fill.dst, op->u.fill.pattern, op->u.fill.plen, op->u.fill.size);
     return 0;
   case OP_RECORD: return 0; /* completed by finish_op, once counted */
@@ -344,8 +352,11 @@ struct QueueObject {
   int waiters;         /* threads waiting on done_cv */
   uint64_t wake_at;    /* the smallest `completed` a waiter waits for (UINT64_MAX: none) */
   int released;        /* no more submissions; the worker ends once the queue is empty */
-  uint64_t *failed;    /* seqs of native ops that failed, not yet reported (mu) */
+  uint64_t *failed;    /* seqs of native ops that failed, not yet reported (mu); FAULT_BIT: the fault */
   size_t nfailed, capfailed;
+  int fault_noted;     /* the device's fault was kept for this queue once (mu) */
+  pool_t *pool;        /* the device's pool: its fault (NULL: a queue without a device) */
+  const _Atomic int *faulted; /* pool_fault_flag(pool), read inline by q_push_native */
   PyObject *errors;    /* [(seq, exception)] of host functions, not yet reported (GIL) */
   exec_t *exec;        /* NULL: native work waits for the worker or a sync */
   QueueObject *ready_next; /* in exec's ready list; guarded by exec->mu */
@@ -408,8 +419,8 @@ static PyObject *InvalidQueue;  /* offload.ErrorCode.INVALID_QUEUE */
 static exec_t *exec_from(PyObject *obj);
 
 static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
-  PyObject *executor = Py_None;
-  if ((kwds && PyDict_GET_SIZE(kwds)) || !PyArg_UnpackTuple(args, "Queue", 0, 1, &executor)) {
+  PyObject *executor = Py_None, *pool = Py_None;
+  if ((kwds && PyDict_GET_SIZE(kwds)) || !PyArg_UnpackTuple(args, "Queue", 0, 2, &executor, &pool)) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Queue() takes no keyword arguments");
     return -1;
   }
@@ -419,6 +430,8 @@ static int q_init(QueueObject *self, PyObject *args, PyObject *kwds) {
   }
   exec_t *ex = NULL;
   if (executor != Py_None && (ex = exec_from(executor)) == NULL) return -1;
+  if (pool != Py_None && (self->pool = pool_from(pool)) == NULL) return -1;
+  if (self->pool != NULL) self->faulted = pool_fault_flag(self->pool);
   if (ex != NULL) atomic_fetch_add_explicit(&ex->refs, 1, memory_order_relaxed);
   self->exec = ex;
   self->wake_at = UINT64_MAX;
@@ -502,6 +515,16 @@ static int wait_until(QueueObject *self, uint64_t target);
 static int q_push(QueueObject *self, op_t *op) {
   op->next = NULL;
   int start = 0;
+  if (self->pool != NULL && pool_faulted(self->pool)) { /* as CUDA refuses work after an illegal address */
+    if (op->kind == OP_CALL) {
+      Py_DECREF(op->u.call);
+      op_give(op);
+    } else {
+      op_free_native(op);
+    }
+    pool_raise_fault(self->pool);
+    return -1;
+  }
   lock_spin(&self->mu);
   if (!in_host_function && !self->released && self->submitted - self->completed >= MAX_PENDING) {
     uint64_t target = self->submitted - MAX_PENDING / 2; /* then room for half a queue more */
@@ -558,7 +581,8 @@ static int q_push_native(QueueObject *self, op_t *op) {
   op->next = NULL;
   lock_spin(&self->mu);
   if (self->released || (!in_host_function && self->submitted - self->completed >= MAX_PENDING) ||
-      (self->worker == WORKER_NONE && self->exec == NULL)) {
+      (self->worker == WORKER_NONE && self->exec == NULL) ||
+      (self->faulted != NULL && atomic_load_explicit(self->faulted, memory_order_acquire))) {
     pthread_mutex_unlock(&self->mu);
     return 1;
   }
@@ -746,7 +770,7 @@ typedef struct {
 } EventObject;
 
 static PyTypeObject EventType;
-static PyObject *take_errors(QueueObject *self, uint64_t limit);
+static PyObject *take_errors(QueueObject *self, uint64_t limit, int sticky);
 static int wait_until(QueueObject *self, uint64_t target);
 
 static void e_dealloc(EventObject *self) {
@@ -769,7 +793,7 @@ static PyObject *e_wait(EventObject *self, PyObject *unused) {
   /* Help the queue up to the event's record op (seq + 1); a dropped record completes too. */
   if (!ev_is_done(self->ev) && wait_until(self->queue, self->seq + 1) < 0) return NULL;
   if (ev_wait_interruptible(self->ev) < 0) return NULL;
-  return take_errors(self->queue, self->seq);
+  return take_errors(self->queue, self->seq, 1);
 }
 
 static PyObject *e_queue(EventObject *self, void *closure) {
@@ -810,6 +834,7 @@ static PyTypeObject EventType = {
 static PyObject *q_record(QueueObject *self, PyObject *unused) {
   (void)unused;
   if (q_ready(self) < 0) return NULL;
+  if (self->pool != NULL && pool_faulted(self->pool)) return pool_raise_fault(self->pool);
   EventObject *event = PyObject_New(EventObject, &EventType);
   if (event == NULL) return NULL;
   event->queue = (QueueObject *)Py_NewRef((PyObject *)self);
@@ -865,11 +890,11 @@ static int helpable(const op_t *op) {
 
 /* Counts a run op as complete; mu held on entry and exit. An event is reached only once its
  * record op counts as complete, so whoever sees the event complete sees the queue idle. */
-static void note_failure(QueueObject *self, const op_t *op);
+static void note_failure(QueueObject *self, const op_t *op, int rc);
 
-static void finish_op(QueueObject *self, op_t *op, int failed) {
+static void finish_op(QueueObject *self, op_t *op, int rc) {
   __atomic_store_n(&self->completed, self->completed + 1, __ATOMIC_RELEASE); /* polled unlocked */
-  if (failed) note_failure(self, op);
+  if (rc < 0) note_failure(self, op, rc);
   if (op->kind == OP_RECORD) ev_complete(op->u.ev);
   if (self->waiters && self->completed >= self->wake_at) { /* no wake-up per op of a batch */
     self->wake_at = UINT64_MAX;
@@ -877,8 +902,15 @@ static void finish_op(QueueObject *self, op_t *op, int failed) {
   }
 }
 
-/* Keeps the position of a native op that failed (mu held). */
-static void note_failure(QueueObject *self, const op_t *op) {
+#define FAULT_BIT ((uint64_t)1 << 63)
+
+/* Keeps the position of a native op that failed (mu held): rc -1 out of memory, -3 the device's
+ * fault (kept once per queue: the ops after it were simply not run). */
+static void note_failure(QueueObject *self, const op_t *op, int rc) {
+  if (rc == -3) {
+    if (self->fault_noted) return;
+    self->fault_noted = 1;
+  }
   if (self->nfailed == self->capfailed) {
     size_t cap = self->capfailed ? 2 * self->capfailed : 8;
     uint64_t *grown = realloc(self->failed, cap * sizeof(uint64_t));
@@ -887,7 +919,7 @@ static void note_failure(QueueObject *self, const op_t *op) {
       self->capfailed = cap;
     }
   }
-  if (self->nfailed < self->capfailed) self->failed[self->nfailed++] = op->seq;
+  if (self->nfailed < self->capfailed) self->failed[self->nfailed++] = op->seq | (rc == -3 ? FAULT_BIT : 0);
 }
 
 /* Wakes every waiter (mu held): the runner token came free, or the worker exited. */
@@ -934,9 +966,10 @@ static void help(QueueObject *self, uint64_t target, uint64_t deadline) {
     last->next = NULL;
     pthread_mutex_unlock(&self->mu);
     for (op_t *op = first; op != NULL; op = op->next) {
-      if (op_run_native(op) < 0) {
+      int rc = op_run_native(op);
+      if (rc < 0) {
         lock_spin(&self->mu);
-        note_failure(self, op);
+        note_failure(self, op, rc);
         pthread_mutex_unlock(&self->mu);
       }
     }
@@ -975,7 +1008,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
     while (self->head != NULL) {
       op_t *op = pop(self);
       pthread_mutex_unlock(&self->mu);
-      int failed = 0;
+      int failed = 0; /* op_run_native's result */
       if (op->kind == OP_CALL) {
         PyEval_RestoreThread(ts);
         in_host_function = 1;
@@ -1001,7 +1034,7 @@ static PyObject *q_work(QueueObject *self, PyObject *unused) {
         op->u.call = NULL;
         ts = PyEval_SaveThread();
       } else {
-        failed = op_run_native(op) < 0;
+        failed = op_run_native(op);
       }
       lock_spin(&self->mu);
       finish_op(self, op, failed);
@@ -1019,10 +1052,39 @@ out:
   Py_RETURN_NONE;
 }
 
+/* The error of a native op that failed: a MemoryError, or the device's DeviceFaulted. */
+static PyObject *native_error(QueueObject *self, uint64_t failure) {
+  if (failure & FAULT_BIT) return pool_fault_error(self->pool);
+  return PyObject_CallFunction(PyExc_MemoryError, "s", "a queued launch could not allocate its local memory");
+}
+
 /* Moves out the kept errors of ops 1..limit, in queue order: a list (a host function's
- * exception, or a MemoryError for a native op that failed), or None when there are none. GIL
- * held. */
-static PyObject *take_errors(QueueObject *self, uint64_t limit) {
+ * exception, a MemoryError for a native op that failed, the device's fault), or None when there
+ * are none. sticky: once the device is faulted the list has its fault, kept or not (a sync of a
+ * faulted device fails, as on CUDA). GIL held. */
+static PyObject *take_errors_of(QueueObject *self, uint64_t limit);
+
+static PyObject *take_errors(QueueObject *self, uint64_t limit, int sticky) {
+  PyObject *errors = take_errors_of(self, limit);
+  if (errors == NULL || !sticky || self->pool == NULL || !pool_faulted(self->pool)) return errors;
+  if (errors != Py_None)
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(errors); ++i)
+      if (PyObject_TypeCheck(PyList_GET_ITEM(errors, i), (PyTypeObject *)device_faulted_type())) return errors;
+  PyObject *fault = pool_fault_error(self->pool);
+  if (fault == NULL) {
+    Py_DECREF(errors);
+    return NULL;
+  }
+  if (errors == Py_None) {
+    Py_DECREF(errors);
+    errors = PyList_New(0);
+  }
+  if (errors == NULL || PyList_Append(errors, fault) < 0) Py_CLEAR(errors);
+  Py_DECREF(fault);
+  return errors;
+}
+
+static PyObject *take_errors_of(QueueObject *self, uint64_t limit) {
   uint64_t *failed = NULL;
   size_t nfailed = 0;
   lock_spin(&self->mu);
@@ -1031,7 +1093,7 @@ static PyObject *take_errors(QueueObject *self, uint64_t limit) {
     if (failed != NULL) {
       size_t kept = 0;
       for (size_t i = 0; i < self->nfailed; ++i) {
-        if (self->failed[i] <= limit) failed[nfailed++] = self->failed[i];
+        if ((self->failed[i] & ~FAULT_BIT) <= limit) failed[nfailed++] = self->failed[i];
         else self->failed[kept++] = self->failed[i];
       }
       self->nfailed = kept;
@@ -1049,9 +1111,8 @@ static PyObject *take_errors(QueueObject *self, uint64_t limit) {
   for (Py_ssize_t i = 0; i <= n; ++i) {
     PyObject *entry = i < n ? PyList_GET_ITEM(self->errors, i) : NULL;
     unsigned long long seq = entry ? PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(entry, 0)) : UINT64_MAX;
-    for (; f < nfailed && (failed[f] < seq || entry == NULL); ++f) { /* native failures first */
-      PyObject *error = PyObject_CallFunction(
-          PyExc_MemoryError, "s", "a queued launch could not allocate its local memory");
+    for (; f < nfailed && ((failed[f] & ~FAULT_BIT) < seq || entry == NULL); ++f) { /* native failures first */
+      PyObject *error = native_error(self, failed[f]);
       if (error == NULL || PyList_Append(out, error) < 0) {
         Py_XDECREF(error);
         goto fail;
@@ -1123,15 +1184,26 @@ static int wait_until(QueueObject *self, uint64_t target) {
   return interrupted ? -1 : 0;
 }
 
-/* Queue.sync(): wait for every op submitted so far (helping), then take their kept errors. */
-static PyObject *q_sync(QueueObject *self, PyObject *unused) {
-  (void)unused;
+/* Queue.sync(): wait for every op submitted so far (helping), then take their kept errors (and the
+ * device's fault, once it is faulted: sticky). Queue.drain(): the same without the device's
+ * fault, unless this queue kept it (a queue being released). */
+static PyObject *sync_queue(QueueObject *self, int sticky) {
   if (q_ready(self) < 0) return NULL;
   lock_spin(&self->mu);
   uint64_t target = self->submitted;
   pthread_mutex_unlock(&self->mu);
   if (wait_until(self, target) < 0) return NULL;
-  return take_errors(self, target);
+  return take_errors(self, target, sticky);
+}
+
+static PyObject *q_sync(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  return sync_queue(self, 1);
+}
+
+static PyObject *q_drain(QueueObject *self, PyObject *unused) {
+  (void)unused;
+  return sync_queue(self, 0);
 }
 
 /* Queue.release(discard): no more submissions. Without discard the worker first runs what is
@@ -1169,7 +1241,7 @@ static PyObject *q_release(QueueObject *self, PyObject *discard_obj) {
     if (self->exec != NULL) exec_forget(self->exec, self);
     Py_END_ALLOW_THREADS
   }
-  return take_errors(self, UINT64_MAX);
+  return take_errors(self, UINT64_MAX, 0);
 }
 
 /* The worker could not be started: the next submission asks again. */
@@ -1226,6 +1298,8 @@ static PyMethodDef queue_methods[] = {
     QMETHOD(work, METH_NOARGS, "work()\n\nThe worker's loop; returns once released and empty."),
     QMETHOD(sync, METH_NOARGS,
             "sync() -> list | None\n\nWait for the work so far (helping); take the kept errors."),
+    QMETHOD(drain, METH_NOARGS,
+            "drain() -> list | None\n\nsync() without the device's fault unless this queue kept it."),
     QMETHOD(release, METH_O,
             "release(discard) -> list | None\n\nRefuse more work, end the worker; take the errors."),
     QMETHOD(worker_failed, METH_NOARGS, "worker_failed()\n\nThe worker thread could not start."),
@@ -1373,6 +1447,7 @@ static PyObject *py_copy_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs
   (void)m;
   copy_args_t c;
   if (parse_copy("copy_on", args, nargs, &c) < 0) return NULL;
+  if (c.pool != NULL && pool_faulted(c.pool)) return pool_raise_fault(c.pool);
   if (c.size == 0) Py_RETURN_NONE;
   Py_BEGIN_ALLOW_THREADS
   pool_copy(c.pool, c.dst, c.src, c.size);
@@ -1384,6 +1459,10 @@ static PyObject *py_fill_on(PyObject *m, PyObject *const *args, Py_ssize_t nargs
   (void)m;
   fill_args_t f;
   if (parse_fill("fill_on", args, nargs, &f) < 0) return NULL;
+  if (f.pool != NULL && pool_faulted(f.pool)) {
+    PyBuffer_Release(&f.pattern);
+    return pool_raise_fault(f.pool);
+  }
   Py_BEGIN_ALLOW_THREADS
   pool_fill(f.pool, f.dst, f.pattern.buf, (size_t)f.pattern.len, f.size);
   Py_END_ALLOW_THREADS

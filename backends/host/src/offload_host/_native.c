@@ -140,7 +140,10 @@ typedef struct {
   PyThreadState **caller;   /* non-NULL: the launching (main) thread checks for signals between claims */
   uint64_t next_check_ns;   /* when the caller checks next */
   _Atomic uint64_t limit;   /* interruptible jobs: groups a claim may take, sized from measured claims */
+  pool_t *pool;             /* guarded jobs (kernels): the pool whose device a fault marks */
 } job_t;
+
+static void job_fault(job_t *job, const kernel_fault_t *fault);
 
 #define SIGNAL_CHECK_NS 20000000ull /* a synchronous launch on the main thread sees Ctrl-C this often */
 #define CLAIM_TARGET_NS 5000000ull  /* and a claim of an interruptible job lasts about this long at most */
@@ -163,8 +166,9 @@ static void caller_check_signals(job_t *job) {
   if (interrupted) atomic_store_explicit(&job->cancel, 1, memory_order_relaxed);
 }
 
-/* Runs groups [begin, end) of the job with the given local memory. */
-static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *local_mem) {
+/* Runs groups [begin, end) of the job with the given local memory; a guarded job's kernel runs
+ * under the thread's fault guard (guard: NULL for an unguarded job). */
+static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *local_mem, fault_guard_t *guard) {
   const uint64_t nx = job->num_groups.x, ny = job->num_groups.y;
   offload_group_t group = {
       .num_groups = job->num_groups,
@@ -174,6 +178,7 @@ static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *loca
   };
   uint64_t x = begin % nx, rest = begin / nx;
   uint64_t y = rest % ny, z = rest / ny;
+  fault_tls_guard = guard; /* only while kernel code runs: a fault elsewhere is not the kernel's */
   for (uint64_t i = begin; i < end; ++i) {
     group.group_id.x = (uint32_t)x;
     group.group_id.y = (uint32_t)y;
@@ -187,11 +192,13 @@ static void run_range(const job_t *job, uint64_t begin, uint64_t end, void *loca
       }
     }
   }
+  fault_tls_guard = NULL;
 }
 
 /* Claims and runs chunks until the grid is exhausted. The caller has reserved dyn_mem
  * bytes in buf. */
-static void run_share(job_t *job, local_buf *buf, int is_caller) {
+__attribute__((always_inline)) static inline void run_share(job_t *job, local_buf *buf, int is_caller,
+                                                            fault_guard_t *guard) {
   void *local_mem = job->dyn_mem ? buf->data : NULL;
   for (;;) {
     if (atomic_load_explicit(&job->cancel, memory_order_relaxed)) return;
@@ -210,15 +217,34 @@ static void run_share(job_t *job, local_buf *buf, int is_caller) {
                                                     memory_order_relaxed));
     uint64_t end = begin + n;
     if (job->caller == NULL) {
-      run_range(job, begin, end, local_mem);
+      run_range(job, begin, end, local_mem, guard);
       continue;
     }
     uint64_t start = monotonic_ns();
-    run_range(job, begin, end, local_mem);
+    run_range(job, begin, end, local_mem, guard);
     uint64_t per_group = (monotonic_ns() - start) / n + 1;
     uint64_t fit = CLAIM_TARGET_NS / per_group;
     atomic_store_explicit(&job->limit, fit < 1 ? 1 : fit > job->chunk ? job->chunk : fit, memory_order_relaxed);
   }
+}
+
+/* run_share, a guarded job's kernel under a fault guard of this thread: a fault ends this
+ * thread's share and cancels the rest of the grid (job_fault). One FAULT_SETJMP per thread and
+ * launch (a few instructions, no system call). */
+static void run_share_guarded(job_t *job, local_buf *buf, int is_caller) {
+  if (job->pool == NULL) {
+    run_share(job, buf, is_caller, NULL);
+    return;
+  }
+  fault_thread_ready();
+  fault_guard_t guard;
+  if (FAULT_SETJMP(guard.env) != 0) {
+    fault_after_jump();
+    guard.fault.kernel = job->kernel;
+    job_fault(job, &guard.fault);
+    return;
+  }
+  run_share(job, buf, is_caller, &guard);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -241,6 +267,9 @@ struct pool {
   int stop;
   local_buf caller_buf;        /* the launching thread's local memory; under launch_lock */
   _Atomic size_t local_limit;  /* the device's local memory limit (launches beyond it: Python) */
+  _Atomic int fault_claimed;   /* a kernel faulted: its thread writes `fault`, then sets faulted */
+  _Atomic int faulted;         /* sticky: nothing more runs on this device */
+  char fault_message[768];     /* the first fault, described; read once faulted is set */
   size_t nthreads;
   worker_t workers[];
 };
@@ -287,6 +316,7 @@ static void *worker_main(void *arg) {
   worker_t *self = arg;
   pool_t *pool = self->pool;
   pthread_setname_np(pthread_self(), "offload-pool"); /* as top -H and perf show it */
+  fault_thread_setup(); /* its kernels' faults end their launch, not the process */
 
   uint64_t seen = 0;
   int worked = 0;
@@ -313,7 +343,7 @@ static void *worker_main(void *arg) {
      * thread, which always has its memory, finishes the grid. */
     if (local_buf_reserve(&self->buf, job->dyn_mem) == 0) {
       job_spread(job);
-      run_share(job, &self->buf, 0);
+      run_share_guarded(job, &self->buf, 0);
     }
     worked = 1;
 
@@ -363,6 +393,7 @@ static PyObject *py_pool_create(PyObject *m, PyObject *const *args, Py_ssize_t n
     PyErr_Format(PyExc_ValueError, "a pool has at most %d threads", MAX_POOL_THREADS);
     return NULL;
   }
+  if (fault_install() != 0) return PyErr_SetFromErrno(PyExc_OSError);
   pool_t *pool = calloc(1, sizeof(pool_t) + (size_t)n * sizeof(worker_t));
   if (pool == NULL) return PyErr_NoMemory();
   pool->magic = POOL_MAGIC;
@@ -417,7 +448,7 @@ static PyObject *py_pool_destroy(PyObject *m, PyObject *const *args, Py_ssize_t 
 static int launch_inline(job_t *job) {
   local_buf buf = {NULL, 0};
   if (local_buf_reserve(&buf, job->dyn_mem) < 0) return -1;
-  run_share(job, &buf, 1);
+  run_share_guarded(job, &buf, 1);
   local_buf_release(&buf);
   return 0;
 }
@@ -436,7 +467,7 @@ static int launch_pooled(pool_t *pool, job_t *job) {
     pthread_cond_broadcast(&pool->work_cv);
     pthread_mutex_unlock(&pool->lock);
 
-    run_share(job, &pool->caller_buf, 1);
+    run_share_guarded(job, &pool->caller_buf, 1);
 
     /* Retract the job so late wakers skip it, then wait for attached workers: every
      * claimed group was claimed by the caller or by one of them. */
@@ -464,14 +495,145 @@ static PyObject *py_pool_set_local_limit(PyObject *m, PyObject *const *args, Py_
   Py_RETURN_NONE;
 }
 
+/* ---- the device's fault: the first kernel fault of any launch on the pool, sticky -------------- */
+
+static void pool_note_fault(pool_t *pool, const kernel_fault_t *fault);
+
+static void job_fault(job_t *job, const kernel_fault_t *fault) {
+  atomic_store_explicit(&job->cancel, 1, memory_order_relaxed); /* nobody claims more groups */
+  pool_note_fault(job->pool, fault);
+}
+
+/* Keeps the pool's first fault and marks its device faulted. */
+static void pool_note_fault(pool_t *pool, const kernel_fault_t *fault) {
+  int none = 0;
+  if (atomic_compare_exchange_strong(&pool->fault_claimed, &none, 1)) {
+    /* described now, after the jump (not in the handler): the kernel's program is loaded while
+     * its launch runs, and the allocation it ran past is not freed yet */
+    fault_describe(fault, pool->fault_message, sizeof pool->fault_message);
+    atomic_store_explicit(&pool->faulted, 1, memory_order_release);
+  }
+}
+
+int pool_faulted(pool_t *pool) { return atomic_load_explicit(&pool->faulted, memory_order_acquire); }
+
+const _Atomic int *pool_fault_flag(pool_t *pool) { return &pool->faulted; }
+
+static PyObject *DeviceFaulted; /* _native.DeviceFaulted: offload.OffloadError(BACKEND_FAILURE, ...) */
+static PyObject *BackendFailure;
+
+PyObject *device_faulted_type(void) { return DeviceFaulted; }
+
+PyObject *pool_fault_error(pool_t *pool) {
+  return PyObject_CallFunction(DeviceFaulted, "Os", BackendFailure, pool->fault_message);
+}
+
+PyObject *pool_raise_fault(pool_t *pool) {
+  PyObject *error = pool_fault_error(pool);
+  if (error != NULL) {
+    PyErr_SetObject(DeviceFaulted, error);
+    Py_DECREF(error);
+  }
+  return NULL;
+}
+
+/* One call of a kernel under a fault guard of the calling thread (no GIL): 1 when it faulted (the
+ * pool's device is then faulted), else 0. */
+static int call_guarded(pool_t *pool, offload_kernel_fn kernel, const void *args, const offload_group_t *group) {
+  fault_thread_ready();
+  fault_guard_t guard;
+  if (FAULT_SETJMP(guard.env) != 0) {
+    fault_after_jump();
+    guard.fault.kernel = kernel;
+    pool_note_fault(pool, &guard.fault);
+    return 1;
+  }
+  fault_tls_guard = &guard;
+  kernel(args, group);
+  fault_tls_guard = NULL;
+  return 0;
+}
+
+/* call_guarded(pool, kernel, args, group): a cooperative launch's group (_cooperative.py), with the
+ * GIL released; raises DeviceFaulted when it faults, or when the device is faulted already. */
+static PyObject *py_call_guarded(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  pool_t *pool;
+  void *kernel, *kargs, *group;
+  if (check_nargs("call_guarded", nargs, 4) < 0 || (pool = pool_from(args[0])) == NULL ||
+      parse_ptr(args[1], &kernel) < 0 || parse_ptr(args[2], &kargs) < 0 || parse_ptr(args[3], &group) < 0)
+    return NULL;
+  if (kernel == NULL || group == NULL) {
+    PyErr_SetString(PyExc_ValueError, "kernel and group must not be NULL");
+    return NULL;
+  }
+  if (pool_faulted(pool)) return pool_raise_fault(pool);
+  int faulted;
+  Py_BEGIN_ALLOW_THREADS
+  faulted = call_guarded(pool, (offload_kernel_fn)(uintptr_t)kernel, kargs, group);
+  Py_END_ALLOW_THREADS
+  if (faulted) return pool_raise_fault(pool);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_pool_fault(PyObject *m, PyObject *arg) {
+  (void)m;
+  pool_t *pool = pool_from(arg);
+  if (pool == NULL) return NULL;
+  if (!pool_faulted(pool)) Py_RETURN_NONE;
+  return pool_fault_error(pool);
+}
+
+/* The device's exception classes: DeviceFaulted is an offload.OffloadError (a RuntimeError where
+ * the core cannot be imported). */
+static int fault_exec(PyObject *module) {
+  PyObject *base = NULL, *codes = NULL, *offload = PyImport_ImportModule("offload");
+  if (offload != NULL) {
+    base = PyObject_GetAttrString(offload, "OffloadError");
+    codes = PyObject_GetAttrString(offload, "ErrorCode");
+    Py_DECREF(offload);
+  }
+  if (base == NULL || codes == NULL) {
+    PyErr_Clear();
+    Py_XDECREF(base);
+    Py_XDECREF(codes);
+    base = Py_NewRef(PyExc_RuntimeError);
+    codes = NULL;
+  }
+  BackendFailure = codes ? PyObject_GetAttrString(codes, "BACKEND_FAILURE") : Py_NewRef(Py_None);
+  Py_XDECREF(codes);
+  DeviceFaulted = BackendFailure == NULL ? NULL
+                                         : PyErr_NewExceptionWithDoc(
+                                               "offload_host._native.DeviceFaulted",
+                                               "A kernel of the host device faulted (BACKEND_FAILURE); the device "
+                                               "stays faulted until olShutDown.",
+                                               base, NULL);
+  Py_DECREF(base);
+  if (DeviceFaulted == NULL) return -1;
+  return PyModule_AddObjectRef(module, "DeviceFaulted", DeviceFaulted);
+}
+
 int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
              offload_dim3_t group_size, size_t dyn_mem) {
   return pool_run_interruptible(pool, kernel, args, num_groups, group_size, dyn_mem, NULL);
 }
 
+static inline int pool_run_job(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
+                               offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller, int guarded);
+
 int pool_run_interruptible(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
                            offload_dim3_t group_size, size_t dyn_mem, PyThreadState **caller) {
+  if (pool_faulted(pool)) return -3;
+  int rc = pool_run_job(pool, kernel, args, num_groups, group_size, dyn_mem, caller, 1);
+  return rc != -1 && pool_faulted(pool) ? -3 : rc; /* a fault cancels the grid too: not an interrupt */
+}
+
+/* Runs a job; guarded: a kernel (its faults mark the device), else the pool's own copies. */
+__attribute__((always_inline)) static inline int pool_run_job(pool_t *pool, offload_kernel_fn kernel, const void *args,
+                                                              offload_dim3_t num_groups, offload_dim3_t group_size,
+                                                              size_t dyn_mem, PyThreadState **caller, int guarded) {
   job_t job = {
+      .pool = guarded ? pool : NULL,
       .kernel = kernel,
       .args = args,
       .num_groups = num_groups,
@@ -618,6 +780,7 @@ static PyObject *py_launch(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
   PyEval_RestoreThread(ts);
   if (have_view) PyBuffer_Release(&view);
   if (rc == -2) return NULL;
+  if (rc == -3) return pool_raise_fault(l.pool);
   if (rc < 0) return PyErr_NoMemory();
   Py_RETURN_NONE;
 }
@@ -693,8 +856,8 @@ static int split_over(pool_t *pool, offload_kernel_fn part, split_args *a, size_
   a->chunk = chunk;
   uint64_t groups = (a->size + chunk - 1) / chunk;
   if (groups > UINT32_MAX) return -1;
-  return pool_run(pool, part, a, (offload_dim3_t){(uint32_t)groups, 1, 1}, (offload_dim3_t){1, 1, 1},
-                  0);
+  return pool_run_job(pool, part, a, (offload_dim3_t){(uint32_t)groups, 1, 1}, (offload_dim3_t){1, 1, 1}, 0,
+                      NULL, 0);
 }
 
 void pool_copy(pool_t *pool, void *dst, const void *src, size_t size) {
@@ -898,6 +1061,33 @@ static PyObject *py_pages_free(PyObject *m, PyObject *const *args, Py_ssize_t na
   Py_RETURN_NONE;
 }
 
+static PyObject *py_checked_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  size_t size, alignment;
+  if (check_nargs("checked_alloc", nargs, 2) < 0 || parse_size(args[0], &size) < 0 || parse_size(args[1], &alignment) < 0)
+    return NULL;
+  if (alignment == 0 || (alignment & (alignment - 1))) {
+    PyErr_SetString(PyExc_ValueError, "alignment must be a power of two");
+    return NULL;
+  }
+  void *p = checked_alloc(size, alignment);
+  if (p == NULL) {
+    char why[120];
+    snprintf(why, sizeof why, "mmap of %zu bytes (%#zx) and a guard page failed", size, size);
+    PyErr_SetString(PyExc_MemoryError, why);
+    return NULL;
+  }
+  return from_ptr(p);
+}
+
+static PyObject *py_checked_free(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  void *p;
+  if (check_nargs("checked_free", nargs, 1) < 0 || parse_ptr(args[0], &p) < 0) return NULL;
+  if (checked_free(p) != 0) return PyErr_SetFromErrno(PyExc_OSError);
+  Py_RETURN_NONE;
+}
+
 /* Fills size bytes at dst with the repeated pattern; the last copy may be partial. */
 void fill_pattern(unsigned char *dst, const void *pat, size_t plen, size_t size) {
   if (plen == 1) {
@@ -959,6 +1149,13 @@ static PyMethodDef native_methods[] = {
                            "Wait for a running launch, stop and join every worker, free the pool."),
     FASTCALL(pool_set_local_limit, "pool_set_local_limit(pool, limit)\n\n"
                                    "The device's local memory limit, which the native entry points read."),
+    {"pool_fault", (PyCFunction)py_pool_fault, METH_O,
+     "pool_fault(pool) -> DeviceFaulted | None\n\nThe error of the pool's device once a kernel faulted on it."},
+    FASTCALL(call_guarded, "call_guarded(pool, kernel, args, group)\n\n"
+                           "kernel(args, group) under a fault guard, the GIL released (a cooperative group)."),
+    FASTCALL(checked_alloc, "checked_alloc(size, alignment) -> address\n\n"
+                            "OFFLOAD_HOST_CHECK's allocation: right-aligned against a PROT_NONE guard page."),
+    FASTCALL(checked_free, "checked_free(address)\n\nUnmap an allocation of checked_alloc."),
     FASTCALL(launch, "launch(pool, kernel, args, size | ngx, ngy, ngz, gsx, gsy, gsz, dyn_mem)\n\n"
                      "Run kernel once per work-group of the grid on the pool and the calling\n"
                      "thread, with the GIL released; returns when every group finished."),
@@ -981,6 +1178,7 @@ static PyMethodDef native_methods[] = {
 };
 
 static PyModuleDef_Slot native_slots[] = {
+    {Py_mod_exec, (void *)fault_exec},     /* DeviceFaulted */
     {Py_mod_exec, (void *)hostq_exec},     /* the native queues and events */
     {Py_mod_exec, (void *)hostentry_exec}, /* the core's native entry points */
     {0, NULL},

@@ -7,6 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -55,7 +56,9 @@ pool_t *pool_from(PyObject *obj);
 /* The rest never touch Python: call them with the GIL released. */
 size_t pool_threads(const pool_t *pool);
 /* Runs kernel once per group of the grid on the pool and the calling thread; returns when every
- * group finished. 0 on success, -1 when local memory cannot be allocated (then nothing ran). */
+ * group finished. 0 on success, -1 when local memory cannot be allocated (then nothing ran), -3
+ * when the device is faulted: a kernel faulted in this launch (the groups not started are dropped)
+ * or before it (then nothing ran). */
 int pool_run(pool_t *pool, offload_kernel_fn kernel, const void *args, offload_dim3_t num_groups,
              offload_dim3_t group_size, size_t dyn_mem);
 /* pool_run, and when caller is not NULL the calling thread (the main one) takes the GIL back
@@ -85,6 +88,63 @@ int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, con
                         offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem);
 /* Whether a native queue has work queued or running (Queue.pending). */
 int hostq_pending(void *queue);
+/* --- faults of kernels and the checking mode's allocations (_fault.c) --------------------------- */
+typedef struct {
+  offload_kernel_fn kernel; /* the kernel that faulted */
+  int sig, code;            /* the signal and its si_code */
+  void *addr;               /* the faulting address (or instruction, for SIGFPE and SIGILL) */
+  int write;                /* 1 a write, 0 a read, -1 unknown */
+} kernel_fault_t;
+/* The guard's jump: GCC's __builtin_setjmp saves three words (a few instructions, where glibc's
+ * sigsetjmp costs ~5 ns a launch), and its longjmp from the handler lands like siglongjmp
+ * (the signal mask is fixed by fault_after_jump either way). With shadow stacks (CET's SHSTK,
+ * __CET__ & 2) only glibc's siglongjmp unwinds the shadow stack too: it is used there. */
+#if (defined(__GNUC__) || defined(__clang__)) && !(defined(__CET__) && (__CET__ & 2))
+typedef void *fault_jmp_buf[5];
+#define FAULT_SETJMP(env) __builtin_setjmp(env)
+#define FAULT_LONGJMP(env) __builtin_longjmp(env, 1)
+#else
+typedef sigjmp_buf fault_jmp_buf;
+#define FAULT_SETJMP(env) sigsetjmp(env, 0)
+#define FAULT_LONGJMP(env) siglongjmp(env, 1)
+#endif
+typedef struct {
+  fault_jmp_buf env; /* FAULT_SETJMP by the thread that runs kernel code */
+  kernel_fault_t fault;
+} fault_guard_t;
+/* The running thread's guard while kernel code runs on it, else NULL. */
+extern __thread fault_guard_t *fault_tls_guard __attribute__((tls_model("initial-exec")));
+/* Installs the signal handlers (once; the handlers found are chained to). 0, or -1 with errno. */
+int fault_install(void);
+/* Makes the calling thread able to survive its kernels' faults (alternate stack, signals unblocked). */
+void fault_thread_setup(void);
+extern __thread int fault_tls_ready __attribute__((tls_model("initial-exec")));
+static inline void fault_thread_ready(void) { /* fault_thread_setup once per thread */
+  if (__builtin_expect(!fault_tls_ready, 0)) fault_thread_setup();
+}
+/* After a siglongjmp from the handler: the fault signals are unblocked again. */
+void fault_after_jump(void);
+/* The message of a fault (the kernel's name, the signal, the address, a checked allocation). */
+void fault_describe(const kernel_fault_t *fault, char *out, size_t n);
+/* OFFLOAD_HOST_CHECK's allocations (_checkmem.c): right-aligned against a PROT_NONE page (NULL when
+ * out of memory). */
+void *checked_alloc(size_t size, size_t alignment);
+int checked_free(void *address); /* 0, or -1 with errno */
+/* Writes where address lies relative to a checked allocation (": N bytes past the end of ..."), or
+ * nothing (out untouched) when it is near none. */
+void checked_describe(const void *address, char *out, size_t n);
+
+/* --- the device's fault (_native.c) --- */
+/* Whether a kernel of the pool's device faulted (then nothing more runs on it). */
+int pool_faulted(pool_t *pool);
+/* The flag pool_faulted reads (an acquire load of it is pool_faulted, inline where it is hot). */
+const _Atomic int *pool_fault_flag(pool_t *pool);
+/* Sets the Python exception of the pool's fault (DeviceFaulted); returns NULL. */
+PyObject *pool_raise_fault(pool_t *pool);
+PyObject *device_faulted_type(void); /* _native.DeviceFaulted (borrowed) */
+/* _native.DeviceFaulted (an offload.OffloadError, BACKEND_FAILURE) made with the fault's message. */
+PyObject *pool_fault_error(pool_t *pool);
+
 /* Adds ENTRY_POINTS (the capsule of offload_native.h) to the module (_hostentry.c). */
 int hostentry_exec(PyObject *module);
 

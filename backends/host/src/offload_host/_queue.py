@@ -55,8 +55,8 @@ class HostQueue(NativeQueue):
 
     __slots__ = ("name", "_thread")
 
-    def __init__(self, executor: int | None = None) -> None:
-        super().__init__(executor)
+    def __init__(self, executor: int | None = None, pool: int | None = None) -> None:
+        super().__init__(executor, pool)  # pool: its device's fault refuses work and fails syncs
         self.name = f"offload-host-queue-{next(_names)}"
         self._thread: threading.Thread | None = None
 
@@ -104,7 +104,7 @@ class HostQueue(NativeQueue):
                 self.raise_errors(errors)
             return
         try:
-            kept = self.sync() or []
+            kept = self.drain() or []  # a faulted device's fault only if this queue kept it
         except BaseException:
             self._finish(discard=True)
             raise

@@ -1,5 +1,6 @@
 """The CUDA backend on GPUs as the driver documents them (issue 29, part 5), on the simulator's rules
-(test_cuda_simulator_capability_rules.py shows each with raw calls):
+(test_cuda_simulator_capability_rules.py shows each with raw calls); the tests without a simulator
+knob run on a real driver too (OFFLOAD_CUDA_REAL=1):
 
 - occupancy before any launch: a kernel asking for more dynamic shared memory than its current
   limit (48 KiB until raised) fits zero blocks, so ``olGetKernelMaxCooperativeGroupCount`` and
@@ -17,8 +18,6 @@ from typing import Any
 import pytest
 
 from cuda_child import offload_child
-
-pytestmark = pytest.mark.usefixtures("simulated")
 
 _OCCUPANCY = offload_child(
     r"""
@@ -88,11 +87,13 @@ emit(out)
 
 @pytest.mark.parametrize("concurrent", ["1", "0"])
 def test_prefetch_is_a_hint_ignored_without_concurrent_managed_access(
-    run_child: Any, child_env: Any, concurrent: str
+    run_child: Any, child_env: Any, concurrent: str, request: pytest.FixtureRequest
 ) -> None:
     """olMemPrefetch is a hint a device may ignore: on a GPU whose CONCURRENT_MANAGED_ACCESS is 0
     (GPUSIM_CUDA_MANAGED_CONCURRENT=0; the driver refuses every prefetch there) it succeeds without
     a driver call; where the GPU has it, the prefetch reaches the driver and succeeds too."""
+    if concurrent == "0":
+        request.getfixturevalue("simulated")  # the knob is the simulator's
     out = run_child(_PREFETCH, child_env(GPUSIM_CUDA_MANAGED_CONCURRENT=concurrent)).result
     assert out == {"to_device": None, "to_host": None, "sync": None, "data": True}
 
@@ -119,6 +120,7 @@ emit(out)
 )
 
 
+@pytest.mark.usefixtures("simulated")
 def test_cooperative_support_is_the_drivers_attribute(run_child: Any, child_env: Any, kernels: Any) -> None:
     """A GPU reporting CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 0 (GPUSIM_CUDA_COOPERATIVE=0):
     COOPERATIVE_LAUNCH_SUPPORT is False, the group count and cooperative launches (queued or not)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def test_a_command_failing_after_its_enqueue_fails_the_next_sync(opencl: tuple[o
     source = (ctypes.c_uint8 * 64)(*range(64))
     back = (ctypes.c_uint8 * 64)()
     try:
-        backend_queue = queue.native
+        backend_queue: Any = queue.native  # offload_opencl's OpenCLQueue
         gate = cl.UserEvent(backend_queue.device.context)
         # another library's command; its event is kept until the end (PoCL 3.1 aborts when an event
         # fails after its last release: "PTHREAD ERROR in pocl_update_event_failed()")

@@ -317,3 +317,43 @@ emit(res)
     calls = ("sync_launch", "sync", "query", "event", "launch", "host_function", "copy", "alloc")
     assert result == {**dict.fromkeys(calls, failure), "shutdown": True}
 
+
+
+_COOPERATIVE = (
+    ERROR_OF
+    + """
+prog = ol.olCreateProgram(dev, (programs / "foo.hsaco").read_bytes())
+kernel = ol.olGetSymbol(prog, "foo", ol.SymbolKind.KERNEL)
+mem = ol.olMemAlloc(dev, ol.AllocType.MANAGED, 64 * 4)
+queue = ol.olCreateQueue(dev)
+props = {ol.KernelLaunchPropType.IS_COOPERATIVE: True}
+out = {"support": ol.olGetDeviceInfo(dev, ol.DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT),
+       "count": error_of(ol.olGetKernelMaxCooperativeGroupCount, dev, kernel, ONE),
+       "queued": error_of(ol.olLaunchKernel, queue, dev, kernel, struct.pack("P", mem), ONE, props),
+       "sync": error_of(ol.olLaunchKernel, None, dev, kernel, struct.pack("P", mem), ONE, props)}
+out["queue"] = error_of(ol.olSyncQueue, queue)
+ctypes.memset(mem, 0, 64 * 4)
+out["plain"] = error_of(ol.olLaunchKernel, None, dev, kernel, struct.pack("P", mem), ONE)
+out["data"] = list((ctypes.c_uint32 * 64).from_address(mem)) == list(range(64))
+ol.olDestroyQueue(queue); ol.olMemFree(mem); ol.olDestroyProgram(prog)
+ol.olShutDown()
+emit(out)
+"""
+)
+
+
+def test_cooperative_support_is_the_runtimes_attribute(hip_build, hip_child) -> None:
+    """A device without cooperative groups (hipDeviceAttributeCooperativeLaunch 0,
+    GPUSIM_HIP_COOPERATIVE=0), where HIP fails the launch as hipErrorLaunchFailure:
+    COOPERATIVE_LAUNCH_SUPPORT is False and the group count and cooperative launches are
+    UNSUPPORTED naming the attribute, as on CUDA; plain launches run. With it, all of them run."""
+    for knob in ("0", "1"):
+        out = hip_child(programs_prelude(hip_build, PRELUDE) + _COOPERATIVE, hip_build.env(GPUSIM_HIP_COOPERATIVE=knob), timeout=60)
+        assert out["support"] is (knob == "1")
+        for what in ("count", "queued", "sync"):
+            if knob == "1":
+                assert out[what] is None, (what, out[what])
+            else:
+                code, details = out[what]
+                assert code == "UNSUPPORTED" and "hipDeviceAttributeCooperativeLaunch" in details, (what, details)
+        assert out["queue"] is None and out["plain"] is None and out["data"] is True

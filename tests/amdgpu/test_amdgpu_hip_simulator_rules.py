@@ -306,6 +306,32 @@ emit(res)
     assert result["bad_block"] == 1  # hipErrorInvalidValue
 
 
+@pytest.mark.parametrize("knob", ["1", "0"])
+def test_cooperative_launches_need_cooperative_groups(hip_build, hip_child, knob: str) -> None:
+    """clr's ihipLaunchKernel_validate: a cooperative launch on a device without cooperative groups
+    (hipDeviceAttributeCooperativeLaunch 0: GPUSIM_HIP_COOPERATIVE=0) is hipErrorLaunchFailure (719);
+    a plain launch still runs."""
+    result = hip_child(
+        PRELUDE
+        + """
+module, kernel = load_kernel("foo")
+out = hip.hipMalloc(4 * 64)[1]
+slot = ctypes.c_void_p(int(out))
+params = (ctypes.c_void_p * 1)(ctypes.addressof(slot))
+attribute = hip.hipDeviceGetAttribute(hip.hipDeviceAttribute_t.hipDeviceAttributeCooperativeLaunch, 0)
+res = {"attribute": attribute[1], "attribute_status": st(attribute)}
+res["cooperative"] = st(hip.hipModuleLaunchCooperativeKernel(kernel, 1, 1, 1, 64, 1, 1, 0, None, ctypes.addressof(params)))
+res["plain"] = st(hip.hipModuleLaunchKernel(kernel, 1, 1, 1, 64, 1, 1, 0, None, ctypes.addressof(params), None))
+res["sync"] = st(hip.hipStreamSynchronize(None))
+emit(res)
+""",
+        hip_build.env(GPUSIM_HIP_COOPERATIVE=knob),
+    )
+    assert result["attribute_status"] == 0 and result["attribute"] == int(knob)
+    assert result["cooperative"] == (0 if knob == "1" else 719)  # hipErrorLaunchFailure
+    assert result["plain"] == 0 and result["sync"] == 0
+
+
 def test_prefetch_of_managed_memory(hip_runtime, hip_child) -> None:
     """hipMemPrefetchAsync (issue 17's olMemPrefetch): managed ranges only; a device or hipCpuDeviceId."""
     result = hip_child(

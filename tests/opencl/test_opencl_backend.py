@@ -114,6 +114,47 @@ def test_dynamic_local_memory_and_mixed_arguments(gpu: ol.Device, compiler: None
         ol.olDestroyProgram(program)
 
 
+_TOO_MUCH_LOCAL = r"""
+import ctypes, json, struct
+import offload as ol
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+gpu = next(d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME) == "opencl")
+limit = ol.olGetDeviceInfo(gpu, ol.DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE)
+program = ol.olCreateProgram(gpu, b"kernel void k(global uint *out, local uint *s) { s[get_local_id(0)] = 1; "
+                                  b"barrier(CLK_LOCAL_MEM_FENCE); out[get_global_id(0)] = s[0]; }")
+kernel = ol.olGetSymbol(program, "k", ol.SymbolKind.KERNEL)
+out = ol.olMemAlloc(gpu, ol.AllocType.MANAGED, 64 * 4)
+def launch(dynamic):
+    try:
+        ol.olLaunchKernel(None, gpu, kernel, struct.pack("P", out), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1), dynamic))
+    except ol.OffloadError as exc:
+        return [exc.code.name, exc.details]
+    return None
+result = {"limit": limit, "over": launch(limit + 4), "huge": launch(1 << 30), "fits": launch(64 * 4)}
+result["data"] = list((ctypes.c_uint32 * 64).from_address(out)) == [1] * 64
+ol.olMemFree(out)
+ol.olDestroyProgram(program)
+ol.olShutDown()
+print(json.dumps(result))
+"""
+
+
+def test_dynamic_local_memory_beyond_the_device_is_refused(compiler: None) -> None:
+    """More dynamic local memory than the device's LOCAL_MEM_SIZE is OUT_OF_RESOURCES, naming the
+    sizes (OpenCL's CL_OUT_OF_RESOURCES; PoCL does not check it: Debian's 3.1 aborts, the wheel's
+    3.0 runs on), in a child process since a regression aborts it; a launch within it still runs."""
+    env = {**os.environ, "OFFLOAD_BACKENDS": "opencl,host"}
+    proc = subprocess.run([sys.executable, "-c", _TOO_MUCH_LOCAL], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for case in ("over", "huge"):
+        code, details = result[case]
+        assert code == "OUT_OF_RESOURCES" and "LOCAL_MEM_SIZE" in details and str(result["limit"]) in details, result
+    assert result["fits"] is None and result["data"] is True
+
+
 def test_a_source_that_does_not_build_names_the_compilers_error(gpu: ol.Device, compiler: None) -> None:
     with pytest.raises(ol.OffloadError) as info:
         _program(gpu, "kernel void k(global int *out) { out[0] = undeclared; }")

@@ -133,8 +133,11 @@ static int is_device_kind(sim_mem_kind kind) {
  * range inside one such allocation); the location is a device (CU_MEM_LOCATION_TYPE_DEVICE, id a
  * device ordinal) or the host (CU_MEM_LOCATION_TYPE_HOST and its NUMA forms); flags are "reserved
  * for future use and must be 0"; anything else is CUDA_ERROR_INVALID_VALUE, a stream of another
- * context CUDA_ERROR_INVALID_HANDLE. Managed memory is host memory here: the migration changes
- * nothing a program can observe, so nothing is enqueued. */
+ * context CUDA_ERROR_INVALID_HANDLE. The destination GPU "must have non-zero value for the device
+ * attribute CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS. Additionally, hStream must be associated
+ * with a device that has a non-zero value for" it: else CUDA_ERROR_INVALID_DEVICE (a GPU on
+ * Windows/WSL or an older one; GPUSIM_CUDA_MANAGED_CONCURRENT). Managed memory is host memory here:
+ * the migration changes nothing a program can observe, so nothing is enqueued. */
 enum { MEM_LOCATION_DEVICE = 1, MEM_LOCATION_HOST = 2, MEM_LOCATION_HOST_NUMA_CURRENT = 4 };
 
 EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t count, CUmemLocation location, unsigned flags,
@@ -146,12 +149,14 @@ EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t count, CUmemLocati
   if (sim_mem_check(p, count) != SIM_OK) return CUDA_ERROR_INVALID_VALUE;
   if (location.type == MEM_LOCATION_DEVICE) {
     if (location.id < 0 || location.id >= sim_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+    if (!cu_concurrent_managed(location.id)) return CUDA_ERROR_INVALID_DEVICE;
   } else if (location.type < MEM_LOCATION_HOST || location.type > MEM_LOCATION_HOST_NUMA_CURRENT) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   sim_stream *s;
   struct cuctx *owner;
   CUresult rc = resolve_stream_owner(stream, ctx, &s, &owner);
+  if (rc == CUDA_SUCCESS && !cu_concurrent_managed(owner->device)) return CUDA_ERROR_INVALID_DEVICE;
   return rc;
 }
 

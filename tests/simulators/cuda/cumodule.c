@@ -368,10 +368,19 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
   return from_sim(sim_launch(s, &desc));
 }
 
+/* Occupancy as NVIDIA's cuda_occupancy.h computes it (cudaOccMaxBlocksPerSMSmemLimit): a block
+ * asking for more dynamic shared memory than the function's current
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB less its static shared memory until
+ * cuFuncSetAttribute raises it) fits zero blocks ("If result->activeBlocksPerMultiprocessor is 0,
+ * then the given parameter combination cannot run on the device"), as such a launch is refused. */
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size, size_t dyn) {
   REQUIRE_CTX(ctx);
   REQUIRE_FUNC(f);
   if (blocks == NULL || block_size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dyn > (size_t)f->max_dynamic_shared) {
+    *blocks = 0;
+    return CUDA_SUCCESS;
+  }
   const sim_device_props *p = sim_device(f->module->device);
   int warps = (block_size + p->warp_size - 1) / p->warp_size;
   int by_threads = p->max_threads_per_multiprocessor / (warps * p->warp_size);

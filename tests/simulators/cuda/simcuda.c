@@ -139,25 +139,40 @@ int cu_device_sm(void) {
   return sm;
 }
 
-/* GPUSIM_COMPUTE_MODE: each device's CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, comma-separated by
- * ordinal (0 DEFAULT, 2 PROHIBITED, 3 EXCLUSIVE_PROCESS); devices not named are DEFAULT. */
-enum { CU_COMPUTEMODE_DEFAULT = 0, CU_COMPUTEMODE_PROHIBITED = 2, CU_COMPUTEMODE_EXCLUSIVE_PROCESS = 3 };
-static int compute_mode(int dev) {
-  const char *text = getenv("GPUSIM_COMPUTE_MODE");
+/* A per-device knob: the ordinal-th comma-separated entry of the variable `name` (an integer that
+ * `valid` accepts), else `fallback` (a device not named, or an entry refused on stderr). */
+static int device_knob(const char *name, int dev, int fallback, int (*valid)(long)) {
+  const char *text = getenv(name);
   for (int i = 0; text && *text; ++i) {
     char *end;
-    long mode = strtol(text, &end, 10);
+    long value = strtol(text, &end, 10);
     if (i == dev) {
-      if (end != text && (mode == CU_COMPUTEMODE_DEFAULT || mode == CU_COMPUTEMODE_PROHIBITED || mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS))
-        return (int)mode;
-      fprintf(stderr, "gpusim: ignoring GPUSIM_COMPUTE_MODE entry %d (0, 2 or 3)\n", i);
-      return CU_COMPUTEMODE_DEFAULT;
+      if (end != text && (*end == ',' || *end == '\0') && valid(value)) return (int)value;
+      fprintf(stderr, "gpusim: ignoring %s entry %d\n", name, i);
+      return fallback;
     }
     text = strchr(text, ',');
     if (text) ++text;
   }
-  return CU_COMPUTEMODE_DEFAULT;
+  return fallback;
 }
+
+/* GPUSIM_COMPUTE_MODE: each device's CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, comma-separated by
+ * ordinal (0 DEFAULT, 2 PROHIBITED, 3 EXCLUSIVE_PROCESS); devices not named are DEFAULT. */
+enum { CU_COMPUTEMODE_DEFAULT = 0, CU_COMPUTEMODE_PROHIBITED = 2, CU_COMPUTEMODE_EXCLUSIVE_PROCESS = 3 };
+static int valid_mode(long m) {
+  return m == CU_COMPUTEMODE_DEFAULT || m == CU_COMPUTEMODE_PROHIBITED || m == CU_COMPUTEMODE_EXCLUSIVE_PROCESS;
+}
+static int compute_mode(int dev) { return device_knob("GPUSIM_COMPUTE_MODE", dev, CU_COMPUTEMODE_DEFAULT, valid_mode); }
+
+/* GPUSIM_CUDA_MANAGED_CONCURRENT and GPUSIM_CUDA_COOPERATIVE: each device's
+ * CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS / CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH (0 or 1,
+ * comma-separated by ordinal; devices not named have 1, as an H100 on Linux). 0 is a GPU on
+ * Windows/WSL or an older one: prefetching to it or on its streams is refused (cumem.c), and so is
+ * a cooperative launch (simcuda_ext.c). */
+static int valid_flag(long v) { return v == 0 || v == 1; }
+int cu_concurrent_managed(int dev) { return device_knob("GPUSIM_CUDA_MANAGED_CONCURRENT", dev, 1, valid_flag); }
+int cu_cooperative_launch(int dev) { return device_knob("GPUSIM_CUDA_COOPERATIVE", dev, 1, valid_flag); }
 
 /* The current context, or why there is none usable: after a kernel fault every call that needs
  * the context returns the sticky error ("any further CUDA work will return the same error"). */
@@ -271,9 +286,9 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   case 83: v = 1; break;                                   /* MANAGED_MEMORY */
   case 84: v = 0; break;                                   /* MULTI_GPU_BOARD */
   case 86: v = 1; break;                                   /* SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO */
-  case 89: v = 1; break;                                   /* CONCURRENT_MANAGED_ACCESS */
+  case 89: v = cu_concurrent_managed(dev); break;          /* CONCURRENT_MANAGED_ACCESS (GPUSIM_CUDA_MANAGED_CONCURRENT) */
   case 97: v = (int)p->shared_per_block_optin; break;      /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
-  case 95: v = 1; break;                                   /* COOPERATIVE_LAUNCH */
+  case 95: v = cu_cooperative_launch(dev); break;          /* COOPERATIVE_LAUNCH (GPUSIM_CUDA_COOPERATIVE) */
   case 102: v = 0; break;                                  /* VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: VMM not modelled */
   case 106: v = 32; break;                                 /* MAX_BLOCKS_PER_MULTIPROCESSOR */
   case 115: v = 1; break;                                  /* MEMORY_POOLS_SUPPORTED (cupool.c) */

@@ -99,6 +99,10 @@ CUresult from_sim(sim_status status);
 CUresult cu_current(struct cuctx **out);
 /* GPUSIM_CUDA_SM, the devices' compute capability (default 90). */
 int cu_device_sm(void);
+/* A device's CONCURRENT_MANAGED_ACCESS (GPUSIM_CUDA_MANAGED_CONCURRENT) and COOPERATIVE_LAUNCH
+ * (GPUSIM_CUDA_COOPERATIVE) attributes: 1 unless the knob names 0 for it. */
+int cu_concurrent_managed(int dev);
+int cu_cooperative_launch(int dev);
 
 #define REQUIRE_INIT()                                                    \
   do {                                                                    \

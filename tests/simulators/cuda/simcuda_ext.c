@@ -232,13 +232,19 @@ static CUresult check_cluster(const CUlaunchConfig *c, CUfunction f, unsigned x,
   return CUDA_SUCCESS;
 }
 
-/* A cooperative grid must be co-resident: at most max active blocks per SM times the SMs. */
+/* A cooperative launch: "The device on which this kernel is invoked must have a non-zero value for
+ * the device attribute CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH" (cuLaunchCooperativeKernel; no error
+ * code is named: CUDA_ERROR_NOT_SUPPORTED, "the attempted operation is not supported on the current
+ * system or device", GPUSIM_CUDA_COOPERATIVE=0), and the grid must be co-resident: at most max
+ * active blocks per SM times the SMs. */
 static CUresult check_cooperative(const CUlaunchConfig *c, CUfunction f) {
-  int per_sm = 0;
-  CUresult rc = cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, (int)(c->block[0] * c->block[1] * c->block[2]), c->shared);
-  if (rc != CUDA_SUCCESS) return rc;
   struct cuctx *ctx;
-  if ((rc = cu_current(&ctx)) != CUDA_SUCCESS) return rc;
+  CUresult rc = cu_current(&ctx);
+  if (rc != CUDA_SUCCESS) return rc;
+  if (!cu_cooperative_launch(ctx->device)) return CUDA_ERROR_NOT_SUPPORTED;
+  int per_sm = 0;
+  rc = cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, (int)(c->block[0] * c->block[1] * c->block[2]), c->shared);
+  if (rc != CUDA_SUCCESS) return rc;
   unsigned long long blocks = (unsigned long long)c->grid[0] * c->grid[1] * c->grid[2];
   return blocks > (unsigned long long)per_sm * sim_device(ctx->device)->multiprocessors ? CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
                                                                                         : CUDA_SUCCESS;

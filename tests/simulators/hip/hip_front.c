@@ -310,6 +310,7 @@ EXPORT hipError_t hipDeviceGetUuid(hipUUID *uuid, int device) {
 enum {
   ATTR_CLOCK_RATE = 5,
   ATTR_CONCURRENT_KERNELS = 8,
+  ATTR_COOPERATIVE_LAUNCH = 10,
   ATTR_INTEGRATED = 16,
   ATTR_L2_CACHE_SIZE = 19,
   ATTR_MAJOR = 23,
@@ -346,6 +347,22 @@ enum {
 
 static int clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : (int)v; }
 
+/* GPUSIM_HIP_COOPERATIVE: each device's hipDeviceAttributeCooperativeLaunch (clr reports its
+ * cooperativeGroups_), 0 or 1, comma-separated by ordinal; devices not named have 1. */
+static int cooperative_knob(int device) {
+  const char *text = getenv("GPUSIM_HIP_COOPERATIVE");
+  for (int i = 0; text && *text; ++i) {
+    if (i == device) {
+      if ((text[0] == '0' || text[0] == '1') && (text[1] == ',' || text[1] == '\0')) return text[0] == '1';
+      fprintf(stderr, "gpusim-hip: ignoring GPUSIM_HIP_COOPERATIVE entry %d (0 or 1)\n", i);
+      return 1;
+    }
+    text = strchr(text, ',');
+    if (text) ++text;
+  }
+  return 1;
+}
+
 EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
   GUARD();
   DEVICE_GETTER(p, device, value != NULL);
@@ -353,6 +370,7 @@ EXPORT hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
   switch (attr) {
   case ATTR_CLOCK_RATE: *value = p->clock_khz; break;
   case ATTR_CONCURRENT_KERNELS: *value = 1; break;
+  case ATTR_COOPERATIVE_LAUNCH: *value = cooperative_knob(device); break;
   case ATTR_INTEGRATED: *value = 0; break;
   case ATTR_L2_CACHE_SIZE: *value = 8 * 1024 * 1024; break;
   case ATTR_MAJOR: *value = 9; break;
@@ -1293,14 +1311,18 @@ EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks
 }
 
 /* hipModuleLaunchCooperativeKernel (HIP Runtime API, Module Management): hipModuleLaunchKernel
- * whose blocks are all resident at once (so a grid barrier can synchronise them); a grid larger
- * than the occupancy allows on every compute unit is hipErrorCooperativeLaunchTooLarge. The
- * arguments come as one pointer per parameter (kernelParams); there is no `extra`. */
+ * whose blocks are all resident at once (so a grid barrier can synchronise them); a device without
+ * cooperative groups (hipDeviceAttributeCooperativeLaunch 0, GPUSIM_HIP_COOPERATIVE) refuses it with
+ * hipErrorLaunchFailure (clr's ihipLaunchKernel_validate: `if (!device->info().cooperativeGroups_)
+ * return hipErrorLaunchFailure`); a grid larger than the occupancy allows on every compute unit is
+ * hipErrorCooperativeLaunchTooLarge. The arguments come as one pointer per parameter
+ * (kernelParams); there is no `extra`. */
 EXPORT hipError_t hipModuleLaunchCooperativeKernel(hip_function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                                    unsigned by, unsigned bz, unsigned shared, hip_stream *stream,
                                                    void **params) {
   GUARD();
   if (!valid_function(f)) return ret(hipErrorInvalidHandle);
+  if (!cooperative_knob(f->module->device)) return ret(hipErrorLaunchFailure);
   int per_cu = 0, cus = 0;
   hipError_t e = hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&per_cu, f, (int)(bx * by * bz), shared);
   if (e != hipSuccess) return e;

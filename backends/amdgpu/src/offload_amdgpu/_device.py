@@ -147,6 +147,7 @@ def probe_info(device: HipDevice) -> dict[DeviceInfo, Any]:
         DeviceInfo.SINGLE_FP_SUPPORT: True,
         DeviceInfo.DOUBLE_FP_SUPPORT: True,
         DeviceInfo.HALF_FP_SUPPORT: True,
+        DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT: bool(attr("hipDeviceAttributeCooperativeLaunch")),
     }
     return info
 

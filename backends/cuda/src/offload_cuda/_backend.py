@@ -28,7 +28,7 @@ from offload import (
     hookimpl,
 )
 
-from . import _binary, _build, _launch, _memory, _queue
+from . import _binary, _build, _launch, _memory, _occupancy, _queue
 from ._device import CudaDevice
 from ._driver import DriverTooOld, DriverUnavailable, check, load
 from ._program import CudaImage, CudaKernel
@@ -36,7 +36,6 @@ from ._queue import CudaEvent, CudaQueue, HostCalls
 
 __all__ = ["CudaBackend"]
 
-_OCCUPANCY_NO_LIMIT = 0
 _CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20
 _COMPUTE_MODES = {2: "PROHIBITED", 3: "EXCLUSIVE_PROCESS"}
 log = logging.getLogger("offload_cuda")
@@ -190,38 +189,17 @@ class CudaBackend(NativeHooks):
 
     @hookimpl
     def max_group_size(self, device: _DeviceState, kernel: CudaKernel, dynamic_memory: int) -> int:
-        d = device.device.driver
-        device.device.activate()
-        _, block = check(
-            d,
-            d.cuOccupancyMaxPotentialBlockSize(kernel.function, 0, dynamic_memory, _OCCUPANCY_NO_LIMIT),
-            "cuOccupancyMaxPotentialBlockSize",
-        )
-        if int(block) <= 0:
-            raise OffloadError(
-                ErrorCode.OUT_OF_RESOURCES,
-                f"kernel {kernel.name} cannot run with {dynamic_memory} bytes of local memory",
-            )
-        return int(block)
+        return _occupancy.max_group_size(device.device, kernel, dynamic_memory)
 
     @hookimpl
     def max_cooperative_groups(self, device: _DeviceState, kernel: CudaKernel, launch: KernelLaunchSizeArgs) -> int:
-        """Blocks per multiprocessor (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) times the
-        multiprocessors: the most blocks that can be co-resident."""
-        d = device.device.driver
-        device.device.activate()
-        block = launch.group_items
-        per_sm = check(
-            d,
-            d.cuOccupancyMaxActiveBlocksPerMultiprocessor(kernel.function, block, launch.dyn_shared_memory),
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-        )
-        return int(per_sm) * device.device.attributes["MULTIPROCESSOR_COUNT"]
+        return _occupancy.max_cooperative_groups(device.device, kernel, launch)
 
     @hookimpl
     def launch_kernel_cooperative(
         self, device: _DeviceState, queue: CudaQueue | None, kernel: CudaKernel, args: Any, launch: KernelLaunchSizeArgs
     ) -> None:
+        _occupancy.require_cooperative(device.device)
         if queue is not None:
             _launch.launch(device.device, queue.stream, kernel, args, launch, cooperative=True)
             return
@@ -231,7 +209,12 @@ class CudaBackend(NativeHooks):
 
     @hookimpl
     def mem_prefetch(self, device: _DeviceState, queue: CudaQueue, address: int, size: int, flags: MemMigrationFlag) -> None:
-        """``cuMemPrefetchAsync`` of managed memory to the device, or to the host for DEVICE_TO_HOST alone."""
+        """``cuMemPrefetchAsync`` of managed memory to the device, or to the host for DEVICE_TO_HOST
+        alone. A hint: ignored on a GPU without CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
+        (Windows/WSL, older GPUs), where the driver refuses every prefetch on its streams
+        (INVALID_DEVICE), as upstream's tests and Intel's CUDA adapter skip it there."""
+        if not device.device.attributes["CONCURRENT_MANAGED_ACCESS"]:
+            return
         d = device.device.driver
         device.device.activate()
         location = d.CUmemLocation()

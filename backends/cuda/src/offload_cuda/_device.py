@@ -31,6 +31,8 @@ _A = {
     "COMPUTE_CAPABILITY_MAJOR": 75,
     "COMPUTE_CAPABILITY_MINOR": 76,
     "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 97,
+    "CONCURRENT_MANAGED_ACCESS": 89,
+    "COOPERATIVE_LAUNCH": 95,
 }
 
 _FULL_FP = (
@@ -143,4 +145,5 @@ class CudaDevice:
             DeviceInfo.SINGLE_FP_SUPPORT: True,
             DeviceInfo.DOUBLE_FP_SUPPORT: True,
             DeviceInfo.HALF_FP_SUPPORT: a["COMPUTE_CAPABILITY_MAJOR"] >= 6,
+            DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT: bool(a["COOPERATIVE_LAUNCH"]),
         }

@@ -59,7 +59,7 @@ class OpenCLBackend:
             with driver("clWaitForEvents"):
                 event.wait()
         else:
-            queue.last = event
+            queue.track(event)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ class OpenCLBackend:
         if queue is None:
             _memory.copy(device.sync_queue, dst, src, size, blocking=True)
         else:
-            queue.last = _memory.copy(queue.cl_queue, dst, src, size, blocking=False)
+            queue.track(_memory.copy(queue.cl_queue, dst, src, size, blocking=False))
 
     @hookimpl
     def data_submit(self, device: _DeviceState, dst: int, src: int, size: int, queue: OpenCLQueue | None) -> None:
@@ -221,7 +221,7 @@ class OpenCLBackend:
         if event.queue.device.context is not queue.device.context:
             raise OffloadError(ErrorCode.UNSUPPORTED, "waiting for an event of another OpenCL platform")
         with driver("clEnqueueBarrierWithWaitList"):
-            queue.last = cl.enqueue_barrier(queue.cl_queue, wait_for=[event.marker])
+            queue.track(cl.enqueue_barrier(queue.cl_queue, wait_for=[event.marker]))
 
     @hookimpl
     def is_event_complete(self, device: _DeviceState, event: OpenCLEvent) -> bool:

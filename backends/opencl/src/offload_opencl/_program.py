@@ -54,7 +54,7 @@ class _Slot(NamedTuple):
     """How one OpenCL argument is set: from the packed buffer at ``offset`` (``size`` bytes, a
     pointer when ``pointer``), or (``offset`` -1) the launch's dynamic local memory."""
 
-    index: int
+    arg_index: int
     offset: int
     size: int
     pointer: bool
@@ -107,6 +107,7 @@ class OpenCLKernel:
                     offset = param.offset + param.size
             self.work_group_size = int(self.kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device.device))
             self.local_mem = int(self.kernel.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, device.device))
+            self.local_limit = int(device.device.local_mem_size)
         if sum(1 for s in slots if s.offset < 0) > 1:
             raise OffloadError(ErrorCode.UNSUPPORTED, f"kernel {name}: more than one local pointer parameter (only one takes the dynamic local memory)")
         self.params = tuple(params)
@@ -122,15 +123,23 @@ class OpenCLKernel:
         key = (bytes(view), dynamic_memory)
         if key == self._last:
             return
+        if dynamic_memory and self.local_mem + dynamic_memory > self.local_limit:
+            # clEnqueueNDRangeKernel's CL_OUT_OF_RESOURCES ("insufficient resources such as ... local
+            # memory"), which PoCL does not check: Debian's PoCL 3.1 aborts the process, 3.0 runs on
+            raise OffloadError(
+                ErrorCode.OUT_OF_RESOURCES,
+                f"DynSharedMemory {dynamic_memory} and kernel {self.name}'s {self.local_mem} bytes of static local "
+                f"memory exceed the device's LOCAL_MEM_SIZE {self.local_limit}",
+            )
         self._last = None  # until every argument below is set
         for slot in self.slots:
             if slot.pointer:
                 address = int.from_bytes(view[slot.offset : slot.offset + 8], "little")
-                self.kernel.set_arg(slot.index, cl.SVM((ctypes.c_char * 1).from_address(address)) if address else None)
+                self.kernel.set_arg(slot.arg_index, cl.SVM((ctypes.c_char * 1).from_address(address)) if address else None)
             elif slot.offset < 0:
-                self.kernel.set_arg(slot.index, cl.LocalMemory(max(dynamic_memory, 1)))
+                self.kernel.set_arg(slot.arg_index, cl.LocalMemory(max(dynamic_memory, 1)))
             else:
-                self.kernel.set_arg(slot.index, view[slot.offset : slot.offset + slot.size])
+                self.kernel.set_arg(slot.arg_index, view[slot.offset : slot.offset + slot.size])
         self._last = key
 
 

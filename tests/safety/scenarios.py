@@ -39,13 +39,14 @@ def host_device() -> ol.Device:
     return next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
 
 
-def mapped(address: int, size: int) -> bool:
-    """Whether [address, address + size) is mapped writable now (a fresh read of the mappings)."""
+def mapped(address: int, size: int, write: bool = True) -> bool:
+    """Whether [address, address + size) is mapped writable (or readable) now (a fresh read of the
+    mappings, one mapping)."""
     with open("/proc/self/maps") as maps:
         for line in maps:
             span, perms = line.split()[:2]
             lo, hi = (int(x, 16) for x in span.split("-"))
-            if lo <= address and address + size <= hi and perms[1] == "w":
+            if lo <= address and address + size <= hi and perms[1 if write else 0] in "wr":
                 return True
     return False
 

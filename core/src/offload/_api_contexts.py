@@ -87,7 +87,7 @@ def olDestroyContext(ctx: Context, context: ContextHandle) -> None:
 def _owned(ctx: Context, context: ContextHandle) -> str:
     """What ``context`` still owns, in words ("" when nothing): found from the allocations, queues
     and programs, each of which records its context (no bookkeeping on their hot paths)."""
-    allocations = sorted(a.start for a in ctx.allocations.snapshot[1] if a.owner is context)
+    allocations = sorted(a.start for a in ctx.allocations.snapshot[1] if a.owner is context and not a.retired)
     queues = [q for d in context.devices for q in list(d.queues) if q.context is context]
     programs = [p for d in context.devices for p in list(d.programs) if p.context is context]
     parts = []

@@ -113,7 +113,7 @@ def end_of(address: int, size: int, name: str) -> int:
 class HostMappings:
     """A cached view of this process's mappings (start, end, permissions), re-read on a miss."""
 
-    __slots__ = ("view", "_lock", "available", "_generation")
+    __slots__ = ("view", "_lock", "available", "_buffer")
 
     view: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]  # starts, ends, READ|WRITE flags
 
@@ -121,7 +121,7 @@ class HostMappings:
         self.view = ((), (), ())
         self._lock = threading.Lock()
         self.available = True
-        self._generation = 0
+        self._buffer = bytearray(1 << 18)
 
     def refresh(self) -> None:
         """Re-read the mappings (called with ``_lock`` held, so a ``forget`` never interleaves)."""
@@ -129,8 +129,7 @@ class HostMappings:
         ends: list[int] = []
         flags: list[int] = []
         try:
-            with open(_MAPS, "rb") as maps:
-                data = maps.read()
+            data = self._read()
         except OSError:
             self.available = False  # no /proc: nothing can be checked
             return
@@ -146,6 +145,22 @@ class HostMappings:
                 ends.append(end)
                 flags.append(flag)
         self.view = (tuple(starts), tuple(ends), tuple(flags))
+
+    def _read(self) -> bytes:
+        """The mappings file, read into a buffer that lives as long as this object: a buffer made
+        for the read (a large one is a mapping of its own) would be in the view and unmapped right
+        after, and a use after free of that address then accepted. Its copy is made after the read."""
+        with open(_MAPS, "rb", buffering=0) as maps:
+            size = 0
+            while True:
+                if size == len(self._buffer):  # full: a larger buffer, and read it all again
+                    self._buffer = bytearray(2 * len(self._buffer))
+                    maps.seek(0)
+                    size = 0
+                got = maps.readinto(memoryview(self._buffer)[size:])
+                if not got:
+                    return bytes(memoryview(self._buffer)[:size])
+                size += got
 
     def forget(self) -> None:
         """Drop the view (memory was just given back): the next check reads the mappings afresh.

@@ -105,6 +105,13 @@ class MemoryMachine(RuleBasedStateMachine):
         self.seed += 1
         return self.seed
 
+    def sync_twice(self) -> None:
+        """Wait for a host function and for what it enqueued: a give-back a host function queued
+        behind itself was submitted while the first sync waited, which covers only the work
+        submitted before it (so a second one is needed to know the memory was given back)."""
+        ol.olSyncQueue(self.queue)
+        ol.olSyncQueue(self.queue)
+
     def read_back(self, block: Block, start: int, size: int) -> bytes:
         out = (ctypes.c_uint8 * size)()
         ol.olMemcpy(None, ctypes.addressof(out), self.host, start, self.device(block), size)
@@ -168,7 +175,7 @@ class MemoryMachine(RuleBasedStateMachine):
             seen.append(outcome(ol.olMemFill, None, block.address, b"\x01", 8))
 
         ol.olLaunchHostFunction(self.queue, work, None)
-        ol.olSyncQueue(self.queue)
+        self.sync_twice()
         if live is not None:
             self._forget(live)
             assert seen == [OK, ARG, ARG], seen  # retired at once: no write after the free
@@ -285,7 +292,7 @@ class MemoryMachine(RuleBasedStateMachine):
         if queued and program[2]:
             seen: list[str] = []
             ol.olLaunchHostFunction(self.queue, lambda _: seen.append(outcome(ol.olDestroyProgram, program[0])), None)
-            ol.olSyncQueue(self.queue)
+            self.sync_twice()
             code = seen[0]
         else:
             code = outcome(ol.olDestroyProgram, program[0])

@@ -298,9 +298,12 @@ class MemoryMachine(RuleBasedStateMachine):
             code = outcome(ol.olDestroyProgram, program[0])
         assert code == (OK if program[2] else ARG), code
         program[2] = False
-        out = (ctypes.c_uint8 * 64)()
-        code = outcome(ol.olMemcpy, None, ctypes.addressof(out), self.host, program[1], self.host, 64)
-        assert code == ARG or (code == OK and mapped(program[1], 64, write=False)), code
+        # (no copy out of the unloaded image here: scenarios.copy_after_program_destroyed checks
+        # that in a fresh process. Here, after many loads and unloads, such a copy faulted in
+        # 10-minute runs: a logged run showed the view covering the address while the mappings
+        # did not, so it had been mapped and unmapped again by another owner (the allocator's
+        # arenas fill such holes) after the view was read; a read of an unloaded image is a use
+        # after free, refused only while nobody else maps the address: see _ranges)
 
     @rule(target=contexts, sim=st.booleans())
     def create_context(self, sim: bool) -> list[Any]:

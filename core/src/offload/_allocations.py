@@ -5,6 +5,10 @@ rejected and retried, as liboffload R1 does).
 
 Writers take a lock and publish a new immutable snapshot; readers (every olMemcpy) read the
 current snapshot without locking, so a lookup is one attribute read and one bisect.
+
+A range whose owner let it go (``olMemFree``, ``olDestroyProgram``) stays in the map, *retired*,
+until its memory was given back: every range check refuses it meanwhile, and the two publishes
+(retired, then gone) are what invalidates the range checks' cache (``_ranges.HOT``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class Allocation(NamedTuple):
     start: int
     end: int  # one past the last byte
     owner: Any = None  # for a global variable: its Program
+    retired: bool = False  # let go by its owner, its memory not yet given back: refused by every check
 
 
 def _empty() -> tuple[tuple[int, ...], tuple[Allocation, ...]]:
@@ -52,11 +57,11 @@ class AllocationMap:
         self.snapshot = (tuple(bases), tuple(self._by_base[b] for b in bases))
 
     def overlaps(self, start: int, end: int) -> bool:
-        """Whether [start, end) intersects a live range."""
+        """Whether [start, end) intersects a range of the map (live or retired)."""
         return touching(self.snapshot, start, end) is not None
 
     def insert(self, allocation: Allocation) -> bool:
-        """Record a range; False (nothing recorded) if it overlaps a live one."""
+        """Record a range (a retired one too); False (nothing recorded) if it overlaps one of the map."""
         with self._lock:
             if touching(self.snapshot, allocation.start, max(allocation.end, allocation.start + 1)) is not None:
                 return False
@@ -65,34 +70,70 @@ class AllocationMap:
             return True
 
     def pop(self, base: int) -> Allocation | None:
-        """Remove and return the range starting exactly at ``base`` (None if there is none)."""
+        """Remove and return the live range starting exactly at ``base`` (None if there is none)."""
         with self._lock:
-            allocation = self._by_base.pop(base, None)
-            if allocation is not None:
-                self._publish()
+            allocation = self._by_base.get(base)
+            if allocation is None or allocation.retired:
+                return None
+            del self._by_base[base]
+            self._publish()
             return allocation
 
-    def remove_owned_by(self, owner: Any) -> None:
-        """Remove every range recorded for ``owner`` (a program's global variables)."""
+    def at(self, base: int) -> Allocation | None:
+        """The live range starting exactly at ``base`` (a zero-byte one too), or None."""
+        allocation = self._by_base.get(base)
+        return None if allocation is None or allocation.retired else allocation
+
+    def retire(self, base: int) -> Allocation | None:
+        """Mark the live range starting exactly at ``base`` retired and return it as it was (None
+        if there is none): it is refused from now on, and removed by ``discard`` once given back."""
         with self._lock:
-            for base in [b for b, a in self._by_base.items() if a.owner is owner]:
-                del self._by_base[base]
+            allocation = self._by_base.get(base)
+            if allocation is None or allocation.retired:
+                return None
+            self._by_base[base] = allocation._replace(retired=True)
+            self._publish()
+            return allocation
+
+    def retire_owned_by(self, owner: Any) -> list[Allocation]:
+        """Retire every live range recorded for ``owner`` (a program's global variables)."""
+        with self._lock:
+            found = [a for a in self._by_base.values() if a.owner is owner and not a.retired]
+            for allocation in found:
+                self._by_base[allocation.start] = allocation._replace(retired=True)
+            self._publish()
+            return found
+
+    def discard(self, allocations: list[Allocation]) -> None:
+        """Remove the retired ranges of ``allocations`` (their memory was given back)."""
+        with self._lock:
+            for allocation in allocations:
+                held = self._by_base.get(allocation.start)
+                if held is not None and held.retired and held.end == allocation.end:
+                    del self._by_base[allocation.start]
+            self._publish()
+
+    def republish(self) -> None:
+        """Publish the same ranges as a new snapshot: whatever was found safe in the last one
+        (``_ranges.HOT``) must be checked again."""
+        with self._lock:
             self._publish()
 
     def find(self, address: int) -> Allocation | None:
-        """The range containing ``address`` (any interior pointer), or None."""
+        """The live range containing ``address`` (any interior pointer), or None."""
         bases, ranges = self.snapshot
         i = bisect.bisect_right(bases, address)
         if i:
             allocation = ranges[i - 1]
-            if allocation.end > address:
+            if allocation.end > address and not allocation.retired:
                 return allocation
         return None
 
     def drain(self) -> list[Allocation]:
-        """Remove and return every range (used by the final shutdown)."""
+        """Remove every range and return the live ones (the final shutdown frees them; a retired
+        one is given back by whoever retired it)."""
         with self._lock:
-            allocations = list(self._by_base.values())
+            allocations = [a for a in self._by_base.values() if not a.retired]
             self._by_base.clear()
             self.snapshot = _empty()
             return allocations

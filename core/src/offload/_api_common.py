@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ._enums import ErrorCode
 from ._errors import OffloadError
 from ._handles import Device
-from ._ranges import ADDRESS_LIMIT, as_address, as_size
+from ._ranges import ADDRESS_LIMIT, as_address, as_size, wait_for_grace
 from ._runtime import LOCAL, Context
 
 ctx_lock = threading.Lock()  # guards Context.orphan_errors
@@ -73,9 +73,14 @@ def bytes_arg(value: Any, name: str) -> bytes:
         raise fail(ErrorCode.INVALID_ARGUMENT, f"{name} must be bytes-like, got {type(value).__name__}") from None
 
 
-def release_after_queued_work(ctx: Context, devices: Sequence[Device], release: Callable[[], None]) -> None:
-    """Wait for every busy queue of ``devices``, then call ``release``; inside a host function,
-    ``release`` is enqueued on its own queue instead (which cannot be waited for from inside)."""
+def release_after_queued_work(
+    ctx: Context, devices: Sequence[Device], release: Callable[[], None], holds: list[None]
+) -> None:
+    """Wait for the copies that held the memory before it was retired (``holds``, the grace period
+    ``_ranges.grace`` began: none can enqueue work on it after that), then for every busy queue
+    of ``devices``, then call ``release``; inside a host function, ``release`` is enqueued on its
+    own queue instead (which cannot be waited for from inside)."""
+    wait_for_grace(holds)
     own = LOCAL.queue
     for device in devices:
         live, parked = tuple(device.queues), tuple(device.parked)  # copied atomically (GIL)

@@ -4,7 +4,8 @@ without a context use, so R1 callers never see one."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import _info
@@ -24,6 +25,20 @@ def context_for(ctx: Context, context: ContextHandle | None, device: Device) -> 
     if device not in context.devices:
         raise fail(ErrorCode.INVALID_DEVICE, f"device {device._describe()} does not belong to the given context {context!r}")
     return context
+
+
+@contextlib.contextmanager
+def context_owns(context: ContextHandle) -> Iterator[None]:
+    """Make ``context`` own something inside the block: a created context is locked and must still
+    be live (INVALID_CONTEXT otherwise), so exactly one of this and a racing ``olDestroyContext``
+    succeeds (a default context is never destroyed: nothing to lock)."""
+    if context.default:
+        yield
+        return
+    with context.lock:
+        if context._ctx is None:
+            raise fail(ErrorCode.INVALID_CONTEXT, f"{context!r} was destroyed (by olDestroyContext)")
+        yield
 
 
 def _driver_id(device: Device) -> Any:
@@ -72,7 +87,7 @@ def olDestroyContext(ctx: Context, context: ContextHandle) -> None:
 def _owned(ctx: Context, context: ContextHandle) -> str:
     """What ``context`` still owns, in words ("" when nothing): found from the allocations, queues
     and programs, each of which records its context (no bookkeeping on their hot paths)."""
-    allocations = sorted(a.start for a in ctx.allocations.snapshot[1] if a.owner is context)
+    allocations = sorted(a.start for a in ctx.allocations.snapshot[1] if a.owner is context and not a.retired)
     devices = dict.fromkeys(context.devices)  # a device listed twice owns its queues once
     queues = [q for d in devices for q in list(d.queues) if q.context is context]
     programs = [p for d in devices for p in list(d.programs) if p.context is context]

@@ -11,7 +11,7 @@ from typing import Any
 from . import _info, _ranges
 from ._allocations import Allocation
 from ._api_common import address_arg, bytes_arg, fail, release_after_queued_work, size_arg
-from ._api_contexts import context_for
+from ._api_contexts import context_for, context_owns
 from ._enums import AllocType, ErrorCode, MemInfo, MemoryRegisterFlag
 from ._handles import Context as ContextHandle
 from ._handles import Device, Queue
@@ -97,9 +97,15 @@ def allocate(ctx: Context, device: Device, alloc_type: AllocType, size: int, con
                 ) from exc
             if not address:
                 raise fail(ErrorCode.OUT_OF_RESOURCES, f"{device.platform.name} could not allocate {size} bytes")
-            if ctx.allocations.insert(Allocation(device, alloc_type, address, address + size, context)):
+            inserted = False
+            try:
+                with context_owns(context):  # a racing olDestroyContext sees the allocation, or this sees the destroy
+                    inserted = ctx.allocations.insert(Allocation(device, alloc_type, address, address + size, context))
+            finally:
+                if not inserted:  # overlaps another device's allocation (keep it out of reach), or no context
+                    rejected.append(address)
+            if inserted:
                 return int(address)
-            rejected.append(address)  # overlaps another device's allocation: keep it out of reach
         raise fail(ErrorCode.BACKEND_FAILURE, "failed to allocate non-overlapping memory")
     finally:
         for address in rejected:
@@ -107,26 +113,36 @@ def allocate(ctx: Context, device: Device, alloc_type: AllocType, size: int, con
 
 
 def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None:
-    """Free an allocation once no queued work can still use it: every busy queue (live or
-    parked, of every device) is waited for first, as the CUDA driver's implicit synchronisation
-    does. Called from a host function, the free is queued behind its own queue's work instead.
-    A context given must be the one the allocation was made in (INVALID_CONTEXT)."""
-    if context is not None and type(address) is int:
-        found = ctx.allocations.find(address)
-        if found is not None and found.start == address and found.owner is not context:
-            raise fail(ErrorCode.INVALID_CONTEXT, f"the allocation {address:#x} was not made in Context {context!r}")
-    allocation = ctx.allocations.pop(address) if type(address) is int else None
+    """Free an allocation once nothing can still use it. It is retired first (every range check
+    refuses it from then on), then the copies that checked it before are waited for, then every
+    busy queue (live or parked, of every device), as the CUDA driver's implicit synchronisation
+    does; then the memory is given back and only then is the range cache dropped. Called from a
+    host function, the give-back is queued behind its own queue's work instead. A context given
+    must be the one the allocation was made in (INVALID_CONTEXT)."""
+    found = ctx.allocations.at(address) if type(address) is int else None
+    if found is not None and context is not None and found.owner is not context:
+        raise fail(ErrorCode.INVALID_CONTEXT, f"the allocation {address:#x} was not made in Context {context!r}")
+    if found is not None and "mem_free" not in found.device.backend.implemented:
+        found.device.backend.mem_free(found.device.native, address, found.alloc_type or AllocType.DEVICE)  # raises UNSUPPORTED
+    allocation = ctx.allocations.retire(address) if found is not None else None
     if allocation is None:  # liboffload's words exactly (the trace line shows the address)
         raise fail(ErrorCode.INVALID_ARGUMENT, "address is not a known allocation")
+    holds = _ranges.grace(ctx)
+    release = functools.partial(_give_back, ctx, allocation)
+    release_after_queued_work(ctx, ctx.devices, release, holds)
+
+
+def _give_back(ctx: Context, allocation: Allocation) -> None:
+    """Free a retired allocation's memory, then drop what the range checks knew of it: the view of
+    the mappings (the pages may be unmapped now), then the retired range itself."""
     device = allocation.device
     # ctx.allocations holds olMemAlloc's allocations only (a global variable, of no AllocType, is in ctx.globals)
     alloc_type: AllocType = allocation.alloc_type  # type: ignore[assignment]
-    if "mem_free" not in device.backend.implemented:  # keep it: the allocation stays live
-        ctx.allocations.insert(allocation)
-        device.backend.mem_free(device.native, address, alloc_type)  # raises UNSUPPORTED
-    release = functools.partial(device.backend.mem_free, device.native, address, alloc_type)
-    release_after_queued_work(ctx, ctx.devices, release)
-    HOST_MAPPINGS.forget()
+    try:
+        device.backend.mem_free(device.native, allocation.start, alloc_type)
+    finally:
+        HOST_MAPPINGS.forget()
+        ctx.allocations.discard([allocation])
 
 
 def mem_info(
@@ -215,29 +231,46 @@ def olMemcpy(
     """Copy ``size`` bytes. Both ranges are checked first (``_ranges``): the addresses, the size and
     both ends once, by one test here, then each range against the allocations and the host's
     mappings; with a queue the copy runs in queue order, and the memory it uses is kept alive
-    until it has run (``olMemFree`` waits). A zero-byte copy does nothing."""
-    if 0 < size < _BIG_HOST_COPY and queue is None and dst_device.is_host and src_device.is_host:
-        # the hot path: both ranges inside the host segments last found safe
-        try:
-            if _host_copy_cached(ctx.allocations.snapshot, dst, src, size):
-                _memmove(dst, src, size)
-                return
-        except TypeError:  # a NULL (None) pointer with validation off: checked below
-            pass
-    if dst.__class__ is not int or src.__class__ is not int:
-        dst, src = address_arg(dst, "DstPtr"), address_arg(src, "SrcPtr")
-    bits = dst | src | size
-    dst_end, src_end = dst + size, src + size
-    if bits < 0 or bits >= ADDRESS_LIMIT or dst_end > ADDRESS_LIMIT or src_end > ADDRESS_LIMIT:
-        _ranges.refuse_copy_values(dst, src, size)
-    if not size:
-        return  # nothing to copy, nothing to order
-    if not dst_device.is_host:  # (the common host-device pairs with their hook skip the call)
+    until it has run (``olMemFree`` waits). The copy holds what it checked until it ends
+    (``_ranges.hold``). A zero-byte copy does nothing."""
+    holds = ctx.holds
+    holds.append(None)
+    try:
+        if 0 < size < _BIG_HOST_COPY and queue is None and dst_device.is_host and src_device.is_host:
+            # the hot path: both ranges inside the host segments last found safe
+            try:
+                if _host_copy_cached(ctx.allocations.snapshot, dst, src, size):
+                    _memmove(dst, src, size)
+                    return
+            except TypeError:  # a NULL (None) pointer with validation off: checked below
+                pass
+        if dst.__class__ is not int or src.__class__ is not int:
+            dst, src = address_arg(dst, "DstPtr"), address_arg(src, "SrcPtr")
+        bits = dst | src | size
+        dst_end, src_end = dst + size, src + size
+        if bits < 0 or bits >= ADDRESS_LIMIT or dst_end > ADDRESS_LIMIT or src_end > ADDRESS_LIMIT:
+            _ranges.refuse_copy_values(dst, src, size)
+        if not size:
+            return  # nothing to copy, nothing to order
+        require_copy_hooks(dst_device, src_device)
+        _ranges.check_copy(ctx, dst, dst_end, dst_device, src, src_end, src_device)
+        transfer(queue, dst, dst_device, src, src_device, size)
+    finally:
+        holds.pop()
+
+
+def require_copy_hooks(dst_device: Device, src_device: Device) -> None:
+    """UNSUPPORTED (naming the backend and hook) before any range check when a device of the copy
+    has no hook to move its side of the data (the common host-device pairs with theirs skip the call)."""
+    if not dst_device.is_host:
         if not (src_device.is_host and "data_submit" in dst_device.backend.implemented):
             _require_copy_hooks(dst_device, src_device)
     elif not src_device.is_host and "data_retrieve" not in src_device.backend.implemented:
         _require_copy_hooks(dst_device, src_device)
-    _ranges.check_copy(ctx, dst, dst_end, dst_device, src, src_end, src_device)
+
+
+def transfer(queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, size: int) -> None:
+    """Move ``size`` (> 0) bytes between ranges already checked, through the hook that serves the pair."""
     if dst_device.is_host and src_device.is_host:
         if queue is None:
             if size >= _BIG_HOST_COPY and "data_submit" in dst_device.backend.implemented:
@@ -332,7 +365,10 @@ def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_si
             ErrorCode.INVALID_ARGUMENT,
             f"{ptr:#x} is not an olMemAlloc allocation, so a synchronous olMemFill cannot tell its device; pass a queue",
         )
-    if fill_size:
+    if not fill_size:
+        return
+    holds = _ranges.hold(ctx)  # what the check finds safe stays so until the fill ends
+    try:
         _ranges.check_range(ctx, "Ptr", ptr, end, device if allocation is None else allocation.device, WRITE)
         whole = fill_size - fill_size % len(pattern)
         if whole:
@@ -340,3 +376,5 @@ def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_si
         if whole < fill_size:  # validation off: the last pattern written in part, as liboffload does
             tail = pattern[: fill_size - whole]
             device.backend.data_fill(device.native, ptr + whole, tail, len(tail), native_queue)
+    finally:
+        holds.pop()

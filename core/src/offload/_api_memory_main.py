@@ -10,11 +10,10 @@ from typing import Any
 from ._allocations import touching
 from ._api_common import address_arg, fail, size_arg
 from . import _ranges
-from ._api_memory import _queue_for, olMemcpy
+from ._api_memory import _queue_for, olMemcpy, require_copy_hooks, transfer
 from ._enums import AllocType, ErrorCode, MemMigrationFlag
-from ._errors import OffloadError
 from ._handles import Device, Queue
-from ._ranges import HOST_MAPPINGS, READ, end_of
+from ._ranges import ADDRESS_LIMIT, HOST_MAPPINGS, READ, WRITE, end_of
 from ._runtime import Context
 from ._types import Dimensions, Rect
 
@@ -121,34 +120,23 @@ def _rect_owner(dst: Device, src: Device) -> Device | None:
     return owner if owner is not None and "data_copy_rect" in owner.backend.implemented else None
 
 
-def _copy_rect_natively(
-    ctx: Context, queue: Queue | None, owner: Device, dst: Rect, src: Rect, extent: Dimensions,
-    dst_pitches: tuple[int, int, int], src_pitches: tuple[int, int, int],
-) -> bool:
-    """One ``data_copy_rect`` call when each region's span (first to last byte) lies in one range
-    olMemcpy accepts (then so does every row); False, leaving the copy to the rows, otherwise."""
-    (dst_origin, dst_row, dst_slab), (src_origin, src_row, src_slab) = dst_pitches, src_pitches
-    last = (extent.z - 1, extent.y - 1, extent.x)
-    dst_end = dst_origin + last[0] * dst_slab + last[1] * dst_row + last[2]
-    src_end = src_origin + last[0] * src_slab + last[1] * src_row + last[2]
-    try:
-        _ranges.check_copy(ctx, dst_origin, dst_end, dst.device, src_origin, src_end, src.device)
-    except OffloadError:
-        return False  # the rows say which one is wrong (or copy rows of separate allocations)
-    qnative = _queue_for(queue, owner)  # (None without a queue; another backend's queue is drained)
-    owner.backend.data_copy_rect(
-        owner.native, dst_origin, (dst_row, dst_slab), src_origin, (src_row, src_slab),
-        (extent.x, extent.y, extent.z), qnative,
-    )
-    return True
+def _span_end(origin: int, pitches: tuple[int, int], extent: Dimensions, name: str) -> int:
+    """One past a region's last byte (INVALID_SIZE when it passes the 64-bit address space)."""
+    row, slab = pitches
+    end = origin + (extent.z - 1) * slab + (extent.y - 1) * row + extent.x
+    if origin >= ADDRESS_LIMIT or end > ADDRESS_LIMIT:
+        raise fail(ErrorCode.INVALID_SIZE, f"the {name} region [{origin:#x}, +{end - origin}) passes the end of the 64-bit address space")
+    return end
 
 
 def olMemcpyRect(ctx: Context, queue: Queue | None, dst: Any, src: Any, extent: Any) -> None:
-    """Copy ``extent`` (bytes per row, rows, slices) between two pitched regions: in one
-    ``data_copy_rect`` call where a backend has it (host memory and one device, or one device's
-    memory on both sides), else row by row through ``olMemcpy``; either way every row's range is
-    checked as olMemcpy's are and the copy runs in queue order. An extent with a zero side is
-    INVALID_SIZE (the table's check); with validation off it copies nothing."""
+    """Copy ``extent`` (bytes per row, rows, slices) between two pitched regions. Each region's
+    whole span (its first byte to its last) is checked as one ``olMemcpy`` range before anything
+    is copied or enqueued, so it lies in one allocation or one run of mappings (every row with it)
+    or the copy is refused whole. Then one ``data_copy_rect`` call where a backend has it (host
+    memory and one device, or one device's memory on both sides), else row by row; either way in
+    queue order. An extent with a zero side is INVALID_SIZE (the table's check); with validation
+    off it copies nothing."""
     dst, src = _rect(ctx, dst, "Dst"), _rect(ctx, src, "Src")
     try:
         extent = extent if type(extent) is Dimensions else Dimensions(*(size_arg(v, "Extent") for v in extent))
@@ -161,19 +149,29 @@ def olMemcpyRect(ctx: Context, queue: Queue | None, dst: Any, src: Any, extent: 
     if dst_row == src_row == extent.x and (extent.z == 1 or (dst_slab == src_slab == extent.x * extent.y)):
         olMemcpy(ctx, queue, dst_origin, dst.device, src_origin, src.device, extent.x * extent.y * extent.z)
         return  # both regions contiguous: one copy
-    owner = _rect_owner(dst.device, src.device)
-    if owner is not None:
-        dst_pitches, src_pitches = (dst_origin, dst_row, dst_slab), (src_origin, src_row, src_slab)
-        if _copy_rect_natively(ctx, queue, owner, dst, src, extent, dst_pitches, src_pitches):
-            return
-    for z in range(extent.z):
-        for y in range(extent.y):
-            olMemcpy(
-                ctx,
-                queue,
-                dst_origin + z * dst_slab + y * dst_row,
-                dst.device,
-                src_origin + z * src_slab + y * src_row,
-                src.device,
-                extent.x,
+    dst_end = _span_end(dst_origin, (dst_row, dst_slab), extent, "Dst")
+    src_end = _span_end(src_origin, (src_row, src_slab), extent, "Src")
+    require_copy_hooks(dst.device, src.device)
+    holds = _ranges.hold(ctx)  # what the spans' checks find safe stays so until the last row is copied
+    try:
+        _ranges.check_range(ctx, "Dst region", dst_origin, dst_end, dst.device, WRITE)
+        _ranges.check_range(ctx, "Src region", src_origin, src_end, src.device, READ)
+        owner = _rect_owner(dst.device, src.device)
+        if owner is not None:
+            owner.backend.data_copy_rect(
+                owner.native, dst_origin, (dst_row, dst_slab), src_origin, (src_row, src_slab),
+                (extent.x, extent.y, extent.z), _queue_for(queue, owner),
             )
+            return
+        for z in range(extent.z):
+            for y in range(extent.y):
+                transfer(
+                    queue,
+                    dst_origin + z * dst_slab + y * dst_row,
+                    dst.device,
+                    src_origin + z * src_slab + y * src_row,
+                    src.device,
+                    extent.x,
+                )
+    finally:
+        holds.pop()

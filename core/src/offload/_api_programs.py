@@ -8,13 +8,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import _info
+from . import _info, _ranges
 from ._allocations import Allocation
 from ._api_common import bytes_arg, call_each, callback_arg, fail, release_after_queued_work
 from ._enums import ErrorCode, SymbolInfo, SymbolKind
-from ._api_contexts import context_for
+from ._errors import OffloadError
+from ._api_contexts import context_for, context_owns
 from ._handles import Context as ContextHandle
 from ._handles import Device, Program, Symbol
+from ._ranges import HOST_MAPPINGS
 from ._runtime import Context
 from ._types import KernelParam
 from ._native_entry import word as native_word
@@ -31,8 +33,13 @@ def olCreateProgram(ctx: Context, device: Device, data: Any, context: ContextHan
     program: Program = Program._make(
         ctx, device=device, image=image, data=data, symbols={}, lock=threading.Lock(), context=owner
     )
-    with device.lock:
-        device.programs.add(program)
+    try:
+        with context_owns(owner), device.lock:  # exactly one of this and a racing olDestroyContext succeeds
+            device.programs.add(program)
+    except OffloadError:
+        program._ctx = None
+        device.backend.unload_binary(device.native, image)
+        raise
     return program
 
 
@@ -44,9 +51,12 @@ def olIsValidBinary(ctx: Context, device: Device, data: Any) -> bool:
 
 
 def olDestroyProgram(ctx: Context, program: Program) -> None:
-    """Unload a program once no work uses it: launches of its kernels running in other threads
-    are waited for, then every busy queue of its device (the unload is queued behind the calling
-    host function's own queue when called from one)."""
+    """Unload a program once no work uses it: its global variables are retired (every range check
+    refuses them from then on; a host program's are entered as retired ranges, the host's being
+    plain host memory while the program lives), the copies that checked them before and the
+    launches of its kernels running in other threads are waited for, then every busy queue of its
+    device (the unload is queued behind the calling host function's own queue when called from
+    one). The range cache is dropped once the image is unloaded."""
     device = program.device
     with device.lock:
         if program._ctx is None:
@@ -56,13 +66,32 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
     with program.lock:
         for symbol in program.symbols.values():
             symbol._ctx = None
-    ctx.globals.remove_owned_by(program)
+        variables = [s for s in program.symbols.values() if s.kind is SymbolKind.GLOBAL_VARIABLE and s.size > 0]
+    if device.is_host:
+        retired = [Allocation(device, None, s.address, s.address + s.size, program, True) for s in variables]
+        retired = [a for a in retired if ctx.allocations.insert(a)]
+        space = ctx.allocations
+    else:
+        retired = ctx.globals.retire_owned_by(program)
+        space = ctx.globals
+    holds = _ranges.grace(ctx)
     delay = 0.0002
     while _launching(ctx, program):  # launches registered before their kernels were marked dead
         time.sleep(delay)
         delay = min(delay * 2, 0.01)
-    release = functools.partial(device.backend.unload_binary, device.native, program.image)
-    release_after_queued_work(ctx, [device], release)
+    release = functools.partial(_unload, ctx, device, program, space, retired)
+    release_after_queued_work(ctx, [device], release, holds)
+
+
+def _unload(ctx: Context, device: Device, program: Program, space: Any, retired: list[Allocation]) -> None:
+    """Unload a destroyed program's image, then drop what the range checks knew of it."""
+    try:
+        device.backend.unload_binary(device.native, program.image)
+    finally:
+        HOST_MAPPINGS.forget()
+        space.discard(retired)
+        if space is not ctx.allocations:
+            ctx.allocations.republish()  # the range cache's key: host segments may have covered the image
 
 
 def _launching(ctx: Context, program: Program) -> bool:

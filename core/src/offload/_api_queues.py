@@ -12,8 +12,8 @@ from . import _info
 from ._api_common import ctx_lock, fail
 from ._drain import RUNNING_HOST_FUNCTIONS, Drain, host_function_name, pending_work, shutdown_timeout
 from ._enums import ErrorCode, QueueInfo
-from ._errors import as_offload_error
-from ._api_contexts import context_for
+from ._errors import OffloadError, as_offload_error
+from ._api_contexts import context_for, context_owns
 from ._handles import Context as ContextHandle
 from ._handles import Device, Event, Queue
 from ._native_entry import word as native_word
@@ -47,8 +47,13 @@ def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -
     queue: Queue = Queue._make(
         ctx, device=device, native=native_queue, id=next(ctx.queue_ids), context=owner, word=native_word(device, native_queue)
     )
-    with device.lock:
-        device.queues.add(queue)
+    try:
+        with context_owns(owner), device.lock:  # exactly one of this and a racing olDestroyContext succeeds
+            device.queues.add(queue)
+    except OffloadError:
+        queue._ctx = None
+        _release_native_queue(ctx, device, native_queue)
+        raise
     if device.parked:
         _release_surplus_parked(ctx, device)
     return queue

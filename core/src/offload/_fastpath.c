@@ -48,6 +48,27 @@ void fp_unregister(PyObject *ctx, PyObject *entry) {
 
 int fp_still(PyObject *ctx) { return SLOT(FP.state, FP.st_ctx) == ctx; }
 
+PyObject *fp_hold(PyObject *ctx) {
+  PyObject *holds = SLOT(ctx, FP.cx_holds);
+  if (holds == NULL || !PyList_CheckExact(holds)) {
+    PyErr_SetString(PyExc_RuntimeError, "offload._fastpath: the session has no holds list");
+    return NULL;
+  }
+  if (PyList_Append(holds, Py_None) < 0) return NULL;
+  return Py_NewRef(holds);
+}
+
+void fp_unhold(PyObject *holds) {
+  Py_ssize_t n = PyList_GET_SIZE(holds);
+  if (n > 0) { /* every item is None: any one of them is this hold */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (PyList_SetSlice(holds, n - 1, n, NULL) < 0) PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+  }
+  Py_DECREF(holds);
+}
+
 PyObject *fp_hook(PyObject *backend, PyObject *name, PyObject *const *args, size_t nargs, PyObject *what) {
   PyObject *hook = PyObject_GetAttr(backend, name);
   if (hook == NULL) return NULL;
@@ -310,6 +331,7 @@ static PyObject *py_configure(PyObject *m, PyObject *config) {
   OFF(cx_calls, ctx_t, "calls");
   OFF(cx_allocations, ctx_t, "allocations");
   OFF(cx_api_level, ctx_t, "api_level");
+  OFF(cx_holds, ctx_t, "holds");
   OFF(am_snapshot, map_t, "snapshot");
   OFF(h_ctx, FP.device_t, "_ctx");
   OFF(d_backend, FP.device_t, "backend");

@@ -41,7 +41,7 @@ typedef struct {
   uint64_t big_host_copy;     /* _api_memory._BIG_HOST_COPY */
   /* slot offsets */
   Py_ssize_t st_untraced, st_ctx;
-  Py_ssize_t cx_calls, cx_allocations, cx_api_level, am_snapshot;
+  Py_ssize_t cx_calls, cx_allocations, cx_api_level, cx_holds, am_snapshot;
   Py_ssize_t h_ctx;
   Py_ssize_t d_backend, d_native, d_is_host, d_limits, d_entry_points, d_word;
   Py_ssize_t q_device, q_native, q_id, q_word;
@@ -94,6 +94,11 @@ static inline int fp_live(PyObject *obj, PyTypeObject *type, PyObject *ctx) {
 int fp_register(PyObject *ctx, PyObject *entry);
 /* Removes `entry` from ctx.calls, keeping any exception set. */
 void fp_unregister(PyObject *ctx, PyObject *entry);
+/* Holds what a copy checked until it ends (_ranges.hold: ctx.holds.append(None)): the list to
+ * pass to fp_unhold (a new reference), or NULL with an exception set. */
+PyObject *fp_hold(PyObject *ctx);
+/* Ends a hold (removes one None from `holds`, keeping any exception set) and drops the list. */
+void fp_unhold(PyObject *holds);
 /* Whether STATE.ctx is still `ctx` (checked after registering). */
 int fp_still(PyObject *ctx);
 /* Calls the backend hook `name` of `backend`; a failure other than an OffloadError becomes one

@@ -196,30 +196,12 @@ static PyObject *exchange(Entry *self, PyObject *ctx, PyObject *const *a, uint64
   return result;
 }
 
-static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
-  if (n != 6) return DEFER;
-  PyObject *ctx = fp_session();
-  if (ctx == NULL) return DEFER;
-  PyObject *queue = a[0], *dst_device = a[2], *src_device = a[4];
-  uint64_t dst, src, size, dst_end, src_end;
-  if (!fp_live(dst_device, FP.device_t, ctx) || !fp_live(src_device, FP.device_t, ctx)) return DEFER;
-  if (queue != Py_None && !fp_live(queue, FP.queue_t, ctx)) return DEFER;
-  if (!fp_u64(a[1], &dst) || !fp_u64(a[3], &src) || !fp_u64(a[5], &size) || !dst || !src || !size) return DEFER;
-  if (__builtin_add_overflow(dst, size, &dst_end) || __builtin_add_overflow(src, size, &src_end)) return DEFER;
-  int dst_host = SLOT(dst_device, FP.d_is_host) == Py_True, src_host = SLOT(src_device, FP.d_is_host) == Py_True;
-  PyObject *snapshot = snapshot_of(ctx);
-  if (snapshot == NULL || !fp_hot_covers(dst_host ? HOT_WRITE : HOT_DEVICE, snapshot, dst, dst_end, dst_device) ||
-      !fp_hot_covers(src_host ? HOT_READ : HOT_DEVICE_READ, snapshot, src, src_end, src_device))
-    return DEFER;
-  if (dst_host && src_host) { /* a small synchronous host copy is one memmove */
-    if (queue != Py_None || size >= FP.big_host_copy) return DEFER;
-    ENTER(ctx, self->name);
-    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, (size_t)size);
-    fp_unregister(ctx, self->name);
-    Py_RETURN_NONE;
-  }
-  if (!dst_host && !src_host) return exchange(self, ctx, a, dst, src, size);
-  PyObject *owner = dst_host ? src_device : dst_device;
+/* olMemcpy between host memory and one device (data_submit / data_retrieve): its native entry
+ * point, else the hook. */
+static PyObject *move(Entry *self, PyObject *ctx, PyObject *const *a, int dst_host, uint64_t dst, uint64_t src,
+                      uint64_t size) {
+  PyObject *queue = a[0];
+  PyObject *owner = dst_host ? a[4] : a[2];
   /* (a backend without the hook: its bound stand-in raises the UNSUPPORTED that the Python
    * path raises before its range checks, which these ranges pass anyway) */
   PyObject *hook = dst_host ? FP.s_data_retrieve : FP.s_data_submit;
@@ -247,6 +229,39 @@ static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
   return result;
 }
 
+static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
+  if (n != 6) return DEFER;
+  PyObject *ctx = fp_session();
+  if (ctx == NULL) return DEFER;
+  PyObject *queue = a[0], *dst_device = a[2], *src_device = a[4];
+  uint64_t dst, src, size, dst_end, src_end;
+  if (!fp_live(dst_device, FP.device_t, ctx) || !fp_live(src_device, FP.device_t, ctx)) return DEFER;
+  if (queue != Py_None && !fp_live(queue, FP.queue_t, ctx)) return DEFER;
+  if (!fp_u64(a[1], &dst) || !fp_u64(a[3], &src) || !fp_u64(a[5], &size) || !dst || !src || !size) return DEFER;
+  if (__builtin_add_overflow(dst, size, &dst_end) || __builtin_add_overflow(src, size, &src_end)) return DEFER;
+  int dst_host = SLOT(dst_device, FP.d_is_host) == Py_True, src_host = SLOT(src_device, FP.d_is_host) == Py_True;
+  PyObject *snapshot = snapshot_of(ctx);
+  if (snapshot == NULL || !fp_hot_covers(dst_host ? HOT_WRITE : HOT_DEVICE, snapshot, dst, dst_end, dst_device) ||
+      !fp_hot_covers(src_host ? HOT_READ : HOT_DEVICE_READ, snapshot, src, src_end, src_device))
+    return DEFER;
+  if (dst_host && src_host) { /* a small synchronous host copy is one memmove */
+    if (queue != Py_None || size >= FP.big_host_copy) return DEFER;
+    ENTER(ctx, self->name);
+    /* (the GIL is held from the check to the end: nothing can give the memory back meanwhile) */
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, (size_t)size);
+    fp_unregister(ctx, self->name);
+    Py_RETURN_NONE;
+  }
+  /* the hook or entry point may let other threads run: hold what was checked until it returns
+   * (no Python code ran since the check, so nothing was retired in between) */
+  PyObject *holds = fp_hold(ctx);
+  if (holds == NULL) return NULL;
+  PyObject *result = !dst_host && !src_host ? exchange(self, ctx, a, dst, src, size)
+                                            : move(self, ctx, a, dst_host, dst, src, size);
+  fp_unhold(holds);
+  return result;
+}
+
 static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (n != 4) return DEFER;
   PyObject *ctx = fp_session();
@@ -257,17 +272,27 @@ static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (!fp_u64(a[1], &ptr) || !fp_u64(a[3], &size) || !ptr || !size || __builtin_add_overflow(ptr, size, &end)) return DEFER;
   if (!PyBytes_CheckExact(pattern) || PyBytes_GET_SIZE(pattern) == 0 || size % (uint64_t)PyBytes_GET_SIZE(pattern))
     return DEFER;
-  PyObject *allocations = SLOT(ctx, FP.cx_allocations), *snapshot = snapshot_of(ctx);
-  if (allocations == NULL || snapshot == NULL) return DEFER;
+  PyObject *allocations = SLOT(ctx, FP.cx_allocations);
+  if (allocations == NULL) return DEFER;
+  /* held before anything is checked: `find` runs Python code, so memory may be retired meanwhile
+   * (then the snapshot read after it has changed, and the fill defers) */
+  PyObject *holds = fp_hold(ctx);
+  if (holds == NULL) return NULL;
   PyObject *found = PyObject_CallMethodOneArg(allocations, FP.s_find, a[1]);
-  if (found == NULL) {
+  PyObject *snapshot = snapshot_of(ctx);
+  if (found == NULL || snapshot == NULL) {
     PyErr_Clear();
+    Py_XDECREF(found);
+    fp_unhold(holds);
     return DEFER;
   }
   PyObject *owner = NULL, *device, *native_queue = Py_None;
   if (found != Py_None && (owner = PyObject_GetAttr(found, FP.s_device)) == NULL) PyErr_Clear();
   Py_DECREF(found);
-  if (found != Py_None && owner == NULL) return DEFER;
+  if (found != Py_None && owner == NULL) {
+    fp_unhold(holds);
+    return DEFER;
+  }
   int ok = 1;
   if (queue != Py_None) {
     device = SLOT(queue, FP.q_device);
@@ -279,7 +304,7 @@ static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
     ok = owner != NULL;
   }
   PyObject *checked = owner == NULL ? device : owner;
-  ok = ok && Py_TYPE(checked) == FP.device_t &&
+  ok = ok && Py_TYPE(checked) == FP.device_t && snapshot == snapshot_of(ctx) &&
        fp_hot_covers(SLOT(checked, FP.d_is_host) == Py_True ? HOT_WRITE : HOT_DEVICE, snapshot, ptr, end, checked);
   int entered = ok ? enter(ctx, self->name) : 0;
   PyObject *result = entered < 0 ? NULL : DEFER;
@@ -289,6 +314,7 @@ static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
     fp_unregister(ctx, self->name);
   }
   Py_XDECREF(owner); /* held until here, as the Python implementation holds its allocation */
+  fp_unhold(holds);
   return result;
 }
 

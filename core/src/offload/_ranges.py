@@ -1,21 +1,28 @@
 """Memory-range safety of copies and fills, checked by the core for every backend.
 
-Every range an ``olMemcpy`` or ``olMemFill`` touches is checked before anything is copied or
-enqueued, whatever ``OFFLOAD_DISABLE_VALIDATION`` says:
+Every range an ``olMemcpy``, ``olMemcpyRect`` or ``olMemFill`` touches is checked before anything
+is copied or enqueued, whatever ``OFFLOAD_DISABLE_VALIDATION`` says:
 
 * no arithmetic wraps: addresses and sizes are below 2**64 and so is every range's end;
 * a range that touches a live allocation (or a program's global variable) lies inside it
   (``INVALID_SIZE`` naming the range and the allocation);
+* a range that touches a retired one (freed, or of a destroyed program, whose memory is not yet
+  given back) is ``INVALID_ARGUMENT``;
 * device memory of a non-host device must be a live allocation or global variable of that
   device, so freed or never-allocated device pointers are ``INVALID_ARGUMENT``;
 * host memory that is not an allocation (and the host backend's memory is host memory) must be
   mapped readable (a source) or writable (a destination), read from a cached view of
   ``/proc/self/maps`` that is re-read whenever a range is not found in it, so a bad pointer is an
-  ``INVALID_ARGUMENT`` instead of a fault. ``olMemFree`` drops the view, so a freed allocation
-  whose memory the backend unmapped is refused; freed memory that stays mapped (a small host
-  allocation back in the C heap) is host memory like any other and cannot be told apart. A range
-  unmapped by its owner after it was last seen mapped is the owner's use after free (as with any
-  C library) and is not detected.
+  ``INVALID_ARGUMENT`` instead of a fault.
+
+What was found safe stays safe until the copy ends: the copy holds ``ctx.holds`` (see
+``hold``/``grace``), and memory is given back only after every copy that held it before it was
+retired has finished. The cache of safe segments (``HOT``) is keyed by the allocation snapshot,
+which every retirement and every give-back replaces; the view of the mappings is dropped after
+memory is given back (``HostMappings.forget``), never before. Freed memory that stays mapped (a
+small host allocation back in the C heap) is host memory like any other; a range unmapped by a
+foreign owner after it was last seen mapped is that owner's use after free (as with any C
+library) and is not detected.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import bisect
 import operator
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from ._allocations import Allocation, touching
@@ -105,7 +113,7 @@ def end_of(address: int, size: int, name: str) -> int:
 class HostMappings:
     """A cached view of this process's mappings (start, end, permissions), re-read on a miss."""
 
-    __slots__ = ("view", "_lock", "available")
+    __slots__ = ("view", "_lock", "available", "_buffer")
 
     view: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]  # starts, ends, READ|WRITE flags
 
@@ -113,14 +121,15 @@ class HostMappings:
         self.view = ((), (), ())
         self._lock = threading.Lock()
         self.available = True
+        self._buffer = bytearray(1 << 18)
 
     def refresh(self) -> None:
+        """Re-read the mappings (called with ``_lock`` held, so a ``forget`` never interleaves)."""
         starts: list[int] = []
         ends: list[int] = []
         flags: list[int] = []
         try:
-            with open(_MAPS, "rb") as maps:
-                data = maps.read()
+            data = self._read()
         except OSError:
             self.available = False  # no /proc: nothing can be checked
             return
@@ -137,10 +146,27 @@ class HostMappings:
                 flags.append(flag)
         self.view = (tuple(starts), tuple(ends), tuple(flags))
 
+    def _read(self) -> bytes:
+        """The mappings file, read into a buffer that lives as long as this object: a buffer made
+        for the read (a large one is a mapping of its own) would be in the view and unmapped right
+        after, and a use after free of that address then accepted. Its copy is made after the read."""
+        with open(_MAPS, "rb", buffering=0) as maps:
+            size = 0
+            while True:
+                if size == len(self._buffer):  # full: a larger buffer, and read it all again
+                    self._buffer = bytearray(2 * len(self._buffer))
+                    maps.seek(0)
+                    size = 0
+                got = maps.readinto(memoryview(self._buffer)[size:])
+                if not got:
+                    return bytes(memoryview(self._buffer)[:size])
+                size += got
+
     def forget(self) -> None:
-        """Drop the view and HOT (memory was just released): the next check reads the mappings afresh."""
-        self.view = ((), (), ())
-        HOT[:] = [(0, 0, None, None)] * 4
+        """Drop the view (memory was just given back): the next check reads the mappings afresh.
+        A re-read in progress finishes first (the lock), so no view read before the unmap survives."""
+        with self._lock:
+            self.view = ((), (), ())
 
     def covers(self, start: int, end: int, need: int) -> bool:
         """Whether [start, end) is mapped with ``need`` (READ, WRITE) in the current view."""
@@ -164,6 +190,31 @@ class HostMappings:
         with self._lock:
             self.refresh()
         return not self.available or self.covers(start, end, need)
+
+
+def hold(ctx: Context) -> list[None]:
+    """Hold what a copy is about to check until ``release_hold``: memory retired after this is
+    given back only once the copy ended (``grace``). Returns the list to release it from."""
+    holds = ctx.holds
+    holds.append(None)
+    return holds
+
+
+def grace(ctx: Context) -> list[None]:
+    """Start a grace period (right after memory was retired): copies that hold from now on see the
+    retirement; the returned list empties once every copy that held before has ended."""
+    old = ctx.holds
+    ctx.holds = []
+    return old
+
+
+def wait_for_grace(old: list[None]) -> None:
+    """Wait until every copy of a grace period's ``old`` holds has ended (they never wait for a
+    queue or for memory to be given back, so this ends)."""
+    delay = 0.00002
+    while old:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.002)
 
 
 HOST_MAPPINGS = HostMappings()
@@ -237,6 +288,13 @@ def check_range(ctx: Context, name: str, start: int, end: int, device: Device, n
     if allocation is None and not device.is_host:
         allocation = touching(ctx.globals.snapshot, start, end)
     if allocation is not None:
+        if allocation.retired:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{name} range [{start:#x}, {end:#x}) touches {_describe(allocation)}, which "
+                + ("was freed" if allocation.alloc_type is not None else "belongs to a destroyed program")
+                + " (its memory is being given back)",
+            )
         if start < allocation.start or end > allocation.end:
             raise OffloadError(
                 ErrorCode.INVALID_SIZE, f"{name} range [{start:#x}, {end:#x}) overruns {_describe(allocation)}"
@@ -269,14 +327,14 @@ def check_range(ctx: Context, name: str, start: int, end: int, device: Device, n
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"{name} range [{start:#x}, {end:#x}) is not mapped {access} host memory"
             )
-        _remember(ctx, start, end, need)
+        _remember(snapshot, start, end, need)
     return None
 
 
-def _remember(ctx: Context, start: int, end: int, need: int) -> None:
+def _remember(snapshot: Any, start: int, end: int, need: int) -> None:
     """Record in HOT the largest safe segment around [start, end): its mapping interval, clipped
-    by the allocations on either side (when one interval of the view covers the range)."""
-    snapshot = ctx.allocations.snapshot
+    by the ranges of ``snapshot`` (the one the range was checked in) on either side (when one
+    interval of the view covers the range)."""
     starts, ends, _ = HOST_MAPPINGS.view
     i = bisect.bisect_right(starts, start) - 1
     if i < 0 or end > ends[i]:

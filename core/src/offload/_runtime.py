@@ -58,7 +58,7 @@ class Context:
 
     __slots__ = (
         "trace", "validate", "tracer", "platforms", "devices", "statuses", "allocations", "globals", "queue_ids",
-        "calls", "orphan_errors", "api_level",
+        "calls", "orphan_errors", "api_level", "holds",
     )
 
     trace: bool
@@ -73,6 +73,7 @@ class Context:
     calls: list[Any]  # every generated call running now (any thread): its name, or what it registers
     orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
     api_level: str  # "r1" or "main" (InitArgs.api_level): numbering, trace spelling, semantics
+    holds: list[None]  # one None per copy or fill between its range check and its end (_ranges.hold)
 
     def __init__(self, api_level: str = "r1") -> None:
         self.api_level = api_level
@@ -87,6 +88,7 @@ class Context:
         self.queue_ids = itertools.count(1)
         self.calls = []
         self.orphan_errors = []
+        self.holds = []
 
     def _owner_of(self, address: int) -> Device | None:
         """The device of the allocation holding ``address`` (what the timeline is told)."""
@@ -401,7 +403,6 @@ def teardown(
     ctx.orphan_errors = []
     leftover = ctx.allocations.drain()
     ctx.globals.drain()
-    HOST_MAPPINGS.forget()
     stuck: list[str] = []
     kept: list[str] = []
     for platform in ctx.platforms:
@@ -447,5 +448,6 @@ def teardown(
         else:
             errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
         platform._ctx = None
+    HOST_MAPPINGS.forget()  # after the memory and images were given back, never before
     if stuck:
         errors.append(stuck_error(drain, stuck, kept))

@@ -1496,26 +1496,8 @@ int hostq_exec(PyObject *module) {
   if (PyType_Ready(&QueueType) < 0 || PyType_Ready(&EventType) < 0) return -1;
   /* QueueReleased is an offload.OffloadError(INVALID_QUEUE, ...); a RuntimeError(None, ...)
    * where the core cannot be imported (the module used on its own). */
-  PyObject *base = NULL, *codes = NULL, *offload = PyImport_ImportModule("offload");
-  if (offload != NULL) {
-    base = PyObject_GetAttrString(offload, "OffloadError");
-    codes = PyObject_GetAttrString(offload, "ErrorCode");
-    Py_DECREF(offload);
-  }
-  if (base == NULL || codes == NULL) {
-    PyErr_Clear();
-    Py_XDECREF(base);
-    Py_XDECREF(codes);
-    base = Py_NewRef(PyExc_RuntimeError);
-    codes = NULL;
-  }
-  InvalidQueue = codes ? PyObject_GetAttrString(codes, "INVALID_QUEUE") : Py_NewRef(Py_None);
-  Py_XDECREF(codes);
-  SubmitError = InvalidQueue == NULL ? NULL
-                                     : PyErr_NewExceptionWithDoc(
-                                           "offload_host._native.QueueReleased",
-                                           "Work submitted to a released queue (INVALID_QUEUE).", base, NULL);
-  Py_DECREF(base);
+  SubmitError = offload_error_class("offload_host._native.QueueReleased",
+                                    "Work submitted to a released queue (INVALID_QUEUE).", "INVALID_QUEUE", &InvalidQueue);
   if (SubmitError == NULL) return -1;
   if (PyModule_AddObjectRef(module, "QueueReleased", SubmitError) < 0 ||
       PyModule_AddObjectRef(module, "Queue", (PyObject *)&QueueType) < 0 ||

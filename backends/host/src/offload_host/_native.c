@@ -584,9 +584,7 @@ static PyObject *py_pool_fault(PyObject *m, PyObject *arg) {
   return pool_fault_error(pool);
 }
 
-/* The device's exception classes: DeviceFaulted is an offload.OffloadError (a RuntimeError where
- * the core cannot be imported). */
-static int fault_exec(PyObject *module) {
+PyObject *offload_error_class(const char *name, const char *doc, const char *code_name, PyObject **code) {
   PyObject *base = NULL, *codes = NULL, *offload = PyImport_ImportModule("offload");
   if (offload != NULL) {
     base = PyObject_GetAttrString(offload, "OffloadError");
@@ -600,15 +598,19 @@ static int fault_exec(PyObject *module) {
     base = Py_NewRef(PyExc_RuntimeError);
     codes = NULL;
   }
-  BackendFailure = codes ? PyObject_GetAttrString(codes, "BACKEND_FAILURE") : Py_NewRef(Py_None);
+  *code = codes ? PyObject_GetAttrString(codes, code_name) : Py_NewRef(Py_None);
   Py_XDECREF(codes);
-  DeviceFaulted = BackendFailure == NULL ? NULL
-                                         : PyErr_NewExceptionWithDoc(
-                                               "offload_host._native.DeviceFaulted",
-                                               "A kernel of the host device faulted (BACKEND_FAILURE); the device "
-                                               "stays faulted until olShutDown.",
-                                               base, NULL);
+  PyObject *type = *code == NULL ? NULL : PyErr_NewExceptionWithDoc(name, doc, base, NULL);
   Py_DECREF(base);
+  return type;
+}
+
+/* The device's exception class: DeviceFaulted, an offload.OffloadError(BACKEND_FAILURE, ...). */
+static int fault_exec(PyObject *module) {
+  DeviceFaulted = offload_error_class("offload_host._native.DeviceFaulted",
+                                      "A kernel of the host device faulted (BACKEND_FAILURE); the device "
+                                      "stays faulted until olShutDown.",
+                                      "BACKEND_FAILURE", &BackendFailure);
   if (DeviceFaulted == NULL) return -1;
   return PyModule_AddObjectRef(module, "DeviceFaulted", DeviceFaulted);
 }

@@ -145,6 +145,12 @@ PyObject *device_faulted_type(void); /* _native.DeviceFaulted (borrowed) */
 /* _native.DeviceFaulted (an offload.OffloadError, BACKEND_FAILURE) made with the fault's message. */
 PyObject *pool_fault_error(pool_t *pool);
 
+/* A new exception class offload_host._native.<name> (``name`` is the full dotted name) deriving
+ * offload.OffloadError, with ``*code`` set to a new reference to offload.ErrorCode.<code_name>; where
+ * the core cannot be imported (the module used on its own), a RuntimeError with ``*code`` None.
+ * NULL (an exception set) on failure (_native.c). */
+PyObject *offload_error_class(const char *name, const char *doc, const char *code_name, PyObject **code);
+
 /* Adds ENTRY_POINTS (the capsule of offload_native.h) to the module (_hostentry.c). */
 int hostentry_exec(PyObject *module);
 

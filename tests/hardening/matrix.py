@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import offload as ol
-from offload._api_table import FUNCTIONS, Function
+from offload._api.table import FUNCTIONS, Function
 
 UNMAPPED = 0xDEAD0000
 

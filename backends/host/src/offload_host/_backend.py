@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
-from offload.build_support import kernel_include_dir
+from offload.backend.build import kernel_include_dir
 
 from . import _device_info
 from ._native import copy_on as _copy_on

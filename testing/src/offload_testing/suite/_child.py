@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from offload import _registry
+from offload._core import registry as _registry
 
 #: Run first in a ``run_on_device`` child: a session at ``OFFLOAD_KIT_LEVEL`` with only the
 #: device's backend; ``device`` is the device under test, ``outcome(fn, *args)`` names the error

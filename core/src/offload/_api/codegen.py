@@ -9,7 +9,8 @@ module needs nothing but the table, so the build compiles the same sources ahead
 
 from __future__ import annotations
 
-from .table import _NO_DEFAULT, FUNCTIONS, Function, Param
+from .._values.signatures import _NO_DEFAULT, Function, Param
+from .table import FUNCTIONS
 from .._values.enums import ErrorCode
 
 __all__ = ["sources"]

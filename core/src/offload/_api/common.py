@@ -77,7 +77,7 @@ def release_after_queued_work(
     ctx: Context, devices: Sequence[Device], release: Callable[[], None], holds: list[None]
 ) -> None:
     """Wait for the copies that held the memory before it was retired (``holds``, the grace period
-    ``_ranges.grace`` began: none can enqueue work on it after that), then for every busy queue
+    ``Context.grace`` began: none can enqueue work on it after that), then for every busy queue
     of ``devices``, then call ``release``; inside a host function, ``release`` is enqueued on its
     own queue instead (which cannot be waited for from inside)."""
     wait_for_grace(holds)

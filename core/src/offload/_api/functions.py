@@ -12,12 +12,13 @@ the kernel, for olDestroyProgram).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
 from . import implementations as _api, table as _api_table
-from .table import Function
+from .._values.signatures import Function
 from .codecache import DEFAULT_CACHE, code_objects
 from .codegen import sources
 from .._values.enums import ErrorCode
@@ -29,7 +30,7 @@ from .._core.runtime import STATE, uninitialized
 LIFECYCLE = ("olInit", "olShutDown")  # the flat API's functions written by hand, not generated from the table
 from .._core.runtime import init as _runtime_init
 from .._core.runtime import shutdown as _runtime_shutdown
-from .._trace.tracing import TracedCall
+from .._trace.tracing import TRACE_ENV, TimelineTracer, TracedCall, Tracer, tracer_from_environment
 from .._values.types import KernelLaunchSizeArgs, buffer_size
 
 _STALE_CODES = {
@@ -118,6 +119,11 @@ def generate(trace: bool = True, cache: str | None = DEFAULT_CACHE) -> dict[str,
     return functions
 
 
+def _tracer_from_environment(owner_of: Callable[[int], Device | None]) -> Tracer | TimelineTracer | None:
+    """The new session's tracer, as ``OFFLOAD_TRACE`` says (None: not tracing)."""
+    return tracer_from_environment(os.environ.get(TRACE_ENV), owner_of)
+
+
 def olInit(init_args: Any = None) -> None:
     """Initialise the library (reference counted; the first call loads the backends).
 
@@ -125,7 +131,7 @@ def olInit(init_args: Any = None) -> None:
     to bring up and the API level (``"r1"``, the default, or ``"main"``); None for the defaults.
     Only the call that starts a session reads it, as liboffload does."""
     start = perf_counter_ns()
-    _runtime_init(init_args)
+    _runtime_init(init_args, _tracer_from_environment)
     ctx = STATE.ctx
     if ctx is not None and ctx.tracer is not None:  # printed after the call, as liboffload does (PR #167893)
         ctx.tracer.emit(TracedCall(None, (init_args,), None, None, perf_counter_ns() - start, api="olInit", level=ctx.api_level))

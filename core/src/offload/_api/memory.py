@@ -128,7 +128,7 @@ def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None
     allocation = ctx.allocations.retire(address) if found is not None else None
     if allocation is None:  # liboffload's words exactly (the trace line shows the address)
         raise fail(ErrorCode.INVALID_ARGUMENT, "address is not a known allocation")
-    holds = _ranges.grace(ctx)
+    holds = ctx.grace()
     release = functools.partial(_give_back, ctx, allocation)
     release_after_queued_work(ctx, ctx.devices, release, holds)
 
@@ -233,7 +233,7 @@ def olMemcpy(
     both ends once, by one test here, then each range against the allocations and the host's
     mappings; with a queue the copy runs in queue order, and the memory it uses is kept alive
     until it has run (``olMemFree`` waits). The copy holds what it checked until it ends
-    (``_ranges.hold``). A zero-byte copy does nothing."""
+    (``ctx.hold()``). A zero-byte copy does nothing."""
     holds = ctx.holds
     holds.append(None)
     try:
@@ -254,7 +254,7 @@ def olMemcpy(
         if not size:
             return  # nothing to copy, nothing to order
         require_copy_hooks(dst_device, src_device)
-        _ranges.check_copy(ctx, dst, dst_end, dst_device, src, src_end, src_device)
+        _ranges.check_copy(ctx.allocations, ctx.globals, dst, dst_end, dst_device, src, src_end, src_device)
         transfer(queue, dst, dst_device, src, src_device, size)
     finally:
         holds.pop()
@@ -368,9 +368,9 @@ def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_si
         )
     if not fill_size:
         return
-    holds = _ranges.hold(ctx)  # what the check finds safe stays so until the fill ends
+    holds = ctx.hold()  # what the check finds safe stays so until the fill ends
     try:
-        _ranges.check_range(ctx, "Ptr", ptr, end, device if allocation is None else allocation.device, WRITE)
+        _ranges.check_range(ctx.allocations, ctx.globals, "Ptr", ptr, end, device if allocation is None else allocation.device, WRITE)
         whole = fill_size - fill_size % len(pattern)
         if whole:
             device.backend.data_fill(device.native, ptr, pattern, whole, native_queue)

@@ -152,10 +152,10 @@ def olMemcpyRect(ctx: Context, queue: Queue | None, dst: Any, src: Any, extent: 
     dst_end = _span_end(dst_origin, (dst_row, dst_slab), extent, "Dst")
     src_end = _span_end(src_origin, (src_row, src_slab), extent, "Src")
     require_copy_hooks(dst.device, src.device)
-    holds = _ranges.hold(ctx)  # what the spans' checks find safe stays so until the last row is copied
+    holds = ctx.hold()  # what the spans' checks find safe stays so until the last row is copied
     try:
-        _ranges.check_range(ctx, "Dst region", dst_origin, dst_end, dst.device, WRITE)
-        _ranges.check_range(ctx, "Src region", src_origin, src_end, src.device, READ)
+        _ranges.check_range(ctx.allocations, ctx.globals, "Dst region", dst_origin, dst_end, dst.device, WRITE)
+        _ranges.check_range(ctx.allocations, ctx.globals, "Src region", src_origin, src_end, src.device, READ)
         owner = _rect_owner(dst.device, src.device)
         if owner is not None:
             owner.backend.data_copy_rect(

@@ -75,7 +75,7 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
     else:
         retired = ctx.globals.retire_owned_by(program)
         space = ctx.globals
-    holds = _ranges.grace(ctx)
+    holds = ctx.grace()
     delay = 0.0002
     while _launching(ctx, program):  # launches registered before their kernels were marked dead
         time.sleep(delay)

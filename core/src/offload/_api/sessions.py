@@ -15,6 +15,10 @@ One thing it tells the core: which of its ``olInit`` / ``olShutDown`` calls take
 layer's own references (made inside ``library_reference()``), so that the user's last
 ``olShutDown`` is known as such while the layer keeps the session open (a timeline is written then).
 
+Two facts of the process it may read: whether the compiled path runs (``compiled_path_runs``:
+the layer's own C methods run only with it) and which device this rank of a distributed job
+takes (``spread_over_ranks``, from what the launcher set).
+
 Memory and streams of other libraries (DLPack, ``__cuda_array_interface__``) go through the doors
 of ``_foreign``, re-exported here for the layer: ``register_foreign_memory`` (an import's device
 range, copyable for its lifetime), ``foreign_stream_wait`` and ``foreign_stream_sync``.
@@ -29,16 +33,22 @@ from __future__ import annotations
 
 from typing import Protocol, TypeAlias
 
+from .._core import native as _native
 from .._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Event, Platform, Program, Queue, Symbol
 from .._core.runtime import STATE, Context, library_reference
+from .._core.ranks import spread as spread_over_ranks
 from .._values.types import KernelParam
 
 __all__ = [
-    "ForeignMemory", "Session", "backend_name", "current_session", "foreign_stream_sync", "foreign_stream_wait",
-    "kernel_parameters", "library_reference", "register_foreign_memory", "session_cell", "session_of",
+    "ForeignMemory", "Session", "backend_name", "compiled_path_runs", "current_session", "foreign_stream_sync",
+    "foreign_stream_wait", "kernel_parameters", "library_reference", "register_foreign_memory", "session_cell",
+    "session_of", "spread_over_ranks",
 ]  # fmt: skip
+
+compiled_path_runs: bool = _native.ENABLED
+"""Whether the compiled path runs in this process (``OFFLOAD_COMPILED``, the extension built)."""
 
 Session: TypeAlias = Context
 """One ``olInit`` ... final ``olShutDown`` session (opaque: compare with ``is``)."""
@@ -66,7 +76,8 @@ def session_cell() -> SessionCell:
 
 def session_of(handle: Handle) -> Session | None:
     """The session ``handle`` belongs to, or None once it was destroyed or its session ended."""
-    return handle._ctx
+    session = handle._ctx
+    return session if isinstance(session, Context) else None
 
 
 def kernel_parameters(kernel: Symbol) -> tuple[KernelParam, ...] | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from . import table as _api_table
 from .._values import enums as _enums, info as _info
-from .table import _NO_DEFAULT, Function, Param
+from .._values.signatures import _NO_DEFAULT, Function, Param
 from .functions import LIFECYCLE
 from .._core.handles import HANDLE_TYPES
 

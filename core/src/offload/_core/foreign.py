@@ -78,7 +78,8 @@ def register_foreign_memory(device: Any, address: int, size: int) -> ForeignMemo
     bad values, INVALID_ARGUMENT for a range that partly overlaps one already known.
     """
     handle = getattr(device, "handle", device)
-    if not isinstance(handle, DeviceHandle) or handle._ctx is None or handle._ctx is not STATE.ctx:
+    ctx = STATE.ctx
+    if not isinstance(handle, DeviceHandle) or ctx is None or handle._ctx is not ctx:
         raise OffloadError(ErrorCode.INVALID_DEVICE, f"register_foreign_memory: {device!r} is no live device")
     start = as_address(address, "address")
     length = as_size(size, "size")
@@ -86,7 +87,6 @@ def register_foreign_memory(device: Any, address: int, size: int) -> ForeignMemo
         raise OffloadError(ErrorCode.INVALID_SIZE if start else ErrorCode.INVALID_ARGUMENT,
                            f"register_foreign_memory: empty or NULL range ({start:#x}, {length})")  # fmt: skip
     end = end_of(start, length, "size")
-    ctx = handle._ctx
     if handle.is_host or ctx.allocations.overlaps(start, end):
         return ForeignMemory(handle, start, end, ctx, None)  # host memory, or offload's own allocation
     with _lock:

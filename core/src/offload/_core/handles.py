@@ -14,20 +14,19 @@ from .._values.enums import DeviceInfo, PlatformBackend, SymbolKind
 
 if TYPE_CHECKING:
     from .registry import BoundBackend
-    from .runtime import Context as Session
     from .._values.types import KernelParam
     from ..hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 
 
 class _Handle:
     __slots__ = ("_ctx", "__weakref__")
-    _ctx: Session | None
+    _ctx: object | None  # the session (``runtime.Context``) it belongs to: only its identity matters here
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError(f"{type(self).__name__} handles are made only by the offload API")
 
     @classmethod
-    def _make(cls, ctx: Session, **fields: Any) -> Any:
+    def _make(cls, ctx: object, **fields: Any) -> Any:
         handle = object.__new__(cls)
         handle._ctx = ctx
         for name, value in fields.items():

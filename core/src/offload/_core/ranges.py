@@ -15,8 +15,9 @@ is copied or enqueued, whatever ``OFFLOAD_DISABLE_VALIDATION`` says:
   ``/proc/self/maps`` that is re-read whenever a range is not found in it, so a bad pointer is an
   ``INVALID_ARGUMENT`` instead of a fault.
 
-What was found safe stays safe until the copy ends: the copy holds ``ctx.holds`` (see
-``hold``/``grace``), and memory is given back only after every copy that held it before it was
+The checks read the session's two allocation maps (its allocations, and its programs' global
+variables and foreign memory), passed in. What was found safe stays safe until the copy ends: the
+copy holds the session's ``holds`` (``runtime.Context.hold`` / ``grace``), and memory is given back only after every copy that held it before it was
 retired has finished. The cache of safe segments (``HOT``) is keyed by the allocation snapshot,
 which every retirement and every give-back replaces; the view of the mappings is dropped after
 memory is given back (``HostMappings.forget``), never before. Freed memory that stays mapped (a
@@ -33,13 +34,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .allocations import Allocation, touching
+from .allocations import Allocation, AllocationMap, touching
 from .._values.enums import AllocType, ErrorCode
 from .._values.errors import OffloadError
 
 if TYPE_CHECKING:
     from .handles import Device
-    from .runtime import Context
 
 ADDRESS_LIMIT = 1 << 64
 DEVICE = 0  # HOT's slot for device memory written (its fourth field names the device it was found for)
@@ -192,24 +192,8 @@ class HostMappings:
         return not self.available or self.covers(start, end, need)
 
 
-def hold(ctx: Context) -> list[None]:
-    """Hold what a copy is about to check until ``release_hold``: memory retired after this is
-    given back only once the copy ended (``grace``). Returns the list to release it from."""
-    holds = ctx.holds
-    holds.append(None)
-    return holds
-
-
-def grace(ctx: Context) -> list[None]:
-    """Start a grace period (right after memory was retired): copies that hold from now on see the
-    retirement; the returned list empties once every copy that held before has ended."""
-    old = ctx.holds
-    ctx.holds = []
-    return old
-
-
 def wait_for_grace(old: list[None]) -> None:
-    """Wait until every copy of a grace period's ``old`` holds has ended (they never wait for a
+    """Wait until every copy of a grace period's ``old`` holds has ended (``runtime.Context.grace``) (they never wait for a
     queue or for memory to be given back, so this ends)."""
     delay = 0.00002
     while old:
@@ -261,14 +245,17 @@ def refuse_copy_values(dst: int, src: int, size: int) -> None:
     end_of(src, size, "SrcPtr")
 
 
-def check_copy(ctx: Context, dst: int, dst_end: int, dst_device: Device, src: int, src_end: int, src_device: Device) -> None:
+def check_copy(
+    allocations: AllocationMap, global_vars: AllocationMap,
+    dst: int, dst_end: int, dst_device: Device, src: int, src_end: int, src_device: Device,
+) -> None:  # fmt: skip
     """Check a copy's destination (written) and source (read) ranges; a range inside the host
     segment (or device allocation) last found safe needs no lookup."""
-    snapshot = ctx.allocations.snapshot
+    snapshot = allocations.snapshot
     if not _cached(HOT[WRITE] if dst_device.is_host else HOT[DEVICE], snapshot, dst, dst_end, dst_device):
-        check_range(ctx, "DstPtr", dst, dst_end, dst_device, WRITE)
+        check_range(allocations, global_vars, "DstPtr", dst, dst_end, dst_device, WRITE)
     if not _cached(HOT[READ] if src_device.is_host else HOT[DEVICE_READ], snapshot, src, src_end, src_device):
-        check_range(ctx, "SrcPtr", src, src_end, src_device, READ)
+        check_range(allocations, global_vars, "SrcPtr", src, src_end, src_device, READ)
 
 
 def _describe(allocation: Allocation) -> str:
@@ -279,14 +266,17 @@ def _describe(allocation: Allocation) -> str:
     return f"the {what} [{allocation.start:#x}, {allocation.end:#x}) of {allocation.device._describe()}"
 
 
-def check_range(ctx: Context, name: str, start: int, end: int, device: Device, need: int) -> Allocation | None:
+def check_range(
+    allocations: AllocationMap, global_vars: AllocationMap, name: str, start: int, end: int, device: Device, need: int
+) -> Allocation | None:
     """Check one range that an operation reads (``need=READ``) or writes (``WRITE``) as memory
-    of ``device``; return the allocation holding it (None for plain host memory)."""
-    snapshot = ctx.allocations.snapshot
+    of ``device`` against the session's ``allocations`` and ``global_vars``; return the
+    allocation holding it (None for plain host memory)."""
+    snapshot = allocations.snapshot
     allocation = touching(snapshot, start, end)
     hot = allocation is not None  # found in the snapshot HOT is keyed by (not a global variable)
     if allocation is None and not device.is_host:
-        allocation = touching(ctx.globals.snapshot, start, end)
+        allocation = touching(global_vars.snapshot, start, end)
     if allocation is not None:
         if allocation.retired:
             raise OffloadError(

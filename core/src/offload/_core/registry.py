@@ -105,6 +105,12 @@ def register_backend(name: str, backend: Any) -> None:
         _registered[name] = backend
 
 
+def registered_backend(name: str) -> Any:
+    """The object ``register_backend(name, ...)`` registered in this process, or None."""
+    with _registered_lock:
+        return _registered.get(name)
+
+
 def unregister_backend(name: str) -> None:
     """Forget an in-process registration (``NOT_FOUND`` if there is none)."""
     with _registered_lock:

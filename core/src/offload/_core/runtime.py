@@ -32,7 +32,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from .allocations import AllocationMap
 from .drain import Drain, pending_work, shutdown_timeout, stuck_error
@@ -44,13 +44,22 @@ from .native import entry_points as native_entry_points
 from .native import word as native_word
 from .ranges import HOST_MAPPINGS
 from .registry import BackendStatus, BoundBackend, load_backends, release_backend
-from .._trace.tracing import Tracer, TimelineTracer, tracer_from_environment
 from .._values.types import Dimensions, InitArgs
 from .._values.enums import API_LEVELS
 
-TRACE_ENV = "OFFLOAD_TRACE"
 DISABLE_VALIDATION_ENV = "OFFLOAD_DISABLE_VALIDATION"
 PARKED_IDLE_LIMIT = 8  # finished parked queues kept per device for reuse; more are released
+
+
+class CallTracer(Protocol):
+    """What a session holds of its tracer (``_trace.tracing`` makes it): the entry points emit
+    each traced call to it."""
+
+    def emit(self, call: Any) -> None: ...
+
+
+TracerFactory = Callable[[Callable[[int], "Device | None"]], "CallTracer | None"]
+"""Makes a session's tracer (None: no tracing), given the lookup of an address's device."""
 
 
 class Context:
@@ -63,7 +72,7 @@ class Context:
 
     trace: bool
     validate: bool
-    tracer: Tracer | TimelineTracer | None  # set when trace is True
+    tracer: CallTracer | None  # set when trace is True
     platforms: list[Platform]
     devices: list[Device]
     statuses: list[BackendStatus]
@@ -73,12 +82,12 @@ class Context:
     calls: list[Any]  # every generated call running now (any thread): its name, or what it registers
     orphan_errors: list[OffloadError]  # errors of destroyed (parked) queues, for the final olShutDown
     api_level: str  # "r1" or "main" (InitArgs.api_level): numbering, trace spelling, semantics
-    holds: list[None]  # one None per copy or fill between its range check and its end (_ranges.hold)
+    holds: list[None]  # one None per copy or fill between its range check and its end (hold)
 
-    def __init__(self, api_level: str = "r1") -> None:
+    def __init__(self, api_level: str = "r1", make_tracer: TracerFactory | None = None) -> None:
         self.api_level = api_level
         self.allocations = AllocationMap()
-        self.tracer = tracer_from_environment(os.environ.get(TRACE_ENV), self._owner_of)
+        self.tracer = None if make_tracer is None else make_tracer(self._owner_of)
         self.trace = self.tracer is not None
         self.validate = DISABLE_VALIDATION_ENV not in os.environ
         self.platforms = []
@@ -89,6 +98,21 @@ class Context:
         self.calls = []
         self.orphan_errors = []
         self.holds = []
+
+    def hold(self) -> list[None]:
+        """Hold what a copy is about to check until it ends (``holds.pop()``): memory retired after
+        this is given back only once the copy ended (``grace``). Returns the list to release it from."""
+        holds = self.holds
+        holds.append(None)
+        return holds
+
+    def grace(self) -> list[None]:
+        """Start a grace period (right after memory was retired): copies that hold from now on see
+        the retirement; the returned list empties once every copy that held before has ended
+        (``ranges.wait_for_grace``)."""
+        old = self.holds
+        self.holds = []
+        return old
 
     def _owner_of(self, address: int) -> Device | None:
         """The device of the allocation holding ``address`` (what the timeline is told)."""
@@ -227,9 +251,9 @@ def launch_limits(info: dict[Any, Any]) -> tuple[Any, ...]:
     )
 
 
-def init(args: Any = None) -> None:
-    """``olInit``: the first call builds the context (``args``: an ``InitArgs``, read only then);
-    later calls count references."""
+def init(args: Any = None, make_tracer: TracerFactory | None = None) -> None:
+    """``olInit``: the first call builds the context (``args``: an ``InitArgs``, read only then;
+    ``make_tracer``: its tracer, from ``OFFLOAD_TRACE``); later calls count references."""
     with STATE.lock:
         if STATE.ctx is not None:
             STATE.refcount += 1
@@ -238,7 +262,7 @@ def init(args: Any = None) -> None:
         if STATE.forked_from:
             raise OffloadError(ErrorCode.UNINITIALIZED, forked_details())
         init_args = init_arguments(args)
-        ctx = Context(init_args.api_level)
+        ctx = Context(init_args.api_level, make_tracer)
         platforms = None if init_args.platforms is None else tuple(init_args.platforms)
         loaded, statuses = load_backends(platforms)
         for bound, natives, infos in loaded:

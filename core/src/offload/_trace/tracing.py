@@ -65,10 +65,11 @@ from .timeline import Timeline, path_from_setting
 from .._values.types import Dimensions, KernelLaunchSizeArgs, buffer_size
 
 if TYPE_CHECKING:
-    from .._api.table import Function
+    from .._values.signatures import Function
     from .._values.errors import OffloadError
     from .._core.handles import Device
 
+TRACE_ENV = "OFFLOAD_TRACE"
 _app_logger: Any = None
 
 

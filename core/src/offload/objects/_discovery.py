@@ -7,14 +7,13 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .._core import ranks as _ranks
 from .._api.build import build
 from .._api.flat import Device as DeviceHandle
 from .._api.flat import Platform as PlatformHandle
 from .._api.flat import olGetDeviceInfo, olGetPlatformInfo
 from .._values.enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
 from .._values.errors import OffloadError, OffloadTypeError, OffloadValueError
-from .._api.sessions import current_session
+from .._api.sessions import current_session, spread_over_ranks
 from .._values.types import Dimensions
 from . import _session
 from ._makers import MAKERS
@@ -375,7 +374,7 @@ def default_device() -> Device:
     if not found:
         raise OffloadError(ErrorCode.NOT_FOUND, "no offload device: no backend is loaded (see `offload backends`)")
     preferred = [d for d in found if d.handle.platform is found[0].handle.platform]
-    chosen = _ranks.spread(len(preferred), found[0].platform.name)
+    chosen = spread_over_ranks(len(preferred), found[0].platform.name)
     return preferred[0] if chosen is None else preferred[chosen[0]]
 
 

@@ -47,7 +47,7 @@ from ._api.flat import *  # noqa: F403 (olInit, olShutDown, the generated ol* fu
 from ._api.flat import __all__ as _flat_api_names
 from ._core.handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
 from ._core.registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
-from ._core.runtime import backend_status
+from ._core.session import backend_status
 from ._trace.tracing import set_trace_logger
 from ._values.types import Dimensions, InitArgs, KernelLaunchSizeArgs, KernelParam, Rect
 from ._version import __version__ as __version__

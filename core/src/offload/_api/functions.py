@@ -25,7 +25,7 @@ from .._values.enums import ErrorCode
 from .._values.errors import OffloadError, as_offload_error
 from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol, _Handle
 from .._core.ranges import as_address, as_size
-from .._core.runtime import STATE, uninitialized
+from .._core.session import STATE, uninitialized
 
 LIFECYCLE = ("olInit", "olShutDown")  # the flat API's functions written by hand, not generated from the table
 from .._core.runtime import init as _runtime_init

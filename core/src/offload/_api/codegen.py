@@ -185,19 +185,24 @@ def module_source() -> str:
     return "".join(parts)
 
 
-def main(argv: list[str]) -> int:
+def write_or_check(argv: list[str], default: pathlib.Path, text: str, command: str) -> int:
+    """A generator's command line: write ``text`` to the path in ``argv`` (``default``), or with
+    ``--check`` exit 1 where that file differs from it (``command`` rewrites it)."""
     check = "--check" in argv
     paths = [a for a in argv if not a.startswith("--")]
-    path = pathlib.Path(paths[0]) if paths else GENERATED_PATH
-    text = module_source()
+    path = pathlib.Path(paths[0]) if paths else default
     if check:
         current = path.read_text() if path.exists() else ""
         if current != text:
-            print(f"{path} is out of date: run python -m offload._api.codegen", file=sys.stderr)
+            print(f"{path} is out of date: run {command}", file=sys.stderr)
             return 1
         return 0
     path.write_text(text)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return write_or_check(argv, GENERATED_PATH, module_source(), "python -m offload._api.codegen")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ liboffload's format, so that C and Python traces compare line by line (addresses
 
 ``OFFLOAD_TRACE=json`` prints one JSON object per call instead, with the keys ``api``, ``args``,
 ``result``, ``details``, ``elapsed_ns`` and ``thread``. ``OFFLOAD_TRACE=perfetto`` (or
-``perfetto:PATH``) prints nothing per call and writes a timeline file instead (``_timeline``).
+``perfetto:PATH``) prints nothing per call and writes a timeline file instead (``_trace.timeline``).
 
 How each parameter prints, as liboffload's printer prints it: ``params``.
 
@@ -117,7 +117,7 @@ class Tracer:
 
 
 class TimelineTracer:
-    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``
+    """Records each traced call on a ``_trace.timeline.Timeline``; writes it at the final ``olShutDown``
     (the caller says which one is: ``call.final``), and at the one that closes the user's window
     (``call.closes_window``) or when asked (``flush``), the session going on."""
 

@@ -38,6 +38,7 @@ from ._allocations import AllocationMap
 from ._drain import Drain, pending_work, shutdown_timeout, stuck_error
 from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
+from ._faults import listen as listen_for_faults
 from ._handles import Context as ContextHandle
 from ._handles import Device, Platform
 from ._native_entry import entry_points as native_entry_points
@@ -149,6 +150,23 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _device_faulted(native: object, error: OffloadError) -> None:
+    """``backend_support.report_device_fault``'s listener: mark the current session's device whose
+    backend object is ``native`` faulted, and publish both range maps afresh, so that no verdict the
+    range checks cached before (``_ranges.HOT``, read by both paths) accepts its memory again."""
+    ctx = STATE.ctx
+    if ctx is None:
+        return
+    for device in ctx.devices:
+        if device.native is native and device.fault is None:
+            device.fault = error
+            ctx.allocations.republish()
+            ctx.globals.republish()
+
+
+listen_for_faults(_device_faulted)
+
+
 def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos: list[dict[Any, Any]]) -> Platform:
     platform: Platform = Platform._make(ctx, backend=bound, name=bound.name, kind=bound.kind, devices=[])
     for index, (native, info) in enumerate(zip(natives, infos)):
@@ -169,6 +187,7 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             registered={},
             entry_points=native_entry_points(bound, native),
             word=None,
+            fault=None,
         )
         device.word = native_word(device, native)
         platform.devices.append(device)

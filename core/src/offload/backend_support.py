@@ -13,6 +13,8 @@ the contract, this module helps keep it).
   ``.has_pending_work`` are those hooks' skeleton around the driver's own wait and query.
 - ``ResourcePool``: driver resources (streams, events) kept for reuse.
 - ``launch_extent``: the exact launch-buffer extent a driver must be given.
+- ``report_device_fault``: a device that faulted for good (an illegal address, a kernel's
+  SIGSEGV): the core then refuses the copies and fills of its memory that it makes itself.
 
 Imports only the bottom of the core (enums, errors, types): a backend may use it from any hook.
 """
@@ -29,6 +31,7 @@ from typing import Any, Generic, TypeVar
 
 from ._enums import ErrorCode
 from ._errors import OffloadError
+from ._faults import report_device_fault
 from ._types import KernelParam
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "launch_extent",
     "off_thread",
     "raise_kept_errors",
+    "report_device_fault",
 ]
 
 log = logging.getLogger("offload.backend_support")

@@ -121,7 +121,7 @@ def test_a_device_of_an_ended_session() -> None:
 
 
 def _session() -> Any:
-    from offload._runtime import STATE
+    from offload._core.runtime import STATE
 
     return STATE.ctx
 

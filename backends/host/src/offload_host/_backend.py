@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
-from offload.backend_support import report_device_fault
-from offload.build_support import kernel_include_dir
+from offload.backend.support import report_device_fault
+from offload.backend.build import kernel_include_dir
 
 from . import _device_info
 from ._native import copy_on as _copy_on

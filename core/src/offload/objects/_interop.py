@@ -10,9 +10,9 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from .._enums import AllocType, ErrorCode
-from .._errors import OffloadError
-from .._sessions import foreign_stream_wait, register_foreign_memory
+from .._values.enums import AllocType, ErrorCode
+from .._values.errors import OffloadError
+from .._api.sessions import foreign_stream_wait, register_foreign_memory
 from ._buffer import Buffer
 from ._discovery import Device
 

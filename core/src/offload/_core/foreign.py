@@ -11,15 +11,16 @@ counted, not registered twice; a range overlapping an offload allocation needs n
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
-from .allocations import Allocation
+from .allocations import Allocation, touching
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._values.errors import as_offload_error
 from .handles import Device as DeviceHandle
 from .handles import Event as EventHandle
-from .ranges import as_address, as_size, end_of
+from .ranges import as_address, as_size, end_of, wait_for_grace
 from .session import STATE
 
 __all__ = ["ForeignMemory", "foreign_stream_sync", "foreign_stream_wait", "register_foreign_memory"]
@@ -40,18 +41,47 @@ class ForeignMemory:
         """Whether this import added the range (False: offload already knew the memory)."""
         return self._entry is not None
 
-    def release(self) -> None:
-        """Forget the range once its last importer released it (nothing after the session ended)."""
+    def release(self, keep: object = None, wait: bool = True) -> None:
+        """End this import (idempotent; nothing after the session ended). Once its range's last
+        importer released it, the range is retired (every check refuses it from then on) and the
+        copies and fills that checked it before are given a grace period, as ``olMemFree`` gives
+        them (core/DESIGN.md, "Memory is retired, held, then given back"):
+
+        - ``wait=True``: returns once they have ended, so the producer may free the memory then;
+        - ``wait=False`` (a finalizer, which may run inside a copy's hold, where waiting would never
+          end): returns at once, and ``keep`` (what keeps the producer's memory alive) is dropped
+          only once they have ended."""
         with _lock:
             entry, self._entry = self._entry, None
             if entry is None:
                 return
             entry.users -= 1
-            if entry.users == 0 and self._ctx is STATE.ctx and self._ctx is not None:
-                self._ctx.globals.pop(entry.allocation.start)
+            ctx = STATE.ctx
+            if entry.users or ctx is None or self._ctx is not ctx:
+                return
+            retired = ctx.globals.retire(entry.allocation.start)
+            if retired is None:
+                return
+            holds = ctx.grace()
+        if wait or not holds:
+            wait_for_grace(holds)
+            ctx.globals.discard([retired])
+            return
+        thread = threading.Thread(
+            target=_give_back_after, args=(holds, ctx, retired, keep), name="offload-foreign-grace", daemon=True
+        )
+        thread.start()
 
     def __repr__(self) -> str:
         return f"<offload.ForeignMemory [{self.start:#x}, {self.end:#x}) of {self.device._describe()}>"
+
+
+def _give_back_after(holds: list[None], ctx: Any, retired: Allocation, keep: object) -> None:
+    """Forget a released foreign range once the copies that checked it before have ended, then let
+    go of ``keep`` (the producer may free the memory from then on)."""
+    wait_for_grace(holds)
+    ctx.globals.discard([retired])
+    del keep
 
 
 class _Entry:
@@ -89,6 +119,21 @@ def register_foreign_memory(device: Any, address: int, size: int) -> ForeignMemo
     end = end_of(start, length, "size")
     if handle.is_host or ctx.allocations.overlaps(start, end):
         return ForeignMemory(handle, start, end, ctx, None)  # host memory, or offload's own allocation
+    registration = _register(handle, ctx, start, end)
+    if registration is None:  # a released import of this memory may still be in its grace period
+        _wait_for_released(ctx, start, end)
+        registration = _register(handle, ctx, start, end)
+    if registration is None:
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"register_foreign_memory: [{start:#x}, {end:#x}) partly overlaps memory offload already knows",
+        )
+    return registration
+
+
+def _register(handle: DeviceHandle, ctx: Any, start: int, end: int) -> ForeignMemory | None:
+    """One try: a registration of [start, end), counted with a live one it lies in, or None when
+    the range partly overlaps a known one (a retired one too)."""
     with _lock:
         known = ctx.globals.find(start)
         if known is not None and known.device is handle and known.end >= end and isinstance(known.owner, _Owner):
@@ -101,11 +146,19 @@ def register_foreign_memory(device: Any, address: int, size: int) -> ForeignMemo
         allocation = Allocation(handle, None, start, end, owner)
         owner.entry = entry = _Entry(allocation)
         if not ctx.globals.insert(allocation):
-            raise OffloadError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"register_foreign_memory: [{start:#x}, {end:#x}) partly overlaps memory offload already knows",
-            )
+            return None
     return ForeignMemory(handle, start, end, ctx, entry)
+
+
+def _wait_for_released(ctx: Any, start: int, end: int, timeout: float = 5.0) -> None:
+    """Wait (bounded) until no retired foreign range touches [start, end): a grace period ends
+    once the copies in flight end, and those never wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = touching(ctx.globals.snapshot, start, end)
+        if found is None or not found.retired or not getattr(found.owner, "foreign", False):
+            return
+        time.sleep(0.0005)
 
 
 def _live_device(device: Any, what: str) -> DeviceHandle:

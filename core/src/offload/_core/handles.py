@@ -11,6 +11,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .._values.enums import DeviceInfo, PlatformBackend, SymbolKind
+from .._values.errors import OffloadError
 
 if TYPE_CHECKING:
     from .registry import BoundBackend
@@ -60,7 +61,7 @@ class Device(_Handle):
 
     __slots__ = (
         "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
-        "limits", "registered", "entry_points", "word",
+        "limits", "registered", "entry_points", "word", "fault",
     )
     backend: BoundBackend
     native: NativeDevice
@@ -77,6 +78,7 @@ class Device(_Handle):
     registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock
     entry_points: Any  # the backend's native_entry_points capsule for it (None: the Python hooks)
     word: int | None  # its native_word (None: none); see _native_entry
+    fault: OffloadError | None  # the backend reported it faulted for good (_values.faults): its memory is refused
 
     def _describe(self) -> str:
         return f"{self.platform.name}:{self.index}"

@@ -8,6 +8,7 @@ is copied or enqueued, whatever ``OFFLOAD_DISABLE_VALIDATION`` says:
   (``INVALID_SIZE`` naming the range and the allocation);
 * a range that touches a retired one (freed, or of a destroyed program, whose memory is not yet
   given back) is ``INVALID_ARGUMENT``;
+* a range in memory of a device its backend reported faulted (``_values.faults``) is ``BACKEND_FAILURE``;
 * device memory of a non-host device must be a live allocation or global variable of that
   device, so freed or never-allocated device pointers are ``INVALID_ARGUMENT``;
 * host memory that is not an allocation (and the host backend's memory is host memory) must be
@@ -278,11 +279,24 @@ def check_range(
     if allocation is None and not device.is_host:
         allocation = touching(global_vars.snapshot, start, end)
     if allocation is not None:
+        fault = allocation.device.fault
+        if fault is not None:  # reported by its backend (_values.faults); HOT was dropped by a publish then
+            raise OffloadError(
+                ErrorCode.BACKEND_FAILURE,
+                f"{name} range [{start:#x}, {end:#x}) lies in {_describe(allocation)}, a device that faulted "
+                f"(as on CUDA after an illegal address, it takes no more work until olShutDown): {fault.details}",
+            )
         if allocation.retired:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"{name} range [{start:#x}, {end:#x}) touches {_describe(allocation)}, which "
-                + ("was freed" if allocation.alloc_type is not None else "belongs to a destroyed program")
+                + (
+                    "was freed"
+                    if allocation.alloc_type is not None
+                    else "was released by its importer"
+                    if getattr(allocation.owner, "foreign", False)
+                    else "belongs to a destroyed program"
+                )
                 + " (its memory is being given back)",
             )
         if start < allocation.start or end > allocation.end:

@@ -48,6 +48,7 @@ def _build_platform(ctx: Session, bound: BoundBackend, natives: list[Any], infos
             registered={},
             entry_points=native_entry_points(bound, native),
             word=None,
+            fault=None,
         )
         device.word = native_word(device, native)
         platform.devices.append(device)

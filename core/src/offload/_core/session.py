@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
+from .._values.faults import listen as listen_for_faults
 from .allocations import AllocationMap
 from .handles import Device, Platform
 from .registry import BackendStatus
@@ -157,6 +158,23 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _device_faulted(native: object, error: OffloadError) -> None:
+    """``backend_support.report_device_fault``'s listener: mark the current session's device whose
+    backend object is ``native`` faulted, and publish both range maps afresh, so that no verdict the
+    range checks cached before (``ranges.HOT``, read by both paths) accepts its memory again."""
+    ctx = STATE.ctx
+    if ctx is None:
+        return
+    for device in ctx.devices:
+        if device.native is native and device.fault is None:
+            device.fault = error
+            ctx.allocations.republish()
+            ctx.globals.republish()
+
+
+listen_for_faults(_device_faulted)
 
 
 class _Local(threading.local):

@@ -13,6 +13,8 @@ the contract, this module helps keep it).
   ``.has_pending_work`` are those hooks' skeleton around the driver's own wait and query.
 - ``ResourcePool``: driver resources (streams, events) kept for reuse.
 - ``launch_extent``: the exact launch-buffer extent a driver must be given.
+- ``report_device_fault``: a device that faulted for good (an illegal address, a kernel's
+  SIGSEGV): the core then refuses the copies and fills of its memory that it makes itself.
 
 Imports only the bottom of the core (enums, errors, types): a backend may use it from any hook.
 """
@@ -26,6 +28,7 @@ from typing import Generic, TypeVar
 
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
+from .._values.faults import report_device_fault
 from .._values.types import KernelParam
 from .host_functions import DeferredWork, HostFunctions, off_thread
 
@@ -37,6 +40,7 @@ __all__ = [
     "launch_extent",
     "off_thread",
     "raise_kept_errors",
+    "report_device_fault",
 ]
 
 log = logging.getLogger("offload.backend_support")  # the name before the move (logging configurations use it)

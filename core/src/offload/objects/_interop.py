@@ -27,7 +27,9 @@ def foreign_buffer(address: int, size: int, device: Device, kind: AllocType, own
     if not device.is_host:
         registration = register_foreign_memory(device.handle, address, size)
         if registration.registered:
-            weakref.finalize(holder, registration.release)
+            # a finalizer may run inside a copy's hold: release keeps `owner` (the producer's
+            # memory) until the copies that checked the range before have ended, and returns at once
+            weakref.finalize(holder, registration.release, owner, False)
     return holder
 
 

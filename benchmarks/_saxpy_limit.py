@@ -58,7 +58,7 @@ def _build_openmp(workdir: Path) -> ctypes.CDLL | str:
     return lib
 
 
-def bench_saxpy(device: ol.Device, n: int, runs: int, repeats: int) -> dict[str, Any]:
+def bench_saxpy(device: ol.DeviceHandle, n: int, runs: int, repeats: int) -> dict[str, Any]:
     """ns per saxpy over ``n`` floats (``runs`` a sample) for offload and the C loop, and the ratio."""
     with tempfile.TemporaryDirectory(prefix="bench-saxpy-") as tmp:
         lib = _build_openmp(Path(tmp))

@@ -162,14 +162,14 @@ def log(message: str) -> None:
 
 @dataclass
 class Env:
-    device: ol.Device
-    kernel: ol.Symbol
-    program: ol.Program
+    device: ol.DeviceHandle
+    kernel: ol.SymbolHandle
+    program: ol.ProgramHandle
     one_item: ol.KernelLaunchSizeArgs
 
 
-def _host_device() -> ol.Device:
-    found: list[ol.Device] = []
+def _host_device() -> ol.DeviceHandle:
+    found: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda device, _: found.append(device) or True)
     for device in found:
         platform = ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)

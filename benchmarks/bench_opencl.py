@@ -40,9 +40,9 @@ kernel void k(global uint *out, uint n) { if (get_global_id(0) < n) out[get_glob
 COPY = 4096
 
 
-def _device_of(platform: str) -> ol.Device | None:
+def _device_of(platform: str) -> ol.DeviceHandle | None:
     """The first device of ``platform``."""
-    found: list[ol.Device] = []
+    found: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda d, _: found.append(d) or True)
     named = (d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME) == platform)
     return next(named, None)

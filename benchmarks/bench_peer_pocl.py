@@ -68,9 +68,9 @@ class OffloadSide:
     def __init__(self, cfg: Config) -> None:
         from offload_host import _native, build_test_kernel
 
-        found: list[ol.Device] = []
+        found: list[ol.DeviceHandle] = []
 
-        def collect(device: ol.Device, _: object) -> bool:
+        def collect(device: ol.DeviceHandle, _: object) -> bool:
             found.append(device)
             return True
 

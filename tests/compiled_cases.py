@@ -33,7 +33,7 @@ def case(name: str, call: Callable[[], Any]) -> None:
     except (TypeError, AttributeError) as error:  # (a wrong type reaching Python code: the same both ways)
         print(f"{name}: {type(error).__name__}: {error}")
         return
-    shown = type(result).__name__ if isinstance(result, (ol.Event, float)) else repr(result)  # (times vary)
+    shown = type(result).__name__ if isinstance(result, (ol.EventHandle, float)) else repr(result)  # (times vary)
     print(f"{name}: ok {shown}")
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     case("launch before olInit", lambda: ol.olLaunchKernel(None, None, None, None, None))
     case("sync before olInit", lambda: ol.olSyncQueue(None))
     ol.olInit()
-    devices: list[ol.Device] = []
+    devices: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda d, _: devices.append(d) or True)
     host = next(d for d in devices if d.is_host)
     program = ol.olCreateProgram(host, build_test_kernel("sequence"))

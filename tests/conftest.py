@@ -29,7 +29,7 @@ def session() -> collections.abc.Iterator[None]:
 
 
 @pytest.fixture
-def host(session: None) -> ol.Device:
+def host(session: None) -> ol.DeviceHandle:
     for device in devices():
         if device.platform.kind is ol.PlatformBackend.HOST:
             return device

@@ -25,8 +25,8 @@ def child_environ(strip: str | tuple[str, ...] = "OFFLOAD_") -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k == "OFFLOAD_COMPILED" or not k.startswith(strip)}
 
 
-def devices() -> list[ol.Device]:
-    found: list[ol.Device] = []
+def devices() -> list[ol.DeviceHandle]:
+    found: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda device, _: found.append(device) or True)
     return found
 

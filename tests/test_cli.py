@@ -31,7 +31,7 @@ def idle_library() -> Iterator[None]:
 def _host_device_name() -> str:
     ol.olInit()
     try:
-        found: list[ol.Device] = []
+        found: list[ol.DeviceHandle] = []
         ol.olIterateDevices(lambda device, _: found.append(device) or True)
         for device in found:
             platform = ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)
@@ -216,7 +216,7 @@ def test_selfcheck_reports_a_wrong_result(capsys: pytest.CaptureFixture[str], mo
 def test_main_shuts_down_when_a_command_raises(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def explode() -> list[ol.Device]:
+    def explode() -> list[ol.DeviceHandle]:
         raise ol.OffloadError(ol.ErrorCode.BACKEND_FAILURE, "iteration exploded")
 
     monkeypatch.setattr(selfcheck, "_devices", explode)

@@ -1,7 +1,8 @@
 """The core's layers as packages (core/DESIGN.md "Layers"): the import contracts that say which
 layer may import which hold (import-linter), the old public module names of what backend authors
-import still work, as the very modules they moved to, with a DeprecationWarning, and the contract
-(hookspecs) says what the core does with host-to-host copies."""
+import still work, as the very modules they moved to, with a DeprecationWarning, the contract
+(hookspecs) says what the core does with host-to-host copies, the flat handle types are named
+``*Handle`` (the old names warn), and ``import offload`` loads the object layer only when used."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def test_an_upward_type_import_breaks_the_layers(tmp_path: Path) -> None:
     assert "offload._core.handles -> offload.objects" in run.stdout, run.stdout[-3000:]
 
 
-def test_the_contract_says_where_host_to_host_copies_go(host: ol.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_contract_says_where_host_to_host_copies_go(host: ol.DeviceHandle, monkeypatch: pytest.MonkeyPatch) -> None:
     """hookspecs: a synchronous host-to-host copy below 4 MiB is the core's memmove, from 4 MiB the
     host device's data_submit (both host memory), a queued one an enqueue_host_call of its queue."""
     import offload.hookspecs
@@ -108,3 +109,42 @@ def test_the_contract_says_where_host_to_host_copies_go(host: ol.Device, monkeyp
     finally:
         ol.olDestroyQueue(queue)
     assert seen[1:] == [("enqueue_host_call", 0)]
+
+
+def _child_lines(code: str) -> list[str]:
+    """The lines ``code`` prints in a fresh interpreter (which must succeed)."""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+def test_the_flat_handle_types_are_named_handles_and_the_old_names_warn() -> None:
+    code = (
+        "import sys, warnings\n"
+        "import offload\n"
+        "warnings.simplefilter('error', DeprecationWarning)\n"
+        "names = ('Platform', 'Device', 'Context', 'Queue', 'Event', 'Program', 'Symbol')\n"
+        "print(all(getattr(offload, n + 'Handle').__name__ == n + 'Handle' for n in names))\n"
+        "for n in names:\n"
+        "    try:\n"
+        "        getattr(offload, n)\n"
+        "    except DeprecationWarning as w:\n"
+        "        print(str(w).split(',')[0])\n"
+        "warnings.simplefilter('ignore', DeprecationWarning)\n"
+        "print(offload.Queue is offload.QueueHandle, 'Device' in offload.__all__, 'DeviceHandle' in offload.__all__)\n"
+    )
+    lines = _child_lines(code)
+    assert lines[0] == "True"
+    assert lines[1:8] == [f"offload.{n} is offload.{n}Handle" for n in ("Platform", "Device", "Context", "Queue", "Event", "Program", "Symbol")]
+    assert lines[8] == "True False True"
+
+
+def test_import_offload_leaves_the_object_layer_until_it_is_used() -> None:
+    code = (
+        "import sys\n"
+        "import offload\n"
+        "offload.olInit(); offload.olShutDown()\n"
+        "print('offload.objects' in sys.modules)\n"
+        "print(offload.Buffer.__module__, 'offload.objects' in sys.modules, offload.objects.Buffer is offload.Buffer)\n"
+    )
+    assert _child_lines(code) == ["False", "offload.objects True True"]

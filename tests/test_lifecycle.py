@@ -79,7 +79,7 @@ def test_init_and_shutdown_from_many_threads() -> None:
     assert STATE.ctx is None and STATE.refcount == 0
 
 
-def test_no_thread_outlives_shutdown(host: ol.Device) -> None:
+def test_no_thread_outlives_shutdown(host: ol.DeviceHandle) -> None:
     before = threading.active_count()
     queues = [ol.olCreateQueue(host) for _ in range(8)]
     gate = threading.Event()
@@ -94,6 +94,6 @@ def test_no_thread_outlives_shutdown(host: ol.Device) -> None:
 
 
 def test_handles_cannot_be_made_by_hand() -> None:
-    for cls in (ol.Platform, ol.Device, ol.Queue, ol.Event, ol.Program, ol.Symbol):
+    for cls in (ol.PlatformHandle, ol.DeviceHandle, ol.QueueHandle, ol.EventHandle, ol.ProgramHandle, ol.SymbolHandle):
         with pytest.raises(TypeError):
             cls()

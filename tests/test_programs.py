@@ -26,7 +26,7 @@ def _temp_copies() -> set[str]:
     return fds | set(glob.glob(os.path.join(tempfile.gettempdir(), "offload-host-*.so")))
 
 
-def test_program_data_is_copied(host: ol.Device) -> None:
+def test_program_data_is_copied(host: ol.DeviceHandle) -> None:
     data = bytearray(offload_host.build_test_kernel("foo"))
     program = ol.olCreateProgram(host, data)
     data[:] = b"\0" * len(data)  # the caller's buffer is gone; the program must not care
@@ -38,7 +38,7 @@ def test_program_data_is_copied(host: ol.Device) -> None:
     ol.olDestroyProgram(program)
 
 
-def test_same_bytes_twice_are_two_images(host: ol.Device) -> None:
+def test_same_bytes_twice_are_two_images(host: ol.DeviceHandle) -> None:
     data = offload_host.build_test_kernel("global")
     first, second = ol.olCreateProgram(host, data), ol.olCreateProgram(host, data)
     a = ol.olGetSymbolInfo(ol.olGetSymbol(first, "global", ol.SymbolKind.GLOBAL_VARIABLE), ol.SymbolInfo.GLOBAL_VARIABLE_ADDRESS)
@@ -48,7 +48,7 @@ def test_same_bytes_twice_are_two_images(host: ol.Device) -> None:
     ol.olDestroyProgram(second)
 
 
-def test_destroy_unloads_that_image_and_runs_destructors(host: ol.Device) -> None:
+def test_destroy_unloads_that_image_and_runs_destructors(host: ol.DeviceHandle) -> None:
     before = _temp_copies()
     keep = ol.olCreateProgram(host, offload_host.build_test_kernel("foo"))
     program = ol.olCreateProgram(host, offload_host.build_test_kernel("global_dtor"))
@@ -96,7 +96,7 @@ print("ok")
     assert run_python(code).stdout.strip() == "ok"
 
 
-def test_invalid_binaries(host: ol.Device) -> None:
+def test_invalid_binaries(host: ol.DeviceHandle) -> None:
     for data, why in [
         (b"", "empty"),
         (b"not an offload binary", "not an ELF"),
@@ -109,7 +109,7 @@ def test_invalid_binaries(host: ol.Device) -> None:
     assert ol.olIsValidBinary(host, offload_host.build_test_kernel("foo")) is True
 
 
-def test_build_program_from_source(host: ol.Device) -> None:
+def test_build_program_from_source(host: ol.DeviceHandle) -> None:
     source = r"""
 #include <offload_host.h>
 struct args { int32_t *out; int32_t k; };

@@ -13,7 +13,7 @@ import offload as ol
 from helpers import rss_kib, run_in_threads
 
 
-def test_work_is_really_asynchronous_and_in_order(host: ol.Device) -> None:
+def test_work_is_really_asynchronous_and_in_order(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     gate, started = threading.Event(), threading.Event()
     order: list[int] = []
@@ -31,7 +31,7 @@ def test_work_is_really_asynchronous_and_in_order(host: ol.Device) -> None:
     ol.olDestroyQueue(queue)
 
 
-def test_host_to_host_copy_is_ordered_on_the_queue(host: ol.Device) -> None:
+def test_host_to_host_copy_is_ordered_on_the_queue(host: ol.DeviceHandle) -> None:
     src = ol.olMemAlloc(host, ol.AllocType.HOST, 8)
     dst = ol.olMemAlloc(host, ol.AllocType.HOST, 8)
     ctypes.memmove(src, b"ABCDEFGH", 8)
@@ -50,7 +50,7 @@ def test_host_to_host_copy_is_ordered_on_the_queue(host: ol.Device) -> None:
     ol.olMemFree(dst)
 
 
-def test_busy_queue_is_parked_then_reused(host: ol.Device) -> None:
+def test_busy_queue_is_parked_then_reused(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     gate = threading.Event()
     ol.olLaunchHostFunction(queue, lambda _: gate.wait(5))
@@ -71,7 +71,7 @@ def test_busy_queue_is_parked_then_reused(host: ol.Device) -> None:
         ol.olDestroyQueue(q)
 
 
-def test_idle_queue_is_released_at_once(host: ol.Device) -> None:
+def test_idle_queue_is_released_at_once(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     ol.olLaunchHostFunction(queue, lambda _: None)
     ol.olSyncQueue(queue)
@@ -81,7 +81,7 @@ def test_idle_queue_is_released_at_once(host: ol.Device) -> None:
     assert threading.active_count() == threads - 1, "the idle queue's worker thread must end"
 
 
-def test_async_errors_surface_at_synchronize(host: ol.Device) -> None:
+def test_async_errors_surface_at_synchronize(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
 
     def explode(_: object) -> None:
@@ -98,7 +98,7 @@ def test_async_errors_surface_at_synchronize(host: ol.Device) -> None:
     ol.olDestroyQueue(queue)
 
 
-def test_queue_churn_with_pending_work_stays_bounded(host: ol.Device) -> None:
+def test_queue_churn_with_pending_work_stays_bounded(host: ol.DeviceHandle) -> None:
     """100k create/enqueue/destroy cycles: parked queues, threads and memory stay bounded."""
     noop = lambda _: None  # noqa: E731
     for _ in range(2000):  # warm up allocator and caches before measuring
@@ -123,7 +123,7 @@ def test_queue_churn_with_pending_work_stays_bounded(host: ol.Device) -> None:
     assert len(host.queues) == 0
 
 
-def test_twenty_threads_share_one_queue(host: ol.Device) -> None:
+def test_twenty_threads_share_one_queue(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     counts = [0] * 20
     lock = threading.Lock()
@@ -147,7 +147,7 @@ def test_twenty_threads_share_one_queue(host: ol.Device) -> None:
     ol.olDestroyQueue(queue)
 
 
-def test_twenty_threads_churn_queues_and_memory(host: ol.Device) -> None:
+def test_twenty_threads_churn_queues_and_memory(host: ol.DeviceHandle) -> None:
     errors: list[BaseException] = []
 
     def worker() -> None:
@@ -169,7 +169,7 @@ def test_twenty_threads_churn_queues_and_memory(host: ol.Device) -> None:
     assert not errors, errors[:3]
 
 
-def test_elapsed_time_measures_real_work(host: ol.Device) -> None:
+def test_elapsed_time_measures_real_work(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     start = ol.olCreateEvent(queue)
     ol.olLaunchHostFunction(queue, lambda _: time.sleep(0.05))
@@ -180,7 +180,7 @@ def test_elapsed_time_measures_real_work(host: ol.Device) -> None:
     ol.olDestroyQueue(queue)
 
 
-def test_host_function_cannot_deadlock_on_its_own_queue(host: ol.Device) -> None:
+def test_host_function_cannot_deadlock_on_its_own_queue(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     seen: list[ol.ErrorCode] = []
 

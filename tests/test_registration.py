@@ -41,13 +41,13 @@ class RecordingBackend(MinimalBackend):
 
 
 @pytest.fixture
-def recording() -> Iterator[ol.Device]:
+def recording() -> Iterator[ol.DeviceHandle]:
     assert STATE.ctx is None
     RecordingBackend.calls = []
     ol.register_backend("recording", RecordingBackend)
     ol.olInit()
     try:
-        found: list[ol.Device] = []
+        found: list[ol.DeviceHandle] = []
         ol.olIterateDevices(lambda d, _: found.append(d) or True)
         yield next(d for d in found if d.platform.name == "recording")
     finally:
@@ -56,7 +56,7 @@ def recording() -> Iterator[ol.Device]:
         ol.unregister_backend("recording")
 
 
-def test_nested_registrations_call_the_backend_once(recording: ol.Device) -> None:
+def test_nested_registrations_call_the_backend_once(recording: ol.DeviceHandle) -> None:
     buffer = (ctypes.c_uint8 * 8192)()
     base = ctypes.addressof(buffer)
     assert ol.olMemRegister(recording, base, 8192, LOCK) == base
@@ -73,7 +73,7 @@ def test_nested_registrations_call_the_backend_once(recording: ol.Device) -> Non
     assert info.value.code is ol.ErrorCode.INVALID_ARGUMENT and "not registered" in info.value.details
 
 
-def test_partial_overlap_is_refused_and_unlock_needs_a_lock(recording: ol.Device) -> None:
+def test_partial_overlap_is_refused_and_unlock_needs_a_lock(recording: ol.DeviceHandle) -> None:
     buffer = (ctypes.c_uint8 * 8192)()
     base = ctypes.addressof(buffer)
     ol.olMemRegister(recording, base, 4096, 0)

@@ -30,7 +30,7 @@ def test_null_handles_come_before_null_pointers(session: None) -> None:
     assert info.value.details == "validation failure: NULL == DstDevice"
 
 
-def test_null_pointer_details(host: ol.Device) -> None:
+def test_null_pointer_details(host: ol.DeviceHandle) -> None:
     with pytest.raises(ol.OffloadError) as info:
         ol.olMemcpy(None, 0, host, 0, host, 8)
     assert (info.value.code, info.value.details) == (E.INVALID_NULL_POINTER, "validation failure: NULL == DstPtr")
@@ -39,7 +39,7 @@ def test_null_pointer_details(host: ol.Device) -> None:
     assert _code(ol.olIterateDevices, None) is E.INVALID_NULL_POINTER
 
 
-def test_fill_pattern_checks(host: ol.Device) -> None:
+def test_fill_pattern_checks(host: ol.DeviceHandle) -> None:
     ptr = ol.olMemAlloc(host, ol.AllocType.HOST, 64)
     assert _code(ol.olMemFill, None, ptr, b"", 64) is E.INVALID_SIZE
     assert _code(ol.olMemFill, None, ptr, b"abc", 64) is E.INVALID_SIZE
@@ -47,7 +47,7 @@ def test_fill_pattern_checks(host: ol.Device) -> None:
     ol.olMemFree(ptr)
 
 
-def test_wrong_kind_and_stale_handles(host: ol.Device) -> None:
+def test_wrong_kind_and_stale_handles(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     assert _code(ol.olGetDeviceInfo, queue, ol.DeviceInfo.NAME) is E.INVALID_DEVICE
     assert _code(ol.olSyncQueue, host) is E.INVALID_QUEUE
@@ -61,7 +61,7 @@ def test_wrong_kind_and_stale_handles(host: ol.Device) -> None:
     assert _code(ol.olDestroyQueue, queue) is E.INVALID_QUEUE
 
 
-def test_invalid_enumerations(host: ol.Device) -> None:
+def test_invalid_enumerations(host: ol.DeviceHandle) -> None:
     assert _code(ol.olGetDeviceInfo, host, ol.OL_DEVICE_INFO_FORCE_UINT32) is E.INVALID_ENUMERATION
     assert _code(ol.olMemAlloc, host, 7, 8) is E.INVALID_ENUMERATION
 
@@ -87,7 +87,7 @@ def test_disable_validation_skips_conditions_but_not_liveness(monkeypatch: pytes
         ol.olShutDown()
 
 
-def test_errors_keep_nothing_half_done(host: ol.Device) -> None:
+def test_errors_keep_nothing_half_done(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     event = ol.olCreateEvent(queue)
     ol.olDestroyEvent(event)
@@ -102,7 +102,7 @@ def test_errors_keep_nothing_half_done(host: ol.Device) -> None:
     ol.olDestroyQueue(queue)
 
 
-def test_kernel_arguments_must_be_bytes_like(host: ol.Device) -> None:
+def test_kernel_arguments_must_be_bytes_like(host: ol.DeviceHandle) -> None:
     import offload_host
 
     program = ol.olCreateProgram(host, offload_host.build_test_kernel("noargs"))

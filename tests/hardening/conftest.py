@@ -21,7 +21,7 @@ def sim_backend() -> collections.abc.Iterator[type]:
 
 
 @pytest.fixture
-def sim_session(sim_backend: type) -> collections.abc.Iterator[tuple[ol.Device, ol.Device]]:
+def sim_session(sim_backend: type) -> collections.abc.Iterator[tuple[ol.DeviceHandle, ol.DeviceHandle]]:
     """(simdev device, host device) in a session of this test; no rule broken, no thread left."""
     assert STATE.ctx is None, "a previous test left the library initialised"
     simdev.VIOLATIONS.clear()

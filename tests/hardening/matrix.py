@@ -60,8 +60,8 @@ class ArrayLike:
         return "ArrayLike()"
 
 
-def host_device() -> ol.Device:
-    found: list[ol.Device] = []
+def host_device() -> ol.DeviceHandle:
+    found: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda d, _: found.append(d) or True)
     return next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
 
@@ -77,12 +77,12 @@ class World:
         old_queue = ol.olCreateQueue(old_dev)
         old_program = ol.olCreateProgram(old_dev, build_test_kernel("noargs"))
         self.old = {
-            ol.Platform: ol.olGetDeviceInfo(old_dev, ol.DeviceInfo.PLATFORM),
-            ol.Device: old_dev,
-            ol.Queue: old_queue,
-            ol.Event: ol.olCreateEvent(old_queue),
-            ol.Program: old_program,
-            ol.Symbol: ol.olGetSymbol(old_program, "noargs", ol.SymbolKind.KERNEL),
+            ol.PlatformHandle: ol.olGetDeviceInfo(old_dev, ol.DeviceInfo.PLATFORM),
+            ol.DeviceHandle: old_dev,
+            ol.QueueHandle: old_queue,
+            ol.EventHandle: ol.olCreateEvent(old_queue),
+            ol.ProgramHandle: old_program,
+            ol.SymbolHandle: ol.olGetSymbol(old_program, "noargs", ol.SymbolKind.KERNEL),
         }
         ol.olShutDown()
         ol.olInit()
@@ -110,10 +110,10 @@ class World:
         dead_symbol = ol.olGetSymbol(dead_program, "noargs", ol.SymbolKind.KERNEL)
         ol.olDestroyProgram(dead_program)
         self.dead = {
-            ol.Queue: dead_queue,
-            ol.Event: dead_event,
-            ol.Program: dead_program,
-            ol.Symbol: dead_symbol,
+            ol.QueueHandle: dead_queue,
+            ol.EventHandle: dead_event,
+            ol.ProgramHandle: dead_program,
+            ol.SymbolHandle: dead_symbol,
         }
         self.launch = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
         self.foo = None  # a kernel with a parameter, once the host backend reports parameters
@@ -188,7 +188,7 @@ class World:
         w = self
         common = [("none", "None", None), ("type", "str", "x"), ("type", "float", 1.5), ("type", "arraylike", ArrayLike())]
         if kind == "handle":
-            wrong = w.queue if handle is not ol.Queue else w.dev
+            wrong = w.queue if handle is not ol.QueueHandle else w.dev
             values = [("handle", "int", 5), ("handle", "object", object()), ("handle", "wrong-kind", wrong)]
             if handle in w.dead:
                 values.append(("freed", "dead-handle", w.dead[handle]))
@@ -247,7 +247,7 @@ class World:
                 ("type", "int", 5),
                 ("none", "[None]", [None]),
                 ("type", "[5]", [5]),
-                ("freed", "[dead-event]", [w.dead[ol.Event]]),
+                ("freed", "[dead-event]", [w.dead[ol.EventHandle]]),
                 ("type", "[event,str]", [w.event, "x"]),
             ]
         if kind == "callback":

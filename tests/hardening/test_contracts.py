@@ -91,7 +91,7 @@ def test_launch_limits_are_invalid_size(sim_session, kernels) -> None:
     ol.olLaunchKernel(None, sim, kernel, None, _launch((4096, 1, 1), (256, 1, 1)))
 
 
-def test_grids_of_2_64_groups_are_invalid_size_on_the_host(host: ol.Device) -> None:
+def test_grids_of_2_64_groups_are_invalid_size_on_the_host(host: ol.DeviceHandle) -> None:
     from offload_host import build_test_kernel
 
     program = ol.olCreateProgram(host, build_test_kernel("noargs"))
@@ -380,7 +380,7 @@ def test_threads_racing_the_final_shutdown_leave_nothing_loaded(sim_backend) -> 
         ol.unregister_backend("simdev")
 
 
-def test_mem_free_of_a_pending_copy_destination_waits_on_the_host(host: ol.Device) -> None:
+def test_mem_free_of_a_pending_copy_destination_waits_on_the_host(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     a = ol.olMemAlloc(host, ol.AllocType.DEVICE, 64)
     src = (ctypes.c_char * 64)(*b"c" * 64)

@@ -41,7 +41,7 @@ class Raising:
         raise RuntimeError("no address")
 
 
-def test_index_integers_and_offload_pointers_are_accepted(host: ol.Device) -> None:
+def test_index_integers_and_offload_pointers_are_accepted(host: ol.DeviceHandle) -> None:
     a = ol.olMemAlloc(host, ol.AllocType.HOST, Index(64))
     src = (ctypes.c_char * 64)(*b"p" * 64)
     ol.olMemcpy(None, Buffer(a), host, Index(ctypes.addressof(src)), host, Index(64))
@@ -56,7 +56,7 @@ def test_index_integers_and_offload_pointers_are_accepted(host: ol.Device) -> No
 
 
 @pytest.mark.parametrize("value", ["8", 1.5, True, [1], Raising(), Buffer("x"), Buffer(-1), Buffer(2**64)])
-def test_other_values_are_invalid_argument_naming_the_parameter(host: ol.Device, value: object) -> None:
+def test_other_values_are_invalid_argument_naming_the_parameter(host: ol.DeviceHandle, value: object) -> None:
     src = (ctypes.c_char * 8)()
     with pytest.raises(ol.OffloadError) as info:
         ol.olMemcpy(None, value, host, ctypes.addressof(src), host, 8)
@@ -64,7 +64,7 @@ def test_other_values_are_invalid_argument_naming_the_parameter(host: ol.Device,
 
 
 @pytest.mark.parametrize("value", ["8", 1.5, True, None, [8]])
-def test_sizes_of_other_types_are_refused(host: ol.Device, value: object) -> None:
+def test_sizes_of_other_types_are_refused(host: ol.DeviceHandle, value: object) -> None:
     src = (ctypes.c_char * 8)()
     with pytest.raises(ol.OffloadError) as info:
         ol.olMemcpy(None, ctypes.addressof(src), host, ctypes.addressof(src), host, value)

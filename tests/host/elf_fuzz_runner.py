@@ -123,7 +123,7 @@ def _child(batch_path: str, start: int) -> None:
         while header := f.read(8):
             images.append(f.read(struct.unpack("<Q", header)[0]))
     ol.olInit()
-    found: list[ol.Device] = []
+    found: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda device, _: found.append(device) or True)
     host = next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
     out = sys.stdout

@@ -83,7 +83,7 @@ def test_shipped_saxpy_loop_is_vectorised(tmp_path: pathlib.Path) -> None:
         ("count_all", (64, 2, 1), lambda i: 2),  # one pass per (y, z) row of the group
     ],
 )
-def test_for_each_global_x(host: ol.Device, kernel: str, group: tuple[int, int, int], expected) -> None:
+def test_for_each_global_x(host: ol.DeviceHandle, kernel: str, group: tuple[int, int, int], expected) -> None:
     program = ol.olCreateProgram(host, offload_host.build_program(COUNTER, name="counter"))
     size = 1024
     out = ol.olMemAlloc(host, ol.AllocType.DEVICE, size * 4)

@@ -51,7 +51,7 @@ def _code(exc: pytest.ExceptionInfo[ol.OffloadError]) -> ol.ErrorCode:
 # --- symbols come from the image itself -------------------------------------------------------
 
 
-def test_symbols_of_dependencies_are_not_found(host: ol.Device) -> None:
+def test_symbols_of_dependencies_are_not_found(host: ol.DeviceHandle) -> None:
     program = ol.olCreateProgram(host, offload_host.build_program(_LIBC_PROGRAM, name="libc_user"))
     try:
         for name, kind in [
@@ -84,7 +84,7 @@ def test_symbols_of_dependencies_are_not_found(host: ol.Device) -> None:
         ol.olDestroyProgram(program)
 
 
-def test_own_kernel_of_a_libc_program_runs(host: ol.Device) -> None:
+def test_own_kernel_of_a_libc_program_runs(host: ol.DeviceHandle) -> None:
     program = ol.olCreateProgram(host, offload_host.build_program(_LIBC_PROGRAM, name="libc_user"))
     kernel = ol.olGetSymbol(program, "foo", ol.SymbolKind.KERNEL)
     out = ol.olMemAlloc(host, ol.AllocType.MANAGED, 8 * 4)
@@ -97,7 +97,7 @@ def test_own_kernel_of_a_libc_program_runs(host: ol.Device) -> None:
 # --- what loads -------------------------------------------------------------------------------
 
 
-def test_pie_executables_are_refused_as_dlopen_does(host: ol.Device, tmp_path) -> None:
+def test_pie_executables_are_refused_as_dlopen_does(host: ol.DeviceHandle, tmp_path) -> None:
     compiler = shutil.which(os.environ.get("CC", "cc"))
     if compiler is None:
         pytest.skip("no C compiler")
@@ -138,7 +138,7 @@ def test_phdr_type_flip_is_refused_not_a_crash() -> None:
     assert result.stdout.strip() == "INVALID_BINARY"
 
 
-def test_undefined_symbol_is_invalid_without_loading(host: ol.Device) -> None:
+def test_undefined_symbol_is_invalid_without_loading(host: ol.DeviceHandle) -> None:
     source = "#include <offload_host.h>\nextern int no_such_function(void);\nOFFLOAD_KERNEL(k) { (void)offload_args_; (void)offload_group_; no_such_function(); }\n"
     data = offload_host.build_program(source, name="undefined")
     assert ol.olIsValidBinary(host, data) is False
@@ -148,7 +148,7 @@ def test_undefined_symbol_is_invalid_without_loading(host: ol.Device) -> None:
     assert "no_such_function" in str(info.value)
 
 
-def test_symbols_of_the_process_global_scope_resolve_as_in_dlopen(host: ol.Device) -> None:
+def test_symbols_of_the_process_global_scope_resolve_as_in_dlopen(host: ol.DeviceHandle) -> None:
     """erff is in libm, which python itself links: dlopen resolves it without -lm, and the
     trial load (whose own scope lacks libm) must not refuse the program for it."""
     source = r"""
@@ -172,7 +172,7 @@ OFFLOAD_KERNEL(k) { const struct a *p = OFFLOAD_ARGS(struct a); OFFLOAD_FOR_EACH
     ol.olDestroyProgram(program)
 
 
-def test_is_valid_binary_runs_no_constructor(host: ol.Device) -> None:
+def test_is_valid_binary_runs_no_constructor(host: ol.DeviceHandle) -> None:
     source = r"""
 #include <offload_host.h>
 #include <stdlib.h>
@@ -196,7 +196,7 @@ def _open_copies() -> list[str]:
     return [link for link in links if "offload-host" in link]
 
 
-def test_copy_is_anonymous_and_closed_at_unload(host: ol.Device, tmp_path, monkeypatch) -> None:
+def test_copy_is_anonymous_and_closed_at_unload(host: ol.DeviceHandle, tmp_path, monkeypatch) -> None:
     before = _open_copies()
     program = ol.olCreateProgram(host, offload_host.build_test_kernel("foo"))
     during = _open_copies()
@@ -446,7 +446,7 @@ def test_header_compiles_as_cpp(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
-def test_global_ids_must_fit_32_bits(host: ol.Device, axis: int) -> None:
+def test_global_ids_must_fit_32_bits(host: ol.DeviceHandle, axis: int) -> None:
     program = ol.olCreateProgram(host, offload_host.build_test_kernel("noargs"))
     kernel = ol.olGetSymbol(program, "noargs", ol.SymbolKind.KERNEL)
     groups, items = [1, 1, 1], [1, 1, 1]

@@ -49,14 +49,14 @@ HOST_ONLY = {"OFFLOAD_BACKENDS": "host"}
 
 
 @pytest.fixture
-def kernels(host: ol.Device) -> Iterator[dict[str, ol.Symbol]]:
+def kernels(host: ol.DeviceHandle) -> Iterator[dict[str, ol.SymbolHandle]]:
     program = ol.olCreateProgram(host, build_program(KERNELS, name="queue_kernels"))
     yield {name: ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL) for name in ("tid", "bump")}
     ol.olDestroyProgram(program)
 
 
 @pytest.fixture
-def word(host: ol.Device) -> Iterator[int]:
+def word(host: ol.DeviceHandle) -> Iterator[int]:
     """A zeroed 8-byte device allocation."""
     address = ol.olMemAlloc(host, ol.AllocType.DEVICE, 8)
     ctypes.memset(address, 0, 8)
@@ -85,7 +85,7 @@ def _tasks() -> int:
 # --- ordering ----------------------------------------------------------------------------------
 
 
-def test_native_and_host_function_work_run_in_queue_order(host: ol.Device, kernels: dict, word: int) -> None:
+def test_native_and_host_function_work_run_in_queue_order(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     queue = ol.olCreateQueue(host)
     gate, started = threading.Event(), threading.Event()
     ol.olLaunchHostFunction(queue, lambda _: (started.set(), gate.wait(10)))  # everything below is queued first
@@ -114,7 +114,7 @@ def test_native_and_host_function_work_run_in_queue_order(host: ol.Device, kerne
     ol.olDestroyQueue(queue)
 
 
-def test_native_work_waits_for_an_event_of_another_queue(host: ol.Device, kernels: dict, word: int) -> None:
+def test_native_work_waits_for_an_event_of_another_queue(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     first, second = ol.olCreateQueue(host), ol.olCreateQueue(host)
     gate, started = threading.Event(), threading.Event()
     ol.olLaunchHostFunction(first, lambda _: (started.set(), gate.wait(10)))
@@ -131,7 +131,7 @@ def test_native_work_waits_for_an_event_of_another_queue(host: ol.Device, kernel
         ol.olDestroyQueue(queue)
 
 
-def test_host_functions_and_the_work_behind_them_run_on_the_worker(host: ol.Device, kernels: dict) -> None:
+def test_host_functions_and_the_work_behind_them_run_on_the_worker(host: ol.DeviceHandle, kernels: dict) -> None:
     out = (ctypes.c_long * 1)()
     pool, tid = host.native.pool, kernels["tid"].native
     queue = HostQueue(None)
@@ -154,7 +154,7 @@ def test_host_functions_and_the_work_behind_them_run_on_the_worker(host: ol.Devi
 # --- helping waiters -----------------------------------------------------------------------------
 
 
-def test_a_waiting_caller_runs_native_work_itself(host: ol.Device, kernels: dict, word: int) -> None:
+def test_a_waiting_caller_runs_native_work_itself(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     """No worker thread, no executor: only the syncing caller can run the work, and it does."""
     out = (ctypes.c_long * 1)()
     pool = host.native.pool
@@ -176,7 +176,7 @@ def test_a_waiting_caller_runs_native_work_itself(host: ol.Device, kernels: dict
     assert queue.release(False) is None
 
 
-def test_an_event_waiter_runs_native_work_up_to_the_event(host: ol.Device, kernels: dict, word: int) -> None:
+def test_an_event_waiter_runs_native_work_up_to_the_event(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     out = (ctypes.c_long * 1)()
     pool = host.native.pool
     queue = HostQueue(None)
@@ -195,7 +195,7 @@ def test_an_event_waiter_runs_native_work_up_to_the_event(host: ol.Device, kerne
     queue.release(False)
 
 
-def test_executor_runs_native_work_without_any_sync(host: ol.Device, kernels: dict, word: int) -> None:
+def test_executor_runs_native_work_without_any_sync(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     queue = ol.olCreateQueue(host)
     threads = threading.active_count()
     ol.olLaunchKernel(queue, host, kernels["bump"], struct.pack("P", word), ONE)
@@ -217,7 +217,7 @@ def _fail(message: str):  # noqa: ANN202
     return host_function
 
 
-def test_every_error_is_raised_once_at_the_right_sync(host: ol.Device) -> None:
+def test_every_error_is_raised_once_at_the_right_sync(host: ol.DeviceHandle) -> None:
     queue = ol.olCreateQueue(host)
     ol.olLaunchHostFunction(queue, _fail("alone"))
     with pytest.raises(ol.OffloadError) as single:
@@ -258,7 +258,7 @@ def test_host_queue_raises_a_group_for_several_errors() -> None:
     queue.synchronize(True)
 
 
-def test_native_failures_and_host_errors_are_reported_in_queue_order(host: ol.Device, kernels: dict, word: int) -> None:
+def test_native_failures_and_host_errors_are_reported_in_queue_order(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     queue = HostQueue(host.native.executor)
     queue.submit(_fail("first"), None)
     # a launch whose local memory cannot be allocated fails on the queue, not at submission
@@ -302,7 +302,7 @@ def test_submitting_while_another_thread_releases_never_deadlocks() -> None:
         assert queue._thread is None
 
 
-def test_destroy_racing_host_function_submissions(host: ol.Device) -> None:
+def test_destroy_racing_host_function_submissions(host: ol.DeviceHandle) -> None:
     for _ in range(100):
         queue = ol.olCreateQueue(host)
         errors: list[ol.ErrorCode] = []
@@ -453,7 +453,7 @@ print(ran, queue._thread, tasks() - before, queue.pending())
 
 
 @pytest.mark.parametrize("queued", [False, True])
-def test_big_copies_and_fills_are_exact(host: ol.Device, queued: bool) -> None:
+def test_big_copies_and_fills_are_exact(host: ol.DeviceHandle, queued: bool) -> None:
     size = (9 << 20) + 13
     a = ol.olMemAlloc(host, ol.AllocType.DEVICE, size)
     b = ol.olMemAlloc(host, ol.AllocType.DEVICE, size)
@@ -480,7 +480,7 @@ def test_big_copies_and_fills_are_exact(host: ol.Device, queued: bool) -> None:
 @pytest.mark.parametrize("queued", [False, True])
 @pytest.mark.parametrize("size", [(16 << 20) - 1, (16 << 20) + 77], ids=["below-streaming", "streamed"])
 @pytest.mark.parametrize("offsets", [(0, 0), (3, 7), (15, 1)], ids=["aligned", "dst+3,src+7", "dst+15,src+1"])
-def test_copies_past_the_streaming_size_are_exact_at_any_alignment(host: ol.Device, queued: bool, size: int, offsets: tuple[int, int]) -> None:
+def test_copies_past_the_streaming_size_are_exact_at_any_alignment(host: ol.DeviceHandle, queued: bool, size: int, offsets: tuple[int, int]) -> None:
     """From 16 MiB a copy of ranges that do not overlap uses streaming stores (_native.c
     stream_copy: an unaligned head, 64-byte blocks, a tail); every byte lands, nothing around it."""
     dst_offset, src_offset = offsets
@@ -506,7 +506,7 @@ def test_copies_past_the_streaming_size_are_exact_at_any_alignment(host: ol.Devi
 # --- churn ---------------------------------------------------------------------------------------
 
 
-def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: dict, word: int) -> None:
+def test_queue_churn_with_native_work_stays_bounded(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     """create + launch + destroy, OFFLOAD_TEST_QUEUE_CHURN times (1M unless set: about 10 s)."""
     count = int(os.environ.get("OFFLOAD_TEST_QUEUE_CHURN", "1000000"))
     args, bump = struct.pack("P", word), kernels["bump"]
@@ -537,7 +537,7 @@ def test_queue_churn_with_native_work_stays_bounded(host: ol.Device, kernels: di
 
 
 @pytest.mark.parametrize("pattern", [b"\x07", b"abc", bytes(range(64)), bytes(range(200)) * 7])
-def test_big_fills_of_any_pattern_length_are_exact(host: ol.Device, pattern: bytes) -> None:
+def test_big_fills_of_any_pattern_length_are_exact(host: ol.DeviceHandle, pattern: bytes) -> None:
     size = len(pattern) * ((5 << 20) // len(pattern) + 1)
     address = ol.olMemAlloc(host, ol.AllocType.DEVICE, size)
     queue = ol.olCreateQueue(host)
@@ -554,7 +554,7 @@ def test_big_fills_of_any_pattern_length_are_exact(host: ol.Device, pattern: byt
 # --- executor turns, recycled op nodes, launch-size parsing ------------------------------------
 
 
-def test_many_submitters_many_queues_every_op_runs_once(host: ol.Device, kernels: dict) -> None:
+def test_many_submitters_many_queues_every_op_runs_once(host: ol.DeviceHandle, kernels: dict) -> None:
     """Submitting threads on queues of their own while the executor runs them and gives their op
     nodes back (lock-free): every launch runs exactly once, in order per queue."""
     threads_count, per_thread, bump = 4, 20000, kernels["bump"]
@@ -588,7 +588,7 @@ def test_many_submitters_many_queues_every_op_runs_once(host: ol.Device, kernels
             ol.olMemFree(address)
 
 
-def test_work_submitted_during_an_executor_turn_runs_without_a_sync(host: ol.Device, kernels: dict, word: int) -> None:
+def test_work_submitted_during_an_executor_turn_runs_without_a_sync(host: ol.DeviceHandle, kernels: dict, word: int) -> None:
     """The executor takes the ops queued when its turn starts; what arrives meanwhile gets a turn
     of its own, with nobody syncing."""
     q, args = ol.olCreateQueue(host), struct.pack("P", word)
@@ -605,7 +605,7 @@ def test_work_submitted_during_an_executor_turn_runs_without_a_sync(host: ol.Dev
         ol.olDestroyQueue(q)
 
 
-def test_launch_sizes_are_parsed_per_object(host: ol.Device) -> None:
+def test_launch_sizes_are_parsed_per_object(host: ol.DeviceHandle) -> None:
     """The native side keeps the grid of the last size object it saw: alternating objects, and a
     new object after the old one is gone, each launch their own grid."""
     program = ol.olCreateProgram(host, build_program(GRID_KERNEL, name="grid_count"))
@@ -651,7 +651,7 @@ def test_launch_sizes_are_immutable() -> None:
     assert size.num_groups == (4, 1, 1) and size.group_items == 8
 
 
-def test_big_allocations_are_huge_page_aligned_and_fully_unmapped(host: ol.Device) -> None:
+def test_big_allocations_are_huge_page_aligned_and_fully_unmapped(host: ol.DeviceHandle) -> None:
     """From 2 MiB on an allocation starts on a 2 MiB boundary (advised for transparent huge
     pages); freeing it unmaps every page, the alignment slack included."""
     sizes = (2 << 20, (5 << 20) + 123, 64 << 20)

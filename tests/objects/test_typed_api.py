@@ -85,7 +85,7 @@ import numpy as np
 import offload as ol
 
 ol.olInit()
-found: list[ol.Device] = []
+found: list[ol.DeviceHandle] = []
 ol.olIterateDevices(lambda device, _: found.append(device))  # None stops the iteration
 ol.olMemAloc(found[0], ol.AllocType.DEVICE, 16)  # a typo
 count: str = ol.olGetDeviceInfo(found[0], ol.DeviceInfo.NUM_COMPUTE_UNITS)  # an int

@@ -30,7 +30,7 @@ offload_opencl = pytest.importorskip("offload_opencl", reason=_ABSENT)
 
 
 @pytest.fixture
-def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[ol.Device]:
+def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[ol.DeviceHandle]:
     """The first OpenCL device, in a session of the opencl and host platforms."""
     monkeypatch.setenv("OFFLOAD_BACKENDS", "opencl,host")
     ol.olInit()
@@ -42,11 +42,11 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[ol.Device]:
         ol.olShutDown()
 
 
-def _program(device: ol.Device, source: str) -> Any:
+def _program(device: ol.DeviceHandle, source: str) -> Any:
     return ol.olCreateProgram(device, source.encode())
 
 
-def test_platform_info_is_the_drivers(gpu: ol.Device) -> None:
+def test_platform_info_is_the_drivers(gpu: ol.DeviceHandle) -> None:
     """One offload platform for every OpenCL platform with an SVM device (the wheel's PoCL, and
     Debian's where both are installed): their vendors and versions, joined in the loader's order."""
     platform = ol.olGetDeviceInfo(gpu, ol.DeviceInfo.PLATFORM)
@@ -65,7 +65,7 @@ def test_offload_devices_shows_the_pocl_device() -> None:
     assert "Platform 0: opencl" in out.stdout and cl.get_platforms()[0].vendor.strip() in out.stdout, out.stdout
 
 
-def test_kernel_params_from_the_argument_info(gpu: ol.Device, compiler: None) -> None:
+def test_kernel_params_from_the_argument_info(gpu: ol.DeviceHandle, compiler: None) -> None:
     program = _program(
         gpu,
         "kernel void k(char a, global const float *x, short b, float4 v, float3 w, global int *y, local uint *s, double d) {}",
@@ -86,7 +86,7 @@ def test_kernel_params_from_the_argument_info(gpu: ol.Device, compiler: None) ->
     ]
 
 
-def test_struct_parameters_are_refused_by_name(gpu: ol.Device, compiler: None) -> None:
+def test_struct_parameters_are_refused_by_name(gpu: ol.DeviceHandle, compiler: None) -> None:
     program = _program(gpu, "typedef struct { int a; float b; } pair; kernel void k(pair p, global int *out) { out[0] = p.a; }")
     try:
         with pytest.raises(ol.OffloadError) as info:
@@ -96,7 +96,7 @@ def test_struct_parameters_are_refused_by_name(gpu: ol.Device, compiler: None) -
     assert info.value.code is ol.ErrorCode.UNSUPPORTED and "parameter p" in info.value.details, info.value
 
 
-def test_dynamic_local_memory_and_mixed_arguments(gpu: ol.Device, compiler: None) -> None:
+def test_dynamic_local_memory_and_mixed_arguments(gpu: ol.DeviceHandle, compiler: None) -> None:
     program = _program(
         gpu,
         """kernel void k(uchar c, global uint *out, ulong n, local uint *s) {
@@ -155,13 +155,13 @@ def test_dynamic_local_memory_beyond_the_device_is_refused(compiler: None) -> No
     assert result["fits"] is None and result["data"] is True
 
 
-def test_a_source_that_does_not_build_names_the_compilers_error(gpu: ol.Device, compiler: None) -> None:
+def test_a_source_that_does_not_build_names_the_compilers_error(gpu: ol.DeviceHandle, compiler: None) -> None:
     with pytest.raises(ol.OffloadError) as info:
         _program(gpu, "kernel void k(global int *out) { out[0] = undeclared; }")
     assert info.value.code is ol.ErrorCode.INVALID_BINARY and "undeclared" in info.value.details, info.value
 
 
-def test_spirv_is_taken_only_where_the_device_takes_il(gpu: ol.Device) -> None:
+def test_spirv_is_taken_only_where_the_device_takes_il(gpu: ol.DeviceHandle) -> None:
     spirv = struct.pack("<5I", 0x07230203, 0x00010000, 0, 1, 0)
     takes_il = "SPIR-V" in (cl.get_platforms()[0].get_devices()[0].il_version or "")
     assert ol.olIsValidBinary(gpu, spirv) is takes_il
@@ -203,7 +203,7 @@ def test_devices_without_svm_are_refused_with_a_reason() -> None:
     assert "no shared virtual memory" in result["note"], result
 
 
-def test_the_kit_asks_for_aliased_symbol_names(gpu: ol.Device, compiler: None) -> None:
+def test_the_kit_asks_for_aliased_symbol_names(gpu: ol.DeviceHandle, compiler: None) -> None:
     """``Capabilities.symbol_aliases``: the kit's ``kernel(program, "foo")`` asks for the name the
     backend's program exports."""
     from offload.testing import Capabilities, register_capabilities, unregister_capabilities

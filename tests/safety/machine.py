@@ -69,7 +69,7 @@ class MemoryMachine(RuleBasedStateMachine):
         simdev.VIOLATIONS.clear()
         ol.register_backend("simdev", simdev.SimBackend)
         ol.olInit()
-        found: list[ol.Device] = []
+        found: list[ol.DeviceHandle] = []
         ol.olIterateDevices(lambda d, _: found.append(d) or True, None)
         self.host = next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
         self.sim = next(d for d in found if d.platform.name == "simdev")
@@ -81,7 +81,7 @@ class MemoryMachine(RuleBasedStateMachine):
 
     # --- the model -------------------------------------------------------------------------
 
-    def device(self, block: Block) -> ol.Device:
+    def device(self, block: Block) -> ol.DeviceHandle:
         return self.sim if block.sim else self.host
 
     def expect(self, block: Block, start: int, size: int) -> str:

@@ -33,8 +33,8 @@ def outcome(call: Callable[..., Any], *args: Any) -> str:
     return "OK"
 
 
-def host_device() -> ol.Device:
-    found: list[ol.Device] = []
+def host_device() -> ol.DeviceHandle:
+    found: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda d, _: found.append(d) or True, None)
     return next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
 

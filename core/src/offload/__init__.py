@@ -5,18 +5,20 @@ addresses, handles are opaque objects made only by the API, and every failure ra
 ``OffloadError`` (``.code``: an ``ErrorCode``; ``.details``: the message). Backend authors read
 ``offload.hookspecs`` and write ``from offload import hookimpl``.
 
-Two levels share some names. ``offload.Platform``, ``Device``, ``Queue``, ``Event``, ``Program``
-and ``Symbol`` are the flat API's handle types (liboffload's ``ol_*_handle_t``), also spelled
-``offload.DeviceHandle``, ``QueueHandle``, ...; the object layer's classes of those names live in
-``offload.objects`` (``offload.objects.Queue``) and wrap a handle (``.handle``). So
-``dev.queue()`` on an ``offload.objects.Device`` is an ``offload.objects.Queue``, not an
-``offload.Queue``; its ``.handle`` is one. ``offload.Buffer``, ``Array`` and ``Kernel`` are object
+The flat API's handle types (liboffload's ``ol_*_handle_t``) are ``offload.PlatformHandle``,
+``DeviceHandle``, ``ContextHandle``, ``QueueHandle``, ``EventHandle``, ``ProgramHandle`` and
+``SymbolHandle``; the object layer's classes ``Device``, ``Queue``, ... live in ``offload.objects``
+(``offload.objects.Queue``) and wrap a handle (``.handle``). So ``dev.queue()`` on an
+``offload.objects.Device`` is an ``offload.objects.Queue``, whose ``.handle`` is an
+``offload.QueueHandle``. ``offload.Device``, ``offload.Queue``, ... are deprecated spellings of the
+handle types (a ``DeprecationWarning``). ``offload.Buffer``, ``Array`` and ``Kernel`` are object
 layer classes (the flat API has no such handles).
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from .backend import build as build_support
@@ -47,7 +49,6 @@ from ._trace.flush import flush_trace
 from ._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from ._api.flat import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._api.flat import __all__ as _flat_api_names
-from ._core.handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
 from ._core.registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
 from ._core.session import backend_status
 from ._trace.tracing import set_trace_logger
@@ -64,8 +65,12 @@ _OBJECT_LAYER = frozenset({
     "from_cuda_array_interface", "from_dlpack", "platforms", "to_device",
 })
 
+# The flat handle types' old names, deprecated: offload.Device is offload.DeviceHandle.
+_DEPRECATED_HANDLES = {name: f"{name}Handle" for name in ("Platform", "Device", "Context", "Queue", "Event", "Program", "Symbol")}
+
 if TYPE_CHECKING:
     from . import objects
+    from ._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol
     from .objects import (
         Array,
         Buffer,
@@ -84,7 +89,15 @@ if TYPE_CHECKING:
 if not TYPE_CHECKING:  # (hidden from type checkers: a typo such as offload.olMemAloc stays an error)
 
     def __getattr__(name: str) -> Any:
-        """``offload.objects`` and the names re-exported from it, imported at first use."""
+        """``offload.objects`` and the names re-exported from it, imported at first use; the
+        deprecated names of the handle types."""
+        if name in _DEPRECATED_HANDLES:
+            new = _DEPRECATED_HANDLES[name]
+            warnings.warn(
+                f"offload.{name} is offload.{new}, the flat API's handle type (offload.objects.{name} is the object "
+                f"layer's class)", DeprecationWarning, stacklevel=2,
+            )  # fmt: skip
+            return globals()[new]
         if name not in _OBJECT_LAYER:
             raise AttributeError(f"module 'offload' has no attribute {name!r}")
         # deferred on purpose: the object layer loads when it is first used (import_module, not
@@ -102,14 +115,6 @@ def __dir__() -> list[str]:
 __all__ = [
     # the flat API: olInit, olShutDown, the generated ol* functions, the handle types, the C constants
     *_flat_api_names,
-    # the handle types again, named as handles (offload.objects has classes named Device, Queue, ...)
-    "PlatformHandle",
-    "DeviceHandle",
-    "ContextHandle",
-    "QueueHandle",
-    "EventHandle",
-    "ProgramHandle",
-    "SymbolHandle",
     # value types
     "Dimensions",
     "KernelLaunchSizeArgs",

@@ -31,7 +31,7 @@ POOLED = ol.KernelLaunchSizeArgs(1, (64, 1, 1), (1, 1, 1))
 
 def main() -> int:
     ol.olInit()
-    devices: list[ol.Device] = []
+    devices: list[ol.DeviceHandle] = []
     ol.olIterateDevices(lambda d, _: devices.append(d) or True)
     host = next(d for d in devices if ol.olGetDeviceInfo(d, ol.DeviceInfo.TYPE) is ol.DeviceType.HOST)
     program = ol.olCreateProgram(host, build_program(SOURCE, name="stress_bump"))
@@ -43,8 +43,8 @@ def main() -> int:
     args = struct.pack("P", counter)
     lock = threading.Lock()
     calls = [0]
-    events: list[ol.Event] = []
-    ends: list[ol.Event] = []  # one per round: everything that round enqueued is done when it is
+    events: list[ol.EventHandle] = []
+    ends: list[ol.EventHandle] = []  # one per round: everything that round enqueued is done when it is
     failures: list[BaseException] = []
 
     def host_function(_: object) -> None:

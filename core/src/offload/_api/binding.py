@@ -37,7 +37,7 @@ def stale(value: Any, cls: type[_Handle], c_name: str) -> OffloadError:
         return OffloadError(ErrorCode.INVALID_NULL_HANDLE, f"NULL == {c_name}")
     code = STALE_CODES[cls]
     if not isinstance(value, cls):
-        return OffloadError(code, f"{c_name} must be a {cls.__name__} handle, got {type(value).__name__}")
+        return OffloadError(code, f"{c_name} must be a {cls.__name__.removesuffix('Handle')} handle, got {type(value).__name__}")
     if value._ctx is None:
         return OffloadError(code, f"{c_name} {value!r} was destroyed (or its olInit session ended)")
     return OffloadError(code, f"{c_name} {value!r} belongs to an earlier olInit session")

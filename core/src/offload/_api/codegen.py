@@ -65,7 +65,7 @@ def _body_lines(fn: Function) -> list[str]:
     for p in fn.params:
         if p.kind not in ("handle", "context"):
             continue
-        cls = p.handle.__name__  # type: ignore[union-attr]
+        cls = p.handle.__name__.removesuffix("Handle")  # type: ignore[union-attr]
         test = f"{p.py}.__class__ is not _{cls} or {p.py}._ctx is not ctx"
         if p.optional:
             test = f"{p.py} is not None and ({test})"

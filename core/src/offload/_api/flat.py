@@ -17,9 +17,10 @@ from .queues import finish_queued_work_at_exit
 from .compiled import install
 from .functions import LIFECYCLE, generate, olInit, olShutDown  # noqa: F401 (re-exported: __all__)
 from .._values.enums import c_constants
-from .._core.handles import HANDLE_TYPES, Context, Device, Event, Platform, Program, Queue, Symbol  # noqa: F401 (re-exported: __all__)
+from .._core.handles import HANDLE_TYPES
 
 HANDLES = tuple(cls.__name__ for cls in HANDLE_TYPES)  # the handle types the functions take and return
+globals().update({cls.__name__: cls for cls in HANDLE_TYPES})  # PlatformHandle, DeviceHandle, ...
 _FUNCTIONS: dict[str, Callable[..., Any]] = install(generate())
 _C_CONSTANTS: dict[str, int] = c_constants()
 globals().update(_FUNCTIONS)

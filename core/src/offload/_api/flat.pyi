@@ -24,7 +24,15 @@ from .._values.enums import (
     SymbolKind,
 )
 from .functions import olInit, olShutDown
-from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol
+from .._core.handles import (
+    ContextHandle,
+    DeviceHandle,
+    EventHandle,
+    PlatformHandle,
+    ProgramHandle,
+    QueueHandle,
+    SymbolHandle,
+)
 from .._values.types import Dimensions, KernelLaunchSizeArgs, Rect
 
 class _HasOffloadPtr(Protocol):
@@ -34,207 +42,207 @@ class _HasOffloadPtr(Protocol):
 _Address: TypeAlias = SupportsIndex | _HasOffloadPtr
 
 
-def olIterateDevices(callback: Callable[[Device, Any], bool], user_data: Any = ...) -> None:
+def olIterateDevices(callback: Callable[[DeviceHandle, Any], bool], user_data: Any = ...) -> None:
     """Call ``callback(device, user_data)`` for every device until it returns False."""
 
 @overload
-def olGetPlatformInfo(platform: Platform, prop: Literal[PlatformInfo.NAME, PlatformInfo.VENDOR_NAME, PlatformInfo.VERSION]) -> str: ...
+def olGetPlatformInfo(platform: PlatformHandle, prop: Literal[PlatformInfo.NAME, PlatformInfo.VENDOR_NAME, PlatformInfo.VERSION]) -> str: ...
 @overload
-def olGetPlatformInfo(platform: Platform, prop: Literal[PlatformInfo.BACKEND]) -> PlatformBackend: ...
+def olGetPlatformInfo(platform: PlatformHandle, prop: Literal[PlatformInfo.BACKEND]) -> PlatformBackend: ...
 @overload
-def olGetPlatformInfo(platform: Platform, prop: PlatformInfo | int) -> Any:
+def olGetPlatformInfo(platform: PlatformHandle, prop: PlatformInfo | int) -> Any:
     """The value of one platform property."""
 
-def olGetPlatformInfoSize(platform: Platform, prop: PlatformInfo | int) -> int:
+def olGetPlatformInfoSize(platform: PlatformHandle, prop: PlatformInfo | int) -> int:
     """The C size in bytes of one platform property."""
 
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.TYPE]) -> DeviceType: ...
+def olGetDeviceInfo(device: DeviceHandle, prop: Literal[DeviceInfo.TYPE]) -> DeviceType: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.PLATFORM]) -> Platform: ...
+def olGetDeviceInfo(device: DeviceHandle, prop: Literal[DeviceInfo.PLATFORM]) -> PlatformHandle: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.NAME, DeviceInfo.PRODUCT_NAME, DeviceInfo.UID, DeviceInfo.VENDOR, DeviceInfo.DRIVER_VERSION]) -> str: ...
+def olGetDeviceInfo(device: DeviceHandle, prop: Literal[DeviceInfo.NAME, DeviceInfo.PRODUCT_NAME, DeviceInfo.UID, DeviceInfo.VENDOR, DeviceInfo.DRIVER_VERSION]) -> str: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.MAX_WORK_GROUP_SIZE, DeviceInfo.MAX_WORK_SIZE, DeviceInfo.VENDOR_ID, DeviceInfo.NUM_COMPUTE_UNITS, DeviceInfo.MAX_CLOCK_FREQUENCY, DeviceInfo.MEMORY_CLOCK_RATE, DeviceInfo.ADDRESS_BITS, DeviceInfo.MAX_MEM_ALLOC_SIZE, DeviceInfo.GLOBAL_MEM_SIZE, DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE, DeviceInfo.NUM_LANES, DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR, DeviceInfo.NATIVE_VECTOR_WIDTH_SHORT, DeviceInfo.NATIVE_VECTOR_WIDTH_INT, DeviceInfo.NATIVE_VECTOR_WIDTH_LONG, DeviceInfo.NATIVE_VECTOR_WIDTH_FLOAT, DeviceInfo.NATIVE_VECTOR_WIDTH_DOUBLE, DeviceInfo.NATIVE_VECTOR_WIDTH_HALF, DeviceInfo.DRIVER_ID]) -> int: ...
+def olGetDeviceInfo(device: DeviceHandle, prop: Literal[DeviceInfo.MAX_WORK_GROUP_SIZE, DeviceInfo.MAX_WORK_SIZE, DeviceInfo.VENDOR_ID, DeviceInfo.NUM_COMPUTE_UNITS, DeviceInfo.MAX_CLOCK_FREQUENCY, DeviceInfo.MEMORY_CLOCK_RATE, DeviceInfo.ADDRESS_BITS, DeviceInfo.MAX_MEM_ALLOC_SIZE, DeviceInfo.GLOBAL_MEM_SIZE, DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE, DeviceInfo.NUM_LANES, DeviceInfo.NATIVE_VECTOR_WIDTH_CHAR, DeviceInfo.NATIVE_VECTOR_WIDTH_SHORT, DeviceInfo.NATIVE_VECTOR_WIDTH_INT, DeviceInfo.NATIVE_VECTOR_WIDTH_LONG, DeviceInfo.NATIVE_VECTOR_WIDTH_FLOAT, DeviceInfo.NATIVE_VECTOR_WIDTH_DOUBLE, DeviceInfo.NATIVE_VECTOR_WIDTH_HALF, DeviceInfo.DRIVER_ID]) -> int: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION, DeviceInfo.MAX_WORK_SIZE_PER_DIMENSION]) -> Dimensions: ...
+def olGetDeviceInfo(device: DeviceHandle, prop: Literal[DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION, DeviceInfo.MAX_WORK_SIZE_PER_DIMENSION]) -> Dimensions: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.SINGLE_FP_CONFIG, DeviceInfo.DOUBLE_FP_CONFIG, DeviceInfo.HALF_FP_CONFIG]) -> DeviceFpCapabilityFlag: ...
+def olGetDeviceInfo(device: DeviceHandle, prop: Literal[DeviceInfo.SINGLE_FP_CONFIG, DeviceInfo.DOUBLE_FP_CONFIG, DeviceInfo.HALF_FP_CONFIG]) -> DeviceFpCapabilityFlag: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: Literal[DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT, DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT]) -> bool: ...
+def olGetDeviceInfo(device: DeviceHandle, prop: Literal[DeviceInfo.SINGLE_FP_SUPPORT, DeviceInfo.DOUBLE_FP_SUPPORT, DeviceInfo.HALF_FP_SUPPORT, DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT]) -> bool: ...
 @overload
-def olGetDeviceInfo(device: Device, prop: DeviceInfo | int) -> Any:
+def olGetDeviceInfo(device: DeviceHandle, prop: DeviceInfo | int) -> Any:
     """The value of one device property."""
 
-def olGetDeviceInfoSize(device: Device, prop: DeviceInfo | int) -> int:
+def olGetDeviceInfoSize(device: DeviceHandle, prop: DeviceInfo | int) -> int:
     """The C size in bytes of one device property."""
 
-def olMemAlloc(device: Device, alloc_type: AllocType | int, size: SupportsIndex, context: Context | None = ...) -> int:
+def olMemAlloc(device: DeviceHandle, alloc_type: AllocType | int, size: SupportsIndex, context: ContextHandle | None = ...) -> int:
     """Allocate ``size`` bytes of HOST, DEVICE or MANAGED memory in ``context`` (default: the device's platform's); return the address. At API level main HOST is refused: use olMemAllocHost."""
 
-def olMemFree(address: _Address, context: Context | None = ...) -> None:
+def olMemFree(address: _Address, context: ContextHandle | None = ...) -> None:
     """Free an olMemAlloc allocation (its owner is found; a context given must be its own: INVALID_CONTEXT), once every busy queue (live or parked) has finished its work (from a host function: queued behind its own queue)."""
 
 @overload
-def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.DEVICE], context: Context | None = ...) -> Device: ...
+def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.DEVICE], context: ContextHandle | None = ...) -> DeviceHandle: ...
 @overload
-def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.BASE, MemInfo.SIZE], context: Context | None = ...) -> int: ...
+def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.BASE, MemInfo.SIZE], context: ContextHandle | None = ...) -> int: ...
 @overload
-def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.TYPE], context: Context | None = ...) -> AllocType: ...
+def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.TYPE], context: ContextHandle | None = ...) -> AllocType: ...
 @overload
-def olGetMemInfo(ptr: _Address, prop: MemInfo | int, context: Context | None = ...) -> Any:
+def olGetMemInfo(ptr: _Address, prop: MemInfo | int, context: ContextHandle | None = ...) -> Any:
     """A property of the allocation containing ``ptr`` (any interior pointer; of ``context`` when given)."""
 
-def olGetMemInfoSize(ptr: _Address, prop: MemInfo | int, context: Context | None = ...) -> int:
+def olGetMemInfoSize(ptr: _Address, prop: MemInfo | int, context: ContextHandle | None = ...) -> int:
     """The C size in bytes of a memory property."""
 
-def olMemRegister(device: Device, ptr: _Address, size: SupportsIndex, flags: MemoryRegisterFlag | int) -> int:
+def olMemRegister(device: DeviceHandle, ptr: _Address, size: SupportsIndex, flags: MemoryRegisterFlag | int) -> int:
     """Register (and optionally page-lock) host memory; return the pinned pointer."""
 
-def olMemUnregister(device: Device, ptr: _Address, flags: MemoryRegisterFlag | int) -> None:
+def olMemUnregister(device: DeviceHandle, ptr: _Address, flags: MemoryRegisterFlag | int) -> None:
     """Unregister (and optionally unlock) host memory registered with olMemRegister."""
 
-def olMemcpy(queue: Queue | None, dst: _Address, dst_device: Device, src: _Address, src_device: Device, size: SupportsIndex) -> None:
+def olMemcpy(queue: QueueHandle | None, dst: _Address, dst_device: DeviceHandle, src: _Address, src_device: DeviceHandle, size: SupportsIndex) -> None:
     """Copy ``size`` bytes; host pointers use a device of the host platform. No queue: synchronous. Both ranges are checked first: inside the allocation they touch (INVALID_SIZE), live device memory and mapped host memory (INVALID_ARGUMENT), no wrapping past 2**64."""
 
-def olMemFill(queue: Queue | None, ptr: _Address, pattern: _BytesLike, fill_size: SupportsIndex) -> None:
+def olMemFill(queue: QueueHandle | None, ptr: _Address, pattern: _BytesLike, fill_size: SupportsIndex) -> None:
     """Fill ``fill_size`` bytes at ``ptr`` with the repeated ``pattern``. No queue: synchronous. The range is checked as olMemcpy's are."""
 
-def olCreateQueue(device: Device, context: Context | None = ...) -> Queue:
+def olCreateQueue(device: DeviceHandle, context: ContextHandle | None = ...) -> QueueHandle:
     """Create a queue in ``context`` (reusing a finished parked one; an error it still held goes to the final olShutDown)."""
 
-def olDestroyQueue(queue: Queue) -> None:
+def olDestroyQueue(queue: QueueHandle) -> None:
     """Destroy a queue; work already enqueued still runs, and its errors reach the final olShutDown."""
 
-def olSyncQueue(queue: Queue) -> None:
+def olSyncQueue(queue: QueueHandle) -> None:
     """Block until the queue's work is complete."""
 
-def olQueryQueue(queue: Queue) -> bool:
+def olQueryQueue(queue: QueueHandle) -> bool:
     """Whether the queue's work is complete, without blocking."""
 
-def olWaitEvents(queue: Queue, events: Sequence[Event]) -> None:
+def olWaitEvents(queue: QueueHandle, events: Sequence[EventHandle]) -> None:
     """Make later work on ``queue`` wait for every event in ``events``."""
 
 @overload
-def olGetQueueInfo(queue: Queue, prop: Literal[QueueInfo.DEVICE]) -> Device: ...
+def olGetQueueInfo(queue: QueueHandle, prop: Literal[QueueInfo.DEVICE]) -> DeviceHandle: ...
 @overload
-def olGetQueueInfo(queue: Queue, prop: Literal[QueueInfo.EMPTY]) -> bool: ...
+def olGetQueueInfo(queue: QueueHandle, prop: Literal[QueueInfo.EMPTY]) -> bool: ...
 @overload
-def olGetQueueInfo(queue: Queue, prop: Literal[QueueInfo.CONTEXT]) -> Context: ...
+def olGetQueueInfo(queue: QueueHandle, prop: Literal[QueueInfo.CONTEXT]) -> ContextHandle: ...
 @overload
-def olGetQueueInfo(queue: Queue, prop: QueueInfo | int) -> Any:
+def olGetQueueInfo(queue: QueueHandle, prop: QueueInfo | int) -> Any:
     """The value of one queue property."""
 
-def olGetQueueInfoSize(queue: Queue, prop: QueueInfo | int) -> int:
+def olGetQueueInfoSize(queue: QueueHandle, prop: QueueInfo | int) -> int:
     """The C size in bytes of one queue property."""
 
-def olLaunchHostFunction(queue: Queue, callback: Callable[[Any], object], user_data: Any = ...) -> None:
+def olLaunchHostFunction(queue: QueueHandle, callback: Callable[[Any], object], user_data: Any = ...) -> None:
     """Run ``callback(user_data)`` in queue order."""
 
-def olCreateEvent(queue: Queue, flags: EventFlags | int | None = ...) -> Event:
+def olCreateEvent(queue: QueueHandle, flags: EventFlags | int | None = ...) -> EventHandle:
     """Record an event after the queue's current work; ``flags``: EventFlags (ENABLE_PROFILING for olGetEventElapsedTime at API level main)."""
 
-def olDestroyEvent(event: Event) -> None:
+def olDestroyEvent(event: EventHandle) -> None:
     """Destroy an event."""
 
-def olSyncEvent(event: Event) -> None:
+def olSyncEvent(event: EventHandle) -> None:
     """Block until the event is complete."""
 
 @overload
-def olGetEventInfo(event: Event, prop: Literal[EventInfo.QUEUE]) -> Queue: ...
+def olGetEventInfo(event: EventHandle, prop: Literal[EventInfo.QUEUE]) -> QueueHandle: ...
 @overload
-def olGetEventInfo(event: Event, prop: Literal[EventInfo.IS_COMPLETE]) -> bool: ...
+def olGetEventInfo(event: EventHandle, prop: Literal[EventInfo.IS_COMPLETE]) -> bool: ...
 @overload
-def olGetEventInfo(event: Event, prop: EventInfo | int) -> Any:
+def olGetEventInfo(event: EventHandle, prop: EventInfo | int) -> Any:
     """The value of one event property."""
 
-def olGetEventInfoSize(event: Event, prop: EventInfo | int) -> int:
+def olGetEventInfoSize(event: EventHandle, prop: EventInfo | int) -> int:
     """The C size in bytes of one event property."""
 
-def olGetEventElapsedTime(start: Event, end: Event) -> float:
+def olGetEventElapsedTime(start: EventHandle, end: EventHandle) -> float:
     """Milliseconds between two events of one device."""
 
-def olCreateProgram(device: Device, data: _BytesLike, context: Context | None = ...) -> Program:
+def olCreateProgram(device: DeviceHandle, data: _BytesLike, context: ContextHandle | None = ...) -> ProgramHandle:
     """Load a program from a copy of ``data``, owned by ``context``."""
 
-def olIsValidBinary(device: Device, data: _BytesLike) -> bool:
+def olIsValidBinary(device: DeviceHandle, data: _BytesLike) -> bool:
     """Whether ``data`` could be loaded on ``device``."""
 
-def olDestroyProgram(program: Program) -> None:
+def olDestroyProgram(program: ProgramHandle) -> None:
     """Unload a program from its device once no launch of its kernels is being made or queued on its device (from a host function: queued behind its own queue)."""
 
-def olGetSymbol(program: Program, name: str | bytes, kind: SymbolKind | int) -> Symbol:
+def olGetSymbol(program: ProgramHandle, name: str | bytes, kind: SymbolKind | int) -> SymbolHandle:
     """The kernel or global variable ``name`` (the same handle each time)."""
 
 @overload
-def olGetSymbolInfo(symbol: Symbol, prop: Literal[SymbolInfo.KIND]) -> SymbolKind: ...
+def olGetSymbolInfo(symbol: SymbolHandle, prop: Literal[SymbolInfo.KIND]) -> SymbolKind: ...
 @overload
-def olGetSymbolInfo(symbol: Symbol, prop: Literal[SymbolInfo.GLOBAL_VARIABLE_ADDRESS, SymbolInfo.GLOBAL_VARIABLE_SIZE]) -> int: ...
+def olGetSymbolInfo(symbol: SymbolHandle, prop: Literal[SymbolInfo.GLOBAL_VARIABLE_ADDRESS, SymbolInfo.GLOBAL_VARIABLE_SIZE]) -> int: ...
 @overload
-def olGetSymbolInfo(symbol: Symbol, prop: Literal[SymbolInfo.NAME]) -> str: ...
+def olGetSymbolInfo(symbol: SymbolHandle, prop: Literal[SymbolInfo.NAME]) -> str: ...
 @overload
-def olGetSymbolInfo(symbol: Symbol, prop: SymbolInfo | int) -> Any:
+def olGetSymbolInfo(symbol: SymbolHandle, prop: SymbolInfo | int) -> Any:
     """The value of one symbol property."""
 
-def olGetSymbolInfoSize(symbol: Symbol, prop: SymbolInfo | int) -> int:
+def olGetSymbolInfoSize(symbol: SymbolHandle, prop: SymbolInfo | int) -> int:
     """The C size in bytes of one symbol property."""
 
-def olLaunchKernel(queue: Queue | None, device: Device, kernel: Symbol, args: _BytesLike | Sequence[_BytesLike] | None, launch_size_args: KernelLaunchSizeArgs, properties: Any = ...) -> None:
+def olLaunchKernel(queue: QueueHandle | None, device: DeviceHandle, kernel: SymbolHandle, args: _BytesLike | Sequence[_BytesLike] | None, launch_size_args: KernelLaunchSizeArgs, properties: Any = ...) -> None:
     """Launch a kernel. ``args``: the packed argument struct (R1) or a sequence of per-argument values, each bytes-like (main's ArgPtrs/ArgSizes: as many as the kernel's parameters, each of its size). ``properties``: a mapping or pairs of KernelLaunchPropType and value (IS_COOPERATIVE: True for a cooperative launch). Main's order ``(queue, device, kernel, launch_size_args, properties, args)`` is accepted too. No queue: synchronous. ``args`` must hold every parameter the backend reports (INVALID_ARGUMENT), the grid must fit the device's limits (INVALID_SIZE)."""
 
-def olCalculateOptimalOccupancy(device: Device, kernel: Symbol, shared_memory: SupportsIndex) -> int:
+def olCalculateOptimalOccupancy(device: DeviceHandle, kernel: SymbolHandle, shared_memory: SupportsIndex) -> int:
     """The group size giving optimal occupancy with ``shared_memory`` bytes of dynamic memory."""
 
-def olCreateContext(devices: Sequence[Device]) -> Context:
+def olCreateContext(devices: Sequence[DeviceHandle]) -> ContextHandle:
     """A context over ``devices`` (one platform, one driver ID): the owner of the allocations, queues and programs made in it."""
 
-def olDestroyContext(context: Context) -> None:
+def olDestroyContext(context: ContextHandle) -> None:
     """Destroy a context that owns nothing any more (INVALID_CONTEXT naming what it still owns); a platform's default context is never destroyed."""
 
 @overload
-def olGetContextInfo(context: Context, prop: Literal[ContextInfo.NUM_DEVICES]) -> int: ...
+def olGetContextInfo(context: ContextHandle, prop: Literal[ContextInfo.NUM_DEVICES]) -> int: ...
 @overload
-def olGetContextInfo(context: Context, prop: Literal[ContextInfo.DEVICES]) -> list[Device]: ...
+def olGetContextInfo(context: ContextHandle, prop: Literal[ContextInfo.DEVICES]) -> list[DeviceHandle]: ...
 @overload
-def olGetContextInfo(context: Context, prop: Literal[ContextInfo.PLATFORM]) -> Platform: ...
+def olGetContextInfo(context: ContextHandle, prop: Literal[ContextInfo.PLATFORM]) -> PlatformHandle: ...
 @overload
-def olGetContextInfo(context: Context, prop: ContextInfo | int) -> Any:
+def olGetContextInfo(context: ContextHandle, prop: ContextInfo | int) -> Any:
     """The value of one context property."""
 
-def olGetContextInfoSize(context: Context, prop: ContextInfo | int) -> int:
+def olGetContextInfoSize(context: ContextHandle, prop: ContextInfo | int) -> int:
     """The C size in bytes of one context property."""
 
-def olMemAllocHost(device: Device, size: SupportsIndex, context: Context | None = ...) -> int:
+def olMemAllocHost(device: DeviceHandle, size: SupportsIndex, context: ContextHandle | None = ...) -> int:
     """Allocate ``size`` bytes of host memory accessible from ``device``; return the address."""
 
-def olMemAllocAligned(device: Device, alloc_type: AllocType | int, size: SupportsIndex, alignment: SupportsIndex, context: Context | None = ...) -> int:
+def olMemAllocAligned(device: DeviceHandle, alloc_type: AllocType | int, size: SupportsIndex, alignment: SupportsIndex, context: ContextHandle | None = ...) -> int:
     """Allocate ``size`` bytes whose address is a multiple of ``alignment`` (a power of two); UNSUPPORTED (naming the device) for an alignment the device cannot give."""
 
-def olMemAllocAlignedHost(device: Device, size: SupportsIndex, alignment: SupportsIndex, context: Context | None = ...) -> int:
+def olMemAllocAlignedHost(device: DeviceHandle, size: SupportsIndex, alignment: SupportsIndex, context: ContextHandle | None = ...) -> int:
     """olMemAllocAligned of host memory."""
 
-def olMemPrefetch(queue: Queue, mems: Sequence[_Address] | None, sizes: Sequence[SupportsIndex] | None, flags: MemMigrationFlag | int) -> None:
+def olMemPrefetch(queue: QueueHandle, mems: Sequence[_Address] | None, sizes: Sequence[SupportsIndex] | None, flags: MemMigrationFlag | int) -> None:
     """Hint that each range ``(mems[i], sizes[i])`` (of allocations) migrates in the direction of ``flags`` (MemMigrationFlag) in queue order; a device without prefetch ignores it."""
 
-def olIterateSymbols(program: Program, kind: SymbolKind | int, callback: Callable[[Symbol, Any], bool], user_data: Any = ...) -> None:
+def olIterateSymbols(program: ProgramHandle, kind: SymbolKind | int, callback: Callable[[SymbolHandle, Any], bool], user_data: Any = ...) -> None:
     """Call ``callback(symbol, user_data)`` for every symbol of ``kind`` in the program until it returns False."""
 
-def olGetKernelMaxCooperativeGroupCount(device: Device, kernel: Symbol, launch_size_args: KernelLaunchSizeArgs) -> int:
+def olGetKernelMaxCooperativeGroupCount(device: DeviceHandle, kernel: SymbolHandle, launch_size_args: KernelLaunchSizeArgs) -> int:
     """The most groups of ``launch_size_args``' group size that a cooperative launch can run at once."""
 
-def olIteratePlatforms(callback: Callable[[Platform, Any], bool], user_data: Any = ...) -> None:
+def olIteratePlatforms(callback: Callable[[PlatformHandle, Any], bool], user_data: Any = ...) -> None:
     """Call ``callback(platform, user_data)`` for every platform until it returns False."""
 
-def olIterateCompatibleDevices(data: _BytesLike, callback: Callable[[Device, Any], bool], user_data: Any = ...) -> None:
+def olIterateCompatibleDevices(data: _BytesLike, callback: Callable[[DeviceHandle, Any], bool], user_data: Any = ...) -> None:
     """Call ``callback(device, user_data)`` for every device that could load ``data`` until it returns False."""
 
-def olMemcpyRect(queue: Queue | None, dst: Rect, src: Rect, extent: Dimensions | tuple[int, int, int]) -> None:
+def olMemcpyRect(queue: QueueHandle | None, dst: Rect, src: Rect, extent: Dimensions | tuple[int, int, int]) -> None:
     """Copy a 2D/3D region: ``extent`` (Dimensions: bytes per row, rows, slices) from ``src`` to ``dst`` (each an offload.Rect: pointer, device, offset (bytes, rows, slices), row and slice pitch). Every row of both sides is checked as olMemcpy's ranges are. No queue: synchronous. An extent with a zero side is INVALID_SIZE (as upstream's olMemcpyRect, PR #160321)."""
 
-def olMemIsAccessible(device: Device, ptr: _Address, size: SupportsIndex) -> bool:
+def olMemIsAccessible(device: DeviceHandle, ptr: _Address, size: SupportsIndex) -> bool:
     """Whether ``device`` can access ``[ptr, ptr + size)``: its own memory, host or managed memory of its platform, memory registered with it (host devices: host memory the process maps)."""
 
-def olPlatformRegisterRPCCallback(platform: Platform, callback: Callable[[Any], object]) -> None:
+def olPlatformRegisterRPCCallback(platform: PlatformHandle, callback: Callable[[Any], object]) -> None:
     """Refused (UNSUPPORTED): device-side libc RPC needs the device's libc server, which offload has not."""
 
 OL_ERRC_SUCCESS: int
@@ -371,13 +379,13 @@ OL_DEVICE_INFO_LAST: int
 __all__ = [
     'olInit',
     'olShutDown',
-    'Platform',
-    'Device',
-    'Context',
-    'Queue',
-    'Event',
-    'Program',
-    'Symbol',
+    'PlatformHandle',
+    'DeviceHandle',
+    'ContextHandle',
+    'QueueHandle',
+    'EventHandle',
+    'ProgramHandle',
+    'SymbolHandle',
     'olIterateDevices',
     'olGetPlatformInfo',
     'olGetPlatformInfoSize',

@@ -56,7 +56,15 @@ from .._values.enums import (
     SymbolKind,
 )
 from .functions import olInit, olShutDown
-from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol
+from .._core.handles import (
+    ContextHandle,
+    DeviceHandle,
+    EventHandle,
+    PlatformHandle,
+    ProgramHandle,
+    QueueHandle,
+    SymbolHandle,
+)
 from .._values.types import Dimensions, KernelLaunchSizeArgs, Rect
 
 class _HasOffloadPtr(Protocol):
@@ -77,15 +85,17 @@ _INFO_TABLES: dict[str, tuple[type[enum.Enum], dict[Any, tuple[_info.Kind, type 
 }
 _ENUM_PARAMS = {"alloc_type": "AllocType", "flags": "MemoryRegisterFlag", "kind": "SymbolKind"}
 _FN_ENUM_PARAMS = {("olCreateEvent", "flags"): "EventFlags", ("olMemPrefetch", "flags"): "MemMigrationFlag"}
-_HANDLE_RESULTS = {"Queue": "Queue", "Event": "Event", "Program": "Program", "Symbol": "Symbol", "Context": "Context"}
+_HANDLE_RESULTS = {
+    "Queue": "QueueHandle", "Event": "EventHandle", "Program": "ProgramHandle", "Symbol": "SymbolHandle", "Context": "ContextHandle",
+}  # fmt: skip
 # keyed by (enum class, member name): members of different IntEnums with one value are equal
 _INFO_HANDLES = {
-    ("DeviceInfo", "PLATFORM"): "Platform",
-    ("MemInfo", "DEVICE"): "Device",
-    ("QueueInfo", "DEVICE"): "Device",
-    ("EventInfo", "QUEUE"): "Queue",
-    ("QueueInfo", "CONTEXT"): "Context",
-    ("ContextInfo", "PLATFORM"): "Platform",
+    ("DeviceInfo", "PLATFORM"): "PlatformHandle",
+    ("MemInfo", "DEVICE"): "DeviceHandle",
+    ("QueueInfo", "DEVICE"): "DeviceHandle",
+    ("EventInfo", "QUEUE"): "QueueHandle",
+    ("QueueInfo", "CONTEXT"): "ContextHandle",
+    ("ContextInfo", "PLATFORM"): "PlatformHandle",
 }
 _INFO_ENUMS = {("SymbolInfo", "KIND"): "SymbolKind"}
 _SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float"}
@@ -97,15 +107,15 @@ _KIND_TYPES = {
     _info.Kind.POINTER: "int",
     _info.Kind.BOOL: "bool",
     _info.Kind.DIMENSIONS: "Dimensions",
-    _info.Kind.HANDLES: "list[Device]",
+    _info.Kind.HANDLES: "list[DeviceHandle]",
 }
 
 
 _CALLBACKS = {
-    "olIterateDevices": "Callable[[Device, Any], bool]",
-    "olIterateCompatibleDevices": "Callable[[Device, Any], bool]",
-    "olIteratePlatforms": "Callable[[Platform, Any], bool]",
-    "olIterateSymbols": "Callable[[Symbol, Any], bool]",
+    "olIterateDevices": "Callable[[DeviceHandle, Any], bool]",
+    "olIterateCompatibleDevices": "Callable[[DeviceHandle, Any], bool]",
+    "olIteratePlatforms": "Callable[[PlatformHandle, Any], bool]",
+    "olIterateSymbols": "Callable[[SymbolHandle, Any], bool]",
 }
 _STRUCTS = {"dst": "Rect", "src": "Rect", "extent": "Dimensions | tuple[int, int, int]"}
 
@@ -119,9 +129,9 @@ def _info_group(fn: Function) -> str | None:
 _PARAM_TYPES = {
     "pointer": "_Address",
     "data": "_BytesLike",
-    "events": "Sequence[Event]",
-    "context": "Context",
-    "handles": "Sequence[Device]",
+    "events": "Sequence[EventHandle]",
+    "context": "ContextHandle",
+    "handles": "Sequence[DeviceHandle]",
     "kernel_args": "_BytesLike | Sequence[_BytesLike]",
     "size": "SupportsIndex",
     "string": "str | bytes",

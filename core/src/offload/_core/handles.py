@@ -24,7 +24,7 @@ class _Handle:
     _ctx: object | None  # the session (``runtime.Context``) it belongs to: only its identity matters here
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        raise TypeError(f"{type(self).__name__} handles are made only by the offload API")
+        raise TypeError(f"{type(self).__name__}s are made only by the offload API")
 
     @classmethod
     def _make(cls, ctx: object, **fields: Any) -> Any:
@@ -42,7 +42,7 @@ class _Handle:
         return f"<offload.{type(self).__name__} {self._describe()}{state} at {id(self):#x}>"
 
 
-class Platform(_Handle):
+class PlatformHandle(_Handle):
     """``ol_platform_handle_t``: one loaded backend."""
 
     __slots__ = ("backend", "name", "kind", "devices", "default_context")
@@ -56,7 +56,7 @@ class Platform(_Handle):
         return self.name
 
 
-class Device(_Handle):
+class DeviceHandle(_Handle):
     """``ol_device_handle_t``."""
 
     __slots__ = (
@@ -84,7 +84,7 @@ class Device(_Handle):
         return f"{self.platform.name}:{self.index}"
 
 
-class Context(_Handle):
+class ContextHandle(_Handle):
     """``ol_context_handle_t`` (main): devices of one platform grouped as the owner of allocations,
     queues and programs (each records its context; what a context owns is found from them when
     it is destroyed). Each platform has a default one (``default``), which calls made without a
@@ -101,7 +101,7 @@ class Context(_Handle):
         return f"{kind}on {self.platform.name} ({len(self.devices)} device(s))"
 
 
-class Queue(_Handle):
+class QueueHandle(_Handle):
     """``ol_queue_handle_t``."""
 
     __slots__ = ("device", "native", "id", "context", "word")
@@ -115,7 +115,7 @@ class Queue(_Handle):
         return f"#{self.id} on {self.device._describe()}"
 
 
-class Event(_Handle):
+class EventHandle(_Handle):
     """``ol_event_handle_t``; it outlives its queue."""
 
     __slots__ = ("device", "native", "queue", "queue_id", "profiling")
@@ -129,7 +129,7 @@ class Event(_Handle):
         return f"of queue #{self.queue_id}"
 
 
-class Program(_Handle):
+class ProgramHandle(_Handle):
     """``ol_program_handle_t``: one image loaded on one device."""
 
     __slots__ = ("device", "image", "data", "symbols", "lock", "context")
@@ -144,7 +144,7 @@ class Program(_Handle):
         return f"{len(self.data)} bytes on {self.device._describe()}"
 
 
-class Symbol(_Handle):
+class SymbolHandle(_Handle):
     """``ol_symbol_handle_t``: a kernel or global variable, owned by its program."""
 
     __slots__ = ("program", "kind", "name", "native", "address", "size", "params", "args_size", "launch_device", "word")
@@ -163,14 +163,14 @@ class Symbol(_Handle):
         return f"{self.kind.name.lower()} {self.name!r}"
 
 
-HANDLE_TYPES = (Platform, Device, Context, Queue, Event, Program, Symbol)
+HANDLE_TYPES = (PlatformHandle, DeviceHandle, ContextHandle, QueueHandle, EventHandle, ProgramHandle, SymbolHandle)
 
-# The same classes under names that say they are the flat API's handles, for code that also uses
-# the object layer (whose offload.objects.Device, Queue, ... wrap them): `offload.QueueHandle`.
-PlatformHandle = Platform
-DeviceHandle = Device
-ContextHandle = Context
-QueueHandle = Queue
-EventHandle = Event
-ProgramHandle = Program
-SymbolHandle = Symbol
+# The core's own short names for them (the object layer's offload.objects.Device, Queue, ... are
+# other classes, which wrap these); offload.Device, .Queue, ... are deprecated spellings.
+Platform = PlatformHandle
+Device = DeviceHandle
+Context = ContextHandle
+Queue = QueueHandle
+Event = EventHandle
+Program = ProgramHandle
+Symbol = SymbolHandle

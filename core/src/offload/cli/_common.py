@@ -45,10 +45,10 @@ def _session() -> Iterator[None]:
     ol.olShutDown()
 
 
-def _devices() -> list[ol.Device]:
-    found: list[ol.Device] = []
+def _devices() -> list[ol.DeviceHandle]:
+    found: list[ol.DeviceHandle] = []
 
-    def collect(device: ol.Device, _: object) -> bool:
+    def collect(device: ol.DeviceHandle, _: object) -> bool:
         found.append(device)
         return True
 
@@ -56,16 +56,16 @@ def _devices() -> list[ol.Device]:
     return found
 
 
-def _platforms(devices: Sequence[ol.Device]) -> list[tuple[ol.Platform, list[ol.Device]]]:
+def _platforms(devices: Sequence[ol.DeviceHandle]) -> list[tuple[ol.PlatformHandle, list[ol.DeviceHandle]]]:
     """The platforms of ``devices`` in first-seen order, each with its devices."""
-    grouped: dict[int, tuple[ol.Platform, list[ol.Device]]] = {}
+    grouped: dict[int, tuple[ol.PlatformHandle, list[ol.DeviceHandle]]] = {}
     for device in devices:
         platform = ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)
         grouped.setdefault(id(platform), (platform, []))[1].append(device)
     return list(grouped.values())
 
 
-def _platform_name(platform: ol.Platform) -> str:
+def _platform_name(platform: ol.PlatformHandle) -> str:
     return str(ol.olGetPlatformInfo(platform, ol.PlatformInfo.NAME))
 
 
@@ -90,7 +90,7 @@ def format_value(value: Any) -> str:
         return value.name
     if isinstance(value, ol.Dimensions):
         return f"{value.x},{value.y},{value.z}"
-    if isinstance(value, ol.Platform):
+    if isinstance(value, ol.PlatformHandle):
         return value.name
     return str(value)
 
@@ -112,7 +112,7 @@ def json_value(value: Any) -> Any:
         return value.name
     if isinstance(value, ol.Dimensions):
         return {"x": value.x, "y": value.y, "z": value.z}
-    if isinstance(value, ol.Platform):
+    if isinstance(value, ol.PlatformHandle):
         return value.name
     return value
 

@@ -22,11 +22,11 @@ from ._common import (
 )
 
 
-def _platform_properties(platform: ol.Platform) -> dict[str, Any]:
+def _platform_properties(platform: ol.PlatformHandle) -> dict[str, Any]:
     return {p.name: _query(functools.partial(ol.olGetPlatformInfo, platform, p)) for p in ol.PlatformInfo}
 
 
-def _device_properties(device: ol.Device) -> dict[str, Any]:
+def _device_properties(device: ol.DeviceHandle) -> dict[str, Any]:
     return {p.name: _query(functools.partial(ol.olGetDeviceInfo, device, p)) for p in ol.DeviceInfo}
 
 

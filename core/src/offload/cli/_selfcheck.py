@@ -119,7 +119,7 @@ class CheckResult:
     max_error: float = 0.0
 
 
-def _host_device(devices: Sequence[ol.Device]) -> ol.Device | None:
+def _host_device(devices: Sequence[ol.DeviceHandle]) -> ol.DeviceHandle | None:
     for device in devices:
         platform = ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)
         if ol.olGetPlatformInfo(platform, ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST:
@@ -127,7 +127,7 @@ def _host_device(devices: Sequence[ol.Device]) -> ol.Device | None:
     return None
 
 
-def _group_size(device: ol.Device, n: int) -> int:
+def _group_size(device: ol.DeviceHandle, n: int) -> int:
     try:
         limit = int(ol.olGetDeviceInfo(device, ol.DeviceInfo.MAX_WORK_GROUP_SIZE))
     except ol.OffloadError:
@@ -135,7 +135,7 @@ def _group_size(device: ol.Device, n: int) -> int:
     return max(1, min(256, limit, n))
 
 
-def _run_saxpy(device: ol.Device, host: ol.Device, binary: bytes, n: int, result: CheckResult) -> None:
+def _run_saxpy(device: ol.DeviceHandle, host: ol.DeviceHandle, binary: bytes, n: int, result: CheckResult) -> None:
     """Allocate, copy in, launch, copy out and verify on ``device``, filling ``result``."""
     nbytes = 4 * n
     x, y = saxpy_inputs(n)
@@ -225,7 +225,7 @@ def platform_absence(name: str) -> str:
     return "no installed backend has this name (see `offload backends`)"
 
 
-def check_device(device: ol.Device, index: int, host: ol.Device | None, n: int) -> CheckResult:
+def check_device(device: ol.DeviceHandle, index: int, host: ol.DeviceHandle | None, n: int) -> CheckResult:
     """Run the saxpy self-check on one device; never raises for an API failure."""
     platform = ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)
     platform_name = _platform_name(platform)

@@ -8,9 +8,10 @@ handle as ``.handle`` and buffers their address as ``__offload_ptr__``.
 
 The most used names are also in ``offload`` itself: ``offload.devices()``, ``offload.Buffer``,
 ``offload.Array``, ``offload.to_device``, ... The classes that share a name with a flat handle
-(``Device``, ``Platform``, ``Context``, ``Queue``, ``Event``, ``Program``) live here only: ``offload.Queue`` is
-the flat handle type (also ``offload.QueueHandle``), and ``isinstance(dev.queue(), offload.Queue)``
-is False while ``isinstance(dev.queue().handle, offload.QueueHandle)`` is True.
+(``Device``, ``Platform``, ``Context``, ``Queue``, ``Event``, ``Program``) live here only: the flat
+handle types are ``offload.QueueHandle``, ``offload.DeviceHandle``, ... (``offload.Queue`` is a
+deprecated spelling of ``offload.QueueHandle``), and ``isinstance(dev.queue().handle,
+offload.QueueHandle)`` is True.
 """
 
 from __future__ import annotations

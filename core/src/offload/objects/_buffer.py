@@ -6,7 +6,7 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._api.flat import Context as ContextHandle
+from .._api.flat import ContextHandle
 from .._api.flat import olMemFill, olMemFree, olMemPrefetch, olMemcpy
 from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
 from .._values.errors import OffloadError, OffloadValueError

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._api.build import build
 from .._values.enums import AllocType, ContextInfo, ErrorCode
 from .._values.errors import OffloadError
-from .._api.flat import Context as ContextHandle
+from .._api.flat import ContextHandle
 from .._api.flat import olCreateContext, olDestroyContext, olGetContextInfo
 from .._api.sessions import session_of
 from . import _session

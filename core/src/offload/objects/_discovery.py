@@ -8,8 +8,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from .._api.build import build
-from .._api.flat import Device as DeviceHandle
-from .._api.flat import Platform as PlatformHandle
+from .._api.flat import DeviceHandle
+from .._api.flat import PlatformHandle
 from .._api.flat import olGetDeviceInfo, olGetPlatformInfo
 from .._values.enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
 from .._values.errors import OffloadError, OffloadTypeError, OffloadValueError

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._values.enums import AllocType, ErrorCode, PlatformBackend
 from .._values.errors import OffloadError, OffloadTypeError
-from .._api.flat import Context as ContextHandle
+from .._api.flat import ContextHandle
 from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost
 from . import _dlpack
 from ._discovery import Device

@@ -11,7 +11,7 @@ from typing import Any
 
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
-from .._api.flat import Symbol
+from .._api.flat import SymbolHandle as Symbol
 from .._api.sessions import backend_name, kernel_parameters
 from .._values.types import KernelParam
 

@@ -9,8 +9,8 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._api.flat import Program as ProgramHandle
-from .._api.flat import Symbol as SymbolHandle
+from .._api.flat import ProgramHandle
+from .._api.flat import SymbolHandle
 from .._api.flat import (
     olCalculateOptimalOccupancy,
     olCreateProgram,

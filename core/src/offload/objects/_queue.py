@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._api.flat import Queue as QueueHandle
-from .._api.flat import Event as EventHandle
+from .._api.flat import QueueHandle
+from .._api.flat import EventHandle
 from .._api.flat import (
     olCreateEvent,
     olCreateQueue,

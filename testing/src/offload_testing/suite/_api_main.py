@@ -33,7 +33,7 @@ class TestIteratePlatforms(Base):
         seen: list[Any] = []
         ol.olIteratePlatforms(lambda p, u: u.append(p) or True, seen)
         assert ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM) in seen
-        assert all(isinstance(p, ol.Platform) for p in seen) and len(set(map(id, seen))) == len(seen)
+        assert all(isinstance(p, ol.PlatformHandle) for p in seen) and len(set(map(id, seen))) == len(seen)
 
     def test_stops(self) -> None:
         seen: list[Any] = []

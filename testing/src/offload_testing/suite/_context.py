@@ -29,7 +29,7 @@ class _ContextBase(Base):
 
 class TestContext(_ContextBase):
     def test_success(self, context: Any, device: Any) -> None:
-        assert isinstance(context, ol.Context)
+        assert isinstance(context, ol.ContextHandle)
         assert ol.olGetContextInfo(context, C.NUM_DEVICES) == 1
         assert ol.olGetContextInfo(context, C.DEVICES) == [device]
         assert ol.olGetContextInfo(context, C.PLATFORM) is ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM)

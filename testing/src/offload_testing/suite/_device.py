@@ -83,7 +83,7 @@ class TestIterateDevices(Base):
         assert count == 1, "olIterateDevices went on after the callback returned False"
         captured: list[Any] = []
         ol.olIterateDevices(lambda dev, acc: acc.append(dev), captured)
-        assert len(captured) == 1 and isinstance(captured[0], ol.Device)
+        assert len(captured) == 1 and isinstance(captured[0], ol.DeviceHandle)
 
     def test_success_all_devices(self, ol_session: list[Any]) -> None:
         seen: list[Any] = []
@@ -95,7 +95,7 @@ class TestIterateDevices(Base):
         marker = object()
         got: list[Any] = []
 
-        def collect(dev: ol.Device, data: Any) -> bool:
+        def collect(dev: ol.DeviceHandle, data: Any) -> bool:
             got.append(data)
             return True
 
@@ -118,7 +118,7 @@ class TestDeviceInfo(InfoQueryRefusals):
 
     def test_success_platform(self, device: Any) -> None:
         platform = ol.olGetDeviceInfo(device, D.PLATFORM)
-        assert isinstance(platform, ol.Platform)
+        assert isinstance(platform, ol.PlatformHandle)
         assert platform is ol.olGetDeviceInfo(device, D.PLATFORM)
 
     @pytest.mark.parametrize("prop", _STRINGS, ids=_name)

@@ -36,7 +36,7 @@ class _EventBase(Base):
 class TestEvent(_EventBase):
     def test_create_success(self, queue: Any) -> None:
         created = ol.olCreateEvent(queue)
-        assert isinstance(created, ol.Event)
+        assert isinstance(created, ol.EventHandle)
         assert ol.olGetEventInfo(created, ol.EventInfo.QUEUE) is queue, "the event does not name its queue"
         ol.olSyncEvent(created)
         assert ol.olGetEventInfo(created, ol.EventInfo.IS_COMPLETE) is True

@@ -18,7 +18,7 @@ _GARBAGE = b"not an offload binary"
 class TestProgram(Base):
     def test_success(self, device: Any, program_binary: Callable[[str], bytes]) -> None:
         program = ol.olCreateProgram(device, program_binary("foo"))
-        assert isinstance(program, ol.Program)
+        assert isinstance(program, ol.ProgramHandle)
         symbol = kernel(program, "foo")  # the program holds its kernel
         assert ol.olGetSymbolInfo(symbol, ol.SymbolInfo.KIND) is ol.SymbolKind.KERNEL
         ol.olDestroyProgram(program)
@@ -122,7 +122,7 @@ class _ProgramBase(Base):
 class TestSymbol(_ProgramBase):
     def test_kernel_success(self, foo: Any) -> None:
         symbol = kernel(foo, "foo")
-        assert isinstance(symbol, ol.Symbol)
+        assert isinstance(symbol, ol.SymbolHandle)
 
     def test_kernel_same_handle(self, foo: Any) -> None:
         assert kernel(foo, "foo") is kernel(foo, "foo")
@@ -145,7 +145,7 @@ class TestSymbol(_ProgramBase):
 
     def test_global_success(self, global_program: Any) -> None:
         symbol = global_variable(global_program, "global")
-        assert isinstance(symbol, ol.Symbol)
+        assert isinstance(symbol, ol.SymbolHandle)
 
     def test_global_same_handle(self, global_program: Any) -> None:
         first = global_variable(global_program, "global")

@@ -57,7 +57,7 @@ class TestQueue(Base):
     def test_create_success(self, device: Any, capabilities: Any) -> None:
         require(capabilities, "queues")
         queue = ol.olCreateQueue(device)
-        assert isinstance(queue, ol.Queue)
+        assert isinstance(queue, ol.QueueHandle)
         assert ol.olGetQueueInfo(queue, ol.QueueInfo.DEVICE) is device, "the queue does not name its device"
         assert ol.olGetQueueInfo(queue, ol.QueueInfo.EMPTY) is True  # nothing was enqueued
         ol.olDestroyQueue(queue)

@@ -35,3 +35,10 @@ def test_gpu_examples(platform: str) -> None:
     proc = _run(f"objects_{platform}.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "ok"
+
+
+def test_heat_example() -> None:
+    """The heat equation of the docs (docs/objects.md): zeros, slicing, a 2-D launch, checked against numpy."""
+    proc = _run("heat.py")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "ok" and "40 steps of a 48x64 grid" in proc.stdout

@@ -298,17 +298,7 @@ class Buffer:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"
             ) from None
-        check_queue(queue)
-        address = self.writable_address("fill")
-        if queue is None and self._finalizer is None and not self._device.is_host:
-            # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
-            # cannot tell its device, so the fill goes through a queue of this Buffer's device
-            with MAKERS.queue(self._device) as own:
-                olMemFill(own.handle, address, data, self._size)
-            return
-        olMemFill(None if queue is None else queue.handle, address, data, self._size)
-        if queue is not None:
-            queue._hold(self)
+        fill_range(self, 0, data, self._size, queue)
 
     def prefetch(self, queue: Queue, *, to_host: bool = False) -> None:
         """Hint that the memory moves to the queue's device (or, ``to_host``, to the host) in
@@ -372,6 +362,22 @@ def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes
     olMemcpy(handle, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
     inflight.append((src, dst))
     return True
+
+
+def fill_range(buffer: Buffer, offset: int, pattern: bytes, size: int, queue: Queue | None) -> None:
+    """``olMemFill`` of ``size`` bytes of ``buffer`` from ``offset`` with ``pattern`` (``size`` a
+    multiple of its length), synchronously or on ``queue`` (which keeps the Buffer alive)."""
+    check_queue(queue)
+    address = buffer.writable_address("fill") + offset
+    if queue is None and buffer._finalizer is None and not buffer._device.is_host:
+        # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
+        # cannot tell its device, so the fill goes through a queue of this Buffer's device
+        with MAKERS.queue(buffer._device) as own:
+            olMemFill(own.handle, address, pattern, size)
+        return
+    olMemFill(None if queue is None else queue.handle, address, pattern, size)
+    if queue is not None:
+        queue._hold(buffer)
 
 
 def exports_of(buffer: Buffer | None) -> int:

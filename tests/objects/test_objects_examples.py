@@ -42,3 +42,11 @@ def test_heat_example() -> None:
     proc = _run("heat.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "ok" and "40 steps of a 48x64 grid" in proc.stdout
+
+
+def test_the_docs_show_the_heat_example_as_it_is() -> None:
+    """docs/objects.md shows examples/heat.py whole: the example CI runs is the one readers see."""
+    docs = (EXAMPLES.parent / "docs" / "objects.md").read_text()
+    section = docs[docs.index("### Example: the heat equation") :]
+    shown = section[section.index("```python\n") + len("```python\n") :]
+    assert shown[: shown.index("```\n")] == (EXAMPLES / "heat.py").read_text()

@@ -131,14 +131,21 @@ def test_fill_patterns_and_queues(device: offload.objects.Device, calls: dict[st
         values.fill(1, queue=device)  # type: ignore[arg-type]
 
 
-def test_fill_of_reversed_and_four_dimensional_views(device: offload.objects.Device) -> None:
+@pytest.mark.parametrize("on_queue", [False, True])
+def test_fill_of_reversed_and_four_dimensional_views(
+    device: offload.objects.Device, calls: dict[str, list[Any]], on_queue: bool
+) -> None:
     data = np.arange(2 * 3 * 4 * 5, dtype=np.int16).reshape(2, 3, 4, 5)
     array = offload.to_device(data, device)
-    array[:, ::-1, 1:3, ::-2].fill(-7)  # four axes left after merging: one pitched copy per outer index
+    with device.queue() as queue:
+        array[:, ::-1, 1:3, ::-2].fill(-7, queue=queue if on_queue else None)  # one pitched copy per outer index
+        array[::-1, 1].fill(8, queue=queue if on_queue else None)
     data[:, ::-1, 1:3, ::-2] = -7
-    array[::-1, 1].fill(8)
     data[::-1, 1] = 8
     np.testing.assert_array_equal(array.to_numpy(), data)
+    host_written = array.buffer.host_accessible and not on_queue  # numpy wrote it: no scratch, no copies
+    assert len(calls["rect"]) == (0 if host_written else 6 * 2 + 1)  # slices 10 bytes apart, 12 bytes of rows: one copy per slice
+    assert len(calls["fill"]) == (0 if host_written else 2)
 
 
 def test_fill_pieces() -> None:
@@ -159,6 +166,9 @@ def test_overlapping_views_fill_on_the_host_or_are_refused(device: offload.objec
     if overlapping.buffer.host_accessible:
         overlapping.fill(5)
         np.testing.assert_array_equal(base.to_numpy(), [5] * 8 + [0, 0])
+        with device.queue() as queue:
+            overlapping.fill(6, queue=queue)  # after the queue's work
+        np.testing.assert_array_equal(base.to_numpy(), [6] * 8 + [0, 0])
     else:
         with pytest.raises(OffloadError, match=r"fill: the elements of a view with strides \(8, 4\) overlap"):
             overlapping.fill(5)

@@ -7,7 +7,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._flat_api import Context as ContextHandle
-from .._flat_api import olMemFill, olMemFree, olMemPrefetch, olMemcpy
+from .._flat_api import olMemFree, olMemPrefetch, olMemcpy
 from .._enums import AllocType, ErrorCode, MemMigrationFlag
 from .._errors import OffloadError, OffloadValueError
 from .._sessions import session_cell
@@ -17,7 +17,7 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 from ._makers import MAKERS
-from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, wrong_type
+from ._memory import allocate, as_kind, as_size, dlpack_device, fill_range, memcpy, wrong_type
 
 if TYPE_CHECKING:
     from .._sessions import Session
@@ -364,22 +364,6 @@ def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes
     return True
 
 
-def fill_range(buffer: Buffer, offset: int, pattern: bytes, size: int, queue: Queue | None) -> None:
-    """``olMemFill`` of ``size`` bytes of ``buffer`` from ``offset`` with ``pattern`` (``size`` a
-    multiple of its length), synchronously or on ``queue`` (which keeps the Buffer alive)."""
-    check_queue(queue)
-    address = buffer.writable_address("fill") + offset
-    if queue is None and buffer._finalizer is None and not buffer._device.is_host:
-        # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
-        # cannot tell its device, so the fill goes through a queue of this Buffer's device
-        with MAKERS.queue(buffer._device) as own:
-            olMemFill(own.handle, address, pattern, size)
-        return
-    olMemFill(None if queue is None else queue.handle, address, pattern, size)
-    if queue is not None:
-        queue._hold(buffer)
-
-
 def exports_of(buffer: Buffer | None) -> int:
     """How many live exports view ``buffer``'s memory (0 for None). When no export of session
     memory is left, the exports' session reference is dropped (``_session.settle``)."""
@@ -408,18 +392,3 @@ def stale_details(buffer: Buffer, ctx: Session) -> str:
     if _session.forked_from_parent(ctx):
         return f"{buffer!r}: {_session.FORKED}"
     return f"{buffer!r} belongs to an offload session that has ended (olShutDown); its memory was released"
-
-
-def memcpy(
-    queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, nbytes: int, keep: Any
-) -> None:
-    """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
-    check_queue(queue)
-    if not nbytes:
-        return
-    if queue is None:
-        olMemcpy(None, dst, dst_device.handle, src, src_device.handle, nbytes)
-        return
-    olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
-    queue._hold(keep)
-

@@ -1,13 +1,16 @@
-"""``Array.fill``: every element of a view set to one value, on the device.
+"""``Array.fill``: every element of a view set to one value, on the device where it must be.
 
 A C-contiguous view is one ``olMemFill`` (a one-byte pattern where every byte of the value is the
 same, as zeros are; else the element's bytes, which every backend fills: liboffload's fill takes
-any pattern size). A strided view is first laid out as at most three pitched dimensions (its
-element order does not matter to a fill: reversed axes are turned round, axes of stride 0 hold one
-element, adjacent axes are merged): a contiguous scratch allocation of that many elements is filled
-with ``olMemFill`` and copied into the view with one pitched copy (``olMemcpyRect``, device to
-device) per remaining outer index. A view whose elements overlap (``as_strided`` tricks) is
-filled through numpy where the host can write the memory, and refused elsewhere."""
+any pattern size). A strided view of memory the host reads and writes in place (every allocation
+of the host platform, pinned and managed memory where DLPack says so) is written by numpy when no
+queue orders the fill: no scratch memory, no copies. Any other strided view is laid out as at most
+three pitched dimensions (its element order does not matter to a fill: reversed axes are turned
+round, axes of stride 0 hold one element, adjacent axes are merged): a contiguous scratch
+allocation of that many elements is filled with ``olMemFill`` and copied into the view with one
+pitched copy (``olMemcpyRect``, device to device) per remaining outer index, in queue order. A view
+whose elements overlap (``as_strided`` tricks) is filled by numpy where the host can write the
+memory (after the queue's work), and refused elsewhere."""
 
 from __future__ import annotations
 
@@ -15,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._enums import AllocType, ErrorCode
 from .._errors import OffloadValueError
-from ._buffer import Buffer, fill_range
-from ._memory import check_queue
+from ._buffer import Buffer
+from ._memory import check_queue, fill_range
 from ._rect import RectLayout, copy_rect, packed
 
 if TYPE_CHECKING:
@@ -88,9 +91,21 @@ def fill_array(np: Any, array: Array, value: Any, queue: Queue | None) -> None:
     if array.is_contiguous:
         fill_range(buffer, array.offset, pattern, array.nbytes, queue)
         return
+    host = array.buffer.host_accessible
+    if host and queue is None:  # host-visible memory, no queue to order after: the host writes it
+        _fill_on_host(np, array, pattern)
+        return
     pieces = fill_pieces(array.shape, array.strides, array.itemsize)
     if pieces is None:
-        _fill_overlapping(np, array, value, queue)
+        if not host:
+            raise OffloadValueError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"fill: the elements of a view with strides {array.strides} overlap; only host-accessible memory "
+                "can be filled so (fill the Array it views)",
+            )
+        assert queue is not None  # (host memory without a queue was filled above)
+        queue.sync()
+        _fill_on_host(np, array, pattern)
         return
     (width, rows, slices), _, _ = pieces[0][1]
     scratch = Buffer(width * rows * slices, array.device, AllocType.DEVICE)
@@ -102,16 +117,9 @@ def fill_array(np: Any, array: Array, value: Any, queue: Queue | None) -> None:
         scratch.close()
 
 
-def _fill_overlapping(np: Any, array: Array, value: Any, queue: Queue | None) -> None:
-    """A view whose elements overlap: numpy writes it where the host can (after ``queue``'s work)."""
-    if not array.buffer.host_accessible:
-        raise OffloadValueError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"fill: the elements of a view with strides {array.strides} overlap; only host-accessible memory can "
-            "be filled so (fill the Array it views)",
-        )
-    if queue is not None:
-        queue.sync()
+def _fill_on_host(np: Any, array: Array, pattern: bytes) -> None:
+    """numpy writes the element ``pattern`` into every element of a host-visible strided view."""
+    element = np.frombuffer(pattern * (array.itemsize // len(pattern)), array.dtype)[0]
     view = np.asarray(array)
-    view[...] = value
-    del view
+    view[...] = element
+    del view  # (the view is an export: dropped at once)

@@ -30,11 +30,11 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._array import Array
 from ._arrayexport import register_queue
-from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
+from ._buffer import CLOSES, Buffer, endpoint, fast_copy
 from ._compiled_copy import QUEUE_COPY, copying
 from ._compiled_copy import configure as configure_copies
 from ._compiled_memo import configure, relaunching
-from ._memory import wrong_type
+from ._memory import memcpy, wrong_type
 from ._program import Kernel, same_call
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any
 
-from .._enums import AllocType, ErrorCode
-from .._errors import OffloadError
+from .._values.enums import AllocType, ErrorCode
+from .._values.errors import OffloadError
 from . import _arrayexport, _dlpack, _fill, _indexing
 from ._arrayexport import DL_CODES
 from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout

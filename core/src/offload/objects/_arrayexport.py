@@ -6,7 +6,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._enums import AllocType, PlatformBackend
+from .._values.enums import AllocType, PlatformBackend
 from . import _dlpack, _interop, _session
 from ._buffer import Buffer
 from ._discovery import Device, host_device

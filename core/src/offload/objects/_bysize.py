@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._types import KernelParam
+from .._values.types import KernelParam
 from ._array import Array
 from ._buffer import Buffer
 from ._packing import Packer

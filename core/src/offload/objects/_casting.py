@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._enums import ErrorCode
-from .._errors import OffloadError, OffloadTypeError, OffloadValueError
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError, OffloadTypeError, OffloadValueError
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._enums import AllocType
+from .._values.enums import AllocType
 from ._array import Array, _numpy
 from ._buffer import Buffer
 from ._discovery import Device, as_device

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._enums import AllocType, ErrorCode
-from .._errors import OffloadValueError
+from .._values.enums import AllocType, ErrorCode
+from .._values.errors import OffloadValueError
 from ._buffer import Buffer
 from ._memory import check_queue, fill_range
 from ._rect import RectLayout, copy_rect, packed

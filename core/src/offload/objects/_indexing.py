@@ -8,8 +8,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .._enums import ErrorCode
-from .._errors import OffloadError, OffloadTypeError, OffloadValueError
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError, OffloadTypeError, OffloadValueError
 from ._rect import c_strides
 
 Layout = tuple[tuple[int, ...], tuple[int, ...], int]  # shape, byte strides, byte offset

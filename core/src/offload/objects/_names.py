@@ -5,8 +5,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .._enums import ErrorCode, PlatformBackend
-from .._errors import OffloadTypeError, OffloadValueError
+from .._values.enums import ErrorCode, PlatformBackend
+from .._values.errors import OffloadTypeError, OffloadValueError
 
 
 def platform_named(ctx: Any, name: str, prefix: str = "", code: ErrorCode = ErrorCode.INVALID_ARGUMENT) -> Any:

@@ -66,6 +66,9 @@ def test_indexing_mistakes_are_named(device: offload.objects.Device) -> None:
         with pytest.raises(TypeError, match="integer-array and boolean indexing copy") as refused:
             base[fancy]
         assert refused.value.code is ErrorCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    for bad in (slice(None, None, 0), slice(0.5, 2)):
+        with pytest.raises(OffloadError, match="slice"):
+            base[:, bad]
     assert base[np.int64(2)].shape == (4,)  # numpy integers index as ints
     assert [row.shape for row in base] == [(4,)] * 3  # iteration stops at IndexError
 

@@ -44,7 +44,6 @@ def index_view(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, ke
     new_shape: list[int] = []
     new_strides: list[int] = []
     axis = 0
-    empty = False
     for item in items:
         if item is None:
             new_shape.append(1)
@@ -55,9 +54,11 @@ def index_view(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, ke
                 new_strides.append(strides[axis])
                 axis += 1
         elif isinstance(item, slice):
-            start, _, step = item.indices(shape[axis])
-            count = len(range(*item.indices(shape[axis])))
-            empty = empty or count == 0
+            try:
+                start, stop, step = item.indices(shape[axis])
+            except (TypeError, ValueError) as error:  # a bound that is no integer, a step of 0
+                raise OffloadValueError(ErrorCode.INVALID_ARGUMENT, f"slice {item!r}: {error}") from None
+            count = len(range(start, stop, step))
             if count:
                 offset += start * strides[axis]
             new_shape.append(count)

@@ -25,12 +25,15 @@ SOURCE = (
     "OFFLOAD_KERNEL(move) { const struct a *q = OFFLOAD_ARGS(struct a); q->dst[0] = q->src[0] + 1; }\n"
 )
 OPAQUE = [KernelParam(0, 8, "bytes", ""), KernelParam(8, 8, "bytes", "")]
+# the same kernel known half: an opaque source, a destination known to point to uint64 elements
+HALF = [KernelParam(0, 8, "bytes", ""), KernelParam(8, 8, "pointer", "dst", element="uint64")]
 
 
 @pytest.fixture
 def reporting() -> Iterator[offload.objects.Device]:
-    """A backend reporting the ``move`` kernel's layout as offsets and sizes only."""
-    offload.register_backend("reporting", lambda: ReportingHostBackend({"move": OPAQUE}))
+    """A backend reporting the ``move`` kernel's layout as offsets and sizes only (``half``: its
+    second parameter typed)."""
+    offload.register_backend("reporting", lambda: ReportingHostBackend({"move": OPAQUE, "half": HALF}))
     try:
         yield offload.devices("reporting")[0]
     finally:
@@ -74,3 +77,17 @@ def test_other_classes_keep_the_opaque_packing(reporting: offload.objects.Device
         out.close()  # closed since the remembered call: refused, naming the parameter
         with pytest.raises(OffloadError, match=r"parameter #1 .*closed"):
             move.launch(1, 1, src, out)
+
+
+def test_typed_parameters_beside_opaque_ones_keep_their_checks(reporting: offload.objects.Device) -> None:
+    half = SOURCE.replace("OFFLOAD_KERNEL(move)", "OFFLOAD_KERNEL(half)")
+    with reporting.load_program(offload_host.build_program(half, name="half")) as program:
+        kernel = program.kernel("half")
+        src = offload.to_device(np.array([1], np.uint64), reporting)
+        for _ in range(2):
+            kernel.launch(1, 1, src, offload.zeros(1, np.uint64, reporting))
+        dst = offload.zeros(1, np.uint64, reporting)
+        kernel.launch(1, 1, src, dst)
+        assert dst.item() == 2
+        with pytest.raises(OffloadError, match=r"got an Array of float64, the kernel takes uint64 elements"):
+            kernel.launch(1, 1, src, offload.zeros(1, np.float64, reporting))

@@ -17,7 +17,7 @@ from .._values.types import KernelParam
 from ._array import Array
 from ._buffer import Buffer
 from ._packing import Packer
-from ._signature import POINTER_SIZE
+from ._signature import POINTER_SIZE, Pointee
 
 Launcher = Callable[[Any, tuple[Any, ...], Any], bytes | None]
 _LIMIT = 16  # combinations of argument classes kept per kernel (a cache, cleared when full)
@@ -28,23 +28,26 @@ def _as_pointer(param: KernelParam) -> KernelParam:
     return KernelParam(param.offset, param.size, "pointer", param.name)
 
 
-def by_classes(name: str, params: Sequence[KernelParam], device: Any, kernel: Any) -> tuple[Launcher, tuple[int, int] | None]:
+def by_classes(
+    name: str, params: Sequence[KernelParam], pointees: Sequence[Pointee | None], device: Any, kernel: Any
+) -> tuple[Launcher, tuple[int, int] | None]:
     """The launcher of kernel ``name`` (``launcher(queue, args, sizes)``, as ``Packer.compile_launcher``
     makes) and the memo positions (``Packer.memo_positions``) of its calls whose every opaque
-    pointer-sized parameter gets a Buffer or Array (None: no call of it is remembered)."""
+    pointer-sized parameter gets a Buffer or Array (None: no call of it is remembered). The
+    ``pointees`` of its typed pointers are checked by every launcher alike."""
     params = tuple(params)
-    generic = Packer(name, params, (), device).compile_launcher(device, kernel)
+    generic = Packer(name, params, pointees, device).compile_launcher(device, kernel)
     opaque = [i for i, p in enumerate(params) if p.kind == "bytes" and p.size == POINTER_SIZE]
     if not opaque:
         return generic, None
     every = tuple(_as_pointer(p) if i in opaque else p for i, p in enumerate(params))
-    positions = Packer(name, every, (), device).memo_positions()
+    positions = Packer(name, every, pointees, device).memo_positions()
     count = len(params)
     launchers: dict[tuple[type, ...], Launcher] = {}
 
     def typed(classes: tuple[type, ...]) -> Launcher:
         chosen = tuple(_as_pointer(p) if i in opaque and classes[i] in _POINTERS else p for i, p in enumerate(params))
-        found = generic if chosen == params else Packer(name, chosen, (), device).compile_launcher(device, kernel)
+        found = generic if chosen == params else Packer(name, chosen, pointees, device).compile_launcher(device, kernel)
         if len(launchers) >= _LIMIT:
             launchers.clear()
         launchers[classes] = found

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import os
 from contextvars import ContextVar
 from collections.abc import Iterator, Mapping, Sequence

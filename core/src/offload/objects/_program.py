@@ -229,7 +229,7 @@ class Kernel:
         self._packer = None if params is None else Packer(name, params, pointees, self._device_handle)
         packer = self._packer if self._packer is not None else Packer(name, ())
         if params is not None and any(p.kind == "bytes" for p in params):  # sizes only: by the arguments' classes
-            self._launcher, self._memo_positions = by_classes(name, params, self._device_handle, self._handle)
+            self._launcher, self._memo_positions = by_classes(name, params, pointees, self._device_handle, self._handle)
         else:
             self._launcher = packer.compile_launcher(self._device_handle, self._handle)
             self._memo_positions = packer.memo_positions() if self._packer is not None else None

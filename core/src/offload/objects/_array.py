@@ -182,7 +182,8 @@ class Array:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """``a[key] = value``: a scalar fills the view (``fill``); an Array or anything numpy
-        takes (broadcast to the view's shape) is copied into it (``copy_from``, synchronously)."""
+        takes (broadcast to the view's shape) is copied into it (``copy_from``, synchronously,
+        under its ``casting="same_kind"``)."""
         view = self[key]
         if isinstance(value, Array):
             view.copy_from(value)

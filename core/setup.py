@@ -56,7 +56,7 @@ def optional(name: str, sources: list[str], depends: list[str]) -> Extension:
 setup(
     cmdclass={"build_py": BuildPyWithEntryPoints},
     ext_modules=[
-        optional("offload._fastpath", ["_fastpath.c", "_fastpath_ops.c"], ["_fastpath.h", "include/offload_native.h"]),
+        optional("offload._fastpath", ["_fastpath.c", "_fastpath_ops.c", "_tracerec.c"], ["_fastpath.h", "include/offload_native.h"]),
         optional("offload.objects._launch_memo", ["objects/_launch_memo.c"], ["objects/_cmethod.h"]),
         optional("offload.objects._copier", ["objects/_copier.c"], ["objects/_cmethod.h"]),
     ],

@@ -400,6 +400,8 @@ static PyMethodDef methods[] = {
 static int fp_exec(PyObject *module) {
   if (PyType_Ready(&EntryType) < 0) return -1;
   if (PyModule_AddObjectRef(module, "Entry", (PyObject *)&EntryType) < 0) return -1;
+  if (PyType_Ready(&fp_recorder_type) < 0) return -1;
+  if (PyModule_AddObjectRef(module, "Recorder", (PyObject *)&fp_recorder_type) < 0) return -1;
   PyObject *names = PyTuple_New(FP_KINDS);
   if (names == NULL) return -1;
   for (int i = 0; i < FP_KINDS; ++i) {

@@ -113,6 +113,12 @@ int fp_hot_covers(int slot, PyObject *snapshot, uint64_t start, uint64_t end, Py
 /* A non-negative exact int below 2**64 into *out; 0 (no exception) otherwise. */
 int fp_u64(PyObject *obj, uint64_t *out);
 
+/* The timeline's recorder (_tracerec.c): offload._fastpath.Recorder, and one slice appended to
+ * it (0, or -1 with an exception set). */
+extern PyTypeObject fp_recorder_type;
+int fp_rec_slice(PyObject *recorder, uint64_t track, uint32_t name, uint32_t cat, uint64_t begin, uint64_t end,
+                 uint64_t flow_out, uint64_t flow_in, const uint64_t *values, uint32_t nvalues);
+
 /* The operations (_fastpath_ops.c): each returns a new reference, NULL or DEFER. */
 PyObject *fp_call(Entry *self, PyObject *const *args, Py_ssize_t nargs);
 

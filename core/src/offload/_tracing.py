@@ -9,7 +9,9 @@ liboffload's format, so that C and Python traces compare line by line (addresses
 
 ``OFFLOAD_TRACE=json`` prints one JSON object per call instead, with the keys ``api``, ``args``,
 ``result``, ``details``, ``elapsed_ns`` and ``thread``. ``OFFLOAD_TRACE=perfetto`` (or
-``perfetto:PATH``) prints nothing per call and writes a timeline file instead (``_timeline``).
+``perfetto:PATH``) prints nothing per call and writes a timeline file instead: Perfetto's binary
+trace, streamed (``_timeline_stream``), or the trace-event JSON where PATH ends in ``.json``
+(``_timeline``).
 
 Fidelity with liboffload's printer (checked against LLVM 22's library by the golden test): an
 enumeration parameter prints by the parameter's C enum whatever Python value was passed, and as
@@ -406,6 +408,31 @@ class TimelineTracer:
 OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off
 
 
+class StreamTracer(TimelineTracer):
+    """Records each traced call on a ``_timeline_stream.StreamTimeline`` (the Perfetto binary file,
+    appended in chunks); the final ``olShutDown`` writes the last chunk and closes the file."""
+
+    __slots__ = ()
+
+    def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
+        from ._timeline_stream import StreamTimeline
+
+        self.timeline = StreamTimeline(path, owner_of)
+
+    def emit(self, call: TracedCall) -> None:
+        end = perf_counter_ns()
+        final = call.final
+        timeline: Any = self.timeline
+        try:
+            timeline.record_call(call.name, call.args, call.result, call.error, end - call.elapsed_ns, end, final)
+        except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
+            timeline.warn(f"could not record {call.name}", exc)
+        if final:
+            timeline.write()
+        elif call.closes_window:
+            timeline.flush()
+
+
 def tracer_from_environment(
     setting: str | None, owner_of: Callable[[int], Device | None]
 ) -> Tracer | TimelineTracer | None:
@@ -417,8 +444,8 @@ def tracer_from_environment(
     if setting is None or setting.strip().lower() in OFF_VALUES:
         return None
     path = path_from_setting(setting)
-    if path is not None:
-        return TimelineTracer(path, owner_of)
+    if path is not None:  # the file's name says its format: .json the trace-event JSON, else Perfetto's protobuf
+        return TimelineTracer(path, owner_of) if path.lower().endswith(".json") else StreamTracer(path, owner_of)
     # imported here, not at the top: structlog takes ~50 ms to import, which `import offload`
     # without tracing (the common case) does not pay
     import structlog

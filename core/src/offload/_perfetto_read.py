@@ -55,6 +55,7 @@ def fields(data: bytes | memoryview) -> list[tuple[int, Any]]:
     while pos < end:
         tag, pos = _varint(data, pos)
         field, wire = tag >> 3, tag & 7
+        value: Any
         if wire == 0:
             value, pos = _varint(data, pos)
         elif wire == 2:
@@ -207,10 +208,12 @@ def _event(body: bytes, ts: int, seq: int, state: _Sequence, timed: list[tuple[i
         if opened:
             begin, name, cat, args, flows_out, flows_in = opened.pop()
             timed.append((seq, {"name": name, "cat": cat, "ph": "X", "track": track, "ts": begin, "dur": max(0, ts - begin), "args": args}))
-            for flow in flows_out:
-                timed.append((seq, {"name": "flow", "cat": "flow", "ph": "s", "id": flow, "track": track, "ts": begin}))
+            if cat == "memcpy" and name.startswith("memcpy "):
+                args.setdefault("direction", name[7:])
+            for flow in flows_out:  # an API call's flow goes to the work it enqueued; a record's to its waits
+                timed.append((seq, {"name": "enqueue" if cat == "api" else "event", "cat": "flow", "ph": "s", "id": flow, "track": track, "ts": begin, "span": (begin, ts)}))
             for flow in flows_in:
-                timed.append((seq, {"name": "flow", "cat": "flow", "ph": "f", "bp": "e", "id": flow, "track": track, "ts": begin}))
+                timed.append((seq, {"name": "flow", "cat": "flow", "ph": "f", "bp": "e", "id": flow, "track": track, "ts": begin, "span": (begin, ts)}))
     elif kind == 3:
         if name == SESSION and state.session is None:
             state.session = args
@@ -248,8 +251,32 @@ def _document(sequences: dict[int, _Sequence], tracks: dict[int, dict[str, Any]]
         tid = info["tid"] if info.get("kind") == "thread" else pid * TRACK_BASE + info["order"]
         place[uuid] = (pid, tid)
         metadata.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": info.get("name", "")}})
+    seen_finish: set[int] = set()
+    starts = {e["id"]: e["name"] for _, e in timed if e["ph"] == "s"}
+    start_ns: dict[int, int] = {}
+    for _, e in timed:  # flows strictly inside their slices (1 ns in), as the JSON form draws them
+        if "span" in e and e["ph"] == "s":
+            b, end = e.pop("span")
+            e["ts"] = start_ns[e["id"]] = _inside(b, end, b)
+    for _, e in timed:
+        if "span" in e:
+            b, end = e.pop("span")
+            e["ts"] = _inside(b, end, max(b, start_ns.get(e["id"], b)))
+    finished: set[int] = set()
+    for _, e in timed:
+        if e["ph"] == "f" and e["id"] in starts:
+            finished.add(e["id"])
     events = []
     for seq, event in timed:
+        ph = event["ph"]
+        if ph in ("s", "f"):  # a flow is drawn from its start to its first finish, as Perfetto's UI does
+            if event["id"] not in finished or (ph == "f" and event["id"] in seen_finish):
+                continue
+            if ph == "f":
+                seen_finish.add(event["id"])
+                event["name"] = starts[event["id"]]
+        elif ph == "X" and event["cat"] == "api":
+            event["args"].setdefault("result", "OL_SUCCESS")
         pid, tid = place.get(event.pop("track"), (API_PID, 0))
         shift = wall.get(seq, base) - base
         event["pid"], event["tid"] = pid, tid
@@ -264,6 +291,10 @@ def _document(sequences: dict[int, _Sequence], tracks: dict[int, dict[str, Any]]
     else:
         other = {"clock_alignment": ALIGNMENT, "merged": [_merged(sequences[s].session or {}, (wall[s] - base) / 1000.0) for s in sessions]}
     return {"traceEvents": metadata + events, "displayTimeUnit": "ms", "otherData": other}
+
+
+def _inside(begin: int, end: int, at: int) -> int:
+    return min(max(at, begin + 1), end - 1) if end - begin >= 2 else begin
 
 
 def _zero_wall(session: dict[str, Any]) -> int:

@@ -205,6 +205,8 @@ class StreamTimeline(Timeline):
         args = item.args
         if item.cat in ("memcpy", "fill"):
             values += [self._annotation_name("bytes"), args.get("bytes") or 0]
+            if item.cat == "fill":
+                values += [self._annotation_name("pattern_bytes"), args.get("pattern_bytes") or 0]
         elif item.cat == "kernel":
             values += [self._annotation_name("groups"), _product(args.get("num_groups") or [1])]
             values += [self._annotation_name("group_size"), _product(args.get("group_size") or [1])]
@@ -226,7 +228,7 @@ class StreamTimeline(Timeline):
         encoder = self.encoder
         out = encoder.start(boot, self.origin_ns, wall)
         out += encoder.track(self.api_track, f"{self._who()}offload API (pid {self.pid})", pid=self.pid, process=True)
-        values = [("producer", f"offload {__version__}"), ("device_timing", TIMING_SOURCE), ("format", "offload perfetto 1")]
+        values: list[tuple[str, Any]] = [("producer", f"offload {__version__}"), ("device_timing", TIMING_SOURCE), ("format", "offload perfetto 1")]
         values += [(k, anchor[k]) for k in ("wall_ns", "perf_ns", "error_ns")] + [("origin_ns", self.origin_ns), ("sequence", self.base)]
         if self.rank is not None:
             values.append(("rank", self.rank))
@@ -251,7 +253,7 @@ class StreamTimeline(Timeline):
             if unfinished:
                 label = f"{unfinished} work item(s) unfinished when the file was written"
                 self._side.append(self.encoder.event(_perfetto.INSTANT, time.perf_counter_ns(), self.api_track, self._name(label)))
-            slices = self.recorder.take()
+            slices: bytes = self.recorder.take()
             side, self._side = self._side, []
             tracks, self._new_tracks = self._new_tracks, []
             return head + b"".join(tracks) + self._interned() + slices + b"".join(side)

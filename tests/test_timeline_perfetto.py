@@ -138,3 +138,52 @@ def test_the_compiled_recorder_writes_the_python_recorders_bytes() -> None:
         fast.slice(1, 2, 3, 4, "5")
     with pytest.raises(TypeError):
         fast.slice(1, 2, 3)
+
+
+COMPILED_JOB = r"""
+import json, offload as ol
+from offload_host import build_test_kernel
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+dev = [d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST][0]
+kernel = ol.olGetSymbol(ol.olCreateProgram(dev, build_test_kernel("foo")), "foo", ol.SymbolKind.KERNEL)
+q = ol.olCreateQueue(dev)
+out = ol.olMemAlloc(dev, ol.AllocType.HOST, 4 * 64)
+args, size = out.to_bytes(8, "little"), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1))
+for _ in range(50):
+    ol.olLaunchKernel(q, dev, kernel, args, size)
+ol.olMemFill(q, out, b"\x00\x00\x00\x00", 4 * 64)  # (a fill: the Python path, on the same queue)
+for _ in range(50):
+    ol.olLaunchKernel(q, dev, kernel, args, size)
+ol.olSyncQueue(q)
+counts = getattr(ol.olLaunchKernel, "counts", {})
+ol.olShutDown()
+print(json.dumps(counts))
+"""
+
+
+def test_compiled_launches_are_recorded_in_enqueue_order(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """Under the timeline the compiled path makes and records launches itself (the queue's stamp
+    times their work); the Python path's work on the same queue keeps its place among them."""
+    import json
+
+    from offload._perfetto_read import load
+
+    path = tmp_path / "compiled.pftrace"
+    proc = run_python(COMPILED_JOB, env={"OFFLOAD_TRACE": f"perfetto:{path}", "OFFLOAD_BACKENDS": "host"})
+    counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    if counts:  # the compiled path is on: it made (and recorded) all but the first launches
+        assert counts["fast"] >= 90, counts
+    events = load(str(path))["traceEvents"]
+    calls = sorted((e for e in events if e.get("cat") == "api" and e["name"] in ("olLaunchKernel", "olMemFill")), key=lambda e: e["ts"])
+    work = [e for e in events if e.get("cat") in ("kernel", "fill")]
+    assert [e["cat"] for e in work] == ["kernel"] * 50 + ["fill"] + ["kernel"] * 50
+    assert len(calls) == 101
+    for call, span in zip(calls, work):  # each span after its call began, and after the one before it
+        assert span["ts"] >= call["ts"] - 1e-3 and span["dur"] >= 0
+    for before, after in zip(work, work[1:]):
+        assert before["ts"] + before["dur"] <= after["ts"] + 1e-3
+    starts = {e["id"] for e in events if e["ph"] == "s" and e["name"] == "enqueue"}
+    finishes = {e["id"] for e in events if e["ph"] == "f" and e["name"] == "enqueue"}
+    assert len(starts) == len(finishes) == 101 and starts == finishes  # an arrow from each call to its work

@@ -7,6 +7,7 @@
  */
 #include "_fastpath.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <structmember.h>
 
@@ -328,6 +329,7 @@ static PyObject *py_configure(PyObject *m, PyObject *config) {
   if (ctx_t == NULL || map_t == NULL) return NULL;
   OFF(st_untraced, state_t, "untraced");
   OFF(st_ctx, state_t, "ctx");
+  OFF(st_recorder, state_t, "recorder");
   OFF(cx_calls, ctx_t, "calls");
   OFF(cx_allocations, ctx_t, "allocations");
   OFF(cx_api_level, ctx_t, "api_level");
@@ -385,7 +387,7 @@ static PyObject *py_entry_points_ok(PyObject *m, PyObject *capsule) {
     Py_RETURN_FALSE;
   }
   return PyBool_FromLong(ep->abi_version == OFFLOAD_NATIVE_ABI_VERSION &&
-                         ep->struct_size >= sizeof(offload_native_entry_points));
+                         ep->struct_size >= offsetof(offload_native_entry_points, stamp)); /* (stamp: later, optional) */
 }
 
 static PyMethodDef methods[] = {

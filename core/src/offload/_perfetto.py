@@ -27,6 +27,7 @@ pid otherwise, so that the files of a job can be concatenated without a clash):
 from __future__ import annotations
 
 import struct
+from collections import deque
 from typing import Any
 
 CLOCK = 64  # the sequence-scoped clock: ns since the session's origin
@@ -141,34 +142,89 @@ class Encoder:
 
 class PyRecorder:
     """The slices of a timeline, recorded as fixed tuples and encoded only when taken (the pure
-    Python twin of ``_fastpath.Recorder``: same methods, same bytes)."""
+    Python twin of ``_fastpath.Recorder``: same methods, same bytes).
 
-    __slots__ = ("_encoder", "_records")
+    Device work goes through a queue's FIFO (``queue``, ``work``, ``complete``): ``take`` draws
+    each queue's completed prefix in enqueue order, a span starting when both its call began and
+    the queue's previous span ended (so a queue's spans never overlap), as ``Timeline`` does.
+    The compiled path records its launches into the same FIFOs (``_fastpath``), its work
+    completed by the queue's own stamp."""
+
+    __slots__ = ("_encoder", "_records", "_queues", "_handles", "_next", "_flows", "base", "launch_iid", "kernels", "threads", "queue_ix", "limit", "on_full")
 
     def __init__(self, seq: int, origin_ns: int) -> None:
         self._encoder = Encoder(seq, origin_ns)
-        self._records: list[tuple[int, int, int, int, int, int, int, tuple[int, ...]]] = []
+        self._records: list[tuple[int, int, int, int, int, int, int, int, tuple[int, ...]]] = []
+        self._queues: list[list[Any]] = []  # [uuid, deque of work entries, last end]
+        self._handles: dict[int, list[Any]] = {}
+        self._next = 0
+        self._flows = 0
+        self.base = seq
+        self.launch_iid = 0  # what the compiled path needs (unused here): olLaunchKernel's name iid,
+        self.kernels: dict[Any, int] = {}  # kernel -> name iid,
+        self.threads: dict[int, int] = {}  # native thread id -> track uuid,
+        self.queue_ix: dict[Any, int] = {}  # queue handle -> FIFO index,
+        self.limit = 0  # and when to call on_full (a chunk is due)
+        self.on_full: Any = None
 
     def slice(self, track: int, name_iid: int, cat_iid: int, begin_ns: int, end_ns: int, flow_out: int = 0, flow_in: int = 0, *values: int) -> None:
         """A slice on ``track`` (named by iid, its category by iid) from ``begin_ns`` to ``end_ns`` (perf_counter_ns); ``flow_out``: a
         flow leaving it, ``flow_in``: a flow it terminates (0: none); ``values``: pairs of
         (annotation name iid, unsigned value)."""
-        self._records.append((track, name_iid, cat_iid, begin_ns, end_ns, flow_out, flow_in, values))
+        self._records.append((track, name_iid, cat_iid, begin_ns, end_ns, flow_out, flow_in, 0, values))
+
+    def flow(self) -> int:
+        """A new flow id: ``base << FLOW_BITS | n`` (n mod 2**FLOW_BITS)."""
+        self._flows += 1
+        return self.base << FLOW_BITS | (self._flows & ((1 << FLOW_BITS) - 1))
+
+    def queue(self, track: int) -> int:
+        """A new queue FIFO drawing on ``track``: its index."""
+        self._queues.append([track, deque(), 0])
+        return len(self._queues) - 1
+
+    def work(self, queue: int, name_iid: int, cat_iid: int, submit_ns: int, flow_out: int = 0, flow_in: int = 0, flow_in2: int = 0, *values: int) -> int:
+        """Work enqueued on FIFO ``queue`` by a call that began at ``submit_ns`` (``flow_in2``: a
+        second flow it ends, a wait's from its event's record): its handle for ``complete``."""
+        entry = [submit_ns, 0, name_iid, cat_iid, flow_out, flow_in, flow_in2, values]
+        self._queues[queue][1].append(entry)
+        self._next += 1
+        self._handles[self._next] = entry
+        return self._next
+
+    def complete(self, handle: int, end_ns: int) -> None:
+        """The work of ``handle`` completed at ``end_ns`` (once; later calls are ignored)."""
+        entry = self._handles.pop(handle, None)
+        if entry is not None:
+            entry[1] = max(1, end_ns)
+
+    def unfinished(self) -> int:
+        """Work not completed yet (counted at the final write)."""
+        return sum(len(q[1]) for q in self._queues)
 
     def __len__(self) -> int:
         return len(self._records)
 
     def take(self) -> bytes:
-        """The recorded slices, encoded; the recorder is then empty."""
+        """The recorded slices and the completed work, encoded; those are then forgotten."""
+        for q in self._queues:
+            track, waiting = q[0], q[1]
+            while waiting and waiting[0][1]:
+                submit, end, name_iid, cat_iid, flow_out, flow_in, flow_in2, values = waiting.popleft()
+                begin = max(submit, q[2])
+                q[2] = end = max(end, begin)
+                self._records.append((track, name_iid, cat_iid, begin, end, flow_out, flow_in, flow_in2, values))
         records, self._records = self._records, []
         encoder = self._encoder
         out = []
-        for track, name_iid, cat_iid, begin, end, flow_out, flow_in, values in records:
+        for track, name_iid, cat_iid, begin, end, flow_out, flow_in, flow_in2, values in records:
             extra = vfield(3, cat_iid) + b"".join(lfield(4, vfield(1, values[i]) + vfield(3, values[i + 1])) for i in range(0, len(values) - 1, 2))
             if flow_out:
                 extra += vfield(47, flow_out)
             if flow_in:
                 extra += vfield(48, flow_in)
+            if flow_in2:
+                extra += vfield(48, flow_in2)
             out.append(encoder.event(SLICE_BEGIN, begin, track, name_iid, extra))
             out.append(encoder.event(SLICE_END, max(begin, end), track))
         return b"".join(out)

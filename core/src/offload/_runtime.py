@@ -97,7 +97,7 @@ class Context:
 
 
 class _State:
-    __slots__ = ("ctx", "untraced", "refcount", "library_refs", "lock", "last_statuses", "forked_from")
+    __slots__ = ("ctx", "untraced", "recorder", "refcount", "library_refs", "lock", "last_statuses", "forked_from")
 
     def __init__(self) -> None:
         self.forked_from = 0  # the parent's pid when this process was forked inside a session
@@ -105,6 +105,7 @@ class _State:
         # ctx when it does not trace, else None: the entry points' one read and test (a tracing
         # or uninitialised library takes their slow branch, which reads ctx)
         self.untraced: Context | None = None
+        self.recorder: Any = None  # the session's compiled timeline recorder (_fastpath.Recorder), when it has one
         self.refcount = 0
         self.library_refs = 0  # the references among refcount that the library holds itself (library_reference)
         self.lock = threading.Lock()
@@ -142,6 +143,7 @@ def _after_fork_in_child() -> None:
         STATE.forked_from = STATE.forked_from or os.getppid()
         STATE.ctx = None
         STATE.untraced = None
+        STATE.recorder = None
         STATE.refcount = 0
         STATE.library_refs = 0
 
@@ -249,8 +251,16 @@ def init(args: Any = None) -> None:
         STATE.last_statuses = statuses
         STATE.ctx = ctx
         STATE.untraced = None if ctx.trace else ctx
+        STATE.recorder = _compiled_recorder(ctx.tracer)
         STATE.refcount = 1
         STATE.library_refs = int(LOCAL.library > 0)
+
+
+def _compiled_recorder(tracer: Any) -> Any:
+    """The tracer's timeline recorder where it is the compiled one (``_fastpath.Recorder``: the
+    compiled path then records its launches itself), else None."""
+    recorder = getattr(getattr(tracer, "timeline", None), "recorder", None)
+    return recorder if type(recorder).__module__ == "offload._fastpath" else None
 
 
 class _Local(threading.local):
@@ -322,6 +332,7 @@ def shutdown() -> bool:
             if STATE.refcount:
                 return not library and STATE.refcount == STATE.library_refs
             STATE.untraced = None
+            STATE.recorder = None
             STATE.ctx = None
         teardown(ctx, errors, interrupts, LOCAL.iterating, _WAITS if LOCAL.queue is not None else frozenset(), sigints,
                  LOCAL.queue)  # fmt: skip

@@ -19,7 +19,6 @@ import os
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,7 @@ from ._version import __version__
 if TYPE_CHECKING:
     from ._handles import Device
 
-CHUNK = 4096  # slices per chunk written
+CHUNK = 16384  # slices per chunk written (about 2 MB of records; a write costs about as much as 2000 launches)
 MAX_TRACKS = (1 << _perfetto.TRACK_BITS) - 1
 CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record", "event_wait", "offload")
 
@@ -52,6 +51,8 @@ class StreamTimeline(Timeline):
         self.base = (self.rank + 1) if self.rank is not None else self.pid
         self.encoder = Encoder(self.base, self.origin_ns)
         self.recorder = recorder_class()(self.base, self.origin_ns)
+        self.recorder.limit = CHUNK  # the compiled path's launches: a chunk when this many wait
+        self.recorder.on_full = self._full
         self._names: dict[str, int] = {}
         self._new_names: list[tuple[int, str]] = []
         self._annotation_names: dict[str, int] = {}
@@ -59,10 +60,10 @@ class StreamTimeline(Timeline):
         self._tracks: dict[Any, int] = {}  # ("thread", tid) / ("device", pid) / ("queue", pid, tid) -> uuid
         self._new_tracks: list[bytes] = []
         self._side: list[bytes] = []  # packets made in Python (failures, instants), written with the chunk
-        self._queues_waiting: dict[tuple[int, int], deque[Work]] = {}
-        self._last_end: dict[tuple[int, int], int] = {}
-        self._records: dict[int, tuple[int, int, int]] = {}  # id(event record work) -> (begin, end, flow)
-        self._taken = 0  # how many of self._work were moved to their queue
+        self._local = threading.local()  # this thread's native id
+        self._fifos: dict[tuple[int, int], int] = {}  # (pid, tid) of a queue track -> its FIFO in the recorder
+        self._open: dict[int, Work] = {}  # FIFO handle -> work whose completion is not known yet
+        self._record_flows: dict[int, tuple[Work, int]] = {}  # id(event record work) -> (it, its flow)
         self._file: Any = None
         self._header_written = False
         self.api_track = self._uuid(("process",))
@@ -91,9 +92,6 @@ class StreamTimeline(Timeline):
             self._new_annotation_names.append((iid, name))
         return iid
 
-    def _flow(self, n: int) -> int:
-        return self.base << _perfetto.FLOW_BITS | (n & ((1 << _perfetto.FLOW_BITS) - 1)) if n else 0
-
     def _who(self) -> str:
         return "" if self.rank is None else f"rank {self.rank}: "
 
@@ -103,6 +101,7 @@ class StreamTimeline(Timeline):
         if uuid is None:
             uuid = self._uuid(key)
             self._new_tracks.append(self.encoder.track(uuid, name, parent=self.api_track, pid=self.pid, tid=tid))
+            self.recorder.threads[tid] = uuid
         return uuid
 
     def _queue_track(self, item: Work) -> int:
@@ -127,22 +126,30 @@ class StreamTimeline(Timeline):
             self._closed = True
         elif self._pending:
             self.read_events()
-        flow = 0
-        if error is None:
-            work = self._work_of(api, args, result, start_ns, end_ns)
-            if work is not None:
-                flow = work.flow = next(self._flows)
-        tid = threading.get_native_id()
+        recorder = self.recorder
+        work = self._work_of(api, args, result, start_ns, end_ns) if error is None else None
+        local = self._local
+        tid = getattr(local, "tid", None)
+        if tid is None:  # (a system call: once per thread)
+            tid = local.tid = threading.get_native_id()
         with self._lock:
-            track = self._tracks.get(("thread", tid)) or self._thread_track(tid, threading.current_thread().name)
+            track = recorder.threads.get(tid) or self._thread_track(tid, threading.current_thread().name)
+            name = self._names.get(api) or self._name(api)
+            if work is not None:
+                self._fifo(work)
+                if api == "olLaunchKernel":  # what the compiled path needs to record the next ones itself
+                    recorder.launch_iid = name
+                    recorder.kernels[args[2]] = self._name(work.name)
+                    if args[0] is not None:
+                        recorder.queue_ix[args[0]] = self._queue_ix(work)
             if error is None:
-                self.recorder.slice(track, self._names.get(api) or self._name(api), 1, start_ns, end_ns, self._flow(flow), 0)
+                recorder.slice(track, name, 1, start_ns, end_ns, 0 if work is None else work.flow, 0)
             else:
                 details = annotation(self._annotation_name("result"), f"OL_ERRC_{error.code.name}")
                 if error.details:
                     details += annotation(self._annotation_name("details"), str(error.details))
                 encoder = self.encoder
-                self._side.append(encoder.event(_perfetto.SLICE_BEGIN, start_ns, track, self._name(api), details + vfield(3, self._cats["api"])))
+                self._side.append(encoder.event(_perfetto.SLICE_BEGIN, start_ns, track, name, details + vfield(3, self._cats["api"])))
                 self._side.append(encoder.event(_perfetto.SLICE_END, end_ns, track))
             if not self._at_exit and not self.written:
                 self._at_exit = True
@@ -152,55 +159,41 @@ class StreamTimeline(Timeline):
 
                 atexit.register(self._write_at_exit)
                 self._child_exit = multiprocessing_exit(self._flush_at_child_exit)
-            full = len(self.recorder) >= CHUNK
-        if full or len(self._work) - self._taken >= CHUNK:
+            full = len(recorder) >= CHUNK or len(self._open) >= CHUNK
+        if full:
             self.flush(read_events=not final)
 
-    # --- writing --------------------------------------------------------------------------------
+    def _full(self) -> None:
+        """The compiled path recorded a chunk's worth: write it (never from a host function's thread:
+        events are not read there)."""
+        from ._runtime import LOCAL
 
-    def _place(self, final: bool) -> int:
-        """Record the slices of the work that completed, queue by queue in enqueue order; the
-        number of work items left unfinished (counted only when ``final``)."""
-        fresh = self._work[self._taken :]  # (self._lock is held)
-        self._taken += len(fresh)
-        if self._taken > CHUNK:  # what was moved is not needed here any more
-            del self._work[: self._taken]
-            self._taken = 0
-        for item in fresh:
-            self._queues_waiting.setdefault((item.pid, item.tid), deque()).append(item)
-        unfinished = 0
-        progress = True
-        while progress:  # a wait is drawn after the record it waits on, which may be on a later queue
-            progress = False
-            for key, waiting in self._queues_waiting.items():
-                while waiting:
-                    item = waiting[0]
-                    end = item.end_ns
-                    if item.event_end_ns is not None:
-                        end = item.event_end_ns if end is None else min(end, item.event_end_ns)
-                    if end is None or any(id(s) not in self._records for s in item.sources if not final):
-                        break
-                    waiting.popleft()
-                    progress = True
-                    self._draw(key, item, end)
-        for waiting in self._queues_waiting.values():
-            unfinished += len(waiting)
-        return unfinished if final else 0
+        self.flush(read_events=LOCAL.queue is None)
 
-    def _draw(self, key: tuple[int, int], item: Work, end: int) -> None:
-        begin = max(item.submit_ns, self._last_end.get(key, item.submit_ns))
-        flow_in = self._flow(item.flow)
-        records = [self._records[id(s)] for s in item.sources if id(s) in self._records]
-        end = max(end, begin, *(r[1] for r in records))
-        self._last_end[key] = end
-        track = self._queue_track(item)
-        flow_out = 0
+    def _queue_ix(self, item: Work) -> int:
+        key = (item.pid, item.tid)
+        ix = self._fifos.get(key)
+        if ix is None:
+            ix = self._fifos[key] = self.recorder.queue(self._queue_track(item))
+        return ix
+
+    def _fifo(self, item: Work) -> None:
+        """Put ``item`` on its queue's FIFO in the recorder (which draws it once it completed)."""
+        recorder = self.recorder
+        self._work.clear()  # (Timeline's list: the FIFO holds the work here)
+        item.flow = recorder.flow()
+        flow_out = flow_event = 0
         if item.cat == "event_record":
-            flow_out = self._flow(next(self._flows))
-            self._records[id(item)] = (begin, end, flow_out)
-            if len(self._records) > 4 * CHUNK:  # records waited on long ago: forget the oldest
-                for old in list(self._records)[: CHUNK]:
-                    del self._records[old]
+            flow_out = recorder.flow()
+            self._record_flows[id(item)] = (item, flow_out)
+            if len(self._record_flows) > 4 * CHUNK:  # records waited on long ago: forget the oldest
+                for old in list(self._record_flows)[:CHUNK]:
+                    del self._record_flows[old]
+        for source in item.sources:  # a wait: the flow from the record it waits on
+            known = self._record_flows.get(id(source))
+            if known is not None and known[0] is source:
+                flow_event = known[1]
+                break
         values: list[int] = []
         args = item.args
         if item.cat in ("memcpy", "fill"):
@@ -211,14 +204,27 @@ class StreamTimeline(Timeline):
             values += [self._annotation_name("groups"), _product(args.get("num_groups") or [1])]
             values += [self._annotation_name("group_size"), _product(args.get("group_size") or [1])]
             values += [self._annotation_name("argument_bytes"), args.get("argument_bytes") or 0]
-        name, cat = self._name(item.name), self._cats[item.cat]
-        if not records:
-            self.recorder.slice(track, name, cat, begin, end, flow_out, flow_in, *values)
-            return
-        # a wait (rare): made here, ending its enqueue flow and the flow of each record it waits on
-        flows = b"".join(vfield(48, f) for f in (flow_in, *(r[2] for r in records)) if f)
-        self._side.append(self.encoder.event(_perfetto.SLICE_BEGIN, begin, track, name, vfield(3, cat) + flows))
-        self._side.append(self.encoder.event(_perfetto.SLICE_END, end, track))
+        handle = recorder.work(self._queue_ix(item), self._name(item.name), self._cats[item.cat], item.submit_ns, flow_out, item.flow, flow_event, *values)
+        self._open[handle] = item
+        self._complete(handle, item)
+
+    def _complete(self, handle: int, item: Work) -> bool:
+        end = item.end_ns
+        if item.event_end_ns is not None:
+            end = item.event_end_ns if end is None else min(end, item.event_end_ns)
+        if end is None:
+            return False
+        self.recorder.complete(handle, end)
+        del self._open[handle]
+        return True
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def _place(self, final: bool) -> int:
+        """Tell the recorder which work completed; the number left unfinished (when ``final``)."""
+        for handle, item in list(self._open.items()):  # (self._lock is held)
+            self._complete(handle, item)
+        return int(self.recorder.unfinished()) if final else 0
 
     def _header(self) -> bytes:
         boot = time.clock_gettime_ns(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else self.origin_ns

@@ -3,9 +3,11 @@
 
 Modes (each measured in a fresh child process, since ``OFFLOAD_TRACE`` is read at ``olInit``):
 ``off``; ``text`` (``OFFLOAD_TRACE=1``, stderr to /dev/null); ``json`` (``OFFLOAD_TRACE=json``,
-stderr to /dev/null); ``timeline`` (``OFFLOAD_TRACE=perfetto:FILE``, the default file format),
-and ``timeline-json`` (``perfetto-json:FILE``, where the build has it). A sample is ns per call
-of a loop (launches: ``n`` launches then one ``olSyncQueue``); the median of the rounds is shown.
+stderr to /dev/null); ``timeline`` (``OFFLOAD_TRACE=perfetto:FILE.pftrace``, Perfetto's binary
+trace) and ``timeline-json`` (``perfetto:FILE.json``, the trace-event JSON option). A sample is ns per call
+of a loop (launches: ``n`` launches then one ``olSyncQueue``), the best of 3 in a child; the
+children of all modes run interleaved, round after round, and each mode's cost added to the
+untraced child of the same round is the median over rounds of the difference.
 
 It also measures the timeline file's bytes per API call; the memory growth (VmRSS) of a process
 making 10^6 traced calls (``--quick``: 2*10^4) after a warm-up of 10^4; and ``offload trace
@@ -27,6 +29,7 @@ line than liboffload 22's does; the timeline file takes <= 100 bytes per API cal
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -67,9 +70,10 @@ class Config:
     peer_calls: int
 
 
-FULL = Config(calls=20_000, rounds=7, file_calls=20_000, growth_calls=1_000_000, merge_launches=50_000, peer_calls=100_000)
+FULL = Config(calls=20_000, rounds=5, file_calls=20_000, growth_calls=1_000_000, merge_launches=50_000, peer_calls=100_000)
 QUICK = Config(calls=500, rounds=2, file_calls=500, growth_calls=20_000, merge_launches=500, peer_calls=2_000)
-MODES = {"off": None, "text": "1", "json": "json", "timeline": "perfetto:{file}", "timeline-json": "perfetto-json:{file}"}
+MODES = {"off": None, "text": "1", "json": "json", "timeline": "perfetto:{file}", "timeline-json": "perfetto:{file}"}
+SUFFIX = {"timeline-json": ".json"}  # the file's name says its form: .json, else Perfetto's binary trace
 
 
 def log(message: str) -> None:
@@ -139,7 +143,7 @@ def child(task: str, calls: int, rounds: int) -> dict[str, Any]:
                     start = time.perf_counter_ns()
                     body(calls)
                     samples[key].append((time.perf_counter_ns() - start) / calls)
-        out = {key: statistics.median(values) for key, values in samples.items()}
+        out = {key: min(values) for key, values in samples.items()}
     elif task == "file":
         launches(calls)
         queries(calls)
@@ -249,13 +253,13 @@ def bench_peer(cfg: Config, work: pathlib.Path) -> dict[str, Any]:
 def bench_merge(cfg: Config, work: pathlib.Path, mode: str) -> dict[str, Any]:
     files = []
     for rank in (0, 1):
-        path = work / f"rank{rank}.trace"
+        path = work / f"rank{rank}.pftrace"
         run_child(mode, "file", cfg.merge_launches, 1, str(path), rank=rank)
         files.append(path)
     from offload.cli._trace_merge import cmd_merge
 
     size = sum(p.stat().st_size for p in files)
-    out_path = work / "merged.trace"
+    out_path = work / "merged.pftrace"
     seconds = []
     for _ in range(3):
         start = time.perf_counter()
@@ -272,19 +276,26 @@ def bench_merge(cfg: Config, work: pathlib.Path, mode: str) -> dict[str, Any]:
 
 
 def run(cfg: Config, quiet: bool) -> dict[str, Any]:
-    import offload._timeline as timeline
-
-    modes = [m for m in MODES if m != "timeline-json" or getattr(timeline, "HAS_JSON_FORMAT", False)]
+    streamed = importlib.util.find_spec("offload._timeline_stream") is not None  # (before it, the JSON file was the only one)
+    modes = [m for m in MODES if m != "timeline-json" or streamed]
     results: dict[str, Any] = {"modes": {}, "config": cfg.__dict__}
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
-        for mode in modes:
+        samples: dict[str, dict[str, list[float]]] = {mode: {"launch_ns": [], "info_ns": []} for mode in modes}
+        for round_ in range(cfg.rounds):  # one child per mode and round, the modes interleaved (load drifts)
             if not quiet:
-                log(f"bench_tracing: {mode} ...")
-            file = work / f"{mode}.trace"
-            times = run_child(mode, "times", cfg.calls, cfg.rounds, str(file))
-            entry: dict[str, Any] = {"launch_ns": times["launch_ns"], "info_ns": times["info_ns"]}
+                log(f"bench_tracing: round {round_ + 1}/{cfg.rounds} ...")
+            for mode in modes if round_ % 2 == 0 else reversed(modes):
+                times = run_child(mode, "times", cfg.calls, 3, str(work / f"{mode}{SUFFIX.get(mode, '.pftrace')}"))
+                for key in ("launch_ns", "info_ns"):
+                    samples[mode][key].append(times[key])
+        off = samples["off"]
+        for mode in modes:
+            entry: dict[str, Any] = {key: statistics.median(values) for key, values in samples[mode].items()}
+            for key in ("launch_ns", "info_ns"):  # paired with the same round's untraced child
+                entry[key.replace("_ns", "_added_ns")] = statistics.median(a - b for a, b in zip(samples[mode][key], off[key]))
             if mode.startswith("timeline"):
+                file = work / f"{mode}{SUFFIX.get(mode, '.pftrace')}"
                 file.unlink(missing_ok=True)
                 made = run_child(mode, "file", cfg.file_calls, 1, str(file))
                 entry["file_bytes"] = file.stat().st_size
@@ -292,7 +303,7 @@ def run(cfg: Config, quiet: bool) -> dict[str, Any]:
             results["modes"][mode] = entry
         if not quiet:
             log("bench_tracing: memory growth ...")
-        growth = run_child("timeline", "growth", cfg.growth_calls, 1, str(work / "growth.trace"))
+        growth = run_child("timeline", "growth", cfg.growth_calls, 1, str(work / "growth.pftrace"))
         growth["growth_kib"] = growth["rss_after_kib"] - growth["rss_before_kib"]
         results["growth"] = growth
         if not quiet:
@@ -314,9 +325,8 @@ class Check:
 
 def checks(results: dict[str, Any]) -> list[Check]:
     modes, peer = results["modes"], results["peer"]
-    off = modes["off"]
     timeline = modes["timeline"]
-    added = timeline["launch_ns"] - off["launch_ns"]
+    added = timeline["launch_added_ns"]
     out = [
         Check("timeline adds per enqueued launch (ns)", added, f"<= {TARGET_TIMELINE_NS:.0f}", added <= TARGET_TIMELINE_NS),
         Check("timeline bytes per API call", timeline["bytes_per_call"], f"<= {TARGET_BYTES_PER_CALL:.0f}", timeline["bytes_per_call"] <= TARGET_BYTES_PER_CALL),
@@ -329,7 +339,7 @@ def checks(results: dict[str, Any]) -> list[Check]:
         Check("trace merge (MB/s)", results["merge"]["mb_per_s"], f">= {TARGET_MERGE_MB_S:.0f}", results["merge"]["mb_per_s"] >= TARGET_MERGE_MB_S),
     ]
     if "skipped" not in peer:
-        ours = modes["text"]["info_ns"] - off["info_ns"]
+        ours = modes["text"]["info_added_ns"]
         theirs = peer["traced_ns"] - peer["off_ns"]
         out.append(Check("text trace per line, added ns / liboffload 22's", ours / theirs, "<= 1.00", ours <= theirs))
     return out
@@ -337,15 +347,22 @@ def checks(results: dict[str, Any]) -> list[Check]:
 
 def report(results: dict[str, Any], verdicts: list[Check]) -> str:
     modes, peer = results["modes"], results["peer"]
-    lines = ["per call (median of rounds)", f"  {'mode':<16}{'olLaunchKernel':>16}{'olGetDeviceInfo':>17}{'bytes/call':>12}"]
+    lines = [
+        "per call (median of rounds; added: median of each round's difference from the untraced child)",
+        f"  {'mode':<16}{'olLaunchKernel':>16}{'added':>12}{'olGetDeviceInfo':>17}{'added':>12}{'bytes/call':>12}",
+    ]
     for mode, entry in modes.items():
         per = f"{entry['bytes_per_call']:.1f}" if "bytes_per_call" in entry else "-"
-        lines.append(f"  {mode:<16}{entry['launch_ns'] / 1e3:13.3f} us{entry['info_ns'] / 1e3:14.3f} us{per:>12}")
+        lines.append(
+            f"  {mode:<16}{entry['launch_ns'] / 1e3:13.3f} us{entry['launch_added_ns'] / 1e3:9.3f} us"
+            f"{entry['info_ns'] / 1e3:14.3f} us{entry['info_added_ns'] / 1e3:9.3f} us{per:>12}"
+        )
     if "skipped" in peer:
         lines.append(f"  liboffload 22: skipped ({peer['skipped']})")
     else:
-        lines.append(f"  {'liboffload 22':<16}{'-':>16}{peer['off_ns'] / 1e3:14.3f} us   (off)")
-        lines.append(f"  {'liboffload 22':<16}{'-':>16}{peer['traced_ns'] / 1e3:14.3f} us   (OFFLOAD_TRACE=1)")
+        lines.append(f"  {'liboffload 22':<16}{'-':>16}{'':>12}{peer['off_ns'] / 1e3:14.3f} us   (off)")
+        added = (peer["traced_ns"] - peer["off_ns"]) / 1e3
+        lines.append(f"  {'liboffload 22':<16}{'-':>16}{'':>12}{peer['traced_ns'] / 1e3:14.3f} us{added:9.3f} us   (OFFLOAD_TRACE=1)")
     growth = results["growth"]
     lines.append(f"memory: {growth['calls']} traced calls: VmRSS {growth['rss_before_kib']} -> {growth['rss_after_kib']} KiB ({growth['growth_kib']:+d} KiB)")
     merge = results["merge"]

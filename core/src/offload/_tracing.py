@@ -357,6 +357,10 @@ class Tracer:
     def __init__(self, logger: Any) -> None:
         self._logger = logger
 
+    def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call of ``fn`` that succeeded (the entry points' common case)."""
+        self.emit(TracedCall(fn, args, result, None, end_ns - start_ns, level=level))
+
     def emit(self, call: TracedCall) -> None:
         try:
             params = call.params()
@@ -383,6 +387,10 @@ class TimelineTracer:
 
     def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
         self.timeline = Timeline(path, owner_of)
+
+    def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call of ``fn`` that succeeded (the entry points' common case)."""
+        self.emit(TracedCall(fn, args, result, None, end_ns - start_ns, level=level))
 
     def emit(self, call: TracedCall) -> None:
         end = perf_counter_ns()
@@ -418,6 +426,14 @@ class StreamTracer(TimelineTracer):
         from ._timeline_stream import StreamTimeline
 
         self.timeline = StreamTimeline(path, owner_of)
+
+    def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call of ``fn`` that succeeded: recorded without a TracedCall (no parameters are shown)."""
+        timeline: Any = self.timeline
+        try:
+            timeline.record_call(fn.name, args, result, None, start_ns, end_ns, False)
+        except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
+            timeline.warn(f"could not record {fn.name}", exc)
 
     def emit(self, call: TracedCall) -> None:
         end = perf_counter_ns()

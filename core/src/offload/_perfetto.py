@@ -38,8 +38,13 @@ FLOW_BITS = 20
 TRACK_BITS = 10
 
 
+_SMALL = [bytes((n,)) for n in range(128)]
+
+
 def varint(value: int) -> bytes:
     """``value`` (unsigned, below 2**64; a negative int64 as protobuf writes it) as a varint."""
+    if 0 <= value < 128:
+        return _SMALL[value]
     if value < 0:
         value += 1 << 64
     out = bytearray()

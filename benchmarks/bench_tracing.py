@@ -276,7 +276,7 @@ def bench_merge(cfg: Config, work: pathlib.Path, mode: str) -> dict[str, Any]:
 
 
 def run(cfg: Config, quiet: bool) -> dict[str, Any]:
-    streamed = importlib.util.find_spec("offload._timeline_stream") is not None  # (before it, the JSON file was the only one)
+    streamed = importlib.util.find_spec("offload._trace.timeline_stream") is not None  # (before it, the JSON file was the only one)
     modes = [m for m in MODES if m != "timeline-json" or streamed]
     results: dict[str, Any] = {"modes": {}, "config": cfg.__dict__}
     with tempfile.TemporaryDirectory() as tmp:

@@ -59,12 +59,12 @@ def _run_job(run_python: Any, path: pathlib.Path, code: str = JOB) -> dict[str, 
 @pytest.fixture(scope="module", params=["json", "pftrace"])
 def job_trace(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> tuple[pathlib.Path, dict[str, Any]]:
     """The JOB's timeline in both forms: JSON (a .json path) and Perfetto's binary trace (any
-    other name), the latter read back as trace events by ``offload._perfetto_read``."""
+    other name), the latter read back as trace events by ``offload._trace.perfetto_read``."""
     import os
     import subprocess
     import sys
 
-    from offload._perfetto_read import load
+    from offload._trace.perfetto_read import load
 
     path = tmp_path_factory.mktemp("timeline") / f"job.{request.param}"
     env = child_environ("OFFLOAD_")
@@ -185,7 +185,7 @@ def test_the_ordering_the_file_promises(job_trace: tuple[pathlib.Path, dict[str,
 #: stamped 5 ms late (their thread scheduled late) while q2's were on time.
 _LATE_STAMPS = """
 import time
-import offload._timeline as _timeline, offload._timeline_work as _work
+import offload._trace.timeline as _timeline, offload._trace.timeline_work as _work
 _anchor = _timeline.anchor_clock
 def late_anchor(device):
     clock = _anchor(device)
@@ -268,7 +268,7 @@ def test_bare_perfetto_writes_into_the_working_directory(run_python: Any, tmp_pa
     proc = run_python(code, env={"OFFLOAD_TRACE": "perfetto"})
     path = tmp_path / f"offload-trace-{proc.stdout.strip()}.pftrace"  # the default: Perfetto's binary trace
     assert path.exists(), proc.stderr
-    from offload._perfetto_read import load
+    from offload._trace.perfetto_read import load
 
     check_trace_event_format(load(str(path)))
 
@@ -355,7 +355,7 @@ def test_many_threads_and_queues_keep_the_promises(run_python: Any, tmp_path: pa
 def test_the_setting_forms(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     import os
 
-    from offload._timeline import path_from_setting
+    from offload._trace.timeline import path_from_setting
 
     monkeypatch.chdir(tmp_path)
     default = str(tmp_path / f"offload-trace-{os.getpid()}.pftrace")

@@ -109,8 +109,8 @@ def test_the_file_decodes_with_the_published_schema(run_python: Any, tmp_path: p
 def test_chunks_are_written_as_the_run_goes(run_python: Any, tmp_path: pathlib.Path) -> None:
     """More slices than a chunk, then a process that ends without exit handlers: the chunks
     written while it ran are a readable timeline (only the last, unwritten one is lost)."""
-    from offload._perfetto_read import load
-    from offload._timeline_stream import CHUNK
+    from offload._trace.perfetto_read import load
+    from offload._trace.timeline_stream import CHUNK
 
     path = tmp_path / "crash.pftrace"
     _run(run_python, path, 3 * CHUNK, "crash")
@@ -121,9 +121,9 @@ def test_chunks_are_written_as_the_run_goes(run_python: Any, tmp_path: pathlib.P
 
 
 def test_the_compiled_recorder_writes_the_python_recorders_bytes() -> None:
-    from offload import _perfetto
+    from offload._trace import perfetto as _perfetto
 
-    fastpath = pytest.importorskip("offload._fastpath", reason="offload-core was built without its C extension")
+    fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
     rng = random.Random(31)
     fast, slow = fastpath.Recorder(4242, 1000), _perfetto.PyRecorder(4242, 1000)
     for _ in range(3000):
@@ -168,7 +168,7 @@ def test_compiled_launches_are_recorded_in_enqueue_order(run_python: Any, tmp_pa
     times their work); the Python path's work on the same queue keeps its place among them."""
     import json
 
-    from offload._perfetto_read import load
+    from offload._trace.perfetto_read import load
 
     path = tmp_path / "compiled.pftrace"
     proc = run_python(COMPILED_JOB, env={"OFFLOAD_TRACE": f"perfetto:{path}", "OFFLOAD_BACKENDS": "host"})

@@ -54,7 +54,7 @@ def _env(trace: str) -> dict[str, str]:
 
 def _read(path: Path) -> dict[str, Any]:
     """A timeline file in either form: the JSON document, or the binary file read back as one."""
-    from offload._perfetto_read import load
+    from offload._trace.perfetto_read import load
 
     def no_nan(text: str) -> float:
         raise AssertionError(f"{text} in {path}")

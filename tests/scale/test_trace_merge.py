@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from offload import _job_timeline
+from offload._trace import job_timeline as _job_timeline
 from offload.cli import main
 from helpers import child_environ
 
@@ -202,7 +202,7 @@ def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
 def test_binary_rank_files_concatenate_into_one_timeline(tmp_path: Path, run_python: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """The default form: two ranks' Perfetto files merge by concatenation; read back, each rank is a
     process group on the wall clock (rank 1 after rank 0), and one rank given twice is refused."""
-    from offload._perfetto_read import load
+    from offload._trace.perfetto_read import load
 
     for rank in (0, 1):
         run_python(_RANK_JOB, env={"PMI_RANK": str(rank), "OFFLOAD_TRACE": f"perfetto:{tmp_path}/rank{{rank}}.pftrace"})

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
-from .._perfetto_read import PerfettoFormatError, decode, is_perfetto
+from .._trace.perfetto_read import PerfettoFormatError, decode, is_perfetto
 from ._common import _ERROR_PREFIX, EXIT_NOTHING, EXIT_OK, _print_json, format_bytes, format_table, gb_per_s
 from ._trace_merge import RankUsage, format_ranks, per_rank
 
@@ -56,7 +56,7 @@ class TraceFormatError(ValueError):
 
 
 def load_events(path: str) -> list[dict[str, Any]]:
-    """The events of a timeline file: Perfetto's binary form (``_perfetto_read``) or a trace-event
+    """The events of a timeline file: Perfetto's binary form (``_trace.perfetto_read``) or a trace-event
     JSON file (an object with ``traceEvents``, or a bare list).
 
     ``OSError`` for an unreadable file, ``ValueError`` (``TraceFormatError`` included) for one

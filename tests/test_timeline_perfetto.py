@@ -5,8 +5,10 @@ what was written), and the C recorder's bytes equal to the Python one's."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import random
+import tempfile
 from collections import defaultdict
 from typing import Any
 
@@ -33,16 +35,18 @@ try:
 except ol.OffloadError:
     pass
 ol.olSyncQueue(q); ol.olSyncQueue(q2)
-if sys.argv[2] == "crash":
+if sys.argv[2] == "flush":
+    print(ol.flush_trace())  # what is recorded so far, appended now
+if sys.argv[2] in ("crash", "flush"):
     sys.stdout.flush()
-    os._exit(0)  # no exit handlers: what the chunks wrote is all there is
+    os._exit(0)  # no exit handlers: what the chunks (and the flush) wrote is all there is
 ol.olShutDown()
 """
 
 
-def _run(run_python: Any, path: pathlib.Path, launches: int, how: str = "shutdown") -> None:
+def _run(run_python: Any, path: pathlib.Path, launches: int, how: str = "shutdown") -> str:
     code = f"import sys\nsys.argv = ['job', {str(launches)!r}, {how!r}]\n" + JOB
-    run_python(code, env={"OFFLOAD_TRACE": f"perfetto:{path}", "OFFLOAD_BACKENDS": "host"})
+    return str(run_python(code, env={"OFFLOAD_TRACE": f"perfetto:{path}", "OFFLOAD_BACKENDS": "host"}).stdout)
 
 
 def _schema() -> Any:
@@ -120,6 +124,19 @@ def test_chunks_are_written_as_the_run_goes(run_python: Any, tmp_path: pathlib.P
     assert [e for e in events if e.get("cat") == "kernel"]
 
 
+def test_flush_trace_appends_what_was_recorded(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """``flush_trace()`` returns the path and appends every call and finished work item so far."""
+    from offload._trace.perfetto_read import load
+
+    path = tmp_path / "flushed.pftrace"
+    out = _run(run_python, path, 100, "flush")
+    assert out.strip() == str(path)
+    events = load(str(path))["traceEvents"]
+    assert len([e for e in events if e.get("name") == "olLaunchKernel"]) == 100
+    assert len([e for e in events if e.get("cat") == "kernel"]) == 100  # synchronised before: all drawn
+    assert [e["name"] for e in events if e.get("cat") == "api"][-1] == "olSyncQueue"
+
+
 def test_the_compiled_recorder_writes_the_python_recorders_bytes() -> None:
     from offload._trace import perfetto as _perfetto
 
@@ -132,7 +149,23 @@ def test_the_compiled_recorder_writes_the_python_recorders_bytes() -> None:
         fast.slice(*args)
         slow.slice(*args)
     assert len(fast) == len(slow) == 3000
+    for recorder in (fast, slow):  # work on two queue FIFOs, completed out of order, some never
+        queues = [recorder.queue(1 << 20), recorder.queue(2 << 20)]
+        handles = [recorder.work(queues[i % 2], 5, 2, 1000 * i, 0, recorder.flow(), 0, 1, i) for i in range(2000)]
+        for i in reversed(range(1900)):
+            recorder.complete(handles[i], 1000 * i + (700 if i % 3 else 50))
+        recorder.complete(handles[0], 1)  # (a second completion changes nothing)
+        assert recorder.unfinished() == 2000
     assert fast.take() == slow.take()
+    assert fast.unfinished() == slow.unfinished() == 100  # the tail never completed
+    fd, name = tempfile.mkstemp()
+    try:
+        fast.slice(1, 2, 3, 4, 5)
+        slow.slice(1, 2, 3, 4, 5)
+        assert fast.write_to(fd) == len(slow.take()) > 0
+    finally:
+        os.close(fd)
+        os.unlink(name)
     assert len(fast) == 0 and fast.take() == b""
     with pytest.raises(TypeError):
         fast.slice(1, 2, 3, 4, "5")

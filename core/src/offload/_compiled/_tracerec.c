@@ -9,7 +9,9 @@
  */
 #include "_fastpath.h"
 
+#include <errno.h>
 #include <stdatomic.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <string.h>
 #include <structmember.h>
@@ -41,6 +43,7 @@ typedef struct {
   work_t **blocks;
   Py_ssize_t nblocks, capblocks;
   uint64_t first, head, tail; /* seq of blocks[0][0], of the first waiting work, of the next one */
+  work_t *spare;              /* a drawn block kept for the next one (no fresh pages per block) */
 } fifo_t;
 
 typedef struct {
@@ -200,8 +203,9 @@ void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t 
       f->blocks = grown;
       f->capblocks = cap;
     }
-    work_t *block = PyMem_Malloc(BLOCK * sizeof(work_t));
+    work_t *block = f->spare != NULL ? f->spare : PyMem_Malloc(BLOCK * sizeof(work_t));
     if (block == NULL) return PyErr_NoMemory();
+    f->spare = NULL;
     f->blocks[f->nblocks++] = block;
   }
   work_t *w = fifo_at(f, f->tail);
@@ -251,7 +255,8 @@ static int place(Recorder *r) {
       r->recs[r->count - 1].flow_in2 = w->flow_in2;
       f->head++;
       if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
-        PyMem_Free(f->blocks[0]);
+        if (f->spare == NULL) f->spare = f->blocks[0];
+        else PyMem_Free(f->blocks[0]);
         memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
         f->nblocks--;
         f->first += BLOCK;
@@ -372,6 +377,62 @@ static PyObject *rec_take(PyObject *self, PyObject *unused) {
   return bytes;
 }
 
+/* write_to(fd): the slices encoded and written to the file descriptor in blocks of a reused
+ * buffer (no bytes object of the chunk's size, whose fresh pages cost more than the encoding),
+ * the GIL released while writing; the bytes written. OSError on a failed write. */
+#define WRITE_BLOCK (256 * 1024)
+static unsigned char *write_buffer;
+
+static int write_all(int fd, const unsigned char *p, size_t n) {
+  int failed = 0;
+  Py_BEGIN_ALLOW_THREADS while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      failed = errno;
+      break;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  Py_END_ALLOW_THREADS if (failed) {
+    errno = failed;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject *rec_write_to(PyObject *self, PyObject *arg) {
+  Recorder *r = (Recorder *)self;
+  int fd = PyObject_AsFileDescriptor(arg);
+  if (fd < 0) return NULL;
+  if (place(r) < 0) return NULL;
+  const size_t record_max = 2 * 3 * 11 + 2 * 8 * 11 + RECORD_VALUES * 3 * 11 + 64;
+  if (write_buffer == NULL && (write_buffer = PyMem_RawMalloc(WRITE_BLOCK)) == NULL) return PyErr_NoMemory();
+  out_t o = {write_buffer};
+  unsigned long long total = 0;
+  for (Py_ssize_t i = 0; i < r->count; ++i) {
+    if ((size_t)(o.p - write_buffer) + record_max > WRITE_BLOCK) {
+      size_t n = (size_t)(o.p - write_buffer);
+      if (write_all(fd, write_buffer, n) < 0) return NULL; /* (the records are kept: a later write retries) */
+      total += n;
+      o.p = write_buffer;
+    }
+    encode(r, &r->recs[i], &o);
+  }
+  size_t n = (size_t)(o.p - write_buffer);
+  if (n > 0 && write_all(fd, write_buffer, n) < 0) return NULL;
+  total += n;
+  r->count = 0;
+  if (r->cap > 65536) {
+    PyMem_Free(r->recs);
+    r->recs = NULL;
+    r->cap = 0;
+  }
+  return PyLong_FromUnsignedLongLong(total);
+}
+
 static Py_ssize_t rec_len(PyObject *self) { return ((Recorder *)self)->count; }
 
 static int rec_init(PyObject *self, PyObject *args, PyObject *kwds) {
@@ -395,6 +456,7 @@ static void rec_dealloc(PyObject *self) {
     if (f->head != f->tail) continue; /* work a queue may still stamp: its blocks are left alone */
     for (Py_ssize_t b = 0; b < f->nblocks; ++b) PyMem_Free(f->blocks[b]);
     PyMem_Free(f->blocks);
+    PyMem_Free(f->spare);
   }
   PyMem_Free(r->fifos);
   Py_XDECREF(r->kernels);
@@ -424,6 +486,7 @@ static PyMethodDef rec_methods[] = {
      "work(queue, name_iid, cat_iid, submit_ns, flow_out=0, flow_in=0, flow_in2=0, *values) -> handle"},
     {"complete", (PyCFunction)(void (*)(void))rec_complete, METH_FASTCALL, "complete(handle, end_ns): the work ended then"},
     {"unfinished", rec_unfinished, METH_NOARGS, "unfinished() -> work not completed yet"},
+    {"write_to", rec_write_to, METH_O, "write_to(fd) -> int: take(), written to a file descriptor without building the bytes"},
     {"take", rec_take, METH_NOARGS, "take() -> bytes: the recorded slices as Perfetto packets; the recorder is then empty"},
     {NULL, NULL, 0, NULL},
 };

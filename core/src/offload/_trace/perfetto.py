@@ -26,6 +26,7 @@ pid otherwise, so that the files of a job can be concatenated without a clash):
 
 from __future__ import annotations
 
+import os
 import struct
 from collections import deque
 from typing import Any
@@ -209,6 +210,13 @@ class PyRecorder:
 
     def __len__(self) -> int:
         return len(self._records)
+
+    def write_to(self, fd: int) -> int:
+        """``take()`` written to the file descriptor ``fd``: the bytes written."""
+        data = memoryview(self.take())
+        while data:
+            data = data[os.write(fd, data) :]
+        return len(data.obj)  # type: ignore[arg-type]
 
     def take(self) -> bytes:
         """The recorded slices and the completed work, encoded; those are then forgotten."""

@@ -15,6 +15,7 @@ still unfinished is counted in an instant. The layout of the file is ``_perfetto
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _version
 from . import perfetto as _perfetto
 from .perfetto import Encoder, annotation, vfield
-from .timeline import Timeline
+from .timeline import Timeline, multiprocessing_exit
 from .timeline_work import TIMING_SOURCE, Work
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class StreamTimeline(Timeline):
         self._local = threading.local()  # this thread's native id
         self._fifos: dict[tuple[int, int], int] = {}  # (pid, tid) of a queue track -> its FIFO in the recorder
         self._open: dict[int, Work] = {}  # FIFO handle -> work whose completion is not known yet
+        self._open_mark = CHUNK  # a write is due when this much work is open
         self._record_flows: dict[int, tuple[Work, int]] = {}  # id(event record work) -> (it, its flow)
         self._file: Any = None
         self._header_written = False
@@ -153,15 +155,14 @@ class StreamTimeline(Timeline):
                 self._side.append(encoder.event(_perfetto.SLICE_END, end_ns, track))
             if not self._at_exit and not self.written:
                 self._at_exit = True
-                import atexit
-
-                from .timeline import multiprocessing_exit
-
                 atexit.register(self._write_at_exit)
                 self._child_exit = multiprocessing_exit(self._flush_at_child_exit)
-            full = len(recorder) >= CHUNK or len(self._open) >= CHUNK
+            full = len(recorder) >= CHUNK or len(self._open) >= self._open_mark
         if full:
             self.flush(read_events=not final)
+            # work that does not complete (a queue held up) must not make every call write: the
+            # next write for it waits until as much again is outstanding
+            self._open_mark = max(CHUNK, 2 * len(self._open))
 
     def _full(self) -> None:
         """The compiled path recorded a chunk's worth: write it (never from a host function's thread:
@@ -250,29 +251,32 @@ class StreamTimeline(Timeline):
         annotation_names, self._new_annotation_names = self._new_annotation_names, []
         return self.encoder.interned(names, annotation_names)
 
-    def _chunk(self, final: bool) -> bytes:
-        """The bytes to append: new tracks and names first, then the slices recorded since."""
-        with self._lock:
-            head = b"" if self._header_written else self._header()
-            self._header_written = True
-            unfinished = self._place(final)
-            if unfinished:
-                label = f"{unfinished} work item(s) unfinished when the file was written"
-                self._side.append(self.encoder.event(_perfetto.INSTANT, time.perf_counter_ns(), self.api_track, self._name(label)))
-            slices: bytes = self.recorder.take()
-            side, self._side = self._side, []
-            tracks, self._new_tracks = self._new_tracks, []
-            return head + b"".join(tracks) + self._interned() + slices + b"".join(side)
+    def _chunk(self, final: bool) -> tuple[bytes, bytes]:
+        """What to append around the slices (which the recorder writes itself, between them): new
+        tracks and names first, the packets made in Python after. (self._lock is held.)"""
+        head = b"" if self._header_written else self._header()
+        self._header_written = True
+        unfinished = self._place(final)
+        if unfinished:
+            label = f"{unfinished} work item(s) unfinished when the file was written"
+            self._side.append(self.encoder.event(_perfetto.INSTANT, time.perf_counter_ns(), self.api_track, self._name(label)))
+        side, self._side = self._side, []
+        tracks, self._new_tracks = self._new_tracks, []
+        return head + b"".join(tracks) + self._interned(), b"".join(side)
 
     def _replace_file(self) -> bool:
         """Append a chunk (the name is kept from the JSON form: this is what a write does)."""
         final = self.written
         try:
-            data = self._chunk(final)
             if self._file is None:
                 os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
                 self._file = open(self.path, "wb", buffering=0)  # noqa: SIM115 - open for the session
-            self._file.write(data)
+            with self._lock:
+                before, after = self._chunk(final)
+                fd = self._file.fileno()
+                _write(fd, before)
+                self.recorder.write_to(fd)
+                _write(fd, after)
             if final:
                 self._file.close()
         except Exception as error:  # noqa: BLE001 - the timeline never fails the user's call
@@ -285,6 +289,12 @@ class StreamTimeline(Timeline):
 
     def document(self) -> dict[str, Any]:
         raise TypeError("a streamed timeline has no JSON document (see _trace.perfetto_read.load)")
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _perfetto_track_base() -> int:

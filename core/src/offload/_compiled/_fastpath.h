@@ -131,6 +131,8 @@ PyObject *fp_rec_kernels(PyObject *recorder);
 PyObject *fp_rec_threads(PyObject *recorder);
 PyObject *fp_rec_queue_ix(PyObject *recorder);
 uint32_t fp_rec_launch_iid(PyObject *recorder);
+/* A number no other recorder of this process had (never 0). */
+uint64_t fp_rec_generation(PyObject *recorder);
 /* Calls the recorder's on_full() once it holds `limit` records (the timeline then
  * writes a chunk); its errors are reported as unraisable, never raised. */
 void fp_rec_maybe_full(PyObject *recorder);

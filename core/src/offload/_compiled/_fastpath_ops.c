@@ -92,6 +92,15 @@ typedef struct {
 } launch_rec;
 
 static __thread unsigned long tl_tid;
+/* This thread's last launch's lookups (the recorder's dicts hold the kernel and the queue, so
+ * their addresses are not reused while its generation lives). */
+static __thread struct {
+  uint64_t gen;
+  PyObject *kernel, *queue;
+  uint32_t kernel_iid;
+  Py_ssize_t queue_ix;
+  uint64_t thread_track;
+} tl_last;
 
 /* What recording this launch needs, all known to the recorder (the Python path registers them
  * the first time): 1, or 0 (the traced Python path makes the call). */
@@ -99,6 +108,13 @@ static int recordable(launch_rec *lr, PyObject *queue, PyObject *kernel, const o
   if (queue == Py_None || ep == NULL || ep->struct_size < offsetof(offload_native_entry_points, stamp) + sizeof(void *) ||
       ep->stamp == NULL || fp_rec_launch_iid(lr->rec) == 0)
     return 0;
+  uint64_t gen = fp_rec_generation(lr->rec);
+  if (tl_last.gen == gen && tl_last.kernel == kernel && tl_last.queue == queue) {
+    lr->kernel_iid = tl_last.kernel_iid;
+    lr->queue_ix = tl_last.queue_ix;
+    lr->thread_track = tl_last.thread_track;
+    return 1;
+  }
   PyObject *iid = PyDict_GetItemWithError(fp_rec_kernels(lr->rec), kernel);
   PyObject *ix = iid == NULL ? NULL : PyDict_GetItemWithError(fp_rec_queue_ix(lr->rec), queue);
   if (tl_tid == 0) tl_tid = (unsigned long)PyThread_get_thread_native_id();
@@ -116,6 +132,12 @@ static int recordable(launch_rec *lr, PyObject *queue, PyObject *kernel, const o
     PyErr_Clear();
     return 0;
   }
+  tl_last.gen = gen;
+  tl_last.kernel = kernel;
+  tl_last.queue = queue;
+  tl_last.kernel_iid = lr->kernel_iid;
+  tl_last.queue_ix = lr->queue_ix;
+  tl_last.thread_track = lr->thread_track;
   return 1;
 }
 

@@ -48,7 +48,7 @@ typedef struct {
 
 typedef struct {
   PyObject_HEAD
-  uint64_t seq, origin, flows;
+  uint64_t seq, origin, flows, generation;
   rec_t *recs;
   Py_ssize_t count, cap;
   fifo_t *fifos;
@@ -228,6 +228,8 @@ uint64_t *fp_rec_work_end(void *work) { return (uint64_t *)&((work_t *)work)->en
 PyObject *fp_rec_kernels(PyObject *recorder) { return ((Recorder *)recorder)->kernels; }
 PyObject *fp_rec_threads(PyObject *recorder) { return ((Recorder *)recorder)->threads; }
 PyObject *fp_rec_queue_ix(PyObject *recorder) { return ((Recorder *)recorder)->queue_ix; }
+uint64_t fp_rec_generation(PyObject *recorder) { return ((Recorder *)recorder)->generation; }
+
 uint32_t fp_rec_launch_iid(PyObject *recorder) { return (uint32_t)((Recorder *)recorder)->launch_iid; }
 
 void fp_rec_maybe_full(PyObject *recorder) {
@@ -440,8 +442,10 @@ static int rec_init(PyObject *self, PyObject *args, PyObject *kwds) {
   unsigned long long seq, origin;
   static char *names[] = {"seq", "origin_ns", NULL};
   if (!PyArg_ParseTupleAndKeywords(args, kwds, "KK", names, &seq, &origin)) return -1;
+  static uint64_t generations;
   r->seq = seq;
   r->origin = origin;
+  r->generation = ++generations;
   if (r->kernels == NULL && (r->kernels = PyDict_New()) == NULL) return -1;
   if (r->threads == NULL && (r->threads = PyDict_New()) == NULL) return -1;
   if (r->queue_ix == NULL && (r->queue_ix = PyDict_New()) == NULL) return -1;

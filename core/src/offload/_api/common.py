@@ -3,8 +3,8 @@ and releasing a resource only after the queued work that may use it.
 
 Each ``_api_<section>`` module follows a section of ``hookspecs`` and holds the ``_impl`` layer of
 its functions (liboffload's ``<fn>_impl``): each takes the live ``Session`` first and the Python
-arguments after it. By the time it runs, the generated entry point (``_entrypoints``) has checked
-initialisation, run the validation conditions of ``_api_table`` and checked that every handle
+arguments after it. By the time it runs, the generated entry point (``_api.functions``) has checked
+initialisation, run the validation conditions of ``_api.table`` and checked that every handle
 argument is live and of its kind. What is left there is the semantics: enum ranges, kind and
 ownership rules, routing to the backend.
 """

@@ -1,5 +1,5 @@
-"""The implementation of every ``ol*`` function of ``_api_table``, by name: what the generated
-entry points (``_entrypoints``) call. Each function lives in the ``_api_<section>`` module of its
+"""The implementation of every ``ol*`` function of ``_api.table``, by name: what the generated
+entry points (``_api.functions``) call. Each function lives in the ``_api.<section>`` module of its
 ``hookspecs`` section; each ``olGet<X>Info`` / ``olGet<X>InfoSize`` pair is made here from one query.
 """
 

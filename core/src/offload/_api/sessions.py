@@ -1,6 +1,6 @@
 """What a layer built over the flat API (``offload.objects``) needs from the core beyond it.
 
-The flat API (``_flat_api``) is the layer's way in: it makes and destroys handles and moves data.
+The flat API (``_api.flat``) is the layer's way in: it makes and destroys handles and moves data.
 Three questions it cannot answer are answered here, and nothing else of the core's state is the
 layer's to read:
 
@@ -20,7 +20,7 @@ the layer's own C methods run only with it) and which device this rank of a dist
 takes (``spread_over_ranks``, from what the launcher set).
 
 Memory and streams of other libraries (DLPack, ``__cuda_array_interface__``) go through the doors
-of ``_foreign``, re-exported here for the layer: ``register_foreign_memory`` (an import's device
+of ``_core.foreign``, re-exported here for the layer: ``register_foreign_memory`` (an import's device
 range, copyable for its lifetime), ``foreign_stream_wait`` and ``foreign_stream_sync``.
 
 A ``Session`` is opaque: compare sessions with ``is`` only; holding one keeps nothing alive and

@@ -1,9 +1,9 @@
-"""Generates ``_flat_api.pyi``: typed signatures of the generated ol* functions and C constants.
+"""Generates ``_api/flat.pyi``: typed signatures of the generated ol* functions and C constants.
 
-The functions are made at import from ``_api_table``, so type checkers and IDEs cannot see them;
-type checkers read this stub for the module ``_flat_api`` that holds them (and that
+The functions are made at import from ``_api.table``, so type checkers and IDEs cannot see them;
+type checkers read this stub for the module ``_api.flat`` that holds them (and that
 ``offload/__init__.py`` and ``offload.objects`` import). The info getters get one
-overload per result type (``olGetDeviceInfo(d, DeviceInfo.NAME)`` is a ``str``), from ``_info``.
+overload per result type (``olGetDeviceInfo(d, DeviceInfo.NAME)`` is a ``str``), from ``_values.info``.
 
     python -m offload._api.stubgen            # rewrite core/src/offload/_flat_api.pyi
     python -m offload._api.stubgen --check    # exit 1 if the file differs from what the table gives
@@ -200,7 +200,7 @@ def _function_text(fn: Function) -> str:
 
 
 def generate() -> str:
-    """The stub's text, from ``_api_table.FUNCTIONS``, ``_info`` and the enums' C constants."""
+    """The stub's text, from ``_api.table.FUNCTIONS``, ``_values.info`` and the enums' C constants."""
     parts = [_HEADER]
     for fn in _api_table.FUNCTIONS:
         parts.append(_function_text(fn))

@@ -1,10 +1,10 @@
 """One declarative table of the ol* API (liboffload's ``.td`` files, for Python).
 
 Each ``Function`` lists its parameters in C order with their C names, and its own validation
-conditions in the ``.td`` order. From it ``_entrypoints`` generates every public function: the
+conditions in the ``.td`` order. From it ``_api.functions`` generates every public function: the
 initialisation check, the validation (own conditions, then ``NULL == <handle>`` checks, then
 ``NULL == <pointer>`` checks, as liboffload's generator orders them), the handle liveness checks,
-the call of the implementation, and the trace line. It is data only: ``_entrypoints`` binds each
+the call of the implementation, and the trace line. It is data only: ``_api.functions`` binds each
 function to its implementation.
 """
 

@@ -8,7 +8,7 @@ current snapshot without locking, so a lookup is one attribute read and one bise
 
 A range whose owner let it go (``olMemFree``, ``olDestroyProgram``) stays in the map, *retired*,
 until its memory was given back: every range check refuses it meanwhile, and the two publishes
-(retired, then gone) are what invalidates the range checks' cache (``_ranges.HOT``).
+(retired, then gone) are what invalidates the range checks' cache (``_core.ranges.HOT``).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class AllocationMap:
 
     def republish(self) -> None:
         """Publish the same ranges as a new snapshot: whatever was found safe in the last one
-        (``_ranges.HOT``) must be checked again."""
+        (``_core.ranges.HOT``) must be checked again."""
         with self._lock:
             self._publish()
 

@@ -185,7 +185,7 @@ def shutdown() -> bool:
 def _sigint_held(interrupts: list[BaseException]) -> Iterator[Callable[[], int]]:
     """On the main thread, hold SIGINT: its Python handler runs (once) when the block ends (a
     ``KeyboardInterrupt`` it raises is appended to ``interrupts``). Yields how many SIGINTs
-    arrived meanwhile (a second one makes the teardown stop waiting: ``_drain``). Elsewhere,
+    arrived meanwhile (a second one makes the teardown stop waiting: ``_core.drain``). Elsewhere,
     nothing to do: Python runs signal handlers on the main thread only."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: 0

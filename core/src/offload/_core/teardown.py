@@ -66,7 +66,7 @@ def teardown(
 ) -> None:
     """Release every queue, program, allocation, device and backend of ``ctx`` (after the calls
     other threads are inside have returned), keeping every error and interrupt. Where waiting
-    stops (``_drain``: the deadline, Ctrl-C twice), what the pending work may use stays in place: all of
+    stops (``_core.drain``: the deadline, Ctrl-C twice), what the pending work may use stays in place: all of
     it while other threads are inside calls, else each stuck device's programs, memory and
     queues and its backend. ``own_queue``: the queue whose host function calls this (released
     from inside, never waited for)."""

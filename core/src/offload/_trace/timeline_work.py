@@ -1,5 +1,5 @@
 """The timeline's pieces of device work, its per-device clocks and the value formatting its file
-uses (``_timeline`` records and writes them; see its module doc for the timing sources)."""
+uses (``_trace.timeline`` records and writes them; see its module doc for the timing sources)."""
 
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ class StreamTimeline(Timeline):
     def _full(self) -> None:
         """The compiled path recorded a chunk's worth: write it (never from a host function's thread:
         events are not read there)."""
-        from .._core.runtime import LOCAL
+        from .._core.session import LOCAL
 
         self.flush(read_events=LOCAL.queue is None)
 

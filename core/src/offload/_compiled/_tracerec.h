@@ -63,4 +63,20 @@ PyObject *fp_rec_work_method(PyObject *self, PyObject *const *args, Py_ssize_t n
 PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused);
 
+/* The compiled launch's recording (_tracelaunch.c). */
+typedef struct {
+  PyObject *rec; /* the session's Recorder (NULL: the session is not traced) */
+  uint64_t thread_track, begin;
+  uint32_t kernel_iid;
+  Py_ssize_t queue_ix;
+} fp_launch_rec;
+/* CLOCK_MONOTONIC in ns: time.perf_counter_ns's clock on Linux. */
+uint64_t fp_now_ns(void);
+/* Whether the launch can be recorded here: the backend stamps, and the recorder knows its
+ * thread, queue and kernel (the traced Python path registers them the first time); 1 or 0. */
+int fp_launch_recordable(fp_launch_rec *lr, PyObject *queue, PyObject *kernel, const offload_native_entry_points *ep);
+/* Records the launch made natively: its API slice and its work (0, or -1 with an exception set). */
+int fp_launch_record(fp_launch_rec *lr, const offload_native_entry_points *ep, offload_native_word dw, offload_native_word qw,
+                     const offload_launch_dims *dims, size_t args_size);
+
 #endif

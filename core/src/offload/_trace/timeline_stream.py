@@ -28,6 +28,7 @@ from . import perfetto as _perfetto
 from .perfetto import Encoder, annotation, vfield
 from .timeline import Timeline, multiprocessing_exit
 from .timeline_work import TIMING_SOURCE, Work
+from .._core.session import LOCAL
 
 if TYPE_CHECKING:
     from .._core.handles import Device
@@ -167,8 +168,6 @@ class StreamTimeline(Timeline):
     def _full(self) -> None:
         """The compiled path recorded a chunk's worth: write it (never from a host function's thread:
         events are not read there)."""
-        from .._core.session import LOCAL
-
         self.flush(read_events=LOCAL.queue is None)
 
     def _queue_ix(self, item: Work) -> int:

@@ -135,8 +135,8 @@ def init(args: Any = None, make_tracer: TracerFactory | None = None) -> None:
 
 
 def _compiled_recorder(tracer: Any) -> Any:
-    """The tracer's timeline recorder where it is the compiled one (``_fastpath.Recorder``: the
-    compiled path then records its launches itself), else None."""
+    """The tracer's timeline recorder where it is the compiled one (``_compiled._fastpath.Recorder``:
+    the compiled path then records its launches itself), else None."""
     recorder = getattr(getattr(tracer, "timeline", None), "recorder", None)
     return recorder if type(recorder).__module__ == "offload._compiled._fastpath" else None
 

@@ -123,6 +123,8 @@ CALLS: dict[str, Callable[[World], Any]] = {
     "build_source": lambda w: ol.build(SOURCE, w.device),
     "foreign_stream_wait": lambda w: ol.foreign_stream_wait(1, w.event(w.queue())),
     "foreign_stream_sync": lambda w: ol.foreign_stream_sync(w.device, 1),
+    "queue_stream": lambda w: ol.queue_stream(w.queue()),
+    "adopt_stream": lambda w: ol.adopt_stream(w.device, 1),
 }
 
 

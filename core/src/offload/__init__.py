@@ -42,6 +42,7 @@ from ._enums import (
 from ._errors import OffloadError, OffloadTypeError, OffloadValueError
 from ._flush import flush_trace
 from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
+from ._streams import adopt_stream, queue_stream
 from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._flat_api import __all__ as _flat_api_names
 from ._handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
@@ -125,6 +126,8 @@ __all__ = [
     "register_foreign_memory",
     "foreign_stream_wait",
     "foreign_stream_sync",
+    "adopt_stream",
+    "queue_stream",
     # programs from source
     "build",
     "add_build_listener",

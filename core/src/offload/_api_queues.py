@@ -1,5 +1,6 @@
-"""Queues: creation (reusing finished parked queues), destruction (parking busy ones), waits,
-host functions, the queue info query, and letting queued work finish at interpreter exit."""
+"""Queues: creation (reusing finished parked queues), adoption of another library's stream,
+destruction (parking busy ones), waits, host functions, the queue info query, and letting queued
+work finish at interpreter exit."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -
         reused = None
         with device.lock:
             for i in range(len(device.parked) - 1, -1, -1):  # newest first: long runners drift to the front
-                if not backend.has_pending_work(native, device.parked[i]):
+                if id(device.parked[i]) not in device.adopted and not backend.has_pending_work(native, device.parked[i]):
                     reused = device.parked.pop(i)
                     break
         if reused is None:
@@ -44,6 +45,21 @@ def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -
         except Exception as exc:
             _orphan(ctx, exc, f"{device.platform.name}: a destroyed queue failed")
             _release_native_queue(ctx, device, reused)
+    return _register(ctx, device, native_queue, owner)
+
+
+def adopt_queue(ctx: Context, device: Device, stream: int, context: ContextHandle | None) -> Queue:
+    """A queue over another library's driver stream (``adopt_stream``): a queue like any other,
+    except that it is never reused once destroyed and its stream is never destroyed (the backend's
+    promise); a busy destroyed one is parked until idle, then released."""
+    owner = context_for(ctx, context, device)
+    native_queue = device.backend.adopt_stream(device.native, stream)
+    with device.lock:
+        device.adopted.add(id(native_queue))
+    return _register(ctx, device, native_queue, owner)
+
+
+def _register(ctx: Context, device: Device, native_queue: Any, owner: ContextHandle) -> Queue:
     queue: Queue = Queue._make(
         ctx, device=device, native=native_queue, id=next(ctx.queue_ids), context=owner, word=native_word(device, native_queue)
     )
@@ -71,6 +87,9 @@ def _release_native_queue(ctx: Context, device: Device, native_queue: Any) -> No
         device.backend.synchronize(device.native, native_queue, True)
     except Exception as exc:
         _orphan(ctx, exc, f"{device.platform.name}: releasing a destroyed queue")
+    finally:
+        with device.lock:
+            device.adopted.discard(id(native_queue))
 
 
 def olDestroyQueue(ctx: Context, queue: Queue) -> None:
@@ -84,7 +103,11 @@ def olDestroyQueue(ctx: Context, queue: Queue) -> None:
         queue._ctx = None
         device.queues.discard(queue)
     if not backend.has_pending_work(native, queue.native) and LOCAL.queue is not queue.native:
-        backend.synchronize(native, queue.native, True)
+        try:
+            backend.synchronize(native, queue.native, True)
+        finally:
+            with device.lock:
+                device.adopted.discard(id(queue.native))
         return
     with device.lock:
         device.parked.append(queue.native)
@@ -97,7 +120,9 @@ def _release_surplus_parked(ctx: Context, device: Device) -> None:
     backend, native = device.backend, device.native
     with device.lock:
         idle = [q for q in device.parked if q is not LOCAL.queue and not backend.has_pending_work(native, q)]
-        surplus = idle[: max(0, len(idle) - PARKED_IDLE_LIMIT)]
+        adopted = [q for q in idle if id(q) in device.adopted]  # never reused: released once idle
+        idle = [q for q in idle if id(q) not in device.adopted]
+        surplus = adopted + idle[: max(0, len(idle) - PARKED_IDLE_LIMIT)]
         for q in surplus:
             device.parked.remove(q)
     for q in surplus:

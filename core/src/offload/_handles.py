@@ -61,7 +61,7 @@ class Device(_Handle):
 
     __slots__ = (
         "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
-        "limits", "registered", "entry_points", "word",
+        "limits", "registered", "entry_points", "word", "adopted",
     )
     backend: BoundBackend
     native: NativeDevice
@@ -73,6 +73,7 @@ class Device(_Handle):
     lock: threading.Lock  # guards parked, queues, programs and registered
     parked: list[NativeQueue]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
+    adopted: set[int]  # id() of the native queues over another library's stream (adopt_stream): never reused
     programs: set[Program]  # live program handles
     limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
     registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock

@@ -221,6 +221,8 @@ class BoundBackend:
         build_source: Callable[[NativeDevice, str, Sequence[str]], bytes]
         foreign_stream_wait: Callable[[NativeDevice, int, NativeEvent], None]
         foreign_stream_sync: Callable[[NativeDevice, int], None]
+        queue_stream: Callable[[NativeDevice, NativeQueue], int]
+        adopt_stream: Callable[[NativeDevice, int], NativeQueue]
         get_kernel: Callable[[NativeDevice, NativeProgram, str], NativeKernel]
         get_global: Callable[[NativeDevice, NativeProgram, str], tuple[int, int]]
         kernel_params: Callable[[NativeDevice, NativeKernel], Sequence[KernelParam] | None]

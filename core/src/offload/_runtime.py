@@ -164,6 +164,7 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             lock=threading.Lock(),
             parked=[],
             queues=set(),
+            adopted=set(),
             programs=set(),
             limits=launch_limits(info),
             registered={},

@@ -16,8 +16,9 @@ layer's own references (made inside ``library_reference()``), so that the user's
 ``olShutDown`` is known as such while the layer keeps the session open (a timeline is written then).
 
 Memory and streams of other libraries (DLPack, ``__cuda_array_interface__``) go through the doors
-of ``_foreign``, re-exported here for the layer: ``register_foreign_memory`` (an import's device
-range, copyable for its lifetime), ``foreign_stream_wait`` and ``foreign_stream_sync``.
+of ``_foreign`` and ``_streams``, re-exported here for the layer: ``register_foreign_memory`` (an
+import's device range, copyable for its lifetime), ``foreign_stream_wait``, ``foreign_stream_sync``,
+``queue_stream`` (a queue's driver stream) and ``adopt_stream`` (a queue over another library's).
 
 A ``Session`` is opaque: compare sessions with ``is`` only; holding one keeps nothing alive and
 says nothing about whether it is still current. Handles keep their read-only descriptive fields
@@ -30,14 +31,15 @@ from __future__ import annotations
 from typing import Protocol, TypeAlias
 
 from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
+from ._streams import adopt_stream, queue_stream
 from ._handles import Context as ContextHandle
 from ._handles import Device, Event, Platform, Program, Queue, Symbol
 from ._runtime import STATE, Context, library_reference
 from ._types import KernelParam
 
 __all__ = [
-    "ForeignMemory", "Session", "backend_name", "current_session", "foreign_stream_sync", "foreign_stream_wait",
-    "kernel_parameters", "library_reference", "register_foreign_memory", "session_cell", "session_of",
+    "ForeignMemory", "Session", "adopt_stream", "backend_name", "current_session", "foreign_stream_sync", "foreign_stream_wait",
+    "kernel_parameters", "library_reference", "queue_stream", "register_foreign_memory", "session_cell", "session_of",
 ]  # fmt: skip
 
 Session: TypeAlias = Context

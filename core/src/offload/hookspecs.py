@@ -52,7 +52,9 @@ The conformance kit derives one ``Capabilities`` flag per group (in brackets):
   address is accepted), ``mem_prefetch`` (``prefetch``; absent, ignored), ``symbol_names``
   (``iterate_symbols``), ``data_copy_rect`` (absent, row by row).
 - no kit flag: ``build_target`` with ``build_source`` (``offload.build``); ``foreign_stream_wait``,
-  ``foreign_stream_sync`` (absent, the object layer synchronises); ``deinit_device``,
+  ``foreign_stream_sync`` (absent, the object layer synchronises); ``queue_stream`` and
+  ``adopt_stream`` (absent, ``offload.queue_stream`` / ``offload.adopt_stream`` are UNSUPPORTED);
+  ``deinit_device``,
   ``no_devices_reason``, ``platform_info`` (absent, the core does without).
 - the compiled data path: ``native_entry_points`` with ``native_word`` (no kit flag: absent, the
   core calls the Python hooks; the kit runs with and without them).
@@ -266,6 +268,26 @@ def foreign_stream_wait(device: NativeDevice, stream: int, event: NativeEvent) -
 def foreign_stream_sync(device: NativeDevice, stream: int) -> None:
     """Block until everything enqueued so far on the driver stream ``stream`` (another library's,
     as ``__cuda_array_interface__``'s ``stream`` names it) has finished. Optional."""
+
+
+@hookspec
+def queue_stream(device: NativeDevice, queue: NativeQueue) -> int:
+    """The driver stream under ``queue`` (made by ``create_queue`` or ``adopt_stream``) as an int
+    (a ``CUstream`` / ``hipStream_t`` address), for another library to enqueue work on in the
+    queue's order (``offload.queue_stream``, ``Queue.__cuda_stream__``). Optional, with
+    ``adopt_stream``."""
+
+
+@hookspec
+def adopt_stream(device: NativeDevice, stream: int) -> NativeQueue:
+    """A queue over ``stream``, a driver stream of ``device`` that another library made and owns
+    (an int handle, as ``__cuda_stream__`` gives it; the legacy default stream's too). Every queue
+    hook then takes it like one of ``create_queue``: offload's work goes on that stream, in order
+    with the owner's, and ``has_pending_work`` / ``synchronize`` see the owner's work too.
+    ``synchronize(release=True)`` ends only what the backend made for it (host-function state, its
+    native record), never the stream; the core never reuses an adopted queue for ``olCreateQueue``.
+    ``INVALID_ARGUMENT`` for a handle the driver does not know as a stream of ``device``'s context.
+    Optional, with ``queue_stream``."""
 
 
 # --- memory ----------------------------------------------------------------------------------

@@ -714,6 +714,18 @@ EXPORT hipError_t hipStreamDestroy(hip_stream *stream) {
   return hipSuccess;
 }
 
+/* hipStreamGetDevice (HIP runtime API reference, Stream Management): "Get the device assocaited
+ * with the stream"; the null stream is the current device's. */
+EXPORT hipError_t hipStreamGetDevice(hip_stream *stream, int *device) {
+  GUARD();
+  if (device == NULL) return ret(hipErrorInvalidValue);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  *device = sim_stream_device(s);
+  return hipSuccess;
+}
+
 EXPORT hipError_t hipStreamSynchronize(hip_stream *stream) {
   GUARD();
   sim_stream *s;

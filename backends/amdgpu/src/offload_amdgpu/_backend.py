@@ -219,6 +219,17 @@ class AMDGPUBackend(NativeHooks):
         return queue
 
     @hookimpl
+    def adopt_stream(self, device: HipDevice, stream: int) -> HipQueue:
+        queue = _queue.adopt(device, stream)
+        if self.native is not None:
+            queue.native_record = self.native.queue_record(queue.stream)
+        return queue
+
+    @hookimpl
+    def queue_stream(self, device: HipDevice, queue: HipQueue) -> int:
+        return int(queue.stream)
+
+    @hookimpl
     def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:
         assert self.host_calls is not None
         self.host_calls.synchronize(queue, release, self.host_calls.wait, _queue.recycle)

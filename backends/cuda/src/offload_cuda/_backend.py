@@ -61,7 +61,7 @@ class _DeviceState:
         self.native_record = native.device_record(device.context_address, device.ordinal, False)
         self.streams: ResourcePool[Any] = _queue.stream_pool(device)
         self.events: ResourcePool[Any] = _queue.event_pool(device)
-        self.recycle: Callable[[CudaQueue], None] = lambda queue: self.streams.release(queue.stream)
+        self.recycle: Callable[[CudaQueue], None] = lambda queue: None if queue.adopted else self.streams.release(queue.stream)
 
 
 class CudaBackend(NativeHooks):
@@ -300,6 +300,17 @@ class CudaBackend(NativeHooks):
         if self.native is not None:
             queue.native_record = self.native.queue_record(queue.stream)
         return queue
+
+    @hookimpl
+    def adopt_stream(self, device: _DeviceState, stream: int) -> CudaQueue:
+        queue = _queue.adopt(device.device, stream)
+        if self.native is not None:
+            queue.native_record = self.native.queue_record(queue.stream)
+        return queue
+
+    @hookimpl
+    def queue_stream(self, device: _DeviceState, queue: CudaQueue) -> int:
+        return int(queue.stream)
 
     @hookimpl
     def synchronize(self, device: _DeviceState, queue: CudaQueue, release: bool) -> None:

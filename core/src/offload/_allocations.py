@@ -69,6 +69,17 @@ class AllocationMap:
             self._publish()
             return True
 
+    def revive(self, allocation: Allocation) -> bool:
+        """Make live again a retired range of exactly ``allocation``'s extent, as ``allocation``
+        (a pooled block handed out again: it never leaves the map meanwhile); False if there is none."""
+        with self._lock:
+            held = self._by_base.get(allocation.start)
+            if held is None or not held.retired or held.end != allocation.end:
+                return False
+            self._by_base[allocation.start] = allocation
+            self._publish()
+            return True
+
     def pop(self, base: int) -> Allocation | None:
         """Remove and return the live range starting exactly at ``base`` (None if there is none)."""
         with self._lock:

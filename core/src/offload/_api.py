@@ -9,7 +9,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from . import _api_contexts, _api_devices, _api_events, _api_kernels, _api_memory, _api_memory_main, _api_programs, _api_queues, _info
+from . import _api_contexts, _api_devices, _api_events, _api_kernels, _api_memory, _api_memory_async, _api_memory_main
+from . import _api_programs, _api_queues, _info
 from ._runtime import Context
 
 InfoQuery = Callable[..., tuple[Any, _info.Kind]]  # (ctx, handle, prop, *more) -> (value, kind)
@@ -28,7 +29,10 @@ INFO_QUERIES: dict[str, InfoQuery] = {
 # HOST allocation's DEVICE), the size query's own function
 SIZE_QUERIES: dict[str, InfoQuery] = {"Mem": _api_memory.mem_info_size}
 
-_SECTIONS = (_api_contexts, _api_devices, _api_memory, _api_memory_main, _api_queues, _api_events, _api_programs, _api_kernels)
+_SECTIONS = (
+    _api_contexts, _api_devices, _api_memory, _api_memory_main, _api_memory_async, _api_queues, _api_events, _api_programs,
+    _api_kernels,
+)  # fmt: skip
 
 
 def info_value(query: InfoQuery) -> Callable[..., Any]:

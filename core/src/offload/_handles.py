@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ._enums import DeviceInfo, PlatformBackend, SymbolKind
 
 if TYPE_CHECKING:
+    from ._mempool import DevicePool
     from ._registry import BoundBackend
     from ._runtime import Context as Session
     from ._types import KernelParam
@@ -61,7 +62,7 @@ class Device(_Handle):
 
     __slots__ = (
         "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
-        "limits", "registered", "entry_points", "word", "adopted",
+        "limits", "registered", "entry_points", "word", "adopted", "pool",
     )
     backend: BoundBackend
     native: NativeDevice
@@ -74,6 +75,7 @@ class Device(_Handle):
     parked: list[NativeQueue]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
     adopted: set[int]  # id() of the native queues over another library's stream (adopt_stream): never reused
+    pool: DevicePool  # blocks freed by olMemFreeAsync, for a backend without mem_alloc_async (_mempool)
     programs: set[Program]  # live program handles
     limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
     registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock

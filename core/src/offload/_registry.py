@@ -230,6 +230,8 @@ class BoundBackend:
         launch_kernel: Callable[[NativeDevice, NativeQueue | None, NativeKernel, Any, KernelLaunchSizeArgs], None]
         mem_alloc: Callable[[NativeDevice, AllocType, int], int]
         mem_free: Callable[[NativeDevice, int, AllocType], None]
+        mem_alloc_async: Callable[[NativeDevice, NativeQueue, AllocType, int], int]
+        mem_free_async: Callable[[NativeDevice, NativeQueue, int], None]
         mem_register: Callable[[NativeDevice, int, int, bool], int]
         mem_unregister: Callable[[NativeDevice, int, int, bool], None]
         data_submit: Callable[[NativeDevice, int, int, int, NativeQueue | None], None]

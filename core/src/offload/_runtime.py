@@ -40,6 +40,7 @@ from ._enums import DeviceInfo, ErrorCode, PlatformBackend
 from ._errors import OffloadError, as_offload_error, join_errors
 from ._handles import Context as ContextHandle
 from ._handles import Device, Platform
+from ._mempool import DevicePool
 from ._native_entry import entry_points as native_entry_points
 from ._native_entry import word as native_word
 from ._ranges import HOST_MAPPINGS
@@ -165,6 +166,7 @@ def _build_platform(ctx: Context, bound: BoundBackend, natives: list[Any], infos
             parked=[],
             queues=set(),
             adopted=set(),
+            pool=DevicePool(),
             programs=set(),
             limits=launch_limits(info),
             registered={},
@@ -441,9 +443,9 @@ def teardown(
             for program in programs:
                 _collect(errors, interrupts, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
             if "mem_free" in bound.implemented:
-                for allocation in mine:
-                    _collect(errors, interrupts, f"{bound.name}: mem_free", bound.mem_free, device.native, allocation.start,
-                             allocation.alloc_type)  # fmt: skip
+                blocks = [(a.start, a.alloc_type) for a in mine] + device.pool.drain()  # olMemFreeAsync's pool too
+                for start, alloc_type in blocks:
+                    _collect(errors, interrupts, f"{bound.name}: mem_free", bound.mem_free, device.native, start, alloc_type)
         if stuck_here:
             kept.append(f"the backend {bound.name} (deinit would wait for the stuck work)")
         else:

@@ -54,7 +54,8 @@ The conformance kit derives one ``Capabilities`` flag per group (in brackets):
 - no kit flag: ``build_target`` with ``build_source`` (``offload.build``); ``foreign_stream_wait``,
   ``foreign_stream_sync`` (absent, the object layer synchronises); ``queue_stream`` and
   ``adopt_stream`` (absent, ``offload.queue_stream`` / ``offload.adopt_stream`` are UNSUPPORTED);
-  ``deinit_device``,
+  ``mem_alloc_async`` with ``mem_free_async`` (absent, ``olMemAllocAsync`` / ``olMemFreeAsync``
+  use the core's pool over ``mem_alloc`` and ``enqueue_host_call``); ``deinit_device``,
   ``no_devices_reason``, ``platform_info`` (absent, the core does without).
 - the compiled data path: ``native_entry_points`` with ``native_word`` (no kit flag: absent, the
   core calls the Python hooks; the kit runs with and without them).
@@ -313,6 +314,23 @@ def mem_alloc(device: NativeDevice, alloc_type: AllocType, size: int) -> int:
 @hookspec
 def mem_free(device: NativeDevice, address: int, alloc_type: AllocType) -> None:
     """Free an address returned by ``mem_alloc`` (the core guarantees it is a live base address)."""
+
+
+@hookspec
+def mem_alloc_async(device: NativeDevice, queue: NativeQueue, alloc_type: AllocType, size: int) -> int:
+    """Allocate ``size`` (> 0) bytes of DEVICE memory (the only ``alloc_type`` the core passes) in
+    ``queue``'s order, from a pool (``cuMemAllocAsync``, ``hipMallocAsync``): the address (never 0)
+    is returned at once, the memory is usable by work enqueued on ``queue`` after this, and by other
+    queues once they wait for an event recorded after it. Optional, with ``mem_free_async``."""
+
+
+@hookspec
+def mem_free_async(device: NativeDevice, queue: NativeQueue, address: int) -> None:
+    """Free an allocation (a base address of ``mem_alloc_async``, or of ``mem_alloc`` of DEVICE
+    memory) in ``queue``'s order: once the work enqueued on ``queue`` before it has finished
+    (``cuMemFreeAsync``, ``hipFreeAsync``). The core has already taken the range out of every
+    check and out of its map, and comes at once, not once the device is idle: the driver's pool
+    may hand the memory to a later ``mem_alloc_async`` on ``queue`` before the free runs."""
 
 
 @hookspec

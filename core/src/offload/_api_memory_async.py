@@ -1,0 +1,112 @@
+"""Stream-ordered memory, an offload extension (liboffload has none): ``olMemAllocAsync`` and
+``olMemFreeAsync``, with the allocation map and the range checks as strict as for ``olMemAlloc``.
+
+A backend with ``mem_alloc_async`` / ``mem_free_async`` (CUDA: ``cuMemAllocAsync`` /
+``cuMemFreeAsync``; HIP: ``hipMallocAsync`` / ``hipFreeAsync``) allocates from its driver's pool;
+elsewhere the device's ``DevicePool`` (``_mempool``) keeps blocks freed in queue order for the
+next allocation of their size (a pooled block stays in the map, retired, so every check refuses
+it until it is handed out again), and a miss is an ``olMemAlloc``.
+
+A free retires the range at once (every check refuses it from then on), waits for the copies that
+checked it before (the grace period of ``olMemFree``, which never waits for a queue), enqueues the
+free, and (with the driver's pool) takes the range out of the map. Enqueuing the free and dropping the range happen under
+one lock that an allocation's driver call and insertion also take, since the driver's pool may
+hand the same address to the next allocation on the queue before the free has run.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+from . import _info, _ranges
+from ._allocations import Allocation
+from ._api_common import fail, size_arg, wait_for_queue
+from ._api_contexts import context_owns
+from ._api_memory import allocate
+from ._enums import AllocType, ErrorCode
+from ._handles import Queue
+from ._runtime import LOCAL, Context
+
+_ALLOC_TYPES = frozenset(AllocType)
+_order = threading.Lock()  # a free's enqueue + its range leaving the map, against an allocation + its insertion
+
+
+def olMemAllocAsync(ctx: Context, queue: Queue, alloc_type: Any, size_value: Any) -> int:
+    alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAllocAsync type", ctx.api_level)
+    if alloc_type is not AllocType.DEVICE:
+        raise fail(ErrorCode.UNSUPPORTED,
+                   f"olMemAllocAsync allocates DEVICE memory only ({alloc_type.name} has no stream-ordered allocator: use olMemAlloc)")  # fmt: skip
+    size = size_arg(size_value, "Size")
+    device, owner = queue.device, queue.context
+    backend = device.backend
+    if "mem_alloc_async" not in backend.implemented:
+        address = device.pool.take(size)
+        if address is None:
+            return allocate(ctx, device, AllocType.DEVICE, size, owner, 0)
+        revived = False
+        try:
+            with context_owns(owner):  # its retired range made live again, in one publish
+                revived = ctx.allocations.revive(Allocation(device, AllocType.DEVICE, address, address + size, owner))
+        finally:
+            if not revived:
+                device.pool.put(address, size)
+        if not revived:
+            raise fail(ErrorCode.BACKEND_FAILURE, f"the pooled block {address:#x} is no longer in the allocation map")
+        return address
+    with _order:
+        address = int(backend.mem_alloc_async(device.native, queue.native, AllocType.DEVICE, size))
+        if not address:
+            raise fail(ErrorCode.OUT_OF_RESOURCES, f"{device.platform.name} could not allocate {size} bytes")
+        inserted = False
+        try:
+            inserted = _insert(ctx, queue, address, size)
+        finally:
+            if not inserted:
+                backend.mem_free_async(device.native, queue.native, address)
+        if not inserted:
+            raise fail(ErrorCode.BACKEND_FAILURE, f"the driver's block {address:#x} overlaps memory offload knows")
+    return address
+
+
+def _insert(ctx: Context, queue: Queue, address: int, size: int) -> bool:
+    """Enter the allocation in the map, owned by the queue's context (INVALID_CONTEXT once destroyed)."""
+    with context_owns(queue.context):
+        return ctx.allocations.insert(Allocation(queue.device, AllocType.DEVICE, address, address + size, queue.context))
+
+
+def olMemFreeAsync(ctx: Context, queue: Queue, address: Any) -> None:
+    """Free a DEVICE allocation of the queue's device in the queue's order (any olMemAlloc or
+    olMemAllocAsync one: INVALID_ARGUMENT for another address, INVALID_DEVICE for another device's)."""
+    found = ctx.allocations.at(address) if type(address) is int else None
+    if found is None or found.retired:
+        raise fail(ErrorCode.INVALID_ARGUMENT, "address is not a known allocation")
+    if found.alloc_type is not AllocType.DEVICE:
+        raise fail(ErrorCode.INVALID_ARGUMENT,
+                   f"olMemFreeAsync frees DEVICE memory; {address:#x} is {getattr(found.alloc_type, 'name', None)} memory (use olMemFree)")  # fmt: skip
+    device = queue.device
+    if found.device is not device:
+        raise fail(ErrorCode.INVALID_DEVICE,
+                   f"{address:#x} is memory of {found.device._describe()}, the queue's device is {device._describe()}")  # fmt: skip
+    allocation = ctx.allocations.retire(address)
+    if allocation is None:  # lost a race with another free
+        raise fail(ErrorCode.INVALID_ARGUMENT, "address is not a known allocation")
+    _ranges.wait_for_grace(_ranges.grace(ctx))  # copies that checked it before have enqueued their work
+    backend = device.backend
+    if "mem_free_async" in backend.implemented:
+        with _order:
+            try:
+                backend.mem_free_async(device.native, queue.native, allocation.start)
+            finally:
+                ctx.allocations.discard([allocation])
+        return
+    # the core's pool: the block stays in the map, retired (refused), until handed out again
+    give_back = functools.partial(device.pool.put, allocation.start, allocation.end - allocation.start)
+    if LOCAL.queue is queue.native:  # from a host function of this queue: its earlier work is done
+        give_back()
+    elif "enqueue_host_call" in backend.implemented:
+        backend.enqueue_host_call(device.native, queue.native, give_back)
+    else:
+        wait_for_queue(ctx, device, queue.native)
+        give_back()

@@ -1,0 +1,83 @@
+"""Stream-ordered memory on the host device, through the core's pool (issue 32, part 3): a block
+freed on a queue comes back when the queue reaches the free (not before: a gate holds the queue),
+is refused by every range check meanwhile and while pooled, and is handed out again to an
+allocation of its size; the final olShutDown gives pooled blocks back."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import pytest
+
+import offload as ol
+
+
+def test_blocks_come_back_in_queue_order_and_are_reused(host: ol.Device) -> None:
+    queue = ol.olCreateQueue(host)
+    a = ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 4096)
+    assert ol.olGetMemInfo(a, ol.MemInfo.SIZE) == 4096
+    gate = threading.Event()
+    ol.olLaunchHostFunction(queue, lambda _: gate.wait(10))
+    ol.olMemFill(queue, a, b"\x11", 4096)
+    ol.olMemFreeAsync(queue, a)
+    with pytest.raises(ol.OffloadError) as refused:  # retired at once, though the queue has not reached the free
+        ol.olMemFill(None, a, b"\x22", 8)
+    assert refused.value.code is ol.ErrorCode.INVALID_ARGUMENT
+    b = ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 4096)
+    assert b != a  # the queue has not reached the free: the block is not back yet
+    gate.set()
+    ol.olSyncQueue(queue)
+    with pytest.raises(ol.OffloadError):  # pooled: still refused
+        ol.olMemcpy(None, a, host, b, host, 8)
+    c = ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 4096)
+    assert c == a  # the pooled block, handed out again
+    ol.olMemFill(None, c, b"\x33", 4096)
+    assert ctypes.string_at(c, 4) == b"\x33" * 4
+    assert ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 100) not in (a, b)  # exact sizes only
+    for address in (b, c):
+        ol.olMemFreeAsync(queue, address)
+    ol.olSyncQueue(queue)
+    ol.olDestroyQueue(queue)
+
+
+def test_a_free_from_a_host_function_of_its_queue(host: ol.Device) -> None:
+    queue = ol.olCreateQueue(host)
+    a = ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 256)
+    errors: list[BaseException] = []
+
+    def free(_: object) -> None:
+        try:
+            ol.olMemFreeAsync(queue, a)
+        except BaseException as exc:  # noqa: B036 - reported below
+            errors.append(exc)
+
+    ol.olLaunchHostFunction(queue, free)
+    ol.olSyncQueue(queue)
+    assert errors == []
+    assert ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 256) == a
+    ol.olDestroyQueue(queue)
+
+
+def test_pooled_blocks_are_given_back_at_shutdown(run_python) -> None:  # type: ignore[no-untyped-def]
+    code = r"""
+import offload as ol
+from offload import _runtime
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+host = [d for d in found if d.is_host][0]
+freed = []
+backend = host.backend
+real = backend.mem_free
+backend.mem_free = lambda native, address, kind: (freed.append(address), real(native, address, kind))
+q = ol.olCreateQueue(host)
+blocks = [ol.olMemAllocAsync(q, ol.AllocType.DEVICE, 1000 + i) for i in range(3)]
+for b in blocks:
+    ol.olMemFreeAsync(q, b)
+ol.olSyncQueue(q)
+pooled = len(host.pool)
+ol.olShutDown()
+print(pooled, sorted(freed) == sorted(blocks))
+"""
+    assert run_python(code).stdout.split() == ["3", "True"]

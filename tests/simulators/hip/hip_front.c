@@ -552,10 +552,12 @@ EXPORT hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) 
 
 /* hipFree and hipHostFree wait for the device's work first, as HIP does; the base address of an
  * allocation of one of `kinds` only (NULL: nothing to do). */
+static int free_pending(void *ptr);
+
 static hipError_t free_base(void *ptr, unsigned kinds) {
   if (ptr == NULL) return hipSuccess;
   sim_alloc_info info;
-  if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
+  if (!sim_mem_find(ptr, &info) || info.base != ptr || free_pending(ptr)) return ret(hipErrorInvalidValue);
   sim_device_wait_idle(info.device);
   return ret(from_sim(sim_mem_free(ptr, kinds)));
 }
@@ -740,6 +742,77 @@ EXPORT hipError_t hipStreamQuery(hip_stream *stream) {
   hipError_t e = stream_of(stream, &s);
   if (e != hipSuccess) return ret(e);
   return sim_stream_busy(s) ? hipErrorNotReady : hipSuccess;
+}
+
+/* Stream-ordered memory (HIP runtime API reference, Stream Ordered Memory Allocator):
+ * hipMallocAsync "Allocates memory with stream ordered semantics" from the stream's device; the
+ * memory is valid at once here (use before the stream reaches the allocation is not caught).
+ * hipFreeAsync "Frees memory with stream ordered semantics": the free runs when the stream reaches
+ * it, after which the memory is gone ("the memory must not be accessed after the stream reaches
+ * the free"); a pointer that is not an allocation's base, or whose free is already pending, is
+ * hipErrorInvalidValue (a double free); NULL is a no-op. hipMalloc memory may be freed so too. */
+#define MAX_PENDING_FREES 4096
+static void *pending_frees[MAX_PENDING_FREES];
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int pending_slot(void *ptr) { /* with pending_lock held */
+  for (int i = 0; i < MAX_PENDING_FREES; i++)
+    if (pending_frees[i] == ptr) return i;
+  return -1;
+}
+
+static int free_pending(void *ptr) {
+  pthread_mutex_lock(&pending_lock);
+  int pending = pending_slot(ptr) >= 0;
+  pthread_mutex_unlock(&pending_lock);
+  return pending;
+}
+
+EXPORT hipError_t hipMallocAsync(void **ptr, size_t size, hip_stream *stream) {
+  GUARD();
+  if (ptr == NULL) return ret(hipErrorInvalidValue);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  if (size == 0) {
+    *ptr = NULL;
+    return hipSuccess;
+  }
+  return ret(from_sim(sim_mem_alloc(sim_stream_device(s), SIM_MEM_DEVICE, size, ptr)));
+}
+
+static sim_status free_async_run(void *ptr) {
+  sim_status st = sim_mem_free(ptr, KIND(SIM_MEM_DEVICE));
+  pthread_mutex_lock(&pending_lock);
+  int i = pending_slot(ptr);
+  if (i >= 0) pending_frees[i] = NULL;
+  pthread_mutex_unlock(&pending_lock);
+  return st;
+}
+
+EXPORT hipError_t hipFreeAsync(void *ptr, hip_stream *stream) {
+  GUARD();
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  if (ptr == NULL) return hipSuccess;
+  sim_alloc_info info;
+  if (!sim_mem_find(ptr, &info) || info.base != ptr || info.kind != SIM_MEM_DEVICE) return ret(hipErrorInvalidValue);
+  pthread_mutex_lock(&pending_lock);
+  int free_slot = pending_slot(NULL);
+  if (pending_slot(ptr) >= 0 || free_slot < 0) {
+    pthread_mutex_unlock(&pending_lock);
+    return ret(free_slot < 0 ? hipErrorOutOfMemory : hipErrorInvalidValue);
+  }
+  pending_frees[free_slot] = ptr;
+  pthread_mutex_unlock(&pending_lock);
+  sim_status st = sim_stream_submit(s, free_async_run, ptr, NULL);
+  if (st != SIM_OK) {
+    pthread_mutex_lock(&pending_lock);
+    pending_frees[free_slot] = NULL;
+    pthread_mutex_unlock(&pending_lock);
+  }
+  return ret(from_sim(st));
 }
 
 typedef void (*hipHostFn_t)(void *user_data);

@@ -81,3 +81,33 @@ ol.olShutDown()
 print(pooled, sorted(freed) == sorted(blocks))
 """
     assert run_python(code).stdout.split() == ["3", "True"]
+
+
+def test_buffers_allocated_and_freed_on_a_queue() -> None:
+    import numpy as np
+
+    dev = ol.devices("host")[0]
+    with dev.queue() as q:
+        b = dev.alloc(4096, queue=q)
+        b.fill(b"\x05", queue=q)
+        out = np.zeros(4096, np.uint8)
+        b.copy_to(out, queue=q)
+        address = b.address
+        b.close(q)
+        assert b.closed
+        with pytest.raises(ol.OffloadError):  # refused at once (its address is retired)
+            ol.olMemFill(None, address, b"\x01", 4)
+        q.sync()
+        assert (out == 5).all()
+        again = ol.objects.Buffer(4096, queue=q)  # the queue's device by default
+        assert again.address == address and again.device is dev
+        again.close()
+        with pytest.raises(ol.OffloadError) as refused:
+            dev.alloc(64, "host", queue=q)
+        assert refused.value.code is ol.ErrorCode.UNSUPPORTED
+        with pytest.raises(ol.OffloadError) as wrong:
+            dev.alloc(64, queue=q, alignment=64)
+        assert wrong.value.code is ol.ErrorCode.INVALID_ARGUMENT
+        with pytest.raises(ol.OffloadError) as not_a_queue:
+            dev.alloc(64).close(queue="q")  # type: ignore[arg-type]
+        assert not_a_queue.value.code is ol.ErrorCode.INVALID_QUEUE

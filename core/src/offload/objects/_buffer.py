@@ -7,7 +7,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._flat_api import Context as ContextHandle
-from .._flat_api import olMemFill, olMemFree, olMemPrefetch, olMemcpy
+from .._flat_api import olMemFill, olMemFree, olMemFreeAsync, olMemPrefetch, olMemcpy
 from .._enums import AllocType, ErrorCode, MemMigrationFlag
 from .._errors import OffloadError, OffloadValueError
 from .._sessions import session_cell
@@ -55,7 +55,10 @@ class Buffer:
     ``alignment`` (a power of two) asks for an address that is a multiple of it
     (``olMemAllocAligned``; UNSUPPORTED where the device cannot give it). ``context`` (a
     ``Context`` holding ``device``; default: the platform's default context) owns the memory: the
-    Buffer keeps it alive and frees the memory with it (``olMemFree(ptr, context)``).
+    Buffer keeps it alive and frees the memory with it (``olMemFree(ptr, context)``). With a
+    ``queue``, DEVICE memory is allocated in the queue's order (``olMemAllocAsync``, the queue's
+    device and context) and ``close(queue)`` frees it so (``olMemFreeAsync``), as cuda.core's
+    ``Device.allocate(size, stream=)`` / ``Buffer.close(stream)`` do.
 
     While a DLPack export or numpy view of the memory lives, ``close()`` raises (as
     ``mmap.close()`` does with exports); a Buffer of an ended session (the final ``olShutDown``)
@@ -85,13 +88,14 @@ class Buffer:
         *,
         alignment: int | None = None,
         context: Context | None = None,
+        queue: Queue | None = None,
     ) -> None:
         owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
-        dev = as_device(device) if context is None else context.device(device)
+        dev = as_device(device if device is not None or queue is None else queue.device) if context is None else context.device(device)
         alloc_type = as_kind(kind)
         ctx = _session.acquire()
         nbytes = as_size(size, "size")
-        self._address = allocate(dev, alloc_type, nbytes, alignment, owner)
+        self._address = allocate(dev, alloc_type, nbytes, alignment, owner, queue)
         self._context = context
         self._size = nbytes
         self._device = dev
@@ -210,8 +214,10 @@ class Buffer:
 
     # --- lifetime ----------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Free the allocation now (idempotent). A non-owning buffer just drops its reference.
+    def close(self, queue: Queue | None = None) -> None:
+        """Free the allocation now (idempotent), or with ``queue`` in its order (olMemFreeAsync:
+        refused by every copy at once, given back once the queue's earlier work has finished). A
+        non-owning buffer just drops its reference.
 
         OffloadError (INVALID_ARGUMENT) while exports of the memory are alive: drop the numpy
         views and DLPack consumers first.
@@ -221,6 +227,10 @@ class Buffer:
                 ErrorCode.INVALID_ARGUMENT,
                 f"cannot close {self!r}: {live} DLPack export(s) or numpy view(s) of its memory are alive",
             )
+        check_queue(queue)
+        if queue is not None and self._finalizer is not None and self._finalizer.detach() is not None:
+            address, self._address = self._address, 0
+            olMemFreeAsync(queue.handle, address)
         self.invalidate()
         exports_of(None)  # drop the exports' session reference if none is left
 

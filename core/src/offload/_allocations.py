@@ -69,16 +69,17 @@ class AllocationMap:
             self._publish()
             return True
 
-    def revive(self, allocation: Allocation) -> bool:
+    def revive(self, allocation: Allocation) -> Any:
         """Make live again a retired range of exactly ``allocation``'s extent, as ``allocation``
-        (a pooled block handed out again: it never leaves the map meanwhile); False if there is none."""
+        (a pooled block handed out again: it never leaves the map meanwhile); return the snapshot
+        published (the first one holding it live), None if there is no such range."""
         with self._lock:
             held = self._by_base.get(allocation.start)
             if held is None or not held.retired or held.end != allocation.end:
-                return False
+                return None
             self._by_base[allocation.start] = allocation
             self._publish()
-            return True
+            return self.snapshot
 
     def pop(self, base: int) -> Allocation | None:
         """Remove and return the live range starting exactly at ``base`` (None if there is none)."""

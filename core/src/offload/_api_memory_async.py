@@ -7,9 +7,11 @@ elsewhere the device's ``DevicePool`` (``_mempool``) keeps blocks freed in queue
 next allocation of their size (a pooled block stays in the map, retired, so every check refuses
 it until it is handed out again), and a miss is an ``olMemAlloc``.
 
-A free retires the range at once (every check refuses it from then on), waits for the copies that
-checked it before (the grace period of ``olMemFree``, which never waits for a queue), enqueues the
-free, and (with the driver's pool) takes the range out of the map. Enqueuing the free and dropping the range happen under
+A free retires the range at once (every check refuses it from then on) and waits for the copies
+that checked it before (the grace period of ``olMemFree``, which never waits for a queue). Then the
+queue keeps the block for its own next allocation of that size (``DevicePool.keep``: stream order
+makes that safe, with no driver call), up to a bound; past it, and for the blocks a destroyed
+queue kept, the free is enqueued and (with the driver's pool) the range leaves the map. Enqueuing the free and dropping the range happen under
 one lock that an allocation's driver call and insertion also take, since the driver's pool may
 hand the same address to the next allocation on the queue before the free has run.
 """
@@ -41,20 +43,15 @@ def olMemAllocAsync(ctx: Context, queue: Queue, alloc_type: Any, size_value: Any
     size = size_arg(size_value, "Size")
     device, owner = queue.device, queue.context
     backend = device.backend
+    pool = device.pool
+    address = pool.reuse(queue.id, size)  # a block freed on this queue: no driver call
+    if address is not None:
+        return _revive(ctx, queue, address, size, functools.partial(pool.keep, queue.id))
     if "mem_alloc_async" not in backend.implemented:
-        address = device.pool.take(size)
+        address = pool.take(size)
         if address is None:
             return allocate(ctx, device, AllocType.DEVICE, size, owner, 0)
-        revived = False
-        try:
-            with context_owns(owner):  # its retired range made live again, in one publish
-                revived = ctx.allocations.revive(Allocation(device, AllocType.DEVICE, address, address + size, owner))
-        finally:
-            if not revived:
-                device.pool.put(address, size)
-        if not revived:
-            raise fail(ErrorCode.BACKEND_FAILURE, f"the pooled block {address:#x} is no longer in the allocation map")
-        return address
+        return _revive(ctx, queue, address, size, pool.put)
     with _order:
         address = int(backend.mem_alloc_async(device.native, queue.native, AllocType.DEVICE, size))
         if not address:
@@ -67,6 +64,29 @@ def olMemAllocAsync(ctx: Context, queue: Queue, alloc_type: Any, size_value: Any
                 backend.mem_free_async(device.native, queue.native, address)
         if not inserted:
             raise fail(ErrorCode.BACKEND_FAILURE, f"the driver's block {address:#x} overlaps memory offload knows")
+    return address
+
+
+def _revive(ctx: Context, queue: Queue, address: int, size: int, put_back: Any) -> int:
+    """Hand a pooled block out again: its retired range made live, in the queue's context, in one
+    publish (``put_back(address, size)`` where that fails)."""
+    snapshot = None
+    context, device = queue.context, queue.device
+    try:
+        allocation = Allocation(device, AllocType.DEVICE, address, address + size, context)
+        if context.default:  # never destroyed: nothing to lock (context_owns)
+            snapshot = ctx.allocations.revive(allocation)
+        else:
+            with context_owns(context):
+                snapshot = ctx.allocations.revive(allocation)
+    finally:
+        if snapshot is None:
+            put_back(address, size)
+    if snapshot is None:
+        raise fail(ErrorCode.BACKEND_FAILURE, f"the pooled block {address:#x} is no longer in the allocation map")
+    # what check_range would find for a write to it, in the snapshot that made it live (a later
+    # publish, a free included, makes this verdict dead): the use that follows needs no lookup
+    _ranges.HOT[_ranges.WRITE if device.is_host else _ranges.DEVICE] = (address, address + size, snapshot, None if device.is_host else device)
     return address
 
 
@@ -93,6 +113,15 @@ def olMemFreeAsync(ctx: Context, queue: Queue, address: Any) -> None:
     if allocation is None:  # lost a race with another free
         raise fail(ErrorCode.INVALID_ARGUMENT, "address is not a known allocation")
     _ranges.wait_for_grace(_ranges.grace(ctx))  # copies that checked it before have enqueued their work
+    if device.pool.keep(queue.id, allocation.start, allocation.end - allocation.start):
+        return  # kept (retired) for this queue's next allocation of its size
+    _give_back(ctx, queue, allocation)
+
+
+def _give_back(ctx: Context, queue: Queue, allocation: Allocation) -> None:
+    """Free a retired block in the queue's order: the driver's ``mem_free_async`` (the range then
+    leaves the map), or into the device's pool once the queue reaches it (it stays retired)."""
+    device = queue.device
     backend = device.backend
     if "mem_free_async" in backend.implemented:
         with _order:
@@ -110,3 +139,10 @@ def olMemFreeAsync(ctx: Context, queue: Queue, address: Any) -> None:
     else:
         wait_for_queue(ctx, device, queue.native)
         give_back()
+
+
+def release_kept(ctx: Context, queue: Queue) -> None:
+    """Give back the blocks ``queue`` kept (it is being destroyed), in its order."""
+    device = queue.device
+    for address, size in device.pool.forget_queue(queue.id):
+        _give_back(ctx, queue, Allocation(device, AllocType.DEVICE, address, address + size, queue.context, True))

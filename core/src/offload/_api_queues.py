@@ -15,6 +15,7 @@ from ._drain import RUNNING_HOST_FUNCTIONS, Drain, host_function_name, pending_w
 from ._enums import ErrorCode, QueueInfo
 from ._errors import OffloadError, as_offload_error
 from ._api_contexts import context_for, context_owns
+from ._api_memory_async import release_kept
 from ._handles import Context as ContextHandle
 from ._handles import Device, Event, Queue
 from ._native_entry import word as native_word
@@ -97,6 +98,11 @@ def olDestroyQueue(ctx: Context, queue: Queue) -> None:
     error of that work reaches the final ``olShutDown``. A finished queue's errors are raised here."""
     device = queue.device
     backend, native = device.backend, device.native
+    if len(device.pool):
+        try:
+            release_kept(ctx, queue)  # the blocks olMemFreeAsync kept for it, freed in its order
+        except Exception as exc:
+            _orphan(ctx, exc, f"{device.platform.name}: freeing the memory a destroyed queue kept")
     with device.lock:
         if queue._ctx is None:  # lost a race with another olDestroyQueue
             raise fail(ErrorCode.INVALID_QUEUE, f"{queue!r} was destroyed")

@@ -1,11 +1,13 @@
-"""The core's pool of device memory for ``olMemAllocAsync`` / ``olMemFreeAsync`` on backends
-without stream-ordered allocation hooks (the host, OpenCL): blocks freed in a queue's order come
-back here once the queue reaches the free, and a later allocation of the same size takes one
-instead of calling ``mem_alloc``. Exact sizes only, so a reused block is exactly as large as the
+"""The core's pool of device memory for ``olMemAllocAsync`` / ``olMemFreeAsync``: on every backend,
+each queue keeps the blocks freed on it for its own next allocations (no driver call, one publish
+of the map); on backends without stream-ordered allocation hooks (the host, OpenCL), the blocks a
+queue does not keep come back to the device's pool once the queue reaches the free, and a later
+allocation of the same size on any queue takes one instead of calling ``mem_alloc``. Exact sizes only, so a reused block is exactly as large as the
 allocation the map records (the range checks stay as strict as for ``olMemAlloc``).
 
-A block in the pool is in no allocation map (every check refuses it) and no queue's work uses it
-(it came back when its queue reached the free), so any queue may take it. The final
+A pooled block stays in the allocation map, retired (every check refuses it). One in the device's
+pool is used by no queue's work (it came back when its queue reached the free), so any queue may
+take it; one a queue keeps may be in use by that queue's earlier work, so only that queue does. The final
 ``olShutDown`` gives pooled blocks back with ``mem_free`` after every queue finished, as it does
 allocations.
 """
@@ -19,14 +21,43 @@ from ._enums import AllocType
 __all__ = ["DevicePool"]
 
 
-class DevicePool:
-    """Free blocks of one device by size (``put`` once a queue reached their free, ``take``)."""
+QUEUE_CACHE_BLOCKS = 32  # blocks a queue keeps for its own next allocations (more go back to the driver or the pool)
 
-    __slots__ = ("_blocks", "_lock")
+
+class DevicePool:
+    """Free blocks of one device by size (``put`` once a queue reached their free, ``take``), and
+    per queue the blocks freed on it (``keep`` / ``reuse``): a block freed on a queue serves that
+    queue's next allocation of its size at once, since the queue's order puts every earlier use
+    before any later one (the driver's pools reuse memory on one stream so too)."""
+
+    __slots__ = ("_blocks", "_queues", "_lock")
 
     def __init__(self) -> None:
         self._blocks: dict[int, list[int]] = {}
+        self._queues: dict[int, dict[int, list[int]]] = {}  # queue id -> size -> addresses
         self._lock = threading.Lock()
+
+    def keep(self, queue_id: int, address: int, size: int) -> bool:
+        """Keep a block freed on a queue for that queue; False (not kept) when it holds enough."""
+        with self._lock:
+            sizes = self._queues.setdefault(queue_id, {})
+            if sum(len(a) for a in sizes.values()) >= QUEUE_CACHE_BLOCKS:
+                return False
+            sizes.setdefault(size, []).append(address)
+            return True
+
+    def reuse(self, queue_id: int, size: int) -> int | None:
+        """A block of exactly ``size`` bytes freed on the queue, or None."""
+        with self._lock:
+            sizes = self._queues.get(queue_id)
+            blocks = sizes.get(size) if sizes else None
+            return blocks.pop() if blocks else None
+
+    def forget_queue(self, queue_id: int) -> list[tuple[int, int]]:
+        """The blocks a queue kept, as ``(address, size)`` (the queue is being destroyed)."""
+        with self._lock:
+            sizes = self._queues.pop(queue_id, {})
+        return [(address, size) for size, addresses in sizes.items() for address in addresses]
 
     def take(self, size: int) -> int | None:
         """A free block of exactly ``size`` bytes (the last one given back), or None."""
@@ -42,9 +73,12 @@ class DevicePool:
         """Every pooled block, as ``(address, DEVICE)``, the pool left empty (the shutdown frees them)."""
         with self._lock:
             blocks = [(address, AllocType.DEVICE) for addresses in self._blocks.values() for address in addresses]
+            blocks += [(a, AllocType.DEVICE) for sizes in self._queues.values() for addresses in sizes.values() for a in addresses]
             self._blocks.clear()
+            self._queues.clear()
         return blocks
 
     def __len__(self) -> int:
         with self._lock:
-            return sum(len(addresses) for addresses in self._blocks.values())
+            kept = sum(len(a) for sizes in self._queues.values() for a in sizes.values())
+            return kept + sum(len(addresses) for addresses in self._blocks.values())

@@ -53,8 +53,9 @@ class AllocationMap:
         return len(self._by_base)
 
     def _publish(self) -> None:
-        bases = sorted(self._by_base)
-        self.snapshot = (tuple(bases), tuple(self._by_base[b] for b in bases))
+        by_base = self._by_base
+        bases = sorted(by_base)
+        self.snapshot = (tuple(bases), tuple(map(by_base.__getitem__, bases)))
 
     def overlaps(self, start: int, end: int) -> bool:
         """Whether [start, end) intersects a range of the map (live or retired)."""

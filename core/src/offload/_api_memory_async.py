@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from . import _info, _ranges
@@ -46,7 +47,7 @@ def olMemAllocAsync(ctx: Context, queue: Queue, alloc_type: Any, size_value: Any
     pool = device.pool
     address = pool.reuse(queue.id, size)  # a block freed on this queue: no driver call
     if address is not None:
-        return _revive(ctx, queue, address, size, functools.partial(pool.keep, queue.id))
+        return _revive(ctx, queue, address, size, None)
     if "mem_alloc_async" not in backend.implemented:
         address = pool.take(size)
         if address is None:
@@ -67,7 +68,7 @@ def olMemAllocAsync(ctx: Context, queue: Queue, alloc_type: Any, size_value: Any
     return address
 
 
-def _revive(ctx: Context, queue: Queue, address: int, size: int, put_back: Any) -> int:
+def _revive(ctx: Context, queue: Queue, address: int, size: int, put_back: Callable[[int, int], None] | None) -> int:
     """Hand a pooled block out again: its retired range made live, in the queue's context, in one
     publish (``put_back(address, size)`` where that fails)."""
     snapshot = None
@@ -80,8 +81,8 @@ def _revive(ctx: Context, queue: Queue, address: int, size: int, put_back: Any) 
             with context_owns(context):
                 snapshot = ctx.allocations.revive(allocation)
     finally:
-        if snapshot is None:
-            put_back(address, size)
+        if snapshot is None:  # back where it came from: the queue's own blocks (None), or the device's pool
+            put_back(address, size) if put_back is not None else queue.device.pool.keep(queue.id, address, size)
     if snapshot is None:
         raise fail(ErrorCode.BACKEND_FAILURE, f"the pooled block {address:#x} is no longer in the allocation map")
     # what check_range would find for a write to it, in the snapshot that made it live (a later

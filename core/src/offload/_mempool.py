@@ -30,20 +30,22 @@ class DevicePool:
     queue's next allocation of its size at once, since the queue's order puts every earlier use
     before any later one (the driver's pools reuse memory on one stream so too)."""
 
-    __slots__ = ("_blocks", "_queues", "_lock")
+    __slots__ = ("_blocks", "_queues", "_kept", "_lock")
 
     def __init__(self) -> None:
         self._blocks: dict[int, list[int]] = {}
         self._queues: dict[int, dict[int, list[int]]] = {}  # queue id -> size -> addresses
+        self._kept: dict[int, int] = {}  # queue id -> how many blocks it keeps
         self._lock = threading.Lock()
 
     def keep(self, queue_id: int, address: int, size: int) -> bool:
         """Keep a block freed on a queue for that queue; False (not kept) when it holds enough."""
         with self._lock:
-            sizes = self._queues.setdefault(queue_id, {})
-            if sum(len(a) for a in sizes.values()) >= QUEUE_CACHE_BLOCKS:
+            kept = self._kept.get(queue_id, 0)
+            if kept >= QUEUE_CACHE_BLOCKS:
                 return False
-            sizes.setdefault(size, []).append(address)
+            self._kept[queue_id] = kept + 1
+            self._queues.setdefault(queue_id, {}).setdefault(size, []).append(address)
             return True
 
     def reuse(self, queue_id: int, size: int) -> int | None:
@@ -51,12 +53,16 @@ class DevicePool:
         with self._lock:
             sizes = self._queues.get(queue_id)
             blocks = sizes.get(size) if sizes else None
-            return blocks.pop() if blocks else None
+            if not blocks:
+                return None
+            self._kept[queue_id] -= 1
+            return blocks.pop()
 
     def forget_queue(self, queue_id: int) -> list[tuple[int, int]]:
         """The blocks a queue kept, as ``(address, size)`` (the queue is being destroyed)."""
         with self._lock:
             sizes = self._queues.pop(queue_id, {})
+            self._kept.pop(queue_id, None)
         return [(address, size) for size, addresses in sizes.items() for address in addresses]
 
     def take(self, size: int) -> int | None:
@@ -76,9 +82,9 @@ class DevicePool:
             blocks += [(a, AllocType.DEVICE) for sizes in self._queues.values() for addresses in sizes.values() for a in addresses]
             self._blocks.clear()
             self._queues.clear()
+            self._kept.clear()
         return blocks
 
     def __len__(self) -> int:
         with self._lock:
-            kept = sum(len(a) for sizes in self._queues.values() for a in sizes.values())
-            return kept + sum(len(addresses) for addresses in self._blocks.values())
+            return sum(self._kept.values()) + sum(len(addresses) for addresses in self._blocks.values())

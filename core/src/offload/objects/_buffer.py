@@ -227,10 +227,14 @@ class Buffer:
                 ErrorCode.INVALID_ARGUMENT,
                 f"cannot close {self!r}: {live} DLPack export(s) or numpy view(s) of its memory are alive",
             )
-        check_queue(queue)
-        if queue is not None and self._finalizer is not None and self._finalizer.detach() is not None:
-            address, self._address = self._address, 0
-            olMemFreeAsync(queue.handle, address)
+        if queue is not None:
+            check_queue(queue)
+            finalizer = self._finalizer
+            if finalizer is not None and finalizer.detach() is not None:  # (nothing to drain: no release deferred)
+                address, self._address, self._keepalive = self._address, 0, None
+                CLOSES[0] += 1
+                olMemFreeAsync(queue.handle, address)
+                return
         self.invalidate()
         exports_of(None)  # drop the exports' session reference if none is left
 

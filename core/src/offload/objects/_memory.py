@@ -34,6 +34,8 @@ _KIND_NAMES = {kind.name.lower(): kind for kind in AllocType}
 
 def as_kind(kind: Any) -> AllocType:
     """An ``AllocType`` from itself, its value, or its name in any case (``"managed"``)."""
+    if kind.__class__ is AllocType:
+        return kind
     if isinstance(kind, str):
         found = _KIND_NAMES.get(kind.strip().lower())
         if found is None:

@@ -70,7 +70,6 @@ def test_a_free_from_a_host_function_of_its_queue(host: ol.Device) -> None:
 def test_pooled_blocks_are_given_back_at_shutdown(run_python) -> None:  # type: ignore[no-untyped-def]
     code = r"""
 import offload as ol
-from offload import _runtime
 ol.olInit()
 found = []
 ol.olIterateDevices(lambda d, _: found.append(d) or True)

@@ -15,7 +15,7 @@ from public source, so it is trusted only when nobody else could have written it
 pip's and ccache's caches): the folder is created private (0700); a folder or a cached file not
 owned by this user, or writable by group or others, or a cached file that is not a regular file,
 is not used: one ``OffloadHostCacheWarning`` names it and the program is built without the disk
-cache (``offload.build_support.DiskCache``, the core's disk cache of ``offload.build`` too;
+cache (``offload.backend.build.DiskCache``, the core's disk cache of ``offload.build`` too;
 ``OFFLOAD_HOST_CACHE=off`` turns it off).
 """
 
@@ -179,9 +179,9 @@ def _cpu_id() -> str:
 
 
 def _disk() -> Any:
-    """The disk cache (``offload.build_support.DiskCache``, made on first use: the core is
+    """The disk cache (``offload.backend.build.DiskCache``, made on first use: the core is
     imported lazily, so this module imports without it)."""
-    from offload.build_support import DiskCache
+    from offload.backend.build import DiskCache
 
     with _lock:
         if not _disk_cache:
@@ -190,7 +190,7 @@ def _disk() -> Any:
 
 
 def _cache_key(compiler_id: str, flags: Sequence[str], source: str) -> str:
-    from offload.build_support import cache_key
+    from offload.backend.build import cache_key
 
     header = (include_dir() / "offload_host.h").read_bytes()
     cpu = _cpu_id() if any("native" in flag for flag in flags) else ""

@@ -140,6 +140,20 @@ ol.olDestroyQueue(q)
 out["stream_alive"] = code(d.cuStreamQuery(theirs))  # not destroyed by offload
 q2 = ol.olCreateQueue(gpu)           # never the adopted one reused
 out["fresh"] = ol.queue_stream(q2) != int(theirs)
+import threading
+gate = threading.Event()
+busy = ol.adopt_stream(gpu, int(theirs))
+ol.olLaunchHostFunction(busy, lambda _: gate.wait(30))
+t0 = __import__("time").monotonic()
+ol.olDestroyQueue(busy)              # busy: held (parked) until idle, without waiting here
+out["destroy_returned_at_once"] = __import__("time").monotonic() - t0 < 5
+gate.set()
+ck(d.cuStreamSynchronize(theirs))
+reused = [ol.olCreateQueue(gpu) for _ in range(3)]  # a parked adopted queue is let go, never handed out
+out["never_reused"] = all(ol.queue_stream(r) != int(theirs) for r in reused)
+for r in reused:
+    ol.olDestroyQueue(r)
+out["alive_after_release"] = code(d.cuStreamQuery(theirs))
 other = ck(d.cuCtxCreate(None, 0, device))   # another context on the device, made current
 elsewhere = ck(d.cuStreamCreate(1))
 out["other_context"] = error_of(ol.adopt_stream, gpu, int(elsewhere))
@@ -170,6 +184,7 @@ def test_flat_stream_doors_with_a_raw_driver_stream(run_child: Any, child_env: A
     out = child.result
     assert out["same"] is True and out["data"] == [0x5A] * 4
     assert out["stream_alive"] == 0 and out["fresh"] is True
+    assert out["destroy_returned_at_once"] is True and out["never_reused"] is True and out["alive_after_release"] == 0
     assert out["other_context"] is not None and out["other_context"][0] == "INVALID_ARGUMENT"
     assert "another context" in out["other_context"][1]
     assert out["not_int"] is not None and out["not_int"][0] == "INVALID_ARGUMENT"

@@ -3,7 +3,7 @@
 
 A backend with ``mem_alloc_async`` / ``mem_free_async`` (CUDA: ``cuMemAllocAsync`` /
 ``cuMemFreeAsync``; HIP: ``hipMallocAsync`` / ``hipFreeAsync``) allocates from its driver's pool;
-elsewhere the device's ``DevicePool`` (``_mempool``) keeps blocks freed in queue order for the
+elsewhere the device's ``DevicePool`` (``_core.mempool``) keeps blocks freed in queue order for the
 next allocation of their size (a pooled block stays in the map, retired, so every check refuses
 it until it is handed out again), and a miss is an ``olMemAlloc``.
 

@@ -20,7 +20,7 @@ the layer's own C methods run only with it) and which device this rank of a dist
 takes (``spread_over_ranks``, from what the launcher set).
 
 Memory and streams of other libraries (DLPack, ``__cuda_array_interface__``) go through the doors
-of ``_foreign`` and ``_streams``, re-exported here for the layer: ``register_foreign_memory`` (an
+of ``_core.foreign`` and ``streams``, re-exported here for the layer: ``register_foreign_memory`` (an
 import's device range, copyable for its lifetime), ``foreign_stream_wait``, ``foreign_stream_sync``,
 ``queue_stream`` (a queue's driver stream) and ``adopt_stream`` (a queue over another library's).
 

@@ -75,7 +75,7 @@ class Device(_Handle):
     parked: list[NativeQueue]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
     adopted: set[int]  # id() of the native queues over another library's stream (adopt_stream): never reused
-    pool: DevicePool  # blocks freed by olMemFreeAsync, for a backend without mem_alloc_async (_mempool)
+    pool: DevicePool  # blocks freed by olMemFreeAsync, kept per queue, and for a backend without mem_alloc_async (_core.mempool)
     programs: set[Program]  # live program handles
     limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
     registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock

@@ -392,7 +392,7 @@ def exports_of(buffer: Buffer | None) -> int:
     """How many live exports view ``buffer``'s memory (0 for None). When no export of session
     memory is left, the exports' session reference is dropped (``_session.settle``)."""
     _session.settle()
-    if buffer is None:
+    if buffer is None or not _dlpack.any_exported():
         return 0
     return sum(1 for o in _dlpack.live_owners() if o.__class__ is MAKERS.array and o._buffer is buffer)
 

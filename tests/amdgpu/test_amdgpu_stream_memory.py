@@ -80,3 +80,35 @@ def test_hip_stream_ordered_memory_raw(hip_runtime: Path, hip_child: Any) -> Non
 def test_olmemallocasync_on_amdgpu(hip_runtime: Path, hip_child: Any, tmp_path: Path) -> None:
     env = {"LD_LIBRARY_PATH": str(hip_runtime), "GPUSIM_KERNELS": str(tmp_path), "ROCM_PATH": str(tmp_path / "no-rocm")}
     assert hip_child(FLAT, env) == [True, "INVALID_ARGUMENT"]
+
+
+ORDER = """
+import ctypes, threading
+from hip import hip
+out = {}
+err, a = hip.hipStreamCreateWithFlags(1)
+err, b = hip.hipStreamCreateWithFlags(1)
+gate = threading.Event()
+keep = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: gate.wait(30))
+hip.hipLaunchHostFunc(a, ctypes.cast(keep, ctypes.c_void_p).value, None)
+err, p = hip.hipMallocAsync(64, a)
+err, event = hip.hipEventCreate()
+hip.hipEventRecord(event, a)
+hip.hipStreamWaitEvent(b, event, 0)
+out["ordered_fill"] = int(hip.hipMemsetD8Async(p, 7, 64, b)[0])
+gate.set()
+out["ordered"] = [int(hip.hipStreamSynchronize(b)[0]), int(hip.hipStreamSynchronize(a)[0])]
+gate2 = threading.Event()
+keep2 = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: gate2.wait(30))
+hip.hipLaunchHostFunc(a, ctypes.cast(keep2, ctypes.c_void_p).value, None)
+err, q = hip.hipMallocAsync(64, a)
+hip.hipMemsetD8Async(q, 1, 64, b)                 # b is not ordered after the allocation: a is held
+out["unordered"] = int(hip.hipStreamSynchronize(b)[0])
+gate2.set()
+emit(out)
+"""
+
+
+def test_hip_stream_ordered_allocations_are_used_in_stream_order(hip_runtime: Path, hip_child: Any) -> None:
+    out = hip_child(ORDER, {"LD_LIBRARY_PATH": str(hip_runtime)})
+    assert out == {"ordered_fill": 0, "ordered": [0, 0], "unordered": 700}  # hipErrorIllegalAddress

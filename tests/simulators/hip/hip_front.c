@@ -745,8 +745,11 @@ EXPORT hipError_t hipStreamQuery(hip_stream *stream) {
 }
 
 /* Stream-ordered memory (HIP runtime API reference, Stream Ordered Memory Allocator):
- * hipMallocAsync "Allocates memory with stream ordered semantics" from the stream's device; the
- * memory is valid at once here (use before the stream reaches the allocation is not caught).
+ * hipMallocAsync "Allocates memory with stream ordered semantics" from the stream's device; until
+ * the stream reaches the allocation, a copy or fill on another stream that touches it faults
+ * (sticky hipErrorIllegalAddress, simcore's sim_use_check), as CUDA's documented rule (the
+ * allocation is used in its stream, or in another one ordered after it by an event) is modelled
+ * for cuMemAllocAsync; kernels are not checked.
  * hipFreeAsync "Frees memory with stream ordered semantics": the free runs when the stream reaches
  * it, after which the memory is gone ("the memory must not be accessed after the stream reaches
  * the free"); a pointer that is not an allocation's base, or whose free is already pending, is
@@ -768,6 +771,50 @@ static int free_pending(void *ptr) {
   return pending;
 }
 
+typedef struct unreached_alloc {
+  char *ptr;
+  size_t size;
+  sim_stream *stream;
+  unsigned long long id;
+} unreached_alloc;
+#define MAX_UNREACHED 4096
+static unreached_alloc unreached[MAX_UNREACHED];
+static size_t unreached_count;
+static unsigned long long next_alloc_id = 1;
+
+static void forget_unreached(void *ptr, unsigned long long id) { /* with pending_lock held; id 0: any */
+  for (size_t i = 0; i < MAX_UNREACHED; i++)
+    if (unreached[i].ptr == ptr && ptr != NULL && (id == 0 || unreached[i].id == id)) {
+      unreached[i].ptr = NULL;
+      --unreached_count;
+    }
+}
+
+static sim_status reach_run(void *raw) {
+  unreached_alloc *r = raw;
+  pthread_mutex_lock(&pending_lock);
+  forget_unreached(r->ptr, r->id);
+  pthread_mutex_unlock(&pending_lock);
+  return SIM_OK;
+}
+
+static sim_status use_rule(const void *p, size_t size, sim_stream *stream) {
+  if (__atomic_load_n(&unreached_count, __ATOMIC_ACQUIRE) == 0) return SIM_OK;
+  const char *lo = p, *hi = lo + size;
+  int hit = 0;
+  pthread_mutex_lock(&pending_lock);
+  for (size_t i = 0; i < MAX_UNREACHED && !hit; i++)
+    hit = unreached[i].ptr != NULL && unreached[i].stream != stream && lo < unreached[i].ptr + unreached[i].size &&
+          unreached[i].ptr < hi;
+  pthread_mutex_unlock(&pending_lock);
+  if (!hit) return SIM_OK;
+  sim_device_set_fault(sim_stream_device(stream), SIM_ERR_ILLEGAL_ADDRESS);
+  return SIM_ERR_ILLEGAL_ADDRESS;
+}
+
+static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
+static void install_rule(void) { sim_set_use_rule(use_rule); }
+
 EXPORT hipError_t hipMallocAsync(void **ptr, size_t size, hip_stream *stream) {
   GUARD();
   if (ptr == NULL) return ret(hipErrorInvalidValue);
@@ -778,10 +825,35 @@ EXPORT hipError_t hipMallocAsync(void **ptr, size_t size, hip_stream *stream) {
     *ptr = NULL;
     return hipSuccess;
   }
-  return ret(from_sim(sim_mem_alloc(sim_stream_device(s), SIM_MEM_DEVICE, size, ptr)));
+  hipError_t rc = from_sim(sim_mem_alloc(sim_stream_device(s), SIM_MEM_DEVICE, size, ptr));
+  if (rc != hipSuccess) return ret(rc);
+  pthread_once(&rule_once, install_rule);
+  unreached_alloc *r = malloc(sizeof *r);
+  pthread_mutex_lock(&pending_lock);
+  size_t slot = MAX_UNREACHED;
+  for (size_t i = 0; i < MAX_UNREACHED && slot == MAX_UNREACHED; i++)
+    if (unreached[i].ptr == NULL) slot = i;
+  if (r != NULL && slot < MAX_UNREACHED) {
+    *r = (unreached_alloc){*ptr, size, s, next_alloc_id++};
+    unreached[slot] = *r;
+    ++unreached_count;
+  }
+  pthread_mutex_unlock(&pending_lock);
+  /* reached when the stream gets here (without room to track it: at once, unchecked) */
+  if (r != NULL && slot < MAX_UNREACHED && sim_stream_submit_ex(s, reach_run, r, free, SIM_OP_AFTER_FAULT) == SIM_OK) return hipSuccess;
+  if (r != NULL && slot < MAX_UNREACHED) {
+    pthread_mutex_lock(&pending_lock);
+    forget_unreached(r->ptr, r->id);
+    pthread_mutex_unlock(&pending_lock);
+  }
+  free(r);
+  return hipSuccess;
 }
 
 static sim_status free_async_run(void *ptr) {
+  pthread_mutex_lock(&pending_lock);
+  forget_unreached(ptr, 0); /* freed before its stream reached it (the free was not ordered after it) */
+  pthread_mutex_unlock(&pending_lock);
   sim_status st = sim_mem_free(ptr, KIND(SIM_MEM_DEVICE));
   pthread_mutex_lock(&pending_lock);
   int i = pending_slot(ptr);
@@ -920,6 +992,9 @@ typedef struct copy_op {
 
 static sim_status copy_run(void *raw) {
   copy_op *c = raw;
+  sim_status use = sim_use_check(c->dst, c->size);
+  if (use == SIM_OK) use = sim_use_check(c->src, c->size);
+  if (use != SIM_OK) return use; /* stream-ordered memory its stream has not reached (hipMallocAsync) */
   memmove(c->dst, c->src, c->size);
   return SIM_OK;
 }

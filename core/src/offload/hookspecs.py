@@ -240,8 +240,12 @@ def symbol_names(device: NativeDevice, image: NativeProgram, kind: SymbolKind) -
 def build_target(device: NativeDevice) -> str:
     """What a build for ``device`` depends on besides the source and options, as one string: the
     architecture (``sm_90``, ``gfx90a:sramecc+:xnack-``, the host's machine) and the toolchain
-    that ``build_source`` would use. ``offload.build`` caches images by (platform, this, source,
-    options), so two devices with the same answer share builds. Cheap; must not compile.
+    that ``build_source`` would use, with its version (``offload.backend.build.tool_version``).
+    ``offload.build`` caches images by (platform, this, source, options) for the process and on
+    disk across processes (with the backend's version and ``offload_kernel.h``), so two devices
+    with the same answer share builds, and an answer that misses a compiler upgrade serves a
+    stale image. Cheap (asking a compiler its version once is fine); must not compile; raise
+    ``HOST_TOOL_NOT_FOUND`` where ``build_source`` would.
     """
 
 

@@ -89,3 +89,41 @@ print(pooled, sorted(freed) == sorted(blocks))
 """
     assert run_python(code).stdout.split() == ["3", "True"]
 
+
+
+def test_threads_allocating_and_freeing_on_their_queues(host: ol.Device) -> None:
+    """Four threads, each on its own queue, allocate, fill, copy back and free in queue order while
+    one more frees synchronously: every copy sees its own thread's bytes (a block handed to two
+    owners at once would mix them) and no call fails."""
+    from helpers import run_in_threads
+
+    errors: list[BaseException] = []
+    seen: list[bool] = []
+    counter = iter(range(1, 1000))
+    lock = threading.Lock()
+
+    def work() -> None:
+        with lock:
+            mark = next(counter)
+        queue = ol.olCreateQueue(host)
+        back = (ctypes.c_uint8 * 512)()
+        try:
+            for i in range(200):
+                size = (64, 256, 512)[i % 3]
+                address = ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, size)
+                ol.olMemFill(queue, address, bytes([mark]), size)
+                ol.olMemcpy(queue, ctypes.addressof(back), host, address, host, size)
+                ol.olMemFreeAsync(queue, address)
+                if i % 50 == 49:
+                    ol.olSyncQueue(queue)
+                    seen.append(bytes(back[:size]) == bytes([mark]) * size)
+                if i % 7 == 0:
+                    ol.olMemFree(ol.olMemAlloc(host, ol.AllocType.DEVICE, size))
+            ol.olSyncQueue(queue)
+        except BaseException as exc:  # noqa: B036 - reported below
+            errors.append(exc)
+        finally:
+            ol.olDestroyQueue(queue)
+
+    run_in_threads(work, 4)
+    assert errors == [] and len(seen) == 16 and all(seen)

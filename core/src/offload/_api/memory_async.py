@@ -31,13 +31,13 @@ from .contexts import context_owns
 from .memory import allocate
 from .._values.enums import AllocType, ErrorCode
 from .._core.handles import Queue
-from .._core.runtime import LOCAL, Context
+from .._core.session import LOCAL, Session
 
 _ALLOC_TYPES = frozenset(AllocType)
 _order = threading.Lock()  # a free's enqueue + its range leaving the map, against an allocation + its insertion
 
 
-def olMemAllocAsync(ctx: Context, queue: Queue, alloc_type: Any, size_value: Any) -> int:
+def olMemAllocAsync(ctx: Session, queue: Queue, alloc_type: Any, size_value: Any) -> int:
     alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAllocAsync type", ctx.api_level)
     if alloc_type is not AllocType.DEVICE:
         raise fail(ErrorCode.UNSUPPORTED,
@@ -69,7 +69,7 @@ def olMemAllocAsync(ctx: Context, queue: Queue, alloc_type: Any, size_value: Any
     return address
 
 
-def _revive(ctx: Context, queue: Queue, address: int, size: int, put_back: Callable[[int, int], None] | None) -> int:
+def _revive(ctx: Session, queue: Queue, address: int, size: int, put_back: Callable[[int, int], None] | None) -> int:
     """Hand a pooled block out again: its retired range made live, in the queue's context, in one
     publish (``put_back(address, size)`` where that fails)."""
     snapshot = None
@@ -92,13 +92,13 @@ def _revive(ctx: Context, queue: Queue, address: int, size: int, put_back: Calla
     return address
 
 
-def _insert(ctx: Context, queue: Queue, address: int, size: int) -> bool:
+def _insert(ctx: Session, queue: Queue, address: int, size: int) -> bool:
     """Enter the allocation in the map, owned by the queue's context (INVALID_CONTEXT once destroyed)."""
     with context_owns(queue.context):
         return ctx.allocations.insert(Allocation(queue.device, AllocType.DEVICE, address, address + size, queue.context))
 
 
-def olMemFreeAsync(ctx: Context, queue: Queue, address: Any) -> None:
+def olMemFreeAsync(ctx: Session, queue: Queue, address: Any) -> None:
     """Free a DEVICE allocation of the queue's device in the queue's order (any olMemAlloc or
     olMemAllocAsync one: INVALID_ARGUMENT for another address, INVALID_DEVICE for another device's)."""
     found = ctx.allocations.at(address) if type(address) is int else None
@@ -120,7 +120,7 @@ def olMemFreeAsync(ctx: Context, queue: Queue, address: Any) -> None:
     _give_back(ctx, queue, allocation)
 
 
-def _give_back(ctx: Context, queue: Queue, allocation: Allocation) -> None:
+def _give_back(ctx: Session, queue: Queue, allocation: Allocation) -> None:
     """Free a retired block in the queue's order: the driver's ``mem_free_async`` (the range then
     leaves the map), or into the device's pool once the queue reaches it (it stays retired)."""
     device = queue.device
@@ -143,7 +143,7 @@ def _give_back(ctx: Context, queue: Queue, allocation: Allocation) -> None:
         give_back()
 
 
-def release_kept(ctx: Context, queue: Queue) -> None:
+def release_kept(ctx: Session, queue: Queue) -> None:
     """Give back the blocks ``queue`` kept (it is being destroyed), in its order."""
     device = queue.device
     for address, size in device.pool.forget_queue(queue.id):

@@ -21,7 +21,7 @@ from .._values.errors import OffloadError, as_offload_error
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device as DeviceHandle
 from .._core.handles import Queue as QueueHandle
-from .._core.runtime import STATE
+from .._core.session import STATE
 
 __all__ = ["adopt_stream", "queue_stream", "stream_handle"]
 

@@ -38,7 +38,8 @@ _order = threading.Lock()  # a free's enqueue + its range leaving the map, again
 
 
 def olMemAllocAsync(ctx: Session, queue: Queue, alloc_type: Any, size_value: Any) -> int:
-    alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAllocAsync type", ctx.api_level)
+    if alloc_type is not AllocType.DEVICE:  # (the common case needs no lookup)
+        alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAllocAsync type", ctx.api_level)
     if alloc_type is not AllocType.DEVICE:
         raise fail(ErrorCode.UNSUPPORTED,
                    f"olMemAllocAsync allocates DEVICE memory only ({alloc_type.name} has no stream-ordered allocator: use olMemAlloc)")  # fmt: skip

@@ -55,7 +55,10 @@ The conformance kit derives one ``Capabilities`` flag per group (in brackets):
   address is accepted), ``mem_prefetch`` (``prefetch``; absent, ignored), ``symbol_names``
   (``iterate_symbols``), ``data_copy_rect`` (absent, row by row).
 - no kit flag: ``build_target`` with ``build_source`` (``offload.build``); ``foreign_stream_wait``,
-  ``foreign_stream_sync`` (absent, the object layer synchronises); ``deinit_device``,
+  ``foreign_stream_sync`` (absent, the object layer synchronises); ``queue_stream`` and
+  ``adopt_stream`` (absent, ``offload.queue_stream`` / ``offload.adopt_stream`` are UNSUPPORTED);
+  ``mem_alloc_async`` with ``mem_free_async`` (absent, ``olMemAllocAsync`` / ``olMemFreeAsync``
+  use the core's pool over ``mem_alloc`` and ``enqueue_host_call``); ``deinit_device``,
   ``no_devices_reason``, ``platform_info`` (absent, the core does without).
 - the compiled data path: ``native_entry_points`` with ``native_word`` (no kit flag: absent, the
   core calls the Python hooks; the kit runs with and without them).
@@ -240,8 +243,12 @@ def symbol_names(device: NativeDevice, image: NativeProgram, kind: SymbolKind) -
 def build_target(device: NativeDevice) -> str:
     """What a build for ``device`` depends on besides the source and options, as one string: the
     architecture (``sm_90``, ``gfx90a:sramecc+:xnack-``, the host's machine) and the toolchain
-    that ``build_source`` would use. ``offload.build`` caches images by (platform, this, source,
-    options), so two devices with the same answer share builds. Cheap; must not compile.
+    that ``build_source`` would use, with its version (``offload.backend.build.tool_version``).
+    ``offload.build`` caches images by (platform, this, source, options) for the process and on
+    disk across processes (with the backend's version and ``offload_kernel.h``), so two devices
+    with the same answer share builds, and an answer that misses a compiler upgrade serves a
+    stale image. Cheap (asking a compiler its version once is fine); must not compile; raise
+    ``HOST_TOOL_NOT_FOUND`` where ``build_source`` would.
     """
 
 
@@ -271,6 +278,26 @@ def foreign_stream_sync(device: NativeDevice, stream: int) -> None:
     as ``__cuda_array_interface__``'s ``stream`` names it) has finished. Optional."""
 
 
+@hookspec
+def queue_stream(device: NativeDevice, queue: NativeQueue) -> int:
+    """The driver stream under ``queue`` (made by ``create_queue`` or ``adopt_stream``) as an int
+    (a ``CUstream`` / ``hipStream_t`` address), for another library to enqueue work on in the
+    queue's order (``offload.queue_stream``, ``Queue.__cuda_stream__``). Optional, with
+    ``adopt_stream``."""
+
+
+@hookspec
+def adopt_stream(device: NativeDevice, stream: int) -> NativeQueue:
+    """A queue over ``stream``, a driver stream of ``device`` that another library made and owns
+    (an int handle, as ``__cuda_stream__`` gives it; the legacy default stream's too). Every queue
+    hook then takes it like one of ``create_queue``: offload's work goes on that stream, in order
+    with the owner's, and ``has_pending_work`` / ``synchronize`` see the owner's work too.
+    ``synchronize(release=True)`` ends only what the backend made for it (host-function state, its
+    native record), never the stream; the core never reuses an adopted queue for ``olCreateQueue``.
+    ``INVALID_ARGUMENT`` for a handle the driver does not know as a stream of ``device``'s context.
+    Optional, with ``queue_stream``."""
+
+
 # --- memory ----------------------------------------------------------------------------------
 
 
@@ -294,6 +321,23 @@ def mem_alloc(device: NativeDevice, alloc_type: AllocType, size: int) -> int:
 @hookspec
 def mem_free(device: NativeDevice, address: int, alloc_type: AllocType) -> None:
     """Free an address returned by ``mem_alloc`` (the core guarantees it is a live base address)."""
+
+
+@hookspec
+def mem_alloc_async(device: NativeDevice, queue: NativeQueue, alloc_type: AllocType, size: int) -> int:
+    """Allocate ``size`` (> 0) bytes of DEVICE memory (the only ``alloc_type`` the core passes) in
+    ``queue``'s order, from a pool (``cuMemAllocAsync``, ``hipMallocAsync``): the address (never 0)
+    is returned at once, the memory is usable by work enqueued on ``queue`` after this, and by other
+    queues once they wait for an event recorded after it. Optional, with ``mem_free_async``."""
+
+
+@hookspec
+def mem_free_async(device: NativeDevice, queue: NativeQueue, address: int) -> None:
+    """Free an allocation (a base address of ``mem_alloc_async``, or of ``mem_alloc`` of DEVICE
+    memory) in ``queue``'s order: once the work enqueued on ``queue`` before it has finished
+    (``cuMemFreeAsync``, ``hipFreeAsync``). The core has already taken the range out of every
+    check and out of its map, and comes at once, not once the device is idle: the driver's pool
+    may hand the memory to a later ``mem_alloc_async`` on ``queue`` before the free runs."""
 
 
 @hookspec

@@ -75,6 +75,12 @@ def olMemAlloc(device: Device, alloc_type: AllocType | int, size: SupportsIndex,
 def olMemFree(address: _Address, context: Context | None = ...) -> None:
     """Free an olMemAlloc allocation (its owner is found; a context given must be its own: INVALID_CONTEXT), once every busy queue (live or parked) has finished its work (from a host function: queued behind its own queue)."""
 
+def olMemAllocAsync(queue: Queue, alloc_type: AllocType | int, size: SupportsIndex) -> int:
+    """offload extension (not in liboffload): allocate ``size`` bytes of DEVICE memory in ``queue``'s order (cuMemAllocAsync, hipMallocAsync; elsewhere the core's pool), owned by the queue's context; usable by the queue's later work at once, by other queues after an event of it. Free it with olMemFreeAsync or olMemFree."""
+
+def olMemFreeAsync(queue: Queue, address: _Address) -> None:
+    """offload extension (not in liboffload): free a DEVICE allocation of the queue's device in ``queue``'s order: refused by every range check at once, given back once the queue's earlier work has finished, without waiting for any queue."""
+
 @overload
 def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.DEVICE], context: Context | None = ...) -> Device: ...
 @overload
@@ -385,6 +391,8 @@ __all__ = [
     'olGetDeviceInfoSize',
     'olMemAlloc',
     'olMemFree',
+    'olMemAllocAsync',
+    'olMemFreeAsync',
     'olGetMemInfo',
     'olGetMemInfoSize',
     'olMemRegister',

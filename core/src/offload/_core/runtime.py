@@ -21,6 +21,7 @@ from .._values.errors import OffloadError, join_errors
 from .._values.types import Dimensions, InitArgs
 from .handles import Context as ContextHandle
 from .handles import Device, Platform
+from .mempool import DevicePool
 from .native import entry_points as native_entry_points
 from .native import word as native_word
 from .registry import BoundBackend, load_backends
@@ -43,6 +44,8 @@ def _build_platform(ctx: Session, bound: BoundBackend, natives: list[Any], infos
             lock=threading.Lock(),
             parked=[],
             queues=set(),
+            adopted=set(),
+            pool=DevicePool(),
             programs=set(),
             limits=launch_limits(info),
             registered={},

@@ -51,6 +51,9 @@ The conformance kit derives one ``Capabilities`` flag per group (in brackets):
 - liboffload main's: ``mem_alloc_aligned`` (``aligned_alloc``; absent, an aligned ``mem_alloc``
   address is accepted), ``mem_prefetch`` (``prefetch``; absent, ignored), ``symbol_names``
   (``iterate_symbols``), ``data_copy_rect`` (absent, row by row).
+- after ``init``: ``served_hooks`` names the optional hooks the device found serves (a forwarding
+  backend, a driver with optional features); the rest answer ``UNSUPPORTED`` and the kit's flags
+  follow. Absent: every hook the backend defines (hook presence decides).
 - no kit flag: ``build_target`` with ``build_source`` (``offload.build``); ``foreign_stream_wait``,
   ``foreign_stream_sync`` (absent, the object layer synchronises); ``deinit_device``,
   ``no_devices_reason``, ``platform_info`` (absent, the core does without).
@@ -63,7 +66,7 @@ the backend's ``Capabilities`` then declares that flag False.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import pluggy
@@ -92,6 +95,17 @@ def init() -> Sequence[NativeDevice]:
     Returning no devices is fine (no hardware): the platform then shows zero devices. Raise when
     the driver is present but broken; the backend is then skipped with that reason.
     """
+
+
+@hookspec
+def served_hooks() -> Collection[str] | None:
+    """The optional hooks this backend serves, given what ``init`` found; asked once, right after
+    it. A backend whose features depend on the device (a driver with optional features, a
+    forwarding backend that asks the device on the other side) defines every hook it might serve
+    and names here those it does: the others answer ``UNSUPPORTED`` as if absent, and the
+    conformance kit derives ``Capabilities`` from this answer. Required hooks and this one are
+    always served. None (or the hook absent): every hook the backend defines. Naming a hook the
+    backend does not define fails ``init`` (``INVALID_VALUE``)."""
 
 
 @hookspec

@@ -55,7 +55,7 @@ from ._enums import (
 )
 from ._entrypoints import olInit, olShutDown
 from ._handles import Context, Device, Event, Platform, Program, Queue, Symbol
-from ._types import Dimensions, KernelLaunchSizeArgs, Rect
+from ._types import Dimensions, KernelLaunchSizeArgs, KernelParam, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -86,7 +86,7 @@ _INFO_HANDLES = {
     ("ContextInfo", "PLATFORM"): "Platform",
 }
 _INFO_ENUMS = {("SymbolInfo", "KIND"): "SymbolKind"}
-_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float"}
+_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float", "params": "tuple[KernelParam, ...] | None"}
 _KIND_TYPES = {
     _info.Kind.STRING: "str",
     _info.Kind.U32: "int",

@@ -354,7 +354,8 @@ _PARAMS = {
 
 class TestKernelParams(Base):
     """The ``kernel_params`` hook (the core checks argument sizes with it) describes each test
-    kernel's packed argument struct: offsets and sizes as the C compiler lays them out."""
+    kernel's packed argument struct: offsets and sizes as the C compiler lays them out. Read
+    through ``olGetKernelParamsExt``, the flat API's (offload's extension) query of it."""
 
     @pytest.mark.parametrize(("program", "name"), list(_PARAMS), ids=[p for p, _ in _PARAMS])
     def test_layout(
@@ -362,7 +363,7 @@ class TestKernelParams(Base):
     ) -> None:
         require(capabilities, "kernel_params")
         symbol = kernel(load_program(program), name)
-        params = device.backend.kernel_params(device.native, symbol.native)
+        params = ol.olGetKernelParamsExt(symbol)
         if params is None:
             pytest.skip(f"kernel_params answers None for {name!r}: the image does not describe its parameters")
         assert [(p.offset, p.size) for p in params] == _PARAMS[(program, name)]
@@ -372,3 +373,11 @@ class TestKernelParams(Base):
         if program in ("foo", "sequence", "single_counter"):
             assert params[-1].kind in ("pointer", "bytes"), f"the last parameter of {name} is a pointer: {params}"
 
+    def test_not_a_kernel(self, capabilities: Any, load_program: Callable[[str], Any]) -> None:
+        require(capabilities, "globals")
+        with raises(ol.ErrorCode.SYMBOL_KIND):
+            ol.olGetKernelParamsExt(global_variable(load_program("global"), "global"))
+
+    def test_invalid_null_kernel(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetKernelParamsExt(None)

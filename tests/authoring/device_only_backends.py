@@ -7,10 +7,14 @@ every result through ``olMemcpy`` on it.
 
 ``EventErrorsDroppedBackend``: the host backend with a planted defect: ``sync_event`` waits for
 the event but drops the asynchronous errors of the work before it. A kit case must fail on it.
+
+``SlowTeardownBackend``: the host backend whose ``deinit`` waits out a 6 s timeout (a first
+version of a remote backend did, per final ``olShutDown``): the kit's teardown bound fails.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from offload import AllocType, ErrorCode, OffloadError, hookimpl
@@ -48,3 +52,13 @@ class EventErrorsDroppedBackend(HostBackend):  # type: ignore[misc]
 
 
 EventErrorsDroppedCapabilities: type[Capabilities] = HostCapabilities
+
+
+class SlowTeardownBackend(HostBackend):  # type: ignore[misc]
+    @hookimpl
+    def deinit(self) -> None:
+        time.sleep(6.0)  # the defect: a timeout waited out at every final olShutDown
+        super().deinit()
+
+
+SlowTeardownCapabilities: type[Capabilities] = HostCapabilities

@@ -3,7 +3,8 @@
 A backend whose memory the host cannot touch (no MANAGED, no HOST allocations) runs the whole kit:
 each case that checks a result reads it back with ``olMemcpy``, so the only cases skipped are the
 ones that test host access to MANAGED or HOST memory, and their skip reasons say so. A planted
-``sync_event`` defect (the errors before the event dropped) fails a kit case.
+``sync_event`` defect (the errors before the event dropped) fails a kit case, and so does a
+teardown that waits out a timeout.
 """
 
 from __future__ import annotations
@@ -62,5 +63,13 @@ def test_kit_catches_sync_event_dropping_queue_errors(pytester: pytest.Pytester,
     result = run_kit(pytester, monkeypatch, "dropped", "EventErrorsDroppedBackend", "-k", "TestEvent")
     failed = [line for line in result.outlines if line.startswith("FAILED ")]
     assert any("TestEvent::test_sync_raises_earlier_errors[dropped_0]" in line for line in failed), (
+        "\n".join(result.outlines[-30:])
+    )
+
+
+def test_kit_catches_a_slow_teardown(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run_kit(pytester, monkeypatch, "slow", "SlowTeardownBackend", "-k", "TestTeardown")
+    failed = [line for line in result.outlines if line.startswith("FAILED ")]
+    assert any("TestTeardown::test_final_shutdown_is_prompt[slow_0]" in line for line in failed), (
         "\n".join(result.outlines[-30:])
     )

@@ -7,7 +7,7 @@ from typing import Any
 from . import _info
 import operator
 
-from ._api_common import fail
+from ._api_common import fail, recorded_on
 from ._enums import ErrorCode, EventFlags, EventInfo
 from ._handles import Event, Queue
 from ._runtime import Context
@@ -49,7 +49,7 @@ def olDestroyEvent(ctx: Context, event: Event) -> None:
 
 def olSyncEvent(ctx: Context, event: Event) -> None:
     device = event.device
-    device.backend.sync_event(device.native, event.native)
+    device.backend.sync_event(device.native, event.native, recorded_on(event))
 
 
 def event_info(ctx: Context, event: Event, prop: Any) -> tuple[Any, _info.Kind]:

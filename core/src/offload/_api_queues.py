@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _info
-from ._api_common import ctx_lock, fail
+from ._api_common import ctx_lock, fail, recorded_on
 from ._drain import RUNNING_HOST_FUNCTIONS, Drain, host_function_name, pending_work, shutdown_timeout
 from ._enums import ErrorCode, QueueInfo
 from ._errors import OffloadError, as_offload_error
@@ -133,7 +133,7 @@ def olWaitEvents(ctx: Context, queue: Queue, events: Sequence[Event]) -> None:
         else:
             other = event.device
             device.backend.enqueue_host_call(
-                device.native, queue.native, functools.partial(other.backend.sync_event, other.native, event.native)
+                device.native, queue.native, functools.partial(other.backend.sync_event, other.native, event.native, recorded_on(event))
             )
 
 

@@ -266,7 +266,7 @@ class BoundBackend:
         destroy_event: Callable[[NativeDevice, NativeEvent], None]
         wait_event: Callable[[NativeDevice, NativeQueue, NativeEvent], None]
         is_event_complete: Callable[[NativeDevice, NativeEvent], bool]
-        sync_event: Callable[[NativeDevice, NativeEvent], None]
+        sync_event: Callable[[NativeDevice, NativeEvent, NativeQueue | None], None]
         event_elapsed_time: Callable[[NativeDevice, NativeEvent, NativeEvent], float]
         native_entry_points: Callable[[NativeDevice], Any]
         native_word: Callable[[NativeDevice, Any], int | None]

@@ -38,6 +38,7 @@ __all__ = [
     "ResourcePool",
     "launch_extent",
     "off_thread",
+    "queue_name",
     "raise_kept_errors",
 ]
 
@@ -70,6 +71,13 @@ def raise_kept_errors(errors: Iterable[BaseException], what: str, many: str) -> 
         raise ExceptionGroup(f"{len(converted)} {many} failed", converted)
 
 
+def queue_name(queue: Any) -> str:
+    """What messages call a backend's queue: its ``name`` attribute where it has one (``"mydev
+    queue 3"``), else its repr."""
+    name = getattr(queue, "name", None)
+    return name if isinstance(name, str) and name else repr(queue)
+
+
 class KeptErrors:
     """A queue's asynchronous errors, kept in order until its next ``synchronize``: a base class
     of a backend's queue object.
@@ -99,7 +107,7 @@ class KeptErrors:
             return
         errors = kept[:]
         del kept[: len(errors)]  # one kept meanwhile stays for the next call
-        raise_kept_errors(errors, f"a host function on {self!r}", f"host functions on {self!r}")
+        raise_kept_errors(errors, f"a host function on {queue_name(self)}", f"host functions on {queue_name(self)}")
 
 
 # --- work deferred out of a host function ----------------------------------------------------
@@ -339,7 +347,7 @@ class HostFunctions:
             self._synchronize_inside(own, queue, release, wait, recycle)
             return
         if self.deferred._running is not None and self.deferred.running_for() is queue:
-            raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
+            raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue_name(queue)} cannot wait for its own queue")
         try:
             try:
                 wait(queue)
@@ -357,7 +365,7 @@ class HostFunctions:
     ) -> None:
         if queue is own:
             if not release:
-                raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
+                raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue_name(queue)} cannot wait for its own queue")
             queue.released = True
             self.deferring(queue, lambda: recycle(queue))
             queue.raise_kept()

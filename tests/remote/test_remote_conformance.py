@@ -65,3 +65,41 @@ def test_remote_backend_fits_in_300_lines(show) -> None:
     counts = {path.name: _code_lines(path) for path in sorted(SOURCE.glob("*.py"))}
     show(f"offload-remote lines of code: {counts} = {sum(counts.values())}")
     assert sum(counts.values()) <= 300, counts
+
+
+LOST = r"""
+import json, os
+os.environ.update(OFFLOAD_REMOTE="local", OFFLOAD_BACKENDS="remote,host")
+import offload as ol
+from offload._runtime import STATE
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, acc: acc.append(d) or True, found)
+dev = next(d for d in found if d.platform.name == "remote")
+queue = ol.olCreateQueue(dev)
+kept = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 64)
+server = dev.platform.backend.plugin.process
+server.kill()
+server.wait()
+result = {}
+for name, call in (("alloc", lambda: ol.olMemAlloc(dev, ol.AllocType.DEVICE, 64)), ("shutdown", ol.olShutDown)):
+    try:
+        call()
+        result[name] = "SUCCESS"
+    except ol.OffloadError as exc:
+        result[name] = exc.code.name
+        result[name + "_details"] = exc.details
+result["idle"] = STATE.ctx is None
+print(json.dumps(result))
+"""
+
+
+def test_a_dead_server_is_a_lost_device(run_python) -> None:
+    """The server killed: requests fail BACKEND_FAILURE (never hang) and the final olShutDown
+    reports it and ends the session."""
+    import json
+
+    proc = run_python(LOST)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["alloc"] == "BACKEND_FAILURE" and "lost" in result["alloc_details"], result
+    assert result["shutdown"] == "BACKEND_FAILURE" and result["idle"] is True, result

@@ -12,7 +12,7 @@ import json
 import offload as ol
 from offload import ErrorCode, OffloadError, hookimpl
 from offload_host import HostBackend
-from offload._runtime import STATE
+from offload._core.session import STATE
 
 LOST = []
 

@@ -71,7 +71,7 @@ LOST = r"""
 import json, os
 os.environ.update(OFFLOAD_REMOTE="local", OFFLOAD_BACKENDS="remote,host")
 import offload as ol
-from offload._runtime import STATE
+from offload._core.session import STATE
 ol.olInit()
 found = []
 ol.olIterateDevices(lambda d, acc: acc.append(d) or True, found)

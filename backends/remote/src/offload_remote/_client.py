@@ -25,7 +25,7 @@ from typing import Any
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchPropType, KernelLaunchSizeArgs, OffloadError, SymbolInfo, SymbolKind, hookimpl
 from offload.hookspecs import HOOK_NAMES
-from offload.backend_support import raise_kept_errors
+from offload.backend.support import raise_kept_errors
 
 from ._queue import Marker, Queue, QueueCalls
 

@@ -1,5 +1,5 @@
 """An asynchronous device's queue: its operations (each one a synchronous request to the server)
-run in order on a thread of the queue (``offload.backend_support.DeferredWork``), events are
+run in order on a thread of the queue (``offload.backend.support.DeferredWork``), events are
 markers on it, and host functions go through ``HostFunctions`` (so the releases asked from inside
 one are deferred until it has returned)."""
 
@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from offload.backend_support import DeferredWork, HostFunctions, KeptErrors
+from offload.backend.support import DeferredWork, HostFunctions, KeptErrors
 
 _names = itertools.count()
 

@@ -1,0 +1,165 @@
+"""What every backend must do alike, written once (for backend authors; ``offload.hookspecs`` is
+the contract, this module helps keep it).
+
+- Asynchronous errors (``synchronize`` / ``sync_event``): every failure kept, in order, reported as
+  one ``OffloadError`` or an ``ExceptionGroup`` of them: ``raise_kept_errors``, and ``KeptErrors``
+  (a queue's list of them).
+- Host functions run by a driver's C callback (``cuLaunchHostFunc``, ``hipLaunchHostFunc``):
+  ``HostFunctions`` runs Python callables through one ctypes trampoline and marks the thread while
+  one runs. A driver forbids driver calls there, and the releases the core may ask from inside one
+  (``mem_free``, ``unload_binary``, the final teardown's hooks, ``enqueue_host_call`` on its own
+  queue) could not finish there anyway: they are deferred (``DeferredWork``) to run, in order, on a
+  thread of the backend once the function has returned. ``HostFunctions.synchronize`` and
+  ``.has_pending_work`` are those hooks' skeleton around the driver's own wait and query.
+- ``ResourcePool``: driver resources (streams, events) kept for reuse.
+- ``launch_extent``: the exact launch-buffer extent a driver must be given.
+- ``report_device_fault``: a device that faulted for good (an illegal address, a kernel's
+  SIGSEGV): the core then refuses the copies and fills of its memory that it makes itself.
+
+Imports only the bottom of the core (enums, errors, types): a backend may use it from any hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
+
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError
+from .._values.faults import report_device_fault
+from .._values.types import KernelParam
+from .host_functions import DeferredWork, HostFunctions, off_thread, queue_name
+
+__all__ = [
+    "DeferredWork",
+    "HostFunctions",
+    "KeptErrors",
+    "ResourcePool",
+    "launch_extent",
+    "off_thread",
+    "queue_name",
+    "raise_kept_errors",
+    "report_device_fault",
+]
+
+log = logging.getLogger("offload.backend_support")  # the name before the move (logging configurations use it)
+
+T = TypeVar("T")
+
+
+# --- asynchronous errors ---------------------------------------------------------------------
+
+
+def raise_kept_errors(errors: Iterable[BaseException], what: str, many: str) -> None:
+    """Raise the asynchronous errors a backend kept for a queue, in order (the ``synchronize`` and
+    ``sync_event`` obligations in hookspecs): nothing for none, the one ``OffloadError`` for one, an
+    ``ExceptionGroup`` of them for several (the core joins it). An ``OffloadError`` stays itself;
+    anything else becomes ``UNKNOWN`` (``OUT_OF_RESOURCES`` for ``MemoryError``) with the exception
+    as its cause. ``what`` names one failing thing ("a host function on queue 3"), ``many``
+    several ("host functions on queue 3")."""
+    converted: list[OffloadError] = []
+    for error in errors:
+        if not isinstance(error, OffloadError):
+            code = ErrorCode.OUT_OF_RESOURCES if isinstance(error, MemoryError) else ErrorCode.UNKNOWN
+            mapped = OffloadError(code, f"{what} failed: {type(error).__name__}: {error}")
+            mapped.__cause__ = error
+            error = mapped
+        converted.append(error)
+    if len(converted) == 1:
+        raise converted[0]
+    if converted:
+        raise ExceptionGroup(f"{len(converted)} {many} failed", converted)
+
+
+class KeptErrors:
+    """A queue's asynchronous errors, kept in order until its next ``synchronize``: a base class
+    of a backend's queue object.
+
+    ``released``: the final ``olShutDown`` released the queue from one of its own host functions;
+    the host functions still queued behind are dropped, and a later error is logged (no
+    ``synchronize`` will ask for it).
+    """
+
+    __slots__ = ("_kept", "released")
+
+    def __init__(self) -> None:
+        self._kept: list[BaseException] = []  # appended and taken without a lock: each step is atomic
+        self.released = False
+
+    def keep(self, exc: BaseException) -> None:
+        """Keep an asynchronous error for the next ``synchronize`` (logged after the release)."""
+        if self.released:
+            log.error("after the final olShutDown, work on %r failed: %r", self, exc)
+            return
+        self._kept.append(exc)
+
+    def raise_kept(self) -> None:
+        """Raise (and forget) every error kept since the last call, in order (``raise_kept_errors``)."""
+        kept = self._kept
+        if not kept:
+            return
+        errors = kept[:]
+        del kept[: len(errors)]  # one kept meanwhile stays for the next call
+        raise_kept_errors(errors, f"a host function on {queue_name(self)}", f"host functions on {queue_name(self)}")
+
+
+# --- pools -----------------------------------------------------------------------------------
+
+
+class ResourcePool(Generic[T]):
+    """Driver resources of one kind (streams, events) kept for reuse: ``acquire`` hands out an idle
+    one or makes one (``create``), ``release`` takes it back, ``destroy`` destroys every one the
+    pool made, idle or still handed out (the device is going away: an event the application never
+    destroyed is destroyed too); ``destroy_one`` each, every failure kept, raised as by
+    ``raise_kept_errors``."""
+
+    __slots__ = ("_create", "_destroy", "_idle", "_made", "_lock", "what")
+
+    def __init__(self, create: Callable[[], T], destroy_one: Callable[[T], None], what: str) -> None:
+        self._create = create
+        self._destroy = destroy_one
+        self._idle: list[T] = []
+        self._made: list[T] = []
+        self._lock = threading.Lock()
+        self.what = what  # "streams of device 0": named in destroy's errors
+
+    def acquire(self) -> T:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        item = self._create()
+        with self._lock:
+            self._made.append(item)
+        return item
+
+    def release(self, item: T) -> None:
+        with self._lock:
+            self._idle.append(item)
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def destroy(self) -> None:
+        with self._lock:
+            made, self._made, self._idle = self._made, [], []
+        failures: list[BaseException] = []
+        for item in made:
+            try:
+                self._destroy(item)
+            except Exception as exc:
+                failures.append(exc)
+        raise_kept_errors(failures, f"destroying one of the {self.what}", f"destructions of {self.what}")
+
+
+# --- launches --------------------------------------------------------------------------------
+
+
+def launch_extent(params: Iterable[KernelParam | tuple[int, int]]) -> int:
+    """The bytes of a packed argument buffer a driver must be given: the end of the last parameter
+    (its offset + size). A longer buffer (a C struct's tail padding) is accepted by the core
+    (hookspecs' ``kernel_params``), but a driver takes exactly this extent: CUDA refuses more with
+    ``CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`` (llvm-project PR #172249)."""
+    return max((int(p[0]) + int(p[1]) for p in params), default=0)
+

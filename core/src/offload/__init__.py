@@ -60,8 +60,9 @@ from .hookspecs import hookimpl
 # The object layer is imported at its first use (module ``__getattr__``): ``import offload``
 # and the flat API do not pay for it.
 _OBJECT_LAYER = frozenset({
-    "objects", "Array", "Buffer", "Kernel", "as_array", "default_device", "devices", "empty",
-    "from_cuda_array_interface", "from_dlpack", "platforms", "to_device",
+    "objects", "Array", "Buffer", "Kernel", "as_array", "default_device", "devices", "empty", "empty_like",
+    "from_cuda_array_interface", "from_dlpack", "full", "full_like", "ones", "ones_like", "platforms",
+    "to_device", "zeros", "zeros_like",
 })
 
 if TYPE_CHECKING:
@@ -74,10 +75,17 @@ if TYPE_CHECKING:
         default_device,
         devices,
         empty,
+        empty_like,
         from_cuda_array_interface,
         from_dlpack,
+        full,
+        full_like,
+        ones,
+        ones_like,
         platforms,
         to_device,
+        zeros,
+        zeros_like,
     )
 
 
@@ -168,6 +176,13 @@ __all__ = [
     "Array",
     "Kernel",
     "empty",
+    "zeros",
+    "ones",
+    "full",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
     "to_device",
     "from_dlpack",
     "from_cuda_array_interface",

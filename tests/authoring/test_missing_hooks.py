@@ -220,7 +220,13 @@ def _core_pool(w: World) -> None:
     ol.olMemFree(again)
 
 
+def _every_defined_hook_served(w: World) -> None:
+    implemented = w.device.platform.backend.implemented
+    assert "served_hooks" not in implemented and {"data_fill", "create_queue", "launch_kernel"} <= implemented
+
+
 FALLBACKS: dict[str, Callable[[World], Any]] = {
+    "served_hooks": _every_defined_hook_served,  # every hook the backend defines is served
     "data_exchange": _exchange_bounces,  # bounced through host memory
     "kernel_params": _launch_without_params,  # the core cannot check sizes; launches still run
     "destroy_event": _destroy_without_hook,  # nothing to release

@@ -25,7 +25,7 @@ from .._values.enums import (
 )
 from .functions import olInit, olShutDown
 from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol
-from .._values.types import Dimensions, KernelLaunchSizeArgs, Rect
+from .._values.types import Dimensions, KernelLaunchSizeArgs, KernelParam, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -227,6 +227,9 @@ def olIterateSymbols(program: Program, kind: SymbolKind | int, callback: Callabl
 
 def olGetKernelMaxCooperativeGroupCount(device: Device, kernel: Symbol, launch_size_args: KernelLaunchSizeArgs) -> int:
     """The most groups of ``launch_size_args``' group size that a cooperative launch can run at once."""
+
+def olGetKernelParamsExt(kernel: Symbol) -> tuple[KernelParam, ...] | None:
+    """An offload extension (not liboffload's): the kernel's explicit parameters in order, as laid out in the packed argument struct (offload.KernelParam: offset, size, kind, name, element, const), as its backend's kernel_params hook reports them; None when the image does not say. A global variable is SYMBOL_KIND."""
 
 def olIteratePlatforms(callback: Callable[[Platform, Any], bool], user_data: Any = ...) -> None:
     """Call ``callback(platform, user_data)`` for every platform until it returns False."""
@@ -431,6 +434,7 @@ __all__ = [
     'olMemPrefetch',
     'olIterateSymbols',
     'olGetKernelMaxCooperativeGroupCount',
+    'olGetKernelParamsExt',
     'olIteratePlatforms',
     'olIterateCompatibleDevices',
     'olMemcpyRect',

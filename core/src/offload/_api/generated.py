@@ -2864,6 +2864,60 @@ def olGetKernelMaxCooperativeGroupCount(device, kernel, launch_size_args):
         calls.remove('olGetKernelMaxCooperativeGroupCount')
 
 
+# --- olGetKernelParamsExt ---
+
+_impl_olGetKernelParamsExt = _implementation('olGetKernelParamsExt')
+_FN_olGetKernelParamsExt = _FUNCTION['olGetKernelParamsExt']
+
+
+def _body_olGetKernelParamsExt(ctx, kernel):
+    if ctx.validate:
+        if kernel is None:
+            raise _OffloadError(19, 'validation failure: NULL == Kernel')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
+        raise _stale(kernel, _Symbol, 'Kernel')
+    calls = ctx.calls
+    calls.append('olGetKernelParamsExt')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olGetKernelParamsExt(ctx, kernel)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olGetKernelParamsExt') from exc
+    finally:
+        calls.remove('olGetKernelParamsExt')
+
+
+def olGetKernelParamsExt(kernel):
+    ctx = _STATE.untraced
+    if ctx is None:
+        ctx = _STATE.ctx
+        if ctx is None:
+            raise _uninitialized()
+        if ctx.trace:
+            return _traced(ctx, _FN_olGetKernelParamsExt, _body_olGetKernelParamsExt, (kernel,))
+        return _body_olGetKernelParamsExt(ctx, kernel)
+    if ctx.validate:
+        if kernel is None:
+            raise _OffloadError(19, 'validation failure: NULL == Kernel')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
+        raise _stale(kernel, _Symbol, 'Kernel')
+    calls = ctx.calls
+    calls.append('olGetKernelParamsExt')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olGetKernelParamsExt(ctx, kernel)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olGetKernelParamsExt') from exc
+    finally:
+        calls.remove('olGetKernelParamsExt')
+
+
 # --- olIteratePlatforms ---
 
 _impl_olIteratePlatforms = _implementation('olIteratePlatforms')

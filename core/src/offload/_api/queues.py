@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._values import info as _info
-from .common import ctx_lock, fail
+from .common import ctx_lock, fail, recorded_on
 from .._core.drain import RUNNING_HOST_FUNCTIONS, Drain, host_function_name, pending_work, shutdown_timeout
 from .._values.enums import ErrorCode, QueueInfo
 from .._values.errors import OffloadError, as_offload_error
@@ -164,7 +164,7 @@ def olWaitEvents(ctx: Session, queue: Queue, events: Sequence[Event]) -> None:
         else:
             other = event.device
             device.backend.enqueue_host_call(
-                device.native, queue.native, functools.partial(other.backend.sync_event, other.native, event.native)
+                device.native, queue.native, functools.partial(other.backend.sync_event, other.native, event.native, recorded_on(event))
             )
 
 

@@ -57,7 +57,7 @@ from .._values.enums import (
 )
 from .functions import olInit, olShutDown
 from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol
-from .._values.types import Dimensions, KernelLaunchSizeArgs, Rect
+from .._values.types import Dimensions, KernelLaunchSizeArgs, KernelParam, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -88,7 +88,7 @@ _INFO_HANDLES = {
     ("ContextInfo", "PLATFORM"): "Platform",
 }
 _INFO_ENUMS = {("SymbolInfo", "KIND"): "SymbolKind"}
-_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float"}
+_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float", "params": "tuple[KernelParam, ...] | None"}
 _KIND_TYPES = {
     _info.Kind.STRING: "str",
     _info.Kind.U32: "int",

@@ -322,6 +322,15 @@ FUNCTIONS: tuple[Function, ...] = (
         out=Out("MaxGroupCount", "size"),
     ),
     Function(
+        "olGetKernelParamsExt",
+        (_handle("kernel", "Kernel", Symbol),),
+        "An offload extension (not liboffload's): the kernel's explicit parameters in order, as laid out in "
+        "the packed argument struct (offload.KernelParam: offset, size, kind, name, element, const), as its "
+        "backend's kernel_params hook reports them; None when the image does not say. A global variable is "
+        "SYMBOL_KIND.",
+        out=Out("Params", "params"),
+    ),
+    Function(
         "olIteratePlatforms",
         (Param("callback", "Callback", "callback"), Param("user_data", "UserData", "any", optional=True, default=None)),
         "Call ``callback(platform, user_data)`` for every platform until it returns False.",

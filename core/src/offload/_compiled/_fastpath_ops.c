@@ -405,8 +405,11 @@ static PyObject *sync_event(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (n != 1 || ctx == NULL || !fp_live(a[0], FP.event_t, ctx)) return DEFER;
   PyObject *device = SLOT(a[0], FP.e_device);
   ENTER(ctx, self->name);
-  PyObject *hargs[2] = {SLOT(device, FP.d_native), SLOT(a[0], FP.e_native)};
-  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_sync_event, hargs, 2, self->name));
+  /* sync_event's queue: the one the event was recorded on while it is live, else None */
+  PyObject *queue = SLOT(a[0], FP.e_queue);
+  PyObject *hargs[3] = {SLOT(device, FP.d_native), SLOT(a[0], FP.e_native),
+                        fp_live(queue, FP.queue_t, ctx) ? SLOT(queue, FP.q_native) : Py_None};
+  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_sync_event, hargs, 3, self->name));
   fp_unregister(ctx, self->name);
   return result;
 }

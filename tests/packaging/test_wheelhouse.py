@@ -323,6 +323,7 @@ def test_every_distributions_requires_dist(wheelhouse: pathlib.Path) -> None:
     ours_expected = {
         "offload-core": set(),
         **{_project_name(ROOT / "backends" / b): {"offload-core"} for b in BACKENDS},
+        "offload-remote": {"offload-core", "offload-host"},  # its server runs the host backend
         "offload-testing": {"offload-core"},
         "offload": {"offload-core", "offload-host", "offload-testing"} | extras,
     }

@@ -47,6 +47,7 @@ from ._values.enums import (
 from ._values.errors import OffloadError, OffloadTypeError, OffloadValueError
 from ._trace.flush import flush_trace
 from ._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
+from ._api.streams import adopt_stream, queue_stream
 from ._api.flat import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._api.flat import __all__ as _flat_api_names
 from ._core.registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
@@ -61,8 +62,9 @@ from .hookspecs import hookimpl
 # The object layer is imported at its first use (module ``__getattr__``): ``import offload``
 # and the flat API do not pay for it.
 _OBJECT_LAYER = frozenset({
-    "objects", "Array", "Buffer", "Kernel", "as_array", "default_device", "devices", "empty",
-    "from_cuda_array_interface", "from_dlpack", "platforms", "to_device",
+    "objects", "Array", "Buffer", "Kernel", "as_array", "default_device", "devices", "empty", "empty_like",
+    "from_cuda_array_interface", "from_dlpack", "full", "full_like", "ones", "ones_like", "platforms",
+    "to_device", "zeros", "zeros_like",
 })
 
 # The flat handle types' old names, deprecated: offload.Device is offload.DeviceHandle.
@@ -79,10 +81,17 @@ if TYPE_CHECKING:
         default_device,
         devices,
         empty,
+        empty_like,
         from_cuda_array_interface,
         from_dlpack,
+        full,
+        full_like,
+        ones,
+        ones_like,
         platforms,
         to_device,
+        zeros,
+        zeros_like,
     )
 
 
@@ -157,6 +166,8 @@ __all__ = [
     "register_foreign_memory",
     "foreign_stream_wait",
     "foreign_stream_sync",
+    "adopt_stream",
+    "queue_stream",
     # programs from source
     "build",
     "add_build_listener",
@@ -173,6 +184,13 @@ __all__ = [
     "Array",
     "Kernel",
     "empty",
+    "zeros",
+    "ones",
+    "full",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
     "to_device",
     "from_dlpack",
     "from_cuda_array_interface",

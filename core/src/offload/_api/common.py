@@ -106,3 +106,10 @@ def wait_for_queue(ctx: Session, device: Device, native_queue: Any) -> None:
     while backend.has_pending_work(native, native_queue):
         time.sleep(delay)
         delay = min(delay * 2, 0.005)
+
+
+def recorded_on(event: Any) -> Any:
+    """The native queue ``event`` was recorded on while that queue is live, else None (destroyed:
+    its work's errors go to the final ``olShutDown``): ``sync_event``'s ``queue``."""
+    queue = event.queue
+    return queue.native if queue._ctx is not None else None

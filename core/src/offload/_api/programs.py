@@ -131,14 +131,21 @@ def olGetSymbol(ctx: Session, program: Program, name: Any, kind: Any) -> Symbol:
             return symbol
         params: tuple[KernelParam, ...] | None = None
         args_size = None
+        try:
+            if kind is SymbolKind.KERNEL:
+                native, address, size = device.backend.get_kernel(device.native, program.image, name), 0, 0
+            else:
+                native = None
+                address, size = device.backend.get_global(device.native, program.image, name)
+        except OffloadError as error:
+            if error.code is not ErrorCode.NOT_FOUND:
+                raise
+            raise fail(ErrorCode.NOT_FOUND, error.details + _known_symbols(device, program, kind)) from None
         if kind is SymbolKind.KERNEL:
-            native, address, size = device.backend.get_kernel(device.native, program.image, name), 0, 0
             params = _kernel_params(device, native, name)
             if params is not None:
                 args_size = max((p.offset + p.size for p in params), default=0)
         else:
-            native = None
-            address, size = device.backend.get_global(device.native, program.image, name)
             address, size = int(address), int(size)
             if not device.is_host and size > 0:
                 ctx.globals.insert(Allocation(device, None, address, address + size, program))
@@ -149,6 +156,22 @@ def olGetSymbol(ctx: Session, program: Program, name: Any, kind: Any) -> Symbol:
         )
         program.symbols[key] = symbol
         return symbol  # type: ignore[no-any-return]  # Symbol._make builds a Symbol (typed Any: it serves every handle class)
+
+
+def _known_symbols(device: Device, program: Program, kind: SymbolKind) -> str:
+    """``"; the program's kernels are 'a', 'b'"`` (or its globals), from the backend's
+    ``symbol_names`` hook; empty without the hook or when it fails (the NOT_FOUND stands alone)."""
+    if "symbol_names" not in device.backend.implemented:
+        return ""
+    try:
+        names = sorted(str(n) for n in device.backend.symbol_names(device.native, program.image, kind))
+    except Exception:  # the listing is a courtesy: the NOT_FOUND is the answer
+        return ""
+    what = "kernels" if kind is SymbolKind.KERNEL else "global variables"
+    if not names:
+        return f"; the program has no {what}"
+    shown = ", ".join(repr(n) for n in names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    return f"; the program's {what} are {shown}"
 
 
 def _kernel_params(device: Device, kernel: Any, name: str) -> tuple[KernelParam, ...] | None:

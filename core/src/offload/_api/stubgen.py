@@ -65,7 +65,7 @@ from .._core.handles import (
     QueueHandle,
     SymbolHandle,
 )
-from .._values.types import Dimensions, KernelLaunchSizeArgs, Rect
+from .._values.types import Dimensions, KernelLaunchSizeArgs, KernelParam, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -98,7 +98,7 @@ _INFO_HANDLES = {
     ("ContextInfo", "PLATFORM"): "PlatformHandle",
 }
 _INFO_ENUMS = {("SymbolInfo", "KIND"): "SymbolKind"}
-_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float"}
+_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float", "params": "tuple[KernelParam, ...] | None"}
 _KIND_TYPES = {
     _info.Kind.STRING: "str",
     _info.Kind.U32: "int",

@@ -10,8 +10,11 @@
  * calls the Python hook.
  */
 #include "_fastpath.h"
+#include "_tracerec.h"
 
+#include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 enum { HOT_DEVICE = 0, HOT_READ = 1, HOT_WRITE = 2, HOT_DEVICE_READ = 3 }; /* _ranges' HOT slots */
 
@@ -77,7 +80,13 @@ static int launch_dims(Entry *self, PyObject *launch, offload_launch_dims *out) 
 static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (n < 5 || n > 6 || (n == 6 && a[5] != Py_None)) return DEFER; /* properties: Python */
   PyObject *ctx = fp_session();
-  if (ctx == NULL) return DEFER;
+  fp_launch_rec lr = {NULL, 0, 0, 0, 0};
+  if (ctx == NULL) { /* traced: made here only where the timeline's compiled recorder records it */
+    lr.rec = SLOT(FP.state, FP.st_recorder);
+    ctx = SLOT(FP.state, FP.st_ctx);
+    if (lr.rec == NULL || Py_TYPE(lr.rec) != &fp_recorder_type || ctx == NULL || ctx == Py_None) return DEFER;
+    lr.begin = fp_now_ns();
+  }
   PyObject *queue = a[0], *device = a[1], *kernel = a[2], *args = a[3], *launch = a[4];
   if (!fp_live(device, FP.device_t, ctx) || !fp_live(kernel, FP.symbol_t, ctx)) return DEFER;
   if (queue != Py_None && (!fp_live(queue, FP.queue_t, ctx) || SLOT(queue, FP.q_device) != device)) return DEFER;
@@ -111,6 +120,10 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
     if (view.obj != NULL) PyBuffer_Release(&view);
     return DEFER;
   }
+  if (lr.rec != NULL && (args_size == NULL || args_size == Py_None || !fp_launch_recordable(&lr, queue, kernel, fp_entry_points(device)))) {
+    if (view.obj != NULL) PyBuffer_Release(&view);
+    return DEFER;
+  }
   int entered = enter(ctx, kernel);
   if (entered == 1 && SLOT(kernel, FP.h_ctx) != ctx) { /* its program was destroyed meanwhile */
     fp_unregister(ctx, kernel);
@@ -131,6 +144,13 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
     offload_native_word qw = queue == Py_None ? 0 : fp_word(queue, FP.q_word, &okq);
     offload_launch_dims dims;
     if (okd && okk && okq && launch_dims(self, launch, &dims)) RUN_NATIVE(self, fn(dw, qw, kw, data, size, &dims));
+    if (lr.rec != NULL && done && fp_launch_record(&lr, ep, dw, qw, &dims, size) < 0)
+      PyErr_Clear(); /* (out of memory) the timeline loses the launch; the call stands */
+  }
+  if (lr.rec != NULL && !done) { /* not made natively: nothing was done, the traced path makes it */
+    if (view.obj != NULL) PyBuffer_Release(&view);
+    fp_unregister(ctx, kernel);
+    return DEFER;
   }
   PyObject *result = Py_NewRef(Py_None);
   if (!done) {
@@ -385,8 +405,11 @@ static PyObject *sync_event(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (n != 1 || ctx == NULL || !fp_live(a[0], FP.event_t, ctx)) return DEFER;
   PyObject *device = SLOT(a[0], FP.e_device);
   ENTER(ctx, self->name);
-  PyObject *hargs[2] = {SLOT(device, FP.d_native), SLOT(a[0], FP.e_native)};
-  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_sync_event, hargs, 2, self->name));
+  /* sync_event's queue: the one the event was recorded on while it is live, else None */
+  PyObject *queue = SLOT(a[0], FP.e_queue);
+  PyObject *hargs[3] = {SLOT(device, FP.d_native), SLOT(a[0], FP.e_native),
+                        fp_live(queue, FP.queue_t, ctx) ? SLOT(queue, FP.q_native) : Py_None};
+  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_sync_event, hargs, 3, self->name));
   fp_unregister(ctx, self->name);
   return result;
 }

@@ -21,6 +21,7 @@ from .._values.errors import OffloadError, join_errors
 from .._values.types import Dimensions, InitArgs
 from .handles import Context as ContextHandle
 from .handles import Device, Platform
+from .mempool import DevicePool
 from .native import entry_points as native_entry_points
 from .native import word as native_word
 from .registry import BoundBackend, load_backends
@@ -43,6 +44,8 @@ def _build_platform(ctx: Session, bound: BoundBackend, natives: list[Any], infos
             lock=threading.Lock(),
             parked=[],
             queues=set(),
+            adopted=set(),
+            pool=DevicePool(),
             programs=set(),
             limits=launch_limits(info),
             registered={},
@@ -129,8 +132,16 @@ def init(args: Any = None, make_tracer: TracerFactory | None = None) -> None:
         STATE.last_statuses = statuses
         STATE.ctx = ctx
         STATE.untraced = None if ctx.trace else ctx
+        STATE.recorder = _compiled_recorder(ctx.tracer)
         STATE.refcount = 1
         STATE.library_refs = int(LOCAL.library > 0)
+
+
+def _compiled_recorder(tracer: Any) -> Any:
+    """The tracer's timeline recorder where it is the compiled one (``_compiled._fastpath.Recorder``:
+    the compiled path then records its launches itself), else None."""
+    recorder = getattr(getattr(tracer, "timeline", None), "recorder", None)
+    return recorder if type(recorder).__module__ == "offload._compiled._fastpath" else None
 
 
 def shutdown() -> bool:
@@ -158,6 +169,7 @@ def shutdown() -> bool:
             if STATE.refcount:
                 return not library and STATE.refcount == STATE.library_refs
             STATE.untraced = None
+            STATE.recorder = None
             STATE.ctx = None
         teardown(ctx, errors, interrupts, LOCAL.iterating, WAITS if LOCAL.queue is not None else frozenset(), sigints,
                  LOCAL.queue)  # fmt: skip

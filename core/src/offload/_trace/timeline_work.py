@@ -66,7 +66,7 @@ def anchor_clock(device: Device) -> DeviceClock | None:
         return None
     try:
         anchor = backend.create_event(native, queue)
-        backend.sync_event(native, anchor)
+        backend.sync_event(native, anchor, queue)
         return DeviceClock(anchor, time.perf_counter_ns())
     except Exception:
         return None

@@ -26,7 +26,6 @@ from .._trace.tracing import TRACE_ENV, TimelineTracer, TracedCall, Tracer, trac
 from .._values.errors import OffloadError
 from . import generated
 from . import table as _api_table
-from .codegen import sources
 
 LIFECYCLE = ("olInit", "olShutDown")  # the flat API's functions written by hand, not generated from the table
 
@@ -41,6 +40,10 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
     if trace:
         functions = {fn.name: getattr(generated, fn.name) for fn in _api_table.FUNCTIONS}
     else:
+        # deferred: only this variant compiles source, so `import offload` (and `python -m
+        # offload._api.codegen`, which rewrites generated.py) does not load the generator
+        from .codegen import sources
+
         namespace = dict(vars(generated))  # its imports and bindings; the functions replaced below
         for name, (source, filename) in sources(trace=False).items():
             exec(compile(source, filename, "exec"), namespace)

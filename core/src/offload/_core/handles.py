@@ -15,7 +15,7 @@ from .._values.errors import OffloadError
 
 if TYPE_CHECKING:
     from .mempool import DevicePool
-    from .registry import BoundBackend
+    from .bound import BoundBackend
     from .._values.types import KernelParam
     from ..hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 

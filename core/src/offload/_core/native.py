@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .handles import Device
-    from .registry import BoundBackend
+    from .bound import BoundBackend
 
 COMPILED_ENV = "OFFLOAD_COMPILED"
 

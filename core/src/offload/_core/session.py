@@ -32,7 +32,7 @@ from .._values.errors import OffloadError
 from .._values.faults import listen as listen_for_faults
 from .allocations import AllocationMap
 from .handles import Device, Platform
-from .registry import BackendStatus
+from .bound import BackendStatus
 
 DISABLE_VALIDATION_ENV = "OFFLOAD_DISABLE_VALIDATION"
 PARKED_IDLE_LIMIT = 8  # finished parked queues kept per device for reuse; more are released

@@ -1,0 +1,137 @@
+"""The C entry points of one ABI level, from ``_abi`` (liboffload's EntryPointGen, for C over Python).
+
+Each ``olX`` (and ``olXWithCodeLoc``) does what liboffload's generated wrapper does, in its order:
+the initialisation check, then (validation on) the ``.td`` conditions, the NULL handle checks and
+the NULL pointer checks, each failing with ``validation failure: <condition>``; then the call. The
+info queries go to ``capi_info`` (platform and device answers cached in C); every other call
+converts its arguments, calls the bridge's function (offload's flat API) with the GIL held, and
+writes its out-parameter. ``capi_*`` is the hand-written runtime (``capi/csrc/capi.h``).
+"""
+
+from __future__ import annotations
+
+from ._abi import Abi, CFunction, CParam
+
+_INFO_KINDS = ("Platform", "Device", "Queue", "Event", "Mem", "Symbol")  # _bridge.INFO_KINDS
+_INVALID = {"platform": "OL_ERRC_INVALID_PLATFORM", "device": "OL_ERRC_INVALID_DEVICE",
+            "queue": "OL_ERRC_INVALID_QUEUE", "event": "OL_ERRC_INVALID_EVENT"}
+_DESTROYS = {"olDestroyQueue", "olDestroyEvent", "olDestroyProgram"}
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _signature(fn: CFunction) -> str:
+    return ", ".join(f"{p.ctype}{p.name}" if p.ctype.endswith("*") else f"{p.ctype} {p.name}" for p in fn.params) or "void"
+
+
+def _invalid(handle: str | None) -> str:
+    return _INVALID.get(handle or "", "OL_ERRC_INVALID_ARGUMENT")
+
+
+def _validation(fn: CFunction) -> list[str]:
+    if not fn.checks:
+        return []
+    lines = ["    if (capi_validate) {"]
+    for code, cond in fn.checks:
+        lines.append(f"        if ({cond}) return capi_error(OL_ERRC_{code.name}, {_c_string('validation failure: ' + cond)});")
+    lines.append("    }")
+    return lines
+
+
+def _info_body(fn: CFunction) -> list[str]:
+    what = fn.info or ""
+    handle = fn.params[0]
+    which = _INFO_KINDS.index(what)
+    cacheable = "true" if what in ("Platform", "Device") else "false"
+    sized = fn.name.endswith("Size")
+    tail = "PropSizeRet" if sized else "NULL"
+    value = "0, NULL" if sized else "PropSize, PropValue"
+    return [f"    return capi_info({which}, {cacheable}, {handle.name}, {_invalid(handle.handle)}, {_c_string(handle.name)}, "
+            f"(uint32_t){fn.params[1].name}, {value}, {tail});"]
+
+
+def _argument(p: CParam, params: tuple[CParam, ...], i: int) -> str | None:
+    """The C expression making Python argument ``i`` from ``p`` (None: no Python argument)."""
+    if p.role in ("size_of", "any", "out"):
+        return None
+    if p.role == "handle":
+        return f"capi_handle_in({p.name}, {_invalid(p.handle)}, {_c_string(p.name)}, &res)"
+    if p.role == "pointer":
+        return f"PyLong_FromVoidPtr((void *){p.name})"
+    if p.role in ("size", "enum"):
+        return f"PyLong_FromSize_t((size_t){p.name})"
+    if p.role == "data":
+        size = next(q.name for q in params if q.role == "size_of" and abs(params.index(q) - params.index(p)) == 1)
+        return f"capi_bytes({p.name}, {size})"
+    if p.role == "string":
+        return f"capi_string({p.name})"
+    if p.role == "events":
+        return f"capi_events({p.name}, NumEvents, &res)"
+    if p.role == "launch_size":
+        return f"capi_launch_size({p.name}, &res)"
+    if p.role == "callback":
+        user = next(q.name for q in params if q.role == "any")
+        kind = "iterate" if "iterate" in p.ctype else "host"
+        return f"capi_{kind}_callback({p.name}, {user})"
+    raise ValueError(f"no conversion for {p.name} ({p.role})")
+
+
+def _call_body(fn: CFunction, index: int) -> list[str]:
+    args = [a for a in (_argument(p, fn.params, i) for i, p in enumerate(fn.params)) if a is not None]
+    extra = 1 if any(p.role == "callback" for p in fn.params) else 0  # UserData: folded into the callback
+    out = next((p for p in fn.params if p.role == "out"), None)
+    n = len(args) + extra
+    lines = ["    PyGILState_STATE gil;", "    ol_result_t res = NULL;", "    if (!capi_enter(&gil, &res)) return res;"]
+    lines.append(f"    PyObject *args[{max(n, 1)}] = {{NULL}};")
+    for i, expr in enumerate(args):
+        lines.append(f"    if (!(args[{i}] = {expr})) {{ if (!res) res = capi_raised(); goto done; }}")
+    if extra:
+        lines.append(f"    args[{len(args)}] = Py_None; Py_INCREF(Py_None);")
+    lines.append(f"    PyObject *r = PyObject_Vectorcall(capi_fn({index}), args, {n}, NULL);")
+    lines.append("    if (!r) { res = capi_raised(); goto done; }")
+    if out is not None:
+        if out.out == "handle":
+            lines.append(f"    capi_handle_out(r, (void **){out.name}, &res);")
+        else:
+            target = "(void **)" if out.out == "pointer" else ""
+            lines.append(f"    capi_out_{out.out}(r, {target}{out.name}, &res);")
+    if fn.name in _DESTROYS:
+        lines.append(f"    capi_handle_forget({fn.params[0].name});")
+    lines += ["    Py_DECREF(r);", "done:"]
+    lines.append(f"    for (int i = 0; i < {max(n, 1)}; i++) Py_XDECREF(args[i]);")
+    lines += ["    capi_leave(gil);", "    return res;"]
+    return lines
+
+
+def _function(fn: CFunction, index: int) -> list[str]:
+    names = ", ".join(p.name for p in fn.params)
+    sig = _signature(fn)
+    lines = [f"static ol_result_t {fn.name}_impl({sig}) {{"]
+    if fn.name == "olInit":
+        lines.append("    return capi_init();")
+    elif fn.name == "olShutDown":
+        lines.append("    return capi_shutdown();")
+    else:
+        lines += ["    ol_result_t checked = capi_check();", "    if (checked) return checked;"]
+        lines += _validation(fn)
+        lines += _info_body(fn) if fn.info else _call_body(fn, index)
+    lines += ["}", ""]
+    lines += [f"CAPI_EXPORT ol_result_t {fn.name}({sig}) {{", f"    return {fn.name}_impl({names});", "}", ""]
+    loc_sig = (sig + ", " if fn.params else "") + "ol_code_location_t *CodeLocation"
+    lines += [f"CAPI_EXPORT ol_result_t {fn.name}WithCodeLoc({loc_sig}) {{",
+              "    capi_set_code_location(CodeLocation);",
+              f"    ol_result_t res = {fn.name}_impl({names});",
+              "    capi_set_code_location(NULL);",
+              "    return res;", "}", ""]
+    return lines
+
+
+def source(abi: Abi) -> str:
+    """The C source of every entry point of ``abi``."""
+    out = [f"/* Generated by python -m offload_capi.generate from offload's API table ({abi.name} ABI): "
+           "do not edit. */", '#include "capi.h"', ""]
+    for index, fn in enumerate(abi.functions):
+        out += _function(fn, index)
+    return "\n".join(out)

@@ -19,7 +19,7 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 VERSION = (HERE / "VERSION").read_text().strip()
 SONAME = "libLLVMOffload.so.22.1"
-SOURCES = ["csrc/capi_embed.c", "csrc/capi_convert.c", "csrc/entry_llvm22.c"]
+SOURCES = ["csrc/capi_embed.c", "csrc/capi_convert.c", "csrc/capi_trace.c", "csrc/entry_llvm22.c"]
 
 
 def build_library(target_dir: Path) -> Path:

@@ -11,7 +11,6 @@
 PyObject *capi_registry;    /* the bridge's HANDLES: {address: handle object} */
 PyObject *capi_info_calls;  /* the bridge's INFO: one callable per info query kind */
 PyObject *capi_launch_class; /* offload.KernelLaunchSizeArgs */
-extern int capi_tracing;
 
 /* ---- handles ------------------------------------------------------------------------------- */
 PyObject *capi_handle_in(const void *handle, ol_errc_t invalid, const char *what, ol_result_t *res) {
@@ -226,7 +225,7 @@ void capi_forget_all(void) {
 ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t invalid, const char *what,
                       uint32_t prop, size_t prop_size, void *prop_value, size_t *prop_size_ret) {
     ol_result_t res = NULL;
-    cacheable = cacheable && !capi_tracing && handle;
+    cacheable = cacheable && handle;
     if (cacheable && cache_find(handle, prop, which, prop_size, prop_value, prop_size_ret, &res)) return res;
     PyGILState_STATE gil;
     if (!capi_enter(&gil, &res)) return res;

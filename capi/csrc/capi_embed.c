@@ -2,6 +2,7 @@
  * olInit/olShutDown reference counting, interned results, fork and exit. */
 #define _GNU_SOURCE
 #include "capi.h"
+#include "capi_trace.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -10,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 int capi_validate = 1;
-int capi_tracing = 0; /* read by capi_convert.c: the info cache is bypassed while tracing */
 
 static pthread_mutex_t lifecycle = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int refcount;     /* successful olInit calls not yet matched by olShutDown */
@@ -216,14 +217,28 @@ ol_result_t capi_check(void) {
     return NULL;
 }
 
-/* Calls a bridge function taking no arguments, with the GIL held; the result or NULL. */
-static ol_result_t call_bridge(const char *name, PyObject **result) {
+/* Calls a bridge function with the GIL held (`arg`: NULL or its one argument); its result or NULL. */
+static ol_result_t call_bridge(const char *name, PyObject *arg, PyObject **result) {
     PyObject *fn = PyObject_GetAttrString(bridge, name);
-    PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
+    PyObject *r = fn ? (arg ? PyObject_CallOneArg(fn, arg) : PyObject_CallNoArgs(fn)) : NULL;
     Py_XDECREF(fn);
     if (!r) return capi_raised();
     if (result) *result = r; else Py_DECREF(r);
     return NULL;
+}
+
+/* OFFLOAD_TRACE as offload reads it: off when unset, empty, 0, off, false or no; json and perfetto
+ * are offload's own formats (its Python tracer writes them); any other value: liboffload's lines,
+ * printed here. */
+static int wants_c_trace(void) {
+    const char *v = getenv("OFFLOAD_TRACE");
+    if (!v || !*v || !strcasecmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcasecmp(v, "no"))
+        return 0;
+    return strncasecmp(v, "json", 4) != 0 && strncasecmp(v, "perfetto", 8) != 0;
+}
+
+bool capi_trace_on(void) {
+    return capi_tracing && atomic_load_explicit(&refcount, memory_order_relaxed) > 0 && !atomic_load(&forked_child);
 }
 
 ol_result_t capi_init(void) {
@@ -233,10 +248,11 @@ ol_result_t capi_init(void) {
     pthread_mutex_lock(&lifecycle);
     if (capi_enter(&gil, &res)) {
         PyObject *state = NULL;
-        res = call_bridge("init", &state);
+        int c_trace = atomic_load(&refcount) == 0 ? wants_c_trace() : capi_tracing;
+        res = call_bridge("init", c_trace ? Py_True : Py_False, &state);
         if (!res) {
             if (atomic_load(&refcount) == 0) {
-                capi_tracing = PyObject_IsTrue(PyTuple_GET_ITEM(state, 0));
+                capi_tracing = c_trace;
                 capi_validate = PyObject_IsTrue(PyTuple_GET_ITEM(state, 1));
             }
             atomic_fetch_add(&refcount, 1);
@@ -259,7 +275,7 @@ ol_result_t capi_shutdown(void) {
         return NULL;
     }
     if (capi_enter(&gil, &res)) {
-        res = call_bridge("shut_down", NULL);
+        res = call_bridge("shut_down", NULL, NULL);
         if (atomic_fetch_sub(&refcount, 1) == 1) capi_forget_all();
         capi_leave(gil);
     }

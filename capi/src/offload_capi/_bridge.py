@@ -9,6 +9,7 @@ lines (``id()``) show the C pointers. ``init``/``shut_down`` wrap olInit/olShutD
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -88,10 +89,17 @@ _OWN: dict[str, Callable[..., Any]] = {"olMemUnregister": _mem_unregister}
 CALLS = tuple(_OWN.get(fn.name) or getattr(offload, fn.name) for fn in _ABI.functions)
 
 
-def init() -> tuple[bool, bool]:
-    """olInit; (tracing, validating) of the session."""
-    offload.olInit()
+def init(c_traces: bool) -> tuple[bool, bool]:
+    """olInit; (tracing, validating) of the session. ``c_traces``: the library prints liboffload's
+    trace lines itself, so offload's own tracer stays off for this session (OFFLOAD_TRACE hidden)."""
     from offload._runtime import STATE
+
+    hidden = os.environ.pop("OFFLOAD_TRACE", None) if c_traces else None
+    try:
+        offload.olInit()
+    finally:
+        if hidden is not None:
+            os.environ["OFFLOAD_TRACE"] = hidden
 
     ctx = STATE.ctx
     return (bool(ctx.trace), bool(ctx.validate)) if ctx is not None else (False, True)

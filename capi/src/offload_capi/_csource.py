@@ -105,7 +105,52 @@ def _call_body(fn: CFunction, index: int) -> list[str]:
     return lines
 
 
-def _function(fn: CFunction, index: int) -> list[str]:
+def _trace_param(p: CParam, fn: CFunction, enum_ids: dict[str, int]) -> str:
+    """The capi_tp_* call printing ``p`` as liboffload's printer does."""
+    name = _c_string(p.name)
+    if p.role == "callback":
+        return f"capi_tp_fn(&b, {name}, (const void *)(uintptr_t){p.name});"
+    if p.role in ("handle", "any", "data", "pointer"):
+        return f"capi_tp_ptr(&b, {name}, (const void *){p.name});"
+    if p.role in ("size", "size_of", "prop_size"):
+        return f"capi_tp_u64(&b, {name}, (uint64_t){p.name});"
+    if p.role == "enum":
+        if p.ctype in enum_ids:
+            return f"capi_tp_enum(&b, {name}, {enum_ids[p.ctype]}, (uint32_t){p.name});"
+        return f"capi_tp_u64(&b, {name}, (uint64_t){p.name});"  # a bit field: its uint32_t typedef
+    if p.role == "string":
+        return f"capi_tp_str(&b, {name}, {p.name});"
+    if p.role == "events":
+        return f"capi_tp_events(&b, {name}, {p.name}, NumEvents);"
+    if p.role == "launch_size":
+        return f"capi_tp_launch(&b, {name}, {p.name});"
+    if p.role == "out":
+        kind = {"handle": "outptr", "pointer": "outptr", "size": "outsize", "bool": "outbool"}[p.out or ""]
+        cast = "(void *const *)" if kind == "outptr" else ""
+        return f"capi_tp_{kind}(&b, {name}, {cast}{p.name});"
+    if p.role == "prop_value":
+        return f"capi_tp_info(&b, {name}, info_type_{fn.info}((uint32_t)PropName), PropValue);"
+    raise ValueError(f"no trace printer for {p.name} ({p.role})")
+
+
+def _traced(fn: CFunction, enum_ids: dict[str, int]) -> list[str]:
+    """``olX_call``: the call, traced when OFFLOAD_TRACE asks (``---> olX`` first, as liboffload
+    prints it before the call, except olInit's, printed once it has initialised)."""
+    names = ", ".join(p.name for p in fn.params)
+    lines = [f"static ol_result_t {fn.name}_call({_signature(fn)}) {{"]
+    if fn.name == "olInit":
+        lines += ["    ol_result_t res = olInit_impl();", "    if (!capi_trace_on()) return res;",
+                  '    capi_trace_open("olInit");']
+    else:
+        lines += [f"    if (!capi_trace_on()) return {fn.name}_impl({names});", f'    capi_trace_open("{fn.name}");',
+                  f"    ol_result_t res = {fn.name}_impl({names});", "    if (!capi_trace_on()) return res;"]
+    lines += ["    capi_tb b;", "    if (!capi_tb_init(&b)) return res;"]
+    lines += [f"    {_trace_param(p, fn, enum_ids)}" for p in fn.params]
+    lines += ["    capi_tb_close(&b, res);", "    return res;", "}", ""]
+    return lines
+
+
+def _function(fn: CFunction, index: int, enum_ids: dict[str, int]) -> list[str]:
     names = ", ".join(p.name for p in fn.params)
     sig = _signature(fn)
     lines = [f"static ol_result_t {fn.name}_impl({sig}) {{"]
@@ -118,20 +163,49 @@ def _function(fn: CFunction, index: int) -> list[str]:
         lines += _validation(fn)
         lines += _info_body(fn) if fn.info else _call_body(fn, index)
     lines += ["}", ""]
-    lines += [f"CAPI_EXPORT ol_result_t {fn.name}({sig}) {{", f"    return {fn.name}_impl({names});", "}", ""]
+    lines += _traced(fn, enum_ids)
+    lines += [f"CAPI_EXPORT ol_result_t {fn.name}({sig}) {{", f"    return {fn.name}_call({names});", "}", ""]
     loc_sig = (sig + ", " if fn.params else "") + "ol_code_location_t *CodeLocation"
     lines += [f"CAPI_EXPORT ol_result_t {fn.name}WithCodeLoc({loc_sig}) {{",
               "    capi_set_code_location(CodeLocation);",
-              f"    ol_result_t res = {fn.name}_impl({names});",
+              f"    ol_result_t res = {fn.name}_call({names});",
               "    capi_set_code_location(NULL);",
               "    return res;", "}", ""]
+    return lines
+
+
+_SIMPLE_TYPES = {"char[]": "CAPI_T_STRING", "uint32_t": "CAPI_T_U32", "uint64_t": "CAPI_T_U64", "size_t": "CAPI_T_U64",
+                 "bool": "CAPI_T_BOOL", "ol_dimensions_t": "CAPI_T_DIMENSIONS", "void *": "CAPI_T_POINTER",
+                 "ol_device_fp_capability_flags_t": "CAPI_T_U32"}
+
+
+def _tables(abi: Abi, enum_ids: dict[str, int]) -> list[str]:
+    """capi_enum_name, capi_errc_enum and one info_type_<What> per info query kind."""
+    lines = ["const char *capi_enum_name(int which, uint32_t v) {", "    switch (which) {"]
+    for i, e in enumerate(abi.enums):
+        lines.append(f"    case {i}: /* {e.ctype} */")
+        lines.append("        switch (v) {")
+        lines += [f'        case {number}u: return "{e.prefix}{name}";' for name, number, _ in e.members]
+        lines += ["        default: return NULL;", "        }"]
+    lines += ["    default: return NULL;", "    }", "}", "", f"const int capi_errc_enum = {enum_ids['ol_errc_t']};", ""]
+    for what in _INFO_KINDS:
+        members = abi.info_types[what]
+        enum = next(e for e in abi.enums if e.ctype == f"ol_{what.lower()}_info_t")
+        number = {name: n for name, n, _ in enum.members}
+        lines += [f"static int info_type_{what}(uint32_t prop) {{", "    switch (prop) {"]
+        for name, ctype in members.items():
+            code = _SIMPLE_TYPES.get(ctype) or ("CAPI_T_HANDLE" if ctype.endswith("_handle_t") else str(enum_ids[ctype]))
+            lines.append(f"    case {number[name]}u: return {code}; /* {name}: {ctype} */")
+        lines += ["    default: return CAPI_T_UNKNOWN;", "    }", "}", ""]
     return lines
 
 
 def source(abi: Abi) -> str:
     """The C source of every entry point of ``abi``."""
     out = [f"/* Generated by python -m offload_capi.generate from offload's API table ({abi.name} ABI): "
-           "do not edit. */", '#include "capi.h"', ""]
+           "do not edit. */", '#include "capi.h"', '#include "capi_trace.h"', ""]
+    enum_ids = {e.ctype: i for i, e in enumerate(abi.enums)}
+    out += _tables(abi, enum_ids)
     for index, fn in enumerate(abi.functions):
-        out += _function(fn, index)
+        out += _function(fn, index, enum_ids)
     return "\n".join(out)

@@ -19,9 +19,11 @@ extern int capi_validate;
 ol_result_t capi_error(ol_errc_t code, const char *details);
 /* NULL when the library is initialised and usable from this process; else the error to return. */
 ol_result_t capi_check(void);
+/* Whether capi_enter took the GIL (and capi_leave gives it back) or found this thread holding it. */
+typedef enum { CAPI_HELD, CAPI_TAKEN } capi_gil;
 /* Take the GIL (booting the interpreter if needed); on failure *res is the error to return. */
-bool capi_enter(PyGILState_STATE *gil, ol_result_t *res);
-void capi_leave(PyGILState_STATE gil);
+bool capi_enter(capi_gil *gil, ol_result_t *res);
+void capi_leave(capi_gil gil);
 /* The bridge's callable for ABI function number `index` (borrowed). */
 PyObject *capi_fn(int index);
 /* The current Python exception as an interned result (clears it). */

@@ -4,6 +4,7 @@
 #include "capi.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,54 @@ PyObject *capi_info_calls;  /* the bridge's INFO: one callable per info query ki
 PyObject *capi_launch_class; /* offload.KernelLaunchSizeArgs */
 
 /* ---- handles ------------------------------------------------------------------------------- */
+/* The registered handle addresses, also in C (open addressing, GIL held): a live handle is found
+ * without a Python object being made; a miss falls back to the registry (handles the bridge made). */
+#define TOMBSTONE ((const void *)1)
+static const void **live;
+static size_t live_cap, live_used;
+
+static size_t live_slot(const void *p) { return (((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 17) & (live_cap - 1); }
+
+static bool live_has(const void *p) {
+    if (!live_cap) return false;
+    for (size_t i = live_slot(p);; i = (i + 1) & (live_cap - 1)) {
+        if (live[i] == p) return true;
+        if (!live[i]) return false;
+    }
+}
+
+static void live_add(const void *p) {
+    if (live_has(p)) return;
+    if ((live_used + 1) * 2 > live_cap) { /* grow (tombstones dropped) */
+        size_t old_cap = live_cap;
+        const void **old = live;
+        live_cap = live_cap ? live_cap * 2 : 256;
+        live = calloc(live_cap, sizeof *live);
+        if (!live) { live = old; live_cap = old_cap; return; } /* out of memory: the registry still serves */
+        live_used = 0;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i] && old[i] != TOMBSTONE) live_add(old[i]);
+        free(old);
+    }
+    size_t i = live_slot(p);
+    while (live[i] && live[i] != TOMBSTONE) i = (i + 1) & (live_cap - 1);
+    if (!live[i]) live_used++;
+    live[i] = p;
+}
+
+static void live_del(const void *p) {
+    if (!live_cap) return;
+    for (size_t i = live_slot(p); live[i]; i = (i + 1) & (live_cap - 1))
+        if (live[i] == p) { live[i] = TOMBSTONE; return; }
+}
+
 PyObject *capi_handle_in(const void *handle, ol_errc_t invalid, const char *what, ol_result_t *res) {
     if (!handle) Py_RETURN_NONE; /* the bridge's function reports a NULL it does not accept */
+    if (live_has(handle)) {
+        PyObject *obj = (PyObject *)handle;
+        Py_INCREF(obj);
+        return obj;
+    }
     PyObject *key = PyLong_FromVoidPtr((void *)handle);
     PyObject *obj = key ? PyDict_GetItemWithError(capi_registry, key) : NULL;
     Py_XDECREF(key);
@@ -25,24 +72,29 @@ PyObject *capi_handle_in(const void *handle, ol_errc_t invalid, const char *what
         *res = capi_error(invalid, buf);
         return NULL;
     }
+    live_add(handle);
     Py_INCREF(obj);
     return obj;
 }
 
 bool capi_handle_out(PyObject *obj, void **out, ol_result_t *res) {
     if (obj == Py_None) { *out = NULL; return true; }
-    PyObject *key = PyLong_FromVoidPtr(obj);
-    if (!key || PyDict_SetItem(capi_registry, key, obj) < 0) {
-        Py_XDECREF(key);
-        *res = capi_raised();
-        return false;
+    if (!live_has(obj)) {
+        PyObject *key = PyLong_FromVoidPtr(obj);
+        if (!key || PyDict_SetItem(capi_registry, key, obj) < 0) {
+            Py_XDECREF(key);
+            *res = capi_raised();
+            return false;
+        }
+        Py_DECREF(key);
+        live_add(obj);
     }
-    Py_DECREF(key);
     *out = obj;
     return true;
 }
 
 void capi_handle_forget(const void *handle) {
+    live_del(handle);
     PyObject *key = PyLong_FromVoidPtr((void *)handle);
     if (key && PyDict_DelItem(capi_registry, key) < 0) PyErr_Clear();
     Py_XDECREF(key);
@@ -220,6 +272,9 @@ void capi_forget_all(void) {
     cache_used = 0;
     pthread_mutex_unlock(&cache_lock);
     if (capi_registry) PyDict_Clear(capi_registry);
+    free(live);
+    live = NULL;
+    live_cap = live_used = 0;
 }
 
 ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t invalid, const char *what,
@@ -227,7 +282,7 @@ ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t i
     ol_result_t res = NULL;
     cacheable = cacheable && handle;
     if (cacheable && cache_find(handle, prop, which, prop_size, prop_value, prop_size_ret, &res)) return res;
-    PyGILState_STATE gil;
+    capi_gil gil;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[2] = {NULL, NULL};
     /* a Mem query's handle is the address it asks about */

@@ -183,7 +183,7 @@ static void boot(void) {
 
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 
-bool capi_enter(PyGILState_STATE *gil, ol_result_t *res) {
+bool capi_enter(capi_gil *gil, ol_result_t *res) {
     pthread_once(&boot_once, boot);
     if (!booted) {
         *res = capi_error(OL_ERRC_BACKEND_FAILURE, boot_error[0] ? boot_error : "offload-capi: Python did not start");
@@ -193,11 +193,24 @@ bool capi_enter(PyGILState_STATE *gil, ol_result_t *res) {
         *res = capi_error(OL_ERRC_UNINITIALIZED, "offload-capi: the Python interpreter hosting offload has finished");
         return false;
     }
-    *gil = PyGILState_Ensure();
+    if (PyGILState_Check()) { /* a Python thread calling in with the GIL, or a callback calling back */
+        *gil = CAPI_HELD;
+        return true;
+    }
+    PyThreadState *ts = PyGILState_GetThisThreadState();
+    if (ts) {
+        PyEval_RestoreThread(ts);
+    } else { /* a C thread's first call: its thread state stays (never released by PyGILState_Release),
+                so that its later calls only take the GIL */
+        PyGILState_Ensure();
+    }
+    *gil = CAPI_TAKEN;
     return true;
 }
 
-void capi_leave(PyGILState_STATE gil) { PyGILState_Release(gil); }
+void capi_leave(capi_gil gil) {
+    if (gil == CAPI_TAKEN) PyEval_SaveThread();
+}
 
 PyObject *capi_fn(int index) { return PyTuple_GET_ITEM(bridge_calls, index); }
 
@@ -243,7 +256,7 @@ bool capi_trace_on(void) {
 
 ol_result_t capi_init(void) {
     if (atomic_load(&forked_child)) return forked();
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     pthread_mutex_lock(&lifecycle);
     if (capi_enter(&gil, &res)) {
@@ -268,7 +281,7 @@ ol_result_t capi_shutdown(void) {
     ol_result_t res = capi_check();
     if (res) return res;
     pthread_mutex_lock(&lifecycle);
-    PyGILState_STATE gil;
+    capi_gil gil;
     if (hosted && python_gone()) { /* the interpreter's exit already finished offload's work */
         atomic_fetch_sub(&refcount, 1);
         pthread_mutex_unlock(&lifecycle);

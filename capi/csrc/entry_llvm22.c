@@ -238,7 +238,7 @@ static ol_result_t olCalculateOptimalOccupancy_impl(ol_device_handle_t Device, o
         if (NULL == Kernel) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Kernel");
         if (NULL == GroupSize) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == GroupSize");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[3] = {NULL};
@@ -288,7 +288,7 @@ static ol_result_t olCreateEvent_impl(ol_queue_handle_t Queue, ol_event_handle_t
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Event");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -335,7 +335,7 @@ static ol_result_t olCreateProgram_impl(ol_device_handle_t Device, const void *P
         if (NULL == ProgData) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == ProgData");
         if (NULL == Program) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Program");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[2] = {NULL};
@@ -384,7 +384,7 @@ static ol_result_t olCreateQueue_impl(ol_device_handle_t Device, ol_queue_handle
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Queue");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -429,7 +429,7 @@ static ol_result_t olDestroyEvent_impl(ol_event_handle_t Event) {
     if (capi_validate) {
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Event");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -473,7 +473,7 @@ static ol_result_t olDestroyProgram_impl(ol_program_handle_t Program) {
     if (capi_validate) {
         if (NULL == Program) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Program");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -517,7 +517,7 @@ static ol_result_t olDestroyQueue_impl(ol_queue_handle_t Queue) {
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -923,7 +923,7 @@ static ol_result_t olGetSymbol_impl(ol_program_handle_t Program, const char *Nam
         if (NULL == Name) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Name");
         if (NULL == Symbol) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Symbol");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[3] = {NULL};
@@ -1071,7 +1071,7 @@ static ol_result_t olIsValidBinary_impl(ol_device_handle_t Device, const void *P
         if (NULL == ProgData) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == ProgData");
         if (NULL == Valid) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Valid");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[2] = {NULL};
@@ -1119,7 +1119,7 @@ static ol_result_t olIterateDevices_impl(ol_device_iterate_cb_t Callback, void *
     if (capi_validate) {
         if (NULL == Callback) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Callback");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[2] = {NULL};
@@ -1165,7 +1165,7 @@ static ol_result_t olLaunchHostFunction_impl(ol_queue_handle_t Queue, ol_host_fu
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == Callback) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Callback");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[3] = {NULL};
@@ -1215,7 +1215,7 @@ static ol_result_t olLaunchKernel_impl(ol_queue_handle_t Queue, ol_device_handle
         if (NULL == Kernel) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Kernel");
         if (NULL == LaunchSizeArgs) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == LaunchSizeArgs");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[5] = {NULL};
@@ -1269,7 +1269,7 @@ static ol_result_t olMemAlloc_impl(ol_device_handle_t Device, ol_alloc_type_t Ty
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == AllocationOut) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == AllocationOut");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[3] = {NULL};
@@ -1321,7 +1321,7 @@ static ol_result_t olMemFill_impl(ol_queue_handle_t Queue, void *Ptr, size_t Pat
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
         if (NULL == PatternPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PatternPtr");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[4] = {NULL};
@@ -1371,7 +1371,7 @@ static ol_result_t olMemFree_impl(void *Address) {
     if (capi_validate) {
         if (NULL == Address) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Address");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -1417,7 +1417,7 @@ static ol_result_t olMemRegister_impl(ol_device_handle_t Device, void *Ptr, size
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
         if (NULL == PinnedPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PinnedPtr");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[4] = {NULL};
@@ -1469,7 +1469,7 @@ static ol_result_t olMemUnregister_impl(ol_device_handle_t Device, void *Ptr) {
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[2] = {NULL};
@@ -1517,7 +1517,7 @@ static ol_result_t olMemcpy_impl(ol_queue_handle_t Queue, void *DstPtr, ol_devic
         if (NULL == DstPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == DstPtr");
         if (NULL == SrcPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == SrcPtr");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[6] = {NULL};
@@ -1596,7 +1596,7 @@ static ol_result_t olSyncEvent_impl(ol_event_handle_t Event) {
     if (capi_validate) {
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Event");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -1639,7 +1639,7 @@ static ol_result_t olSyncQueue_impl(ol_queue_handle_t Queue) {
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[1] = {NULL};
@@ -1683,7 +1683,7 @@ static ol_result_t olWaitEvents_impl(ol_queue_handle_t Queue, ol_event_handle_t 
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == Events) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Events");
     }
-    PyGILState_STATE gil;
+    capi_gil gil;
     ol_result_t res = NULL;
     if (!capi_enter(&gil, &res)) return res;
     PyObject *args[2] = {NULL};

@@ -83,7 +83,7 @@ def _call_body(fn: CFunction, index: int) -> list[str]:
     extra = 1 if any(p.role == "callback" for p in fn.params) else 0  # UserData: folded into the callback
     out = next((p for p in fn.params if p.role == "out"), None)
     n = len(args) + extra
-    lines = ["    PyGILState_STATE gil;", "    ol_result_t res = NULL;", "    if (!capi_enter(&gil, &res)) return res;"]
+    lines = ["    capi_gil gil;", "    ol_result_t res = NULL;", "    if (!capi_enter(&gil, &res)) return res;"]
     lines.append(f"    PyObject *args[{max(n, 1)}] = {{NULL}};")
     for i, expr in enumerate(args):
         lines.append(f"    if (!(args[{i}] = {expr})) {{ if (!res) res = capi_raised(); goto done; }}")

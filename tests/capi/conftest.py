@@ -29,6 +29,8 @@ class Capi:
     def env(self, **extra: str) -> dict[str, str]:
         """A child's environment running against offload's library (OFFLOAD_* of this run stripped)."""
         env = child_environ("OFFLOAD_")
+        if "OFFLOAD_COMPILED" in os.environ:  # the run's path (compiled or not) reaches the embedded runtime
+            env["OFFLOAD_COMPILED"] = os.environ["OFFLOAD_COMPILED"]
         env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(self.libdir), extra.pop("LD_LIBRARY_PATH", "")]))
         env.update(extra)
         return env

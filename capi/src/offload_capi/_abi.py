@@ -9,7 +9,7 @@ read only this description; the table is read here alone.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from offload._api_table import FUNCTIONS, Function, Param
 from offload._enums import (
@@ -92,7 +92,7 @@ _LLVM22_CHECKS: dict[str, tuple[tuple[ErrorCode, str], ...]] = {
 }
 _LLVM22_DEVICE_INFO_ABSENT = {"NUM_LANES", "SINGLE_FP_SUPPORT", "DOUBLE_FP_SUPPORT", "HALF_FP_SUPPORT",
                               "COOPERATIVE_LAUNCH_SUPPORT", "DRIVER_ID"}
-_INFO_TABLES = {"Platform": PLATFORM_INFO, "Device": DEVICE_INFO, "Queue": QUEUE_INFO, "Event": EVENT_INFO,
+_INFO_TABLES: dict[str, dict[Any, tuple[Kind, type | None]]] = {"Platform": PLATFORM_INFO, "Device": DEVICE_INFO, "Queue": QUEUE_INFO, "Event": EVENT_INFO,
                 "Mem": MEM_INFO, "Symbol": SYMBOL_INFO}
 _LLVM22_ENUMS: tuple[tuple[type[enum.Enum], frozenset[str]], ...] = (
     (AllocType, frozenset()),

@@ -29,8 +29,8 @@ _DEVICE_INFO = {number: DeviceInfo[name] for e in _ABI.enums if e.py is DeviceIn
 _ENUM_OF = {"Platform": PlatformInfo, "Device": DeviceInfo, "Queue": QueueInfo, "Event": EventInfo, "Mem": MemInfo,
             "Symbol": SymbolInfo}
 _TABLES: dict[str, dict[Any, tuple[Kind, Any]]] = {
-    "Platform": PLATFORM_INFO, "Device": DEVICE_INFO, "Queue": QUEUE_INFO, "Event": EVENT_INFO, "Mem": MEM_INFO,  # type: ignore[dict-item]
-    "Symbol": SYMBOL_INFO,  # type: ignore[dict-item]
+    "Platform": PLATFORM_INFO, "Device": DEVICE_INFO, "Queue": QUEUE_INFO, "Event": EVENT_INFO, "Mem": MEM_INFO,
+    "Symbol": SYMBOL_INFO,
 }
 _WHAT = {"Platform": "getPlatformInfo", "Device": "getDeviceInfo"}
 _U32, _U64, _DIMS = struct.Struct("<I"), struct.Struct("<Q"), struct.Struct("<III")
@@ -63,6 +63,7 @@ def _info(what: str) -> Callable[[Any, int], bytes]:
     cls, table = _ENUM_OF[what], _TABLES[what]
 
     def info(handle: Any, prop: int) -> bytes:
+        member: Any
         if what == "Device":  # LLVM 22 numbers its device properties without R1's additions
             member = _DEVICE_INFO.get(prop)
             if member is None:

@@ -2,7 +2,7 @@
 its common cases run against Debian's libLLVMOffload.so.22.1 and against offload's, and must print
 the same results, error codes and validation details, and (OFFLOAD_TRACE=1) the same trace lines
 but for addresses and what derives from the device's name; its work cases run against offload's on
-the host device, the simulated CUDA driver and PoCL (LLVM 22's virtual host device cannot allocate:
+the host device, the simulated CUDA driver and HIP runtime, and PoCL (LLVM 22's virtual host device cannot allocate:
 the real library crashes there, so those cases are offload's alone). docs/capi.md lists the
 differences."""
 
@@ -117,3 +117,20 @@ def test_work_cases_on_pocl(capi: Capi, differential: Path) -> None:
     if importlib.util.find_spec("offload_opencl") is None:
         pytest.skip("offload-opencl is not installed in this venv (scripts/test.sh installs it with pyopencl[pocl])")
     assert _work(capi, differential, 0) == WORK  # offload-opencl's platforms are OL_PLATFORM_BACKEND_UNKNOWN
+
+
+@pytest.fixture(scope="module")
+def simulated_hip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if importlib.util.find_spec("offload_amdgpu") is None:
+        pytest.skip("offload-amdgpu is not installed in this venv")
+    sim_dir = Path(__file__).resolve().parents[1] / "simulators" / "hip"
+    if str(sim_dir) not in sys.path:
+        sys.path.insert(0, str(sim_dir))
+    import hipsim
+
+    return Path(hipsim.build_runtime(tmp_path_factory.mktemp("hipsim")).parent)
+
+
+def test_work_cases_on_the_simulated_hip_runtime(capi: Capi, differential: Path, simulated_hip: Path) -> None:
+    env = {"LD_LIBRARY_PATH": str(simulated_hip), "ROCM_PATH": str(simulated_hip / "no-rocm")}
+    assert _work(capi, differential, 2, **env) == WORK

@@ -4,6 +4,7 @@ Debian's liboffload-22-dev header."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 import subprocess
@@ -16,7 +17,8 @@ CAPI = pathlib.Path(__file__).resolve().parents[2] / "capi"
 
 def test_generated_files_are_current() -> None:
     """Regenerate and compare (the checked-in header and C entry points)."""
-    proc = subprocess.run([sys.executable, "-m", "offload_capi.generate", "--check", str(CAPI)], capture_output=True, text=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CAPI / "src"), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "offload_capi.generate", "--check", str(CAPI)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -46,6 +46,9 @@ PyObject *capi_host_callback(ol_host_function_cb_t cb, void *user_data);
 bool capi_out_pointer(PyObject *value, void **out, ol_result_t *res);
 bool capi_out_size(PyObject *value, size_t *out, ol_result_t *res);
 bool capi_out_bool(PyObject *value, bool *out, ol_result_t *res);
+bool capi_out_float(PyObject *value, float *out, ol_result_t *res);
+/* The ABI this library was generated for ("llvm22", "r1"): which of the bridge's tables it calls. */
+extern const char capi_abi[];
 
 /* olGet*Info / olGet*InfoSize: `which` is the bridge's info function index, `cacheable` whether
  * the answers never change (platforms and devices: served from C without the interpreter). */

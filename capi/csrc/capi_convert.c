@@ -222,6 +222,15 @@ bool capi_out_bool(PyObject *value, bool *out, ol_result_t *res) {
     return true;
 }
 
+bool capi_out_float(PyObject *value, float *out, ol_result_t *res) {
+    float ignored;
+    if (!out) out = &ignored;
+    double v = PyFloat_AsDouble(value);
+    if (PyErr_Occurred()) { *res = capi_raised(); return false; }
+    *out = (float)v;
+    return true;
+}
+
 /* ---- info queries and their cache ---------------------------------------------------------- */
 typedef struct { const void *handle; uint32_t prop; int which; size_t size; char *bytes; } cached;
 #define CACHE_SLOTS 4096

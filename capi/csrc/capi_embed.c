@@ -113,11 +113,19 @@ static void find_program(char *out, size_t size, char *site, size_t site_size) {
     if (dladdr((void *)&find_program, &info) && info.dli_fname) {
         char path[PATH_MAX];
         if (realpath(info.dli_fname, path)) {
-            for (int up = 0; up < 2; up++) { char *slash = strrchr(path, '/'); if (slash) *slash = 0; }
-            const char *base = strrchr(path, '/');
-            if (!base || strcmp(base, "/offload_capi") != 0) return; /* not an installed package */
+            /* <site-packages>/offload_capi/lib[/<abi>]/lib*.so -> <site-packages> */
+            const char *base = NULL;
+            for (int up = 0; up < 4; up++) {
+                char *slash = strrchr(path, '/');
+                if (!slash) return;
+                *slash = 0;
+                base = strrchr(path, '/');
+                if (base && strcmp(base, "/offload_capi") == 0) break;
+                base = NULL;
+            }
+            if (!base) return; /* not an installed package */
             *strrchr(path, '/') = 0;
-            snprintf(site, site_size, "%s", path); /* <site-packages>/offload_capi/lib/lib*.so -> <site-packages> */
+            snprintf(site, site_size, "%s", path);
             for (int up = 0; up < 3; up++) { char *slash = strrchr(path, '/'); if (slash) *slash = 0; }
             if (out[0]) return;
             snprintf(out, size, "%s/bin/python3", path);
@@ -165,9 +173,13 @@ static void boot(void) {
     }
     PyGILState_STATE gil = PyGILState_Ensure();
     bridge = PyImport_ImportModule("offload_capi._bridge");
-    bridge_calls = bridge ? PyObject_GetAttrString(bridge, "CALLS") : NULL;
+    PyObject *tables = bridge ? PyObject_CallMethod(bridge, "tables", "s", capi_abi) : NULL;
+    if (tables && PyTuple_Check(tables) && PyTuple_GET_SIZE(tables) == 2) {
+        bridge_calls = Py_NewRef(PyTuple_GET_ITEM(tables, 0));
+        capi_info_calls = Py_NewRef(PyTuple_GET_ITEM(tables, 1));
+    }
+    Py_XDECREF(tables);
     capi_registry = bridge ? PyObject_GetAttrString(bridge, "HANDLES") : NULL;
-    capi_info_calls = bridge ? PyObject_GetAttrString(bridge, "INFO") : NULL;
     capi_launch_class = bridge ? PyObject_GetAttrString(bridge, "KernelLaunchSizeArgs") : NULL;
     if (!bridge_calls || !capi_registry || !capi_info_calls || !capi_launch_class || !PyTuple_Check(bridge_calls)
         || !PyTuple_Check(capi_info_calls)) {

@@ -71,6 +71,11 @@ void capi_tp_outbool(capi_tb *b, const char *name, const bool *p) {
     if (p) fprintf(b->out, "%p (%d)", (const void *)p, *p ? 1 : 0); else fputs("nullptr", b->out);
 }
 
+void capi_tp_outfloat(capi_tb *b, const char *name, const float *p) {
+    sep(b, name);
+    if (p) fprintf(b->out, "%p (%g)", (const void *)p, (double)*p); else fputs("nullptr", b->out);
+}
+
 void capi_tp_events(capi_tb *b, const char *name, ol_event_handle_t *events, size_t count) {
     (void)count; /* LLVM 22 prints the array as a pointer to its first handle */
     capi_tp_outptr(b, name, (void *const *)events);

@@ -35,6 +35,7 @@ void capi_tp_str(capi_tb *b, const char *name, const char *s);
 void capi_tp_outptr(capi_tb *b, const char *name, void *const *p);
 void capi_tp_outsize(capi_tb *b, const char *name, const size_t *p);
 void capi_tp_outbool(capi_tb *b, const char *name, const bool *p);
+void capi_tp_outfloat(capi_tb *b, const char *name, const float *p);
 void capi_tp_events(capi_tb *b, const char *name, ol_event_handle_t *events, size_t count);
 void capi_tp_launch(capi_tb *b, const char *name, const ol_kernel_launch_size_args_t *a);
 void capi_tp_info(capi_tb *b, const char *name, int type, const void *value);

@@ -2,6 +2,8 @@
 #include "capi.h"
 #include "capi_trace.h"
 
+const char capi_abi[] = "llvm22"; /* the bridge's tables for this ABI: _bridge.tables() */
+
 const char *capi_enum_name(int which, uint32_t v) {
     switch (which) {
     case 0: /* ol_alloc_type_t */

@@ -61,3 +61,22 @@ def test_enumerators_and_layouts_match_llvm22(capi: Capi, debian: Debian, tmp_pa
         subprocess.run([_tool("gcc"), f"-I{include}", str(source), "-o", str(exe)], check=True)
         outputs.append(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
     assert outputs[1] == outputs[0]
+
+
+def test_r1_header_numbers_as_offload_does_at_r1(tmp_path: pathlib.Path) -> None:
+    """The generated R1 header's enumerators are offload's C constants at API level r1 (no peer
+    library of R1 to compare with: offload's own numbering is the reference)."""
+    import offload
+    from offload._enums import c_constants
+
+    header = (CAPI / "src/offload_capi/include/r1/offload/OffloadAPI.h").read_text()
+    names = sorted(set(re.findall(r"^\s+(OL_\w+) = ", header, re.M)) - {n for n in re.findall(r"^\s+(OL_\w+_LAST) = ", header, re.M)})
+    constants = c_constants("r1")
+    body = "".join(f'printf("{n} %lld\\n", (long long){n});\n' for n in names)
+    source = tmp_path / "dump.c"
+    source.write_text(f"#include <stdio.h>\n#include <stdbool.h>\n#include <offload/OffloadAPI.h>\nint main(void) {{\n{body}return 0;\n}}\n")
+    exe = tmp_path / "dump"
+    subprocess.run([_tool("gcc"), f"-I{CAPI / 'src/offload_capi/include/r1'}", str(source), "-o", str(exe)], check=True)
+    out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
+    assert {name: int(value) for name, value in out.items()} == {name: constants[name] for name in out}
+    assert offload.OL_DEVICE_INFO_NUM_LANES == int(out["OL_DEVICE_INFO_NUM_LANES"])

@@ -1,4 +1,4 @@
-"""``python -m offload_capi --libdir | --includedir | --library | --cflags | --libs``: where offload-capi's
+"""``python -m offload_capi [--abi r1] --libdir | --includedir | --library | --cflags | --libs``: where offload-capi's
 library and header are, for LD_LIBRARY_PATH and for building C and C++ programs against them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import includedir, libdir, library
+from . import ABIS, includedir, libdir, library
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,22 +17,23 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--library", action="store_true", help="the path of libLLVMOffload.so.22.1")
     group.add_argument("--cflags", action="store_true", help="compiler flags: -I<includedir>")
     group.add_argument("--libs", action="store_true", help="linker flags: -L<libdir> -lLLVMOffload")
+    parser.add_argument("--abi", choices=sorted(ABIS), default="llvm22", help="the ABI level (default: llvm22, LLVM 22's)")
     args = parser.parse_args(argv)
     try:
-        library()
+        library(args.abi)
     except FileNotFoundError as exc:
         print(exc, file=sys.stderr)
         return 1
     if args.libdir:
-        print(libdir())
+        print(libdir(args.abi))
     elif args.includedir:
-        print(includedir())
+        print(includedir(args.abi))
     elif args.library:
-        print(library())
+        print(library(args.abi))
     elif args.cflags:
-        print(f"-I{includedir()}")
+        print(f"-I{includedir(args.abi)}")
     else:
-        print(f"-L{libdir()} -lLLVMOffload")
+        print(f"-L{libdir(args.abi)} -lLLVMOffload")
     return 0
 
 

@@ -25,6 +25,9 @@ from offload._enums import (
     QueueInfo,
     SymbolInfo,
     SymbolKind,
+    MAIN_ONLY,
+    MemoryRegisterFlag,
+    _key,
     c_prefix,
 )
 from offload._info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind, c_type
@@ -165,7 +168,9 @@ def _c_params(fn: Function, dropped: set[tuple[str, str]]) -> tuple[CParam, ...]
         elif o.kind == "size":
             out.append(CParam(o.c, "size_t *", "out", out="size"))
         elif o.kind == "bool":
-            out.append(CParam(_OUT_NAMES.get(o.c, o.c), "bool *", "out", out="bool"))
+            out.append(CParam(_OUT_NAMES.get(o.c, o.c) if fn.name == "olIsValidBinary" else o.c, "bool *", "out", out="bool"))
+        elif o.kind == "float":
+            out.append(CParam(o.c, "float *", "out", out="float"))
         else:
             raise ValueError(f"{fn.name}: no C out-parameter of kind {o.kind}")
     return tuple(out)
@@ -223,17 +228,35 @@ def _info_types(enums: tuple[CEnum, ...]) -> dict[str, dict[str, str]]:
     return types
 
 
-def llvm22() -> Abi:
-    """LLVM 22's ABI (``libLLVMOffload.so.22.1``)."""
+def _abi(name: str, soname: str, names: list[str], dropped: set[tuple[str, str]],
+         checks: dict[str, tuple[tuple[ErrorCode, str], ...]], enum_spec: tuple[tuple[type[enum.Enum], frozenset[str]], ...]) -> Abi:
     by_name = {fn.name: fn for fn in FUNCTIONS}
     functions = []
-    for name in sorted(_LLVM22_FUNCTIONS):
-        fn = by_name[name]
-        params = _c_params(fn, _LLVM22_DROPPED)
-        own = _LLVM22_CHECKS.get(name, tuple((c.code, c.c_text) for c in fn.checks))
-        functions.append(CFunction(name, params, _checks(fn, params, own), fn.doc, _info_of(name)))
+    for fn_name in names:
+        fn = by_name[fn_name]
+        params = _c_params(fn, dropped)
+        own = checks.get(fn_name, tuple((c.code, c.c_text) for c in fn.checks))
+        functions.append(CFunction(fn_name, params, _checks(fn, params, own), fn.doc, _info_of(fn_name)))
     functions.append(CFunction("olInit", (), (), "Perform initialization of the Offload library and plugins."))
     functions.append(CFunction("olShutDown", (), (), "Release the resources in use by Offload."))
     functions.sort(key=lambda f: f.name)
-    enums = _enums(_LLVM22_ENUMS)
-    return Abi("llvm22", "libLLVMOffload.so.22.1", (0, 0, 1), tuple(functions), enums, _info_types(enums))
+    enums = _enums(enum_spec)
+    return Abi(name, soname, (0, 0, 1), tuple(functions), enums, _info_types(enums))
+
+
+def llvm22() -> Abi:
+    """LLVM 22's ABI (``libLLVMOffload.so.22.1``)."""
+    return _abi("llvm22", "libLLVMOffload.so.22.1", sorted(_LLVM22_FUNCTIONS), _LLVM22_DROPPED, _LLVM22_CHECKS, _LLVM22_ENUMS)
+
+
+def r1() -> Abi:
+    """R1's ABI (liboffload of early 2026, LLVM 23 in development: ``libLLVMOffload.so.23.0git``): the
+    table's functions before main's additions, with R1's parameters, conditions and numbering."""
+    names = [fn.name for fn in FUNCTIONS[: [f.name for f in FUNCTIONS].index("olCreateContext")]]
+    spec = tuple((cls, frozenset(m.name for m in cls if _key(m) in MAIN_ONLY)) for cls, _ in _LLVM22_ENUMS)
+    spec += ((MemoryRegisterFlag, frozenset()),)
+    return _abi("r1", "libLLVMOffload.so.23.0git", sorted(names), set(), {}, tuple(sorted(spec, key=lambda e: enum_ctype(e[0]))))
+
+
+ABIS = {"llvm22": llvm22, "r1": r1}
+"""Every ABI level offload-capi builds, by name."""

@@ -1,8 +1,8 @@
 """The Python side of the C ABI: what ``libLLVMOffload.so`` calls, with the GIL held.
 
-``CALLS`` holds one callable per generated entry point (ABI order, ``_abi.llvm22()``): offload's
-flat functions themselves where the C arguments map onto them one to one. ``INFO`` holds the info
-queries, which answer the C bytes of a property (``INFO_KINDS`` order). ``HANDLES`` is the registry
+``tables(abi)`` gives a library its two tables: one callable per generated entry point (the ABI's
+order, ``_abi.ABIS``), offload's flat functions themselves where the C arguments map onto them one
+to one; and the info queries, which answer the C bytes of a property (``INFO_KINDS`` order). ``HANDLES`` is the registry
 that keeps every handle given to C alive: a C handle is the address of its Python object, so trace
 lines (``id()``) show the C pointers. ``init``/``shut_down`` wrap olInit/olShutDown.
 """
@@ -20,12 +20,10 @@ from offload._enums import DeviceInfo, ErrorCode, EventInfo, MemInfo, PlatformIn
 from offload._errors import OffloadError
 from offload._info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind
 
-from ._abi import llvm22
+from ._abi import ABIS
 
 HANDLES: dict[int, Any] = {}
 INFO_KINDS = ("Platform", "Device", "Queue", "Event", "Mem", "Symbol")
-_ABI = llvm22()
-_DEVICE_INFO = {number: DeviceInfo[name] for e in _ABI.enums if e.py is DeviceInfo for name, number, _ in e.members}
 _ENUM_OF = {"Platform": PlatformInfo, "Device": DeviceInfo, "Queue": QueueInfo, "Event": EventInfo, "Mem": MemInfo,
             "Symbol": SymbolInfo}
 _TABLES: dict[str, dict[Any, tuple[Kind, Any]]] = {
@@ -58,14 +56,14 @@ def _encode(kind: Kind, value: Any) -> bytes:
     raise OffloadError(ErrorCode.UNIMPLEMENTED, f"offload-capi: no C form for a {kind.value} property")
 
 
-def _info(what: str) -> Callable[[Any, int], bytes]:
+def _info(what: str, device_info: dict[int, DeviceInfo]) -> Callable[[Any, int], bytes]:
     query = getattr(offload, f"olGet{what}Info")
     cls, table = _ENUM_OF[what], _TABLES[what]
 
     def info(handle: Any, prop: int) -> bytes:
         member: Any
-        if what == "Device":  # LLVM 22 numbers its device properties without R1's additions
-            member = _DEVICE_INFO.get(prop)
+        if what == "Device":  # each ABI numbers its device properties (LLVM 22: without R1's additions)
+            member = device_info.get(prop)
             if member is None:
                 raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"getDeviceInfo enum '{prop}' is invalid")
             value = query(handle, member)
@@ -78,16 +76,20 @@ def _info(what: str) -> Callable[[Any, int], bytes]:
     return info
 
 
-INFO = tuple(_info(what) for what in INFO_KINDS)
-
-
 def _mem_unregister(device: Any, ptr: int) -> None:
     """LLVM 22's olMemUnregister has no Flags (R1's is 0 here: plain unregistering)."""
     offload.olMemUnregister(device, ptr, 0)
 
 
-_OWN: dict[str, Callable[..., Any]] = {"olMemUnregister": _mem_unregister}
-CALLS = tuple(_OWN.get(fn.name) or getattr(offload, fn.name) for fn in _ABI.functions)
+_OWN: dict[tuple[str, str], Callable[..., Any]] = {("llvm22", "olMemUnregister"): _mem_unregister}
+
+
+def tables(abi_name: str) -> tuple[tuple[Callable[..., Any], ...], tuple[Callable[[Any, int], bytes], ...]]:
+    """(the entry points' callables, the info queries) of ABI ``abi_name``."""
+    abi = ABIS[abi_name]()
+    device_info = {number: DeviceInfo[name] for e in abi.enums if e.py is DeviceInfo for name, number, _ in e.members}
+    calls = tuple(_OWN.get((abi_name, fn.name)) or getattr(offload, fn.name) for fn in abi.functions)
+    return calls, tuple(_info(what, device_info) for what in INFO_KINDS)
 
 
 def init(c_traces: bool) -> tuple[bool, bool]:

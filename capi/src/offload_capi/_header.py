@@ -7,6 +7,8 @@ them with Debian's ``OffloadAPI.h`` for LLVM 22).
 
 from __future__ import annotations
 
+import enum
+
 from ._abi import Abi, CFunction
 
 _RULE = "/" * 79
@@ -150,7 +152,7 @@ def header(abi: Abi) -> str:
             if e.ctype in info_of_enum:
                 out.append(f"  /// [{info_of_enum[e.ctype][name]}]")
             out.append(f"  {e.prefix}{name} = {number},")
-        last = (max(n for _, n, _ in e.members) << 1) if e.ctype == "ol_device_fp_capability_flag_t" else len(e.members)
+        last = (max(n for _, n, _ in e.members) << 1) if issubclass(e.py, enum.IntFlag) else len(e.members)
         out += ["  /// @cond", f"  {e.prefix}LAST = {last},", f"  {e.prefix}FORCE_UINT32 = 0x7fffffff", "  /// @endcond",
                 "", f"}} {e.ctype};", ""]
     out.append(_TAIL_TYPES.format(rule=_RULE))

@@ -13,18 +13,22 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._abi import llvm22
+from ._abi import ABIS
 from ._csource import source
 from ._header import header
 
 
 def outputs(folder: Path) -> dict[Path, str]:
     """``{path: text}`` of every generated file under the distribution folder ``folder``."""
-    abi = llvm22()
-    return {
-        folder / "src" / "offload_capi" / "include" / "offload" / "OffloadAPI.h": header(abi),
-        folder / "csrc" / f"entry_{abi.name}.c": source(abi),
-    }
+    files = {}
+    for name, make in ABIS.items():
+        abi = make()
+        include = folder / "src" / "offload_capi" / "include"
+        if name != "llvm22":  # LLVM 22's is the default ABI: include/offload/; the others under their name
+            include = include / name
+        files[include / "offload" / "OffloadAPI.h"] = header(abi)
+        files[folder / "csrc" / f"entry_{name}.c"] = source(abi)
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:

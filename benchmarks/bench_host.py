@@ -13,7 +13,7 @@ Sections (each compares its variants in interleaved repeats and reports medians)
            the bandwidth limit, a bare C OpenMP loop (``-O3 -march=native -fopenmp``,
            ``OMP_WAIT_POLICY=passive``) on the same buffers (``_saxpy_limit.py``). Target: <= 1.15x.
 * tracing  a cheap call (``olQueryQueue``; also ``olGetDeviceInfo(TYPE)``) through the normal
-           entry points (tracing off) against ``offload._entrypoints.generate(trace=False)``
+           entry points (tracing off) against ``offload._api.functions.generate(trace=False)``
            (tracing compiled out), as the median of per-round ratios. Target: overhead <= 2%.
 
 Usage: ``python benchmarks/bench_host.py [--quick] [--json] [--strict]``. ``--json`` prints only
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import offload as ol
-from offload._entrypoints import generate
+from offload._api.functions import generate
 from _measure import bench_arguments, exit_on_error, interleaved, interleaved_samples, medians, ns_per, paired_ratio
 from _saxpy_limit import TARGET_SAXPY_RATIO, bench_saxpy
 

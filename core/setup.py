@@ -1,4 +1,4 @@
-"""Builds offload-core's optional C extensions, offload._fastpath (the compiled per-call path,
+"""Builds offload-core's optional C extensions, offload._compiled._fastpath (the compiled per-call path,
 core/DESIGN.md "The compiled path"), offload.objects._launch_memo (the object layer's
 remembered launch) and offload.objects._copier (its common copies); everything else lives in
 pyproject.toml.
@@ -8,7 +8,7 @@ build goes on without them and the package runs its pure-Python path, which ``OF
 also selects at run time.
 
 The build also compiles the generated ol* entry points ahead of time (``build_py`` below): a
-child interpreter of the building Python loads ``offload._codegen`` and ``offload._codecache``
+child interpreter of the building Python loads ``offload._api.codegen`` and ``offload._api.codecache``
 from the build tree, without running the package's ``__init__`` (whose dependencies the build
 does not have), and writes the cache that ``import offload`` would otherwise compile (10 ms).
 Where that fails the build goes on, and the first import compiles as before."""
@@ -25,8 +25,8 @@ import os, sys, types
 package = types.ModuleType("offload")
 package.__path__ = [os.path.join(sys.argv[1], "offload")]
 sys.modules["offload"] = package
-from offload._codecache import DEFAULT_CACHE, store
-from offload._codegen import sources
+from offload._api.codecache import DEFAULT_CACHE, store
+from offload._api.codegen import sources
 store(DEFAULT_CACHE, sources())
 """
 
@@ -56,7 +56,11 @@ def optional(name: str, sources: list[str], depends: list[str]) -> Extension:
 setup(
     cmdclass={"build_py": BuildPyWithEntryPoints},
     ext_modules=[
-        optional("offload._fastpath", ["_fastpath.c", "_fastpath_ops.c"], ["_fastpath.h", "include/offload_native.h"]),
+        optional(
+            "offload._compiled._fastpath",
+            ["_compiled/_fastpath.c", "_compiled/_fastpath_ops.c"],
+            ["_compiled/_fastpath.h", "include/offload_native.h"],
+        ),
         optional("offload.objects._launch_memo", ["objects/_launch_memo.c"], ["objects/_cmethod.h"]),
         optional("offload.objects._copier", ["objects/_copier.c"], ["objects/_cmethod.h"]),
     ],

@@ -4,7 +4,7 @@
   host device and draws it with ``offload trace plot`` into ``docs/generated/timeline.png``, the
   picture on the tracing page;
 - ``on_page_markdown``: replaces ``<!-- offload:flat-api -->`` with the reference of every ``ol*``
-  function, generated from the API table (``offload._api_table``) and the functions' docstrings.
+  function, generated from the API table (``offload._api.table``) and the functions' docstrings.
 
 What the build needs and cannot find (offload, its host backend, numpy, matplotlib) or a job that
 fails ends the build with a ``PluginError`` naming it, and the fix: ``pip install -r
@@ -87,7 +87,7 @@ def _signature(function: Any) -> str:
 
 def flat_api_reference() -> str:
     import offload
-    from offload._api_table import FUNCTIONS
+    from offload._api.table import FUNCTIONS
 
     lines = ["| function | C parameters | returns |", "|---|---|---|"]
     for f in FUNCTIONS:

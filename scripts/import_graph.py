@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The module-level import graph of a package, its cycles, and its imports inside functions.
 
-Usage: ``scripts/import_graph.py [PACKAGE_DIR ...]`` (default: ``core/src/offload`` and every
+The layer order itself is checked by import-linter (pyproject.toml, tests/test_layers.py); this
+script shows the graph. Usage: ``scripts/import_graph.py [PACKAGE_DIR ...]`` (default: ``core/src/offload`` and every
 ``backends/*/src/*`` package). For each package it prints every module's imports of the same
 package (module level; ``if TYPE_CHECKING:`` blocks are left out: they never run), the strongly
 connected components of that graph of more than one module (its cycles), and every import

@@ -1,4 +1,4 @@
-"""The entry points' code cache (``offload._codecache``): a hit only for exactly the same sources,
+"""The entry points' code cache (``offload._api.codecache``): a hit only for exactly the same sources,
 every unreadable file a miss, atomic writes, ``sys.dont_write_bytecode`` obeyed, and the build's
 precompiled cache matching the installed generator."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import offload
-from offload import _api_table, _codecache, _codegen, _entrypoints
+from offload._api import table as _api_table, codecache as _codecache, codegen as _codegen, functions as _entrypoints
 
 SOURCES = {
     "one": ("def one():\n    return 1\n", "<offload entry point one>"),

@@ -1,4 +1,4 @@
-"""The compiled path (offload._fastpath, core/DESIGN.md "The compiled path"): which path runs,
+"""The compiled path (offload._compiled._fastpath, core/DESIGN.md "The compiled path"): which path runs,
 and that every case off its common path gives the same result, error code and message as the
 pure-Python path (``OFFLOAD_COMPILED=0``), which it defers them to.
 
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 import offload as ol
-from offload import _native_entry
+from offload._core import native as _native_entry
 
 CASES = Path(__file__).resolve().parent / "compiled_cases.py"
 needs_compiled = pytest.mark.skipif(
-    not _native_entry.ENABLED, reason="the compiled path is off here (OFFLOAD_COMPILED=0, or offload._fastpath not built)"
+    not _native_entry.ENABLED, reason="the compiled path is off here (OFFLOAD_COMPILED=0, or offload._compiled._fastpath not built)"
 )
 
 
@@ -89,7 +89,7 @@ def test_tracing_on_defers_every_call_to_the_traced_python_function() -> None:
 @needs_compiled
 def test_the_compiled_functions_keep_the_generated_ones_as_fallback() -> None:
     launch = ol.olLaunchKernel
-    assert type(launch).__module__ == "offload._fastpath" and launch.__name__ == "olLaunchKernel"
+    assert type(launch).__module__ == "offload._compiled._fastpath" and launch.__name__ == "olLaunchKernel"
     assert launch.__doc__ == launch.fallback.__doc__ and launch.__wrapped__ is launch.fallback
     assert set(launch.counts) == {"fast", "deferred", "native"}
     assert pickle.loads(pickle.dumps(launch)) is launch  # by name, as the Python function was
@@ -101,7 +101,7 @@ def test_the_compiled_functions_keep_the_generated_ones_as_fallback() -> None:
 
 
 def test_the_switch_selects_the_python_functions() -> None:
-    code = "import offload, offload._native_entry as n; print(n.ENABLED, type(offload.olMemcpy).__name__)"
+    code = "import offload, offload._core.native as n; print(n.ENABLED, type(offload.olMemcpy).__name__)"
     off = subprocess.run([sys.executable, "-c", code], env={**os.environ, "OFFLOAD_COMPILED": "0"},
                          capture_output=True, text=True, timeout=120)
     assert off.stdout.split() == ["False", "function"], off.stdout + off.stderr

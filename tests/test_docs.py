@@ -50,7 +50,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_site_builds_strictly(site: Path) -> None:
-    from offload._api_table import FUNCTIONS
+    from offload._api.table import FUNCTIONS
 
     flat = (site / "flat-api" / "index.html").read_text()
     assert all(f'id="{f.name.lower()}"' in flat for f in FUNCTIONS), "a function is missing from the reference"

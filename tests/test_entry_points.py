@@ -1,4 +1,4 @@
-"""``offload._entry_points``: the same entry points, in the same order, as ``importlib.metadata``
+"""``offload._core.installed``: the same entry points, in the same order, as ``importlib.metadata``
 (on the installed environment and on made-up layouts), and its hand-over for what it does not model."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from offload import _entry_points
-from offload._entry_points import EntryPointRecord, entry_points
+from offload._core import installed as _entry_points
+from offload._core.installed import EntryPointRecord, entry_points
 
 
 def metadata_view(group: str) -> list[EntryPointRecord]:

@@ -6,6 +6,11 @@ registered in-process under another platform name, so its memory counts as devic
 from __future__ import annotations
 
 import ctypes
+import gc
+import subprocess
+import sys
+import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +18,8 @@ import pytest
 
 import offload as ol
 from offload_host import HostBackend
+
+from helpers import child_environ
 
 E = ol.ErrorCode
 
@@ -111,3 +118,115 @@ def test_a_device_of_an_ended_session() -> None:
     with pytest.raises(ol.OffloadError) as info:
         ol.register_foreign_memory(found[-1], 4096, 16)
     assert info.value.code is E.INVALID_DEVICE
+
+
+def _session() -> Any:
+    from offload._core.runtime import STATE
+
+    return STATE.ctx
+
+
+def test_release_waits_for_the_copies_that_checked_the_range_before(world: tuple[Any, Any]) -> None:
+    """A copy between its range check and its end holds (``ctx.holds``); ``release()`` refuses the
+    range at once but returns only once that copy has ended, so the producer may then free it."""
+    device, host = world
+    memory = (ctypes.c_uint8 * 64)(*range(64))
+    registration = ol.register_foreign_memory(device, ctypes.addressof(memory), 64)
+    holds = _session().holds
+    holds.append(None)  # a copy in flight that checked the range before the release
+    done = threading.Event()
+    releaser = threading.Thread(target=lambda: (registration.release(), done.set()))
+    releaser.start()
+    try:
+        assert not done.wait(0.3), "release() returned while a copy that checked the range was still running"
+        with pytest.raises(ol.OffloadError) as refused:  # a new copy is refused meanwhile
+            _read(device, host, ctypes.addressof(memory), 4)
+        assert refused.value.code is E.INVALID_ARGUMENT and "released by its importer" in refused.value.details
+    finally:
+        holds.pop()
+    assert done.wait(10)
+    releaser.join()
+    again = ol.register_foreign_memory(device, ctypes.addressof(memory), 64)  # the range was given back
+    assert _read(device, host, ctypes.addressof(memory), 4) == bytes(range(4))
+    again.release()
+
+
+def test_a_release_from_a_finalizer_keeps_the_producers_memory_until_the_copies_ended(world: tuple[Any, Any]) -> None:
+    """``release(keep, wait=False)`` (what the object layer's finalizers call, possibly inside a
+    copy's hold) returns at once and lets go of ``keep`` only once the grace period has ended."""
+    device, host = world
+
+    class Producer:
+        memory = (ctypes.c_uint8 * 64)()
+
+    producer = Producer()
+    gone = threading.Event()
+    weakref.finalize(producer, gone.set)
+    registration = ol.register_foreign_memory(device, ctypes.addressof(producer.memory), 64)
+    holds = _session().holds
+    holds.append(None)
+    try:
+        registration.release(producer, False)
+        del producer
+        gc.collect()
+        assert not gone.wait(0.3), "the producer was let go while a copy that checked its memory still ran"
+    finally:
+        holds.pop()
+    assert gone.wait(10), "the producer was never let go after the grace period"
+
+
+_RACE = r"""
+import ctypes, mmap, threading
+import offload as ol
+from offload_host import HostBackend
+
+ol.register_backend("elsewhere", HostBackend)
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+device = next(d for d in found if d.platform.name == "elsewhere")
+host = next(d for d in found if d.platform.kind is ol.PlatformBackend.HOST)
+SIZE = 1 << 20
+out = (ctypes.c_uint8 * SIZE)()
+copied = refused = 0
+for _ in range(ROUNDS):
+    producer = mmap.mmap(-1, SIZE)  # "another library's device memory", unmapped once released
+    view = ctypes.c_uint8.from_buffer(producer)
+    base = ctypes.addressof(view)
+    del view  # no export left: close() unmaps
+    registration = ol.register_foreign_memory(device, base, SIZE)
+    go = threading.Event()
+    def copy_until_refused():
+        global copied, refused
+        go.set()
+        while True:
+            try:  # a synchronous device-to-host copy: the backend's memmove runs without the GIL
+                ol.olMemcpy(None, ctypes.addressof(out), host, base, device, SIZE)
+                copied += 1
+            except ol.OffloadError as error:
+                assert error.code is ol.ErrorCode.INVALID_ARGUMENT, error
+                refused += 1
+                return
+    copier = threading.Thread(target=copy_until_refused)
+    copier.start()
+    go.wait()
+    registration.release()  # returns once the copies that checked the range have ended
+    producer.close()  # munmap: a copy still reading it would fault
+    copier.join()
+ol.olShutDown()
+ol.unregister_backend("elsewhere")
+print("copied", copied, "refused", refused)
+"""
+
+
+@pytest.mark.parametrize("compiled", ["1", "0"], ids=["compiled", "python"])
+def test_memory_freed_right_after_release_is_never_read_by_a_copy_in_flight(compiled: str) -> None:
+    """The producer unmaps its memory as soon as ``release()`` returns, while another thread keeps
+    copying from it: each copy is done whole or refused, never a fault (a child process)."""
+    env = child_environ()
+    env.update(OFFLOAD_COMPILED=compiled, OFFLOAD_BACKENDS="elsewhere,host")
+    proc = subprocess.run(
+        [sys.executable, "-c", "ROUNDS = 40\n" + _RACE], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "refused 40" in proc.stdout, proc.stdout

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 import offload as ol
-from offload._api_table import FUNCTIONS
-from offload._runtime import STATE
+from offload._api.table import FUNCTIONS
+from offload._core.runtime import STATE
 
 from helpers import devices, run_in_threads
 

@@ -1,4 +1,4 @@
-"""offload.native_support without a GPU: a backend whose native extension is missing, or has no
+"""offload.backend.native without a GPU: a backend whose native extension is missing, or has no
 entry points, keeps the reason and hands the core no capsule and no words (the Python hooks
 serve); records come from the module and ``native_word`` is their address."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from offload.native_support import NativeExtension
+from offload.backend.native import NativeExtension
 
 
 class _Record:

@@ -120,7 +120,7 @@ def test_a_call_on_another_thread_that_never_returns_leaves_everything_in_place(
     code = STUCK + r"""
 waiter = threading.Thread(target=ol.olSyncQueue, args=(queue,), daemon=True)
 waiter.start()
-while not any(str(c) == "olSyncQueue" for c in getattr(__import__("offload._runtime", fromlist=["STATE"]).STATE.ctx, "calls", [])):
+while not any(str(c) == "olSyncQueue" for c in getattr(__import__("offload._core.runtime", fromlist=["STATE"]).STATE.ctx, "calls", [])):
     time.sleep(0.01)
 try:
     ol.olShutDown()

@@ -174,7 +174,7 @@ def test_the_ordering_the_file_promises(job_trace: tuple[pathlib.Path, dict[str,
 #: stamped 5 ms late (their thread scheduled late) while q2's were on time.
 _LATE_STAMPS = """
 import time
-import offload._timeline as _timeline, offload._timeline_work as _work
+import offload._trace.timeline as _timeline, offload._trace.timeline_work as _work
 _anchor = _timeline.anchor_clock
 def late_anchor(device):
     clock = _anchor(device)
@@ -342,7 +342,7 @@ def test_many_threads_and_queues_keep_the_promises(run_python: Any, tmp_path: pa
 def test_the_setting_forms(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     import os
 
-    from offload._timeline import path_from_setting
+    from offload._trace.timeline import path_from_setting
 
     monkeypatch.chdir(tmp_path)
     default = str(tmp_path / f"offload-trace-{os.getpid()}.json")

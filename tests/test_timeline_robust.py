@@ -70,7 +70,7 @@ def test_pointer_objects_and_index_sizes_are_recorded(run_python: Any, tmp_path:
 SHUTDOWN = r"""
 import warnings
 import offload as ol
-from offload._timeline import OffloadTraceWarning
+from offload._trace.timeline import OffloadTraceWarning
 ol.olInit()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -112,8 +112,8 @@ def test_a_recording_failure_does_not_change_the_call(run_python: Any, tmp_path:
     code = r"""
 import warnings
 import offload as ol
-from offload import _timeline
-from offload._timeline import OffloadTraceWarning
+from offload._trace import timeline as _timeline
+from offload._trace.timeline import OffloadTraceWarning
 original = _timeline.Timeline._work_of
 def broken(self, api, *args):
     if api == "olMemFill":

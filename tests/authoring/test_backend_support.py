@@ -1,4 +1,4 @@
-"""``offload.backend_support``: the obligations every backend shares, tested without a driver.
+"""``offload.backend.support``: the obligations every backend shares, tested without a driver.
 
 ``HostFunctions`` is driven by a fake driver whose stream is a thread calling the trampoline's C
 address through ctypes, as cuLaunchHostFunc / hipLaunchHostFunc do.
@@ -15,7 +15,7 @@ import pytest
 
 import offload
 from offload import ErrorCode, KernelParam, OffloadError
-from offload.backend_support import (
+from offload.backend.support import (
     DeferredWork,
     HostFunctions,
     KeptErrors,

@@ -117,9 +117,20 @@ args = {
     "trap": (k["trap"], struct.pack("Q", out), size(1, 1)),
     "cooperative": (k["trap"], struct.pack("Q", 0x8), size(2, 1), {ol.KernelLaunchPropType.IS_COOPERATIVE: True}),
 }[CASE]
+plain_a, plain_b = (ctypes.c_uint8 * 64)(), (ctypes.c_uint8 * 64)(*range(64))
+ol.olMemcpy(None, out, host, out + 64, host, 8)  # both paths now hold this segment as safe (HOT)
+ol.olMemcpy(None, ctypes.addressof(plain_a), host, ctypes.addressof(plain_b), host, 8)
 result = {"launch": error_of(ol.olLaunchKernel, queue, host, *args)}
 if QUEUED:
     result["sync"] = error_of(ol.olSyncQueue, queue)
+# the copies and fills the core makes itself (host to host, no hook): refused once the device is faulted
+result["copy_after"] = error_of(ol.olMemcpy, None, out, host, out + 64, host, 8)
+result["copy_in_after"] = error_of(ol.olMemcpy, None, out, host, ctypes.addressof(plain_b), host, 8)
+result["copy_out_after"] = error_of(ol.olMemcpy, None, ctypes.addressof(plain_a), host, x, host, 4)
+result["fill_after"] = error_of(ol.olMemFill, None, out, b"\x01", 8)
+# memory that is not the device's stays host memory
+result["plain_copy_after"] = error_of(ol.olMemcpy, None, ctypes.addressof(plain_a), host, ctypes.addressof(plain_b), host, 64)
+result["plain_copied"] = list(plain_a) == list(range(64))
 result["alloc_after"] = error_of(ol.olMemAlloc, host, ol.AllocType.DEVICE, 64)
 result["launch_after"] = error_of(ol.olLaunchKernel, None, host, k["fill"], struct.pack("Q", out), size(1))
 result["queue_after"] = error_of(ol.olCreateQueue, host)
@@ -165,6 +176,12 @@ def assert_faulted(result: dict[str, Any], queued: bool, kernel: str, *parts: st
         assert part in message, (part, message)
     for later in ("alloc_after", "launch_after", "queue_after", *(("sync_after",) if queued else ())):
         assert result[later] == first, (later, result)
+    # the core's own copies and fills of the device's memory (a segment both paths had cached) fail
+    # with the fault too, as every call on a faulted CUDA context does; plain host memory is not the device's
+    for later in ("copy_after", "copy_in_after", "copy_out_after", "fill_after"):
+        assert result[later] is not None and result[later][0] == "BACKEND_FAILURE", (later, result)
+        assert f"host kernel '{kernel}' faulted" in result[later][1], (later, result)
+    assert result["plain_copy_after"] is None and result["plain_copied"] is True, result
     # releasing what was made still works, the session ends cleanly, a fresh one runs kernels
     assert result["free"] is None and result["shutdown"] is None, result
     if queued:

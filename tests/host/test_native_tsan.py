@@ -1,6 +1,6 @@
 """The host backend's native queues and pool, and the core's compiled path, under ThreadSanitizer.
 
-The extensions (offload_host._native and offload._fastpath) are rebuilt with ``-fsanitize=thread``
+The extensions (offload_host._native and offload._compiled._fastpath) are rebuilt with ``-fsanitize=thread``
 into private copies of both packages and ``stress/queue_stress.py`` runs against them in a child
 process (libtsan preloaded): any data race or lock-order inversion ThreadSanitizer sees in
 _native.c / _hostq.c / _hostentry.c / _fastpath*.c fails the test, as does a lost launch or host
@@ -59,7 +59,8 @@ def tsan_package(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path
     shutil.copytree(_CORE, core, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     build = subprocess.run(
         ["gcc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=thread", "-std=c11", f"-I{sysconfig.get_paths()['include']}",
-         str(core / "_fastpath.c"), str(core / "_fastpath_ops.c"), "-o", str(core / f"_fastpath{sysconfig.get_config_var('EXT_SUFFIX')}")],
+         str(core / "_compiled" / "_fastpath.c"), str(core / "_compiled" / "_fastpath_ops.c"),
+         "-o", str(core / "_compiled" / f"_fastpath{sysconfig.get_config_var('EXT_SUFFIX')}")],
         capture_output=True, text=True,
     )
     assert build.returncode == 0, build.stderr[-4000:]

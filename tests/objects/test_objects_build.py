@@ -12,7 +12,7 @@ import pytest
 
 import offload as ol
 from offload import objects
-from offload._sessions import kernel_parameters
+from offload._api.sessions import kernel_parameters
 from offload_host import HostBackend
 
 SAXPY = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "kernels" / "saxpy_portable.c").read_text()

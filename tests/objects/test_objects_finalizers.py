@@ -59,14 +59,14 @@ def _run(body: str) -> subprocess.CompletedProcess[str]:
         pytest.param(
             """
             from offload.objects import _session
-            old = offload._runtime.STATE.ctx
+            old = offload._core.runtime.STATE.ctx
             _session.release()
-            assert offload._runtime.STATE.ctx is old  # the numpy view and the capsule keep the session
+            assert offload._core.runtime.STATE.ctx is old  # the numpy view and the capsule keep the session
             assert float(view.sum()) == 45.0
             del buffers, arrays, queue, program, kernel, event, view, capsule, imported
             gc.collect()
             fresh = offload.Buffer(16, "host")  # a new session works after the old objects died
-            assert offload._runtime.STATE.ctx is not old
+            assert offload._core.runtime.STATE.ctx is not old
             print('gc after the layer released')
             """,
             id="gc-after-layer-release",
@@ -92,8 +92,8 @@ GC_INSIDE_THE_CORE = textwrap.dedent(
     """
     import gc
     import offload
-    from offload._allocations import Allocation
-    from offload._runtime import STATE
+    from offload._core.allocations import Allocation
+    from offload._core.runtime import STATE
 
     gc.disable()  # only the collection below, inside the core, may free the cycle (not one at a random allocation)
     host = offload.devices("host")[0]

@@ -14,20 +14,21 @@ import sys
 import pytest
 
 import offload
-from offload import _api_table, _enums, _stubgen
+from offload._api import table as _api_table, stubgen as _stubgen
+from offload._values import enums as _enums
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STUB = ROOT / "core" / "src" / "offload" / "_flat_api.pyi"
+STUB = ROOT / "core" / "src" / "offload" / "_api" / "flat.pyi"
 EXAMPLES = ROOT / "examples"
 
 
 def test_stub_matches_the_table() -> None:
-    assert STUB.read_text() == _stubgen.generate(), "run: python -m offload._stubgen"
+    assert STUB.read_text() == _stubgen.generate(), "run: python -m offload._api.stubgen"
     assert _stubgen.main(["--check", str(STUB)]) == 0
 
 
 def test_installed_stub_is_the_same() -> None:
-    installed = pathlib.Path(offload.__file__).with_name("_flat_api.pyi")
+    installed = pathlib.Path(offload.__file__).parent / "_api" / "flat.pyi"
     assert installed.read_text() == STUB.read_text()
 
 

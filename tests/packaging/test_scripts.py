@@ -29,11 +29,11 @@ def test_venv_sh_skips_the_install_until_a_source_changes(fresh_checkout: pathli
     assert "creating the virtual environment" in first and "installing into" in first and "is ready" in first
     second = _venv_sh(fresh_checkout, venv, "./core")
     assert "up to date" in second and "installing" not in second
-    source = fresh_checkout / "core" / "src" / "offload" / "_errors.py"
+    source = fresh_checkout / "core" / "src" / "offload" / "_values" / "errors.py"
     source.write_text(source.read_text() + "\n# changed\n")
     third = _venv_sh(fresh_checkout, venv, "./core")
     assert "installing into" in third
-    installed = list(venv.glob("lib/python*/site-packages/offload/_errors.py"))
+    installed = list(venv.glob("lib/python*/site-packages/offload/_values/errors.py"))
     assert installed and installed[0].read_text().endswith("# changed\n")
 
 

@@ -210,7 +210,7 @@ def test_the_host_wheel_is_repaired_to_a_manylinux_tag(wheelhouse: pathlib.Path)
 
 
 def test_the_core_wheel_carries_the_compiled_path(wheelhouse: pathlib.Path) -> None:
-    """offload-core's wheel (built from its sdist) holds offload._fastpath and the object layer's
+    """offload-core's wheel (built from its sdist) holds offload._compiled._fastpath and the object layer's
     compiled methods (_launch_memo, _copier: their shared header is in the sdist), repaired to a
     manylinux tag, and the entry points compiled ahead of time (core/setup.py's build_py)."""
     wheels = sorted((wheelhouse / "wheelhouse").glob("offload_core-*.whl"))
@@ -237,7 +237,7 @@ def test_the_core_builds_without_a_compiler_into_the_python_path(wheelhouse: pat
     look = "import importlib.util, os; print(os.listdir(os.path.join(importlib.util.find_spec('offload').submodule_search_locations[0], '__pycache__')))"
     listed = subprocess.run([str(python), "-I", "-c", look], capture_output=True, text=True, timeout=120)
     assert re.search(r"'_entrypoints\.[\w-]+\.marshal'", listed.stdout), listed.stdout + listed.stderr
-    code = "import offload, offload._native_entry as n; print(n._fastpath, n.ENABLED, type(offload.olLaunchKernel).__name__)"
+    code = "import offload, offload._core.native as n; print(n._fastpath, n.ENABLED, type(offload.olLaunchKernel).__name__)"
     run = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["None", "False", "function"], run.stdout + run.stderr
 

@@ -1,7 +1,7 @@
 """examples/ray_actors.py on a local Ray (num_cpus=2): one actor per device, each its own process,
 checking the numbers, and traced: one timeline file per actor (Ray ends its workers without exit
 handlers; each actor flushes its own) that ``offload trace merge`` joins with the driver's; and what Ray really tells an actor it gave a GPU (ids, CUDA_VISIBLE_DEVICES),
-read by offload._ranks. Ray is optional (scripts/test.sh installs it; skipped with the reason when
+read by offload._core.ranks. Ray is optional (scripts/test.sh installs it; skipped with the reason when
 it is missing); every run is bounded by a hang guard."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_ray_actors_leave_one_timeline_each_that_merge_joins(tmp_path: Path, cap
 
 _GPU_IDS = r"""
 import json, os, ray
-from offload import _ranks
+from offload._core import ranks as _ranks
 ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, configure_logging=False)
 
 @ray.remote(num_gpus=1, num_cpus=0)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from offload import _job_timeline
+from offload._trace import job_timeline as _job_timeline
 from offload.cli import main
 from helpers import child_environ
 

@@ -16,9 +16,10 @@ layer classes (the flat API has no such handles).
 
 from __future__ import annotations
 
-from . import build_support, objects
-from ._build import BuiltProgram, add_build_listener, build, clear_build_cache
-from ._enums import (
+from .backend import build as build_support
+from . import objects
+from ._api.build import BuiltProgram, add_build_listener, build, clear_build_cache
+from ._values.enums import (
     API_LEVELS,
     AllocType,
     ContextInfo,
@@ -39,19 +40,19 @@ from ._enums import (
     SymbolKind,
     c_constants,
 )
-from ._errors import OffloadError, OffloadTypeError, OffloadValueError
-from ._flush import flush_trace
-from ._foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
-from ._flat_api import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
-from ._flat_api import __all__ as _flat_api_names
-from ._handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
-from ._registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
-from ._runtime import backend_status
-from ._tracing import set_trace_logger
-from ._types import Dimensions, InitArgs, KernelLaunchSizeArgs, KernelParam, Rect
+from ._values.errors import OffloadError, OffloadTypeError, OffloadValueError
+from ._trace.flush import flush_trace
+from ._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
+from ._api.flat import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
+from ._api.flat import __all__ as _flat_api_names
+from ._core.handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
+from ._core.registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
+from ._core.runtime import backend_status
+from ._trace.tracing import set_trace_logger
+from ._values.types import Dimensions, InitArgs, KernelLaunchSizeArgs, KernelParam, Rect
 from ._version import __version__ as __version__
-from .build_support import kernel_include_dir
-from .backend_support import raise_kept_errors  # also offload.backend_support.raise_kept_errors
+from .backend.build import kernel_include_dir
+from .backend.support import raise_kept_errors  # also offload.backend.support.raise_kept_errors
 from .hookspecs import hookimpl
 from .objects import (
     Array,

@@ -25,7 +25,7 @@ reading a kit failure. The obligations in short:
   never frees under work in flight. A launch comes with an argument buffer at least as long as
   ``kernel_params`` says and a grid within the device's limits.
 - Hooks may be called from many threads at once: per-object locking is the backend's job.
-  ``offload.backend_support`` holds what every backend does alike (``KeptErrors``,
+  ``offload.backend.support`` holds what every backend does alike (``KeptErrors``,
   ``HostFunctions``, ``ResourcePool``, ``launch_extent``).
 
 Required hooks: ``REQUIRED_HOOKS``. Every other hook is in an optional group, implemented whole or
@@ -68,10 +68,10 @@ from typing import Any
 
 import pluggy
 
-from ._enums import AllocType, DeviceInfo, MemMigrationFlag, PlatformInfo, SymbolKind
-from ._info import DEVICE_INFO_TYPES
-from ._opaque import NativeDevice, NativeEntryPoints, NativeEvent, NativeKernel, NativeProgram, NativeQueue
-from ._types import KernelLaunchSizeArgs, KernelParam
+from ._values.enums import AllocType, DeviceInfo, MemMigrationFlag, PlatformInfo, SymbolKind
+from ._values.info import DEVICE_INFO_TYPES
+from ._values.opaque import NativeDevice, NativeEntryPoints, NativeEvent, NativeKernel, NativeProgram, NativeQueue
+from ._values.types import KernelLaunchSizeArgs, KernelParam
 
 PROJECT = "offload"
 
@@ -176,7 +176,7 @@ def kernel_params(device: NativeDevice, kernel: NativeKernel) -> Sequence[Kernel
     The core refuses a launch whose buffer ends before the last parameter (``INVALID_ARGUMENT``,
     naming both sizes), and ``args=None`` for a kernel with parameters; a longer buffer (a C struct
     with tail padding) is accepted, and a driver is given exactly the parameters' extent,
-    ``offload.backend_support.launch_extent(params)``. Return ``None`` only when the image does not
+    ``offload.backend.support.launch_extent(params)``. Return ``None`` only when the image does not
     say (the core cannot check; the backend documents its rule). A driver that needs the types to
     launch (OpenCL) always answers, from the kernel's metadata (``clGetKernelArgInfo``), laid out as
     a C compiler lays out their struct, leaving out parameters the struct does not carry (OpenCL's
@@ -248,7 +248,7 @@ def build_source(device: NativeDevice, source: str, options: Sequence[str]) -> b
     accepts for ``device``; ``options`` go to the compiler as given, ``offload_kernel.h``
     (``offload.kernel_include_dir()``) on the include path. A missing compiler is
     ``HOST_TOOL_NOT_FOUND``, a failed compilation ``COMPILE_FAILURE`` with the compiler's log in
-    its details (``offload.build_support``). Optional, with ``build_target``."""
+    its details (``offload.backend.build``). Optional, with ``build_target``."""
 
 
 # --- other libraries' streams (DLPack, __cuda_array_interface__) ------------------------------
@@ -355,7 +355,7 @@ def data_fill(device: NativeDevice, address: int, pattern: bytes, size: int, que
 @hookspec
 def create_queue(device: NativeDevice) -> NativeQueue:
     """Create an in-order queue and return it as an opaque ``queue`` (driver streams are worth
-    reusing: ``offload.backend_support.ResourcePool``)."""
+    reusing: ``offload.backend.support.ResourcePool``)."""
 
 
 @hookspec

@@ -36,7 +36,7 @@ def main() -> int:
     host = next(d for d in devices if ol.olGetDeviceInfo(d, ol.DeviceInfo.TYPE) is ol.DeviceType.HOST)
     program = ol.olCreateProgram(host, build_program(SOURCE, name="stress_bump"))
     # an undeclared kernel launches through the Python hook; a declared one, with the compiled
-    # core (offload._fastpath), from the core's C through the host's native entry points
+    # core (offload._compiled._fastpath), from the core's C through the host's native entry points
     kernels = [ol.olGetSymbol(program, name, ol.SymbolKind.KERNEL) for name in ("bump", "bump_declared")]
     counter = ol.olMemAlloc(host, ol.AllocType.DEVICE, 8)
     ctypes.memset(counter, 0, 8)

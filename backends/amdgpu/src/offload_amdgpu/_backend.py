@@ -7,7 +7,7 @@ module belongs to the device it was loaded on: HIP aborts on a mismatch).
 
 From a host function (a thread HIP runs the function on, which must not call HIP): the releases
 the core may ask there (``mem_free``, ``unload_binary``, the final teardown's hooks) are deferred
-until the function has returned (``HostCalls.deferring``, ``offload.backend_support``).
+until the function has returned (``HostCalls.deferring``, ``offload.backend.support``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from offload import AllocType, DeviceInfo, KernelParam, MemMigrationFlag, SymbolKind, hookimpl
-from offload.native_support import NativeExtension, NativeHooks
+from offload.backend.native import NativeExtension, NativeHooks
 
 from . import _build, _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice

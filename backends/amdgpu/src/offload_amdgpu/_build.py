@@ -15,7 +15,7 @@ import os
 import pathlib
 from collections.abc import Sequence
 
-from offload.build_support import compile_source, find_tool, kernel_include_dir
+from offload.backend.build import compile_source, find_tool, kernel_include_dir
 
 from ._device import HipDevice
 

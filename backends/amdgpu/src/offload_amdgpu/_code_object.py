@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload import KernelParam
-from offload.backend_support import launch_extent
+from offload.backend.support import launch_extent
 
 from . import _msgpack
 

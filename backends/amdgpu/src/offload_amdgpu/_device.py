@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from offload import DeviceFpCapabilityFlag, DeviceInfo, Dimensions
-from offload.backend_support import ResourcePool
+from offload.backend.support import ResourcePool
 
 from ._code_object import Target
 from ._driver import check

@@ -3,7 +3,7 @@
 The array (``HIP_LAUNCH_PARAM_BUFFER_POINTER``, ``..._SIZE``, ``..._END`` = 1, 2, 3), the size
 word and a copy of the arguments lie in one block per thread, reused from launch to launch; HIP
 copies the arguments before the call returns and appends the hidden arguments itself. HIP is given
-exactly the parameters' extent (``offload.backend_support.launch_extent``), never a buffer's tail
+exactly the parameters' extent (``offload.backend.support.launch_extent``), never a buffer's tail
 padding, as on CUDA.
 """
 

@@ -1,7 +1,7 @@
 """Queues are HIP streams (non-blocking, from the device's pool); events are HIP timing events.
 
 Host functions run through ``hipLaunchHostFunc`` with one C trampoline (``HostCalls``, on
-``offload.backend_support.HostFunctions``). HIP forbids HIP calls inside one ("The host function
+``offload.backend.support.HostFunctions``). HIP forbids HIP calls inside one ("The host function
 must not make any HIP API calls"), and ``hipFree`` / ``hipModuleUnload`` synchronise the device
 whose stream that function holds: so the driver work asked from one is deferred until it has
 returned (``HostCalls.deferring``), a query of another queue is made by a short-lived thread, and
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend_support import HostFunctions, KeptErrors, raise_kept_errors
-from offload.native_support import NativeExtension
+from offload.backend.support import HostFunctions, KeptErrors, raise_kept_errors
+from offload.backend.native import NativeExtension
 
 from ._device import HipDevice
 from ._driver import check

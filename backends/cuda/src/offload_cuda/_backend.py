@@ -4,7 +4,7 @@ glue; the driver calls are made in ``_memory``, ``_queue``, ``_program`` and ``_
 ``queue is None`` (a synchronous operation) runs on the legacy default stream, then waits for it.
 From a host function (a thread the driver runs the function on, which must not call CUDA): the
 releases the core may ask there (``mem_free``, ``unload_binary``, the final teardown's hooks) are
-deferred until the function has returned (``HostCalls.deferring``, ``offload.backend_support``).
+deferred until the function has returned (``HostCalls.deferring``, ``offload.backend.support``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from offload.backend_support import ResourcePool
-from offload.native_support import NativeExtension, NativeHooks
+from offload.backend.support import ResourcePool
+from offload.backend.native import NativeExtension, NativeHooks
 
 from offload import (
     AllocType,

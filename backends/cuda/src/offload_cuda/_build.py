@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.build_support import compile_failure, compile_source, find_tool, kernel_include_dir
+from offload.backend.build import compile_failure, compile_source, find_tool, kernel_include_dir
 
 from ._device import CudaDevice
 

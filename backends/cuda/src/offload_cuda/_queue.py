@@ -2,7 +2,7 @@
 pool, with timing).
 
 Host functions run through ``cuLaunchHostFunc`` with one C trampoline (``HostCalls``, on
-``offload.backend_support.HostFunctions``). The driver forbids CUDA calls inside one
+``offload.backend.support.HostFunctions``). The driver forbids CUDA calls inside one
 (``cuLaunchHostFunc``: "The host function must not make any CUDA API calls"; the driver answers
 ``CUDA_ERROR_NOT_PERMITTED`` or deadlocks): so the driver work asked from one (``olMemFree``,
 ``olDestroyProgram``, the final ``olShutDown``, a host function launched on its own queue) is
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend_support import HostFunctions, KeptErrors, ResourcePool
-from offload.native_support import NativeExtension
+from offload.backend.support import HostFunctions, KeptErrors, ResourcePool
+from offload.backend.native import NativeExtension
 
 from ._device import CudaDevice
 from ._driver import check

@@ -12,12 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
-from offload.build_support import kernel_include_dir
+from offload.backend.support import report_device_fault
+from offload.backend.build import kernel_include_dir
 
 from . import _device_info
 from ._native import copy_on as _copy_on
 from ._native import ENTRY_POINTS, executor_create, executor_destroy, pages_alloc, pages_free, pool_create, pool_destroy
-from ._native import checked_alloc, checked_free, pool_fault, pool_set_local_limit
+from ._native import checked_alloc, checked_free, pool_fault, pool_on_fault, pool_set_local_limit
 from ._native import fill_on as _fill_on
 from ._native import launch as _launch
 from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
@@ -51,6 +52,9 @@ class HostDevice:
             raise
         self.local_memory_limit = _device_info.local_memory_limit()
         pool_set_local_limit(self.pool, self.local_memory_limit)  # what the native launches check
+        # the first fault error made for the pool tells the core, which then refuses the copies and
+        # fills of this device's memory that it makes without a hook (pool_destroy drops this)
+        pool_on_fault(self.pool, _partial(report_device_fault, self))
         self.allocations: dict[int, int] = {}  # address -> size of the pages mapped for it
         self.lock = threading.Lock()
         self.checked = checked  # OFFLOAD_HOST_CHECK=1: allocations end at a guard page (_fault.c)

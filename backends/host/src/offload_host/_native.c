@@ -270,6 +270,8 @@ struct pool {
   _Atomic int fault_claimed;   /* a kernel faulted: its thread writes `fault`, then sets faulted */
   _Atomic int faulted;         /* sticky: nothing more runs on this device */
   char fault_message[768];     /* the first fault, described; read once faulted is set */
+  PyObject *on_fault;          /* pool_on_fault's callable, called once with the first fault error (GIL) */
+  int fault_reported;          /* on_fault was called (GIL) */
   size_t nthreads;
   worker_t workers[];
 };
@@ -370,6 +372,7 @@ static void pool_free(pool_t *pool) {
   pthread_mutex_destroy(&pool->lock);
   pthread_mutex_destroy(&pool->launch_lock);
   local_buf_release(&pool->caller_buf);
+  Py_CLEAR(pool->on_fault); /* every caller holds the GIL */
   pool->magic = 0;
   free(pool);
 }
@@ -524,8 +527,21 @@ static PyObject *BackendFailure;
 
 PyObject *device_faulted_type(void) { return DeviceFaulted; }
 
+/* The device's fault as a DeviceFaulted error (GIL held; the device is faulted). The first one
+ * made is handed to pool_on_fault's callable (the backend tells the core: offload.backend_support.
+ * report_device_fault); an exception of that call is unraisable, never this error's. */
 PyObject *pool_fault_error(pool_t *pool) {
-  return PyObject_CallFunction(DeviceFaulted, "Os", BackendFailure, pool->fault_message);
+  PyObject *error = PyObject_CallFunction(DeviceFaulted, "Os", BackendFailure, pool->fault_message);
+  if (error != NULL && !pool->fault_reported && pool->on_fault != NULL) {
+    pool->fault_reported = 1;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *result = PyObject_CallOneArg(pool->on_fault, error);
+    if (result == NULL) PyErr_WriteUnraisable(pool->on_fault);
+    Py_XDECREF(result);
+    PyErr_Restore(type, value, tb);
+  }
+  return error;
 }
 
 PyObject *pool_raise_fault(pool_t *pool) {
@@ -573,6 +589,18 @@ static PyObject *py_call_guarded(PyObject *m, PyObject *const *args, Py_ssize_t 
   faulted = call_guarded(pool, (offload_kernel_fn)(uintptr_t)kernel, kargs, group);
   Py_END_ALLOW_THREADS
   if (faulted) return pool_raise_fault(pool);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_pool_on_fault(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+  (void)m;
+  pool_t *pool;
+  if (check_nargs("pool_on_fault", nargs, 2) < 0 || (pool = pool_from(args[0])) == NULL) return NULL;
+  if (!PyCallable_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError, "pool_on_fault: the listener must be callable");
+    return NULL;
+  }
+  Py_XSETREF(pool->on_fault, Py_NewRef(args[1]));
   Py_RETURN_NONE;
 }
 
@@ -1151,6 +1179,8 @@ static PyMethodDef native_methods[] = {
                            "Wait for a running launch, stop and join every worker, free the pool."),
     FASTCALL(pool_set_local_limit, "pool_set_local_limit(pool, limit)\n\n"
                                    "The device's local memory limit, which the native entry points read."),
+    FASTCALL(pool_on_fault, "pool_on_fault(pool, listener)\n\n"
+                            "listener(error) is called once, with the first DeviceFaulted error made for the pool."),
     {"pool_fault", (PyCFunction)py_pool_fault, METH_O,
      "pool_fault(pool) -> DeviceFaulted | None\n\nThe error of the pool's device once a kernel faulted on it."},
     FASTCALL(call_guarded, "call_guarded(pool, kernel, args, group)\n\n"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend_support import raise_kept_errors
+from offload.backend.support import raise_kept_errors
 
 from ._native import Event as NativeEvent, Queue as NativeQueue, QueueReleased
 

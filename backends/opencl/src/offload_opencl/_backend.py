@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, PlatformInfo, SymbolKind, hookimpl
-from offload.backend_support import ResourcePool
+from offload.backend.support import ResourcePool
 
 from . import _cl as cl
 from . import _memory, _queue

@@ -3,7 +3,7 @@
 OpenCL has no host-function command: a host function is a marker (complete once the work before
 it is) and a barrier behind it waiting on a user event (the gate). The queue's runner thread
 (``DeferredWork``: one exists only while functions are pending) waits for the marker, runs the
-function through ``offload.backend_support.HostFunctions`` (ordering, every error kept, releases
+function through ``offload.backend.support.HostFunctions`` (ordering, every error kept, releases
 asked from inside deferred until it has returned) and opens the gate. Every enqueue keeps its
 event as the queue's ``last`` one: ``has_pending_work`` asks whether it is complete.
 
@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend_support import DeferredWork, HostFunctions, KeptErrors
+from offload.backend.support import DeferredWork, HostFunctions, KeptErrors
 
 from . import _cl as cl
 from ._device import OpenCLDevice

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 import offload as ol
-from offload._registry import ENTRY_POINT_GROUP, SELECT_ENV, Selection, last_selection
+from offload._core.registry import ENTRY_POINT_GROUP, SELECT_ENV, Selection, last_selection
 
 from ._common import EXIT_OK, _print_json, _session, format_table
 

@@ -1,7 +1,7 @@
 """``offload trace merge FILE... -o OUT``: one timeline for a job from its ranks' files, and the
 per-rank part of ``offload trace``'s summary.
 
-The merge itself (clock alignment, one process group per rank) is ``offload._job_timeline.merge``;
+The merge itself (clock alignment, one process group per rank) is ``offload._trace.job_timeline.merge``;
 this module reads the files, reports every bad input as one line on stderr with exit status 2
 (never a traceback), and writes the result atomically.
 """
@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .._job_timeline import MergeError, merge, rank_of_process
+from .._trace.job_timeline import MergeError, merge, rank_of_process
 from ._common import _ERROR_PREFIX, EXIT_NOTHING, EXIT_OK, format_table
 
 WORK = ("kernel", "memcpy", "fill", "host_function", "event_record", "event_wait")

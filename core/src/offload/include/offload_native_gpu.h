@@ -7,7 +7,7 @@
  * C signatures: each capsule's name is the function's signature, checked against the one the
  * adapter was written for) and ends with OFFLOAD_GPU_EXTENSION(...), which makes them an
  * `offload_gpu_driver` and the module's PyInit. The module offers the backend's Python side
- * (offload.native_support):
+ * (offload.backend.native):
  * - `entry_points()`: the PyCapsule "offload.native_entry_points" (static storage), or None when
  *   a capsule was missing or had another signature; `unavailable` then says why (None otherwise).
  * - `DeviceRecord(context, ordinal, select)`, `QueueRecord(stream)`, `KernelRecord(function,

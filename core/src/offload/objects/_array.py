@@ -11,8 +11,8 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._enums import AllocType, ErrorCode, PlatformBackend
-from .._errors import OffloadError, OffloadTypeError, OffloadValueError
+from .._values.enums import AllocType, ErrorCode, PlatformBackend
+from .._values.errors import OffloadError, OffloadTypeError, OffloadValueError
 from . import _dlpack, _interop, _session
 from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
 from ._discovery import Device, as_device, devices, host_device

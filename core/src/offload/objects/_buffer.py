@@ -6,11 +6,11 @@ import operator
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._flat_api import Context as ContextHandle
-from .._flat_api import olMemFill, olMemFree, olMemPrefetch, olMemcpy
-from .._enums import AllocType, ErrorCode, MemMigrationFlag
-from .._errors import OffloadError, OffloadValueError
-from .._sessions import session_cell
+from .._api.flat import Context as ContextHandle
+from .._api.flat import olMemFill, olMemFree, olMemPrefetch, olMemcpy
+from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
+from .._values.errors import OffloadError, OffloadValueError
+from .._api.sessions import session_cell
 from . import _dlpack, _session
 from ._compiled_copy import BUFFER_COPY_FROM, BUFFER_COPY_TO, copying
 from ._context import Context, context_handle
@@ -20,7 +20,7 @@ from ._makers import MAKERS
 from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, wrong_type
 
 if TYPE_CHECKING:
-    from .._sessions import Session
+    from .._api.sessions import Session
     from numpy.typing import DTypeLike
 
     from ._array import Array

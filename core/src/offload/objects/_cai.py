@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._enums import AllocType, ErrorCode, PlatformBackend
-from .._errors import OffloadError
-from .._sessions import foreign_stream_sync
+from .._values.enums import AllocType, ErrorCode, PlatformBackend
+from .._values.errors import OffloadError
+from .._api.sessions import foreign_stream_sync
 from . import _dlpack, _session
 from ._array import _NUMPY_KINDS, Array, _numpy, to_device
 from ._rect import byte_span, c_strides

@@ -5,7 +5,7 @@
  * method descriptor) and makes the common case itself, calling the fallback with the same
  * arguments for anything else. It reads the slots (`__slots__`) of the layer's objects by offset
  * after an exact class test; `slot_offset` finds each offset once, from the class's member
- * descriptor. (offload._fastpath has its own: the extensions are built and loaded apart.)
+ * descriptor. (offload._compiled._fastpath has its own: the extensions are built and loaded apart.)
  *
  * Each file includes this header once and uses what it needs; the functions are static.
  */

@@ -5,7 +5,7 @@ Arrays, of the current session, in bounds, into writable memory) with one call o
 ``olMemcpy``, and call the Python method for every other call, which checks and names it
 (``_copier.c``). Their ``counts`` ({'fast', 'deferred'}) say which ran.
 
-It runs where the compiled path does (``_native_entry.ENABLED``: ``offload._fastpath`` built and
+It runs where the compiled path does (``_api.sessions.compiled_path_runs``: ``offload._compiled._fastpath`` built and
 ``OFFLOAD_COMPILED`` not ``0``) and the extension was built (``core/setup.py``: optional); else
 the methods stay the Python functions, which make the same copy in one Python frame."""
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._native_entry import ENABLED
+from .._api.sessions import compiled_path_runs as ENABLED
 
 try:
     import offload.objects._copier as _copier  # (by its full name: an extension module)

@@ -4,7 +4,7 @@ and ``Kernel.launch`` become C methods that relaunch the kernel's remembered lau
 methods do) and call the Python method for any other shape of call (``_launch_memo.c``). Their
 ``counts`` say which ran.
 
-It runs where the compiled path does (``_native_entry.ENABLED``: ``offload._fastpath`` built and
+It runs where the compiled path does (``_api.sessions.compiled_path_runs``: ``offload._compiled._fastpath`` built and
 ``OFFLOAD_COMPILED`` not ``0``) and the extension was built (``core/setup.py``: optional); else
 the methods stay the Python functions, which make the same check themselves."""
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._native_entry import ENABLED
+from .._api.sessions import compiled_path_runs as ENABLED
 
 try:
     import offload.objects._launch_memo as _launch_memo  # (by its full name: an extension module)

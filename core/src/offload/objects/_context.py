@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._build import build
-from .._enums import AllocType, ContextInfo, ErrorCode
-from .._errors import OffloadError
-from .._flat_api import Context as ContextHandle
-from .._flat_api import olCreateContext, olDestroyContext, olGetContextInfo
-from .._sessions import session_of
+from .._api.build import build
+from .._values.enums import AllocType, ContextInfo, ErrorCode
+from .._values.errors import OffloadError
+from .._api.flat import Context as ContextHandle
+from .._api.flat import olCreateContext, olDestroyContext, olGetContextInfo
+from .._api.sessions import session_of
 from . import _session
 from ._discovery import Device, Platform, as_device
 from ._makers import MAKERS
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike
 
-    from .._sessions import Session
+    from .._api.sessions import Session
     from ._array import Array
     from ._buffer import Buffer
     from ._program import Program

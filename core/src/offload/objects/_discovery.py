@@ -7,15 +7,14 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from .. import _ranks
-from .._build import build
-from .._flat_api import Device as DeviceHandle
-from .._flat_api import Platform as PlatformHandle
-from .._flat_api import olGetDeviceInfo, olGetPlatformInfo
-from .._enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
-from .._errors import OffloadError, OffloadTypeError, OffloadValueError
-from .._sessions import current_session
-from .._types import Dimensions
+from .._api.build import build
+from .._api.flat import Device as DeviceHandle
+from .._api.flat import Platform as PlatformHandle
+from .._api.flat import olGetDeviceInfo, olGetPlatformInfo
+from .._values.enums import AllocType, DeviceInfo, DeviceType, ErrorCode, PlatformBackend, PlatformInfo
+from .._values.errors import OffloadError, OffloadTypeError, OffloadValueError
+from .._api.sessions import current_session, spread_over_ranks
+from .._values.types import Dimensions
 from . import _session
 from ._makers import MAKERS
 
@@ -365,7 +364,7 @@ def default_device() -> Device:
     ``$OFFLOAD_DEVICE`` ("platform[:index]") if set; else a device of the preferred platform (the
     first accelerator platform, else the host): under a launcher, the one of this process's local
     rank (``OMPI_COMM_WORLD_LOCAL_RANK``, ``MPI_LOCALRANKID``, ``PMI_LOCAL_RANK``,
-    ``SLURM_LOCALID``, ``LOCAL_RANK``, or Ray's assigned GPU; see ``offload._ranks``) modulo the
+    ``SLURM_LOCALID``, ``LOCAL_RANK``, or Ray's assigned GPU; see ``offload._core.ranks``) modulo the
     platform's device count, otherwise its first device.
     """
     wanted = os.environ.get(DEFAULT_DEVICE_ENV)
@@ -375,7 +374,7 @@ def default_device() -> Device:
     if not found:
         raise OffloadError(ErrorCode.NOT_FOUND, "no offload device: no backend is loaded (see `offload backends`)")
     preferred = [d for d in found if d.handle.platform is found[0].handle.platform]
-    chosen = _ranks.spread(len(preferred), found[0].platform.name)
+    chosen = spread_over_ranks(len(preferred), found[0].platform.name)
     return preferred[0] if chosen is None else preferred[chosen[0]]
 
 

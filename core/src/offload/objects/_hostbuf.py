@@ -11,8 +11,8 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from .._enums import ErrorCode
-from .._errors import OffloadError
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError
 from ._compiled_copy import buffer_address
 
 PyBUF_WRITABLE = 0x0001

@@ -10,9 +10,9 @@ import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from .._enums import AllocType, ErrorCode
-from .._errors import OffloadError
-from .._sessions import foreign_stream_wait, register_foreign_memory
+from .._values.enums import AllocType, ErrorCode
+from .._values.errors import OffloadError
+from .._api.sessions import foreign_stream_wait, register_foreign_memory
 from ._buffer import Buffer
 from ._discovery import Device
 
@@ -27,7 +27,9 @@ def foreign_buffer(address: int, size: int, device: Device, kind: AllocType, own
     if not device.is_host:
         registration = register_foreign_memory(device.handle, address, size)
         if registration.registered:
-            weakref.finalize(holder, registration.release)
+            # a finalizer may run inside a copy's hold: release keeps `owner` (the producer's
+            # memory) until the copies that checked the range before have ended, and returns at once
+            weakref.finalize(holder, registration.release, owner, False)
     return holder
 
 

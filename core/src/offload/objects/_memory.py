@@ -6,10 +6,10 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from .._enums import AllocType, ErrorCode, PlatformBackend
-from .._errors import OffloadError, OffloadTypeError
-from .._flat_api import Context as ContextHandle
-from .._flat_api import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost
+from .._values.enums import AllocType, ErrorCode, PlatformBackend
+from .._values.errors import OffloadError, OffloadTypeError
+from .._api.flat import Context as ContextHandle
+from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost
 from . import _dlpack
 from ._discovery import Device
 from ._makers import MAKERS

@@ -26,8 +26,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from .._enums import ErrorCode
-from .._errors import OffloadError
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError
 from ._array import Array, _numpy, _sync_queues_of
 from ._buffer import Buffer
 from ._memory import host_readable

@@ -21,11 +21,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._enums import ErrorCode
-from .._errors import OffloadError
-from .._flat_api import olLaunchKernel, olMemIsAccessible
-from .._sessions import session_cell
-from .._types import KernelParam
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError
+from .._api.flat import olLaunchKernel, olMemIsAccessible
+from .._api.sessions import session_cell
+from .._values.types import KernelParam
 from ._array import Array
 from ._buffer import CLOSES, Buffer
 from ._signature import POINTER_SIZE, Pointee

@@ -9,11 +9,11 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from .._enums import ErrorCode
-from .._errors import OffloadError
-from .._flat_api import Symbol
-from .._sessions import backend_name, kernel_parameters
-from .._types import KernelParam
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError
+from .._api.flat import Symbol
+from .._api.sessions import backend_name, kernel_parameters
+from .._values.types import KernelParam
 
 PARAM_KINDS = frozenset({"pointer", "int", "uint", "float", "bytes"})
 

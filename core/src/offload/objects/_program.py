@@ -9,20 +9,20 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._flat_api import Program as ProgramHandle
-from .._flat_api import Symbol as SymbolHandle
-from .._flat_api import (
+from .._api.flat import Program as ProgramHandle
+from .._api.flat import Symbol as SymbolHandle
+from .._api.flat import (
     olCalculateOptimalOccupancy,
     olCreateProgram,
     olDestroyProgram,
     olGetSymbol,
     olLaunchKernel,
 )
-from .._build import build
-from .._enums import AllocType, ErrorCode, SymbolKind
-from .._errors import OffloadError
-from .._sessions import session_of
-from .._types import KernelLaunchSizeArgs, KernelParam
+from .._api.build import build
+from .._values.enums import AllocType, ErrorCode, SymbolKind
+from .._values.errors import OffloadError
+from .._api.sessions import session_of
+from .._values.types import KernelLaunchSizeArgs, KernelParam
 from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
@@ -34,7 +34,7 @@ from ._signature import Pointee, declared_signature
 from ._params import kernel_params
 
 if TYPE_CHECKING:
-    from .._sessions import Session
+    from .._api.sessions import Session
     from ._queue import Queue
 
 Signature = str | Sequence[Any]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._flat_api import Queue as QueueHandle
-from .._flat_api import Event as EventHandle
-from .._flat_api import (
+from .._api.flat import Queue as QueueHandle
+from .._api.flat import Event as EventHandle
+from .._api.flat import (
     olCreateEvent,
     olCreateQueue,
     olDestroyEvent,
@@ -22,9 +22,9 @@ from .._flat_api import (
     olSyncQueue,
     olWaitEvents,
 )
-from .._enums import ErrorCode, EventInfo
-from .._errors import OffloadError
-from .._sessions import session_cell, session_of
+from .._values.enums import ErrorCode, EventInfo
+from .._values.errors import OffloadError
+from .._api.sessions import session_cell, session_of
 from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
@@ -37,7 +37,7 @@ from ._memory import wrong_type
 from ._program import Kernel, same_call
 
 if TYPE_CHECKING:
-    from .._sessions import Session
+    from .._api.sessions import Session
     from ._program import Extent
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._flat_api import olMemcpyRect
-from .._types import Rect
+from .._api.flat import olMemcpyRect
+from .._values.types import Rect
 from ._discovery import Device
 from ._memory import check_queue
 

@@ -36,10 +36,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Generic, Self, TypeVar
 
-from .._enums import ErrorCode
-from .._errors import OffloadError
-from .._flat_api import olInit, olShutDown
-from .._sessions import Session, current_session, library_reference
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError
+from .._api.flat import olInit, olShutDown
+from .._api.sessions import Session, current_session, library_reference
 from . import _dlpack
 
 FORKED = (

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._enums import ErrorCode
-from .._errors import OffloadError
-from .._types import KernelParam
+from .._values.enums import ErrorCode
+from .._values.errors import OffloadError
+from .._values.types import KernelParam
 from ._cdecl import CParam, CSyntaxError, UnknownType, parse_param, parse_signature
 from ._params import checked_params
 

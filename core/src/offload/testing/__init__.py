@@ -89,6 +89,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .._core.registry import registered_backend
 from ._capabilities import FEATURES, Capabilities, Feature
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "Feature",
     "capabilities_for",
     "register_capabilities",
+    "registered_backend",  # what offload.register_backend registered in-process: the kit re-registers it in a child
     "unregister_capabilities",
 ]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from offload import _registry
+from offload.testing import registered_backend
 
 #: Run first in a ``run_on_device`` child: a session at ``OFFLOAD_KIT_LEVEL`` with only the
 #: device's backend; ``device`` is the device under test, ``outcome(fn, *args)`` names the error
@@ -69,7 +69,7 @@ def _registration(name: str) -> str:
     one (its entry point loads it in the child); skips when the child could not import it."""
     if any(ep.name == name for ep in entry_points(group="offload.backends")):
         return ""
-    registered = _registry._registered.get(name)  # (the registry keeps no public accessor)
+    registered = registered_backend(name)
     module, qualname = getattr(registered, "__module__", None), getattr(registered, "__qualname__", "")
     if registered is None or module in (None, "__main__") or "<locals>" in qualname:
         pytest.skip(f"backend {name!r} is registered in-process from an object a child process cannot import")

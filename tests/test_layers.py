@@ -1,0 +1,68 @@
+"""The core's layers as packages (core/DESIGN.md "Layers"): the import contracts that say which
+layer may import which hold (import-linter), and the old public module names of what backend
+authors import still work, as the very modules they moved to, with a DeprecationWarning."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MOVED = {
+    "offload.backend_support": "offload.backend.support",
+    "offload.native_support": "offload.backend.native",
+    "offload.build_support": "offload.backend.build",
+}
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_an_old_public_module_name_is_the_moved_module_and_warns(old: str) -> None:
+    code = (
+        "import importlib, warnings\n"
+        "warnings.simplefilter('error', DeprecationWarning)\n"
+        f"new = importlib.import_module({MOVED[old]!r})\n"
+        "try:\n"
+        f"    importlib.import_module({old!r})\n"
+        "except DeprecationWarning as w:\n"
+        "    print('warned:', w)\n"
+        "warnings.simplefilter('ignore', DeprecationWarning)\n"
+        f"print(importlib.import_module({old!r}) is new)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [f"warned: {old} moved to {MOVED[old]}", "True"], run.stdout
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = [ROOT / "core" / "src", *sorted(ROOT.glob("backends/*/src")), ROOT / "testing" / "src"]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(sources: list[Path], *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, sources))}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_import_contracts_hold() -> None:
+    """pyproject.toml's [tool.importlinter] contracts, on the source trees of the core, every
+    backend and the kit (TYPE_CHECKING imports counted, none ignored)."""
+    run = _lint(SOURCES)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert "0 broken" in run.stdout, run.stdout[-3000:]
+
+
+def test_an_upward_type_import_breaks_the_layers(tmp_path: Path) -> None:
+    """The contracts see a layer reaching up even for a type only (an ``if TYPE_CHECKING`` import)."""
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "core" / "src" / "offload", copy / "offload", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    handles = copy / "offload" / "_core" / "handles.py"
+    text = handles.read_text()
+    assert "if TYPE_CHECKING:\n" in text
+    handles.write_text(text.replace("if TYPE_CHECKING:\n", "if TYPE_CHECKING:\n    from ..objects import Buffer  # noqa: F401\n", 1))
+    run = _lint([copy, *SOURCES[1:]], "--contract", "core-layers")
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert "offload._core.handles -> offload.objects" in run.stdout, run.stdout[-3000:]

@@ -67,7 +67,7 @@ def test_r1_header_numbers_as_offload_does_at_r1(tmp_path: pathlib.Path) -> None
     """The generated R1 header's enumerators are offload's C constants at API level r1 (no peer
     library of R1 to compare with: offload's own numbering is the reference)."""
     import offload
-    from offload._enums import c_constants
+    from offload._values.enums import c_constants
 
     header = (CAPI / "src/offload_capi/include/r1/offload/OffloadAPI.h").read_text()
     names = sorted(set(re.findall(r"^\s+(OL_\w+) = ", header, re.M)) - {n for n in re.findall(r"^\s+(OL_\w+_LAST) = ", header, re.M)})

@@ -11,8 +11,9 @@ from __future__ import annotations
 import enum
 from typing import Any, NamedTuple
 
-from offload._api_table import FUNCTIONS, Function, Param
-from offload._enums import (
+from offload._api.table import FUNCTIONS
+from offload._values.signatures import Function, Param
+from offload._values.enums import (
     AllocType,
     DeviceFpCapabilityFlag,
     DeviceInfo,
@@ -30,7 +31,7 @@ from offload._enums import (
     _key,
     c_prefix,
 )
-from offload._info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind, c_type
+from offload._values.info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind, c_type
 
 
 class CParam(NamedTuple):

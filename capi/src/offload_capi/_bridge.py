@@ -16,9 +16,9 @@ from typing import Any
 
 import offload
 from offload import KernelLaunchSizeArgs  # noqa: F401 (read by the library)
-from offload._enums import DeviceInfo, ErrorCode, EventInfo, MemInfo, PlatformInfo, QueueInfo, SymbolInfo
-from offload._errors import OffloadError
-from offload._info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind
+from offload._values.enums import DeviceInfo, ErrorCode, EventInfo, MemInfo, PlatformInfo, QueueInfo, SymbolInfo
+from offload._values.errors import OffloadError
+from offload._values.info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind
 
 from ._abi import ABIS
 
@@ -95,7 +95,7 @@ def tables(abi_name: str) -> tuple[tuple[Callable[..., Any], ...], tuple[Callabl
 def init(c_traces: bool) -> tuple[bool, bool]:
     """olInit; (tracing, validating) of the session. ``c_traces``: the library prints liboffload's
     trace lines itself, so offload's own tracer stays off for this session (OFFLOAD_TRACE hidden)."""
-    from offload._runtime import STATE
+    from offload._core.runtime import STATE
 
     hidden = os.environ.pop("OFFLOAD_TRACE", None) if c_traces else None
     try:

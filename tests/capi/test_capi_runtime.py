@@ -60,6 +60,12 @@ def test_inside_a_python_process(capi: Capi) -> None:
         for address, device in zip(found, mine):
             assert lib.olGetDeviceInfo(ctypes.c_void_p(address), 2, 256, name) is None
             assert name.value.decode() == ol.olGetDeviceInfo(device, ol.DeviceInfo.NAME)
+        held = ctypes.PyDLL(lib._name, mode=os.RTLD_LOCAL | os.RTLD_NOW)  # calls made holding the GIL
+        held.olMemAlloc.restype = held.olMemFree.restype = held.olIterateDevices.restype = ctypes.c_void_p
+        address = ctypes.c_void_p()
+        assert held.olMemAlloc(ctypes.c_void_p(found[-1]), 0, 64, ctypes.byref(address)) is None
+        assert held.olIterateDevices(CB(lambda d, u: True), None) is None
+        assert held.olMemFree(address) is None
         ol.olShutDown()
         assert lib.olShutDown() is None
         print("OK python", len(found))

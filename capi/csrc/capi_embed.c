@@ -163,8 +163,24 @@ static int start_interpreter(void) {
     return 1;
 }
 
+/* The CPython this process runs is the one the library was built for (its symbols may be another
+ * interpreter's when the process embeds or links a different CPython). */
+static int same_python(void) {
+    const char *running = Py_GetVersion();
+    size_t n = strlen(PY_VERSION);
+    const char *dot = strchr(PY_VERSION, '.');
+    dot = dot ? strchr(dot + 1, '.') : NULL; /* compare major.minor */
+    if (dot) n = (size_t)(dot - PY_VERSION);
+    if (strncmp(running, PY_VERSION, n) == 0 && (running[n] == '.' || running[n] == ' ' || running[n] == '\0')) return 1;
+    snprintf(boot_error, sizeof boot_error,
+             "offload-capi: built for CPython %.*s, but this process runs CPython %.20s: install offload-capi "
+             "with the interpreter the program uses", (int)n, PY_VERSION, running);
+    return 0;
+}
+
 static void boot(void) {
     int started_here = 0;
+    if (!same_python()) return;
     if (!Py_IsInitialized()) {
         if (!start_interpreter()) return;
         started_here = 1;

@@ -75,11 +75,13 @@ def cuda_core_side(driver: Any, image: bytes, out: int, target: int, source: int
     return Side(hold, release, launches, copies, close)
 
 
-def objects_side(image: bytes, gpu_handle: Any, gate: threading.Event) -> Side:
-    """offload's object layer on the flat side's CUDA device."""
+def objects_side(image: bytes, gpu_handle: Any, gate: threading.Event, declared: bool = True) -> Side:
+    """offload's object layer on the flat side's CUDA device; the kernel's signature declared (as a
+    user does for typed arguments) or not (the launch packed by the sizes cuda reports and the
+    classes of the arguments)."""
     device = next(d for d in offload.devices("cuda") if d.handle == gpu_handle)
     program = device.load_program(image)
-    kernel = program.kernel("foo", "uint32_t *out")  # declared, as a user does for typed arguments (cuda reports sizes only)
+    kernel = program.kernel("foo", "uint32_t *out") if declared else program.kernel("foo")
     queue = device.queue()
     out = offload.Buffer(256, device)
     target = offload.Buffer(8, device)

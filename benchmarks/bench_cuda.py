@@ -16,7 +16,10 @@ Ratios are the median of per-round ratios (each round times both sides back to b
            (<= 1.2x on a real GPU).
 * memcpy   an 8-byte ``olMemcpy`` host-to-device on a queue against raw ``cuMemcpyHtoDAsync``,
            from pinned host memory, both enqueued behind a held stream like the launches.
-           Target: <= 1.5x. Also 64 MiB from pinned host memory (``olMemAlloc(HOST)``): the
+           Target: <= 1.5x. The peers (cuda.core, offload's objects) enqueue the same launch
+           and copy; the objects launch ``foo`` with its signature declared and without one
+           (packed by the sizes the driver reports and the arguments' classes). Target: each
+           <= 1.3x the flat launch. Also 64 MiB from pinned host memory (``olMemAlloc(HOST)``): the
            bandwidth ratio (target >= 0.97x on a real GPU; reported only on the simulator).
 * churn    ``olCreateQueue`` + ``olDestroyQueue`` N times (pooled streams) against raw
            ``cuStreamCreate`` + ``cuStreamDestroy``: queues/s.
@@ -72,6 +75,7 @@ EXIT_DRIVER_ERROR = 2
 
 TARGET_LAUNCH = 1.2 if REAL else 1.3
 TARGET_COPY = 1.5
+TARGET_OBJECTS = 1.3  # the object layer's launch over the flat one, declared signature or not
 TARGET_BANDWIDTH = 0.97
 
 
@@ -152,10 +156,13 @@ def _with_ratios(samples: dict[str, list[float]], anchor: str) -> dict[str, floa
 def _peer_figures(figures: dict[str, float], flat: str) -> dict[str, Any]:
     """The peers' ns and ratios to raw, and the flat call's ratio to cuda.core's (when it ran)."""
     out: dict[str, Any] = {"objects_ns": figures["objects"], "objects_ratio": figures["objects_ratio"],
-                           "objects_vs_flat": figures["objects"] / figures[flat]}
+                           "objects_vs_flat": figures["objects"] / figures[flat],
+                           "undeclared_ns": figures["objects_undeclared"],
+                           "undeclared_vs_flat": figures["objects_undeclared"] / figures[flat]}
     if "cuda.core" in figures:
         out |= {"cuda_core_ns": figures["cuda.core"], "cuda_core_ratio": figures["cuda.core_ratio"],
-                "flat_vs_cuda_core": figures[flat] / figures["cuda.core"]}
+                "flat_vs_cuda_core": figures[flat] / figures["cuda.core"],
+                "objects_vs_cuda_core": figures["objects"] / figures["cuda.core"]}
     return out
 
 
@@ -260,7 +267,8 @@ def run(config: Config) -> dict[str, Any]:
     target = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 8)
 
     # the peers: cuda.core (when installed) and offload's object layer, held the same way
-    peers: dict[str, Side] = {"objects": objects_side(image, gpu, gate)}
+    peers: dict[str, Side] = {"objects": objects_side(image, gpu, gate),
+                              "objects_undeclared": objects_side(image, gpu, gate, declared=False)}
     core = cuda_core_side(d, image, out, target, small_address, gate, host_fn_address)
     core_missing = core if isinstance(core, str) else None
     if isinstance(core, Side):
@@ -358,6 +366,7 @@ def run(config: Config) -> dict[str, Any]:
     ol.olDestroyProgram(program)
     ol.olShutDown()
 
+    undeclared = launch_ns["objects_undeclared"] / launch_ns["olLaunchKernel"]
     launch_ratio = launch_ns["olLaunchKernel_ratio"]
     copy_ratio = copy_ns["olMemcpy_ratio"]
     bandwidth_ratio = 1 / big_ns["ratio"]
@@ -366,6 +375,8 @@ def run(config: Config) -> dict[str, Any]:
          "passed": launch_ratio <= TARGET_LAUNCH},
         {"name": "olMemcpy 8 B HtoD / raw cuMemcpyHtoDAsync", "value": copy_ratio, "target": f"<= {TARGET_COPY}",
          "passed": copy_ratio <= TARGET_COPY},
+        {"name": "objects launch, no declared signature / olLaunchKernel", "value": undeclared,
+         "target": f"<= {TARGET_OBJECTS}", "passed": undeclared <= TARGET_OBJECTS},
     ]  # fmt: skip
     if REAL:
         checks.append(
@@ -406,7 +417,10 @@ def _peer_lines(results: dict[str, Any]) -> list[str]:
         core = (f"{r['cuda_core_ns']:6.0f} ({r['cuda_core_ratio']:.2f}x)" if "cuda_core_ns" in r else "  (not run)")
         lines.append(f"  {label:<14} {r['raw_ns']:6.0f} | {core} | {r['ol_ns']:6.0f} ({r['ratio']:.2f}x)"
                      f" | {r['objects_ns']:6.0f} ({r['objects_ratio']:.2f}x); objects / flat {r['objects_vs_flat']:.2f}x"
-                     + (f"; flat / cuda.core {r['flat_vs_cuda_core']:.2f}x" if "flat_vs_cuda_core" in r else ""))
+                     + (f"; flat / cuda.core {r['flat_vs_cuda_core']:.2f}x" if "flat_vs_cuda_core" in r else "")
+                     + (f"; objects / cuda.core {r['objects_vs_cuda_core']:.2f}x" if "objects_vs_cuda_core" in r else ""))
+    r = results["launch"]
+    lines.append(f"  launch, no declared signature (objects): {r['undeclared_ns']:6.0f} ns; / flat {r['undeclared_vs_flat']:.2f}x")
     if results["cuda_core_missing"]:
         lines.append(f"  cuda.core not run: {results['cuda_core_missing']}")
     return lines

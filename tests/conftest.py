@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import offload as ol
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 from helpers import devices
 

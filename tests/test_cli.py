@@ -16,7 +16,7 @@ import offload as ol
 from helpers import child_environ, MinimalBackend, registered
 import pytest
 from offload import cli
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 from offload.cli import _selfcheck as selfcheck
 
 

@@ -6,6 +6,7 @@ traceback, a hang or a crash fails that case alone, and checks the exit code and
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
@@ -200,3 +201,34 @@ def test_a_gpu_skip_names_the_variable_to_set(monkeypatch: pytest.MonkeyPatch) -
     assert "OFFLOAD_ZERODEV_PROGRAMS is not set" in reason and "saxpy.zbin" in reason
     monkeypatch.setenv("OFFLOAD_ZERODEV_PROGRAMS", "/nonexistent")
     assert "OFFLOAD_ZERODEV_PROGRAMS=/nonexistent holds no saxpy.zbin" in _selfcheck.no_binary_reason("zerodev", "saxpy")
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal (progress lines are written only to one)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_selfcheck_reports_each_device_as_it_finishes(host: ol.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each device's lines are printed when it is done, not when every device is (issue 32), and a
+    terminal is told which device is being checked."""
+    out, progress, seen = io.StringIO(), _Terminal(), []
+    real = _selfcheck.check_device
+
+    def check(device: ol.Device, index: int, host_device: ol.Device | None, n: int) -> _selfcheck.CheckResult:
+        seen.append((out.getvalue(), progress.getvalue()))
+        return real(device, index, host_device, n)
+
+    monkeypatch.setattr(_selfcheck, "check_device", check)
+    results = _selfcheck._check_all([host, host], host, 512, out, progress)
+    assert [r.status for r in results] == ["passed", "passed"]
+    first, second = seen
+    assert first[0] == "offload selfcheck: saxpy on 512 floats per device\n"
+    assert "verified: 512 elements match" in second[0] and "host:0" in second[0]  # the first device, already shown
+    assert first[1].splitlines() == ["offload selfcheck: checking host:0 (1 of 2)..."]
+    assert second[1].splitlines()[1].startswith("offload selfcheck: host:0 passed in ")
+    assert progress.getvalue().splitlines()[2] == "offload selfcheck: checking host:1 (2 of 2)..."
+    quiet = io.StringIO()
+    _selfcheck._check_all([host], host, 64, None, quiet)  # --json: no text report; not a terminal: no progress
+    assert quiet.getvalue() == ""

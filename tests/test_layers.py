@@ -1,16 +1,21 @@
 """The core's layers as packages (core/DESIGN.md "Layers"): the import contracts that say which
-layer may import which hold (import-linter), and the old public module names of what backend
-authors import still work, as the very modules they moved to, with a DeprecationWarning."""
+layer may import which hold (import-linter), the old public module names of what backend authors
+import still work, as the very modules they moved to, with a DeprecationWarning, and the contract
+(hookspecs) says what the core does with host-to-host copies."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+import offload as ol
 
 MOVED = {
     "offload.backend_support": "offload.backend.support",
@@ -66,3 +71,40 @@ def test_an_upward_type_import_breaks_the_layers(tmp_path: Path) -> None:
     run = _lint([copy, *SOURCES[1:]], "--contract", "core-layers")
     assert run.returncode == 1, run.stdout[-3000:]
     assert "offload._core.handles -> offload.objects" in run.stdout, run.stdout[-3000:]
+
+
+def test_the_contract_says_where_host_to_host_copies_go(host: ol.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hookspecs: a synchronous host-to-host copy below 4 MiB is the core's memmove, from 4 MiB the
+    host device's data_submit (both host memory), a queued one an enqueue_host_call of its queue."""
+    import offload.hookspecs
+
+    assert "from 4 MiB it goes to the destination host device's" in " ".join((offload.hookspecs.__doc__ or "").split())
+    backend = host.backend
+    seen: list[tuple[str, int]] = []
+
+    def spy(name: str) -> Any:
+        real = getattr(backend, name)
+
+        def hook(*args: Any) -> Any:
+            seen.append((name, args[3] if name == "data_submit" else 0))
+            return real(*args)
+
+        return hook
+
+    monkeypatch.setattr(backend, "data_submit", spy("data_submit"))
+    monkeypatch.setattr(backend, "enqueue_host_call", spy("enqueue_host_call"))
+    big = 4 << 20
+    src, dst = bytearray(b"\x5a" * big), bytearray(big)
+    src_address = ctypes.addressof((ctypes.c_char * big).from_buffer(src))
+    dst_address = ctypes.addressof((ctypes.c_char * big).from_buffer(dst))
+    ol.olMemcpy(None, dst_address, host, src_address, host, big - 1)
+    assert seen == [] and dst[: big - 1] == src[: big - 1]
+    ol.olMemcpy(None, dst_address, host, src_address, host, big)
+    assert seen == [("data_submit", big)] and dst == src
+    queue = ol.olCreateQueue(host)
+    try:
+        ol.olMemcpy(queue, dst_address, host, src_address, host, 64)
+        ol.olSyncQueue(queue)
+    finally:
+        ol.olDestroyQueue(queue)
+    assert seen[1:] == [("enqueue_host_call", 0)]

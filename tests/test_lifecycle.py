@@ -8,7 +8,7 @@ import pytest
 
 import offload as ol
 from offload._api.table import FUNCTIONS
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 from helpers import devices, run_in_threads
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import offload as ol
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 from helpers import MinimalBackend, devices
 

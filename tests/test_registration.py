@@ -12,7 +12,7 @@ import pytest
 
 import offload as ol
 from helpers import MinimalBackend
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 LOCK, UNLOCK = int(ol.MemoryRegisterFlag.LOCK_MEMORY), int(ol.MemoryRegisterFlag.UNLOCK_MEMORY)
 

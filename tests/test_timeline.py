@@ -342,7 +342,7 @@ def test_many_threads_and_queues_keep_the_promises(run_python: Any, tmp_path: pa
 def test_the_setting_forms(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     import os
 
-    from offload._trace.timeline import path_from_setting
+    from offload._trace.timeline_file import path_from_setting
 
     monkeypatch.chdir(tmp_path)
     default = str(tmp_path / f"offload-trace-{os.getpid()}.json")

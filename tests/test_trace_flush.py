@@ -21,7 +21,7 @@ PRELUDE = r"""
 import json, os, sys, threading
 import numpy as np
 import offload
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 path = sys.argv[1] if len(sys.argv) > 1 else os.environ["TRACE_FILE"]
 def api_calls():
     with open(path) as f:

@@ -157,7 +157,7 @@ def test_trace_matches_the_liboffload_22_golden(run_python) -> None:
 
 
 def test_enum_arguments_print_by_the_parameter_enum() -> None:
-    from offload._trace.tracing import UNKNOWN_ENUMERATOR, format_enum
+    from offload._trace.params import UNKNOWN_ENUMERATOR, format_enum
 
     assert format_enum(ol.DeviceInfo, 0) == "OL_DEVICE_INFO_TYPE"
     assert format_enum(ol.PlatformInfo, ol.DeviceInfo.TYPE) == "OL_PLATFORM_INFO_NAME"  # the C enum decides

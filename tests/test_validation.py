@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import offload as ol
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 E = ol.ErrorCode
 

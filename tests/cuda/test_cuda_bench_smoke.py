@@ -23,7 +23,8 @@ def test_quick_json(kernels: Any, child_env: Any, simulated: Any) -> None:
     assert results["launch"]["ol_ns"] > 0 and results["launch"]["raw_ns"] > 0 and results["launch"]["ratio"] > 0
     assert results["memcpy_8b"]["ratio"] > 0 and results["memcpy_large"]["ol_gbps"] > 0
     assert results["churn"]["ol_queues_per_s"] > 0
-    assert [c["passed"] in (True, False) for c in results["checks"]] == [True, True]
+    assert [c["passed"] in (True, False) for c in results["checks"]] == [True, True, True]
+    assert results["launch"]["undeclared_ns"] > 0 and results["launch"]["undeclared_vs_flat"] > 0  # no signature declared
     # the peers: offload's object layer always, cuda.core when installed (scripts/test.sh installs it)
     for key in ("launch", "memcpy_8b"):
         figures = results[key]

@@ -121,6 +121,7 @@ def test_provoked_driver_errors(run_child: Any, child_env: Any, kernels: Any, si
     out = run_child(_PROVOKED, child_env(kernels=kernels, GPUSIM_MEMORY_MIB="4")).result
     assert out["out_of_memory"][0] == "OUT_OF_RESOURCES" and "CUDA_ERROR_OUT_OF_MEMORY" in out["out_of_memory"][1]
     assert out["no_kernel"][0] == "NOT_FOUND" and "nope" in out["no_kernel"][1]
+    assert "the program's kernels are 'foo'" in out["no_kernel"][1]  # the driver lists them (cuModuleEnumerateFunctions)
     assert out["no_global"][0] == "NOT_FOUND"
     assert out["bad_image"][0] == "INVALID_BINARY"
     assert out["host_fn"][0] == "UNKNOWN" and "boom in a host function" in out["host_fn"][1]

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import offload as ol
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 import simdev
 from simdev import offload_threads

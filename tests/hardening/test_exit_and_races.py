@@ -18,7 +18,7 @@ PRELUDE = textwrap.dedent(
     import ctypes, sys, threading, time
     sys.path.insert(0, {here!r})
     import offload as ol
-    from offload._core.runtime import STATE
+    from offload._core.session import STATE
     def host_device():
         found = []
         ol.olIterateDevices(lambda d, _: found.append(d) or True)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st  # noqa: E402
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, precondition, rule  # noqa: E402
 
 import offload as ol  # noqa: E402
-from offload._core.runtime import STATE  # noqa: E402
+from offload._core.session import STATE  # noqa: E402
 
 import simdev  # noqa: E402
 from simdev import offload_threads  # noqa: E402

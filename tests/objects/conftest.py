@@ -9,7 +9,7 @@ import pytest
 
 import offload
 import offload_host
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 from offload.objects._dlpack import exported_count
 
 from objects_support import ECHO, ECHO_SIGNATURE, platform_ids, release_library

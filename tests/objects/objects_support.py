@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import offload
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 from offload.objects import Kernel, Queue, _compiled_memo, _session
 
 SAXPY_SIGNATURE = "float a, const float *x, float *y, uint64_t n"

@@ -7,7 +7,7 @@ import pytest
 
 import offload
 from offload import DeviceInfo, ErrorCode, OffloadError, PlatformBackend, PlatformInfo
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 from offload.objects import _session
 
 

@@ -15,10 +15,10 @@ from helpers import child_environ
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
-def _run(script: str) -> subprocess.CompletedProcess[str]:
+def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = child_environ("OFFLOAD_")
     return subprocess.run(
-        [sys.executable, "-W", "error", str(EXAMPLES / script)], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-W", "error", str(EXAMPLES / script), *args], capture_output=True, text=True, env=env, timeout=300
     )
 
 
@@ -35,3 +35,18 @@ def test_gpu_examples(platform: str) -> None:
     proc = _run(f"objects_{platform}.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "ok"
+
+
+def test_heat_example() -> None:
+    """The heat equation of the docs (docs/objects.md): zeros, slicing, a 2-D launch, checked against numpy."""
+    proc = _run("heat.py", "host:0")  # (GPUs: test_build_everywhere.py, where the simulators run built kernels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "ok" and "40 steps of a 48x64 grid" in proc.stdout
+
+
+def test_the_docs_show_the_heat_example_as_it_is() -> None:
+    """docs/objects.md shows examples/heat.py whole: the example CI runs is the one readers see."""
+    docs = (EXAMPLES.parent / "docs" / "objects.md").read_text()
+    section = docs[docs.index("### Example: the heat equation") :]
+    shown = section[section.index("```python\n") + len("```python\n") :]
+    assert shown[: shown.index("```\n")] == (EXAMPLES / "heat.py").read_text()

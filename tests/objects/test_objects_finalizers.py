@@ -93,7 +93,7 @@ GC_INSIDE_THE_CORE = textwrap.dedent(
     import gc
     import offload
     from offload._core.allocations import Allocation
-    from offload._core.runtime import STATE
+    from offload._core.session import STATE
 
     gc.disable()  # only the collection below, inside the core, may free the cycle (not one at a random allocation)
     host = offload.devices("host")[0]

@@ -16,7 +16,7 @@ import pytest
 import offload
 import offload_host
 from offload import ErrorCode, KernelParam, OffloadError
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 from objects_backends import ReportingHostBackend
 from objects_support import SAXPY_SIGNATURE, release_library

@@ -12,7 +12,7 @@ import pytest
 
 import offload
 from offload import ErrorCode, OffloadError
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 
 
 def test_with_block_syncs_then_destroys(device: offload.objects.Device) -> None:

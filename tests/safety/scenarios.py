@@ -379,7 +379,7 @@ def fill_as_shutdown_begins() -> dict[str, Any]:
     goes on while the teardown is about to drop the allocations (trace functions hold each thread
     at those two points): the compiled fill had not registered yet, so it must see the session
     end (UNINITIALIZED); the Python one had, so the teardown waits for it (OK)."""
-    from offload._core.runtime import STATE
+    from offload._core.session import STATE
 
     ol.olShutDown()  # main()'s reference: the olShutDown below is the final one
     codes = []

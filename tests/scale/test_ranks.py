@@ -6,7 +6,7 @@ import pytest
 
 import offload
 from offload._core import ranks as _ranks
-from offload._core.runtime import STATE
+from offload._core.session import STATE
 from offload.objects import _session
 
 LAUNCHER_VARIABLES = [v for pair in _ranks.LOCAL_RANK_VARIABLES for v in pair] + list(_ranks.RANK_VARIABLES)
@@ -86,7 +86,7 @@ def test_trace_path_placeholders(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _ranks.expand("rank{rank}.json", {"PMI_RANK": "6"}) == "rank6.json"
     assert _ranks.expand("t-{rank}-{pid}.json", {}) == f"t-{os.getpid()}-{os.getpid()}.json"
     assert _ranks.expand("{other}.json", {"PMI_RANK": "6"}) == "{other}.json"
-    from offload._trace.timeline import path_from_setting
+    from offload._trace.timeline_file import path_from_setting
 
     monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "2")
     assert path_from_setting("perfetto:/tmp/x/rank{rank}.json") == "/tmp/x/rank2.json"

@@ -16,8 +16,10 @@ layer classes (the flat API has no such handles).
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .backend import build as build_support
-from . import objects
 from ._api.build import BuiltProgram, add_build_listener, build, clear_build_cache
 from ._values.enums import (
     API_LEVELS,
@@ -47,26 +49,58 @@ from ._api.flat import *  # noqa: F403 (olInit, olShutDown, the generated ol* fu
 from ._api.flat import __all__ as _flat_api_names
 from ._core.handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
 from ._core.registry import BackendStatus, OffloadBackendWarning, register_backend, unregister_backend
-from ._core.runtime import backend_status
+from ._core.session import backend_status
 from ._trace.tracing import set_trace_logger
 from ._values.types import Dimensions, InitArgs, KernelLaunchSizeArgs, KernelParam, Rect
 from ._version import __version__ as __version__
 from .backend.build import kernel_include_dir
 from .backend.support import raise_kept_errors  # also offload.backend.support.raise_kept_errors
 from .hookspecs import hookimpl
-from .objects import (
-    Array,
-    Buffer,
-    Kernel,
-    as_array,
-    default_device,
-    devices,
-    empty,
-    from_cuda_array_interface,
-    from_dlpack,
-    platforms,
-    to_device,
-)
+
+# The object layer is imported at its first use (module ``__getattr__``): ``import offload``
+# and the flat API do not pay for it.
+_OBJECT_LAYER = frozenset({
+    "objects", "Array", "Buffer", "Kernel", "as_array", "default_device", "devices", "empty", "empty_like",
+    "from_cuda_array_interface", "from_dlpack", "full", "full_like", "ones", "ones_like", "platforms",
+    "to_device", "zeros", "zeros_like",
+})
+
+if TYPE_CHECKING:
+    from . import objects
+    from .objects import (
+        Array,
+        Buffer,
+        Kernel,
+        as_array,
+        default_device,
+        devices,
+        empty,
+        empty_like,
+        from_cuda_array_interface,
+        from_dlpack,
+        full,
+        full_like,
+        ones,
+        ones_like,
+        platforms,
+        to_device,
+        zeros,
+        zeros_like,
+    )
+
+
+if not TYPE_CHECKING:  # (hidden from type checkers: a typo such as offload.olMemAloc stays an error)
+
+    def __getattr__(name: str) -> Any:
+        """``offload.objects`` and the names re-exported from it, imported at first use."""
+        if name not in _OBJECT_LAYER:
+            raise AttributeError(f"module 'offload' has no attribute {name!r}")
+        # deferred on purpose: the object layer loads when it is first used (import_module, not
+        # ``from . import objects``, whose attribute test would call this function again)
+        objects = importlib.import_module(f"{__name__}.objects")
+        value = objects if name == "objects" else getattr(objects, name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:
@@ -142,6 +176,13 @@ __all__ = [
     "Array",
     "Kernel",
     "empty",
+    "zeros",
+    "ones",
+    "full",
+    "empty_like",
+    "zeros_like",
+    "ones_like",
+    "full_like",
     "to_device",
     "from_dlpack",
     "from_cuda_array_interface",

@@ -10,7 +10,10 @@ reading a kit failure. The obligations in short:
   releases what is left (queues, programs, allocations), then calls ``deinit_device`` per device
   and ``deinit``. A backend whose factory or ``init`` fails is skipped with its reason.
 - The core owns the global state, validation, handles, the allocation map, parked queues, program
-  bookkeeping, tracing and error joining; host-to-host copies never reach a backend. It calls each
+  bookkeeping, tracing and error joining. A host-to-host copy is the core's: a synchronous one
+  below 4 MiB is one ``memmove``; from 4 MiB it goes to the destination host device's
+  ``data_submit`` (``dst`` and ``src`` both host memory: the host backend copies in parallel); a
+  queued one is an ``enqueue_host_call`` on the queue that runs the ``memmove``. It calls each
   hookimpl directly with positional arguments in the order given here (a hookimpl may take a
   subset of the names, in order), hands back unchanged the opaque values a hook returned
   (``NativeDevice``, ``NativeQueue``, ...), and passes ``queue`` None for a synchronous operation,
@@ -309,7 +312,8 @@ def mem_unregister(device: NativeDevice, address: int, size: int, unlock: bool) 
 
 @hookspec
 def data_submit(device: NativeDevice, dst: int, src: int, size: int, queue: NativeQueue | None) -> None:
-    """Copy ``size`` bytes from host memory ``src`` to device memory ``dst``."""
+    """Copy ``size`` bytes from host memory ``src`` to device memory ``dst``. On a host device both
+    are host memory: the core hands it the synchronous host-to-host copies of 4 MiB or more."""
 
 
 @hookspec

@@ -16,7 +16,7 @@ from typing import Any
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError, as_offload_error
 from .._core.handles import Device as DeviceHandle
-from .._core.runtime import STATE
+from .._core.session import STATE
 
 __all__ = ["BuiltProgram", "add_build_listener", "build", "clear_build_cache"]
 

@@ -2,7 +2,7 @@
 and releasing a resource only after the queued work that may use it.
 
 Each ``_api_<section>`` module follows a section of ``hookspecs`` and holds the ``_impl`` layer of
-its functions (liboffload's ``<fn>_impl``): each takes the live ``Context`` first and the Python
+its functions (liboffload's ``<fn>_impl``): each takes the live ``Session`` first and the Python
 arguments after it. By the time it runs, the generated entry point (``_entrypoints``) has checked
 initialisation, run the validation conditions of ``_api_table`` and checked that every handle
 argument is live and of its kind. What is left there is the semantics: enum ranges, kind and
@@ -20,9 +20,9 @@ from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._core.handles import Device
 from .._core.ranges import ADDRESS_LIMIT, as_address, as_size, wait_for_grace
-from .._core.runtime import LOCAL, Context
+from .._core.session import LOCAL, Session
 
-ctx_lock = threading.Lock()  # guards Context.orphan_errors
+ctx_lock = threading.Lock()  # guards Session.orphan_errors
 
 
 def fail(code: ErrorCode, details: str) -> OffloadError:
@@ -74,10 +74,10 @@ def bytes_arg(value: Any, name: str) -> bytes:
 
 
 def release_after_queued_work(
-    ctx: Context, devices: Sequence[Device], release: Callable[[], None], holds: list[None]
+    ctx: Session, devices: Sequence[Device], release: Callable[[], None], holds: list[None]
 ) -> None:
     """Wait for the copies that held the memory before it was retired (``holds``, the grace period
-    ``Context.grace`` began: none can enqueue work on it after that), then for every busy queue
+    ``Session.grace`` began: none can enqueue work on it after that), then for every busy queue
     of ``devices``, then call ``release``; inside a host function, ``release`` is enqueued on its
     own queue instead (which cannot be waited for from inside)."""
     wait_for_grace(holds)
@@ -98,7 +98,7 @@ def release_after_queued_work(
         own_device.backend.enqueue_host_call(own_device.native, own, release)
 
 
-def wait_for_queue(ctx: Context, device: Device, native_queue: Any) -> None:
+def wait_for_queue(ctx: Session, device: Device, native_queue: Any) -> None:
     """Wait until a queue has no pending work. Polls ``has_pending_work`` (with a growing sleep):
     nothing is enqueued on a queue this caller does not own, and its errors stay its owner's."""
     backend, native = device.backend, device.native

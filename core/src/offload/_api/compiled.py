@@ -15,7 +15,7 @@ from .._values.errors import OffloadError, as_offload_error
 from .._core.handles import Device, Event, Queue, Symbol
 from .._core.native import ENABLED, _fastpath
 from .._core.ranges import HOT
-from .._core.runtime import STATE, Context
+from .._core.session import STATE, Session
 from .._values.types import KernelLaunchSizeArgs
 
 
@@ -30,7 +30,7 @@ def install(functions: dict[str, Callable[..., Any]]) -> dict[str, Callable[...,
             "Symbol": Symbol,
             "Event": Event,
             "KernelLaunchSizeArgs": KernelLaunchSizeArgs,
-            "Context": Context,
+            "Session": Session,
             "AllocationMap": AllocationMap,
             "STATE": STATE,
             "HOT": HOT,

@@ -14,10 +14,11 @@ from .devices import device_info_value
 from .._values.enums import ContextInfo, DeviceInfo, ErrorCode
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device
-from .._core.runtime import Context, make_context
+from .._core.runtime import make_context
+from .._core.session import Session
 
 
-def context_for(ctx: Context, context: ContextHandle | None, device: Device) -> ContextHandle:
+def context_for(ctx: Session, context: ContextHandle | None, device: Device) -> ContextHandle:
     """The context a call on ``device`` works in: the one given (which must hold ``device``:
     INVALID_DEVICE), else the default context of the device's platform."""
     if context is None:
@@ -45,7 +46,7 @@ def _driver_id(device: Device) -> Any:
     return device_info_value(device, DeviceInfo.DRIVER_ID)
 
 
-def olCreateContext(ctx: Context, devices: Sequence[Device]) -> ContextHandle:
+def olCreateContext(ctx: Session, devices: Sequence[Device]) -> ContextHandle:
     """A context over ``devices``: one platform, one driver ID (``OL_DEVICE_INFO_DRIVER_ID``)."""
     try:
         devices = tuple(devices)
@@ -66,7 +67,7 @@ def olCreateContext(ctx: Context, devices: Sequence[Device]) -> ContextHandle:
     return make_context(ctx, platform, devices, default=False)  # as listed, repeats kept (liboffload main)
 
 
-def olDestroyContext(ctx: Context, context: ContextHandle) -> None:
+def olDestroyContext(ctx: Session, context: ContextHandle) -> None:
     """Destroy a context that owns nothing any more; one that does is INVALID_CONTEXT, naming
     what it still owns (free, destroy or unload it first). A default context is never destroyed."""
     if context.default:
@@ -84,7 +85,7 @@ def olDestroyContext(ctx: Context, context: ContextHandle) -> None:
     raise fail(ErrorCode.INVALID_CONTEXT, f"{context!r} still owns {owned}: release them before olDestroyContext")
 
 
-def _owned(ctx: Context, context: ContextHandle) -> str:
+def _owned(ctx: Session, context: ContextHandle) -> str:
     """What ``context`` still owns, in words ("" when nothing): found from the allocations, queues
     and programs, each of which records its context (no bookkeeping on their hot paths)."""
     allocations = sorted(a.start for a in ctx.allocations.snapshot[1] if a.owner is context and not a.retired)
@@ -102,7 +103,7 @@ def _owned(ctx: Context, context: ContextHandle) -> str:
     return ", ".join(parts)
 
 
-def context_info(ctx: Context, context: ContextHandle, prop: Any) -> tuple[Any, _info.Kind]:
+def context_info(ctx: Session, context: ContextHandle, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.CONTEXT_INFO, ContextInfo, prop, "olGetContextInfo", ctx.api_level)
     kind = _info.CONTEXT_INFO[prop][0]
     if prop is ContextInfo.NUM_DEVICES:

@@ -12,26 +12,26 @@ from .common import bytes_arg, call_each, callback_arg, fail
 from .._values.enums import DeviceFpCapabilityFlag, DeviceInfo, DeviceType, ErrorCode, PlatformInfo, members_at
 from .._values.errors import OffloadError
 from .._core.handles import Device, Platform
-from .._core.runtime import Context
+from .._core.session import Session
 
 OL_VERSION = "v0.0.1"
 _R1_COUNT = len(members_at(DeviceInfo, "r1"))  # an int above R1's device info numbers is read at the session's level
 PLATFORM_VENDOR = "Unknown platform vendor"
 
 
-def olIterateDevices(ctx: Context, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
+def olIterateDevices(ctx: Session, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
     """Call ``callback`` per device; it may call any function, the final ``olShutDown`` included."""
     callback_arg(callback)
     call_each(list(ctx.devices), callback, user_data)
 
 
-def olIteratePlatforms(ctx: Context, callback: Callable[[Platform, Any], bool], user_data: Any) -> None:
+def olIteratePlatforms(ctx: Session, callback: Callable[[Platform, Any], bool], user_data: Any) -> None:
     """Call ``callback`` per platform (the host platform last, as devices are ordered)."""
     callback_arg(callback)
     call_each(list(ctx.platforms), callback, user_data)
 
 
-def olIterateCompatibleDevices(ctx: Context, data: Any, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
+def olIterateCompatibleDevices(ctx: Session, data: Any, callback: Callable[[Device, Any], bool], user_data: Any) -> None:
     """Call ``callback`` per device whose backend says it could load ``data`` (``is_valid_binary``)."""
     callback_arg(callback)
     image = bytes_arg(data, "ProgData")
@@ -42,7 +42,7 @@ def olIterateCompatibleDevices(ctx: Context, data: Any, callback: Callable[[Devi
     call_each(compatible, callback, user_data)
 
 
-def olPlatformRegisterRPCCallback(ctx: Context, platform: Platform, callback: Any) -> None:
+def olPlatformRegisterRPCCallback(ctx: Session, platform: Platform, callback: Any) -> None:
     """Refused: liboffload's device-side libc RPC needs the platform's RPC server."""
     raise fail(
         ErrorCode.UNSUPPORTED,
@@ -51,7 +51,7 @@ def olPlatformRegisterRPCCallback(ctx: Context, platform: Platform, callback: An
     )
 
 
-def platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
+def platform_info(ctx: Session, platform: Platform, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.PLATFORM_INFO, PlatformInfo, prop, "getPlatformInfo", ctx.api_level)
     kind = _info.PLATFORM_INFO[prop][0]
     if prop is PlatformInfo.NAME:
@@ -63,7 +63,7 @@ def platform_info(ctx: Context, platform: Platform, prop: Any) -> tuple[Any, _in
     return platform.kind, kind
 
 
-def device_info(ctx: Context, device: Device, prop: Any) -> tuple[Any, _info.Kind]:
+def device_info(ctx: Session, device: Device, prop: Any) -> tuple[Any, _info.Kind]:
     # the cache is keyed by DeviceInfo (equal to its int): another enum class (PlatformInfo.NAME)
     # must not hit it, but go to lookup, which refuses it
     answer = device.info_cache.get(prop) if type(prop) is DeviceInfo or (type(prop) is int and prop < _R1_COUNT) else None

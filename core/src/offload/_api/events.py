@@ -10,7 +10,7 @@ import operator
 from .common import fail
 from .._values.enums import ErrorCode, EventFlags, EventInfo
 from .._core.handles import Event, Queue
-from .._core.runtime import Context
+from .._core.session import Session
 
 
 def _event_flags(flags: Any) -> EventFlags:
@@ -27,7 +27,7 @@ def _event_flags(flags: Any) -> EventFlags:
     raise fail(ErrorCode.INVALID_ENUMERATION, f"olCreateEvent flags '{flags}' are invalid")
 
 
-def olCreateEvent(ctx: Context, queue: Queue, flags: Any) -> Event:
+def olCreateEvent(ctx: Session, queue: Queue, flags: Any) -> Event:
     """Record an event; ``flags`` (EventFlags) ENABLE_PROFILING marks it for olGetEventElapsedTime,
     which requires it on both events at API level main (at R1 every event can be timed)."""
     profiling = _event_flags(flags) is EventFlags.ENABLE_PROFILING
@@ -37,7 +37,7 @@ def olCreateEvent(ctx: Context, queue: Queue, flags: Any) -> Event:
     return event
 
 
-def olDestroyEvent(ctx: Context, event: Event) -> None:
+def olDestroyEvent(ctx: Session, event: Event) -> None:
     device = event.device
     with device.lock:
         if event._ctx is None:
@@ -47,12 +47,12 @@ def olDestroyEvent(ctx: Context, event: Event) -> None:
         device.backend.destroy_event(device.native, event.native)
 
 
-def olSyncEvent(ctx: Context, event: Event) -> None:
+def olSyncEvent(ctx: Session, event: Event) -> None:
     device = event.device
     device.backend.sync_event(device.native, event.native)
 
 
-def event_info(ctx: Context, event: Event, prop: Any) -> tuple[Any, _info.Kind]:
+def event_info(ctx: Session, event: Event, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.EVENT_INFO, EventInfo, prop, "olGetEventInfo", ctx.api_level)
     kind = _info.EVENT_INFO[prop][0]
     if prop is EventInfo.QUEUE:
@@ -61,7 +61,7 @@ def event_info(ctx: Context, event: Event, prop: Any) -> tuple[Any, _info.Kind]:
     return bool(device.backend.is_event_complete(device.native, event.native)), kind
 
 
-def olGetEventElapsedTime(ctx: Context, start: Event, end: Event) -> float:
+def olGetEventElapsedTime(ctx: Session, start: Event, end: Event) -> float:
     if ctx.api_level == "main" and not (start.profiling and end.profiling):
         raise fail(
             ErrorCode.INVALID_ARGUMENT,

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import contexts as _api_contexts, devices as _api_devices, events as _api_events, kernels as _api_kernels, memory as _api_memory, memory_main as _api_memory_main, programs as _api_programs, queues as _api_queues
 from .._values import info as _info
-from .._core.runtime import Context
+from .._core.session import Session
 
 InfoQuery = Callable[..., tuple[Any, _info.Kind]]  # (ctx, handle, prop, *more) -> (value, kind)
 
@@ -35,7 +35,7 @@ _SECTIONS = (_api_contexts, _api_devices, _api_memory, _api_memory_main, _api_qu
 def info_value(query: InfoQuery) -> Callable[..., Any]:
     """``olGet<X>Info``: the property's value."""
 
-    def value(ctx: Context, handle: Any, prop: Any, *more: Any) -> Any:
+    def value(ctx: Session, handle: Any, prop: Any, *more: Any) -> Any:
         return query(ctx, handle, prop, *more)[0]
 
     return value
@@ -44,7 +44,7 @@ def info_value(query: InfoQuery) -> Callable[..., Any]:
 def info_size(query: InfoQuery) -> Callable[..., int]:
     """``olGet<X>InfoSize``: the property's C size in bytes."""
 
-    def size(ctx: Context, handle: Any, prop: Any, *more: Any) -> int:
+    def size(ctx: Session, handle: Any, prop: Any, *more: Any) -> int:
         value, kind = query(ctx, handle, prop, *more)
         return _info.c_size(kind, value)
 

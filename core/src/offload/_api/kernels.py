@@ -11,14 +11,14 @@ from .common import fail, size_arg
 from .._values.enums import ErrorCode, KernelLaunchPropType, SymbolKind
 from .._core.handles import Device, Queue, Symbol
 from .._core.ranges import ADDRESS_LIMIT
-from .._core.runtime import Context
+from .._core.session import Session
 from .._values.types import KernelLaunchSizeArgs
 
 _KERNEL = SymbolKind.KERNEL  # a module global: reading an enum member off its class costs ~60 ns
 
 
 def olLaunchKernel(
-    ctx: Context,
+    ctx: Session,
     queue: Queue | None,
     device: Device,
     kernel: Symbol,
@@ -155,7 +155,7 @@ def _launch_cooperative(device: Device, native_queue: Any, kernel: Symbol, args:
     backend.launch_kernel_cooperative(device.native, native_queue, kernel.native, args, launch)  # type: ignore[arg-type]  # a kernel: native set
 
 
-def olGetKernelMaxCooperativeGroupCount(ctx: Context, device: Device, kernel: Symbol, launch: Any) -> int:
+def olGetKernelMaxCooperativeGroupCount(ctx: Session, device: Device, kernel: Symbol, launch: Any) -> int:
     """How many groups of ``launch``'s group size a cooperative launch can run at once."""
     _check_launch(None, device, kernel, launch)
     if "max_cooperative_groups" not in device.backend.implemented:
@@ -216,7 +216,7 @@ def _check_launch_size(launch: KernelLaunchSizeArgs, device: Device) -> None:
     object.__setattr__(launch, "checked_for", device.limits)  # the one cache field: see KernelLaunchSizeArgs
 
 
-def olCalculateOptimalOccupancy(ctx: Context, device: Device, kernel: Symbol, shared_memory: Any) -> int:
+def olCalculateOptimalOccupancy(ctx: Session, device: Device, kernel: Symbol, shared_memory: Any) -> int:
     if kernel.kind is not SymbolKind.KERNEL:
         raise fail(ErrorCode.SYMBOL_KIND, "provided symbol is not a kernel")
     dynamic = size_arg(shared_memory, "SharedMemory")

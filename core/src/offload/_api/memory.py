@@ -17,7 +17,7 @@ from .._values.enums import AllocType, ErrorCode, MemInfo, MemoryRegisterFlag
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Queue
 from .._core.ranges import ADDRESS_LIMIT, HOST_MAPPINGS, WRITE, end_of
-from .._core.runtime import Context
+from .._core.session import Session
 
 MAX_ALLOC_TRIES = 50
 
@@ -30,19 +30,19 @@ _host_copy_cached = _ranges.host_copy_cached
 _BIG_HOST_COPY = 4 << 20
 
 
-def olMemAlloc(ctx: Context, device: Device, alloc_type: Any, size_value: Any, context: ContextHandle | None) -> int:
+def olMemAlloc(ctx: Session, device: Device, alloc_type: Any, size_value: Any, context: ContextHandle | None) -> int:
     alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAlloc type", ctx.api_level)
     if alloc_type is AllocType.HOST and ctx.api_level == "main":
         raise fail(ErrorCode.INVALID_ENUMERATION, "use olMemAllocHost for host allocations")
     return allocate(ctx, device, alloc_type, size_arg(size_value, "Size"), context_for(ctx, context, device), 0)
 
 
-def olMemAllocHost(ctx: Context, device: Device, size: Any, context: ContextHandle | None) -> int:
+def olMemAllocHost(ctx: Session, device: Device, size: Any, context: ContextHandle | None) -> int:
     return allocate(ctx, device, AllocType.HOST, size_arg(size, "Size"), context_for(ctx, context, device), 0)
 
 
 def olMemAllocAligned(
-    ctx: Context, device: Device, alloc_type: Any, size: Any, alignment: Any, context: ContextHandle | None
+    ctx: Session, device: Device, alloc_type: Any, size: Any, alignment: Any, context: ContextHandle | None
 ) -> int:
     alloc_type = _info.lookup(_ALLOC_TYPES, AllocType, alloc_type, "olMemAllocAligned type", ctx.api_level)
     if alloc_type is AllocType.HOST and ctx.api_level == "main":
@@ -50,7 +50,7 @@ def olMemAllocAligned(
     return allocate(ctx, device, alloc_type, size_arg(size, "Size"), context_for(ctx, context, device), _alignment(alignment))
 
 
-def olMemAllocAlignedHost(ctx: Context, device: Device, size: Any, alignment: Any, context: ContextHandle | None) -> int:
+def olMemAllocAlignedHost(ctx: Session, device: Device, size: Any, alignment: Any, context: ContextHandle | None) -> int:
     return allocate(
         ctx, device, AllocType.HOST, size_arg(size, "Size"), context_for(ctx, context, device), _alignment(alignment)
     )
@@ -81,7 +81,7 @@ def _allocate_once(device: Device, alloc_type: AllocType, size: int, alignment: 
     return int(address) if address else 0
 
 
-def allocate(ctx: Context, device: Device, alloc_type: AllocType, size: int, context: ContextHandle, alignment: int) -> int:
+def allocate(ctx: Session, device: Device, alloc_type: AllocType, size: int, context: ContextHandle, alignment: int) -> int:
     """Allocate ``size`` bytes owned by ``context``, outside every live allocation of every device
     (rejected blocks are kept until one fits, then freed, as liboffload R1 does)."""
     backend, native = device.backend, device.native
@@ -113,7 +113,7 @@ def allocate(ctx: Context, device: Device, alloc_type: AllocType, size: int, con
             backend.mem_free(native, address, alloc_type)
 
 
-def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None:
+def olMemFree(ctx: Session, address: Any, context: ContextHandle | None) -> None:
     """Free an allocation once nothing can still use it. It is retired first (every range check
     refuses it from then on), then the copies that checked it before are waited for, then every
     busy queue (live or parked, of every device), as the CUDA driver's implicit synchronisation
@@ -133,7 +133,7 @@ def olMemFree(ctx: Context, address: Any, context: ContextHandle | None) -> None
     release_after_queued_work(ctx, ctx.devices, release, holds)
 
 
-def _give_back(ctx: Context, allocation: Allocation) -> None:
+def _give_back(ctx: Session, allocation: Allocation) -> None:
     """Free a retired allocation's memory, then drop what the range checks knew of it: the view of
     the mappings (the pages may be unmapped now), then the retired range itself."""
     device = allocation.device
@@ -147,7 +147,7 @@ def _give_back(ctx: Context, allocation: Allocation) -> None:
 
 
 def mem_info(
-    ctx: Context, ptr: Any, prop: Any, context: ContextHandle | None = None, *, size_only: bool = False
+    ctx: Session, ptr: Any, prop: Any, context: ContextHandle | None = None, *, size_only: bool = False
 ) -> tuple[Any, _info.Kind]:
     """A property of the allocation holding ``ptr``. ``size_only`` (olGetMemInfoSize): at API level
     main the DEVICE of a HOST allocation is refused as a value only; its size is still
@@ -169,7 +169,7 @@ def mem_info(
     return allocation.alloc_type, kind
 
 
-def mem_info_size(ctx: Context, ptr: Any, prop: Any, context: ContextHandle | None = None) -> tuple[Any, _info.Kind]:
+def mem_info_size(ctx: Session, ptr: Any, prop: Any, context: ContextHandle | None = None) -> tuple[Any, _info.Kind]:
     """``mem_info`` for olGetMemInfoSize."""
     return mem_info(ctx, ptr, prop, context, size_only=True)
 
@@ -182,7 +182,7 @@ def _register_flags(flags: Any) -> MemoryRegisterFlag:
     return MemoryRegisterFlag(flags)
 
 
-def olMemRegister(ctx: Context, device: Device, ptr: Any, size: Any, flags: Any) -> int:
+def olMemRegister(ctx: Session, device: Device, ptr: Any, size: Any, flags: Any) -> int:
     """Register host memory with ``device``. The core counts users per range: registering inside
     a registered range adds a user (the backend is not called again); a partial overlap is
     ``INVALID_ARGUMENT``."""
@@ -205,7 +205,7 @@ def olMemRegister(ctx: Context, device: Device, ptr: Any, size: Any, flags: Any)
     return pinned
 
 
-def olMemUnregister(ctx: Context, device: Device, ptr: Any, flags: Any) -> None:
+def olMemUnregister(ctx: Session, device: Device, ptr: Any, flags: Any) -> None:
     """Drop one user of the registered range holding ``ptr``; the last one unregisters it."""
     flags = _register_flags(flags)
     ptr = address_arg(ptr, "Ptr")
@@ -227,7 +227,7 @@ def olMemUnregister(ctx: Context, device: Device, ptr: Any, flags: Any) -> None:
 
 
 def olMemcpy(
-    ctx: Context, queue: Queue | None, dst: Any, dst_device: Device, src: Any, src_device: Device, size: Any
+    ctx: Session, queue: Queue | None, dst: Any, dst_device: Device, src: Any, src_device: Device, size: Any
 ) -> None:
     """Copy ``size`` bytes. Both ranges are checked first (``_ranges``): the addresses, the size and
     both ends once, by one test here, then each range against the allocations and the host's
@@ -346,7 +346,7 @@ def _memcpy_device_to_device(
     dst_device.backend.data_submit(dst_device.native, dst, address, size, None)
 
 
-def olMemFill(ctx: Context, queue: Queue | None, ptr: Any, pattern: Any, fill_size: Any) -> None:
+def olMemFill(ctx: Session, queue: Queue | None, ptr: Any, pattern: Any, fill_size: Any) -> None:
     """Fill ``fill_size`` bytes at ``ptr``; the range is checked first, as for ``olMemcpy``."""
     ptr, fill_size = address_arg(ptr, "Ptr"), size_arg(fill_size, "FillSize")
     end = end_of(ptr, fill_size, "Ptr")

@@ -14,7 +14,7 @@ from .memory import _queue_for, olMemcpy, require_copy_hooks, transfer
 from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
 from .._core.handles import Device, Queue
 from .._core.ranges import ADDRESS_LIMIT, HOST_MAPPINGS, READ, WRITE, end_of
-from .._core.runtime import Context
+from .._core.session import Session
 from .._values.types import Dimensions, Rect
 
 
@@ -26,7 +26,7 @@ def _migration_flags(flags: Any) -> MemMigrationFlag:
     return MemMigrationFlag(flags)
 
 
-def olMemPrefetch(ctx: Context, queue: Queue, mems: Sequence[Any] | None, sizes: Sequence[Any] | None, flags: Any) -> None:
+def olMemPrefetch(ctx: Session, queue: Queue, mems: Sequence[Any] | None, sizes: Sequence[Any] | None, flags: Any) -> None:
     """Hint that ranges migrate (HOST_TO_DEVICE: to the queue's device; DEVICE_TO_HOST: to the
     host), in queue order. Every range must lie in one allocation (INVALID_ARGUMENT, INVALID_SIZE);
     ranges of MANAGED allocations reach the backend's ``mem_prefetch`` (the others have nowhere to
@@ -55,7 +55,7 @@ def olMemPrefetch(ctx: Context, queue: Queue, mems: Sequence[Any] | None, sizes:
             backend.mem_prefetch(device.native, queue.native, start, length, flags)
 
 
-def olMemIsAccessible(ctx: Context, device: Device, ptr: Any, size: Any) -> bool:
+def olMemIsAccessible(ctx: Session, device: Device, ptr: Any, size: Any) -> bool:
     """Whether ``device`` can access the whole range: its own allocations, HOST and MANAGED
     allocations of its platform (a host device: of any platform, and any mapped host memory),
     its programs' global variables, and host memory registered with it."""
@@ -80,7 +80,7 @@ def olMemIsAccessible(ctx: Context, device: Device, ptr: Any, size: Any) -> bool
         return any(base <= start and end <= base + entry[0] for base, entry in device.registered.items())
 
 
-def _rect(ctx: Context, value: Any, name: str) -> Rect:
+def _rect(ctx: Session, value: Any, name: str) -> Rect:
     if not isinstance(value, Rect):
         raise fail(ErrorCode.INVALID_ARGUMENT, f"{name} must be an offload.Rect, got {type(value).__name__}")
     if address_arg(value.ptr, f"{name}.Ptr") == 0:
@@ -129,7 +129,7 @@ def _span_end(origin: int, pitches: tuple[int, int], extent: Dimensions, name: s
     return end
 
 
-def olMemcpyRect(ctx: Context, queue: Queue | None, dst: Any, src: Any, extent: Any) -> None:
+def olMemcpyRect(ctx: Session, queue: Queue | None, dst: Any, src: Any, extent: Any) -> None:
     """Copy ``extent`` (bytes per row, rows, slices) between two pitched regions. Each region's
     whole span (its first byte to its last) is checked as one ``olMemcpy`` range before anything
     is copied or enqueued, so it lies in one allocation or one run of mappings (every row with it)

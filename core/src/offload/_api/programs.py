@@ -18,14 +18,14 @@ from .contexts import context_for, context_owns
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Program, Symbol
 from .._core.ranges import HOST_MAPPINGS
-from .._core.runtime import Context
+from .._core.session import Session
 from .._values.types import KernelParam
 from .._core.native import word as native_word
 
 _SYMBOL_KINDS = frozenset(SymbolKind)
 
 
-def olCreateProgram(ctx: Context, device: Device, data: Any, context: ContextHandle | None) -> Program:
+def olCreateProgram(ctx: Session, device: Device, data: Any, context: ContextHandle | None) -> Program:
     owner = context_for(ctx, context, device)
     data = bytes_arg(data, "ProgData")
     if not data:
@@ -44,14 +44,14 @@ def olCreateProgram(ctx: Context, device: Device, data: Any, context: ContextHan
     return program
 
 
-def olIsValidBinary(ctx: Context, device: Device, data: Any) -> bool:
+def olIsValidBinary(ctx: Session, device: Device, data: Any) -> bool:
     data = bytes_arg(data, "ProgData")
     if not data or "is_valid_binary" not in device.backend.implemented:
         return False
     return bool(device.backend.is_valid_binary(device.native, data))
 
 
-def olDestroyProgram(ctx: Context, program: Program) -> None:
+def olDestroyProgram(ctx: Session, program: Program) -> None:
     """Unload a program once no work uses it: its global variables are retired (every range check
     refuses them from then on; a host program's are entered as retired ranges, the host's being
     plain host memory while the program lives), the copies that checked them before and the
@@ -84,7 +84,7 @@ def olDestroyProgram(ctx: Context, program: Program) -> None:
     release_after_queued_work(ctx, [device], release, holds)
 
 
-def _unload(ctx: Context, device: Device, program: Program, space: Any, retired: list[Allocation]) -> None:
+def _unload(ctx: Session, device: Device, program: Program, space: Any, retired: list[Allocation]) -> None:
     """Unload a destroyed program's image, then drop what the range checks knew of it."""
     try:
         device.backend.unload_binary(device.native, program.image)
@@ -95,14 +95,14 @@ def _unload(ctx: Context, device: Device, program: Program, space: Any, retired:
             ctx.allocations.republish()  # the range cache's key: host segments may have covered the image
 
 
-def _launching(ctx: Context, program: Program) -> bool:
+def _launching(ctx: Session, program: Program) -> bool:
     """Whether an olLaunchKernel of one of ``program``'s kernels is running (each registers its
     kernel in ``ctx.calls`` while it runs)."""
     return any(call.__class__ is Symbol and call.program is program for call in list(ctx.calls))
 
 
 def olIterateSymbols(
-    ctx: Context, program: Program, kind: Any, callback: Callable[[Symbol, Any], bool], user_data: Any
+    ctx: Session, program: Program, kind: Any, callback: Callable[[Symbol, Any], bool], user_data: Any
 ) -> None:
     """Call ``callback(symbol, user_data)`` for every symbol of ``kind`` the backend lists
     (``symbol_names``; UNSUPPORTED without it), in its order, until it returns False."""
@@ -113,7 +113,7 @@ def olIterateSymbols(
     call_each((olGetSymbol(ctx, program, str(name), kind) for name in names), callback, user_data)
 
 
-def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
+def olGetSymbol(ctx: Session, program: Program, name: Any, kind: Any) -> Symbol:
     kind = _info.lookup(_SYMBOL_KINDS, SymbolKind, kind, "getSymbol kind", ctx.api_level)
     if isinstance(name, (bytes, bytearray)):
         name = bytes(name).decode()
@@ -131,14 +131,21 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
             return symbol
         params: tuple[KernelParam, ...] | None = None
         args_size = None
+        try:
+            if kind is SymbolKind.KERNEL:
+                native, address, size = device.backend.get_kernel(device.native, program.image, name), 0, 0
+            else:
+                native = None
+                address, size = device.backend.get_global(device.native, program.image, name)
+        except OffloadError as error:
+            if error.code is not ErrorCode.NOT_FOUND:
+                raise
+            raise fail(ErrorCode.NOT_FOUND, error.details + _known_symbols(device, program, kind)) from None
         if kind is SymbolKind.KERNEL:
-            native, address, size = device.backend.get_kernel(device.native, program.image, name), 0, 0
             params = _kernel_params(device, native, name)
             if params is not None:
                 args_size = max((p.offset + p.size for p in params), default=0)
         else:
-            native = None
-            address, size = device.backend.get_global(device.native, program.image, name)
             address, size = int(address), int(size)
             if not device.is_host and size > 0:
                 ctx.globals.insert(Allocation(device, None, address, address + size, program))
@@ -149,6 +156,22 @@ def olGetSymbol(ctx: Context, program: Program, name: Any, kind: Any) -> Symbol:
         )
         program.symbols[key] = symbol
         return symbol  # type: ignore[no-any-return]  # Symbol._make builds a Symbol (typed Any: it serves every handle class)
+
+
+def _known_symbols(device: Device, program: Program, kind: SymbolKind) -> str:
+    """``"; the program's kernels are 'a', 'b'"`` (or its globals), from the backend's
+    ``symbol_names`` hook; empty without the hook or when it fails (the NOT_FOUND stands alone)."""
+    if "symbol_names" not in device.backend.implemented:
+        return ""
+    try:
+        names = sorted(str(n) for n in device.backend.symbol_names(device.native, program.image, kind))
+    except Exception:  # the listing is a courtesy: the NOT_FOUND is the answer
+        return ""
+    what = "kernels" if kind is SymbolKind.KERNEL else "global variables"
+    if not names:
+        return f"; the program has no {what}"
+    shown = ", ".join(repr(n) for n in names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    return f"; the program's {what} are {shown}"
 
 
 def _kernel_params(device: Device, kernel: Any, name: str) -> tuple[KernelParam, ...] | None:
@@ -168,7 +191,7 @@ def _kernel_params(device: Device, kernel: Any, name: str) -> tuple[KernelParam,
     return tuple(params)
 
 
-def symbol_info(ctx: Context, symbol: Symbol, prop: Any) -> tuple[Any, _info.Kind]:
+def symbol_info(ctx: Session, symbol: Symbol, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.SYMBOL_INFO, SymbolInfo, prop, "olGetSymbolInfo", ctx.api_level)
     kind = _info.SYMBOL_INFO[prop][0]
     if prop is SymbolInfo.KIND:

@@ -17,10 +17,10 @@ from .contexts import context_for, context_owns
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Event, Queue
 from .._core.native import word as native_word
-from .._core.runtime import LOCAL, PARKED_IDLE_LIMIT, STATE, Context
+from .._core.session import LOCAL, PARKED_IDLE_LIMIT, STATE, Session
 
 
-def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -> Queue:
+def olCreateQueue(ctx: Session, device: Device, context: ContextHandle | None) -> Queue:
     """A new queue, or a finished parked one reused; an asynchronous error that a parked queue
     still holds belongs to its destroyed owner, so it is kept for the final ``olShutDown``, never
     given to this caller (and that queue is released instead of reused). The queue belongs to
@@ -59,21 +59,21 @@ def olCreateQueue(ctx: Context, device: Device, context: ContextHandle | None) -
     return queue
 
 
-def _orphan(ctx: Context, exc: BaseException, what: str) -> None:
+def _orphan(ctx: Session, exc: BaseException, what: str) -> None:
     """Keep an error that no live caller owns (a destroyed queue's) for the final olShutDown."""
     error = as_offload_error(exc, what)
     with ctx_lock:
         ctx.orphan_errors.append(error)
 
 
-def _release_native_queue(ctx: Context, device: Device, native_queue: Any) -> None:
+def _release_native_queue(ctx: Session, device: Device, native_queue: Any) -> None:
     try:
         device.backend.synchronize(device.native, native_queue, True)
     except Exception as exc:
         _orphan(ctx, exc, f"{device.platform.name}: releasing a destroyed queue")
 
 
-def olDestroyQueue(ctx: Context, queue: Queue) -> None:
+def olDestroyQueue(ctx: Session, queue: Queue) -> None:
     """Destroy a queue: its enqueued work still runs (the queue is parked until it has), and an
     error of that work reaches the final ``olShutDown``. A finished queue's errors are raised here."""
     device = queue.device
@@ -91,7 +91,7 @@ def olDestroyQueue(ctx: Context, queue: Queue) -> None:
     _release_surplus_parked(ctx, device)
 
 
-def _release_surplus_parked(ctx: Context, device: Device) -> None:
+def _release_surplus_parked(ctx: Session, device: Device) -> None:
     """Release the oldest finished parked queues beyond PARKED_IDLE_LIMIT (kept for reuse); every
     one is released whatever fails, and failures are kept for the final olShutDown."""
     backend, native = device.backend, device.native
@@ -104,17 +104,17 @@ def _release_surplus_parked(ctx: Context, device: Device) -> None:
         _release_native_queue(ctx, device, q)
 
 
-def olSyncQueue(ctx: Context, queue: Queue) -> None:
+def olSyncQueue(ctx: Session, queue: Queue) -> None:
     device = queue.device
     device.backend.synchronize(device.native, queue.native, False)
 
 
-def olQueryQueue(ctx: Context, queue: Queue) -> bool:
+def olQueryQueue(ctx: Session, queue: Queue) -> bool:
     device = queue.device
     return not device.backend.has_pending_work(device.native, queue.native)
 
 
-def olWaitEvents(ctx: Context, queue: Queue, events: Sequence[Event]) -> None:
+def olWaitEvents(ctx: Session, queue: Queue, events: Sequence[Event]) -> None:
     try:
         events = list(events)
     except TypeError:
@@ -137,7 +137,7 @@ def olWaitEvents(ctx: Context, queue: Queue, events: Sequence[Event]) -> None:
             )
 
 
-def queue_info(ctx: Context, queue: Queue, prop: Any) -> tuple[Any, _info.Kind]:
+def queue_info(ctx: Session, queue: Queue, prop: Any) -> tuple[Any, _info.Kind]:
     prop = _info.lookup(_info.QUEUE_INFO, QueueInfo, prop, "olGetQueueInfo", ctx.api_level)
     kind = _info.QUEUE_INFO[prop][0]
     if prop is QueueInfo.DEVICE:
@@ -148,7 +148,7 @@ def queue_info(ctx: Context, queue: Queue, prop: Any) -> tuple[Any, _info.Kind]:
     return not device.backend.has_pending_work(device.native, queue.native), kind
 
 
-def olLaunchHostFunction(ctx: Context, queue: Queue, callback: Callable[[Any], None], user_data: Any) -> None:
+def olLaunchHostFunction(ctx: Session, queue: Queue, callback: Callable[[Any], None], user_data: Any) -> None:
     if not callable(callback):
         raise fail(ErrorCode.INVALID_ARGUMENT, f"Callback must be callable, got {callback!r}")
     device = queue.device

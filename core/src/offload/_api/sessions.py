@@ -37,7 +37,7 @@ from .._core import native as _native
 from .._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Event, Platform, Program, Queue, Symbol
-from .._core.runtime import STATE, Context, library_reference
+from .._core.session import STATE, Session, library_reference
 from .._core.ranks import spread as spread_over_ranks
 from .._values.types import KernelParam
 
@@ -49,9 +49,6 @@ __all__ = [
 
 compiled_path_runs: bool = _native.ENABLED
 """Whether the compiled path runs in this process (``OFFLOAD_COMPILED``, the extension built)."""
-
-Session: TypeAlias = Context
-"""One ``olInit`` ... final ``olShutDown`` session (opaque: compare with ``is``)."""
 
 Handle: TypeAlias = Platform | Device | ContextHandle | Queue | Event | Program | Symbol
 
@@ -77,7 +74,7 @@ def session_cell() -> SessionCell:
 def session_of(handle: Handle) -> Session | None:
     """The session ``handle`` belongs to, or None once it was destroyed or its session ended."""
     session = handle._ctx
-    return session if isinstance(session, Context) else None
+    return session if isinstance(session, Session) else None
 
 
 def kernel_parameters(kernel: Symbol) -> tuple[KernelParam, ...] | None:

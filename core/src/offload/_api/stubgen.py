@@ -22,6 +22,7 @@ from typing import Any
 from . import table as _api_table
 from .._values import enums as _enums, info as _info
 from .._values.signatures import _NO_DEFAULT, Function, Param
+from .codegen import write_or_check
 from .functions import LIFECYCLE
 from .._core.handles import HANDLE_TYPES
 
@@ -114,26 +115,30 @@ def _info_group(fn: Function) -> str | None:
     return match[1] if match else None
 
 
+# the type of a parameter of each kind that needs no more than its kind
+_PARAM_TYPES = {
+    "pointer": "_Address",
+    "data": "_BytesLike",
+    "events": "Sequence[Event]",
+    "context": "Context",
+    "handles": "Sequence[Device]",
+    "kernel_args": "_BytesLike | Sequence[_BytesLike]",
+    "size": "SupportsIndex",
+    "string": "str | bytes",
+    "any": "Any",
+}
+
+
 def _param_type(fn: Function, p: Param) -> str:
-    if p.kind == "handle":
+    if p.kind in _PARAM_TYPES:
+        text = _PARAM_TYPES[p.kind]
+    elif p.kind == "handle":
         assert p.handle is not None
         text = p.handle.__name__
-    elif p.kind == "pointer":
-        text = "_Address"
-    elif p.kind == "data":
-        text = "_BytesLike"
     elif p.kind == "callback":
         text = _CALLBACKS.get(fn.name, "Callable[[Any], object]")
-    elif p.kind == "events":
-        text = "Sequence[Event]"
-    elif p.kind == "context":
-        text = "Context"
-    elif p.kind == "handles":
-        text = "Sequence[Device]"
     elif p.kind == "array":
         text = "Sequence[_Address]" if p.py == "mems" else "Sequence[SupportsIndex]"
-    elif p.kind == "kernel_args":
-        text = "_BytesLike | Sequence[_BytesLike]"
     elif p.kind == "enum":
         group = _info_group(fn)
         name = (
@@ -142,14 +147,8 @@ def _param_type(fn: Function, p: Param) -> str:
             else _FN_ENUM_PARAMS.get((fn.name, p.py), _ENUM_PARAMS[p.py])
         )
         text = f"{name} | int"
-    elif p.kind == "size":
-        text = "SupportsIndex"
     elif p.kind == "struct":
         text = _STRUCTS.get(p.py, "KernelLaunchSizeArgs")
-    elif p.kind == "string":
-        text = "str | bytes"
-    elif p.kind == "any":
-        text = "Any"
     else:
         raise ValueError(f"{fn.name}: parameter {p.py!r} has unknown kind {p.kind!r}")
     if p.optional and p.kind != "any":
@@ -212,18 +211,7 @@ def generate() -> str:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    paths = [a for a in argv if not a.startswith("--")]
-    path = pathlib.Path(paths[0]) if paths else STUB_PATH
-    text = generate()
-    if check:
-        current = path.read_text() if path.exists() else ""
-        if current != text:
-            print(f"{path} is out of date: run python -m offload._api.stubgen", file=sys.stderr)
-            return 1
-        return 0
-    path.write_text(text)
-    return 0
+    return write_or_check(argv, STUB_PATH, generate(), "python -m offload._api.stubgen")
 
 
 if __name__ == "__main__":

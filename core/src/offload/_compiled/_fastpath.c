@@ -323,7 +323,7 @@ static PyObject *py_configure(PyObject *m, PyObject *config) {
   }
   PyObject *big = need(config, "BIG_HOST_COPY", &PyLong_Type);
   if (big == NULL || !fp_u64(big, &FP.big_host_copy)) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "BIG_HOST_COPY");
-  PyObject *state_t = (PyObject *)Py_TYPE(FP.state), *ctx_t = need(config, "Context", &PyType_Type);
+  PyObject *state_t = (PyObject *)Py_TYPE(FP.state), *ctx_t = need(config, "Session", &PyType_Type);
   PyObject *map_t = need(config, "AllocationMap", &PyType_Type);
   if (ctx_t == NULL || map_t == NULL) return NULL;
   OFF(st_untraced, state_t, "untraced");

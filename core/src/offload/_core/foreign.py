@@ -21,7 +21,7 @@ from .._values.errors import as_offload_error
 from .handles import Device as DeviceHandle
 from .handles import Event as EventHandle
 from .ranges import as_address, as_size, end_of, wait_for_grace
-from .runtime import STATE
+from .session import STATE
 
 __all__ = ["ForeignMemory", "foreign_stream_sync", "foreign_stream_wait", "register_foreign_memory"]
 

@@ -1,6 +1,6 @@
 """Handle objects: made only by the API, checked for liveness by every call that takes one.
 
-A handle is live while ``_ctx`` is the current runtime context: destroying it, or the final
+A handle is live while ``_ctx`` is the current session (``session.STATE.ctx``): destroying it, or the final
 ``olShutDown``, sets ``_ctx`` to None, so a stale handle (destroyed, from an earlier ``olInit``, or
 of the wrong kind) is rejected by the core before anything reaches a backend.
 """
@@ -74,7 +74,7 @@ class Device(_Handle):
     parked: list[NativeQueue]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
     programs: set[Program]  # live program handles
-    limits: tuple[Any, ...]  # launch limits from the device info (see _runtime.launch_limits)
+    limits: tuple[Any, ...]  # launch limits from the device info (see runtime.launch_limits)
     registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock
     entry_points: Any  # the backend's native_entry_points capsule for it (None: the Python hooks)
     word: int | None  # its native_word (None: none); see _native_entry

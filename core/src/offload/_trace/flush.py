@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .._core.runtime import LOCAL, STATE
+from .._core.session import LOCAL, STATE
 from .tracing import TimelineTracer
 
 

@@ -46,14 +46,7 @@ Under a launcher (``offload._core.ranks``) the process names start with ``rank N
 in the path is the rank (``OFFLOAD_TRACE=perfetto:rank{rank}.json``); every file records its rank
 and a wall-clock / monotonic anchor in ``otherData``, so that ``offload trace merge`` can put a
 job's files on one clock (``_job_timeline``).
-
-Promises the file keeps (and the tests check): times are microseconds from the session's first
-call (``ts`` >= 0); on each queue track the spans appear in enqueue order and do not overlap; a
-work span never starts before its enqueuing call; each ``enqueue`` flow starts inside its call's
-span (1 ns after its start) and ends inside its work's span (1 ns after the later of the work's
-start and the flow's start); each ``event`` flow starts inside the record's span and ends inside
-the wait's span, where the event completed; every flow's end is not before its start (flows sit
-strictly inside their spans, where a span is 2 ns or longer, so that every viewer binds them).
+The file's events, and the promises they keep, are ``timeline_file``'s.
 """
 
 from __future__ import annotations
@@ -73,8 +66,8 @@ from typing import TYPE_CHECKING, Any
 from . import job_timeline as _job_timeline
 from .._core import ranks as _ranks
 from .._values.enums import DeviceInfo
+from .timeline_file import trace_events
 from .timeline_work import (
-    API_PID,
     DEVICE_PID_BASE,
     EVENT_HOOKS,
     EVENTS,
@@ -314,74 +307,7 @@ class Timeline:
             devices = list(self._devices.values())
             queues = dict(self._queues)
         origin = self._written_origin = min([self.origin_ns, *(c[2] for c in calls)])  # olInit is recorded after it started
-        who = "" if self.rank is None else f"rank {self.rank}: "
-
-        def us(ns: int) -> float:
-            return round((ns - origin) / 1000.0, 3)
-
-        def span(begin: int, end: int) -> float:  # from the rounded ends, so nesting survives rounding
-            return round(us(end) - us(begin), 3)
-
-        def inside(begin: int, end: int, at: int) -> int:
-            """``at`` moved 1 ns inside [begin, end] where the span allows, so that a flow binds to
-            its slice whatever order a viewer gives events of equal timestamps."""
-            return min(max(at, begin + 1), end - 1) if end - begin >= 2 else begin
-
-        out: list[dict[str, Any]] = [
-            {"name": "process_name", "ph": "M", "pid": API_PID, "tid": 0, "args": {"name": f"{who}offload API (pid {os.getpid()})"}},
-            {"name": "process_sort_index", "ph": "M", "pid": API_PID, "tid": 0, "args": {"sort_index": 0}},
-        ]
-        for tid, name in threads.items():
-            out.append({"name": "thread_name", "ph": "M", "pid": API_PID, "tid": tid, "args": {"name": name}})
-        for pid, label in devices:
-            out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": who + label}})
-            out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
-        for (pid, tid), label in queues.items():
-            out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": label}})
-            out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid % TRACK_BASE}})
-        flow_at: dict[int, tuple[int, int]] = {}  # flow id -> (time in its call, thread)
-        for name, tid, start, dur, args, flow in calls:
-            out.append({"name": name, "cat": "api", "ph": "X", "pid": API_PID, "tid": tid, "ts": us(start), "dur": span(start, start + dur), "args": args})
-            if flow:
-                flow_at[flow] = (inside(start, start + dur, start), tid)
-        last_end: dict[tuple[int, int], int] = {}
-        placed: dict[int, tuple[int, int]] = {}  # id(work) -> (begin, end) as drawn
-        unfinished = 0
-        for item in work:  # in enqueue order
-            key = (item.pid, item.tid)
-            end = item.end_ns
-            if item.event_end_ns is not None:
-                end = item.event_end_ns if end is None else min(end, item.event_end_ns)
-            if end is None:
-                unfinished += 1
-                continue
-            begin = max(item.submit_ns, last_end.get(key, item.submit_ns))
-            # never before its start, nor (a wait) before the work it waits for: the stamps of
-            # different sources (callbacks, anchored events) disagree by scheduling delays under load
-            end = max(end, begin, *(placed[id(s)][1] for s in item.sources if id(s) in placed))
-            last_end[key] = end
-            placed[id(item)] = (begin, end)
-            args = dict(item.args)
-            args["timing"] = item.timing
-            out.append({"name": item.name, "cat": item.cat, "ph": "X", "pid": item.pid, "tid": item.tid, "ts": us(begin), "dur": span(begin, end), "args": args})
-            if item.flow and item.flow in flow_at:
-                at, tid = flow_at[item.flow]
-                to = inside(begin, end, max(begin, at))
-                out.append({"name": "enqueue", "cat": "flow", "ph": "s", "id": item.flow, "pid": API_PID, "tid": tid, "ts": us(at)})
-                out.append({"name": "enqueue", "cat": "flow", "ph": "f", "bp": "e", "id": item.flow, "pid": item.pid, "tid": item.tid, "ts": us(to)})
-        for item in work:
-            for source in item.sources:
-                if id(item) in placed and id(source) in placed:
-                    # from the record's span to the point of the wait's span where the event completed
-                    flow = next(self._flows)
-                    (src_begin, src_end), (dst_begin, dst_end) = placed[id(source)], placed[id(item)]
-                    at = inside(src_begin, src_end, src_begin)
-                    to = inside(dst_begin, dst_end, max(src_end, at))
-                    out.append({"name": "event", "cat": "flow", "ph": "s", "id": flow, "pid": source.pid, "tid": source.tid, "ts": us(at)})
-                    out.append({"name": "event", "cat": "flow", "ph": "f", "bp": "e", "id": flow, "pid": item.pid, "tid": item.tid, "ts": us(to)})
-        if unfinished:
-            out.append({"name": f"{unfinished} work item(s) unfinished when the file was written", "ph": "i", "s": "g", "pid": API_PID, "tid": 0, "ts": us(time.perf_counter_ns())})
-        return out
+        return trace_events(calls, threads, work, devices, queues, origin, self.rank, self._flows)
 
     def document(self) -> dict[str, Any]:
         events = self.events()
@@ -470,16 +396,3 @@ def multiprocessing_exit(flush: Callable[[], None]) -> Any:
     if process is None or util is None or process.parent_process() is None:
         return None
     return util.Finalize(None, flush, exitpriority=0)
-
-
-def path_from_setting(setting: str) -> str | None:
-    """The file for an ``OFFLOAD_TRACE`` value of the perfetto form, None for any other value;
-    ``{rank}`` in the path is the launcher's rank (the pid outside one), ``{pid}`` the pid."""
-    text = setting.strip()
-    head, _, path = text.partition(":")
-    if head.lower() != "perfetto":
-        return None
-    path = path.strip()
-    if not path:
-        path = "offload-trace-{pid}.json"
-    return os.path.abspath(os.path.expanduser(_ranks.expand(path)))

@@ -26,7 +26,7 @@ from ..hookspecs import NativeDevice, NativeEntryPoints, NativeKernel, NativeQue
 
 __all__ = ["NativeExtension", "NativeHooks"]
 
-log = logging.getLogger("offload.backend.native")
+log = logging.getLogger("offload.native_support")  # the name before the move (logging configurations use it)
 
 
 class NativeExtension:

@@ -279,6 +279,32 @@ def format_check(result: CheckResult) -> list[str]:
     return lines
 
 
+def _check_all(
+    devices: Sequence[ol.Device], host: ol.Device | None, n: int, out: TextIO | None, progress: TextIO
+) -> list[CheckResult]:
+    """Check each device in turn. The text report (``out``; None for ``--json``, printed whole at
+    the end) gets each device's lines as soon as it is done; a terminal on ``progress`` (stderr)
+    is told which device is being checked, since a large ``--size`` takes seconds per device."""
+    if out is not None:
+        print(f"offload selfcheck: saxpy on {n} floats per device", file=out, flush=True)
+    tell = progress.isatty()
+    indices: dict[str, int] = {}
+    results = []
+    for position, device in enumerate(devices, 1):
+        name = _platform_name(ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM))
+        index = indices[name] = indices.get(name, -1) + 1
+        if tell:
+            print(f"offload selfcheck: checking {name}:{index} ({position} of {len(devices)})...", file=progress, flush=True)
+        start = time.perf_counter()
+        result = check_device(device, index, host, n)
+        results.append(result)
+        if tell:
+            print(f"offload selfcheck: {name}:{index} {result.status} in {time.perf_counter() - start:.1f} s", file=progress, flush=True)
+        if out is not None:
+            print("\n".join(format_check(result)), file=out, flush=True)
+    return results
+
+
 def cmd_selfcheck(args: argparse.Namespace, out: TextIO) -> int:
     if args.size < 1:
         print(f"{_ERROR_PREFIX}--size must be at least 1, got {args.size}", file=sys.stderr)
@@ -307,19 +333,11 @@ def cmd_selfcheck(args: argparse.Namespace, out: TextIO) -> int:
         if not devices:
             print(f"{_ERROR_PREFIX}no devices found; see `offload backends`", file=sys.stderr)
             return EXIT_NOTHING
-        indices: dict[str, int] = {}
-        results = []
-        for device in devices:
-            name = _platform_name(ol.olGetDeviceInfo(device, ol.DeviceInfo.PLATFORM))
-            index = indices[name] = indices.get(name, -1) + 1
-            results.append(check_device(device, index, host, args.size))
+        results = _check_all(devices, host, args.size, None if args.json else out, sys.stderr)
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "skipped")}
     if args.json:
         _print_json({"size": args.size, **counts, "devices": [asdict(r) for r in results]}, out)
     else:
-        print(f"offload selfcheck: saxpy on {args.size} floats per device", file=out)
-        for r in results:
-            print("\n".join(format_check(r)), file=out)
         print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped", file=out)
     if counts["failed"]:
         return EXIT_FAILED

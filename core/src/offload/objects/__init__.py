@@ -15,7 +15,8 @@ is False while ``isinstance(dev.queue().handle, offload.QueueHandle)`` is True.
 
 from __future__ import annotations
 
-from ._array import Array, empty, to_device
+from ._array import Array
+from ._creation import empty, empty_like, full, full_like, ones, ones_like, to_device, zeros, zeros_like
 from ._buffer import Buffer
 from ._context import Context
 from ._cai import as_array, from_cuda_array_interface, from_dlpack
@@ -49,9 +50,16 @@ __all__ = [
     "default_device",
     "devices",
     "empty",
+    "empty_like",
     "from_dlpack",
+    "full",
+    "full_like",
     "host_staging",
     "mpi_buffer",
+    "ones",
+    "ones_like",
     "platforms",
     "to_device",
+    "zeros",
+    "zeros_like",
 ]

@@ -8,17 +8,19 @@ to kernels as a pointer. ``numpy`` is imported when an Array is made (the core d
 from __future__ import annotations
 
 import operator
-import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._values.enums import AllocType, ErrorCode, PlatformBackend
-from .._values.errors import OffloadError, OffloadTypeError, OffloadValueError
-from . import _dlpack, _interop, _session
+from .._values.enums import AllocType, ErrorCode
+from .._values.errors import OffloadError
+from . import _arrayexport, _dlpack, _fill, _indexing
+from ._arrayexport import DL_CODES
 from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
-from ._discovery import Device, as_device, devices, host_device
+from ._discovery import Device, host_device
 from ._buffer import Buffer, fast_copy
 from ._compiled_copy import ARRAY_COPY_FROM, copying
-from ._memory import as_dtype, as_kind, as_shape, as_size, dlpack_device, wrong_type
+from ._casting import cast_refused, check_casting, host_source
+from ._makers import MAKERS
+from ._memory import as_dtype, as_shape, as_size, dlpack_device, wrong_type
 
 if TYPE_CHECKING:
     import numpy
@@ -30,9 +32,7 @@ if TYPE_CHECKING:
 else:
     DTypeLike = Any
 
-_DL_CODES = {"b": _dlpack.BOOL, "i": _dlpack.INT, "u": _dlpack.UINT, "f": _dlpack.FLOAT, "c": _dlpack.COMPLEX}
 _NUMPY_KINDS = {_dlpack.INT: "int", _dlpack.UINT: "uint", _dlpack.FLOAT: "float", _dlpack.COMPLEX: "complex"}
-_live_queues: weakref.WeakSet[Any] = weakref.WeakSet()  # the layer's queues, synchronised by exports
 
 
 def _numpy() -> Any:
@@ -159,8 +159,9 @@ class Array:
         return self._contiguous
 
     def __eq__(self, other: object) -> bool:
-        """Identity: an Array equals only itself, and never asks ``other`` (a numpy array would
-        read the memory to compare; a launch compares argument tuples with ``==``, Kernel._memo)."""
+        """Identity, not elementwise (no arithmetic here: compare ``to_numpy()`` copies): an Array
+        equals only itself and never asks ``other`` (a numpy array would read the memory to
+        compare; a launch compares argument tuples with ``==``, Kernel._memo)."""
         return self is other
 
     __hash__ = object.__hash__
@@ -169,6 +170,60 @@ class Array:
         if not self._shape:
             raise TypeError("len() of a 0-d offload.Array")
         return self._shape[0]
+
+    # --- views, fills and copies ------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Array:
+        """A view of the same memory by basic indexing (ints, slices with any step, ``...``,
+        ``None``); an int for every axis gives a 0-d Array (``item()`` reads it). Integer-array
+        and boolean indexing (copies in numpy) are refused: INVALID_ARGUMENT."""
+        shape, strides, offset = _indexing.index_view(self._shape, self._strides, self._offset, key)
+        return Array(self._buffer, shape, self._dtype, strides, offset)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``a[key] = value``: a scalar fills the view (``fill``); an Array or anything numpy
+        takes (broadcast to the view's shape) is copied into it (``copy_from``, synchronously,
+        under its ``casting="same_kind"``)."""
+        view = self[key]
+        if isinstance(value, Array):
+            view.copy_from(value)
+            return
+        np = _numpy()
+        if np.ndim(value) == 0:
+            view.fill(value)
+            return
+        try:
+            host = np.broadcast_to(np.asarray(value), view._shape)
+        except ValueError as error:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"cannot set a view of shape {view._shape}: {error}") from None
+        view.copy_from(host)
+
+    def reshape(self, *shape: Any) -> Array:
+        """A view of a C-contiguous Array with another shape of the same size (one size may be
+        -1); a strided view is refused (INVALID_ARGUMENT: reshape a ``copy()``)."""
+        dims, strides = _indexing.reshaped(self._shape, self.itemsize, self._contiguous, shape)
+        return Array(self._buffer, dims, self._dtype, strides, self._offset)
+
+    def fill(self, value: Any, *, queue: Queue | None = None) -> None:
+        """Set every element to ``value`` (converted as numpy's ``fill`` converts it) on the
+        device: ``olMemFill``, and pitched copies for strided views (see ``_fill``)."""
+        _fill.fill_array(_numpy(), self, value, queue)
+
+    def copy(self, *, queue: Queue | None = None) -> Array:
+        """A new C-contiguous Array with this view's elements, on the same device and of the same
+        memory kind (copied on the device; a view that is not rows goes through the host)."""
+        out = MAKERS.empty(self._shape, self._dtype, self.device, self.kind)
+        if self._contiguous or rect_layout(self._shape, self._strides, self.itemsize) is not None:
+            out.copy_from(self, queue=queue)
+        else:
+            out.copy_from(self.to_numpy(queue=queue), queue=queue)
+        return out
+
+    def item(self) -> Any:
+        """The one element of a size-1 Array as a Python scalar (a synchronous copy to the host)."""
+        if self.size != 1:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"item() needs an Array of one element, not shape {self._shape}")
+        return self.to_numpy().item()
 
     def __repr__(self) -> str:
         return (
@@ -245,7 +300,7 @@ class Array:
         """An Array of another dtype as a host array of this one (``casting`` checked first, so a
         refused conversion copies nothing); ``queue``'s work is waited for."""
         if not np.can_cast(source.dtype, self._dtype, casting):
-            raise _cast_refused(source.dtype, self._dtype, casting)
+            raise cast_refused(source.dtype, self._dtype, casting)
         host = source.to_numpy(queue=queue)
         if queue is not None:
             queue.sync()
@@ -309,12 +364,12 @@ class Array:
 
     def _dlpack_code(self) -> int | None:
         """The DLPack type code of this view, None where DLPack cannot describe it."""
-        code = _DL_CODES.get(self._dtype.kind)
+        code = DL_CODES.get(self._dtype.kind)
         if code is None or not self._dtype.isnative or any(s % self.itemsize for s in self._strides):
             return None
         return code
 
-    # --- DLPack ----------------------------------------------------------------------------------
+    # --- DLPack and the CUDA array interface (_arrayexport) -------------------------------------
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return dlpack_device(self._buffer.device, self._buffer.kind)
@@ -328,167 +383,13 @@ class Array:
         copy: bool | None = None,
     ) -> Any:
         """A DLPack capsule of this view (zero-copy unless ``copy`` or another ``dl_device`` asks)."""
-        device = self.__dlpack_device__()
-        versioned = max_version is not None and tuple(max_version)[0] >= 1
-        if dl_device is not None and tuple(dl_device) != device:
-            if tuple(dl_device) != (_dlpack.CPU, 0) or copy is False:
-                raise BufferError(f"cannot export {self!r} to DLPack device {tuple(dl_device)} without a copy")
-            return _export(self.to_numpy(), versioned, copied=True)
-        if device[0] == _dlpack.CPU and stream not in (None, -1):
-            raise BufferError(f"host memory takes stream=None, got {stream!r}")
-        if stream != -1:
-            if device[0] in _dlpack.HOST_ACCESSIBLE:  # the consumer may read it from the host
-                _sync_queues_of(self.device)
-            else:  # the consumer's stream waits for the queued work (events), the host does not
-                stream = _interop.consumer_stream(device[0] == _dlpack.CUDA, stream)
-                _interop.order_before(stream, [q for q in list(_live_queues) if q.device == self.device])
-        if copy:
-            duplicate = empty(self._shape, self._dtype, self.device, self.kind)
-            duplicate.copy_from(self if self.is_contiguous else self.to_numpy())
-            return duplicate._export(versioned, copied=True)
-        return self._export(versioned, copied=False)
+        return _arrayexport.dlpack(self, stream, max_version, dl_device, copy)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """The CUDA array interface (version 3) of an Array on a CUDA device; the device's queues
         are synchronised first, so ``stream`` is None. Other devices: AttributeError."""
-        buffer = self._buffer
-        if buffer.device.platform.backend is not PlatformBackend.CUDA:
-            raise AttributeError(f"{self!r} is not on a CUDA device: no __cuda_array_interface__")
-        _sync_queues_of(self.device)
-        strides = None if self._strides == c_strides(self._shape, self.itemsize) else self._strides
-        address = self.address if self.nbytes else buffer.address
-        return _interop.cuda_array_interface(address, self._shape, self._dtype.str, strides, buffer._readonly)
+        return _arrayexport.cuda_array_interface(self)
 
     def _export(self, versioned: bool, copied: bool) -> Any:
-        code = _DL_CODES.get(self._dtype.kind)
-        if code is None or not self._dtype.isnative:
-            raise BufferError(f"dtype {self._dtype} has no DLPack equivalent")
-        itemsize = self.itemsize
-        if any(s % itemsize for s in self._strides):
-            raise BufferError(f"strides {self._strides} are not multiples of the item size {itemsize}")
-        buffer = self._buffer
-        if buffer._readonly and not versioned:
-            raise BufferError(f"{self!r} is read-only: only a DLPack 1.0 consumer (max_version) can be told so")
-        address = self.address if self.nbytes else buffer.address
-        capsule = _dlpack.export(
-            self,
-            address,
-            self.__dlpack_device__(),
-            self._shape,
-            tuple(s // itemsize for s in self._strides),
-            (code, itemsize * 8),
-            versioned,
-            read_only=buffer._readonly,
-            copied=copied,
-        )
-        _session.pin(buffer._ctx)
-        return capsule
-
-
-_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")  # numpy's casting rules
-
-
-def check_casting(casting: Any) -> None:
-    """INVALID_ARGUMENT for anything but one of numpy's casting rule names."""
-    if not isinstance(casting, str):
-        raise OffloadTypeError(ErrorCode.INVALID_ARGUMENT, f"casting must be one of {_CASTINGS}, got {casting!r}")
-    if casting not in _CASTINGS:
-        raise OffloadValueError(ErrorCode.INVALID_ARGUMENT, f"casting must be one of {_CASTINGS}, got {casting!r}")
-
-
-def _cast_refused(source: Any, target: Any, casting: str) -> OffloadTypeError:
-    return OffloadTypeError(
-        ErrorCode.INVALID_ARGUMENT,
-        f"copy_from: cannot convert {source} to {target} under casting={casting!r} (numpy's rule); "
-        "pass casting='unsafe' to convert anyway",
-    )
-
-
-def host_source(np: Any, source: Any, dtype: Any, shape: tuple[int, ...], casting: str) -> NDArray[Any]:
-    """``source`` as a C-contiguous host array of ``dtype`` and ``shape``: converted as
-    ``numpy.copyto(out, source, casting=casting)`` converts it (a Python scalar by its value, as
-    numpy does); INVALID_ARGUMENT naming the shapes, or the dtypes numpy refuses to convert."""
-    try:
-        host = np.asarray(source, order="C")
-    except (TypeError, ValueError) as error:
-        raise OffloadTypeError(
-            ErrorCode.INVALID_ARGUMENT, f"copy_from: a {type(source).__name__} is not an array numpy can read: {error}"
-        ) from None
-    if host.shape != shape:
-        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"source shape {host.shape} does not match the array's {shape}")
-    if host.dtype == dtype:
-        return host  # type: ignore[no-any-return]
-    out = np.empty(shape, dtype)
-    try:
-        np.copyto(out, source if type(source) in (int, float, complex, bool) else host, casting=casting)
-    except TypeError:
-        raise _cast_refused(host.dtype, dtype, casting) from None
-    except ValueError as error:  # a value numpy cannot convert (a string that is not a number)
-        raise OffloadValueError(ErrorCode.INVALID_ARGUMENT, f"copy_from: {error}") from None
-    return out  # type: ignore[no-any-return]
-
-
-def _export(host: Any, versioned: bool, copied: bool) -> Any:
-    """Export a numpy array's memory (a host copy we made) as a CPU tensor."""
-    holder = Buffer.wrap(host.ctypes.data, max(host.nbytes, 1), host_device(), AllocType.HOST, owner=host)
-    return Array(holder, host.shape, host.dtype, host.strides)._export(versioned, copied)
-
-
-def _sync_queues_of(device: Device) -> None:
-    for queue in list(_live_queues):
-        if queue.device == device and not queue.closed:
-            queue.sync()
-
-
-def register_queue(queue: Any) -> None:
-    """Record one of the layer's queues (DLPack exports of its device wait for it)."""
-    _live_queues.add(queue)
-
-
-# --- constructors -----------------------------------------------------------------------------
-
-
-def empty(
-    shape: int | tuple[int, ...],
-    dtype: DTypeLike = "float32",
-    device: Device | str | None = None,
-    kind: AllocType | str = AllocType.DEVICE,
-    *,
-    context: Context | None = None,
-) -> Array:
-    """A new uninitialised Array on ``device`` (its Buffer owns the allocation, in ``context``:
-    default the platform's default context)."""
-    np = _numpy()
-    dims = as_shape(shape)
-    dt = as_dtype(np, dtype)
-    nbytes = dt.itemsize
-    for n in dims:
-        nbytes *= n
-    buffer = Buffer(max(nbytes, 1), None if device is None else as_device(device), as_kind(kind), context=context)
-    return Array(buffer, dims, dt)
-
-
-def to_device(
-    source: Any,
-    device: Device | str | None = None,
-    kind: AllocType | str = AllocType.DEVICE,
-    *,
-    queue: Queue | None = None,
-    context: Context | None = None,
-) -> Array:
-    """A copy of ``source`` (a numpy array, anything ``numpy.asarray`` takes, or an Array) on
-    ``device``, its memory owned by ``context`` (default: the platform's default context).
-
-    Object arrays (Python references) are refused: INVALID_ARGUMENT naming the dtype.
-    """
-    np = _numpy()
-    if isinstance(source, Array):
-        out = empty(source.shape, source.dtype, device, kind, context=context)
-        out.copy_from(source if source.is_contiguous else source.to_numpy(), queue=queue)
-        return out
-    host = np.asarray(source, order="C")
-    as_dtype(np, host.dtype)
-    out = empty(host.shape, host.dtype, device, kind, context=context)
-    out.copy_from(host, queue=queue)
-    return out
+        return _arrayexport.export(self, versioned, copied)

@@ -7,7 +7,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._api.flat import Context as ContextHandle
-from .._api.flat import olMemFill, olMemFree, olMemPrefetch, olMemcpy
+from .._api.flat import olMemFree, olMemPrefetch, olMemcpy
 from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
 from .._values.errors import OffloadError, OffloadValueError
 from .._api.sessions import session_cell
@@ -17,7 +17,7 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 from ._makers import MAKERS
-from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, wrong_type
+from ._memory import allocate, as_kind, as_size, dlpack_device, fill_range, memcpy, wrong_type
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -298,17 +298,7 @@ class Buffer:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"
             ) from None
-        check_queue(queue)
-        address = self.writable_address("fill")
-        if queue is None and self._finalizer is None and not self._device.is_host:
-            # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
-            # cannot tell its device, so the fill goes through a queue of this Buffer's device
-            with MAKERS.queue(self._device) as own:
-                olMemFill(own.handle, address, data, self._size)
-            return
-        olMemFill(None if queue is None else queue.handle, address, data, self._size)
-        if queue is not None:
-            queue._hold(self)
+        fill_range(self, 0, data, self._size, queue)
 
     def prefetch(self, queue: Queue, *, to_host: bool = False) -> None:
         """Hint that the memory moves to the queue's device (or, ``to_host``, to the host) in
@@ -402,18 +392,3 @@ def stale_details(buffer: Buffer, ctx: Session) -> str:
     if _session.forked_from_parent(ctx):
         return f"{buffer!r}: {_session.FORKED}"
     return f"{buffer!r} belongs to an offload session that has ended (olShutDown); its memory was released"
-
-
-def memcpy(
-    queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, nbytes: int, keep: Any
-) -> None:
-    """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
-    check_queue(queue)
-    if not nbytes:
-        return
-    if queue is None:
-        olMemcpy(None, dst, dst_device.handle, src, src_device.handle, nbytes)
-        return
-    olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
-    queue._hold(keep)
-

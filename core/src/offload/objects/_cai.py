@@ -10,7 +10,8 @@ from .._values.enums import AllocType, ErrorCode, PlatformBackend
 from .._values.errors import OffloadError
 from .._api.sessions import foreign_stream_sync
 from . import _dlpack, _session
-from ._array import _NUMPY_KINDS, Array, _numpy, to_device
+from ._array import _NUMPY_KINDS, Array, _numpy
+from ._creation import to_device
 from ._rect import byte_span, c_strides
 from ._buffer import Buffer
 from ._discovery import Device, as_device, devices, host_device

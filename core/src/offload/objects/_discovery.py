@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import operator
 import os
+from contextvars import ContextVar
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -17,6 +17,7 @@ from .._api.sessions import current_session, spread_over_ranks
 from .._values.types import Dimensions
 from . import _session
 from ._makers import MAKERS
+from ._names import as_backend, platform_named
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from ._queue import Queue
 
 DEFAULT_DEVICE_ENV = "OFFLOAD_DEVICE"
+_SCOPE: ContextVar[tuple[Device, ...]] = ContextVar("offload_device_scope", default=())  # ``with device:`` blocks
 
 E = TypeVar("E", PlatformInfo, DeviceInfo)
 _SKIPPED = (ErrorCode.UNIMPLEMENTED, ErrorCode.UNSUPPORTED)
@@ -242,6 +244,16 @@ class Device:
         cached) and load it."""
         return MAKERS.program(self, build(source, self._handle, options))
 
+    def __enter__(self) -> Device:
+        """``with device:`` makes it the default device (``default_device()``, so of every object
+        made without one) inside the block, for this thread or asyncio task only (contextvars)."""
+        _SCOPE.set((*_SCOPE.get(), self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        scope = _SCOPE.get()
+        _SCOPE.set(scope[:-1] if scope and scope[-1] is self else tuple(d for d in scope if d is not self))
+
     def __repr__(self) -> str:
         return f"<offload.objects.Device {self.id} {self.name!r}>"
 
@@ -280,7 +292,7 @@ def _by_id(text: str) -> Device:
     """The device ``"platform[:index]"`` (INVALID_DEVICE naming the platforms, or the index, that is wrong)."""
     name, colon, index = text.partition(":")
     ctx = _session.acquire()
-    platform = _platform_named(ctx, name, f"no device {text!r}: ", ErrorCode.INVALID_DEVICE)
+    platform = platform_named(ctx, name, f"no device {text!r}: ", ErrorCode.INVALID_DEVICE)
     if colon and not (index.isascii() and index.isdigit()):
         raise OffloadValueError(
             ErrorCode.INVALID_DEVICE, f"no device {text!r}: the index must be a non-negative integer, got {index!r}"
@@ -292,25 +304,6 @@ def _by_id(text: str) -> Device:
             ErrorCode.INVALID_DEVICE, f"no device {text!r} (platform {name!r} has {len(found)} devices)"
         )
     return _device(found[position])
-
-
-def _platform_named(ctx: Any, name: str, prefix: str = "", code: ErrorCode = ErrorCode.INVALID_ARGUMENT) -> Any:
-    """The platform handle called ``name``: the exact name, else the one name equal ignoring case
-    (``"HOST"`` is ``"host"``, as the ``backend=`` names are); ``code`` naming the platforms there
-    are otherwise (after ``prefix``)."""
-    handles = list(ctx.platforms)
-    for handle in handles:
-        if handle.name == name:
-            return handle
-    folded = [h for h in handles if h.name.casefold() == name.casefold()]
-    if len(folded) == 1:
-        return folded[0]
-    there = ", ".join(repr(h.name) for h in handles) or "none"
-    raise OffloadValueError(
-        code,
-        f"{prefix}no platform {name!r}: the platforms are {there} (`offload backends` says which backends are "
-        "installed and why one did not load)",
-    )
 
 
 def platforms() -> list[Platform]:
@@ -330,30 +323,14 @@ def devices(platform: str | Platform | None = None, backend: PlatformBackend | s
         if isinstance(platform, Platform):
             handle = platform.handle
         elif isinstance(platform, str):
-            handle = _platform_named(ctx, platform)
+            handle = platform_named(ctx, platform)
         else:
             raise OffloadTypeError(
                 ErrorCode.INVALID_ARGUMENT, f"platform must be a name or Platform, got {type(platform).__name__} {platform!r}"
             )
         chosen = [d for d in chosen if d.platform is handle]
     if backend is not None:
-        if isinstance(backend, str):
-            try:
-                backend = PlatformBackend[backend.upper()]
-            except KeyError:
-                names = ", ".join(b.name.lower() for b in PlatformBackend)
-                raise OffloadValueError(
-                    ErrorCode.INVALID_ENUMERATION, f"unknown backend {backend!r} (one of {names})"
-                ) from None
-        elif not isinstance(backend, PlatformBackend):
-            try:
-                backend = PlatformBackend(operator.index(backend))
-            except TypeError:
-                raise OffloadTypeError(
-                    ErrorCode.INVALID_ENUMERATION, f"backend must be a PlatformBackend or its name, got {backend!r}"
-                ) from None
-            except ValueError:
-                raise OffloadValueError(ErrorCode.INVALID_ENUMERATION, f"unknown backend {backend!r}") from None
+        backend = as_backend(backend)
         chosen = [d for d in chosen if d.platform.kind == backend]
     return [_device(d) for d in chosen]
 
@@ -361,12 +338,16 @@ def devices(platform: str | Platform | None = None, backend: PlatformBackend | s
 def default_device() -> Device:
     """The device this process should use when none is named.
 
+    The device of the innermost ``with device:`` block of this thread (or task), else
     ``$OFFLOAD_DEVICE`` ("platform[:index]") if set; else a device of the preferred platform (the
     first accelerator platform, else the host): under a launcher, the one of this process's local
     rank (``OMPI_COMM_WORLD_LOCAL_RANK``, ``MPI_LOCALRANKID``, ``PMI_LOCAL_RANK``,
     ``SLURM_LOCALID``, ``LOCAL_RANK``, or Ray's assigned GPU; see ``offload._core.ranks``) modulo the
     platform's device count, otherwise its first device.
     """
+    scope = _SCOPE.get()
+    if scope:
+        return scope[-1]
     wanted = os.environ.get(DEFAULT_DEVICE_ENV)
     if wanted:
         return _by_id(wanted)

@@ -1,18 +1,23 @@
 """Memory of the object layer below ``Buffer``: sizes, shapes, dtypes and kinds as the layer
-takes them, the DLPack device of each kind of memory, and the flat allocation of a Buffer."""
+takes them, the DLPack device of each kind of memory, and the flat calls on a Buffer's memory
+(its allocation, fills, copies that keep their operands alive on a queue)."""
 
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._values.enums import AllocType, ErrorCode, PlatformBackend
 from .._values.errors import OffloadError, OffloadTypeError
 from .._api.flat import Context as ContextHandle
-from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost
+from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost, olMemcpy, olMemFill
 from . import _dlpack
 from ._discovery import Device
 from ._makers import MAKERS
+
+if TYPE_CHECKING:
+    from ._buffer import Buffer
+    from ._queue import Queue
 
 
 def as_size(value: Any, what: str) -> int:
@@ -121,3 +126,33 @@ def as_shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, tuple | list):
         return tuple(as_size(n, f"shape[{i}]") for i, n in enumerate(shape))
     return (as_size(shape, "shape"),)
+
+
+def fill_range(buffer: Buffer, offset: int, pattern: bytes, size: int, queue: Queue | None) -> None:
+    """``olMemFill`` of ``size`` bytes of ``buffer`` from ``offset`` with ``pattern`` (``size`` a
+    multiple of its length), synchronously or on ``queue`` (which keeps the Buffer alive)."""
+    check_queue(queue)
+    address = buffer.writable_address("fill") + offset
+    if queue is None and buffer._finalizer is None and not buffer._device.is_host:
+        # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
+        # cannot tell its device, so the fill goes through a queue of this Buffer's device
+        with MAKERS.queue(buffer._device) as own:
+            olMemFill(own.handle, address, pattern, size)
+        return
+    olMemFill(None if queue is None else queue.handle, address, pattern, size)
+    if queue is not None:
+        queue._hold(buffer)
+
+
+def memcpy(
+    queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, nbytes: int, keep: Any
+) -> None:
+    """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
+    check_queue(queue)
+    if not nbytes:
+        return
+    if queue is None:
+        olMemcpy(None, dst, dst_device.handle, src, src_device.handle, nbytes)
+        return
+    olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
+    queue._hold(keep)

@@ -28,7 +28,8 @@ from typing import Any
 
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
-from ._array import Array, _numpy, _sync_queues_of
+from ._array import Array, _numpy
+from ._arrayexport import sync_queues_of
 from ._buffer import Buffer
 from ._memory import host_readable
 
@@ -75,7 +76,7 @@ def mpi_buffer(obj: Array | Buffer) -> Array | Buffer:
     ``$OFFLOAD_MPI_GPU_AWARE``.
     """
     view = _view(obj)
-    _sync_queues_of(view.device)
+    sync_queues_of(view.device)
     if host_readable(view.device, view.buffer.kind):
         return obj
     platform = view.device.platform.name
@@ -96,7 +97,7 @@ def host_staging(obj: Array | Buffer, *, copy_back: bool = True) -> Iterator[Any
     can read it, else a host copy that is written back into ``obj`` when the block ends without an
     exception (``copy_back=False``: a send buffer, nothing to write back)."""
     view = _view(obj)
-    _sync_queues_of(view.device)
+    sync_queues_of(view.device)
     if view.buffer.host_accessible:
         yield _numpy().from_dlpack(view)
         return

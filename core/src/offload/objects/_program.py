@@ -29,6 +29,7 @@ from ._discovery import Device, as_device
 from ._buffer import CLOSES, Buffer
 from ._compiled_memo import relaunching
 from ._memory import check_queue, wrong_type
+from ._bysize import by_classes
 from ._packing import Packer
 from ._signature import Pointee, declared_signature
 from ._params import kernel_params
@@ -227,10 +228,13 @@ class Kernel:
             pointees = _reported_pointees(name, reported, pointees)
         self._packer = None if params is None else Packer(name, params, pointees, self._device_handle)
         packer = self._packer if self._packer is not None else Packer(name, ())
-        self._launcher = packer.compile_launcher(self._device_handle, self._handle)
+        if params is not None and any(p.kind == "bytes" for p in params):  # sizes only: by the arguments' classes
+            self._launcher, self._memo_positions = by_classes(name, params, pointees, self._device_handle, self._handle)
+        else:
+            self._launcher = packer.compile_launcher(self._device_handle, self._handle)
+            self._memo_positions = packer.memo_positions() if self._packer is not None else None
         self._memo: tuple[Any, ...] = NO_MEMO
         self._memo_previous: tuple[Any, ...] = NO_MEMO
-        self._memo_positions = None if self._packer is None else self._packer.memo_positions()
 
     @property
     def handle(self) -> SymbolHandle:

@@ -28,12 +28,13 @@ from .._api.sessions import session_cell, session_of
 from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
-from ._array import Array, register_queue
-from ._buffer import CLOSES, Buffer, endpoint, fast_copy, memcpy
+from ._array import Array
+from ._arrayexport import register_queue
+from ._buffer import CLOSES, Buffer, endpoint, fast_copy
 from ._compiled_copy import QUEUE_COPY, copying
 from ._compiled_copy import configure as configure_copies
 from ._compiled_memo import configure, relaunching
-from ._memory import wrong_type
+from ._memory import memcpy, wrong_type
 from ._program import Kernel, same_call
 
 if TYPE_CHECKING:
@@ -221,6 +222,12 @@ class Event(_session.HandleOwner[EventHandle]):
         if not isinstance(end, Event):
             raise wrong_type("end", "an offload.objects.Event (queue.record())", end, ErrorCode.INVALID_EVENT)
         return olGetEventElapsedTime(self._handle, end.handle)
+
+    def __sub__(self, start: Event) -> float:
+        """``end - start``: the milliseconds from ``start`` to this event (``start.elapsed_time(end)``)."""
+        if not isinstance(start, Event):
+            return NotImplemented
+        return start.elapsed_time(self)
 
     def close(self) -> None:
         self._finalizer()

@@ -95,7 +95,7 @@ def tables(abi_name: str) -> tuple[tuple[Callable[..., Any], ...], tuple[Callabl
 def init(c_traces: bool) -> tuple[bool, bool]:
     """olInit; (tracing, validating) of the session. ``c_traces``: the library prints liboffload's
     trace lines itself, so offload's own tracer stays off for this session (OFFLOAD_TRACE hidden)."""
-    from offload._core.runtime import STATE
+    from offload._core.session import STATE
 
     hidden = os.environ.pop("OFFLOAD_TRACE", None) if c_traces else None
     try:

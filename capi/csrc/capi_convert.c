@@ -133,7 +133,10 @@ static __thread PyObject *last_launch;
 PyObject *capi_launch_size(const ol_kernel_launch_size_args_t *a, ol_result_t *res) {
     if (!a) Py_RETURN_NONE;
     if (last_launch && memcmp(&last_args, a, sizeof *a) == 0) { Py_INCREF(last_launch); return last_launch; }
-    PyObject *made = PyObject_CallFunction(capi_launch_class, "n(III)(III)n", (Py_ssize_t)a->Dimensions,
+    /* liboffload does not read Dimensions (every axis of NumGroups and GroupSize is used): a zeroed
+       or out-of-range one is taken as 3, which means the same, instead of offload's refusal */
+    Py_ssize_t dimensions = a->Dimensions >= 1 && a->Dimensions <= 3 ? (Py_ssize_t)a->Dimensions : 3;
+    PyObject *made = PyObject_CallFunction(capi_launch_class, "n(III)(III)n", dimensions,
                                                  a->NumGroups.x, a->NumGroups.y, a->NumGroups.z,
                                                  a->GroupSize.x, a->GroupSize.y, a->GroupSize.z,
                                                  (Py_ssize_t)a->DynSharedMemory);

@@ -82,6 +82,11 @@ int main(int argc, char **argv) {
     CHECK(olSyncQueue(queue));
     for (int i = 0; i < N; i++)
         if (y[i] != 2.0f * (float)i + 1.0f) { printf("FAIL y[%d] = %g\n", i, y[i]); return 1; }
+    ol_kernel_launch_size_args_t unread = {0, {(N + 63) / 64, 1, 1}, {64, 1, 1}, 0}; /* Dimensions unset */
+    args.a = 1.0f;
+    CHECK(olLaunchKernel(NULL, host, saxpy, &args, sizeof args, &unread)); /* y = x + (2x + 1) */
+    for (int i = 0; i < N; i++)
+        if (y[i] != 3.0f * (float)i + 1.0f) { printf("FAIL y[%d] = %g after the second saxpy\n", i, y[i]); return 1; }
     ol_kernel_launch_size_args_t empty = {1, {0, 1, 1}, {64, 1, 1}, 0};
     FAILS(olLaunchKernel(queue, host, saxpy, &args, sizeof args, &empty), OL_ERRC_INVALID_SIZE);
 

@@ -1,4 +1,4 @@
-"""The benchmark scripts still run: ``benchmarks/bench_host.py --quick`` and
+"""The benchmark scripts still run: ``benchmarks/bench_host.py --quick``, ``bench_tracing.py --quick`` and
 ``benchmarks/bench_peer_pocl.py --quick`` (skipped without PyOpenCL) and ``bench_startup.py --quick``
 in a subprocess."""
 
@@ -140,3 +140,23 @@ def test_startup_quick_json() -> None:
         assert figures["backends"]["host"][0] == 1
     assert results["host only"]["heavy_modules"] == []
     assert results["passed"] == (results["all backends"]["total_s"] <= results["target_s"])
+
+
+def test_tracing_quick_json() -> None:
+    """benchmarks/bench_tracing.py --quick: every mode's per-call costs, the timeline's bytes per
+    call, memory growth and merge throughput, and the liboffload 22 peer (or why it was skipped)."""
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT.with_name("bench_tracing.py")), "--quick", "--json"],
+        capture_output=True, text=True, env=child_environ("OFFLOAD_"), timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = json.loads(proc.stdout)
+    assert set(results["modes"]) >= {"off", "text", "json", "timeline", "timeline-json"}
+    for mode, entry in results["modes"].items():
+        assert entry["launch_ns"] > 0 and entry["info_ns"] > 0, mode
+    assert 0 < results["modes"]["timeline"]["bytes_per_call"] < results["modes"]["timeline-json"]["bytes_per_call"]
+    assert results["growth"]["calls"] > 0 and results["growth"]["rss_after_kib"] > 0
+    assert results["merge"]["mb_per_s"] > 0
+    peer = results["peer"]
+    assert "skipped" in peer or (peer["off_ns"] > 0 and peer["traced_ns"] > peer["off_ns"])
+    assert len(results["checks"]) == 4 + ("skipped" not in peer)

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,11 +52,22 @@ def _env(trace: str) -> dict[str, str]:
     return env
 
 
+def _read(path: Path) -> dict[str, Any]:
+    """A timeline file in either form: the JSON document, or the binary file read back as one."""
+    from offload._trace.perfetto_read import load
+
+    def no_nan(text: str) -> float:
+        raise AssertionError(f"{text} in {path}")
+
+    return json.loads(path.read_text(), parse_constant=no_nan) if path.suffix == ".json" else load(str(path))
+
+
+@pytest.mark.parametrize("form", ["pftrace", "json"])  # Perfetto's binary trace (the default), and the JSON option
 @pytest.mark.parametrize(("ranks", "stagger"), [(2, 0.5), (4, 0.4)])
-def test_mpi_saxpy_and_its_merged_timeline(ranks: int, stagger: float, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_mpi_saxpy_and_its_merged_timeline(ranks: int, stagger: float, form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prefix = _mpirun()
     argv = [*prefix, "-n", str(ranks), sys.executable, str(EXAMPLE), "--n", str(N_PER_RANK), "--stagger", str(stagger)]
-    proc = run_bounded(argv, _env(f"perfetto:{tmp_path}/rank{{rank}}.json"), tmp_path, RUN_TIMEOUT)
+    proc = run_bounded(argv, _env(f"perfetto:{tmp_path}/rank{{rank}}.{form}"), tmp_path, RUN_TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-5000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     total = N_PER_RANK * ranks
@@ -63,15 +75,11 @@ def test_mpi_saxpy_and_its_merged_timeline(ranks: int, stagger: float, tmp_path:
     assert result["sum"] == A * total * (total - 1) / 2 + total  # every rank checked every element itself
     assert result["devices"] == ["host:0"] * ranks
 
-    files = sorted(tmp_path.glob("rank*.json"))
-    assert [f.name for f in files] == [f"rank{r}.json" for r in range(ranks)]
-    job = tmp_path / "job.json"
+    files = sorted(tmp_path.glob(f"rank*.{form}"))
+    assert [f.name for f in files] == [f"rank{r}.{form}" for r in range(ranks)]
+    job = tmp_path / f"job.{form}"
     assert main(["trace", "merge", *map(str, files), "-o", str(job)]) == 0
-
-    def no_nan(text: str) -> float:
-        raise AssertionError(f"{text} in the merged file")
-
-    merged = json.loads(job.read_text(), parse_constant=no_nan)
+    merged = _read(job)
     events = merged["traceEvents"]
     assert all({"name", "ph", "pid", "tid"} <= set(e) for e in events)
     processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
@@ -91,7 +99,7 @@ def test_mpi_saxpy_and_its_merged_timeline(ranks: int, stagger: float, tmp_path:
     aligned = {e["pid"] // 1000: e["ts"] for e in events if e["name"] == "olLaunchKernel"}
     own = {}
     for rank, path in enumerate(files):
-        own[rank] = next(e["ts"] for e in json.loads(path.read_text())["traceEvents"] if e["name"] == "olLaunchKernel")
+        own[rank] = next(e["ts"] for e in _read(path)["traceEvents"] if e["name"] == "olLaunchKernel")
     assert sorted(aligned) == list(range(ranks))
     aligned_spread = (max(aligned.values()) - min(aligned.values())) / 1e6
     own_spread = (max(own.values()) - min(own.values())) / 1e6

@@ -197,3 +197,33 @@ def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "Traceback" not in err, err
     assert json.loads(out.read_text())["otherData"]["merged"][0]["rank"] == 1
+
+
+def test_binary_rank_files_concatenate_into_one_timeline(tmp_path: Path, run_python: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default form: two ranks' Perfetto files merge by concatenation; read back, each rank is a
+    process group on the wall clock (rank 1 after rank 0), and one rank given twice is refused."""
+    from offload._trace.perfetto_read import load
+
+    for rank in (0, 1):
+        run_python(_RANK_JOB, env={"PMI_RANK": str(rank), "OFFLOAD_TRACE": f"perfetto:{tmp_path}/rank{{rank}}.pftrace"})
+    files = sorted(str(p) for p in tmp_path.glob("rank*.pftrace"))
+    for rank, path in enumerate(files):
+        other = load(path)["otherData"]
+        assert other["rank"] == rank and set(other["clock_anchor"]) == {"wall_ns", "perf_ns", "error_ns", "origin_ns"}
+    out = tmp_path / "job.pftrace"
+    assert main(["trace", "merge", *files, "-o", str(out)]) == 0
+    assert out.read_bytes() == b"".join(Path(f).read_bytes() for f in files)
+    merged = load(str(out))
+    names = [e["args"]["name"] for e in merged["traceEvents"] if e.get("name") == "process_name"]
+    assert any(n.startswith("rank 0: offload API") for n in names) and any(n.startswith("rank 1: device host:0") for n in names)
+    assert merged["otherData"]["merged"][1]["shift_us"] > 0
+    first = min(e["ts"] for e in merged["traceEvents"] if e.get("pid", 0) >= 1000 and "ts" in e)
+    last0 = max(e["ts"] + e.get("dur", 0) for e in merged["traceEvents"] if e.get("pid", 0) < 1000 and "ts" in e)
+    assert first > last0
+    capsys.readouterr()
+    assert main(["trace", "merge", files[0], files[0], "-o", str(tmp_path / "twice.pftrace")]) == 2
+    assert "rank 0 is also that of" in capsys.readouterr().err
+    mixed = tmp_path / "mixed.json"  # a binary file and a JSON one: merged into JSON
+    run_python(_RANK_JOB, env={"PMI_RANK": "2", "OFFLOAD_TRACE": f"perfetto:{tmp_path}/rank{{rank}}.json"})
+    assert main(["trace", "merge", files[0], str(tmp_path / "rank2.json"), "-o", str(mixed)]) == 0
+    assert [m["rank"] for m in json.loads(mixed.read_text())["otherData"]["merged"]] == [0, 2]

@@ -52,6 +52,11 @@ static offload_native_result has_pending_work(offload_native_word device, offloa
   return OFFLOAD_NATIVE_DONE;
 }
 
+static offload_native_result stamp(offload_native_word device, offload_native_word queue, uint64_t *when) {
+  (void)device;
+  return queue != 0 && hostq_submit_stamp((void *)queue, when) == 0 ? OFFLOAD_NATIVE_DONE : OFFLOAD_NATIVE_DEFER;
+}
+
 static const offload_native_entry_points ENTRY_POINTS = {
     .abi_version = OFFLOAD_NATIVE_ABI_VERSION,
     .struct_size = sizeof(offload_native_entry_points),
@@ -63,6 +68,7 @@ static const offload_native_entry_points ENTRY_POINTS = {
     .data_exchange = NULL,
     .synchronize = NULL,     /* the hook: its waits see Ctrl-C and raise the queue's errors */
     .has_pending_work = has_pending_work,
+    .stamp = stamp, /* the timeline's: when the queue reached the marker */
 };
 
 int hostentry_exec(PyObject *module) {

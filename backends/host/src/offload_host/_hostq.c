@@ -177,7 +177,7 @@ static int ev_wait_interruptible(ev_t *ev) {
 /* ------------------------------------------------------------------------------------ */
 /* Operations                                                                             */
 
-enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_RECORD, OP_WAIT, OP_CALL };
+enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_RECORD, OP_WAIT, OP_CALL, OP_STAMP };
 
 typedef struct op {
   struct op *next;
@@ -190,6 +190,7 @@ typedef struct op {
       offload_dim3_t num_groups, group_size;
       size_t dyn_mem;
       void *args; /* NULL, inline_args, or a malloc'd copy */
+      _Atomic uint64_t *stamp; /* the timeline's stamp (hostq_submit_stamp): set when it ran, or NULL */
     } launch;
     struct {
       void *dst;
@@ -203,6 +204,7 @@ typedef struct op {
     } fill;
     ev_t *ev;
     PyObject *call;
+    _Atomic uint64_t *stamp; /* OP_STAMP: where the time it was reached goes */
   } u;
   unsigned char inline_args[INLINE_ARGS];
 } op_t;
@@ -289,11 +291,21 @@ static void op_free_native(op_t *op) {
 
 /* Runs a native op; 0 on success, -1 on failure (out of memory), -3 when the device is faulted
  * (a launch that faulted, or a launch, copy or fill that was not run because it is). */
+static void stamp_now(_Atomic uint64_t *when) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  atomic_store_explicit(when, now ? now : 1, memory_order_release);
+}
+
 static int op_run_native(op_t *op) {
   switch (op->kind) {
-  case OP_LAUNCH:
-    return pool_run(op->pool, op->u.launch.kernel, op->u.launch.args, op->u.launch.num_groups,
-                    op->u.launch.group_size, op->u.launch.dyn_mem);
+  case OP_LAUNCH: {
+    int rc = pool_run(op->pool, op->u.launch.kernel, op->u.launch.args, op->u.launch.num_groups,
+                      op->u.launch.group_size, op->u.launch.dyn_mem);
+    if (op->u.launch.stamp != NULL) stamp_now(op->u.launch.stamp);
+    return rc;
+  }
   case OP_COPY:
     if (op->pool != NULL && pool_faulted(op->pool)) return -3;
     pool_copy(op->pool, op->u.copy.dst, op->u.copy.src, op->u.copy.size);
@@ -304,6 +316,7 @@ static int op_run_native(op_t *op) {
     return 0;
   case OP_RECORD: return 0; /* completed by finish_op, once counted */
   case OP_WAIT: ev_wait_native(op->u.ev); return 0;
+  case OP_STAMP: stamp_now(op->u.stamp); return 0;
   default: return 0;
   }
 }
@@ -616,10 +629,32 @@ int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, con
   op->u.launch.group_size = group_size;
   op->u.launch.dyn_mem = dyn_mem;
   op->u.launch.args = NULL; /* copied, as q_launch does: the caller may reuse its buffer */
+  op->u.launch.stamp = NULL;
   if (args_size > 0 && (op->u.launch.args = op_keep(op, args, args_size)) == NULL) {
     op_give(op);
     return 1;
   }
+  if (q_push_native((QueueObject *)queue, op) == 0) return 0;
+  op_free_native(op);
+  return 1;
+}
+
+int hostq_submit_stamp(void *queue, uint64_t *when) {
+  /* the common case costs no op: the launch just queued (still waiting) stamps itself when run */
+  QueueObject *self = queue;
+  lock_spin(&self->mu);
+  op_t *tail = self->tail;
+  if (tail != NULL && tail->kind == OP_LAUNCH && tail->u.launch.stamp == NULL && !self->released) {
+    tail->u.launch.stamp = (_Atomic uint64_t *)when;
+    pthread_mutex_unlock(&self->mu);
+    return 0;
+  }
+  pthread_mutex_unlock(&self->mu);
+  op_t *op = op_take();
+  if (op == NULL) return 1;
+  op->kind = OP_STAMP;
+  op->pool = NULL;
+  op->u.stamp = (_Atomic uint64_t *)when;
   if (q_push_native((QueueObject *)queue, op) == 0) return 0;
   op_free_native(op);
   return 1;
@@ -661,6 +696,7 @@ static PyObject *q_launch(QueueObject *self, PyObject *const *args, Py_ssize_t n
   op->u.launch.group_size = l.group_size;
   op->u.launch.dyn_mem = l.dyn_mem;
   op->u.launch.args = NULL;
+  op->u.launch.stamp = NULL;
   if (args[2] != Py_None) { /* copied: the caller may reuse its buffer once we return */
     Py_buffer view;
     if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {

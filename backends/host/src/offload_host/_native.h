@@ -88,6 +88,9 @@ int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, con
                         offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem);
 /* Whether a native queue has work queued or running (Queue.pending). */
 int hostq_pending(void *queue);
+/* The timeline's stamp (offload_native.h): a marker storing CLOCK_MONOTONIC ns into *when once
+ * the queue reaches it; 0 appended, 1 not (the caller times the work otherwise). */
+int hostq_submit_stamp(void *queue, uint64_t *when);
 /* --- faults of kernels and the checking mode's allocations (_fault.c) --------------------------- */
 typedef struct {
   offload_kernel_fn kernel; /* the kernel that faulted */

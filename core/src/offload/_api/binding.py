@@ -50,7 +50,7 @@ def traced(ctx: Any, fn: Function, body: Callable[..., Any], args: tuple[Any, ..
     except OffloadError as error:
         ctx.tracer.emit(TracedCall(fn, args, None, error, perf_counter_ns() - start, level=ctx.api_level))
         raise
-    ctx.tracer.emit(TracedCall(fn, args, result, None, perf_counter_ns() - start, level=ctx.api_level))
+    ctx.tracer.done(fn, args, result, start, perf_counter_ns(), ctx.api_level)
     return result
 
 

@@ -7,6 +7,7 @@
  */
 #include "_fastpath.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <structmember.h>
 
@@ -328,6 +329,7 @@ static PyObject *py_configure(PyObject *m, PyObject *config) {
   if (ctx_t == NULL || map_t == NULL) return NULL;
   OFF(st_untraced, state_t, "untraced");
   OFF(st_ctx, state_t, "ctx");
+  OFF(st_recorder, state_t, "recorder");
   OFF(cx_calls, ctx_t, "calls");
   OFF(cx_allocations, ctx_t, "allocations");
   OFF(cx_api_level, ctx_t, "api_level");
@@ -385,7 +387,7 @@ static PyObject *py_entry_points_ok(PyObject *m, PyObject *capsule) {
     Py_RETURN_FALSE;
   }
   return PyBool_FromLong(ep->abi_version == OFFLOAD_NATIVE_ABI_VERSION &&
-                         ep->struct_size >= sizeof(offload_native_entry_points));
+                         ep->struct_size >= offsetof(offload_native_entry_points, stamp)); /* (stamp: later, optional) */
 }
 
 static PyMethodDef methods[] = {
@@ -400,6 +402,8 @@ static PyMethodDef methods[] = {
 static int fp_exec(PyObject *module) {
   if (PyType_Ready(&EntryType) < 0) return -1;
   if (PyModule_AddObjectRef(module, "Entry", (PyObject *)&EntryType) < 0) return -1;
+  if (PyType_Ready(&fp_recorder_type) < 0) return -1;
+  if (PyModule_AddObjectRef(module, "Recorder", (PyObject *)&fp_recorder_type) < 0) return -1;
   PyObject *names = PyTuple_New(FP_KINDS);
   if (names == NULL) return -1;
   for (int i = 0; i < FP_KINDS; ++i) {

@@ -40,7 +40,7 @@ typedef struct {
   PyObject *s_find, *s_device, *s_data_exchange, *s_implemented;
   uint64_t big_host_copy;     /* _api_memory._BIG_HOST_COPY */
   /* slot offsets */
-  Py_ssize_t st_untraced, st_ctx;
+  Py_ssize_t st_untraced, st_ctx, st_recorder;
   Py_ssize_t cx_calls, cx_allocations, cx_api_level, cx_holds, am_snapshot;
   Py_ssize_t h_ctx;
   Py_ssize_t d_backend, d_native, d_is_host, d_limits, d_entry_points, d_word;
@@ -112,6 +112,30 @@ offload_native_word fp_word(PyObject *obj, Py_ssize_t off, int *ok);
 int fp_hot_covers(int slot, PyObject *snapshot, uint64_t start, uint64_t end, PyObject *device);
 /* A non-negative exact int below 2**64 into *out; 0 (no exception) otherwise. */
 int fp_u64(PyObject *obj, uint64_t *out);
+
+/* The timeline's recorder (_tracerec.c): offload._fastpath.Recorder, and one slice appended to
+ * it (0, or -1 with an exception set). */
+extern PyTypeObject fp_recorder_type;
+int fp_rec_slice(PyObject *recorder, uint64_t track, uint32_t name, uint32_t cat, uint64_t begin, uint64_t end,
+                 uint64_t flow_out, uint64_t flow_in, const uint64_t *values, uint32_t nvalues);
+/* A new flow id of the recorder. */
+uint64_t fp_rec_flow(PyObject *recorder);
+/* Work on FIFO `queue` (its handle into *handle): the work record, whose `end` the queue's stamp
+ * may write (it stays in place until drawn); NULL with an exception set. */
+void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t cat, uint64_t submit, uint64_t flow_out,
+                  uint64_t flow_in, uint64_t flow_in2, const uint64_t *values, uint32_t nvalues, uint64_t *handle);
+/* Where a work record's end (uint64, 0 until known) is: for a backend's stamp entry point. */
+uint64_t *fp_rec_work_end(void *work);
+/* The recorder's dicts and olLaunchKernel's iid, for the compiled launch. */
+PyObject *fp_rec_kernels(PyObject *recorder);
+PyObject *fp_rec_threads(PyObject *recorder);
+PyObject *fp_rec_queue_ix(PyObject *recorder);
+uint32_t fp_rec_launch_iid(PyObject *recorder);
+/* A number no other recorder of this process had (never 0). */
+uint64_t fp_rec_generation(PyObject *recorder);
+/* Calls the recorder's on_full() once it holds `limit` records (the timeline then
+ * writes a chunk); its errors are reported as unraisable, never raised. */
+void fp_rec_maybe_full(PyObject *recorder);
 
 /* The operations (_fastpath_ops.c): each returns a new reference, NULL or DEFER. */
 PyObject *fp_call(Entry *self, PyObject *const *args, Py_ssize_t nargs);

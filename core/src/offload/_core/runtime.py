@@ -129,8 +129,16 @@ def init(args: Any = None, make_tracer: TracerFactory | None = None) -> None:
         STATE.last_statuses = statuses
         STATE.ctx = ctx
         STATE.untraced = None if ctx.trace else ctx
+        STATE.recorder = _compiled_recorder(ctx.tracer)
         STATE.refcount = 1
         STATE.library_refs = int(LOCAL.library > 0)
+
+
+def _compiled_recorder(tracer: Any) -> Any:
+    """The tracer's timeline recorder where it is the compiled one (``_fastpath.Recorder``: the
+    compiled path then records its launches itself), else None."""
+    recorder = getattr(getattr(tracer, "timeline", None), "recorder", None)
+    return recorder if type(recorder).__module__ == "offload._compiled._fastpath" else None
 
 
 def shutdown() -> bool:
@@ -158,6 +166,7 @@ def shutdown() -> bool:
             if STATE.refcount:
                 return not library and STATE.refcount == STATE.library_refs
             STATE.untraced = None
+            STATE.recorder = None
             STATE.ctx = None
         teardown(ctx, errors, interrupts, LOCAL.iterating, WAITS if LOCAL.queue is not None else frozenset(), sigints,
                  LOCAL.queue)  # fmt: skip

@@ -44,6 +44,9 @@ class CallTracer(Protocol):
 
     def emit(self, call: Any) -> None: ...
 
+    def done(self, fn: Any, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call that succeeded (the common case, without building the emitted record)."""
+
 
 TracerFactory = Callable[[Callable[[int], "Device | None"]], "CallTracer | None"]
 """Makes a session's tracer (None: no tracing), given the lookup of an address's device."""
@@ -108,7 +111,7 @@ class Session:
 
 
 class _State:
-    __slots__ = ("ctx", "untraced", "refcount", "library_refs", "lock", "last_statuses", "forked_from")
+    __slots__ = ("ctx", "untraced", "recorder", "refcount", "library_refs", "lock", "last_statuses", "forked_from")
 
     def __init__(self) -> None:
         self.forked_from = 0  # the parent's pid when this process was forked inside a session
@@ -116,6 +119,7 @@ class _State:
         # ctx when it does not trace, else None: the entry points' one read and test (a tracing
         # or uninitialised library takes their slow branch, which reads ctx)
         self.untraced: Session | None = None
+        self.recorder: Any = None  # the session's compiled timeline recorder (_fastpath.Recorder), when it has one
         self.refcount = 0
         self.library_refs = 0  # the references among refcount that the library holds itself (library_reference)
         self.lock = threading.Lock()
@@ -153,6 +157,7 @@ def _after_fork_in_child() -> None:
         STATE.forked_from = STATE.forked_from or os.getppid()
         STATE.ctx = None
         STATE.untraced = None
+        STATE.recorder = None
         STATE.refcount = 0
         STATE.library_refs = 0
 

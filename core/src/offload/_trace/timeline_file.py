@@ -106,5 +106,5 @@ def path_from_setting(setting: str) -> str | None:
         return None
     path = path.strip()
     if not path:
-        path = "offload-trace-{pid}.json"
+        path = "offload-trace-{pid}.pftrace"
     return os.path.abspath(os.path.expanduser(_ranks.expand(path)))

@@ -9,7 +9,9 @@ liboffload's format, so that C and Python traces compare line by line (addresses
 
 ``OFFLOAD_TRACE=json`` prints one JSON object per call instead, with the keys ``api``, ``args``,
 ``result``, ``details``, ``elapsed_ns`` and ``thread``. ``OFFLOAD_TRACE=perfetto`` (or
-``perfetto:PATH``) prints nothing per call and writes a timeline file instead (``_timeline``).
+``perfetto:PATH``) prints nothing per call and writes a timeline file instead: Perfetto's binary
+trace, streamed (``timeline_stream``), or the trace-event JSON where PATH ends in ``.json``
+(``_timeline``).
 
 How each parameter prints, as liboffload's printer prints it: ``params``.
 
@@ -99,6 +101,10 @@ class Tracer:
     def __init__(self, logger: Any) -> None:
         self._logger = logger
 
+    def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call of ``fn`` that succeeded (the entry points' common case)."""
+        self.emit(TracedCall(fn, args, result, None, end_ns - start_ns, level=level))
+
     def emit(self, call: TracedCall) -> None:
         try:
             params = call.params()
@@ -126,6 +132,10 @@ class TimelineTracer:
     def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
         self.timeline = Timeline(path, owner_of)
 
+    def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call of ``fn`` that succeeded (the entry points' common case)."""
+        self.emit(TracedCall(fn, args, result, None, end_ns - start_ns, level=level))
+
     def emit(self, call: TracedCall) -> None:
         end = perf_counter_ns()
         name, error, final = call.name, call.error, call.final
@@ -150,6 +160,39 @@ class TimelineTracer:
 OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off
 
 
+class StreamTracer(TimelineTracer):
+    """Records each traced call on a ``timeline_stream.StreamTimeline`` (the Perfetto binary file,
+    appended in chunks); the final ``olShutDown`` writes the last chunk and closes the file."""
+
+    __slots__ = ()
+
+    def __init__(self, path: str, owner_of: Callable[[int], Device | None]) -> None:
+        from .timeline_stream import StreamTimeline
+
+        self.timeline = StreamTimeline(path, owner_of)
+
+    def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call of ``fn`` that succeeded: recorded without a TracedCall (no parameters are shown)."""
+        timeline: Any = self.timeline
+        try:
+            timeline.record_call(fn.name, args, result, None, start_ns, end_ns, False)
+        except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
+            timeline.warn(f"could not record {fn.name}", exc)
+
+    def emit(self, call: TracedCall) -> None:
+        end = perf_counter_ns()
+        final = call.final
+        timeline: Any = self.timeline
+        try:
+            timeline.record_call(call.name, call.args, call.result, call.error, end - call.elapsed_ns, end, final)
+        except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
+            timeline.warn(f"could not record {call.name}", exc)
+        if final:
+            timeline.write()
+        elif call.closes_window:
+            timeline.flush()
+
+
 def tracer_from_environment(
     setting: str | None, owner_of: Callable[[int], Device | None]
 ) -> Tracer | TimelineTracer | None:
@@ -161,8 +204,8 @@ def tracer_from_environment(
     if setting is None or setting.strip().lower() in OFF_VALUES:
         return None
     path = path_from_setting(setting)
-    if path is not None:
-        return TimelineTracer(path, owner_of)
+    if path is not None:  # the file's name says its format: .json the trace-event JSON, else Perfetto's protobuf
+        return TimelineTracer(path, owner_of) if path.lower().endswith(".json") else StreamTracer(path, owner_of)
     # imported here, not at the top: structlog takes ~50 ms to import, which `import offload`
     # without tracing (the common case) does not pay
     import structlog

@@ -1,4 +1,5 @@
-"""``offload trace FILE``: a summary of a timeline written by ``OFFLOAD_TRACE=perfetto``.
+"""``offload trace FILE``: a summary of a timeline written by ``OFFLOAD_TRACE=perfetto`` (its
+Perfetto binary form or its JSON form).
 
 Calls per API (count, total and mean time, failures), time per kernel, bytes copied per
 direction (with the throughput while copying), and per queue the busy time and the idle gaps
@@ -16,6 +17,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
+from .._trace.perfetto_read import PerfettoFormatError, decode, is_perfetto
 from ._common import _ERROR_PREFIX, EXIT_NOTHING, EXIT_OK, _print_json, format_bytes, format_table, gb_per_s
 from ._trace_merge import RankUsage, format_ranks, per_rank
 
@@ -54,13 +56,20 @@ class TraceFormatError(ValueError):
 
 
 def load_events(path: str) -> list[dict[str, Any]]:
-    """The events of a trace-event file (an object with ``traceEvents``, or a bare list).
+    """The events of a timeline file: Perfetto's binary form (``_trace.perfetto_read``) or a trace-event
+    JSON file (an object with ``traceEvents``, or a bare list).
 
     ``OSError`` for an unreadable file, ``ValueError`` (``TraceFormatError`` included) for one
     that is not JSON, nested too deeply to parse, or not a trace-event document.
     """
     with open(path, "rb") as f:
         data = f.read()
+    if is_perfetto(data):
+        try:
+            document: Any = decode(data)
+        except PerfettoFormatError as error:
+            raise TraceFormatError(f"not a timeline's Perfetto trace: {error}") from None
+        return [e for e in document["traceEvents"] if isinstance(e, dict)]
     try:
         document = json.loads(data)
     except RecursionError:

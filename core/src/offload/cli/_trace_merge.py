@@ -1,5 +1,7 @@
 """``offload trace merge FILE... -o OUT``: one timeline for a job from its ranks' files, and the
-per-rank part of ``offload trace``'s summary.
+per-rank part of ``offload trace``'s summary. Perfetto binary files are concatenated into one
+(``_trace.perfetto_read.merge_files``: streamed, at the disk's speed); JSON files, or a mix, are merged
+into one trace-event JSON document (the binary ones decoded first).
 
 The merge itself (clock alignment, one process group per rank) is ``offload._trace.job_timeline.merge``;
 this module reads the files, reports every bad input as one line on stderr with exit status 2
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .._trace.job_timeline import MergeError, merge, rank_of_process
+from .._trace.perfetto_read import PerfettoFormatError, is_perfetto, load, merge_files
 from ._common import _ERROR_PREFIX, EXIT_NOTHING, EXIT_OK, format_table
 
 WORK = ("kernel", "memcpy", "fill", "host_function", "event_record", "event_wait")
@@ -32,10 +35,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_binary(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return is_perfetto(f.read(1))
+    except OSError as error:
+        raise MergeError(f"{path}: cannot read: {error.strerror or error}") from None
+
+
 def _load(path: str) -> Any:
     try:
+        if _is_binary(path):
+            return load(path)
         with open(path) as f:
             return json.load(f)
+    except PerfettoFormatError as error:
+        raise MergeError(f"{path}: not a timeline's Perfetto trace: {error}") from None
     except OSError as error:
         raise MergeError(f"{path}: cannot read: {error.strerror or error}") from None
     except (ValueError, RecursionError) as error:  # JSONDecodeError, UnicodeDecodeError
@@ -50,6 +65,8 @@ def cmd_merge(argv: list[str], out: TextIO) -> int:
     except SystemExit as exit_:  # --help (0) or a usage error argparse printed (2)
         return exit_.code if isinstance(exit_.code, int) else EXIT_NOTHING
     try:
+        if all(_is_binary(path) for path in args.files):  # concatenated, streamed
+            return _report(merge_files(args.files, args.output), args.output, out)
         document = merge([(path, _load(path)) for path in args.files])
         tmp = f"{args.output}.{os.getpid()}.tmp"
         try:
@@ -65,11 +82,15 @@ def cmd_merge(argv: list[str], out: TextIO) -> int:
     except MergeError as error:
         print(f"{_ERROR_PREFIX}trace merge: {error}", file=sys.stderr)
         return EXIT_NOTHING
-    ranks = document["otherData"]["merged"]
+    return _report(document["otherData"]["merged"], args.output, out)
+
+
+def _report(ranks: list[dict[str, Any]], output: str, out: TextIO) -> int:
     try:
-        print(f"offload trace merge: {len(ranks)} rank(s) into {args.output}", file=out)
+        print(f"offload trace merge: {len(ranks)} rank(s) into {output}", file=out)
         for item in ranks:
-            print(f"  rank {item['rank']}: {item['file']} shifted {item['shift_us'] / 1e3:+.3f} ms (anchor error {item['anchor_error_us']:.3f} us)", file=out)
+            rank = item["rank"] if item["rank"] is not None else "?"
+            print(f"  rank {rank}: {item['file']} shifted {item['shift_us'] / 1e3:+.3f} ms (anchor error {item['anchor_error_us']:.3f} us)", file=out)
         out.flush()
     except BrokenPipeError:  # `offload trace merge ... | head -1`: the file is written all the same
         try:

@@ -73,6 +73,12 @@ typedef offload_native_result (*offload_native_synchronize_fn)(offload_native_wo
 typedef offload_native_result (*offload_native_has_pending_work_fn)(
     offload_native_word device, offload_native_word queue, int *pending);
 
+/* Optional (the core reads it only where struct_size covers it): enqueue on `queue` a marker that,
+ * when the queue reaches it (all earlier work done), stores the CLOCK_MONOTONIC time in ns into
+ * *when with a release store; *when stays valid until written (or the queue is released without
+ * running it). The timeline times the compiled path's work with it. */
+typedef offload_native_result (*offload_native_stamp_fn)(offload_native_word device, offload_native_word queue, uint64_t *when);
+
 typedef struct offload_native_entry_points {
   uint32_t abi_version; /* OFFLOAD_NATIVE_ABI_VERSION: the core refuses (uses the Python hooks for) another */
   uint32_t struct_size; /* sizeof(offload_native_entry_points) as the backend was built */
@@ -82,6 +88,7 @@ typedef struct offload_native_entry_points {
   offload_native_data_exchange_fn data_exchange;
   offload_native_synchronize_fn synchronize;
   offload_native_has_pending_work_fn has_pending_work;
+  offload_native_stamp_fn stamp; /* added after ABI 1's first members: present when struct_size covers it */
 } offload_native_entry_points;
 
 #endif /* OFFLOAD_NATIVE_H */

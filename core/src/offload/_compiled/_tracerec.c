@@ -1,0 +1,511 @@
+/* _tracerec.c - offload._compiled._fastpath.Recorder: the timeline's slices as fixed-size records, encoded
+ * as Perfetto TrackEvent packets only when a chunk is taken (see _perfetto.py, whose PyRecorder is
+ * the pure-Python twin: same methods, byte-identical output).
+ *
+ * A record is 128 bytes: track uuid, begin and end (perf_counter ns), flow out and in, name and
+ * category iids, and up to RECORD_VALUES (annotation name iid, unsigned value) pairs. Recording
+ * appends one under the GIL (no lock; a record is complete when the call returns); take() encodes
+ * them all (relative to the origin, on the sequence's clock 64) and empties the recorder.
+ */
+#include "_fastpath.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <unistd.h>
+#include <stddef.h>
+#include <string.h>
+#include <structmember.h>
+
+#define RECORD_VALUES 4
+
+typedef struct {
+  uint64_t track, begin, end, flow_out, flow_in, flow_in2;
+  uint32_t name, cat, nvalues, pad;
+  uint64_t values[2 * RECORD_VALUES];
+} rec_t;
+
+/* A piece of device work waiting on its queue's FIFO until its end is known (written by
+ * complete(), or by the queue itself through a backend's stamp entry point: hence atomic, and
+ * never moved while it waits: FIFOs grow by blocks). */
+typedef struct {
+  uint64_t submit;
+  _Atomic uint64_t end;
+  uint64_t flow_out, flow_in, flow_in2;
+  uint32_t name, cat, nvalues, pad;
+  uint64_t values[2 * RECORD_VALUES];
+} work_t;
+
+#define BLOCK 1024
+#define SEQ_BITS 40
+
+typedef struct {
+  uint64_t track, last_end;
+  work_t **blocks;
+  Py_ssize_t nblocks, capblocks;
+  uint64_t first, head, tail; /* seq of blocks[0][0], of the first waiting work, of the next one */
+  work_t *spare;              /* a drawn block kept for the next one (no fresh pages per block) */
+} fifo_t;
+
+typedef struct {
+  PyObject_HEAD
+  uint64_t seq, origin, flows, generation;
+  rec_t *recs;
+  Py_ssize_t count, cap;
+  fifo_t *fifos;
+  Py_ssize_t nfifos, capfifos;
+  unsigned long long launch_iid, limit;
+  PyObject *kernels, *threads, *queue_ix; /* dicts the Python side fills for the compiled path */
+  PyObject *on_full;                       /* called (by the compiled path) at `limit` records */
+} Recorder;
+
+/* --- encoding ------------------------------------------------------------------------------ */
+
+typedef struct {
+  unsigned char *p;
+} out_t;
+
+static size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v > 0x7F) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+static void put_varint(out_t *o, uint64_t v) {
+  while (v > 0x7F) {
+    *o->p++ = (unsigned char)((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  *o->p++ = (unsigned char)v;
+}
+
+static void put_vfield(out_t *o, unsigned field, uint64_t v) {
+  put_varint(o, (uint64_t)field << 3);
+  put_varint(o, v);
+}
+
+static size_t vfield_size(unsigned field, uint64_t v) { return varint_size((uint64_t)field << 3) + varint_size(v); }
+
+static uint64_t rel(const Recorder *r, uint64_t t) { return t > r->origin ? t - r->origin : 0; }
+
+/* The TrackEvent of a begin (its size first, so the length prefixes can be written). */
+static size_t begin_event_size(const rec_t *x) {
+  size_t n = vfield_size(9, 1) + vfield_size(11, x->track) + vfield_size(3, x->cat);
+  if (x->name) n += vfield_size(10, x->name);
+  for (uint32_t i = 0; i + 1 < x->nvalues; i += 2) {
+    size_t body = vfield_size(1, x->values[i]) + vfield_size(3, x->values[i + 1]);
+    n += 1 + varint_size(body) + body;
+  }
+  if (x->flow_out) n += vfield_size(47, x->flow_out);
+  if (x->flow_in) n += vfield_size(48, x->flow_in);
+  if (x->flow_in2) n += vfield_size(48, x->flow_in2);
+  return n;
+}
+
+
+static void encode(const Recorder *r, const rec_t *x, out_t *o) {
+  uint64_t b = rel(r, x->begin), e = rel(r, x->end > x->begin ? x->end : x->begin);
+  size_t ev = begin_event_size(x);
+  size_t body = vfield_size(8, b) + vfield_size(10, r->seq) + 1 + varint_size(ev) + ev;
+  *o->p++ = 0x0A;
+  put_varint(o, body);
+  put_vfield(o, 8, b);
+  put_vfield(o, 10, r->seq);
+  *o->p++ = (11 << 3) | 2;
+  put_varint(o, ev);
+  put_vfield(o, 9, 1);
+  put_vfield(o, 11, x->track);
+  if (x->name) put_vfield(o, 10, x->name);
+  put_vfield(o, 3, x->cat);
+  for (uint32_t i = 0; i + 1 < x->nvalues; i += 2) {
+    size_t ab = vfield_size(1, x->values[i]) + vfield_size(3, x->values[i + 1]);
+    *o->p++ = (4 << 3) | 2;
+    put_varint(o, ab);
+    put_vfield(o, 1, x->values[i]);
+    put_vfield(o, 3, x->values[i + 1]);
+  }
+  if (x->flow_out) put_vfield(o, 47, x->flow_out);
+  if (x->flow_in) put_vfield(o, 48, x->flow_in);
+  if (x->flow_in2) put_vfield(o, 48, x->flow_in2);
+  size_t ev2 = vfield_size(9, 2) + vfield_size(11, x->track);
+  size_t body2 = vfield_size(8, e) + vfield_size(10, r->seq) + 1 + varint_size(ev2) + ev2;
+  *o->p++ = 0x0A;
+  put_varint(o, body2);
+  put_vfield(o, 8, e);
+  put_vfield(o, 10, r->seq);
+  *o->p++ = (11 << 3) | 2;
+  put_varint(o, ev2);
+  put_vfield(o, 9, 2);
+  put_vfield(o, 11, x->track);
+}
+
+
+/* --- recording ----------------------------------------------------------------------------- */
+
+int fp_rec_slice(PyObject *recorder, uint64_t track, uint32_t name, uint32_t cat, uint64_t begin, uint64_t end,
+                 uint64_t flow_out, uint64_t flow_in, const uint64_t *values, uint32_t nvalues) {
+  Recorder *r = (Recorder *)recorder;
+  if (r->count == r->cap) {
+    Py_ssize_t cap = r->cap ? 2 * r->cap : 1024;
+    rec_t *grown = PyMem_Realloc(r->recs, (size_t)cap * sizeof(rec_t));
+    if (grown == NULL) {
+      PyErr_NoMemory();
+      return -1;
+    }
+    r->recs = grown;
+    r->cap = cap;
+  }
+  rec_t *x = &r->recs[r->count++];
+  x->track = track;
+  x->begin = begin;
+  x->end = end;
+  x->flow_out = flow_out;
+  x->flow_in = flow_in;
+  x->flow_in2 = 0;
+  x->name = name;
+  x->cat = cat;
+  x->nvalues = nvalues;
+  x->pad = 0;
+  if (nvalues) memcpy(x->values, values, nvalues * sizeof(uint64_t));
+  return 0;
+}
+
+
+/* --- device work: per-queue FIFOs ------------------------------------------------------------ */
+
+uint64_t fp_rec_flow(PyObject *recorder) {
+  Recorder *r = (Recorder *)recorder;
+  r->flows++;
+  return r->seq << 20 | (r->flows & ((1u << 20) - 1));
+}
+
+static work_t *fifo_at(fifo_t *f, uint64_t seq) {
+  uint64_t i = seq - f->first;
+  return &f->blocks[i / BLOCK][i % BLOCK];
+}
+
+void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t cat, uint64_t submit, uint64_t flow_out,
+                    uint64_t flow_in, uint64_t flow_in2, const uint64_t *values, uint32_t nvalues, uint64_t *handle) {
+  Recorder *r = (Recorder *)recorder;
+  if (queue < 0 || queue >= r->nfifos) {
+    PyErr_SetString(PyExc_IndexError, "Recorder.work: no such queue");
+    return NULL;
+  }
+  fifo_t *f = &r->fifos[queue];
+  uint64_t i = f->tail - f->first;
+  if (i / BLOCK >= (uint64_t)f->nblocks) {
+    if (f->nblocks == f->capblocks) {
+      Py_ssize_t cap = f->capblocks ? 2 * f->capblocks : 4;
+      work_t **grown = PyMem_Realloc(f->blocks, (size_t)cap * sizeof(work_t *));
+      if (grown == NULL) return PyErr_NoMemory();
+      f->blocks = grown;
+      f->capblocks = cap;
+    }
+    work_t *block = f->spare != NULL ? f->spare : PyMem_Malloc(BLOCK * sizeof(work_t));
+    if (block == NULL) return PyErr_NoMemory();
+    f->spare = NULL;
+    f->blocks[f->nblocks++] = block;
+  }
+  work_t *w = fifo_at(f, f->tail);
+  w->submit = submit;
+  atomic_store_explicit(&w->end, 0, memory_order_relaxed);
+  w->flow_out = flow_out;
+  w->flow_in = flow_in;
+  w->flow_in2 = flow_in2;
+  w->name = name;
+  w->cat = cat;
+  w->nvalues = nvalues;
+  w->pad = 0;
+  if (nvalues) memcpy(w->values, values, nvalues * sizeof(uint64_t));
+  *handle = (uint64_t)(queue + 1) << SEQ_BITS | f->tail;
+  f->tail++;
+  return w;
+}
+
+uint64_t *fp_rec_work_end(void *work) { return (uint64_t *)&((work_t *)work)->end; }
+PyObject *fp_rec_kernels(PyObject *recorder) { return ((Recorder *)recorder)->kernels; }
+PyObject *fp_rec_threads(PyObject *recorder) { return ((Recorder *)recorder)->threads; }
+PyObject *fp_rec_queue_ix(PyObject *recorder) { return ((Recorder *)recorder)->queue_ix; }
+uint64_t fp_rec_generation(PyObject *recorder) { return ((Recorder *)recorder)->generation; }
+
+uint32_t fp_rec_launch_iid(PyObject *recorder) { return (uint32_t)((Recorder *)recorder)->launch_iid; }
+
+void fp_rec_maybe_full(PyObject *recorder) {
+  Recorder *r = (Recorder *)recorder;
+  /* (work waiting on a FIFO is bounded by its queue's backpressure: only records count) */
+  if (r->on_full == NULL || r->on_full == Py_None || r->limit == 0 || (uint64_t)r->count < r->limit) return;
+  PyObject *result = PyObject_CallNoArgs(r->on_full);
+  if (result == NULL) PyErr_WriteUnraisable(r->on_full);
+  Py_XDECREF(result);
+}
+
+/* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices. */
+static int place(Recorder *r) {
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+    fifo_t *f = &r->fifos[q];
+    while (f->head < f->tail) {
+      work_t *w = fifo_at(f, f->head);
+      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
+      if (end == 0) break;
+      uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
+      if (end < begin) end = begin;
+      f->last_end = end;
+      if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
+        return -1;
+      r->recs[r->count - 1].flow_in2 = w->flow_in2;
+      f->head++;
+      if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
+        if (f->spare == NULL) f->spare = f->blocks[0];
+        else PyMem_Free(f->blocks[0]);
+        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
+        f->nblocks--;
+        f->first += BLOCK;
+      }
+    }
+  }
+  return 0;
+}
+
+static PyObject *rec_flow(PyObject *self, PyObject *unused) {
+  (void)unused;
+  return PyLong_FromUnsignedLongLong(fp_rec_flow(self));
+}
+
+static PyObject *rec_queue(PyObject *self, PyObject *arg) {
+  Recorder *r = (Recorder *)self;
+  uint64_t track = (uint64_t)PyLong_AsUnsignedLongLongMask(arg);
+  if (PyErr_Occurred()) return NULL;
+  if (r->nfifos == r->capfifos) {
+    Py_ssize_t cap = r->capfifos ? 2 * r->capfifos : 8;
+    fifo_t *grown = PyMem_Realloc(r->fifos, (size_t)cap * sizeof(fifo_t));
+    if (grown == NULL) return PyErr_NoMemory();
+    r->fifos = grown;
+    r->capfifos = cap;
+  }
+  fifo_t *f = &r->fifos[r->nfifos];
+  memset(f, 0, sizeof *f);
+  f->track = track;
+  return PyLong_FromSsize_t(r->nfifos++);
+}
+
+static int u64_arg(PyObject *o, uint64_t *out);
+
+static PyObject *rec_work(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs < 4 || nargs > 7 + 2 * RECORD_VALUES) {
+    PyErr_Format(PyExc_TypeError, "Recorder.work takes 4 to %d arguments (%zd given)", 7 + 2 * RECORD_VALUES, nargs);
+    return NULL;
+  }
+  uint64_t v[7 + 2 * RECORD_VALUES] = {0};
+  for (Py_ssize_t i = 0; i < nargs; ++i)
+    if (u64_arg(args[i], &v[i]) < 0) return NULL;
+  uint64_t handle;
+  uint32_t nvalues = nargs > 7 ? (uint32_t)(nargs - 7) : 0;
+  if (fp_rec_work(self, (Py_ssize_t)v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, nvalues, &handle) == NULL)
+    return NULL;
+  return PyLong_FromUnsignedLongLong(handle);
+}
+
+static PyObject *rec_complete(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  Recorder *r = (Recorder *)self;
+  uint64_t handle, end;
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "Recorder.complete takes 2 arguments (handle, end_ns)");
+    return NULL;
+  }
+  if (u64_arg(args[0], &handle) < 0 || u64_arg(args[1], &end) < 0) return NULL;
+  Py_ssize_t q = (Py_ssize_t)(handle >> SEQ_BITS) - 1;
+  uint64_t seq = handle & (((uint64_t)1 << SEQ_BITS) - 1);
+  if (q >= 0 && q < r->nfifos) {
+    fifo_t *f = &r->fifos[q];
+    if (seq >= f->head && seq < f->tail) {
+      work_t *w = fifo_at(f, seq);
+      uint64_t none = 0;
+      atomic_compare_exchange_strong(&w->end, &none, end ? end : 1);
+    }
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *rec_unfinished(PyObject *self, PyObject *unused) {
+  (void)unused;
+  Recorder *r = (Recorder *)self;
+  uint64_t n = 0;
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) n += r->fifos[q].tail - r->fifos[q].head;
+  return PyLong_FromUnsignedLongLong(n);
+}
+
+static int u64_arg(PyObject *o, uint64_t *out) {
+  if (!PyLong_Check(o)) {
+    PyErr_Format(PyExc_TypeError, "Recorder.slice takes ints, got %.100s", Py_TYPE(o)->tp_name);
+    return -1;
+  }
+  *out = (uint64_t)PyLong_AsUnsignedLongLongMask(o);
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *rec_slice(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs < 5 || nargs > 7 + 2 * RECORD_VALUES) {
+    PyErr_Format(PyExc_TypeError, "Recorder.slice takes 5 to %d arguments (%zd given)", 7 + 2 * RECORD_VALUES, nargs);
+    return NULL;
+  }
+  uint64_t v[7 + 2 * RECORD_VALUES] = {0};
+  for (Py_ssize_t i = 0; i < nargs; ++i)
+    if (u64_arg(args[i], &v[i]) < 0) return NULL;
+  uint32_t nvalues = nargs > 7 ? (uint32_t)(nargs - 7) : 0;
+  if (fp_rec_slice(self, v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, nvalues) < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *rec_take(PyObject *self, PyObject *unused) {
+  (void)unused;
+  Recorder *r = (Recorder *)self;
+  if (place(r) < 0) return NULL;
+  /* one pass: room for the largest record (two packets of at most 8 varints and RECORD_VALUES
+   * annotations, each varint at most 10 bytes), trimmed after */
+  size_t bound = (size_t)r->count * (2 * 3 * 11 + 2 * 8 * 11 + RECORD_VALUES * 3 * 11 + 64);
+  PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)bound);
+  if (bytes == NULL) return NULL;
+  out_t o = {(unsigned char *)PyBytes_AS_STRING(bytes)};
+  for (Py_ssize_t i = 0; i < r->count; ++i) encode(r, &r->recs[i], &o);
+  r->count = 0;
+  if (_PyBytes_Resize(&bytes, (Py_ssize_t)(o.p - (unsigned char *)PyBytes_AS_STRING(bytes))) < 0) return NULL;
+  if (r->cap > 8192) { /* a burst grew it: give the memory back */
+    PyMem_Free(r->recs);
+    r->recs = NULL;
+    r->cap = 0;
+  }
+  return bytes;
+}
+
+/* write_to(fd): the slices encoded and written to the file descriptor in blocks of a reused
+ * buffer (no bytes object of the chunk's size, whose fresh pages cost more than the encoding),
+ * the GIL released while writing; the bytes written. OSError on a failed write. */
+#define WRITE_BLOCK (256 * 1024)
+static unsigned char *write_buffer;
+
+static int write_all(int fd, const unsigned char *p, size_t n) {
+  int failed = 0;
+  Py_BEGIN_ALLOW_THREADS while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      failed = errno;
+      break;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  Py_END_ALLOW_THREADS if (failed) {
+    errno = failed;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject *rec_write_to(PyObject *self, PyObject *arg) {
+  Recorder *r = (Recorder *)self;
+  int fd = PyObject_AsFileDescriptor(arg);
+  if (fd < 0) return NULL;
+  if (place(r) < 0) return NULL;
+  const size_t record_max = 2 * 3 * 11 + 2 * 8 * 11 + RECORD_VALUES * 3 * 11 + 64;
+  if (write_buffer == NULL && (write_buffer = PyMem_RawMalloc(WRITE_BLOCK)) == NULL) return PyErr_NoMemory();
+  out_t o = {write_buffer};
+  unsigned long long total = 0;
+  for (Py_ssize_t i = 0; i < r->count; ++i) {
+    if ((size_t)(o.p - write_buffer) + record_max > WRITE_BLOCK) {
+      size_t n = (size_t)(o.p - write_buffer);
+      if (write_all(fd, write_buffer, n) < 0) return NULL; /* (the records are kept: a later write retries) */
+      total += n;
+      o.p = write_buffer;
+    }
+    encode(r, &r->recs[i], &o);
+  }
+  size_t n = (size_t)(o.p - write_buffer);
+  if (n > 0 && write_all(fd, write_buffer, n) < 0) return NULL;
+  total += n;
+  r->count = 0;
+  if (r->cap > 65536) {
+    PyMem_Free(r->recs);
+    r->recs = NULL;
+    r->cap = 0;
+  }
+  return PyLong_FromUnsignedLongLong(total);
+}
+
+static Py_ssize_t rec_len(PyObject *self) { return ((Recorder *)self)->count; }
+
+static int rec_init(PyObject *self, PyObject *args, PyObject *kwds) {
+  Recorder *r = (Recorder *)self;
+  unsigned long long seq, origin;
+  static char *names[] = {"seq", "origin_ns", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "KK", names, &seq, &origin)) return -1;
+  static uint64_t generations;
+  r->seq = seq;
+  r->origin = origin;
+  r->generation = ++generations;
+  if (r->kernels == NULL && (r->kernels = PyDict_New()) == NULL) return -1;
+  if (r->threads == NULL && (r->threads = PyDict_New()) == NULL) return -1;
+  if (r->queue_ix == NULL && (r->queue_ix = PyDict_New()) == NULL) return -1;
+  return 0;
+}
+
+static void rec_dealloc(PyObject *self) {
+  Recorder *r = (Recorder *)self;
+  PyMem_Free(r->recs);
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+    fifo_t *f = &r->fifos[q];
+    if (f->head != f->tail) continue; /* work a queue may still stamp: its blocks are left alone */
+    for (Py_ssize_t b = 0; b < f->nblocks; ++b) PyMem_Free(f->blocks[b]);
+    PyMem_Free(f->blocks);
+    PyMem_Free(f->spare);
+  }
+  PyMem_Free(r->fifos);
+  Py_XDECREF(r->kernels);
+  Py_XDECREF(r->threads);
+  Py_XDECREF(r->queue_ix);
+  Py_XDECREF(r->on_full);
+  Py_TYPE(self)->tp_free(self);
+}
+
+static PyMemberDef rec_members[] = {
+    {"launch_iid", T_ULONGLONG, offsetof(Recorder, launch_iid), 0, "olLaunchKernel's name iid (for the compiled path)"},
+    {"kernels", T_OBJECT_EX, offsetof(Recorder, kernels), READONLY, "kernel -> name iid (for the compiled path)"},
+    {"threads", T_OBJECT_EX, offsetof(Recorder, threads), READONLY, "native thread id -> track uuid (for the compiled path)"},
+    {"queue_ix", T_OBJECT_EX, offsetof(Recorder, queue_ix), READONLY, "queue -> FIFO index (for the compiled path)"},
+    {"base", T_ULONGLONG, offsetof(Recorder, seq), READONLY, "the sequence id"},
+    {"limit", T_ULONGLONG, offsetof(Recorder, limit), 0, "records (or waiting work) at which the compiled path calls on_full"},
+    {"on_full", T_OBJECT, offsetof(Recorder, on_full), 0, "called by the compiled path at `limit` (the timeline writes a chunk)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef rec_methods[] = {
+    {"slice", (PyCFunction)(void (*)(void))rec_slice, METH_FASTCALL,
+     "slice(track, name_iid, cat_iid, begin_ns, end_ns, flow_out=0, flow_in=0, *values): record one slice"},
+    {"flow", rec_flow, METH_NOARGS, "flow() -> a new flow id"},
+    {"queue", rec_queue, METH_O, "queue(track) -> the index of a new FIFO drawing on track"},
+    {"work", (PyCFunction)(void (*)(void))rec_work, METH_FASTCALL,
+     "work(queue, name_iid, cat_iid, submit_ns, flow_out=0, flow_in=0, flow_in2=0, *values) -> handle"},
+    {"complete", (PyCFunction)(void (*)(void))rec_complete, METH_FASTCALL, "complete(handle, end_ns): the work ended then"},
+    {"unfinished", rec_unfinished, METH_NOARGS, "unfinished() -> work not completed yet"},
+    {"write_to", rec_write_to, METH_O, "write_to(fd) -> int: take(), written to a file descriptor without building the bytes"},
+    {"take", rec_take, METH_NOARGS, "take() -> bytes: the recorded slices as Perfetto packets; the recorder is then empty"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods rec_as_sequence = {.sq_length = rec_len};
+
+PyTypeObject fp_recorder_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload._compiled._fastpath.Recorder",
+    .tp_basicsize = sizeof(Recorder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Recorder(seq, origin_ns): the timeline's slices as fixed records, encoded when taken (_perfetto.PyRecorder's twin)",
+    .tp_new = PyType_GenericNew,
+    .tp_init = rec_init,
+    .tp_dealloc = rec_dealloc,
+    .tp_methods = rec_methods,
+    .tp_members = rec_members,
+    .tp_as_sequence = &rec_as_sequence,
+};

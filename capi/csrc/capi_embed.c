@@ -268,14 +268,22 @@ static ol_result_t call_bridge(const char *name, PyObject *arg, PyObject **resul
     return NULL;
 }
 
-/* OFFLOAD_TRACE as offload reads it: off when unset, empty, 0, off, false or no; json and perfetto
- * are offload's own formats (its Python tracer writes them); any other value: liboffload's lines,
- * printed here. */
+/* OFFLOAD_TRACE as offload reads it (_trace.tracing: trimmed, any case): off when empty, 0, off,
+ * false or no; "json" and "perfetto[:PATH]" are offload's own formats (its Python tracer writes
+ * them); any other value: liboffload's lines, printed here. */
 static int wants_c_trace(void) {
     const char *v = getenv("OFFLOAD_TRACE");
-    if (!v || !*v || !strcasecmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcasecmp(v, "no"))
-        return 0;
-    return strncasecmp(v, "json", 4) != 0 && strncasecmp(v, "perfetto", 8) != 0;
+    if (!v) return 0;
+    while (*v == ' ' || *v == '\t' || *v == '\n') v++;
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\n')) n--;
+    static const char *const off[] = {"", "0", "off", "false", "no", "json"};
+    for (size_t i = 0; i < sizeof off / sizeof *off; i++)
+        if (n == strlen(off[i]) && strncasecmp(v, off[i], n) == 0) return 0;
+    const char *colon = memchr(v, ':', n);
+    size_t head = colon ? (size_t)(colon - v) : n;
+    while (head && v[head - 1] == ' ') head--;
+    return !(head == 8 && strncasecmp(v, "perfetto", 8) == 0);
 }
 
 bool capi_trace_on(void) {

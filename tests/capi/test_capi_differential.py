@@ -137,3 +137,18 @@ def simulated_hip(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_work_cases_on_the_simulated_hip_runtime(capi: Capi, differential: Path, simulated_hip: Path) -> None:
     env = {"LD_LIBRARY_PATH": str(simulated_hip), "ROCM_PATH": str(simulated_hip / "no-rocm")}
     assert _work(capi, differential, 2, **env) == WORK
+
+
+def test_offload_json_trace_through_the_c_abi(capi: Capi, differential: Path) -> None:
+    """OFFLOAD_TRACE=json is offload's own tracer's: one JSON object per call that reaches the flat
+    API (C validation failures and cached info answers do not), no liboffload lines."""
+    import json
+
+    proc = run([str(differential), "work", "4"], capi.env(OFFLOAD_TRACE=" JSON ", OFFLOAD_BACKENDS="host"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    events = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    apis = [event["api"] for event in events]
+    assert apis[0] == "olInit" and "olMemAlloc" in apis and "olLaunchHostFunction" in apis, apis
+    assert not any(line.startswith("---> ") for line in proc.stderr.splitlines())
+    stale = [e for e in events if e["api"] == "olMemFree" and e["result"] != "OL_SUCCESS"]
+    assert stale and stale[0]["result"] == "OL_ERRC_INVALID_ARGUMENT", stale

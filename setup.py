@@ -19,7 +19,7 @@ from setuptools import setup
 HERE = Path(__file__).resolve().parent
 VERSION = (HERE / "VERSION").read_text().strip()
 # extras named even without their backend folder (a wheel built from the sdist has none)
-EXTRA_BACKENDS = ("cuda", "amdgpu", "opencl")
+EXTRA_BACKENDS = ("cuda", "amdgpu", "opencl", "remote")
 
 
 

@@ -21,6 +21,9 @@ Ratios are the median of per-round ratios (each round times both sides back to b
            (packed by the sizes the driver reports and the arguments' classes). Target: each
            <= 1.3x the flat launch. Also 64 MiB from pinned host memory (``olMemAlloc(HOST)``): the
            bandwidth ratio (target >= 0.97x on a real GPU; reported only on the simulator).
+* pooled   an allocate-use-free loop on a held stream per side (``_cuda_pool``): raw
+           ``cuMemAllocAsync``, cuda.core's pooled ``Device.allocate(stream=)``, ``olMemAllocAsync``
+           and the object layer's ``device.alloc(queue=)``. Target: objects <= 1.5x cuda.core.
 * churn    ``olCreateQueue`` + ``olDestroyQueue`` N times (pooled streams) against raw
            ``cuStreamCreate`` + ``cuStreamDestroy``: queues/s.
 
@@ -49,6 +52,7 @@ from typing import Any
 
 from _measure import bench_arguments, interleaved_samples, medians, paired_ratio
 from _cuda_peers import Side, cuda_core_side, objects_side
+from _cuda_pool import SIZE, TARGET_POOLED, pooled_ns
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = os.environ.get("OFFLOAD_CUDA_REAL") == "1"
@@ -316,6 +320,7 @@ def run(config: Config) -> dict[str, Any]:
     copy_ns = held_ns("copy", m, ("olMemcpy", ol_copy), ("cuMemcpyHtoDAsync", raw_copy))
     for side in peers.values():
         side.close()
+    pooled = pooled_ns(d, gpu, gate, host_fn_address, config.copies // 4, batch, config.repeats)
 
     # large copies from pinned host memory
     big = config.large_size
@@ -378,6 +383,9 @@ def run(config: Config) -> dict[str, Any]:
         {"name": "objects launch, no declared signature / olLaunchKernel", "value": undeclared,
          "target": f"<= {TARGET_OBJECTS}", "passed": undeclared <= TARGET_OBJECTS},
     ]  # fmt: skip
+    if "objects_vs_cuda_core" in pooled:
+        checks.append({"name": f"alloc-use-free {SIZE} B on a queue, objects / cuda.core pooled", "target": f"<= {TARGET_POOLED}",
+                       "value": pooled["objects_vs_cuda_core"], "passed": pooled["objects_vs_cuda_core"] <= TARGET_POOLED})  # fmt: skip
     if REAL:
         checks.append(
             {
@@ -395,6 +403,7 @@ def run(config: Config) -> dict[str, Any]:
         "memcpy_8b": {"ol_ns": copy_ns["olMemcpy"], "raw_ns": copy_ns["cuMemcpyHtoDAsync"], "ratio": copy_ratio,
                       **_peer_figures(copy_ns, "olMemcpy")},
         "cuda_core_missing": core_missing,
+        "pooled": pooled,
         "memcpy_large": {
             "bytes": big,
             "ol_gbps": big / big_ns["olMemcpy"],
@@ -421,6 +430,11 @@ def _peer_lines(results: dict[str, Any]) -> list[str]:
                      + (f"; objects / cuda.core {r['objects_vs_cuda_core']:.2f}x" if "objects_vs_cuda_core" in r else ""))
     r = results["launch"]
     lines.append(f"  launch, no declared signature (objects): {r['undeclared_ns']:6.0f} ns; / flat {r['undeclared_vs_flat']:.2f}x")
+    p = results["pooled"]
+    lines.append(f"  alloc-use-free {p['raw']:6.0f} | " + (f"{p['cuda.core']:6.0f} ({p['cuda.core_ratio']:.2f}x)" if "cuda.core" in p
+                 else "  (not run)") + f" | {p['flat']:6.0f} ({p['flat_ratio']:.2f}x) | {p['objects']:6.0f} ({p['objects_ratio']:.2f}x)"
+                 + (f"; objects / cuda.core {p['objects_vs_cuda_core']:.2f}x, flat / cuda.core {p['flat_vs_cuda_core']:.2f}x"
+                    if "objects_vs_cuda_core" in p else ""))  # fmt: skip
     if results["cuda_core_missing"]:
         lines.append(f"  cuda.core not run: {results['cuda_core_missing']}")
     return lines

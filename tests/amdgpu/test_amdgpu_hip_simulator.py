@@ -154,3 +154,23 @@ emit({"in": st(hip.hipMemcpyHtoD(buf, host, 16)), "over": st(hip.hipMemcpyHtoD(b
     assert result["over"] == 1 and result["fill_over"] == 1
     assert result["unregistered"] == 713 and result["register"] == 0 and result["again"] == 712
     assert result["unregister"] == 0
+
+
+def test_stream_get_device(hip_runtime, hip_child) -> None:
+    """hipStreamGetDevice names a stream's device (the null stream's: the current one), which the
+    backend checks before adopting another library's stream."""
+    result = hip_child(
+        PRELUDE
+        + """
+s0 = hip.hipStreamCreateWithFlags(1)[1]
+hip.hipSetDevice(1)
+s1 = hip.hipStreamCreateWithFlags(1)[1]
+out = [[int(v) for v in hip.hipStreamGetDevice(s)] for s in (s0, s1, None)]
+hip.hipSetDevice(0)
+out.append([int(v) for v in hip.hipStreamGetDevice(None)])
+out.append([st(hip.hipStreamDestroy(s0)), st(hip.hipStreamDestroy(s1))])
+emit(out)
+""",
+        {"LD_LIBRARY_PATH": str(hip_runtime), "GPUSIM_DEVICES": "2"},
+    )
+    assert result == [[0, 0], [0, 1], [0, 1], [0, 0], [0, 0]]

@@ -21,6 +21,10 @@ def test_every_optional_hook_belongs_to_a_feature() -> None:
         "data_copy_rect",
         "foreign_stream_sync",
         "foreign_stream_wait",
+        "queue_stream",  # streams shared with other libraries (docs/interop.md)
+        "adopt_stream",
+        "mem_alloc_async",  # absent: the core's pool over mem_alloc (olMemAllocAsync works everywhere)
+        "mem_free_async",
         "deinit_device",
         "destroy_event",
         "is_valid_binary",
@@ -28,6 +32,7 @@ def test_every_optional_hook_belongs_to_a_feature() -> None:
         "native_word",
         "no_devices_reason",
         "platform_info",
+        "served_hooks",  # narrows the hooks, so the flags, after init
     }
 
 

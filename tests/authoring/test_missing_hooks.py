@@ -123,6 +123,8 @@ CALLS: dict[str, Callable[[World], Any]] = {
     "build_source": lambda w: ol.build(SOURCE, w.device),
     "foreign_stream_wait": lambda w: ol.foreign_stream_wait(1, w.event(w.queue())),
     "foreign_stream_sync": lambda w: ol.foreign_stream_sync(w.device, 1),
+    "queue_stream": lambda w: ol.queue_stream(w.queue()),
+    "adopt_stream": lambda w: ol.adopt_stream(w.device, 1),
 }
 
 
@@ -208,7 +210,23 @@ def _rect_row_by_row(w: World) -> None:
     ]
 
 
+def _core_pool(w: World) -> None:
+    queue = w.queue()
+    address = ol.olMemAllocAsync(queue, A.DEVICE, 512)
+    ol.olMemFreeAsync(queue, address)
+    ol.olSyncQueue(queue)
+    again = ol.olMemAllocAsync(queue, A.DEVICE, 512)
+    assert again == address  # the core's pool handed the block out again
+    ol.olMemFree(again)
+
+
+def _every_defined_hook_served(w: World) -> None:
+    implemented = w.device.platform.backend.implemented
+    assert "served_hooks" not in implemented and {"data_fill", "create_queue", "launch_kernel"} <= implemented
+
+
 FALLBACKS: dict[str, Callable[[World], Any]] = {
+    "served_hooks": _every_defined_hook_served,  # every hook the backend defines is served
     "data_exchange": _exchange_bounces,  # bounced through host memory
     "kernel_params": _launch_without_params,  # the core cannot check sizes; launches still run
     "destroy_event": _destroy_without_hook,  # nothing to release
@@ -221,6 +239,8 @@ FALLBACKS: dict[str, Callable[[World], Any]] = {
     "data_copy_rect": _rect_row_by_row,
     "native_entry_points": _data_path_through_python_hooks,
     "native_word": _data_path_through_python_hooks,  # olMemcpyRect copies row by row through data_submit
+    "mem_alloc_async": _core_pool,  # olMemAllocAsync / olMemFreeAsync over mem_alloc and host calls
+    "mem_free_async": _core_pool,
 }
 
 

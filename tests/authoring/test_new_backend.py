@@ -64,8 +64,11 @@ def test_python_m_offload_cli(tmp_path: Path) -> None:
     assert (tmp_path / "offload-mydev" / "pyproject.toml").is_file()
 
 
-def test_generated_package_installs_and_passes_the_kit(tmp_path: Path) -> None:
-    """A fresh venv: offload-core, offload-host and offload-testing from this checkout, then the generated package."""
+@pytest.mark.parametrize("flags", [[], ["--async"]], ids=["sync", "async"])
+def test_generated_package_installs_and_passes_the_kit(tmp_path: Path, flags: list[str]) -> None:
+    """A fresh venv: offload-core, offload-host and offload-testing from this checkout, then the
+    generated package (``--async``: the asynchronous device's, whose events and host functions the
+    kit then tests too)."""
     env_dir = tmp_path / "venv"
     try:
         venv.EnvBuilder(with_pip=True).create(env_dir)
@@ -75,7 +78,7 @@ def test_generated_package_installs_and_passes_the_kit(tmp_path: Path) -> None:
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-build-isolation"]
     _run([*pip, "setuptools>=64", "wheel", "pytest>=8"])
     _run([*pip, str(ROOT / "core"), str(ROOT / "backends" / "host"), str(ROOT / "testing")])  # testing: the kit
-    _run([str(offload), "new-backend", "mydev", "--dir", str(tmp_path / "offload-mydev")])
+    _run([str(offload), "new-backend", *flags, "mydev", "--dir", str(tmp_path / "offload-mydev")])
     _run([*pip, "--no-deps", str(tmp_path / "offload-mydev")])
 
     listed = json.loads(_run([str(offload), "backends", "--json"]).stdout)["backends"]
@@ -93,6 +96,18 @@ def test_generated_package_installs_and_passes_the_kit(tmp_path: Path) -> None:
     assert int(re.search(r"(\d+) passed", summary).group(1)) > 150, summary
     reasons = re.findall(r"SKIPPED \[\d+\] [^:]+:\d+: (.*)", kit.stdout)
     assert reasons and all("capabilities." in r for r in reasons), [r for r in reasons if "capabilities." not in r]
+    if flags:  # the asynchronous device's queues, events and host functions are tested, not skipped
+        for flag in ("events", "host_functions", "events_elapsed_time", "queued_fill"):
+            assert not any(f"capabilities.{flag} is False" in r for r in reasons), (flag, reasons)
+
+
+def test_async_template_writes_an_asynchronous_backend(tmp_path: Path) -> None:
+    assert main(["new-backend", "--async", "my_dev", "--dir", str(tmp_path / "pkg")]) == 0
+    backend = (tmp_path / "pkg/src/offload_my_dev/_backend.py").read_text()
+    for hook in ("create_event", "sync_event", "enqueue_host_call", "event_elapsed_time"):
+        assert f"def {hook}(" in backend, hook
+    assert "HostFunctions" in backend and "$" not in backend
+    compile(backend, "_backend.py", "exec")
 
 
 def test_write_package_in_process(tmp_path: Path) -> None:

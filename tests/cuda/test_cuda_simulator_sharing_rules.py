@@ -413,3 +413,52 @@ def test_fault_after_knob(run_child: Any, child_env: Any) -> None:
     kernel touching unmapped memory would; every later call needing the context returns it."""
     out = run_child(_FAULT_AFTER, child_env(GPUSIM_FAULT_AFTER="2")).result
     assert out == ["CUDA_SUCCESS"] * 3 + ["CUDA_ERROR_ILLEGAL_ADDRESS"] * 3
+
+
+_POOL_ORDER = (
+    RAW_PRELUDE
+    + r"""
+out = {}
+dev, ctx = setup(0)
+a, b = ck(d.cuStreamCreate(1)), ck(d.cuStreamCreate(1))  # non-blocking: nothing orders them but events
+host = (ctypes.c_uint8 * 64)()
+# ordered: b waits for an event recorded on a after the allocation, so b's fill comes after it
+gate = threading.Event()
+ck(d.cuLaunchHostFunc(a, host_fn(lambda: gate.wait(30)), 0))
+p = ck(d.cuMemAllocAsync(64, a))
+out["own_stream_before_reached"] = name(d.cuMemsetD8Async(p, 9, 8, a))  # the allocating stream may use it at once
+event = ck(d.cuEventCreate(0))
+ck(d.cuEventRecord(event, a))
+ck(d.cuStreamWaitEvent(b, event, 0))
+ck(d.cuMemsetD8Async(int(p) + 8, 7, 56, b))
+gate.set()
+out["ordered"] = [name(d.cuStreamSynchronize(b)), name(d.cuStreamSynchronize(a))]
+ck(d.cuMemcpyDtoH(ctypes.addressof(host), p, 64))
+out["data"] = list(host[:9])
+ck(d.cuMemFreeAsync(p, a))
+ck(d.cuStreamSynchronize(a))
+# unordered: b fills an allocation its stream a has not reached (a is held): the device faults
+gate2 = threading.Event()
+ck(d.cuLaunchHostFunc(a, host_fn(lambda: gate2.wait(30)), 0))
+q = ck(d.cuMemAllocAsync(64, a))
+ck(d.cuMemsetD8Async(q, 1, 64, b))
+out["unordered"] = name(d.cuStreamSynchronize(b))
+gate2.set()
+out["sticky"] = name(d.cuStreamSynchronize(a))
+emit(out)
+"""
+)
+
+
+def test_stream_ordered_allocations_are_used_in_stream_order(run_child: Any, child_env: Any, simulator: Any) -> None:
+    """CUDA Programming Guide, Stream Ordered Memory Allocator: a cuMemAllocAsync allocation may be
+    used by its own stream at once and by another stream ordered after the allocation (an event);
+    a copy or fill on another stream that runs before the allocating stream reached it faults."""
+    if simulator is None:
+        pytest.skip("the fault is the simulator's model of undefined behaviour")
+    out = run_child(_POOL_ORDER, child_env()).result
+    assert out["own_stream_before_reached"] == "CUDA_SUCCESS"
+    assert out["ordered"] == ["CUDA_SUCCESS", "CUDA_SUCCESS"]
+    assert out["data"] == [9] * 8 + [7]
+    assert out["unordered"] == "CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert out["sticky"] == "CUDA_ERROR_ILLEGAL_ADDRESS"

@@ -132,6 +132,8 @@ class World:
             "olGetDeviceInfoSize": (w.dev, ol.DeviceInfo.NAME),
             "olMemAlloc": (w.dev, ol.AllocType.DEVICE, 64),
             "olMemFree": (None,),
+            "olMemAllocAsync": (w.queue, ol.AllocType.DEVICE, 64),
+            "olMemFreeAsync": (w.queue, None),
             "olGetMemInfo": (w.a, ol.MemInfo.SIZE),
             "olGetMemInfoSize": (w.a, ol.MemInfo.SIZE),
             "olMemRegister": (w.dev, w.h, 64, 0),

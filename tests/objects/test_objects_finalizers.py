@@ -3,6 +3,7 @@ Each case runs in a child process (a crash there fails one test) with every warn
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -130,3 +131,58 @@ def test_a_collection_inside_the_core_defers_the_finalizers() -> None:
         pytest.fail("deadlock: a finalizer called olMemFree under the allocation map's lock")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["deferred", "True", "freed", "True"]
+
+
+#: Programs that only the collector frees, and a queued cooperative launch on the host device
+#: whose group threads are the only ones allocating (the main thread sleeps): the collection runs
+#: on a thread the queue waits for (issue 34). Before the fix the program's finalizer called
+#: olDestroyProgram there, which waited for that queue: the launch never finished.
+GC_ON_A_QUEUE_THREAD = textwrap.dedent(
+    """
+    import gc, threading, time
+    import offload as ol
+    from offload.objects import Program, devices
+    from offload_host.conformance import HostCapabilities
+
+    dev = [d for d in devices() if d.handle.platform.kind is ol.PlatformBackend.HOST][0]
+    image = HostCapabilities().binary("noargs")
+    keep = Program(dev, image)
+    kern = ol.olGetSymbol(keep.handle, "noargs", ol.SymbolKind.KERNEL)
+    queue = ol.olCreateQueue(dev.handle)
+    cooperative = {ol.KernelLaunchPropType.IS_COOPERATIVE: True}
+    size = ol.KernelLaunchSizeArgs(1, (16, 1, 1), (1, 1, 1), 0)
+    released = []
+    for _ in range(30):
+        gc.disable()
+        program = Program(dev, image)
+        cycle = [program]
+        cycle.append(cycle)  # only the collector frees it
+        del program, cycle
+        gc.set_threshold(1, 1, 1)
+        ol.olLaunchKernel(queue, dev.handle, kern, None, size, cooperative)
+        gc.enable()
+        time.sleep(0.05)  # no allocation here: another thread collects
+        gc.disable()
+        ol.olSyncQueue(queue)
+    gc.set_threshold(700, 10, 10)
+    gc.enable()
+    gc.collect()
+    names = {t.name for t in threading.enumerate()}
+    ol.olDestroyQueue(queue)
+    print("done", "offload-objects-release" in names)
+    """
+)
+
+
+@pytest.mark.parametrize("compiled", ["0", "1"])
+def test_a_collection_on_a_queue_thread_releases_elsewhere(compiled: str) -> None:
+    """The GC drain never runs release work on a thread that serves a queue."""
+    env = {**os.environ, "OFFLOAD_COMPILED": compiled}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", GC_ON_A_QUEUE_THREAD], capture_output=True, text=True, timeout=90, env=env
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: a collection on a cooperative group thread ran olDestroyProgram there")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["done", "True"], proc.stdout

@@ -38,7 +38,7 @@ def test_a_table_change_is_drift(monkeypatch: pytest.MonkeyPatch, tmp_path: path
     assert _stubgen.generate() != STUB.read_text()
     assert _stubgen.main(["--check", str(STUB)]) == 1
     rewritten = tmp_path / "stub.pyi"
-    assert _stubgen.main([str(rewritten)]) == 0 and "olMemFree" not in rewritten.read_text()
+    assert _stubgen.main([str(rewritten)]) == 0 and "def olMemFree(" not in rewritten.read_text()
 
 
 def _stub_functions() -> dict[str, ast.FunctionDef]:
@@ -109,7 +109,7 @@ def test_help_is_readable() -> None:
     text = pydoc.render_doc(offload, renderer=pydoc.plaintext)
     for inherited in ("bit_length", "from_bytes", "as_integer_ratio", "conjugate"):
         assert inherited not in text, f"help(offload) lists int's {inherited}"
-    assert len(text.splitlines()) < 3200  # 2500 for R1's 37 functions; main's 48 and 4 enums more (issue 17)
+    assert len(text.splitlines()) < 3400  # 2500 for R1's 37 functions; main's 48 and 4 enums more (issue 17); stream-ordered memory and streams (issue 32)
     for shown in ("class AllocType", "DEVICE = <AllocType.DEVICE: 1>", "olMemAlloc(device, alloc_type, size, context=None)", "class Buffer"):
         assert shown in text
 

@@ -45,6 +45,7 @@ from ._values.enums import (
 from ._values.errors import OffloadError, OffloadTypeError, OffloadValueError
 from ._trace.flush import flush_trace
 from ._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
+from ._api.streams import adopt_stream, queue_stream
 from ._api.flat import *  # noqa: F403 (olInit, olShutDown, the generated ol* functions, the handle types, the C constants)
 from ._api.flat import __all__ as _flat_api_names
 from ._core.handles import ContextHandle, DeviceHandle, EventHandle, PlatformHandle, ProgramHandle, QueueHandle, SymbolHandle
@@ -160,6 +161,8 @@ __all__ = [
     "register_foreign_memory",
     "foreign_stream_wait",
     "foreign_stream_sync",
+    "adopt_stream",
+    "queue_stream",
     # programs from source
     "build",
     "add_build_listener",

@@ -21,7 +21,28 @@ reading a kit failure. The obligations in short:
 - Errors: raise ``OffloadError(code, details)``; other exceptions map to ``OUT_OF_RESOURCES``
   (``MemoryError``), ``INVALID_ARGUMENT`` (``ValueError``, ``TypeError``) or ``UNKNOWN``, and an
   ``ExceptionGroup`` keeps each of its errors. A queue's asynchronous failures are raised, every
-  one in order, by its next ``synchronize`` (or a later event's ``sync_event``).
+  one in order, by its next ``synchronize`` and by ``sync_event`` of an event recorded after them
+  (the hook is given the event's ``queue``); the kit checks it (``TestEvent``).
+- A lost device (the link gone, the driver reset): every hook that needs it raises
+  ``OffloadError(BACKEND_FAILURE, ...)`` naming the device, ``has_pending_work`` included (never
+  True for ever: the core polls it); the API call that met it gets that error, and the final
+  ``olShutDown`` reports it and releases everything else.
+- Timing of queued copies: ``data_submit`` may read host ``src`` at enqueue or when the copy runs
+  (the caller keeps it unchanged until the queue passes it); ``data_retrieve`` writes host ``dst``
+  in queue order: before the queue's later work (a host function) runs and before a sync of the
+  queue or of a later event returns, never before earlier work is done.
+- Addresses: what ``mem_alloc`` (and ``get_global``) return are process-wide unique integers: the
+  core keeps one allocation map for every device and the host, so a device whose pointers are
+  not host addresses (a remote device) hands out numbers from a range the process itself can
+  never use (reserve one with ``mmap(PROT_NONE)``). The core reads and writes HOST and MANAGED
+  allocations itself (host-to-host ``olMemcpy``, fills of host memory, the object layer's numpy
+  views): they must be host memory this process maps, else ``mem_alloc`` refuses them.
+- A backend never calls this process's ``ol*`` API from a hook. One built on offload (a proxy of
+  another process's device) runs that offload in its own process, started with
+  ``OFFLOAD_BACKENDS`` naming the backends it loads (not itself).
+- Teardown: the final ``olShutDown`` of an idle device returns within
+  ``offload_testing.suite.TEARDOWN_LIMIT_S`` (5 s; ``TestTeardown``): never wait out a timeout
+  in ``synchronize(release)``, ``deinit_device`` or ``deinit``.
 - A data hook gets only ranges inside live allocations (or globals) of its device, mapped as
   needed, below 2**64, ``size`` above 0. ``mem_free`` and ``unload_binary`` come only once the
   device's queues are idle (asked from a host function, they are enqueued behind it): a backend
@@ -54,8 +75,14 @@ The conformance kit derives one ``Capabilities`` flag per group (in brackets):
 - liboffload main's: ``mem_alloc_aligned`` (``aligned_alloc``; absent, an aligned ``mem_alloc``
   address is accepted), ``mem_prefetch`` (``prefetch``; absent, ignored), ``symbol_names``
   (``iterate_symbols``), ``data_copy_rect`` (absent, row by row).
+- after ``init``: ``served_hooks`` names the optional hooks the device found serves (a forwarding
+  backend, a driver with optional features); the rest answer ``UNSUPPORTED`` and the kit's flags
+  follow. Absent: every hook the backend defines (hook presence decides).
 - no kit flag: ``build_target`` with ``build_source`` (``offload.build``); ``foreign_stream_wait``,
-  ``foreign_stream_sync`` (absent, the object layer synchronises); ``deinit_device``,
+  ``foreign_stream_sync`` (absent, the object layer synchronises); ``queue_stream`` and
+  ``adopt_stream`` (absent, ``offload.queue_stream`` / ``offload.adopt_stream`` are UNSUPPORTED);
+  ``mem_alloc_async`` with ``mem_free_async`` (absent, ``olMemAllocAsync`` / ``olMemFreeAsync``
+  use the core's pool over ``mem_alloc`` and ``enqueue_host_call``); ``deinit_device``,
   ``no_devices_reason``, ``platform_info`` (absent, the core does without).
 - the compiled data path: ``native_entry_points`` with ``native_word`` (no kit flag: absent, the
   core calls the Python hooks; the kit runs with and without them).
@@ -66,7 +93,7 @@ the backend's ``Capabilities`` then declares that flag False.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import pluggy
@@ -95,6 +122,17 @@ def init() -> Sequence[NativeDevice]:
     Returning no devices is fine (no hardware): the platform then shows zero devices. Raise when
     the driver is present but broken; the backend is then skipped with that reason.
     """
+
+
+@hookspec
+def served_hooks() -> Collection[str] | None:
+    """The optional hooks this backend serves, given what ``init`` found; asked once, right after
+    it. A backend whose features depend on the device (a driver with optional features, a
+    forwarding backend that asks the device on the other side) defines every hook it might serve
+    and names here those it does: the others answer ``UNSUPPORTED`` as if absent, and the
+    conformance kit derives ``Capabilities`` from this answer. Required hooks and this one are
+    always served. None (or the hook absent): every hook the backend defines. Naming a hook the
+    backend does not define fails ``init`` (``INVALID_VALUE``)."""
 
 
 @hookspec
@@ -143,7 +181,9 @@ def get_device_info(device: NativeDevice) -> Mapping[DeviceInfo, Any]:
 
 @hookspec
 def is_valid_binary(device: NativeDevice, data: bytes) -> bool:
-    """Whether ``data`` could be loaded on ``device`` (a cheap check; no loading). Default: False."""
+    """Whether ``data`` could be loaded on ``device``: a check of the image's format (headers, the
+    target) where that decides it, else as much of the loading as answers it (a source format
+    compiled without keeping the result). Default: False."""
 
 
 @hookspec
@@ -240,8 +280,12 @@ def symbol_names(device: NativeDevice, image: NativeProgram, kind: SymbolKind) -
 def build_target(device: NativeDevice) -> str:
     """What a build for ``device`` depends on besides the source and options, as one string: the
     architecture (``sm_90``, ``gfx90a:sramecc+:xnack-``, the host's machine) and the toolchain
-    that ``build_source`` would use. ``offload.build`` caches images by (platform, this, source,
-    options), so two devices with the same answer share builds. Cheap; must not compile.
+    that ``build_source`` would use, with its version (``offload.backend.build.tool_version``).
+    ``offload.build`` caches images by (platform, this, source, options) for the process and on
+    disk across processes (with the backend's version and ``offload_kernel.h``), so two devices
+    with the same answer share builds, and an answer that misses a compiler upgrade serves a
+    stale image. Cheap (asking a compiler its version once is fine); must not compile; raise
+    ``HOST_TOOL_NOT_FOUND`` where ``build_source`` would.
     """
 
 
@@ -271,6 +315,26 @@ def foreign_stream_sync(device: NativeDevice, stream: int) -> None:
     as ``__cuda_array_interface__``'s ``stream`` names it) has finished. Optional."""
 
 
+@hookspec
+def queue_stream(device: NativeDevice, queue: NativeQueue) -> int:
+    """The driver stream under ``queue`` (made by ``create_queue`` or ``adopt_stream``) as an int
+    (a ``CUstream`` / ``hipStream_t`` address), for another library to enqueue work on in the
+    queue's order (``offload.queue_stream``, ``Queue.__cuda_stream__``). Optional, with
+    ``adopt_stream``."""
+
+
+@hookspec
+def adopt_stream(device: NativeDevice, stream: int) -> NativeQueue:
+    """A queue over ``stream``, a driver stream of ``device`` that another library made and owns
+    (an int handle, as ``__cuda_stream__`` gives it; the legacy default stream's too). Every queue
+    hook then takes it like one of ``create_queue``: offload's work goes on that stream, in order
+    with the owner's, and ``has_pending_work`` / ``synchronize`` see the owner's work too.
+    ``synchronize(release=True)`` ends only what the backend made for it (host-function state, its
+    native record), never the stream; the core never reuses an adopted queue for ``olCreateQueue``.
+    ``INVALID_ARGUMENT`` for a handle the driver does not know as a stream of ``device``'s context.
+    Optional, with ``queue_stream``."""
+
+
 # --- memory ----------------------------------------------------------------------------------
 
 
@@ -297,6 +361,23 @@ def mem_free(device: NativeDevice, address: int, alloc_type: AllocType) -> None:
 
 
 @hookspec
+def mem_alloc_async(device: NativeDevice, queue: NativeQueue, alloc_type: AllocType, size: int) -> int:
+    """Allocate ``size`` (> 0) bytes of DEVICE memory (the only ``alloc_type`` the core passes) in
+    ``queue``'s order, from a pool (``cuMemAllocAsync``, ``hipMallocAsync``): the address (never 0)
+    is returned at once, the memory is usable by work enqueued on ``queue`` after this, and by other
+    queues once they wait for an event recorded after it. Optional, with ``mem_free_async``."""
+
+
+@hookspec
+def mem_free_async(device: NativeDevice, queue: NativeQueue, address: int) -> None:
+    """Free an allocation (a base address of ``mem_alloc_async``, or of ``mem_alloc`` of DEVICE
+    memory) in ``queue``'s order: once the work enqueued on ``queue`` before it has finished
+    (``cuMemFreeAsync``, ``hipFreeAsync``). The core has already taken the range out of every
+    check and out of its map, and comes at once, not once the device is idle: the driver's pool
+    may hand the memory to a later ``mem_alloc_async`` on ``queue`` before the free runs."""
+
+
+@hookspec
 def mem_register(device: NativeDevice, address: int, size: int, lock: bool) -> int:
     """Register (and, if ``lock``, page-lock) host memory; return the pinned address.
 
@@ -312,13 +393,19 @@ def mem_unregister(device: NativeDevice, address: int, size: int, unlock: bool) 
 
 @hookspec
 def data_submit(device: NativeDevice, dst: int, src: int, size: int, queue: NativeQueue | None) -> None:
-    """Copy ``size`` bytes from host memory ``src`` to device memory ``dst``. On a host device both
-    are host memory: the core hands it the synchronous host-to-host copies of 4 MiB or more."""
+    """Copy ``size`` bytes from host memory ``src`` to device memory ``dst``, in ``queue``'s order
+    (None: done on return). The host bytes may be read at enqueue (a remote device sends them
+    with the request) or when the copy runs: the caller leaves them unchanged until the queue has
+    passed the copy. On a host device both are host memory: the core hands it the synchronous
+    host-to-host copies of 4 MiB or more."""
 
 
 @hookspec
 def data_retrieve(device: NativeDevice, dst: int, src: int, size: int, queue: NativeQueue | None) -> None:
-    """Copy ``size`` bytes from device memory ``src`` to host memory ``dst``."""
+    """Copy ``size`` bytes from device memory ``src`` to host memory ``dst``, in ``queue``'s order
+    (None: done on return). Host ``dst`` is written after the queue's earlier work and before its
+    later work (a host function enqueued next reads the bytes) and before ``synchronize`` or the
+    ``sync_event`` of a later event returns."""
 
 
 @hookspec
@@ -377,9 +464,11 @@ def synchronize(device: NativeDevice, queue: NativeQueue, release: bool) -> None
 
 @hookspec
 def has_pending_work(device: NativeDevice, queue: NativeQueue) -> bool:
-    """Whether ``queue`` has work queued or running; True if unknowable. Must not block: the core
-    polls it (``olMemFree``, ``olDestroyProgram``, interpreter exit) to wait for a queue it does not
-    own without enqueuing anything on it or taking its errors."""
+    """Whether ``queue`` has work queued or running; True while that cannot be known yet. Must not
+    block: the core polls it (``olMemFree``, ``olDestroyProgram``, interpreter exit) to wait for a
+    queue it does not own without enqueuing anything on it or taking its errors. When it can never
+    be known (the device is lost) raise ``OffloadError(BACKEND_FAILURE)`` instead: the poll ends
+    with that error."""
 
 
 @hookspec
@@ -412,8 +501,11 @@ def is_event_complete(device: NativeDevice, event: NativeEvent) -> bool:
 
 
 @hookspec
-def sync_event(device: NativeDevice, event: NativeEvent) -> None:
-    """Block until ``event`` is complete."""
+def sync_event(device: NativeDevice, event: NativeEvent, queue: NativeQueue | None) -> None:
+    """Block until ``event`` is complete, then raise the asynchronous errors of the work recorded
+    before it on ``queue`` (the queue it was recorded on; None once that queue was destroyed, whose
+    errors then go to the final ``olShutDown``), as ``synchronize`` would: those errors, every one
+    in order. Whether ``synchronize`` raises them again is the backend's (the kit accepts both)."""
 
 
 @hookspec

@@ -12,14 +12,18 @@ live handle.
 
 Fixtures: ``ol_session`` (the device list), ``device`` (parametrised, ids ``<platform>_<index>``,
 filtered by ``OFFLOAD_TEST_PLATFORM``), ``platform``, ``host_device``, ``capabilities`` (resolved:
-every flag a bool), ``queue``, ``program_binary``, ``load_program``, ``alloc``. Each skips, naming
-the capability flag and why it is False, when the feature it needs is absent.
+every flag a bool), ``queue``, ``program_binary``, ``load_program``, ``alloc``, ``device_memory``
+(DEVICE buffers written and read only through ``olMemcpy``: how every result is checked). Each
+skips, naming the capability flag, why it is False and what the case needs it for, when the
+feature it needs is absent.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -138,10 +142,12 @@ def implemented_hooks(platform: Any) -> frozenset[str]:
     return frozenset(platform.backend.implemented)
 
 
-def require(capabilities: Any, flag: str) -> None:
-    """Skip the test, naming the flag and why it is False, unless ``capabilities.<flag>``."""
+def require(capabilities: Any, flag: str, purpose: str = "") -> None:
+    """Skip the test, naming the flag, why it is False and (``purpose``) what the case needs it
+    for, unless ``capabilities.<flag>``."""
     if not getattr(capabilities, flag):
-        pytest.skip(f"{capabilities!r}: {capabilities.why_absent(flag)}")
+        needed = f" and the case {purpose}" if purpose else ""
+        pytest.skip(f"{capabilities!r}: {capabilities.why_absent(flag)}{needed}")
 
 
 @pytest.fixture
@@ -192,20 +198,21 @@ def load_program(device: Any, program_binary: Callable[[str], bytes]) -> Iterato
 
 @pytest.fixture
 def alloc(device: Any, capabilities: Any) -> Iterator[Callable[..., int]]:
-    """``alloc(size, alloc_type=MANAGED)``: olMemAlloc on the device, freed after the test.
+    """``alloc(size, alloc_type=DEVICE)``: olMemAlloc on the device, freed after the test.
 
     Skips without ``memory``, or without MANAGED (``managed_memory``) or HOST (``host_memory``)
-    memory when that kind is asked for.
+    memory when that kind is asked for: a case asks for those only when host access to them is
+    what it tests.
     """
     made: list[int] = []
 
     def allocate(size: int, alloc_type: Any = None) -> int:
-        kind = ol.AllocType.MANAGED if alloc_type is None else ol.AllocType(alloc_type)
-        require(capabilities, "memory")
+        kind = ol.AllocType.DEVICE if alloc_type is None else ol.AllocType(alloc_type)
+        require(capabilities, "memory", "allocates device memory")
         if kind is ol.AllocType.MANAGED:
-            require(capabilities, "managed_memory")
+            require(capabilities, "managed_memory", "tests MANAGED memory the host reads and writes")
         if kind is ol.AllocType.HOST:
-            require(capabilities, "host_memory")
+            require(capabilities, "host_memory", "tests HOST memory the host reads and writes")
         address = ol.olMemAlloc(device, kind, size)
         made.append(address)
         return address
@@ -213,3 +220,44 @@ def alloc(device: Any, capabilities: Any) -> Iterator[Callable[..., int]]:
     yield allocate
     for address in made:
         ol.olMemFree(address)
+
+
+class DeviceMemory:
+    """DEVICE memory of the device under test that the kit touches only through the API: written
+    and read with synchronous ``olMemcpy`` to and from host memory (``host_device``), so that a
+    result is checked the same way on every backend, one whose memory the host cannot reach
+    included."""
+
+    def __init__(self, device: Any, host_device: Any, allocate: Callable[..., int]) -> None:
+        self.device, self.host_device, self._allocate = device, host_device, allocate
+
+    def alloc(self, size: int, fill: int = 0) -> int:
+        """A DEVICE buffer of ``size`` bytes, each set to ``fill`` (freed after the test)."""
+        address = self._allocate(size, ol.AllocType.DEVICE)
+        self.write(address, bytes([fill]) * size)
+        return address
+
+    def write(self, address: int, data: bytes) -> None:
+        """Copy ``data`` to ``address`` (synchronous ``olMemcpy`` from host memory)."""
+        source = ctypes.create_string_buffer(bytes(data), len(data))
+        ol.olMemcpy(None, address, self.device, ctypes.addressof(source), self.host_device, len(data))
+
+    def read(self, address: int, size: int) -> bytes:
+        """``size`` bytes at ``address`` (synchronous ``olMemcpy`` to host memory)."""
+        target = ctypes.create_string_buffer(size)
+        ol.olMemcpy(None, ctypes.addressof(target), self.host_device, address, self.device, size)
+        return target.raw
+
+    def u32s(self, address: int, count: int) -> list[int]:
+        """``count`` uint32 at ``address``."""
+        return list(struct.unpack(f"<{count}I", self.read(address, 4 * count)))
+
+
+@pytest.fixture
+def device_memory(device: Any, capabilities: Any, alloc: Callable[..., int], request: pytest.FixtureRequest) -> DeviceMemory:
+    """``DeviceMemory`` of the device under test: skips without ``memory`` or ``copies`` (the
+    case reads its result back with ``olMemcpy``) or a HOST device (host memory)."""
+    require(capabilities, "memory", "allocates device memory")
+    require(capabilities, "copies", "reads its result back with olMemcpy")
+    host = request.getfixturevalue("host_device")
+    return DeviceMemory(device, host, alloc)

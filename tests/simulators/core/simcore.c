@@ -418,8 +418,21 @@ static inline void cpu_relax(void) {
 static void worker_fault_setup(void);
 static void worker_fault_teardown(void);
 
+static __thread sim_stream *tls_stream; /* the stream this worker thread runs */
+static sim_use_rule use_rule;
+
+sim_stream *sim_current_stream(void) { return tls_stream; }
+
+void sim_set_use_rule(sim_use_rule rule) { __atomic_store_n(&use_rule, rule, __ATOMIC_RELEASE); }
+
+sim_status sim_use_check(const void *p, size_t size) {
+  sim_use_rule rule = __atomic_load_n(&use_rule, __ATOMIC_ACQUIRE);
+  return rule == NULL || tls_stream == NULL || size == 0 ? SIM_OK : rule(p, size, tls_stream);
+}
+
 static void *stream_worker(void *raw) {
   sim_stream *s = raw;
+  tls_stream = s;
   unsigned delay = sim_delay_us();
   (void)sim_device_access_begin(); /* the device's own thread: device memory is its memory */
   worker_fault_setup();
@@ -665,6 +678,8 @@ typedef struct fill_op {
 
 static sim_status fill_run(void *raw) {
   fill_op *f = raw;
+  sim_status use = sim_use_check(f->dst, f->height ? (f->height - 1) * f->pitch + f->width : 0);
+  if (use != SIM_OK) return use;
   for (size_t row = 0; row < f->height; ++row) {
     unsigned char *p = f->dst + row * f->pitch;
     if (f->elem == 1) memset(p, (int)(f->value & 0xff), f->width);

@@ -180,6 +180,15 @@ sim_stream *sim_stream_create(int device, int blocking);
 /* The device's legacy default stream (created on first use, never destroyed). */
 sim_stream *sim_stream_legacy(int device);
 int sim_stream_device(const sim_stream *stream);
+/* The stream whose worker runs the calling thread's current operation (NULL on any other thread). */
+sim_stream *sim_current_stream(void);
+/* A front's rule on the device memory an operation touches when it runs (the CUDA front: a
+ * stream-ordered allocation its stream has not reached yet): SIM_OK, or the status the operation
+ * fails with (the rule makes it sticky where the device would fault). Set once, by the front. */
+typedef sim_status (*sim_use_rule)(const void *p, size_t size, sim_stream *stream);
+void sim_set_use_rule(sim_use_rule rule);
+/* The rule applied to [p, p + size) for the current stream (SIM_OK without a rule, or off a worker). */
+sim_status sim_use_check(const void *p, size_t size);
 /* Waits for the stream's work, then frees it. Must not be the legacy stream. */
 void sim_stream_destroy(sim_stream *stream);
 /* Enqueues fn(arg). Blocks while the stream's push buffer is full (sim_push_buffer()

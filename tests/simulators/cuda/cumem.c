@@ -99,6 +99,9 @@ typedef struct copy_op {
 
 static sim_status copy_run(void *raw) {
   copy_op *c = raw;
+  sim_status use = sim_use_check(c->dst, c->size);
+  if (use == SIM_OK && !c->staging) use = sim_use_check(c->src, c->size);
+  if (use != SIM_OK) return use; /* stream-ordered memory not yet reached by its stream (cupool.c) */
   memmove(c->dst, c->staging ? c->staging : c->src, c->size);
   return SIM_OK;
 }

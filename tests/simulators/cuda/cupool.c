@@ -9,7 +9,8 @@
  * allocation is INVALID_VALUE; the pool keeps freed memory up to its release threshold
  * (RESERVED_MEM_* vs USED_MEM_* attributes; trimmed by cuMemPoolTrimTo); a pool's maxSize bounds
  * it; a destroyed pool is released once its last allocation is freed; the default pool cannot
- * be destroyed. Not modelled: reuse of freed memory (every allocation is fresh memory), the
+ * be destroyed; a copy or fill on another stream before the allocating stream reached the
+ * allocation faults (use_rule). Not modelled: reuse of freed memory (every allocation is fresh memory), the
  * release at the next synchronisation (it happens when the free runs), IPC pools, host and
  * managed pools.
  */
@@ -54,9 +55,13 @@ typedef struct pool_alloc {
   struct cumempool *pool; /* NULL: a cuMemAlloc allocation freed with cuMemFreeAsync */
   int free_pending;       /* cuMemFreeAsync enqueued, not yet run */
   struct pool_alloc *next;
+  sim_stream *stream;     /* the allocating stream, while it has not reached the allocation (else NULL) */
+  unsigned long long id;  /* unique: what the stream's "reached" operation finds it by */
 } pool_alloc;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t unreached;             /* allocations whose stream has not reached them (the rule's fast path) */
+static unsigned long long next_id = 1;
 static struct cumempool default_pool[8];
 static struct cumempool *current_pool[8];
 static pool_alloc *allocs;
@@ -111,6 +116,7 @@ static void unlink_alloc(pool_alloc *gone) {
 static void pool_free_bookkeeping(pool_alloc *a) {
   struct cumempool *p = a->pool;
   unlink_alloc(a);
+  if (a->stream != NULL) --unreached;
   if (p != NULL) {
     p->used -= a->size;
     p->cached += a->size;
@@ -149,6 +155,48 @@ int cu_pool_free_pending(CUdeviceptr ptr) {
 
 /* ---- allocation and free ------------------------------------------------------------------- */
 
+/* Stream order of an allocation (CUDA Programming Guide, Stream Ordered Memory Allocator: the
+ * allocation may be used "in the stream it was allocated in, or in any other stream provided the
+ * accesses are ordered after the allocation operation", e.g. by cuStreamWaitEvent on an event
+ * recorded after it): until the allocating stream reaches cuMemAllocAsync, a copy or fill on
+ * another stream that touches it faults as an access to unmapped device memory does (sticky
+ * CUDA_ERROR_ILLEGAL_ADDRESS). Kernels are not checked (they reach memory directly). */
+typedef struct reach_op {
+  CUdeviceptr ptr;
+  unsigned long long id;
+} reach_op;
+
+static sim_status reach_run(void *raw) {
+  reach_op *r = raw;
+  pthread_mutex_lock(&pool_lock);
+  pool_alloc *a = find_alloc(r->ptr);
+  if (a != NULL && a->id == r->id && a->stream != NULL) {
+    a->stream = NULL;
+    --unreached;
+  }
+  pthread_mutex_unlock(&pool_lock);
+  return SIM_OK;
+}
+
+static sim_status use_rule(const void *p, size_t size, sim_stream *stream) {
+  if (__atomic_load_n(&unreached, __ATOMIC_ACQUIRE) == 0) return SIM_OK;
+  CUdeviceptr lo = (CUdeviceptr)(uintptr_t)p, hi = lo + size;
+  int device = -1;
+  pthread_mutex_lock(&pool_lock);
+  for (pool_alloc *a = allocs; a; a = a->next)
+    if (a->stream != NULL && a->stream != stream && lo < a->ptr + a->size && a->ptr < hi) {
+      device = sim_stream_device(stream);
+      break;
+    }
+  pthread_mutex_unlock(&pool_lock);
+  if (device < 0) return SIM_OK;
+  sim_device_set_fault(device, SIM_ERR_ILLEGAL_ADDRESS);
+  return SIM_ERR_ILLEGAL_ADDRESS;
+}
+
+static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
+static void install_rule(void) { sim_set_use_rule(use_rule); }
+
 static CUresult alloc_from(struct cumempool *p, CUdeviceptr *dptr, size_t size, CUstream stream, struct cuctx *ctx) {
   if (dptr == NULL || size == 0) return CUDA_ERROR_INVALID_VALUE;
   sim_stream *s;
@@ -177,14 +225,30 @@ static CUresult alloc_from(struct cumempool *p, CUdeviceptr *dptr, size_t size, 
   unsigned access = sim_device_access_begin(); /* not cleared by the driver, as cuMemAlloc's */
   memset(mem, 0xA5, size);
   sim_device_access_end(access);
-  *a = (pool_alloc){(CUdeviceptr)(uintptr_t)mem, size, p, 0, allocs};
+  *a = (pool_alloc){(CUdeviceptr)(uintptr_t)mem, size, p, 0, allocs, s, next_id++};
   allocs = a;
+  ++unreached;
   p->cached = p->cached > size ? p->cached - size : 0;
   p->used += size;
   p->live++;
   account(p);
+  reach_op *r = malloc(sizeof *r);
+  CUdeviceptr ptr = a->ptr;
+  if (r != NULL) *r = (reach_op){ptr, a->id};
   pthread_mutex_unlock(&pool_lock);
-  *dptr = a->ptr;
+  pthread_once(&rule_once, install_rule);
+  /* the allocation is reached when its stream gets here (without memory for the marker: at once) */
+  if (r == NULL || sim_stream_submit_ex(s, reach_run, r, free, SIM_OP_AFTER_FAULT) != SIM_OK) {
+    pthread_mutex_lock(&pool_lock);
+    pool_alloc *mine = find_alloc(ptr);
+    if (mine != NULL && mine->stream != NULL) {
+      mine->stream = NULL;
+      --unreached;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    free(r);
+  }
+  *dptr = ptr;
   return CUDA_SUCCESS;
 }
 

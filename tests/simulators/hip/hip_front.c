@@ -552,10 +552,12 @@ EXPORT hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) 
 
 /* hipFree and hipHostFree wait for the device's work first, as HIP does; the base address of an
  * allocation of one of `kinds` only (NULL: nothing to do). */
+static int free_pending(void *ptr);
+
 static hipError_t free_base(void *ptr, unsigned kinds) {
   if (ptr == NULL) return hipSuccess;
   sim_alloc_info info;
-  if (!sim_mem_find(ptr, &info) || info.base != ptr) return ret(hipErrorInvalidValue);
+  if (!sim_mem_find(ptr, &info) || info.base != ptr || free_pending(ptr)) return ret(hipErrorInvalidValue);
   sim_device_wait_idle(info.device);
   return ret(from_sim(sim_mem_free(ptr, kinds)));
 }
@@ -714,6 +716,18 @@ EXPORT hipError_t hipStreamDestroy(hip_stream *stream) {
   return hipSuccess;
 }
 
+/* hipStreamGetDevice (HIP runtime API reference, Stream Management): "Get the device assocaited
+ * with the stream"; the null stream is the current device's. */
+EXPORT hipError_t hipStreamGetDevice(hip_stream *stream, int *device) {
+  GUARD();
+  if (device == NULL) return ret(hipErrorInvalidValue);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  *device = sim_stream_device(s);
+  return hipSuccess;
+}
+
 EXPORT hipError_t hipStreamSynchronize(hip_stream *stream) {
   GUARD();
   sim_stream *s;
@@ -728,6 +742,149 @@ EXPORT hipError_t hipStreamQuery(hip_stream *stream) {
   hipError_t e = stream_of(stream, &s);
   if (e != hipSuccess) return ret(e);
   return sim_stream_busy(s) ? hipErrorNotReady : hipSuccess;
+}
+
+/* Stream-ordered memory (HIP runtime API reference, Stream Ordered Memory Allocator):
+ * hipMallocAsync "Allocates memory with stream ordered semantics" from the stream's device; until
+ * the stream reaches the allocation, a copy or fill on another stream that touches it faults
+ * (sticky hipErrorIllegalAddress, simcore's sim_use_check), as CUDA's documented rule (the
+ * allocation is used in its stream, or in another one ordered after it by an event) is modelled
+ * for cuMemAllocAsync; kernels are not checked.
+ * hipFreeAsync "Frees memory with stream ordered semantics": the free runs when the stream reaches
+ * it, after which the memory is gone ("the memory must not be accessed after the stream reaches
+ * the free"); a pointer that is not an allocation's base, or whose free is already pending, is
+ * hipErrorInvalidValue (a double free); NULL is a no-op. hipMalloc memory may be freed so too. */
+#define MAX_PENDING_FREES 4096
+static void *pending_frees[MAX_PENDING_FREES];
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int pending_slot(void *ptr) { /* with pending_lock held */
+  for (int i = 0; i < MAX_PENDING_FREES; i++)
+    if (pending_frees[i] == ptr) return i;
+  return -1;
+}
+
+static int free_pending(void *ptr) {
+  pthread_mutex_lock(&pending_lock);
+  int pending = pending_slot(ptr) >= 0;
+  pthread_mutex_unlock(&pending_lock);
+  return pending;
+}
+
+typedef struct unreached_alloc {
+  char *ptr;
+  size_t size;
+  sim_stream *stream;
+  unsigned long long id;
+} unreached_alloc;
+#define MAX_UNREACHED 4096
+static unreached_alloc unreached[MAX_UNREACHED];
+static size_t unreached_count;
+static unsigned long long next_alloc_id = 1;
+
+static void forget_unreached(void *ptr, unsigned long long id) { /* with pending_lock held; id 0: any */
+  for (size_t i = 0; i < MAX_UNREACHED; i++)
+    if (unreached[i].ptr == ptr && ptr != NULL && (id == 0 || unreached[i].id == id)) {
+      unreached[i].ptr = NULL;
+      --unreached_count;
+    }
+}
+
+static sim_status reach_run(void *raw) {
+  unreached_alloc *r = raw;
+  pthread_mutex_lock(&pending_lock);
+  forget_unreached(r->ptr, r->id);
+  pthread_mutex_unlock(&pending_lock);
+  return SIM_OK;
+}
+
+static sim_status use_rule(const void *p, size_t size, sim_stream *stream) {
+  if (__atomic_load_n(&unreached_count, __ATOMIC_ACQUIRE) == 0) return SIM_OK;
+  const char *lo = p, *hi = lo + size;
+  int hit = 0;
+  pthread_mutex_lock(&pending_lock);
+  for (size_t i = 0; i < MAX_UNREACHED && !hit; i++)
+    hit = unreached[i].ptr != NULL && unreached[i].stream != stream && lo < unreached[i].ptr + unreached[i].size &&
+          unreached[i].ptr < hi;
+  pthread_mutex_unlock(&pending_lock);
+  if (!hit) return SIM_OK;
+  sim_device_set_fault(sim_stream_device(stream), SIM_ERR_ILLEGAL_ADDRESS);
+  return SIM_ERR_ILLEGAL_ADDRESS;
+}
+
+static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
+static void install_rule(void) { sim_set_use_rule(use_rule); }
+
+EXPORT hipError_t hipMallocAsync(void **ptr, size_t size, hip_stream *stream) {
+  GUARD();
+  if (ptr == NULL) return ret(hipErrorInvalidValue);
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  if (size == 0) {
+    *ptr = NULL;
+    return hipSuccess;
+  }
+  hipError_t rc = from_sim(sim_mem_alloc(sim_stream_device(s), SIM_MEM_DEVICE, size, ptr));
+  if (rc != hipSuccess) return ret(rc);
+  pthread_once(&rule_once, install_rule);
+  unreached_alloc *r = malloc(sizeof *r);
+  pthread_mutex_lock(&pending_lock);
+  size_t slot = MAX_UNREACHED;
+  for (size_t i = 0; i < MAX_UNREACHED && slot == MAX_UNREACHED; i++)
+    if (unreached[i].ptr == NULL) slot = i;
+  if (r != NULL && slot < MAX_UNREACHED) {
+    *r = (unreached_alloc){*ptr, size, s, next_alloc_id++};
+    unreached[slot] = *r;
+    ++unreached_count;
+  }
+  pthread_mutex_unlock(&pending_lock);
+  /* reached when the stream gets here (without room to track it: at once, unchecked) */
+  if (r != NULL && slot < MAX_UNREACHED && sim_stream_submit_ex(s, reach_run, r, free, SIM_OP_AFTER_FAULT) == SIM_OK) return hipSuccess;
+  if (r != NULL && slot < MAX_UNREACHED) {
+    pthread_mutex_lock(&pending_lock);
+    forget_unreached(r->ptr, r->id);
+    pthread_mutex_unlock(&pending_lock);
+  }
+  free(r);
+  return hipSuccess;
+}
+
+static sim_status free_async_run(void *ptr) {
+  pthread_mutex_lock(&pending_lock);
+  forget_unreached(ptr, 0); /* freed before its stream reached it (the free was not ordered after it) */
+  pthread_mutex_unlock(&pending_lock);
+  sim_status st = sim_mem_free(ptr, KIND(SIM_MEM_DEVICE));
+  pthread_mutex_lock(&pending_lock);
+  int i = pending_slot(ptr);
+  if (i >= 0) pending_frees[i] = NULL;
+  pthread_mutex_unlock(&pending_lock);
+  return st;
+}
+
+EXPORT hipError_t hipFreeAsync(void *ptr, hip_stream *stream) {
+  GUARD();
+  sim_stream *s;
+  hipError_t e = stream_of(stream, &s);
+  if (e != hipSuccess) return ret(e);
+  if (ptr == NULL) return hipSuccess;
+  sim_alloc_info info;
+  if (!sim_mem_find(ptr, &info) || info.base != ptr || info.kind != SIM_MEM_DEVICE) return ret(hipErrorInvalidValue);
+  pthread_mutex_lock(&pending_lock);
+  int free_slot = pending_slot(NULL);
+  if (pending_slot(ptr) >= 0 || free_slot < 0) {
+    pthread_mutex_unlock(&pending_lock);
+    return ret(free_slot < 0 ? hipErrorOutOfMemory : hipErrorInvalidValue);
+  }
+  pending_frees[free_slot] = ptr;
+  pthread_mutex_unlock(&pending_lock);
+  sim_status st = sim_stream_submit(s, free_async_run, ptr, NULL);
+  if (st != SIM_OK) {
+    pthread_mutex_lock(&pending_lock);
+    pending_frees[free_slot] = NULL;
+    pthread_mutex_unlock(&pending_lock);
+  }
+  return ret(from_sim(st));
 }
 
 typedef void (*hipHostFn_t)(void *user_data);
@@ -835,6 +992,9 @@ typedef struct copy_op {
 
 static sim_status copy_run(void *raw) {
   copy_op *c = raw;
+  sim_status use = sim_use_check(c->dst, c->size);
+  if (use == SIM_OK) use = sim_use_check(c->src, c->size);
+  if (use != SIM_OK) return use; /* stream-ordered memory its stream has not reached (hipMallocAsync) */
   memmove(c->dst, c->src, c->size);
   return SIM_OK;
 }

@@ -180,6 +180,15 @@ class AMDGPUBackend(NativeHooks):
             _memory.free(device, address, alloc_type)
 
     @hookimpl
+    def mem_alloc_async(self, device: HipDevice, queue: HipQueue, alloc_type: AllocType, size: int) -> int:
+        return _memory.alloc_async(device, queue.stream, size)
+
+    @hookimpl
+    def mem_free_async(self, device: HipDevice, queue: HipQueue, address: int) -> None:
+        if not self._deferring(lambda: _memory.free_async(device, queue.stream, address)):
+            _memory.free_async(device, queue.stream, address)
+
+    @hookimpl
     def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
         """HIP's device pointer of the registered range (the core counts nested registrations
         and refuses partial overlaps)."""
@@ -217,6 +226,17 @@ class AMDGPUBackend(NativeHooks):
         if self.native is not None:
             queue.native_record = self.native.queue_record(queue.stream)
         return queue
+
+    @hookimpl
+    def adopt_stream(self, device: HipDevice, stream: int) -> HipQueue:
+        queue = _queue.adopt(device, stream)
+        if self.native is not None:
+            queue.native_record = self.native.queue_record(queue.stream)
+        return queue
+
+    @hookimpl
+    def queue_stream(self, device: HipDevice, queue: HipQueue) -> int:
+        return int(queue.stream)
 
     @hookimpl
     def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:

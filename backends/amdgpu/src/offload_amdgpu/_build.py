@@ -15,7 +15,7 @@ import os
 import pathlib
 from collections.abc import Sequence
 
-from offload.backend.build import compile_source, find_tool, kernel_include_dir
+from offload.backend.build import compile_source, find_tool, kernel_include_dir, tool_version
 
 from ._device import HipDevice
 
@@ -37,9 +37,9 @@ def _clang(rocm: pathlib.Path | None) -> list[str]:
 
 
 def build_target(device: HipDevice) -> str:
-    """The gfx target with its features, the compiler and the ROCm it uses."""
+    """The gfx target with its features, the compiler with its version and the ROCm it uses."""
     rocm = _rocm()
-    return f"{device.target} {' '.join(_clang(rocm))} rocm={rocm}"
+    return f"{device.target} {tool_version(_clang(rocm))} rocm={rocm}"
 
 
 def build_source(device: HipDevice, source: str, options: Sequence[str]) -> bytes:

@@ -21,7 +21,10 @@ from ._driver import check
 from ._errors import raise_for
 from ._queue import HipQueue
 
-__all__ = ["alloc", "copy_between", "copy_rect", "data_retrieve", "data_submit", "fill", "free", "register", "unregister"]
+__all__ = [
+    "alloc", "alloc_async", "copy_between", "copy_rect", "data_retrieve", "data_submit", "fill", "free", "free_async", "register",
+    "unregister",
+]  # fmt: skip
 
 log = logging.getLogger("offload_amdgpu")
 
@@ -60,6 +63,20 @@ def free(device: HipDevice, address: int, alloc_type: AllocType) -> None:
         check(hip, hip.hipHostFree(address), "hipHostFree")
     else:
         check(hip, hip.hipFree(address), "hipFree")
+
+
+def alloc_async(device: HipDevice, stream: Any, size: int) -> int:
+    """Device memory in the stream's order (``hipMallocAsync``, from the device's current pool)."""
+    hip = device.hip
+    device.activate()
+    return int(check(hip, hip.hipMallocAsync(size, stream), "hipMallocAsync"))
+
+
+def free_async(device: HipDevice, stream: Any, address: int) -> None:
+    """Free in the stream's order (``hipFreeAsync``: once the stream reaches it)."""
+    hip = device.hip
+    device.activate()
+    check(hip, hip.hipFreeAsync(address, stream), "hipFreeAsync")
 
 
 def register(device: HipDevice, address: int, size: int) -> int:

@@ -25,6 +25,7 @@ from ._driver import check
 from ._errors import raise_for
 
 __all__ = [
+    "adopt",
     "HipEvent",
     "HipQueue",
     "HostCalls",
@@ -45,15 +46,17 @@ HIP_EVENT_DEFAULT = 0  # timing enabled
 
 class HipQueue(KeptErrors):
     """One stream of a device, plus the errors its host functions raised (``KeptErrors``);
-    ``native_record``: its record for the native entry points (None without them)."""
+    ``native_record``: its record for the native entry points (None without them); ``adopted``:
+    the stream is another library's (``adopt``), never destroyed nor pooled here."""
 
-    __slots__ = ("device", "stream", "native_record")
+    __slots__ = ("device", "stream", "native_record", "adopted")
 
-    def __init__(self, device: HipDevice, stream: Any) -> None:
+    def __init__(self, device: HipDevice, stream: Any, adopted: bool = False) -> None:
         super().__init__()
         self.device = device
         self.stream = stream
         self.native_record: Any = None
+        self.adopted = adopted
 
     def __repr__(self) -> str:
         return f"<HipQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
@@ -114,9 +117,26 @@ def create_queue(device: HipDevice) -> HipQueue:
     return HipQueue(device, device.streams.acquire())
 
 
+def adopt(device: HipDevice, stream: int) -> HipQueue:
+    """A queue over another library's stream, which must be one of this device
+    (``hipStreamGetDevice``); not the null stream (0), on which offload's synchronous work runs."""
+    hip = device.hip
+    if not stream:
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, "the HIP null stream (0) cannot be adopted: offload's synchronous work runs on it")
+    device.activate()
+    handle = hip.hipStream_t.fromObj(stream)
+    status, ordinal = hip.hipStreamGetDevice(handle)
+    if status or int(ordinal) != device.ordinal:
+        why = f"hipStreamGetDevice answers {int(status)}" if status else f"it is a stream of device {int(ordinal)}"
+        raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{stream:#x} is not a stream of HIP device {device.ordinal} ({why})")
+    return HipQueue(device, handle, adopted=True)
+
+
 def recycle(queue: HipQueue) -> None:
-    """The queue's stream back to its device's pool (``HostFunctions.synchronize`` calls it)."""
-    queue.device.streams.release(queue.stream)
+    """The queue's stream back to its device's pool (``HostFunctions.synchronize`` calls it);
+    an adopted stream stays its owner's."""
+    if not queue.adopted:
+        queue.device.streams.release(queue.stream)
 
 
 def stream_busy(queue: HipQueue) -> bool:

@@ -31,6 +31,7 @@ from offload import (
 from . import _binary, _build, _launch, _memory, _occupancy, _queue
 from ._device import CudaDevice
 from ._driver import DriverTooOld, DriverUnavailable, check, load
+from ._pool import StreamOrderedPool
 from ._program import CudaImage, CudaKernel
 from ._queue import CudaEvent, CudaQueue, HostCalls
 
@@ -51,17 +52,19 @@ def _compute_mode_note(driver: Any, ordinal: int) -> str:
 
 
 class _DeviceState:
-    """A device and its pools (``recycle(queue)``: its stream back to the pool), and its record for
-    the native entry points (``native_record``: None without them)."""
+    """A device and its pools (``recycle(queue)``: its stream back to the pool; ``pool``: the
+    stream-ordered memory pool), and its record for the native entry points (``native_record``:
+    None without them)."""
 
-    __slots__ = ("device", "streams", "events", "recycle", "native_record")
+    __slots__ = ("device", "streams", "events", "recycle", "native_record", "pool")
 
     def __init__(self, device: CudaDevice, native: NativeExtension) -> None:
         self.device = device
         self.native_record = native.device_record(device.context_address, device.ordinal, False)
         self.streams: ResourcePool[Any] = _queue.stream_pool(device)
         self.events: ResourcePool[Any] = _queue.event_pool(device)
-        self.recycle: Callable[[CudaQueue], None] = lambda queue: self.streams.release(queue.stream)
+        self.pool = StreamOrderedPool(device)  # mem_alloc_async's (made on first use)
+        self.recycle: Callable[[CudaQueue], None] = lambda queue: None if queue.adopted else self.streams.release(queue.stream)
 
 
 class CudaBackend(NativeHooks):
@@ -137,7 +140,10 @@ class CudaBackend(NativeHooks):
             try:
                 device.streams.destroy()
             finally:
-                device.events.destroy()
+                try:
+                    device.events.destroy()
+                finally:
+                    device.pool.release()
         finally:
             device.device.release()
 
@@ -258,6 +264,15 @@ class CudaBackend(NativeHooks):
             _memory.free(device.device, address, alloc_type)
 
     @hookimpl
+    def mem_alloc_async(self, device: _DeviceState, queue: CudaQueue, alloc_type: AllocType, size: int) -> int:
+        return device.pool.alloc(queue.stream, size)
+
+    @hookimpl
+    def mem_free_async(self, device: _DeviceState, queue: CudaQueue, address: int) -> None:
+        if not self._deferring(lambda: device.pool.free(queue.stream, address)):
+            device.pool.free(queue.stream, address)
+
+    @hookimpl
     def mem_register(self, device: _DeviceState, address: int, size: int, lock: bool) -> int:
         return _memory.register(device.device, address, size)
 
@@ -300,6 +315,17 @@ class CudaBackend(NativeHooks):
         if self.native is not None:
             queue.native_record = self.native.queue_record(queue.stream)
         return queue
+
+    @hookimpl
+    def adopt_stream(self, device: _DeviceState, stream: int) -> CudaQueue:
+        queue = _queue.adopt(device.device, stream)
+        if self.native is not None:
+            queue.native_record = self.native.queue_record(queue.stream)
+        return queue
+
+    @hookimpl
+    def queue_stream(self, device: _DeviceState, queue: CudaQueue) -> int:
+        return int(queue.stream)
 
     @hookimpl
     def synchronize(self, device: _DeviceState, queue: CudaQueue, release: bool) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend.build import compile_failure, compile_source, find_tool, kernel_include_dir
+from offload.backend.build import compile_failure, compile_source, find_tool, kernel_include_dir, tool_version
 
 from ._device import CudaDevice
 
@@ -71,9 +71,9 @@ def _compiler() -> str:
 
 
 def build_target(device: CudaDevice) -> str:
-    """``sm_XY`` and the compiler (``nvrtc X.Y`` or nvcc's path)."""
+    """``sm_XY`` and the compiler with its version (``nvrtc X.Y``, or nvcc's path and version)."""
     compiler = _compiler()
-    tool = _nvrtc()[1] if compiler == "nvrtc" else " ".join(_nvcc())
+    tool = _nvrtc()[1] if compiler == "nvrtc" else tool_version(_nvcc())
     return f"sm_{device.sm} {tool}"
 
 

@@ -27,6 +27,7 @@ from ._device import CudaDevice
 from ._driver import check
 
 __all__ = [
+    "adopt",
     "CudaEvent",
     "CudaQueue",
     "HostCalls",
@@ -47,15 +48,17 @@ _CUDA_ERROR_NOT_READY = 600
 
 class CudaQueue(KeptErrors):
     """One stream and the errors of its host functions (``KeptErrors``); ``native_record``: its
-    record for the native entry points (None without them)."""
+    record for the native entry points (None without them); ``adopted``: the stream is another
+    library's (``adopt``), never destroyed nor pooled here."""
 
-    __slots__ = ("device", "stream", "native_record", "__weakref__")
+    __slots__ = ("device", "stream", "native_record", "adopted", "__weakref__")
 
-    def __init__(self, device: CudaDevice, stream: Any) -> None:
+    def __init__(self, device: CudaDevice, stream: Any, adopted: bool = False) -> None:
         super().__init__()
         self.device = device
         self.stream = stream
         self.native_record: Any = None
+        self.adopted = adopted
 
     def __repr__(self) -> str:
         return f"<CudaQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
@@ -112,6 +115,22 @@ def event_pool(device: CudaDevice) -> ResourcePool[Any]:
 
     return ResourcePool(create, lambda event: check(d, d.cuEventDestroy(event), "cuEventDestroy"),
                         f"events of device {device.ordinal}")  # fmt: skip
+
+
+def adopt(device: CudaDevice, stream: int) -> CudaQueue:
+    """A queue over another library's stream, which must belong to the device's primary context
+    (``cuStreamGetCtx``; the legacy and per-thread default streams, 0 to 2, resolve to the current
+    one, made the primary context here)."""
+    d = device.driver
+    device.activate()
+    handle = d.CUstream(stream)
+    result, context = d.cuStreamGetCtx(handle)
+    if int(result) or int(context) != device.context_address:
+        why = f"the driver answers {d.cuGetErrorName(result)[1].decode()}" if int(result) else "it belongs to another context"
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT, f"{stream:#x} is not a stream of device {device.ordinal}'s primary context ({why})"
+        )
+    return CudaQueue(device, handle, adopted=True)
 
 
 def wait(queue: CudaQueue) -> None:

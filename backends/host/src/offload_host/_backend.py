@@ -6,7 +6,6 @@ import ctypes
 import functools
 import mmap
 import os
-import platform
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
@@ -24,7 +23,7 @@ from ._native import launch as _launch
 from ._cooperative import MAX_COOPERATIVE_GROUPS, run_cooperative
 from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
-from .build import build_program
+from .build import build_identity, build_program
 
 _memmove = ctypes.memmove
 _partial = functools.partial
@@ -98,13 +97,15 @@ class HostBackend:
 
     @hookimpl
     def build_target(self, device: HostDevice) -> str:
-        """The machine and the C compiler command (build_program keys its own cache finer)."""
-        return f"{platform.machine()} {os.environ.get('CC') or 'cc'}"
+        """The machine, the C compiler with its version, its default flags and the CPU where they
+        name ``native`` (``build_identity``)."""
+        return build_identity([f"-I{kernel_include_dir()}"])
 
     @hookimpl
     def build_source(self, device: HostDevice, source: str, options: Sequence[str]) -> bytes:
-        """C source through ``build_program`` (the system compiler), ``offload_kernel.h`` on the path."""
-        return build_program(source, cflags=[f"-I{kernel_include_dir()}", *options])
+        """C source through ``build_program`` (the system compiler), ``offload_kernel.h`` on the
+        path; not in ``build_program``'s own cache (``offload.build`` caches the image)."""
+        return build_program(source, cflags=[f"-I{kernel_include_dir()}", *options], cache=False)
 
     @hookimpl
     def is_valid_binary(self, device: HostDevice, data: bytes) -> bool:

@@ -15,7 +15,8 @@ from public source, so it is trusted only when nobody else could have written it
 pip's and ccache's caches): the folder is created private (0700); a folder or a cached file not
 owned by this user, or writable by group or others, or a cached file that is not a regular file,
 is not used: one ``OffloadHostCacheWarning`` names it and the program is built without the disk
-cache.
+cache (``offload.backend.build.DiskCache``, the core's disk cache of ``offload.build`` too;
+``OFFLOAD_HOST_CACHE=off`` turns it off).
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-import stat
 import threading
-import warnings
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 __all__ = [
     "TEST_KERNELS",
+    "build_identity",
     "build_program",
     "build_test_kernel",
     "include_dir",
@@ -74,10 +74,10 @@ class OffloadHostCacheWarning(UserWarning):
 
 
 _memory_cache: dict[str, bytes] = {}
-_warned: set[str] = set()
 _compiler_ids: dict[str, str] = {}
 _native_flags: dict[str, tuple[str, ...]] = {}
 _cpu_ids: list[str] = []
+_disk_cache: list[Any] = []
 _lock = threading.Lock()
 
 
@@ -178,105 +178,35 @@ def _cpu_id() -> str:
     return ident
 
 
-def _cache_dir() -> pathlib.Path:
-    """``$OFFLOAD_HOST_CACHE``, else ``offload-host`` in the XDG Base Directory cache folder
-    (``$XDG_CACHE_HOME`` if set and absolute, the spec ignoring a relative one, else ``~/.cache``)."""
-    env = os.environ.get("OFFLOAD_HOST_CACHE")
-    if env:
-        return pathlib.Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = pathlib.Path(xdg) if os.path.isabs(xdg) else pathlib.Path.home() / ".cache"
-    return base / "offload-host"
+def _disk() -> Any:
+    """The disk cache (``offload.backend.build.DiskCache``, made on first use: the core is
+    imported lazily, so this module imports without it)."""
+    from offload.backend.build import DiskCache
+
+    with _lock:
+        if not _disk_cache:
+            _disk_cache.append(DiskCache("offload-host", "OFFLOAD_HOST_CACHE", ".so", "offload-host", OffloadHostCacheWarning))
+        return _disk_cache[0]
 
 
 def _cache_key(compiler_id: str, flags: Sequence[str], source: str) -> str:
+    from offload.backend.build import cache_key
+
     header = (include_dir() / "offload_host.h").read_bytes()
     cpu = _cpu_id() if any("native" in flag for flag in flags) else ""
-    h = hashlib.sha256()
-    for part in (compiler_id.encode(), "\0".join(flags).encode(), cpu.encode(), source.encode(), header):
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.hexdigest()
+    return cache_key(compiler_id, "\0".join(flags), cpu, source, header)
 
 
-def _unsafe(info: os.stat_result, what: str) -> str | None:
-    """Why a cache folder or file with ``info`` could have been written by someone else, or None."""
-    if info.st_uid != os.geteuid():
-        return f"{what} is owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{what} is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
-    return None
-
-
-def _distrust(path: pathlib.Path, why: str) -> None:
-    key = f"{path}\0{why}"
-    with _lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(
-        f"offload-host: not using the program cache {path}: {why}; building without it "
-        "(make it private: chmod 700, owned by you, or set OFFLOAD_HOST_CACHE)",
-        OffloadHostCacheWarning,
-        stacklevel=4,
-    )
-
-
-def _trusted_cache_dir() -> pathlib.Path | None:
-    """The cache folder, created private (0700) if missing; None (after one warning) when it
-    cannot be trusted or made."""
-    directory = _cache_dir()
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = directory.stat()
-    except OSError as exc:
-        _distrust(directory, f"it cannot be created: {exc.strerror or exc}")
-        return None
-    why = "it is not a directory" if not stat.S_ISDIR(info.st_mode) else _unsafe(info, "the folder")
-    if why is not None:
-        _distrust(directory, why)
-        return None
-    return directory
-
-
-def _read_disk_cache(key: str) -> bytes | None:
-    """The cached program, if the folder and the file are trusted (never following a link)."""
-    directory = _trusted_cache_dir()
-    if directory is None:
-        return None
-    path = directory / f"{key}.so"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None  # absent (or a link: os.replace below puts a file in its place)
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        why = "it is not a regular file" if not stat.S_ISREG(info.st_mode) else _unsafe(info, f"the file {path.name}")
-        if why is not None:
-            _distrust(path, why)
-            return None
-        try:
-            return f.read()
-        except OSError:
-            return None
-
-
-def _write_disk_cache(key: str, data: bytes) -> None:
-    """Best effort: an unwritable (or untrusted) cache only costs a rebuild next time."""
-    directory = _trusted_cache_dir()
-    if directory is None:
-        return
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=".tmp")  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, directory / f"{key}.so")
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+def build_identity(cflags: Sequence[str] = ()) -> str:
+    """What a default ``build_program`` depends on besides the source and ``cflags``: the compiler
+    and its version, the default machine flags and, where they name ``native``, the CPU (the
+    backend's ``build_target``, by which ``offload.build`` keys its cache), and the launch ABI
+    header's digest."""
+    compiler = _compiler()
+    flags = _program_flags(compiler, None, cflags)
+    cpu = _cpu_id() if any("native" in flag for flag in flags) else ""
+    header = hashlib.sha256((include_dir() / "offload_host.h").read_bytes()).hexdigest()[:16]
+    return "\n".join((platform.machine(), _compiler_id(compiler), " ".join(flags), cpu, f"offload_host.h {header}"))
 
 
 def _compile(compiler: list[str], flags: Sequence[str], source: str, name: str) -> bytes:
@@ -340,10 +270,11 @@ def build_program(
     with _lock:
         data = _memory_cache.get(key)
     if data is None:
-        data = _read_disk_cache(key)
+        disk = _disk()
+        data = disk.get(key)
         if data is None:
             data = _compile(compiler, flags, source, name)
-            _write_disk_cache(key, data)
+            disk.put(key, data)
         with _lock:
             _memory_cache[key] = data
     return data

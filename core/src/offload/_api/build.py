@@ -1,18 +1,27 @@
 """``offload.build``: kernel source -> a program image for one device, by its backend's toolchain.
 
 The backend's ``build_target`` / ``build_source`` hooks (``hookspecs``) do the compiling; this
-module checks the arguments, caches images by (platform, target, source, options) for the process,
-and tells the build listeners (``add_build_listener``) about every image it hands out, so a tool
-(a simulator's test fixture, a build log) can act on it without the backend knowing.
+module checks the arguments, caches images by (platform, target, source, options) for the process
+and on disk across processes, and tells the build listeners (``add_build_listener``) about every
+image it hands out, so a tool (a simulator's test fixture, a build log) can act on it without the
+backend knowing.
+
+The disk cache (``_values.diskcache.DiskCache``: private to the user, ``$OFFLOAD_BUILD_CACHE``, else
+``offload-builds`` in the XDG cache folder; ``off`` turns it off) keys an image by the platform, the
+backend's distribution and version, ``build_target`` (which names the compiler and its version),
+the source, the options and ``offload_kernel.h``. A backend registered in the process (no
+distribution, so no version to key by) is cached in memory only.
 """
 
 from __future__ import annotations
 
+import pathlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._values.diskcache import DiskCache, cache_key
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError, as_offload_error
 from .._core.handles import Device as DeviceHandle
@@ -30,11 +39,15 @@ class BuiltProgram:
     source: str
     options: tuple[str, ...]
     image: bytes
+    origin: str = "compiled"  # "compiled" (by build_source now), "memory" or "disk" (a cache's)
 
 
 BuildListener = Callable[[BuiltProgram], None]
 
 _cache: dict[tuple[str, str, str, tuple[str, ...]], bytes] = {}
+_disk = DiskCache("offload-builds", "OFFLOAD_BUILD_CACHE", ".img", "offload.build")
+_header: list[bytes] = []  # offload_kernel.h, read once
+_KERNEL_HEADER = pathlib.Path(__file__).resolve().parent.parent / "include" / "offload_kernel.h"
 _listeners: list[BuildListener] = []
 _lock = threading.Lock()
 
@@ -55,9 +68,18 @@ def add_build_listener(listener: BuildListener) -> Callable[[], None]:
 
 
 def clear_build_cache() -> None:
-    """Forget every cached image (the next ``build`` of each compiles again)."""
+    """Forget every image cached in memory (the next ``build`` of each reads the disk cache, or
+    compiles again)."""
     with _lock:
         _cache.clear()
+
+
+def _disk_key(backend: str, key: tuple[str, str, str, tuple[str, ...]]) -> str:
+    """The disk cache's key: the backend's distribution and version, the memory key, the header."""
+    if not _header:
+        _header.append(_KERNEL_HEADER.read_bytes())
+    platform, target, source, opts = key
+    return cache_key(platform, backend, target, source, "\0".join(opts), _header[0])
 
 
 def _device_handle(device: Any) -> DeviceHandle:
@@ -82,8 +104,8 @@ def build(source: str, device: Any, options: Sequence[str] = ()) -> bytes:
     The host backend compiles C with the system compiler, CUDA C++ goes through NVRTC or nvcc for
     the device's compute capability, HIP through clang for the device's gfx target; sources written
     with ``offload_kernel.h`` (``OFFLOAD_PORTABLE_KERNEL``) build on all of them. ``options`` are
-    passed to the compiler. Images are cached for the process by platform, target, source and
-    options. Errors: ``COMPILE_FAILURE`` (details: the compiler's log), ``HOST_TOOL_NOT_FOUND``
+    passed to the compiler. Images are cached by platform, target, source and options, for the
+    process and on disk for the next ones (the module docstring says where). Errors: ``COMPILE_FAILURE`` (details: the compiler's log), ``HOST_TOOL_NOT_FOUND``
     (no compiler), ``UNSUPPORTED`` (the backend cannot build from source), ``INVALID_DEVICE``.
     """
     if not isinstance(source, str):
@@ -97,19 +119,28 @@ def build(source: str, device: Any, options: Sequence[str] = ()) -> bytes:
     except Exception as exc:
         raise as_offload_error(exc, f"{platform}: build_target")
     key = (platform, target, source, opts)
+    origin = "memory"
     with _lock:
         image = _cache.get(key)
     if image is None:
-        try:
-            image = bytes(backend.build_source(handle.native, source, list(opts)))
-        except Exception as exc:
-            raise as_offload_error(exc, f"{platform}: build_source")
+        status = backend.status
+        disk_key = None if status.distribution is None else _disk_key(f"{status.distribution} {status.version}", key)
+        image = None if disk_key is None else _disk.get(disk_key)
+        origin = "disk"
+        if image is None:
+            try:
+                image = bytes(backend.build_source(handle.native, source, list(opts)))
+            except Exception as exc:
+                raise as_offload_error(exc, f"{platform}: build_source")
+            origin = "compiled"
+            if disk_key is not None:
+                _disk.put(disk_key, image)
         with _lock:
             _cache[key] = image
     with _lock:
         listeners = list(_listeners)
     if listeners:
-        built = BuiltProgram(platform, target, source, opts, image)
+        built = BuiltProgram(platform, target, source, opts, image, origin)
         for listener in listeners:
             listener(built)
     return image

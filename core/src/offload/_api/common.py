@@ -3,8 +3,8 @@ and releasing a resource only after the queued work that may use it.
 
 Each ``_api_<section>`` module follows a section of ``hookspecs`` and holds the ``_impl`` layer of
 its functions (liboffload's ``<fn>_impl``): each takes the live ``Session`` first and the Python
-arguments after it. By the time it runs, the generated entry point (``_entrypoints``) has checked
-initialisation, run the validation conditions of ``_api_table`` and checked that every handle
+arguments after it. By the time it runs, the generated entry point (``_api.functions``) has checked
+initialisation, run the validation conditions of ``_api.table`` and checked that every handle
 argument is live and of its kind. What is left there is the semantics: enum ranges, kind and
 ownership rules, routing to the backend.
 """
@@ -106,3 +106,10 @@ def wait_for_queue(ctx: Session, device: Device, native_queue: Any) -> None:
     while backend.has_pending_work(native, native_queue):
         time.sleep(delay)
         delay = min(delay * 2, 0.005)
+
+
+def recorded_on(event: Any) -> Any:
+    """The native queue ``event`` was recorded on while that queue is live, else None (destroyed:
+    its work's errors go to the final ``olShutDown``): ``sync_event``'s ``queue``."""
+    queue = event.queue
+    return queue.native if queue._ctx is not None else None

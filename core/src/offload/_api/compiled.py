@@ -1,5 +1,5 @@
 """Installs the compiled path: the per-call ol* functions that ``offload._compiled._fastpath`` compiles
-(``_fastpath.COMPILED``) replace the generated Python functions, which each one keeps as its
+(``_compiled._fastpath.COMPILED``) replace the generated Python functions, which each one keeps as its
 fallback (``entry.fallback``) for every case off the common path. ``entry.counts`` says how
 many calls each path made (tests use it to prove which ran)."""
 

@@ -7,7 +7,7 @@ from typing import Any
 from .._values import info as _info
 import operator
 
-from .common import fail
+from .common import fail, recorded_on
 from .._values.enums import ErrorCode, EventFlags, EventInfo
 from .._core.handles import Event, Queue
 from .._core.session import Session
@@ -49,7 +49,7 @@ def olDestroyEvent(ctx: Session, event: Event) -> None:
 
 def olSyncEvent(ctx: Session, event: Event) -> None:
     device = event.device
-    device.backend.sync_event(device.native, event.native)
+    device.backend.sync_event(device.native, event.native, recorded_on(event))
 
 
 def event_info(ctx: Session, event: Event, prop: Any) -> tuple[Any, _info.Kind]:

@@ -25,7 +25,7 @@ from .._values.enums import (
 )
 from .functions import olInit, olShutDown
 from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol
-from .._values.types import Dimensions, KernelLaunchSizeArgs, Rect
+from .._values.types import Dimensions, KernelLaunchSizeArgs, KernelParam, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -74,6 +74,12 @@ def olMemAlloc(device: Device, alloc_type: AllocType | int, size: SupportsIndex,
 
 def olMemFree(address: _Address, context: Context | None = ...) -> None:
     """Free an olMemAlloc allocation (its owner is found; a context given must be its own: INVALID_CONTEXT), once every busy queue (live or parked) has finished its work (from a host function: queued behind its own queue)."""
+
+def olMemAllocAsync(queue: Queue, alloc_type: AllocType | int, size: SupportsIndex) -> int:
+    """offload extension (not in liboffload): allocate ``size`` bytes of DEVICE memory in ``queue``'s order (cuMemAllocAsync, hipMallocAsync; elsewhere the core's pool), owned by the queue's context; usable by the queue's later work at once, by other queues after an event of it. Free it with olMemFreeAsync or olMemFree."""
+
+def olMemFreeAsync(queue: Queue, address: _Address) -> None:
+    """offload extension (not in liboffload): free a DEVICE allocation of the queue's device in ``queue``'s order: refused by every range check at once, given back once the queue's earlier work has finished, without waiting for any queue."""
 
 @overload
 def olGetMemInfo(ptr: _Address, prop: Literal[MemInfo.DEVICE], context: Context | None = ...) -> Device: ...
@@ -221,6 +227,9 @@ def olIterateSymbols(program: Program, kind: SymbolKind | int, callback: Callabl
 
 def olGetKernelMaxCooperativeGroupCount(device: Device, kernel: Symbol, launch_size_args: KernelLaunchSizeArgs) -> int:
     """The most groups of ``launch_size_args``' group size that a cooperative launch can run at once."""
+
+def olGetKernelParamsExt(kernel: Symbol) -> tuple[KernelParam, ...] | None:
+    """An offload extension (not liboffload's): the kernel's explicit parameters in order, as laid out in the packed argument struct (offload.KernelParam: offset, size, kind, name, element, const), as its backend's kernel_params hook reports them; None when the image does not say. A global variable is SYMBOL_KIND."""
 
 def olIteratePlatforms(callback: Callable[[Platform, Any], bool], user_data: Any = ...) -> None:
     """Call ``callback(platform, user_data)`` for every platform until it returns False."""
@@ -385,6 +394,8 @@ __all__ = [
     'olGetDeviceInfoSize',
     'olMemAlloc',
     'olMemFree',
+    'olMemAllocAsync',
+    'olMemFreeAsync',
     'olGetMemInfo',
     'olGetMemInfoSize',
     'olMemRegister',
@@ -423,6 +434,7 @@ __all__ = [
     'olMemPrefetch',
     'olIterateSymbols',
     'olGetKernelMaxCooperativeGroupCount',
+    'olGetKernelParamsExt',
     'olIteratePlatforms',
     'olIterateCompatibleDevices',
     'olMemcpyRect',

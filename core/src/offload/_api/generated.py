@@ -424,6 +424,132 @@ def olMemFree(address, context=None):
         calls.remove('olMemFree')
 
 
+# --- olMemAllocAsync ---
+
+_impl_olMemAllocAsync = _implementation('olMemAllocAsync')
+_FN_olMemAllocAsync = _FUNCTION['olMemAllocAsync']
+
+
+def _body_olMemAllocAsync(ctx, queue, alloc_type, size):
+    if size.__class__ is not int:
+        size = _as_size(size, 'Size')
+    if ctx.validate:
+        if size == 0:
+            raise _OffloadError(8, 'validation failure: Size == 0')
+        if queue is None:
+            raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx:
+        raise _stale(queue, _Queue, 'Queue')
+    calls = ctx.calls
+    calls.append('olMemAllocAsync')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olMemAllocAsync(ctx, queue, alloc_type, size)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olMemAllocAsync') from exc
+    finally:
+        calls.remove('olMemAllocAsync')
+
+
+def olMemAllocAsync(queue, alloc_type, size):
+    ctx = _STATE.untraced
+    if ctx is None:
+        ctx = _STATE.ctx
+        if ctx is None:
+            raise _uninitialized()
+        if ctx.trace:
+            return _traced(ctx, _FN_olMemAllocAsync, _body_olMemAllocAsync, (queue, alloc_type, size,))
+        return _body_olMemAllocAsync(ctx, queue, alloc_type, size)
+    if size.__class__ is not int:
+        size = _as_size(size, 'Size')
+    if ctx.validate:
+        if size == 0:
+            raise _OffloadError(8, 'validation failure: Size == 0')
+        if queue is None:
+            raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx:
+        raise _stale(queue, _Queue, 'Queue')
+    calls = ctx.calls
+    calls.append('olMemAllocAsync')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olMemAllocAsync(ctx, queue, alloc_type, size)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olMemAllocAsync') from exc
+    finally:
+        calls.remove('olMemAllocAsync')
+
+
+# --- olMemFreeAsync ---
+
+_impl_olMemFreeAsync = _implementation('olMemFreeAsync')
+_FN_olMemFreeAsync = _FUNCTION['olMemFreeAsync']
+
+
+def _body_olMemFreeAsync(ctx, queue, address):
+    if address.__class__ is not int and address is not None:
+        _held_address = address
+        address = _as_address(address, 'Address')
+    if ctx.validate:
+        if queue is None:
+            raise _OffloadError(19, 'validation failure: NULL == Queue')
+        if address is None or address == 0:
+            raise _OffloadError(4, 'validation failure: NULL == Address')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx:
+        raise _stale(queue, _Queue, 'Queue')
+    calls = ctx.calls
+    calls.append('olMemFreeAsync')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olMemFreeAsync(ctx, queue, address)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olMemFreeAsync') from exc
+    finally:
+        calls.remove('olMemFreeAsync')
+
+
+def olMemFreeAsync(queue, address):
+    ctx = _STATE.untraced
+    if ctx is None:
+        ctx = _STATE.ctx
+        if ctx is None:
+            raise _uninitialized()
+        if ctx.trace:
+            return _traced(ctx, _FN_olMemFreeAsync, _body_olMemFreeAsync, (queue, address,))
+        return _body_olMemFreeAsync(ctx, queue, address)
+    if address.__class__ is not int and address is not None:
+        _held_address = address
+        address = _as_address(address, 'Address')
+    if ctx.validate:
+        if queue is None:
+            raise _OffloadError(19, 'validation failure: NULL == Queue')
+        if address is None or address == 0:
+            raise _OffloadError(4, 'validation failure: NULL == Address')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx:
+        raise _stale(queue, _Queue, 'Queue')
+    calls = ctx.calls
+    calls.append('olMemFreeAsync')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olMemFreeAsync(ctx, queue, address)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olMemFreeAsync') from exc
+    finally:
+        calls.remove('olMemFreeAsync')
+
+
 # --- olGetMemInfo ---
 
 _impl_olGetMemInfo = _implementation('olGetMemInfo')
@@ -2736,6 +2862,60 @@ def olGetKernelMaxCooperativeGroupCount(device, kernel, launch_size_args):
         raise _as_offload_error(exc, 'olGetKernelMaxCooperativeGroupCount') from exc
     finally:
         calls.remove('olGetKernelMaxCooperativeGroupCount')
+
+
+# --- olGetKernelParamsExt ---
+
+_impl_olGetKernelParamsExt = _implementation('olGetKernelParamsExt')
+_FN_olGetKernelParamsExt = _FUNCTION['olGetKernelParamsExt']
+
+
+def _body_olGetKernelParamsExt(ctx, kernel):
+    if ctx.validate:
+        if kernel is None:
+            raise _OffloadError(19, 'validation failure: NULL == Kernel')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
+        raise _stale(kernel, _Symbol, 'Kernel')
+    calls = ctx.calls
+    calls.append('olGetKernelParamsExt')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olGetKernelParamsExt(ctx, kernel)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olGetKernelParamsExt') from exc
+    finally:
+        calls.remove('olGetKernelParamsExt')
+
+
+def olGetKernelParamsExt(kernel):
+    ctx = _STATE.untraced
+    if ctx is None:
+        ctx = _STATE.ctx
+        if ctx is None:
+            raise _uninitialized()
+        if ctx.trace:
+            return _traced(ctx, _FN_olGetKernelParamsExt, _body_olGetKernelParamsExt, (kernel,))
+        return _body_olGetKernelParamsExt(ctx, kernel)
+    if ctx.validate:
+        if kernel is None:
+            raise _OffloadError(19, 'validation failure: NULL == Kernel')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
+        raise _stale(kernel, _Symbol, 'Kernel')
+    calls = ctx.calls
+    calls.append('olGetKernelParamsExt')
+    try:
+        if _STATE.ctx is not ctx:
+            raise _uninitialized()
+        return _impl_olGetKernelParamsExt(ctx, kernel)
+    except _OffloadError:
+        raise
+    except Exception as exc:
+        raise _as_offload_error(exc, 'olGetKernelParamsExt') from exc
+    finally:
+        calls.remove('olGetKernelParamsExt')
 
 
 # --- olIteratePlatforms ---

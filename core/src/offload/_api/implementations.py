@@ -1,5 +1,5 @@
-"""The implementation of every ``ol*`` function of ``_api_table``, by name: what the generated
-entry points (``_entrypoints``) call. Each function lives in the ``_api_<section>`` module of its
+"""The implementation of every ``ol*`` function of ``_api.table``, by name: what the generated
+entry points (``_api.functions``) call. Each function lives in the ``_api.<section>`` module of its
 ``hookspecs`` section; each ``olGet<X>Info`` / ``olGet<X>InfoSize`` pair is made here from one query.
 """
 
@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from . import contexts as _api_contexts, devices as _api_devices, events as _api_events, kernels as _api_kernels, memory as _api_memory, memory_main as _api_memory_main, programs as _api_programs, queues as _api_queues
+from . import contexts as _api_contexts, devices as _api_devices, events as _api_events, kernels as _api_kernels, memory as _api_memory, memory_main as _api_memory_main, memory_async as _api_memory_async, programs as _api_programs, queues as _api_queues
 from .._values import info as _info
 from .._core.session import Session
 
@@ -29,7 +29,10 @@ INFO_QUERIES: dict[str, InfoQuery] = {
 # HOST allocation's DEVICE), the size query's own function
 SIZE_QUERIES: dict[str, InfoQuery] = {"Mem": _api_memory.mem_info_size}
 
-_SECTIONS = (_api_contexts, _api_devices, _api_memory, _api_memory_main, _api_queues, _api_events, _api_programs, _api_kernels)
+_SECTIONS = (
+    _api_contexts, _api_devices, _api_memory, _api_memory_main, _api_memory_async, _api_queues, _api_events, _api_programs,
+    _api_kernels,
+)  # fmt: skip
 
 
 def info_value(query: InfoQuery) -> Callable[..., Any]:

@@ -12,7 +12,7 @@ from .._values.enums import ErrorCode, KernelLaunchPropType, SymbolKind
 from .._core.handles import Device, Queue, Symbol
 from .._core.ranges import ADDRESS_LIMIT
 from .._core.session import Session
-from .._values.types import KernelLaunchSizeArgs
+from .._values.types import KernelLaunchSizeArgs, KernelParam
 
 _KERNEL = SymbolKind.KERNEL  # a module global: reading an enum member off its class costs ~60 ns
 
@@ -165,6 +165,15 @@ def olGetKernelMaxCooperativeGroupCount(ctx: Session, device: Device, kernel: Sy
             f"(backend {device.backend.name!r} does not implement 'max_cooperative_groups')",
         )
     return int(device.backend.max_cooperative_groups(device.native, kernel.native, launch))  # type: ignore[arg-type]  # a kernel: native set
+
+
+def olGetKernelParamsExt(ctx: Session, kernel: Symbol) -> tuple[KernelParam, ...] | None:
+    """The kernel's parameters as its backend reported them at ``olGetSymbol`` (offsets and sizes
+    checked there), or None when the backend cannot tell: an offload extension, so that a proxy
+    or a tool can describe a kernel without the object layer."""
+    if kernel.kind is not _KERNEL:
+        raise fail(ErrorCode.SYMBOL_KIND, "olGetKernelParamsExt: the symbol is not a kernel")
+    return kernel.params
 
 
 def _check_launch(queue: Queue | None, device: Device, kernel: Symbol, launch: Any) -> None:

@@ -1,5 +1,5 @@
 """Memory: allocation, registration, ``olMemcpy`` and ``olMemFill``. Every range a copy or fill
-touches is checked by ``_ranges`` before anything reaches a backend."""
+touches is checked by ``_core.ranges`` before anything reaches a backend."""
 
 from __future__ import annotations
 
@@ -229,7 +229,7 @@ def olMemUnregister(ctx: Session, device: Device, ptr: Any, flags: Any) -> None:
 def olMemcpy(
     ctx: Session, queue: Queue | None, dst: Any, dst_device: Device, src: Any, src_device: Device, size: Any
 ) -> None:
-    """Copy ``size`` bytes. Both ranges are checked first (``_ranges``): the addresses, the size and
+    """Copy ``size`` bytes. Both ranges are checked first (``_core.ranges``): the addresses, the size and
     both ends once, by one test here, then each range against the allocations and the host's
     mappings; with a queue the copy runs in queue order, and the memory it uses is kept alive
     until it has run (``olMemFree`` waits). The copy holds what it checked until it ends

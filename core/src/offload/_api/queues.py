@@ -1,5 +1,6 @@
-"""Queues: creation (reusing finished parked queues), destruction (parking busy ones), waits,
-host functions, the queue info query, and letting queued work finish at interpreter exit."""
+"""Queues: creation (reusing finished parked queues), adoption of another library's stream,
+destruction (parking busy ones), waits, host functions, the queue info query, and letting queued
+work finish at interpreter exit."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._values import info as _info
-from .common import ctx_lock, fail
+from .common import ctx_lock, fail, recorded_on
 from .._core.drain import RUNNING_HOST_FUNCTIONS, Drain, host_function_name, pending_work, shutdown_timeout
 from .._values.enums import ErrorCode, QueueInfo
 from .._values.errors import OffloadError, as_offload_error
@@ -18,6 +19,7 @@ from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Event, Queue
 from .._core.native import word as native_word
 from .._core.session import LOCAL, PARKED_IDLE_LIMIT, STATE, Session
+from .memory_async import release_kept
 
 
 def olCreateQueue(ctx: Session, device: Device, context: ContextHandle | None) -> Queue:
@@ -32,7 +34,7 @@ def olCreateQueue(ctx: Session, device: Device, context: ContextHandle | None) -
         reused = None
         with device.lock:
             for i in range(len(device.parked) - 1, -1, -1):  # newest first: long runners drift to the front
-                if not backend.has_pending_work(native, device.parked[i]):
+                if id(device.parked[i]) not in device.adopted and not backend.has_pending_work(native, device.parked[i]):
                     reused = device.parked.pop(i)
                     break
         if reused is None:
@@ -44,6 +46,21 @@ def olCreateQueue(ctx: Session, device: Device, context: ContextHandle | None) -
         except Exception as exc:
             _orphan(ctx, exc, f"{device.platform.name}: a destroyed queue failed")
             _release_native_queue(ctx, device, reused)
+    return _register(ctx, device, native_queue, owner)
+
+
+def adopt_queue(ctx: Session, device: Device, stream: int, context: ContextHandle | None) -> Queue:
+    """A queue over another library's driver stream (``adopt_stream``): a queue like any other,
+    except that it is never reused once destroyed and its stream is never destroyed (the backend's
+    promise); a busy destroyed one is parked until idle, then released."""
+    owner = context_for(ctx, context, device)
+    native_queue = device.backend.adopt_stream(device.native, stream)
+    with device.lock:
+        device.adopted.add(id(native_queue))
+    return _register(ctx, device, native_queue, owner)
+
+
+def _register(ctx: Session, device: Device, native_queue: Any, owner: ContextHandle) -> Queue:
     queue: Queue = Queue._make(
         ctx, device=device, native=native_queue, id=next(ctx.queue_ids), context=owner, word=native_word(device, native_queue)
     )
@@ -71,6 +88,9 @@ def _release_native_queue(ctx: Session, device: Device, native_queue: Any) -> No
         device.backend.synchronize(device.native, native_queue, True)
     except Exception as exc:
         _orphan(ctx, exc, f"{device.platform.name}: releasing a destroyed queue")
+    finally:
+        with device.lock:
+            device.adopted.discard(id(native_queue))
 
 
 def olDestroyQueue(ctx: Session, queue: Queue) -> None:
@@ -78,13 +98,22 @@ def olDestroyQueue(ctx: Session, queue: Queue) -> None:
     error of that work reaches the final ``olShutDown``. A finished queue's errors are raised here."""
     device = queue.device
     backend, native = device.backend, device.native
+    if len(device.pool):
+        try:
+            release_kept(ctx, queue)  # the blocks olMemFreeAsync kept for it, freed in its order
+        except Exception as exc:
+            _orphan(ctx, exc, f"{device.platform.name}: freeing the memory a destroyed queue kept")
     with device.lock:
         if queue._ctx is None:  # lost a race with another olDestroyQueue
             raise fail(ErrorCode.INVALID_QUEUE, f"{queue!r} was destroyed")
         queue._ctx = None
         device.queues.discard(queue)
     if not backend.has_pending_work(native, queue.native) and LOCAL.queue is not queue.native:
-        backend.synchronize(native, queue.native, True)
+        try:
+            backend.synchronize(native, queue.native, True)
+        finally:
+            with device.lock:
+                device.adopted.discard(id(queue.native))
         return
     with device.lock:
         device.parked.append(queue.native)
@@ -97,7 +126,9 @@ def _release_surplus_parked(ctx: Session, device: Device) -> None:
     backend, native = device.backend, device.native
     with device.lock:
         idle = [q for q in device.parked if q is not LOCAL.queue and not backend.has_pending_work(native, q)]
-        surplus = idle[: max(0, len(idle) - PARKED_IDLE_LIMIT)]
+        adopted = [q for q in idle if id(q) in device.adopted]  # never reused: released once idle
+        idle = [q for q in idle if id(q) not in device.adopted]
+        surplus = adopted + idle[: max(0, len(idle) - PARKED_IDLE_LIMIT)]
         for q in surplus:
             device.parked.remove(q)
     for q in surplus:
@@ -133,7 +164,7 @@ def olWaitEvents(ctx: Session, queue: Queue, events: Sequence[Event]) -> None:
         else:
             other = event.device
             device.backend.enqueue_host_call(
-                device.native, queue.native, functools.partial(other.backend.sync_event, other.native, event.native)
+                device.native, queue.native, functools.partial(other.backend.sync_event, other.native, event.native, recorded_on(event))
             )
 
 

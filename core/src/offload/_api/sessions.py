@@ -1,6 +1,6 @@
 """What a layer built over the flat API (``offload.objects``) needs from the core beyond it.
 
-The flat API (``_flat_api``) is the layer's way in: it makes and destroys handles and moves data.
+The flat API (``_api.flat``) is the layer's way in: it makes and destroys handles and moves data.
 Three questions it cannot answer are answered here, and nothing else of the core's state is the
 layer's to read:
 
@@ -20,8 +20,9 @@ the layer's own C methods run only with it) and which device this rank of a dist
 takes (``spread_over_ranks``, from what the launcher set).
 
 Memory and streams of other libraries (DLPack, ``__cuda_array_interface__``) go through the doors
-of ``_foreign``, re-exported here for the layer: ``register_foreign_memory`` (an import's device
-range, copyable for its lifetime), ``foreign_stream_wait`` and ``foreign_stream_sync``.
+of ``_core.foreign`` and ``streams``, re-exported here for the layer: ``register_foreign_memory`` (an
+import's device range, copyable for its lifetime), ``foreign_stream_wait``, ``foreign_stream_sync``,
+``queue_stream`` (a queue's driver stream) and ``adopt_stream`` (a queue over another library's).
 
 A ``Session`` is opaque: compare sessions with ``is`` only; holding one keeps nothing alive and
 says nothing about whether it is still current. Handles keep their read-only descriptive fields
@@ -35,6 +36,7 @@ from typing import Protocol, TypeAlias
 
 from .._core import native as _native
 from .._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_wait, register_foreign_memory
+from .streams import adopt_stream, queue_stream
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Event, Platform, Program, Queue, Symbol
 from .._core.session import STATE, Session, library_reference
@@ -42,9 +44,9 @@ from .._core.ranks import spread as spread_over_ranks
 from .._values.types import KernelParam
 
 __all__ = [
-    "ForeignMemory", "Session", "backend_name", "compiled_path_runs", "current_session", "foreign_stream_sync",
-    "foreign_stream_wait", "kernel_parameters", "library_reference", "register_foreign_memory", "session_cell",
-    "session_of", "spread_over_ranks",
+    "ForeignMemory", "Session", "adopt_stream", "backend_name", "compiled_path_runs", "current_session",
+    "foreign_stream_sync", "foreign_stream_wait", "kernel_parameters", "library_reference", "queue_stream",
+    "register_foreign_memory", "session_cell", "session_of", "spread_over_ranks",
 ]  # fmt: skip
 
 compiled_path_runs: bool = _native.ENABLED

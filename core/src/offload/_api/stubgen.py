@@ -1,9 +1,9 @@
-"""Generates ``_flat_api.pyi``: typed signatures of the generated ol* functions and C constants.
+"""Generates ``_api/flat.pyi``: typed signatures of the generated ol* functions and C constants.
 
-The functions are made at import from ``_api_table``, so type checkers and IDEs cannot see them;
-type checkers read this stub for the module ``_flat_api`` that holds them (and that
+The functions are made at import from ``_api.table``, so type checkers and IDEs cannot see them;
+type checkers read this stub for the module ``_api.flat`` that holds them (and that
 ``offload/__init__.py`` and ``offload.objects`` import). The info getters get one
-overload per result type (``olGetDeviceInfo(d, DeviceInfo.NAME)`` is a ``str``), from ``_info``.
+overload per result type (``olGetDeviceInfo(d, DeviceInfo.NAME)`` is a ``str``), from ``_values.info``.
 
     python -m offload._api.stubgen            # rewrite core/src/offload/_flat_api.pyi
     python -m offload._api.stubgen --check    # exit 1 if the file differs from what the table gives
@@ -57,7 +57,7 @@ from .._values.enums import (
 )
 from .functions import olInit, olShutDown
 from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol
-from .._values.types import Dimensions, KernelLaunchSizeArgs, Rect
+from .._values.types import Dimensions, KernelLaunchSizeArgs, KernelParam, Rect
 
 class _HasOffloadPtr(Protocol):
     @property
@@ -88,7 +88,7 @@ _INFO_HANDLES = {
     ("ContextInfo", "PLATFORM"): "Platform",
 }
 _INFO_ENUMS = {("SymbolInfo", "KIND"): "SymbolKind"}
-_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float"}
+_SCALAR_RESULTS = {"pointer": "int", "size": "int", "bool": "bool", "float": "float", "params": "tuple[KernelParam, ...] | None"}
 _KIND_TYPES = {
     _info.Kind.STRING: "str",
     _info.Kind.U32: "int",
@@ -200,7 +200,7 @@ def _function_text(fn: Function) -> str:
 
 
 def generate() -> str:
-    """The stub's text, from ``_api_table.FUNCTIONS``, ``_info`` and the enums' C constants."""
+    """The stub's text, from ``_api.table.FUNCTIONS``, ``_values.info`` and the enums' C constants."""
     parts = [_HEADER]
     for fn in _api_table.FUNCTIONS:
         parts.append(_function_text(fn))

@@ -1,10 +1,10 @@
 """One declarative table of the ol* API (liboffload's ``.td`` files, for Python).
 
 Each ``Function`` lists its parameters in C order with their C names, and its own validation
-conditions in the ``.td`` order. From it ``_entrypoints`` generates every public function: the
+conditions in the ``.td`` order. From it ``_api.functions`` generates every public function: the
 initialisation check, the validation (own conditions, then ``NULL == <handle>`` checks, then
 ``NULL == <pointer>`` checks, as liboffload's generator orders them), the handle liveness checks,
-the call of the implementation, and the trace line. It is data only: ``_entrypoints`` binds each
+the call of the implementation, and the trace line. It is data only: ``_api.functions`` binds each
 function to its implementation.
 """
 
@@ -68,6 +68,22 @@ FUNCTIONS: tuple[Function, ...] = (
         (Param("address", "Address", "pointer"), _CONTEXT),
         "Free an olMemAlloc allocation (its owner is found; a context given must be its own: INVALID_CONTEXT), once every busy queue (live or parked) has "
         "finished its work (from a host function: queued behind its own queue).",
+    ),
+    Function(
+        "olMemAllocAsync",
+        (_QUEUE, Param("alloc_type", "Type", "enum"), Param("size", "Size", "size")),
+        "offload extension (not in liboffload): allocate ``size`` bytes of DEVICE memory in ``queue``'s order "
+        "(cuMemAllocAsync, hipMallocAsync; elsewhere the core's pool), owned by the queue's context; usable by "
+        "the queue's later work at once, by other queues after an event of it. Free it with olMemFreeAsync or olMemFree.",
+        checks=(_SIZE_NOT_ZERO,),
+        out=Out("AllocationOut", "pointer"),
+    ),
+    Function(
+        "olMemFreeAsync",
+        (_QUEUE, Param("address", "Address", "pointer")),
+        "offload extension (not in liboffload): free a DEVICE allocation of the queue's device in ``queue``'s order: "
+        "refused by every range check at once, given back once the queue's earlier work has finished, without "
+        "waiting for any queue.",
     ),
     Function(
         "olGetMemInfo",
@@ -304,6 +320,15 @@ FUNCTIONS: tuple[Function, ...] = (
         (_DEVICE, _handle("kernel", "Kernel", Symbol), Param("launch_size_args", "LaunchSizeArgs", "struct")),
         "The most groups of ``launch_size_args``' group size that a cooperative launch can run at once.",
         out=Out("MaxGroupCount", "size"),
+    ),
+    Function(
+        "olGetKernelParamsExt",
+        (_handle("kernel", "Kernel", Symbol),),
+        "An offload extension (not liboffload's): the kernel's explicit parameters in order, as laid out in "
+        "the packed argument struct (offload.KernelParam: offset, size, kind, name, element, const), as its "
+        "backend's kernel_params hook reports them; None when the image does not say. A global variable is "
+        "SYMBOL_KIND.",
+        out=Out("Params", "params"),
     ),
     Function(
         "olIteratePlatforms",

@@ -10,6 +10,7 @@
  * calls the Python hook.
  */
 #include "_fastpath.h"
+#include "_tracerec.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -76,98 +77,15 @@ static int launch_dims(Entry *self, PyObject *launch, offload_launch_dims *out) 
   return self->last_dims_ok;
 }
 
-/* --- the timeline's recording of a launch (a traced session whose tracer has a compiled recorder) */
-
-static uint64_t now_ns(void) { /* time.perf_counter_ns's clock on Linux */
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-typedef struct {
-  PyObject *rec;
-  uint64_t thread_track, begin;
-  uint32_t kernel_iid;
-  Py_ssize_t queue_ix;
-} launch_rec;
-
-static __thread unsigned long tl_tid;
-/* This thread's last launch's lookups (the recorder's dicts hold the kernel and the queue, so
- * their addresses are not reused while its generation lives). */
-static __thread struct {
-  uint64_t gen;
-  PyObject *kernel, *queue;
-  uint32_t kernel_iid;
-  Py_ssize_t queue_ix;
-  uint64_t thread_track;
-} tl_last;
-
-/* What recording this launch needs, all known to the recorder (the Python path registers them
- * the first time): 1, or 0 (the traced Python path makes the call). */
-static int recordable(launch_rec *lr, PyObject *queue, PyObject *kernel, const offload_native_entry_points *ep) {
-  if (queue == Py_None || ep == NULL || ep->struct_size < offsetof(offload_native_entry_points, stamp) + sizeof(void *) ||
-      ep->stamp == NULL || fp_rec_launch_iid(lr->rec) == 0)
-    return 0;
-  uint64_t gen = fp_rec_generation(lr->rec);
-  if (tl_last.gen == gen && tl_last.kernel == kernel && tl_last.queue == queue) {
-    lr->kernel_iid = tl_last.kernel_iid;
-    lr->queue_ix = tl_last.queue_ix;
-    lr->thread_track = tl_last.thread_track;
-    return 1;
-  }
-  PyObject *iid = PyDict_GetItemWithError(fp_rec_kernels(lr->rec), kernel);
-  PyObject *ix = iid == NULL ? NULL : PyDict_GetItemWithError(fp_rec_queue_ix(lr->rec), queue);
-  if (tl_tid == 0) tl_tid = (unsigned long)PyThread_get_thread_native_id();
-  PyObject *tid = ix == NULL ? NULL : PyLong_FromUnsignedLong(tl_tid);
-  PyObject *track = tid == NULL ? NULL : PyDict_GetItemWithError(fp_rec_threads(lr->rec), tid);
-  Py_XDECREF(tid);
-  if (track == NULL) {
-    PyErr_Clear();
-    return 0;
-  }
-  lr->kernel_iid = (uint32_t)PyLong_AsUnsignedLongMask(iid);
-  lr->queue_ix = PyLong_AsSsize_t(ix);
-  lr->thread_track = (uint64_t)PyLong_AsUnsignedLongLongMask(track);
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    return 0;
-  }
-  tl_last.gen = gen;
-  tl_last.kernel = kernel;
-  tl_last.queue = queue;
-  tl_last.kernel_iid = lr->kernel_iid;
-  tl_last.queue_ix = lr->queue_ix;
-  tl_last.thread_track = lr->thread_track;
-  return 1;
-}
-
-/* Records the launch made natively: its API slice, and its work on the queue's FIFO, timed by the
- * queue's stamp (where the backend could not stamp it, it ends with the call). */
-static int record_launch(launch_rec *lr, const offload_native_entry_points *ep, offload_native_word dw, offload_native_word qw,
-                         const offload_launch_dims *dims, size_t args_size) {
-  uint64_t end = now_ns();
-  uint64_t flow = fp_rec_flow(lr->rec), handle;
-  uint64_t values[6] = {1, (uint64_t)dims->num_groups[0] * dims->num_groups[1] * dims->num_groups[2],
-                        2, (uint64_t)dims->group_size[0] * dims->group_size[1] * dims->group_size[2], 3, args_size};
-  void *work = fp_rec_work(lr->rec, lr->queue_ix, lr->kernel_iid, 2, lr->begin, 0, flow, 0, values, 6, &handle);
-  if (work == NULL) return -1;
-  offload_native_result r;
-  Py_BEGIN_ALLOW_THREADS r = ep->stamp(dw, qw, fp_rec_work_end(work));
-  Py_END_ALLOW_THREADS if (r != OFFLOAD_NATIVE_DONE) __atomic_store_n(fp_rec_work_end(work), end, __ATOMIC_RELEASE);
-  if (fp_rec_slice(lr->rec, lr->thread_track, fp_rec_launch_iid(lr->rec), 1, lr->begin, end, flow, 0, NULL, 0) < 0) return -1;
-  fp_rec_maybe_full(lr->rec);
-  return 0;
-}
-
 static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (n < 5 || n > 6 || (n == 6 && a[5] != Py_None)) return DEFER; /* properties: Python */
   PyObject *ctx = fp_session();
-  launch_rec lr = {NULL, 0, 0, 0, 0};
+  fp_launch_rec lr = {NULL, 0, 0, 0, 0};
   if (ctx == NULL) { /* traced: made here only where the timeline's compiled recorder records it */
     lr.rec = SLOT(FP.state, FP.st_recorder);
     ctx = SLOT(FP.state, FP.st_ctx);
     if (lr.rec == NULL || Py_TYPE(lr.rec) != &fp_recorder_type || ctx == NULL || ctx == Py_None) return DEFER;
-    lr.begin = now_ns();
+    lr.begin = fp_now_ns();
   }
   PyObject *queue = a[0], *device = a[1], *kernel = a[2], *args = a[3], *launch = a[4];
   if (!fp_live(device, FP.device_t, ctx) || !fp_live(kernel, FP.symbol_t, ctx)) return DEFER;
@@ -202,7 +120,7 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
     if (view.obj != NULL) PyBuffer_Release(&view);
     return DEFER;
   }
-  if (lr.rec != NULL && (args_size == NULL || args_size == Py_None || !recordable(&lr, queue, kernel, fp_entry_points(device)))) {
+  if (lr.rec != NULL && (args_size == NULL || args_size == Py_None || !fp_launch_recordable(&lr, queue, kernel, fp_entry_points(device)))) {
     if (view.obj != NULL) PyBuffer_Release(&view);
     return DEFER;
   }
@@ -226,7 +144,7 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
     offload_native_word qw = queue == Py_None ? 0 : fp_word(queue, FP.q_word, &okq);
     offload_launch_dims dims;
     if (okd && okk && okq && launch_dims(self, launch, &dims)) RUN_NATIVE(self, fn(dw, qw, kw, data, size, &dims));
-    if (lr.rec != NULL && done && record_launch(&lr, ep, dw, qw, &dims, size) < 0)
+    if (lr.rec != NULL && done && fp_launch_record(&lr, ep, dw, qw, &dims, size) < 0)
       PyErr_Clear(); /* (out of memory) the timeline loses the launch; the call stands */
   }
   if (lr.rec != NULL && !done) { /* not made natively: nothing was done, the traced path makes it */
@@ -487,8 +405,11 @@ static PyObject *sync_event(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (n != 1 || ctx == NULL || !fp_live(a[0], FP.event_t, ctx)) return DEFER;
   PyObject *device = SLOT(a[0], FP.e_device);
   ENTER(ctx, self->name);
-  PyObject *hargs[2] = {SLOT(device, FP.d_native), SLOT(a[0], FP.e_native)};
-  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_sync_event, hargs, 2, self->name));
+  /* sync_event's queue: the one the event was recorded on while it is live, else None */
+  PyObject *queue = SLOT(a[0], FP.e_queue);
+  PyObject *hargs[3] = {SLOT(device, FP.d_native), SLOT(a[0], FP.e_native),
+                        fp_live(queue, FP.queue_t, ctx) ? SLOT(queue, FP.q_native) : Py_None};
+  PyObject *result = none_or_null(fp_hook(SLOT(device, FP.d_backend), FP.s_sync_event, hargs, 3, self->name));
   fp_unregister(ctx, self->name);
   return result;
 }

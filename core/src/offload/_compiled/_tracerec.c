@@ -1,5 +1,5 @@
 /* _tracerec.c - offload._compiled._fastpath.Recorder: the timeline's slices as fixed-size records, encoded
- * as Perfetto TrackEvent packets only when a chunk is taken (see _perfetto.py, whose PyRecorder is
+ * as Perfetto TrackEvent packets only when a chunk is taken (see _trace/perfetto.py, whose PyRecorder is
  * the pure-Python twin: same methods, byte-identical output).
  *
  * A record is 128 bytes: track uuid, begin and end (perf_counter ns), flow out and in, name and
@@ -7,7 +7,7 @@
  * appends one under the GIL (no lock; a record is complete when the call returns); take() encodes
  * them all (relative to the origin, on the sequence's clock 64) and empties the recorder.
  */
-#include "_fastpath.h"
+#include "_tracerec.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -15,48 +15,6 @@
 #include <stddef.h>
 #include <string.h>
 #include <structmember.h>
-
-#define RECORD_VALUES 4
-
-typedef struct {
-  uint64_t track, begin, end, flow_out, flow_in, flow_in2;
-  uint32_t name, cat, nvalues, pad;
-  uint64_t values[2 * RECORD_VALUES];
-} rec_t;
-
-/* A piece of device work waiting on its queue's FIFO until its end is known (written by
- * complete(), or by the queue itself through a backend's stamp entry point: hence atomic, and
- * never moved while it waits: FIFOs grow by blocks). */
-typedef struct {
-  uint64_t submit;
-  _Atomic uint64_t end;
-  uint64_t flow_out, flow_in, flow_in2;
-  uint32_t name, cat, nvalues, pad;
-  uint64_t values[2 * RECORD_VALUES];
-} work_t;
-
-#define BLOCK 1024
-#define SEQ_BITS 40
-
-typedef struct {
-  uint64_t track, last_end;
-  work_t **blocks;
-  Py_ssize_t nblocks, capblocks;
-  uint64_t first, head, tail; /* seq of blocks[0][0], of the first waiting work, of the next one */
-  work_t *spare;              /* a drawn block kept for the next one (no fresh pages per block) */
-} fifo_t;
-
-typedef struct {
-  PyObject_HEAD
-  uint64_t seq, origin, flows, generation;
-  rec_t *recs;
-  Py_ssize_t count, cap;
-  fifo_t *fifos;
-  Py_ssize_t nfifos, capfifos;
-  unsigned long long launch_iid, limit;
-  PyObject *kernels, *threads, *queue_ix; /* dicts the Python side fills for the compiled path */
-  PyObject *on_full;                       /* called (by the compiled path) at `limit` records */
-} Recorder;
 
 /* --- encoding ------------------------------------------------------------------------------ */
 
@@ -173,170 +131,7 @@ int fp_rec_slice(PyObject *recorder, uint64_t track, uint32_t name, uint32_t cat
 }
 
 
-/* --- device work: per-queue FIFOs ------------------------------------------------------------ */
-
-uint64_t fp_rec_flow(PyObject *recorder) {
-  Recorder *r = (Recorder *)recorder;
-  r->flows++;
-  return r->seq << 20 | (r->flows & ((1u << 20) - 1));
-}
-
-static work_t *fifo_at(fifo_t *f, uint64_t seq) {
-  uint64_t i = seq - f->first;
-  return &f->blocks[i / BLOCK][i % BLOCK];
-}
-
-void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t cat, uint64_t submit, uint64_t flow_out,
-                    uint64_t flow_in, uint64_t flow_in2, const uint64_t *values, uint32_t nvalues, uint64_t *handle) {
-  Recorder *r = (Recorder *)recorder;
-  if (queue < 0 || queue >= r->nfifos) {
-    PyErr_SetString(PyExc_IndexError, "Recorder.work: no such queue");
-    return NULL;
-  }
-  fifo_t *f = &r->fifos[queue];
-  uint64_t i = f->tail - f->first;
-  if (i / BLOCK >= (uint64_t)f->nblocks) {
-    if (f->nblocks == f->capblocks) {
-      Py_ssize_t cap = f->capblocks ? 2 * f->capblocks : 4;
-      work_t **grown = PyMem_Realloc(f->blocks, (size_t)cap * sizeof(work_t *));
-      if (grown == NULL) return PyErr_NoMemory();
-      f->blocks = grown;
-      f->capblocks = cap;
-    }
-    work_t *block = f->spare != NULL ? f->spare : PyMem_Malloc(BLOCK * sizeof(work_t));
-    if (block == NULL) return PyErr_NoMemory();
-    f->spare = NULL;
-    f->blocks[f->nblocks++] = block;
-  }
-  work_t *w = fifo_at(f, f->tail);
-  w->submit = submit;
-  atomic_store_explicit(&w->end, 0, memory_order_relaxed);
-  w->flow_out = flow_out;
-  w->flow_in = flow_in;
-  w->flow_in2 = flow_in2;
-  w->name = name;
-  w->cat = cat;
-  w->nvalues = nvalues;
-  w->pad = 0;
-  if (nvalues) memcpy(w->values, values, nvalues * sizeof(uint64_t));
-  *handle = (uint64_t)(queue + 1) << SEQ_BITS | f->tail;
-  f->tail++;
-  return w;
-}
-
-uint64_t *fp_rec_work_end(void *work) { return (uint64_t *)&((work_t *)work)->end; }
-PyObject *fp_rec_kernels(PyObject *recorder) { return ((Recorder *)recorder)->kernels; }
-PyObject *fp_rec_threads(PyObject *recorder) { return ((Recorder *)recorder)->threads; }
-PyObject *fp_rec_queue_ix(PyObject *recorder) { return ((Recorder *)recorder)->queue_ix; }
-uint64_t fp_rec_generation(PyObject *recorder) { return ((Recorder *)recorder)->generation; }
-
-uint32_t fp_rec_launch_iid(PyObject *recorder) { return (uint32_t)((Recorder *)recorder)->launch_iid; }
-
-void fp_rec_maybe_full(PyObject *recorder) {
-  Recorder *r = (Recorder *)recorder;
-  /* (work waiting on a FIFO is bounded by its queue's backpressure: only records count) */
-  if (r->on_full == NULL || r->on_full == Py_None || r->limit == 0 || (uint64_t)r->count < r->limit) return;
-  PyObject *result = PyObject_CallNoArgs(r->on_full);
-  if (result == NULL) PyErr_WriteUnraisable(r->on_full);
-  Py_XDECREF(result);
-}
-
-/* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices. */
-static int place(Recorder *r) {
-  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
-    fifo_t *f = &r->fifos[q];
-    while (f->head < f->tail) {
-      work_t *w = fifo_at(f, f->head);
-      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
-      if (end == 0) break;
-      uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
-      if (end < begin) end = begin;
-      f->last_end = end;
-      if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
-        return -1;
-      r->recs[r->count - 1].flow_in2 = w->flow_in2;
-      f->head++;
-      if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
-        if (f->spare == NULL) f->spare = f->blocks[0];
-        else PyMem_Free(f->blocks[0]);
-        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
-        f->nblocks--;
-        f->first += BLOCK;
-      }
-    }
-  }
-  return 0;
-}
-
-static PyObject *rec_flow(PyObject *self, PyObject *unused) {
-  (void)unused;
-  return PyLong_FromUnsignedLongLong(fp_rec_flow(self));
-}
-
-static PyObject *rec_queue(PyObject *self, PyObject *arg) {
-  Recorder *r = (Recorder *)self;
-  uint64_t track = (uint64_t)PyLong_AsUnsignedLongLongMask(arg);
-  if (PyErr_Occurred()) return NULL;
-  if (r->nfifos == r->capfifos) {
-    Py_ssize_t cap = r->capfifos ? 2 * r->capfifos : 8;
-    fifo_t *grown = PyMem_Realloc(r->fifos, (size_t)cap * sizeof(fifo_t));
-    if (grown == NULL) return PyErr_NoMemory();
-    r->fifos = grown;
-    r->capfifos = cap;
-  }
-  fifo_t *f = &r->fifos[r->nfifos];
-  memset(f, 0, sizeof *f);
-  f->track = track;
-  return PyLong_FromSsize_t(r->nfifos++);
-}
-
-static int u64_arg(PyObject *o, uint64_t *out);
-
-static PyObject *rec_work(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  if (nargs < 4 || nargs > 7 + 2 * RECORD_VALUES) {
-    PyErr_Format(PyExc_TypeError, "Recorder.work takes 4 to %d arguments (%zd given)", 7 + 2 * RECORD_VALUES, nargs);
-    return NULL;
-  }
-  uint64_t v[7 + 2 * RECORD_VALUES] = {0};
-  for (Py_ssize_t i = 0; i < nargs; ++i)
-    if (u64_arg(args[i], &v[i]) < 0) return NULL;
-  uint64_t handle;
-  uint32_t nvalues = nargs > 7 ? (uint32_t)(nargs - 7) : 0;
-  if (fp_rec_work(self, (Py_ssize_t)v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, nvalues, &handle) == NULL)
-    return NULL;
-  return PyLong_FromUnsignedLongLong(handle);
-}
-
-static PyObject *rec_complete(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  Recorder *r = (Recorder *)self;
-  uint64_t handle, end;
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "Recorder.complete takes 2 arguments (handle, end_ns)");
-    return NULL;
-  }
-  if (u64_arg(args[0], &handle) < 0 || u64_arg(args[1], &end) < 0) return NULL;
-  Py_ssize_t q = (Py_ssize_t)(handle >> SEQ_BITS) - 1;
-  uint64_t seq = handle & (((uint64_t)1 << SEQ_BITS) - 1);
-  if (q >= 0 && q < r->nfifos) {
-    fifo_t *f = &r->fifos[q];
-    if (seq >= f->head && seq < f->tail) {
-      work_t *w = fifo_at(f, seq);
-      uint64_t none = 0;
-      atomic_compare_exchange_strong(&w->end, &none, end ? end : 1);
-    }
-  }
-  Py_RETURN_NONE;
-}
-
-static PyObject *rec_unfinished(PyObject *self, PyObject *unused) {
-  (void)unused;
-  Recorder *r = (Recorder *)self;
-  uint64_t n = 0;
-  for (Py_ssize_t q = 0; q < r->nfifos; ++q) n += r->fifos[q].tail - r->fifos[q].head;
-  return PyLong_FromUnsignedLongLong(n);
-}
-
-static int u64_arg(PyObject *o, uint64_t *out) {
+int fp_rec_u64(PyObject *o, uint64_t *out) {
   if (!PyLong_Check(o)) {
     PyErr_Format(PyExc_TypeError, "Recorder.slice takes ints, got %.100s", Py_TYPE(o)->tp_name);
     return -1;
@@ -352,7 +147,7 @@ static PyObject *rec_slice(PyObject *self, PyObject *const *args, Py_ssize_t nar
   }
   uint64_t v[7 + 2 * RECORD_VALUES] = {0};
   for (Py_ssize_t i = 0; i < nargs; ++i)
-    if (u64_arg(args[i], &v[i]) < 0) return NULL;
+    if (fp_rec_u64(args[i], &v[i]) < 0) return NULL;
   uint32_t nvalues = nargs > 7 ? (uint32_t)(nargs - 7) : 0;
   if (fp_rec_slice(self, v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, nvalues) < 0) return NULL;
   Py_RETURN_NONE;
@@ -361,7 +156,7 @@ static PyObject *rec_slice(PyObject *self, PyObject *const *args, Py_ssize_t nar
 static PyObject *rec_take(PyObject *self, PyObject *unused) {
   (void)unused;
   Recorder *r = (Recorder *)self;
-  if (place(r) < 0) return NULL;
+  if (fp_rec_place(r) < 0) return NULL;
   /* one pass: room for the largest record (two packets of at most 8 varints and RECORD_VALUES
    * annotations, each varint at most 10 bytes), trimmed after */
   size_t bound = (size_t)r->count * (2 * 3 * 11 + 2 * 8 * 11 + RECORD_VALUES * 3 * 11 + 64);
@@ -409,7 +204,7 @@ static PyObject *rec_write_to(PyObject *self, PyObject *arg) {
   Recorder *r = (Recorder *)self;
   int fd = PyObject_AsFileDescriptor(arg);
   if (fd < 0) return NULL;
-  if (place(r) < 0) return NULL;
+  if (fp_rec_place(r) < 0) return NULL;
   const size_t record_max = 2 * 3 * 11 + 2 * 8 * 11 + RECORD_VALUES * 3 * 11 + 64;
   if (write_buffer == NULL && (write_buffer = PyMem_RawMalloc(WRITE_BLOCK)) == NULL) return PyErr_NoMemory();
   out_t o = {write_buffer};
@@ -455,14 +250,7 @@ static int rec_init(PyObject *self, PyObject *args, PyObject *kwds) {
 static void rec_dealloc(PyObject *self) {
   Recorder *r = (Recorder *)self;
   PyMem_Free(r->recs);
-  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
-    fifo_t *f = &r->fifos[q];
-    if (f->head != f->tail) continue; /* work a queue may still stamp: its blocks are left alone */
-    for (Py_ssize_t b = 0; b < f->nblocks; ++b) PyMem_Free(f->blocks[b]);
-    PyMem_Free(f->blocks);
-    PyMem_Free(f->spare);
-  }
-  PyMem_Free(r->fifos);
+  fp_rec_free_fifos(r);
   Py_XDECREF(r->kernels);
   Py_XDECREF(r->threads);
   Py_XDECREF(r->queue_ix);
@@ -484,12 +272,12 @@ static PyMemberDef rec_members[] = {
 static PyMethodDef rec_methods[] = {
     {"slice", (PyCFunction)(void (*)(void))rec_slice, METH_FASTCALL,
      "slice(track, name_iid, cat_iid, begin_ns, end_ns, flow_out=0, flow_in=0, *values): record one slice"},
-    {"flow", rec_flow, METH_NOARGS, "flow() -> a new flow id"},
-    {"queue", rec_queue, METH_O, "queue(track) -> the index of a new FIFO drawing on track"},
-    {"work", (PyCFunction)(void (*)(void))rec_work, METH_FASTCALL,
+    {"flow", fp_rec_flow_method, METH_NOARGS, "flow() -> a new flow id"},
+    {"queue", fp_rec_queue_method, METH_O, "queue(track) -> the index of a new FIFO drawing on track"},
+    {"work", (PyCFunction)(void (*)(void))fp_rec_work_method, METH_FASTCALL,
      "work(queue, name_iid, cat_iid, submit_ns, flow_out=0, flow_in=0, flow_in2=0, *values) -> handle"},
-    {"complete", (PyCFunction)(void (*)(void))rec_complete, METH_FASTCALL, "complete(handle, end_ns): the work ended then"},
-    {"unfinished", rec_unfinished, METH_NOARGS, "unfinished() -> work not completed yet"},
+    {"complete", (PyCFunction)(void (*)(void))fp_rec_complete_method, METH_FASTCALL, "complete(handle, end_ns): the work ended then"},
+    {"unfinished", fp_rec_unfinished_method, METH_NOARGS, "unfinished() -> work not completed yet"},
     {"write_to", rec_write_to, METH_O, "write_to(fd) -> int: take(), written to a file descriptor without building the bytes"},
     {"take", rec_take, METH_NOARGS, "take() -> bytes: the recorded slices as Perfetto packets; the recorder is then empty"},
     {NULL, NULL, 0, NULL},

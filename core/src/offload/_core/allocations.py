@@ -8,7 +8,7 @@ current snapshot without locking, so a lookup is one attribute read and one bise
 
 A range whose owner let it go (``olMemFree``, ``olDestroyProgram``) stays in the map, *retired*,
 until its memory was given back: every range check refuses it meanwhile, and the two publishes
-(retired, then gone) are what invalidates the range checks' cache (``_ranges.HOT``).
+(retired, then gone) are what invalidates the range checks' cache (``_core.ranges.HOT``).
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ class AllocationMap:
         return len(self._by_base)
 
     def _publish(self) -> None:
-        bases = sorted(self._by_base)
-        self.snapshot = (tuple(bases), tuple(self._by_base[b] for b in bases))
+        by_base = self._by_base
+        bases = sorted(by_base)
+        self.snapshot = (tuple(bases), tuple(map(by_base.__getitem__, bases)))
 
     def overlaps(self, start: int, end: int) -> bool:
         """Whether [start, end) intersects a range of the map (live or retired)."""
@@ -68,6 +69,18 @@ class AllocationMap:
             self._by_base[allocation.start] = allocation
             self._publish()
             return True
+
+    def revive(self, allocation: Allocation) -> Any:
+        """Make live again a retired range of exactly ``allocation``'s extent, as ``allocation``
+        (a pooled block handed out again: it never leaves the map meanwhile); return the snapshot
+        published (the first one holding it live), None if there is no such range."""
+        with self._lock:
+            held = self._by_base.get(allocation.start)
+            if held is None or not held.retired or held.end != allocation.end:
+                return None
+            self._by_base[allocation.start] = allocation
+            self._publish()
+            return self.snapshot
 
     def pop(self, base: int) -> Allocation | None:
         """Remove and return the live range starting exactly at ``base`` (None if there is none)."""
@@ -115,7 +128,7 @@ class AllocationMap:
 
     def republish(self) -> None:
         """Publish the same ranges as a new snapshot: whatever was found safe in the last one
-        (``_ranges.HOT``) must be checked again."""
+        (``_core.ranges.HOT``) must be checked again."""
         with self._lock:
             self._publish()
 

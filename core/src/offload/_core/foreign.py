@@ -92,7 +92,7 @@ class _Entry:
 
 
 class _Owner:
-    """The owner recorded with a foreign range (``_ranges`` names such ranges "foreign memory")."""
+    """The owner recorded with a foreign range (``_core.ranges`` names such ranges "foreign memory")."""
 
     __slots__ = ("entry",)
     foreign = True

@@ -14,6 +14,7 @@ from .._values.enums import DeviceInfo, PlatformBackend, SymbolKind
 from .._values.errors import OffloadError
 
 if TYPE_CHECKING:
+    from .mempool import DevicePool
     from .registry import BoundBackend
     from .._values.types import KernelParam
     from ..hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
@@ -61,7 +62,7 @@ class Device(_Handle):
 
     __slots__ = (
         "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
-        "limits", "registered", "entry_points", "word", "fault",
+        "limits", "registered", "entry_points", "word", "fault", "adopted", "pool",
     )
     backend: BoundBackend
     native: NativeDevice
@@ -73,6 +74,8 @@ class Device(_Handle):
     lock: threading.Lock  # guards parked, queues, programs and registered
     parked: list[NativeQueue]  # native queues destroyed while busy, kept for reuse (newest last)
     queues: set[Queue]  # live queue handles
+    adopted: set[int]  # id() of the native queues over another library's stream (adopt_stream): never reused
+    pool: DevicePool  # blocks freed by olMemFreeAsync, kept per queue, and for a backend without mem_alloc_async (_core.mempool)
     programs: set[Program]  # live program handles
     limits: tuple[Any, ...]  # launch limits from the device info (see runtime.launch_limits)
     registered: dict[int, list[Any]]  # olMemRegister ranges: base -> [size, users, locked]; under lock

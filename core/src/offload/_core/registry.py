@@ -20,7 +20,7 @@ import inspect
 import os
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -158,9 +158,11 @@ def _constant(value: Any) -> Callable[[], Any]:
     return lambda: value
 
 
-def _unsupported(backend_name: str, hook: str) -> Callable[..., Any]:
+def _unsupported(backend_name: str, hook: str, why: str = "") -> Callable[..., Any]:
+    because = f": {why}" if why else ""
+
     def missing(*args: Any) -> Any:
-        raise OffloadError(ErrorCode.UNSUPPORTED, f"backend {backend_name!r} does not implement {hook!r}")
+        raise OffloadError(ErrorCode.UNSUPPORTED, f"backend {backend_name!r} does not implement {hook!r}{because}")
 
     return missing
 
@@ -210,11 +212,30 @@ class BoundBackend:
                 setattr(self, hook, _unsupported(name, hook))
         self.implemented = frozenset(implemented)
 
+    def narrow(self, served: Any) -> None:
+        """Keep only the optional hooks in ``served`` (the ``served_hooks`` answer after ``init``):
+        every other one is bound as missing (``UNSUPPORTED`` naming the backend and the hook)."""
+        if served is None:
+            return
+        if isinstance(served, str) or not all(isinstance(hook, str) for hook in served):
+            raise OffloadError(ErrorCode.INVALID_VALUE, f"served_hooks must give hook names (str), got {served!r}")
+        served = frozenset(served) | hookspecs.REQUIRED_HOOKS | {"served_hooks"}
+        unknown = served - self.implemented
+        if unknown:
+            raise OffloadError(
+                ErrorCode.INVALID_VALUE,
+                f"served_hooks names hooks backend {self.name!r} does not implement: {', '.join(sorted(unknown))}",
+            )
+        for hook in self.implemented - served:
+            setattr(self, hook, _unsupported(self.name, hook, "it does not serve it on this device (served_hooks)"))
+        self.implemented = frozenset(served)
+
     def __repr__(self) -> str:
         return f"<BoundBackend {self.name!r}>"
 
     if TYPE_CHECKING:  # every hook of offload.hookspecs is bound as an attribute, typed as its spec
         init: Callable[[], Sequence[NativeDevice]]
+        served_hooks: Callable[[], Collection[str] | None]
         no_devices_reason: Callable[[], str | None]
         platform_info: Callable[[], Mapping[PlatformInfo, str]]
         deinit: Callable[[], None]
@@ -227,6 +248,8 @@ class BoundBackend:
         build_source: Callable[[NativeDevice, str, Sequence[str]], bytes]
         foreign_stream_wait: Callable[[NativeDevice, int, NativeEvent], None]
         foreign_stream_sync: Callable[[NativeDevice, int], None]
+        queue_stream: Callable[[NativeDevice, NativeQueue], int]
+        adopt_stream: Callable[[NativeDevice, int], NativeQueue]
         get_kernel: Callable[[NativeDevice, NativeProgram, str], NativeKernel]
         get_global: Callable[[NativeDevice, NativeProgram, str], tuple[int, int]]
         kernel_params: Callable[[NativeDevice, NativeKernel], Sequence[KernelParam] | None]
@@ -234,6 +257,8 @@ class BoundBackend:
         launch_kernel: Callable[[NativeDevice, NativeQueue | None, NativeKernel, Any, KernelLaunchSizeArgs], None]
         mem_alloc: Callable[[NativeDevice, AllocType, int], int]
         mem_free: Callable[[NativeDevice, int, AllocType], None]
+        mem_alloc_async: Callable[[NativeDevice, NativeQueue, AllocType, int], int]
+        mem_free_async: Callable[[NativeDevice, NativeQueue, int], None]
         mem_register: Callable[[NativeDevice, int, int, bool], int]
         mem_unregister: Callable[[NativeDevice, int, int, bool], None]
         data_submit: Callable[[NativeDevice, int, int, int, NativeQueue | None], None]
@@ -251,7 +276,7 @@ class BoundBackend:
         destroy_event: Callable[[NativeDevice, NativeEvent], None]
         wait_event: Callable[[NativeDevice, NativeQueue, NativeEvent], None]
         is_event_complete: Callable[[NativeDevice, NativeEvent], bool]
-        sync_event: Callable[[NativeDevice, NativeEvent], None]
+        sync_event: Callable[[NativeDevice, NativeEvent, NativeQueue | None], None]
         event_elapsed_time: Callable[[NativeDevice, NativeEvent, NativeEvent], float]
         native_entry_points: Callable[[NativeDevice], Any]
         native_word: Callable[[NativeDevice, Any], int | None]
@@ -361,6 +386,13 @@ def load_backends(platforms: tuple[Any, ...] | None = None) -> tuple[list[Loaded
                 devices = list(bound.init())
             except Exception as exc:  # a broken backend must not break the others
                 _skip(status, exc, strict)
+                continue
+            try:
+                if "served_hooks" in bound.implemented:
+                    bound.narrow(bound.served_hooks())
+            except Exception as exc:  # initialised, so release it before skipping it
+                failure = as_offload_error(exc, "served_hooks")
+                _skip(status, join_errors([failure, *release_backend(bound, devices)]) or failure, strict)
                 continue
             try:
                 infos = [dict(bound.get_device_info(native)) for native in devices]

@@ -21,6 +21,7 @@ from .._values.errors import OffloadError, join_errors
 from .._values.types import Dimensions, InitArgs
 from .handles import Context as ContextHandle
 from .handles import Device, Platform
+from .mempool import DevicePool
 from .native import entry_points as native_entry_points
 from .native import word as native_word
 from .registry import BoundBackend, load_backends
@@ -43,6 +44,8 @@ def _build_platform(ctx: Session, bound: BoundBackend, natives: list[Any], infos
             lock=threading.Lock(),
             parked=[],
             queues=set(),
+            adopted=set(),
+            pool=DevicePool(),
             programs=set(),
             limits=launch_limits(info),
             registered={},
@@ -135,8 +138,8 @@ def init(args: Any = None, make_tracer: TracerFactory | None = None) -> None:
 
 
 def _compiled_recorder(tracer: Any) -> Any:
-    """The tracer's timeline recorder where it is the compiled one (``_fastpath.Recorder``: the
-    compiled path then records its launches itself), else None."""
+    """The tracer's timeline recorder where it is the compiled one (``_compiled._fastpath.Recorder``:
+    the compiled path then records its launches itself), else None."""
     recorder = getattr(getattr(tracer, "timeline", None), "recorder", None)
     return recorder if type(recorder).__module__ == "offload._compiled._fastpath" else None
 
@@ -185,7 +188,7 @@ def shutdown() -> bool:
 def _sigint_held(interrupts: list[BaseException]) -> Iterator[Callable[[], int]]:
     """On the main thread, hold SIGINT: its Python handler runs (once) when the block ends (a
     ``KeyboardInterrupt`` it raises is appended to ``interrupts``). Yields how many SIGINTs
-    arrived meanwhile (a second one makes the teardown stop waiting: ``_drain``). Elsewhere,
+    arrived meanwhile (a second one makes the teardown stop waiting: ``_core.drain``). Elsewhere,
     nothing to do: Python runs signal handlers on the main thread only."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: 0

@@ -119,7 +119,7 @@ class _State:
         # ctx when it does not trace, else None: the entry points' one read and test (a tracing
         # or uninitialised library takes their slow branch, which reads ctx)
         self.untraced: Session | None = None
-        self.recorder: Any = None  # the session's compiled timeline recorder (_fastpath.Recorder), when it has one
+        self.recorder: Any = None  # the session's compiled timeline recorder (_compiled._fastpath.Recorder), when it has one
         self.refcount = 0
         self.library_refs = 0  # the references among refcount that the library holds itself (library_reference)
         self.lock = threading.Lock()

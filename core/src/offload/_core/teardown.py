@@ -66,7 +66,7 @@ def teardown(
 ) -> None:
     """Release every queue, program, allocation, device and backend of ``ctx`` (after the calls
     other threads are inside have returned), keeping every error and interrupt. Where waiting
-    stops (``_drain``: the deadline, Ctrl-C twice), what the pending work may use stays in place: all of
+    stops (``_core.drain``: the deadline, Ctrl-C twice), what the pending work may use stays in place: all of
     it while other threads are inside calls, else each stuck device's programs, memory and
     queues and its backend. ``own_queue``: the queue whose host function calls this (released
     from inside, never waited for)."""
@@ -116,9 +116,9 @@ def teardown(
             for program in programs:
                 _collect(errors, interrupts, f"{bound.name}: unload_binary", bound.unload_binary, device.native, program.image)
             if "mem_free" in bound.implemented:
-                for allocation in mine:
-                    _collect(errors, interrupts, f"{bound.name}: mem_free", bound.mem_free, device.native, allocation.start,
-                             allocation.alloc_type)  # fmt: skip
+                blocks = [(a.start, a.alloc_type) for a in mine] + device.pool.drain()  # olMemFreeAsync's pool too
+                for start, alloc_type in blocks:
+                    _collect(errors, interrupts, f"{bound.name}: mem_free", bound.mem_free, device.native, start, alloc_type)
         if stuck_here:
             kept.append(f"the backend {bound.name} (deinit would wait for the stuck work)")
         else:

@@ -1,4 +1,4 @@
-"""``offload.flush_trace()``: write the timeline recorded so far, now (``_timeline``)."""
+"""``offload.flush_trace()``: write the timeline recorded so far, now (``_trace.timeline``)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ their calls returned, which may differ from the order the queue ran it.
 Under a launcher (``offload._core.ranks``) the process names start with ``rank N:``, and a ``{rank}``
 in the path is the rank (``OFFLOAD_TRACE=perfetto:rank{rank}.json``); every file records its rank
 and a wall-clock / monotonic anchor in ``otherData``, so that ``offload trace merge`` can put a
-job's files on one clock (``_job_timeline``).
+job's files on one clock (``_trace.job_timeline``).
 The file's events, and the promises they keep, are ``timeline_file``'s.
 """
 

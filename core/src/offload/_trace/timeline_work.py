@@ -1,5 +1,5 @@
 """The timeline's pieces of device work, its per-device clocks and the value formatting its file
-uses (``_timeline`` records and writes them; see its module doc for the timing sources)."""
+uses (``_trace.timeline`` records and writes them; see its module doc for the timing sources)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def anchor_clock(device: Device) -> DeviceClock | None:
         return None
     try:
         anchor = backend.create_event(native, queue)
-        backend.sync_event(native, anchor)
+        backend.sync_event(native, anchor, queue)
         return DeviceClock(anchor, time.perf_counter_ns())
     except Exception:
         return None

@@ -11,7 +11,7 @@ liboffload's format, so that C and Python traces compare line by line (addresses
 ``result``, ``details``, ``elapsed_ns`` and ``thread``. ``OFFLOAD_TRACE=perfetto`` (or
 ``perfetto:PATH``) prints nothing per call and writes a timeline file instead: Perfetto's binary
 trace, streamed (``timeline_stream``), or the trace-event JSON where PATH ends in ``.json``
-(``_timeline``).
+(``timeline``).
 
 How each parameter prints, as liboffload's printer prints it: ``params``.
 
@@ -123,7 +123,7 @@ class Tracer:
 
 
 class TimelineTracer:
-    """Records each traced call on a ``_timeline.Timeline``; writes it at the final ``olShutDown``
+    """Records each traced call on a ``_trace.timeline.Timeline``; writes it at the final ``olShutDown``
     (the caller says which one is: ``call.final``), and at the one that closes the user's window
     (``call.closes_window``) or when asked (``flush``), the session going on."""
 

@@ -129,7 +129,7 @@ def lookup(table: Container[Any], enum_type: type, prop: Any, what: str, level: 
     """The enum member for ``prop``; INVALID_ENUMERATION ("<what> enum 'N' is invalid") if unknown.
 
     A member is taken as it is (names are the Python contract at every level); a number is read
-    as the C number at API ``level`` (``_enums.from_c``)."""
+    as the C number at API ``level`` (``_values.enums.from_c``)."""
     if type(prop) is enum_type:
         return prop
     if isinstance(prop, enum.Enum):  # PlatformInfo.NAME given for a DeviceInfo: its number means nothing here

@@ -121,6 +121,10 @@ class KernelLaunchSizeArgs:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"KernelLaunchSizeArgs is immutable: cannot delete {name!r}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its four fields (``multiprocessing``, a device in another process)."""
+        return (KernelLaunchSizeArgs, (self.dimensions, tuple(self.num_groups), tuple(self.group_size), self.dyn_shared_memory))
+
     def __repr__(self) -> str:
         return (
             f"KernelLaunchSizeArgs(dimensions={self.dimensions}, num_groups={tuple(self.num_groups)}, "

@@ -8,7 +8,12 @@ private temporary folder, and turn its failure into the right ``OffloadError``.
 - ``compile_source(source, suffix, argv, what)``: writes ``source`` to ``input<suffix>``, runs the
   command ``argv(input, output)`` returns and gives back the output's bytes; a failure is
   ``COMPILE_FAILURE`` whose details hold the command and the compiler's log (its last
-  ``LOG_TAIL`` characters).
+  ``LOG_TAIL`` characters);
+- ``tool_version(argv)``: the command and its ``--version`` output on one line (asked once per
+  process), for ``build_target`` to name the compiler's version;
+- ``DiskCache``, ``cache_key``, ``OffloadCacheWarning``: a private on-disk cache of built code
+  (``offload.build`` keeps every backend's images in one; the host backend's ``build_program``
+  keeps its own).
 """
 
 from __future__ import annotations
@@ -19,15 +24,22 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 
+from .._values.diskcache import DiskCache, OffloadCacheWarning, cache_key
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 
-__all__ = ["LOG_TAIL", "compile_source", "compile_failure", "find_tool", "kernel_include_dir"]
+__all__ = [
+    "LOG_TAIL", "DiskCache", "OffloadCacheWarning", "cache_key", "compile_source", "compile_failure", "find_tool",
+    "kernel_include_dir", "tool_version",
+]  # fmt: skip
 
 LOG_TAIL = 8000  # characters of a compiler's log kept in a COMPILE_FAILURE
 _INCLUDE = pathlib.Path(__file__).resolve().parent.parent / "include"
+_versions: dict[str, str] = {}
+_lock = threading.Lock()
 
 
 def kernel_include_dir() -> pathlib.Path:
@@ -81,3 +93,22 @@ def compile_source(
             log = (result.stderr or "") + (result.stdout or "")
             raise compile_failure(f"{what} ({shlex.join(command)}, exit {result.returncode})", log)
         return out.read_bytes()
+
+
+def tool_version(argv: Sequence[str]) -> str:
+    """``argv`` (a command, as ``find_tool`` gives it) and its ``--version`` output's lines, asked
+    once per process and command; ``HOST_TOOL_NOT_FOUND`` when it cannot run."""
+    command = shlex.join(argv)
+    with _lock:
+        known = _versions.get(command)
+    if known is not None:
+        return known
+    try:
+        result = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise OffloadError(ErrorCode.HOST_TOOL_NOT_FOUND, f"{command} cannot run: {exc}") from None
+    lines = [line for line in (result.stdout or result.stderr or "").splitlines() if line.strip()]
+    ident = f"{command} ({' / '.join(line.strip() for line in lines) or 'no version'})"  # nvcc says it last
+    with _lock:
+        _versions[command] = ident
+    return ident

@@ -26,6 +26,13 @@ T = TypeVar("T")
 Job = tuple[Any, Callable[[], None]]  # (queue, work): the work's exception is kept on the queue
 
 
+
+def queue_name(queue: Any) -> str:
+    """What messages call a backend's queue: its ``name`` attribute where it has one (``"mydev
+    queue 3"``), else its repr."""
+    name = getattr(queue, "name", None)
+    return name if isinstance(name, str) and name else repr(queue)
+
 class DeferredWork:
     """Runs jobs in order on a thread of its own (``name``), which exists only while there are jobs.
 
@@ -258,7 +265,7 @@ class HostFunctions:
             self._synchronize_inside(own, queue, release, wait, recycle)
             return
         if self.deferred._running is not None and self.deferred.running_for() is queue:
-            raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
+            raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue_name(queue)} cannot wait for its own queue")
         try:
             try:
                 wait(queue)
@@ -276,7 +283,7 @@ class HostFunctions:
     ) -> None:
         if queue is own:
             if not release:
-                raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue!r} cannot wait for its own queue")
+                raise OffloadError(ErrorCode.INVALID_QUEUE, f"a host function on {queue_name(queue)} cannot wait for its own queue")
             queue.released = True
             self.deferring(queue, lambda: recycle(queue))
             queue.raise_kept()

@@ -30,7 +30,7 @@ from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._values.faults import report_device_fault
 from .._values.types import KernelParam
-from .host_functions import DeferredWork, HostFunctions, off_thread
+from .host_functions import DeferredWork, HostFunctions, off_thread, queue_name
 
 __all__ = [
     "DeferredWork",
@@ -39,6 +39,7 @@ __all__ = [
     "ResourcePool",
     "launch_extent",
     "off_thread",
+    "queue_name",
     "raise_kept_errors",
     "report_device_fault",
 ]
@@ -101,7 +102,7 @@ class KeptErrors:
             return
         errors = kept[:]
         del kept[: len(errors)]  # one kept meanwhile stays for the next call
-        raise_kept_errors(errors, f"a host function on {self!r}", f"host functions on {self!r}")
+        raise_kept_errors(errors, f"a host function on {queue_name(self)}", f"host functions on {queue_name(self)}")
 
 
 # --- pools -----------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The package (default directory ``./offload-NAME``) holds ``pyproject.toml`` with both entry points
 (``offload.backends`` and ``offload.conformance``), a backend module whose required and memory
-hooks work for an in-memory device, its ``Capabilities``, the two test files that run the whole
+hooks work for an in-memory device (``--async``: one whose queues run on threads of their own, with
+events and host functions), its ``Capabilities``, the two test files that run the whole
 conformance kit, and a README. Freshly generated it installs, shows in ``offload backends`` and
 passes the kit. The files come from ``templates/new_backend/*.tmpl`` (``string.Template``).
 """
@@ -80,8 +81,13 @@ def _installed_names() -> dict[str, str]:
     return taken
 
 
-def write_package(name: str, directory: Path) -> list[Path]:
+#: ``--async``: the backend module for an asynchronous device (queue threads, events, host functions).
+ASYNC_BACKEND = "backend_async.py.tmpl"
+
+
+def write_package(name: str, directory: Path, asynchronous: bool = False) -> list[Path]:
     """Write the package for backend ``name`` into ``directory``; return the files written.
+    ``asynchronous``: the backend module of an asynchronous device (``--async``).
 
     ``directory`` must not exist or be empty, and must be creatable (``NewBackendError``
     otherwise, with nothing left behind).
@@ -100,7 +106,8 @@ def write_package(name: str, directory: Path) -> list[Path]:
     written: list[Path] = []
     try:
         for template, target in FILES.items():
-            text = string.Template((templates / template).read_text(encoding="utf-8")).substitute(values)
+            source = ASYNC_BACKEND if asynchronous and template == "backend.py.tmpl" else template
+            text = string.Template((templates / source).read_text(encoding="utf-8")).substitute(values)
             path = directory / target.format(**values)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
@@ -120,13 +127,17 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser("new-backend", help="write a new backend package that passes the conformance kit")
     parser.add_argument("name", metavar="NAME", help="the platform name (lower case, e.g. mydev)")
     parser.add_argument("--dir", type=Path, metavar="DIR", help="where to write it (default ./offload-NAME)")
+    parser.add_argument(
+        "--async", dest="asynchronous", action="store_true",
+        help="an asynchronous device: queues on threads of their own, events, host functions (default: synchronous)",
+    )  # fmt: skip
     parser.set_defaults(run=cmd_new_backend)
 
 
 def cmd_new_backend(args: argparse.Namespace, out: TextIO) -> int:
     directory = args.dir if args.dir is not None else Path(f"offload-{args.name}")
     try:
-        written = write_package(args.name, directory)
+        written = write_package(args.name, directory, args.asynchronous)
     except NewBackendError as error:
         print(f"offload new-backend: {error}", file=sys.stderr)
         return EXIT_NOTHING

@@ -7,7 +7,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._api.flat import Context as ContextHandle
-from .._api.flat import olMemFree, olMemPrefetch, olMemcpy
+from .._api.flat import olMemFree, olMemFreeAsync, olMemPrefetch, olMemcpy
 from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
 from .._values.errors import OffloadError, OffloadValueError
 from .._api.sessions import session_cell
@@ -17,7 +17,7 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 from ._makers import MAKERS
-from ._memory import allocate, as_kind, as_size, dlpack_device, fill_range, memcpy, wrong_type
+from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, fill_range, memcpy, wrong_type
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -55,7 +55,10 @@ class Buffer:
     ``alignment`` (a power of two) asks for an address that is a multiple of it
     (``olMemAllocAligned``; UNSUPPORTED where the device cannot give it). ``context`` (a
     ``Context`` holding ``device``; default: the platform's default context) owns the memory: the
-    Buffer keeps it alive and frees the memory with it (``olMemFree(ptr, context)``).
+    Buffer keeps it alive and frees the memory with it (``olMemFree(ptr, context)``). With a
+    ``queue``, DEVICE memory is allocated in the queue's order (``olMemAllocAsync``, the queue's
+    device and context) and ``close(queue)`` frees it so (``olMemFreeAsync``), as cuda.core's
+    ``Device.allocate(size, stream=)`` / ``Buffer.close(stream)`` do.
 
     While a DLPack export or numpy view of the memory lives, ``close()`` raises (as
     ``mmap.close()`` does with exports); a Buffer of an ended session (the final ``olShutDown``)
@@ -85,13 +88,14 @@ class Buffer:
         *,
         alignment: int | None = None,
         context: Context | None = None,
+        queue: Queue | None = None,
     ) -> None:
         owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
-        dev = as_device(device) if context is None else context.device(device)
+        dev = as_device(device if device is not None or queue is None else queue.device) if context is None else context.device(device)
         alloc_type = as_kind(kind)
         ctx = _session.acquire()
         nbytes = as_size(size, "size")
-        self._address = allocate(dev, alloc_type, nbytes, alignment, owner)
+        self._address = allocate(dev, alloc_type, nbytes, alignment, owner, queue)
         self._context = context
         self._size = nbytes
         self._device = dev
@@ -210,8 +214,10 @@ class Buffer:
 
     # --- lifetime ----------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Free the allocation now (idempotent). A non-owning buffer just drops its reference.
+    def close(self, queue: Queue | None = None) -> None:
+        """Free the allocation now (idempotent), or with ``queue`` in its order (olMemFreeAsync:
+        refused by every copy at once, given back once the queue's earlier work has finished). A
+        non-owning buffer just drops its reference.
 
         OffloadError (INVALID_ARGUMENT) while exports of the memory are alive: drop the numpy
         views and DLPack consumers first.
@@ -221,6 +227,14 @@ class Buffer:
                 ErrorCode.INVALID_ARGUMENT,
                 f"cannot close {self!r}: {live} DLPack export(s) or numpy view(s) of its memory are alive",
             )
+        if queue is not None:
+            check_queue(queue)
+            finalizer = self._finalizer
+            if finalizer is not None and finalizer.detach() is not None:  # (nothing to drain: no release deferred)
+                address, self._address, self._keepalive = self._address, 0, None
+                CLOSES[0] += 1
+                olMemFreeAsync(queue.handle, address)
+                return
         self.invalidate()
         exports_of(None)  # drop the exports' session reference if none is left
 
@@ -368,7 +382,7 @@ def exports_of(buffer: Buffer | None) -> int:
     """How many live exports view ``buffer``'s memory (0 for None). When no export of session
     memory is left, the exports' session reference is dropped (``_session.settle``)."""
     _session.settle()
-    if buffer is None:
+    if buffer is None or not _dlpack.any_exported():
         return 0
     return sum(1 for o in _dlpack.live_owners() if o.__class__ is MAKERS.array and o._buffer is buffer)
 

@@ -226,10 +226,13 @@ class Device:
         """Its platform's default context (what its objects made without a context belong to)."""
         return self.platform.default_context
 
-    def alloc(self, size: int, kind: AllocType | str = AllocType.DEVICE, *, alignment: int | None = None) -> Buffer:
+    def alloc(
+        self, size: int, kind: AllocType | str = AllocType.DEVICE, *, alignment: int | None = None, queue: Queue | None = None
+    ) -> Buffer:
         """A new ``Buffer`` of ``size`` bytes of ``kind`` memory on this device (``"host"``: pinned
-        host memory; ``alignment``: an address that is a multiple of it)."""
-        return MAKERS.buffer(size, device=self, kind=kind, alignment=alignment)
+        host memory; ``alignment``: an address that is a multiple of it; ``queue``: DEVICE memory
+        allocated in that queue's order, ``buffer.close(queue)`` to free it so)."""
+        return MAKERS.buffer(size, device=self, kind=kind, alignment=alignment, queue=queue)
 
     def queue(self) -> Queue:
         """A new queue on this device."""

@@ -182,6 +182,12 @@ def exported_count() -> int:
         return len(_exported)
 
 
+def any_exported() -> bool:
+    """Whether any export may still be held (False: none was made or all were released; a read
+    without the lock: a stale True only costs a sweep)."""
+    return bool(_exported)
+
+
 def live_owners() -> list[Any]:
     """The exporting objects of the tensors still held by consumers."""
     _sweep()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._values.enums import AllocType, ErrorCode, PlatformBackend
 from .._values.errors import OffloadError, OffloadTypeError
 from .._api.flat import Context as ContextHandle
-from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocHost, olMemcpy, olMemFill
+from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocAsync, olMemAllocHost, olMemcpy, olMemFill
 from . import _dlpack
 from ._discovery import Device
 from ._makers import MAKERS
@@ -39,6 +39,8 @@ _KIND_NAMES = {kind.name.lower(): kind for kind in AllocType}
 
 def as_kind(kind: Any) -> AllocType:
     """An ``AllocType`` from itself, its value, or its name in any case (``"managed"``)."""
+    if kind.__class__ is AllocType:
+        return kind
     if isinstance(kind, str):
         found = _KIND_NAMES.get(kind.strip().lower())
         if found is None:
@@ -92,9 +94,18 @@ def dlpack_device(device: Device, kind: AllocType) -> tuple[int, int]:
     return (_dlpack.EXT_DEV, device.index)
 
 
-def allocate(device: Device, kind: AllocType, size: int, alignment: int | None, context: ContextHandle | None) -> int:
+def allocate(
+    device: Device, kind: AllocType, size: int, alignment: int | None, context: ContextHandle | None, queue: Any = None
+) -> int:
     """The flat allocation of ``size`` bytes: HOST memory (pinned) by olMemAllocHost, aligned
-    memory by olMemAllocAligned(Host), in ``context`` when one is given."""
+    memory by olMemAllocAligned(Host), in ``context`` when one is given; with a ``queue`` (an
+    ``offload.objects.Queue`` of ``device``), DEVICE memory in its order by olMemAllocAsync."""
+    if queue is not None:
+        check_queue(queue)
+        if alignment is not None or context is not None or queue.device is not device:
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT,
+                               "alloc(queue=...) allocates in the queue's context on its device, without alignment")  # fmt: skip
+        return olMemAllocAsync(queue.handle, kind, size)
     extra = {} if context is None else {"context": context}
     if alignment is None:
         if kind is AllocType.HOST:

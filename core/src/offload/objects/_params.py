@@ -1,5 +1,5 @@
 """Where a kernel's parameter layout comes from: the backend's ``kernel_params`` hook, which the
-core asks once per kernel symbol (``_sessions.kernel_parameters``); the layer checks the answer
+core asks once per kernel symbol (``_api.sessions.kernel_parameters``); the layer checks the answer
 against the kinds it can pack, once per Symbol."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from .._api.flat import (
 )
 from .._values.enums import ErrorCode, EventInfo
 from .._values.errors import OffloadError
-from .._api.sessions import session_cell, session_of
+from .._api.sessions import adopt_stream, backend_name, queue_stream, session_cell, session_of
 from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
@@ -57,6 +57,13 @@ def _destroy_queue(ctx: Session, handle: QueueHandle, inflight: list[Any]) -> No
     inflight.clear()
 
 
+def _destroy_adopted(ctx: Session, handle: QueueHandle, inflight: list[Any], stream: Any) -> None:
+    """Finalizer of a queue over another library's stream: synchronise always, so the flat queue
+    is released at once (never parked on a stream whose owner may destroy it once let go)."""
+    inflight.append(stream)  # any non-empty list: _destroy_queue synchronises
+    _destroy_queue(ctx, handle, inflight)
+
+
 def _destroy_event(ctx: Session, handle: EventHandle) -> None:
     if _session.is_current(ctx) and session_of(handle) is ctx:
         try:
@@ -86,9 +93,47 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
         self._own(handle, _destroy_queue, ctx, handle, self._inflight)
         register_queue(self)
 
+    @classmethod
+    def from_stream(cls, stream: Any, device: Device | str | None = None, *, context: Context | None = None) -> Queue:
+        """A Queue over another library's driver stream of ``device`` (a CUDA or HIP device): an int
+        handle or an object with ``__cuda_stream__`` (a cuda.core ``Stream``, a CuPy stream, ...),
+        as CuPy's ``ExternalStream`` or cuda.core's ``Stream.from_handle`` take one.
+
+        The stream stays its owner's: offload's work goes on it in order with the owner's,
+        ``sync()`` / ``is_idle`` cover the owner's work too, and ``close()`` (or collection)
+        synchronises, then lets go without destroying the stream. An object given is held until
+        then; an int handle must be kept alive by its owner until the Queue is closed."""
+        owner = context_handle(context)
+        dev = as_device(device) if context is None else context.device(device)
+        ctx = _session.acquire()
+        handle = adopt_stream(dev.handle, stream, owner)
+        queue = cls.__new__(cls)
+        queue._device = dev
+        queue._context = context
+        queue._inflight = []
+        queue._own(handle, _destroy_adopted, ctx, handle, queue._inflight, stream)
+        register_queue(queue)
+        return queue
+
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def raw_stream(self) -> int:
+        """The driver stream under this queue (a ``CUstream`` / ``hipStream_t`` address), for
+        another library to enqueue work on in this queue's order; valid until ``close()``.
+        UNSUPPORTED on devices without streams (the host, OpenCL)."""
+        return queue_stream(self._handle)
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """cuda.core's stream protocol, version 0: ``(0, CUstream)`` of a CUDA queue, so that
+        cuda.core (``launch(queue, ...)``, ``Device.create_stream(queue)``), CuPy and others
+        enqueue on it in its order. UNSUPPORTED for a queue of another platform (``raw_stream``
+        gives a HIP queue's stream)."""
+        if backend_name(self._device.handle) != "cuda":
+            raise OffloadError(ErrorCode.UNSUPPORTED, f"__cuda_stream__: {self!r} is not a CUDA queue (see raw_stream)")
+        return (0, queue_stream(self._handle))
 
     @property
     def context(self) -> Context:

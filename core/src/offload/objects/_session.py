@@ -18,7 +18,11 @@ Finalizers never call into the runtime from inside it: the garbage collector run
 an allocation triggers a collection, possibly while the core holds one of its locks (freeing then
 deadlocked). ``release_later`` runs a release now when no core frame is on this thread's stack,
 else queues it; the queue is drained when a collection ends outside the core, and at the layer's
-next object, ``close()`` or exit.
+next object, ``close()`` or exit. Nor does release work run on a thread that may serve a queue: a
+collection on any thread but the main one (a backend's queue or cooperative-group thread, where
+a release waiting for that queue would wait for itself; its frame being set up is not yet on the
+stack to be seen) queues its releases, and the layer's own thread (``offload-objects-release``)
+runs them.
 
 In a child made by ``os.fork()`` the parent's session is not the layer's: the layer forgets its
 references there (the child's exit releases nothing) and the parent's objects are stale.
@@ -72,9 +76,17 @@ def _core_on_stack() -> bool:
     return False
 
 
+_collecting: set[int] = set()  # the idents of the threads inside a collection now
+
+
+def _off_main_collection() -> bool:
+    """Whether this thread is collecting garbage and is not the main thread (it may serve a queue)."""
+    return bool(_collecting) and threading.get_ident() in _collecting and threading.current_thread() is not threading.main_thread()
+
+
 def release_later(release: Callable[..., None], *args: Any) -> None:
     """Run a finalizer's ``release(*args)`` now if safe, else queue it (see the module's docstring)."""
-    if _core_on_stack():
+    if _core_on_stack() or _off_main_collection():
         _deferred.append((release, args))
     else:
         release(*args)
@@ -98,9 +110,45 @@ def drain() -> None:
         release(*args)
 
 
+class _Releaser:
+    """The layer's thread that runs the releases a collection off the main thread queued."""
+
+    def __init__(self) -> None:
+        self.wake = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while True:
+            self.wake.wait()
+            self.wake.clear()
+            try:
+                drain()
+            except Exception:  # no caller to raise it to: reported as an uncaught one, the thread goes on
+                sys.excepthook(*sys.exc_info())
+
+    def request(self) -> None:
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():  # first use, or a forked child
+                self.thread = threading.Thread(target=self.run, name="offload-objects-release", daemon=True)
+                self.thread.start()
+        self.wake.set()
+
+
+_releaser = _Releaser()
+
+
 def _drain_after_gc(phase: str, info: dict[str, int]) -> None:
-    if phase == "stop" and _deferred:
-        drain()
+    ident = threading.get_ident()
+    if phase == "start":
+        _collecting.add(ident)
+        return
+    _collecting.discard(ident)
+    if _deferred:
+        if threading.current_thread() is threading.main_thread():
+            drain()
+        else:
+            _releaser.request()
 
 
 gc.callbacks.append(_drain_after_gc)

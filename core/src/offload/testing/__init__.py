@@ -64,8 +64,11 @@ feature the capabilities leave off, or a program ``binary()`` does not provide, 
 reason naming the flag and why it is False (``capabilities.events is False (the backend does not
 implement create_event, ...)``); ``TestAbsentFeatures`` then checks that each absent feature
 answers ``OL_ERRC_UNSUPPORTED``, and ``TestCapabilities`` that no flag declared True lacks its
-hooks. Host memory is memory of the first device whose platform backend is HOST (the host
-backend's CPU device); tests that copy to or from host memory skip without one.
+hooks. Every result is checked through the API: DEVICE memory, written and read back with
+``olMemcpy`` to and from host memory (the plugin's ``device_memory``), so a device whose memory
+the host cannot touch runs every result check; MANAGED and HOST memory only add the cases that
+test host access to them. Host memory is memory of the first device whose platform backend is
+HOST (the host backend's CPU device); tests that copy to or from host memory skip without one.
 
 When pytest plugin autoloading is disabled (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), add
 ``pytest_plugins = ["offload_testing.plugin"]`` to the conftest. ``offload.testing.suite`` and

@@ -1,9 +1,11 @@
 """``Capabilities``: what a backend supports, derived from its hooks where that can be seen.
 
 Every optional hook group of ``offload.hookspecs`` is one flag. A flag left ``None`` (the default)
-is derived from the hooks the backend implements (``FEATURES``); an author declares only what the
-hooks cannot show: a hook that exists but a feature that is limited (``False``), or a fact about
-the device (``zero_info``, ``dtor_out``, ``binary``).
+is derived from the hooks the backend serves (``FEATURES``): the hooks its class defines, or,
+where the device decides at ``init``, those its ``served_hooks`` hook names then (the kit resolves
+the flags from the live platform, after ``init``). An author declares only what the hooks cannot
+show: a hook that exists but a feature that is limited (``False``), or a fact about the device
+(``zero_info``, ``dtor_out``, ``binary``).
 """
 
 from __future__ import annotations

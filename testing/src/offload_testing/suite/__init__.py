@@ -24,6 +24,7 @@ from ._context import TestContext, TestContextOwnership
 from ._memory_main import TestMemAllocAligned, TestMemAllocHost, TestMemIsAccessible, TestMemPrefetch
 from ._rect import TestMemcpyRect, TestMemcpyRectUpstream
 from ._main_level import TestMainLevelSemantics, TestMemFillValidationOff
+from ._teardown import TEARDOWN_LIMIT_S as TEARDOWN_LIMIT_S, TestTeardown  # noqa: F401 (the contract's bound)
 from ._api_main import (
     TestCooperativeLaunch,
     TestEventFlags,
@@ -90,4 +91,6 @@ __all__ = [
     "TestEventElapsedTimeProfiling",
     "TestMainLevelSemantics",
     "TestMemFillValidationOff",
+    # issue 34
+    "TestTeardown",
 ]

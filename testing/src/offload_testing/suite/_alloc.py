@@ -22,9 +22,9 @@ def _type_id(alloc_type: Any) -> str:
 
 def _require_type(capabilities: Any, alloc_type: Any) -> None:
     if alloc_type is A.MANAGED:
-        require(capabilities, "managed_memory")
+        require(capabilities, "managed_memory", "allocates MANAGED memory")
     elif alloc_type is A.HOST:
-        require(capabilities, "host_memory")
+        require(capabilities, "host_memory", "allocates HOST memory")
 
 
 class TestMemAlloc(Base):

@@ -23,9 +23,8 @@ from ._helpers import (
     raises,
     require,
     symbol_name,
-    u32s,
-    zero,
 )
+from ._helpers import DeviceMemory
 
 
 class TestIteratePlatforms(Base):
@@ -183,21 +182,23 @@ class TestLaunchPerArgument(Base):
     def _needs_launch(self, capabilities: Any) -> None:
         require(capabilities, "kernel_launch")
 
-    def test_foo(self, device: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]) -> None:
-        out = alloc(64 * 4)
-        zero(out, 64 * 4)
+    def test_foo(
+        self, device_memory: DeviceMemory, device: Any, queue: Any, load_program: Callable[[str], Any]
+    ) -> None:
+        out = device_memory.alloc(64 * 4)
         foo = kernel(load_program("foo"), "foo")
         ol.olLaunchKernel(queue, device, foo, [ctypes.c_void_p(out)], launch())
         ol.olSyncQueue(queue)
-        assert u32s(out, 64) == list(range(64))
+        assert device_memory.u32s(out, 64) == list(range(64))
 
-    def test_main_argument_order(self, device: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]) -> None:
-        out = alloc(64 * 4)
-        zero(out, 64 * 4)
+    def test_main_argument_order(
+        self, device_memory: DeviceMemory, device: Any, queue: Any, load_program: Callable[[str], Any]
+    ) -> None:
+        out = device_memory.alloc(64 * 4)
         foo = kernel(load_program("foo"), "foo")
         ol.olLaunchKernel(queue, device, foo, launch(), None, [ctypes.c_void_p(out)])
         ol.olSyncQueue(queue)
-        assert u32s(out, 64) == list(range(64))
+        assert device_memory.u32s(out, 64) == list(range(64))
 
     def test_wrong_count(self, device: Any, queue: Any, capabilities: Any, load_program: Callable[[str], Any]) -> None:
         require(capabilities, "kernel_params")
@@ -211,7 +212,9 @@ class TestLaunchPerArgument(Base):
         with raises(ol.ErrorCode.INVALID_ARGUMENT):
             ol.olLaunchKernel(queue, device, foo, [ctypes.c_uint32(0)], launch())
 
-    def test_unknown_property(self, device: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]) -> None:
+    def test_unknown_property(
+        self, device: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
+    ) -> None:
         foo = kernel(load_program("foo"), "foo")
         with raises(ol.ErrorCode.INVALID_ENUMERATION):
             ol.olLaunchKernel(queue, device, foo, ptr_arg(alloc(256)), launch(), {0x7FFFFFFF: True})
@@ -231,18 +234,21 @@ class TestCooperativeLaunch(Base):
         assert ol.olGetDeviceInfo(device, ol.DeviceInfo.COOPERATIVE_LAUNCH_SUPPORT) is True
         assert ol.olGetKernelMaxCooperativeGroupCount(device, foo, launch()) >= 1
 
-    def test_cooperative_foo(self, device: Any, queue: Any, capabilities: Any, foo: Any, alloc: Callable[..., int]) -> None:
-        out = alloc(64 * 4)
-        zero(out, 64 * 4)
+    def test_cooperative_foo(
+        self, device_memory: DeviceMemory, device: Any, queue: Any, capabilities: Any, foo: Any
+    ) -> None:
+        out = device_memory.alloc(64 * 4)
         props = {ol.KernelLaunchPropType.IS_COOPERATIVE: True}
         if not capabilities.cooperative_launch:
             expect_unsupported(device, ["launch_kernel_cooperative"], ol.olLaunchKernel, queue, device, foo, ptr_arg(out), launch(), props)
             return
         ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch(), props)
         ol.olSyncQueue(queue)
-        assert u32s(out, 64) == list(range(64))
+        assert device_memory.u32s(out, 64) == list(range(64))
 
-    def test_too_many_groups(self, device: Any, queue: Any, capabilities: Any, foo: Any, alloc: Callable[..., int]) -> None:
+    def test_too_many_groups(
+        self, device: Any, queue: Any, capabilities: Any, foo: Any, alloc: Callable[..., int]
+    ) -> None:
         require(capabilities, "cooperative_launch")
         limit = ol.olGetKernelMaxCooperativeGroupCount(device, foo, launch())
         size = ol.olGetDeviceInfo(device, ol.DeviceInfo.MAX_WORK_SIZE)

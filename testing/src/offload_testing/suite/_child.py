@@ -20,7 +20,8 @@ import pytest
 from offload.testing import registered_backend
 
 #: Run first in a ``run_on_device`` child: a session at ``OFFLOAD_KIT_LEVEL`` with only the
-#: device's backend; ``device`` is the device under test, ``outcome(fn, *args)`` names the error
+#: device's backend; ``device`` is the device under test, ``host_device`` the first device of a
+#: HOST platform (None without one), ``outcome(fn, *args)`` names the error
 #: code of a call ("SUCCESS" when it returns), ``result`` is the dict printed as JSON at the end.
 _PRELUDE = r"""
 import json, os
@@ -30,6 +31,8 @@ _found = []
 ol.olIterateDevices(lambda d, _: _found.append(d) or True, None)
 _name = os.environ["OFFLOAD_KIT_PLATFORM"]
 device = [d for d in _found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME) == _name][int(os.environ["OFFLOAD_KIT_INDEX"])]
+_hosts = [d for d in _found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST]
+host_device = _hosts[0] if _hosts else None
 result = {}
 def outcome(fn, *args):
     try:

@@ -12,7 +12,7 @@ import pytest
 import offload as ol
 
 from ._helpers import NULL_HANDLE, NULL_POINTER, Base, BlockedQueue, global_variable, kernel, launch, ptr_arg, raises
-from ._helpers import require, u32s, zero
+from ._helpers import DeviceMemory, require
 
 A = ol.AllocType
 
@@ -123,23 +123,22 @@ class TestMemcpyGlobal(Base):
 
     def test_success_write(
         self,
+        device_memory: DeviceMemory,
         device: Any,
         host_device: Any,
         capabilities: Any,
         queue: Any,
         program: Any,
         global_address: int,
-        alloc: Callable[..., int],
     ) -> None:
         require(capabilities, "kernel_launch")
         require(capabilities, "copies")
         src = (ctypes.c_uint32 * 64)(*range(64))
-        out = alloc(64 * 4)
-        zero(out, 64 * 4)
+        out = device_memory.alloc(64 * 4)
         ol.olMemcpy(queue, global_address, device, ctypes.addressof(src), host_device, 64 * 4)
         ol.olLaunchKernel(queue, device, kernel(program, "read"), ptr_arg(out), launch())
         ol.olSyncQueue(queue)
-        assert u32s(out, 64) == list(range(64))
+        assert device_memory.u32s(out, 64) == list(range(64))
 
     def test_success_read(
         self, device: Any, host_device: Any, capabilities: Any, queue: Any, program: Any, global_address: int
@@ -178,28 +177,26 @@ def _expected(pattern: bytes, size: int) -> bytes:
     return pattern * (size // len(pattern))
 
 
-def _read_back(address: int, size: int) -> bytes:
-    return ctypes.string_at(address, size)
-
-
 class TestMemFill(Base):
     @pytest.mark.parametrize(("pattern", "size"), _fills())
-    def test_success(self, capabilities: Any, queue: Any, alloc: Callable[..., int], pattern: bytes, size: int) -> None:
+    def test_success(
+        self, device_memory: DeviceMemory, capabilities: Any, queue: Any, pattern: bytes, size: int
+    ) -> None:
         require(capabilities, "fill")
-        mem = alloc(size + 16)
-        zero(mem, size + 16)
+        mem = device_memory.alloc(size + 16)
         ol.olMemFill(queue, mem, pattern, size)
         ol.olSyncQueue(queue)
-        assert _read_back(mem, size) == _expected(pattern, size)
-        assert _read_back(mem + size, 16) == bytes(16), "olMemFill wrote past FillSize"
+        assert device_memory.read(mem, size) == _expected(pattern, size)
+        assert device_memory.read(mem + size, 16) == bytes(16), "olMemFill wrote past FillSize"
 
     @pytest.mark.parametrize(("pattern", "size"), _fills())
-    def test_success_synchronous(self, capabilities: Any, alloc: Callable[..., int], pattern: bytes, size: int) -> None:
+    def test_success_synchronous(
+        self, device_memory: DeviceMemory, capabilities: Any, pattern: bytes, size: int
+    ) -> None:
         require(capabilities, "fill")
-        mem = alloc(size)
-        zero(mem, size)
+        mem = device_memory.alloc(size)
         ol.olMemFill(None, mem, pattern, size)
-        assert _read_back(mem, size) == _expected(pattern, size)
+        assert device_memory.read(mem, size) == _expected(pattern, size)
 
     @pytest.mark.parametrize(("pattern", "size"), _fills("32", "NonPow2", "NonPow2Small"))
     def test_success_device(
@@ -215,20 +212,21 @@ class TestMemFill(Base):
         assert bytes(out) == _expected(pattern, size)
 
     @pytest.mark.parametrize(("pattern", "size"), _fills())
-    def test_success_enqueue(self, capabilities: Any, queue: Any, alloc: Callable[..., int], pattern: bytes, size: int) -> None:
+    def test_success_enqueue(
+        self, device_memory: DeviceMemory, capabilities: Any, queue: Any, pattern: bytes, size: int
+    ) -> None:
         """The fill waits behind a blocked host task on the queue (ManuallyTriggeredTask)."""
         require(capabilities, "fill")
         require(capabilities, "host_functions")
         require(capabilities, "queued_fill")
-        mem = alloc(size)
-        zero(mem, size)
+        mem = device_memory.alloc(size)
         with BlockedQueue(queue) as task:
             ol.olMemFill(queue, mem, pattern, size)
             assert task.started.wait(10), "the host task did not start"
-            assert _read_back(mem, size) == bytes(size), "olMemFill ran before earlier work of its queue"
+            assert device_memory.read(mem, size) == bytes(size), "olMemFill ran before earlier work of its queue"
             assert ol.olQueryQueue(queue) is False
             task.trigger()
-        assert _read_back(mem, size) == _expected(pattern, size)
+        assert device_memory.read(mem, size) == _expected(pattern, size)
 
     def test_invalid_pattern_size(self, queue: Any, alloc: Callable[..., int]) -> None:
         mem = alloc(1025)

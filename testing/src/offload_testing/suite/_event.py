@@ -13,7 +13,7 @@ import pytest
 import offload as ol
 
 from ._helpers import NULL_HANDLE, Base, BlockedQueue, InfoQueryRefusals, destroyed_twice, kernel, launch, ptr_arg
-from ._helpers import raises, require, u32s, wait_until
+from ._helpers import DeviceMemory, raises, require, wait_until
 
 E = ol.EventInfo
 
@@ -73,6 +73,27 @@ class TestEvent(_EventBase):
         with raises(NULL_HANDLE):
             ol.olSyncEvent(None)
 
+    def test_sync_raises_earlier_errors(self, capabilities: Any, queue: Any) -> None:
+        """olSyncEvent raises the asynchronous errors of the work queued before the event
+        (hookspecs ``sync_event``): a failing host function, then the event."""
+        require(capabilities, "host_functions", "makes an asynchronous error with a failing host function")
+
+        def fail(_: Any) -> None:
+            raise ValueError("failed before the event")
+
+        ol.olLaunchHostFunction(queue, fail, None)
+        created = ol.olCreateEvent(queue)
+        try:
+            with pytest.raises(ol.OffloadError) as info:
+                ol.olSyncEvent(created)
+            assert "failed before the event" in str(info.value), f"olSyncEvent raised another error: {info.value}"
+        finally:
+            ol.olDestroyEvent(created)
+            try:
+                ol.olSyncQueue(queue)  # the queue may report the error again: it is the same one
+            except ol.OffloadError as again:
+                assert "failed before the event" in str(again), f"olSyncQueue raised another error: {again}"
+
     def test_sync_waits_for_earlier_work(self, capabilities: Any, queue: Any) -> None:
         require(capabilities, "host_functions")
         with BlockedQueue(queue) as task:
@@ -85,16 +106,16 @@ class TestEvent(_EventBase):
         ol.olDestroyEvent(created)
 
     def test_event_after_kernel(
-        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
+        self, device_memory: DeviceMemory, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any]
     ) -> None:
         """olSyncEvent on an event recorded after a launch: the kernel's results are visible."""
         require(capabilities, "kernel_launch")
         foo = kernel(load_program("foo"), "foo")
-        data = alloc(64 * 4)
+        data = device_memory.alloc(64 * 4)
         ol.olLaunchKernel(queue, device, foo, ptr_arg(data), launch())
         created = ol.olCreateEvent(queue)
         ol.olSyncEvent(created)
-        assert u32s(data, 64) == list(range(64))
+        assert device_memory.u32s(data, 64) == list(range(64))
         ol.olDestroyEvent(created)
 
 

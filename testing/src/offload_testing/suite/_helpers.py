@@ -14,7 +14,7 @@ import pytest
 
 import offload as ol
 from offload.testing import capabilities_for
-from offload_testing.plugin import implemented_hooks, require as require  # noqa: F401 (require: re-exported to the suite)
+from offload_testing.plugin import DeviceMemory as DeviceMemory, implemented_hooks, require as require  # noqa: F401 (re-exported to the suite)
 
 #: Applied to every suite class: the plugin parametrises ``device`` only for marked tests.
 conformance = pytest.mark.offload_conformance
@@ -79,12 +79,9 @@ def ptr_arg(address: int) -> bytes:
 
 
 def u32s(address: int, count: int) -> list[int]:
-    """``count`` uint32 read directly at ``address`` (host-readable memory only)."""
+    """``count`` uint32 read directly at ``address``: MANAGED or HOST memory only, in the cases
+    that test host access to it (every other result is read with ``DeviceMemory``)."""
     return list((ctypes.c_uint32 * count).from_address(address))
-
-
-def zero(address: int, size: int) -> None:
-    ctypes.memset(address, 0, size)
 
 
 def symbol_name(program: Any, name: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 import offload as ol
 
 from ._helpers import NULL_HANDLE, NULL_POINTER, Base, MultiArgs, SingleCounterArgs, global_variable, kernel, launch
-from ._helpers import ptr_arg, raises, require, u32s, zero
+from ._helpers import DeviceMemory, ptr_arg, raises, require
 
 
 class _KernelBase(Base):
@@ -22,11 +22,14 @@ class _KernelBase(Base):
         require(capabilities, "kernel_launch")
 
     @pytest.fixture
-    def out(self, alloc: Callable[..., int]) -> int:
-        """A managed buffer of 256 uint32, zeroed."""
-        address = alloc(256 * 4)
-        zero(address, 256 * 4)
-        return address
+    def out(self, device_memory: DeviceMemory) -> int:
+        """A DEVICE buffer of 256 uint32, zeroed: results are read back with ``olMemcpy``."""
+        return device_memory.alloc(256 * 4)
+
+    @pytest.fixture
+    def arg(self, alloc: Callable[..., int]) -> int:
+        """A DEVICE buffer of 256 uint32 for cases that only check validation (never read)."""
+        return alloc(256 * 4)
 
 
 class TestLaunchKernel(_KernelBase):
@@ -34,23 +37,21 @@ class TestLaunchKernel(_KernelBase):
     def foo(self, load_program: Callable[[str], Any]) -> Any:
         return kernel(load_program("foo"), "foo")
 
-    def test_foo_success(self, device: Any, queue: Any, foo: Any, out: int) -> None:
+    def test_foo_success(self, device_memory: DeviceMemory, device: Any, queue: Any, foo: Any, out: int) -> None:
         ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch())
         ol.olSyncQueue(queue)
-        assert u32s(out, 64) == list(range(64))
+        assert device_memory.u32s(out, 64) == list(range(64))
 
-    def test_foo_success_threaded(self, device: Any, queue: Any, foo: Any, alloc: Callable[..., int]) -> None:
+    def test_foo_success_threaded(self, device_memory: DeviceMemory, device: Any, queue: Any, foo: Any) -> None:
         """FooTest.SuccessThreaded: 20 threads launch on one shared queue."""
-        buffers = [alloc(64 * 4) for _ in range(20)]
-        for address in buffers:
-            zero(address, 64 * 4)
+        buffers = [device_memory.alloc(64 * 4) for _ in range(20)]
         errors: list[BaseException] = []
 
         def body(i: int) -> None:
             try:
                 ol.olLaunchKernel(queue, device, foo, ptr_arg(buffers[i]), launch())
                 ol.olSyncQueue(queue)
-                assert u32s(buffers[i], 64) == list(range(64)), f"thread {i}: wrong data"
+                assert device_memory.u32s(buffers[i], 64) == list(range(64)), f"thread {i}: wrong data"
             except BaseException as exc:  # reported below
                 errors.append(exc)
 
@@ -63,56 +64,58 @@ class TestLaunchKernel(_KernelBase):
         if errors:
             raise errors[0]
 
-    def test_foo_success_synchronous(self, device: Any, foo: Any, out: int) -> None:
+    def test_foo_success_synchronous(self, device_memory: DeviceMemory, device: Any, foo: Any, out: int) -> None:
         ol.olLaunchKernel(None, device, foo, ptr_arg(out), launch())
-        assert u32s(out, 64) == list(range(64))  # no queue: done on return
+        assert device_memory.u32s(out, 64) == list(range(64))  # no queue: done on return
 
-    def test_foo_many_groups(self, device: Any, queue: Any, foo: Any, out: int) -> None:
+    def test_foo_many_groups(self, device_memory: DeviceMemory, device: Any, queue: Any, foo: Any, out: int) -> None:
         ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch(4, 64))
         ol.olSyncQueue(queue)
-        assert u32s(out, 256) == [i % 64 for i in range(256)]
+        assert device_memory.u32s(out, 256) == [i % 64 for i in range(256)]
 
-    def test_args_buffer_reusable(self, device: Any, queue: Any, foo: Any, alloc: Callable[..., int]) -> None:
+    def test_args_buffer_reusable(self, device_memory: DeviceMemory, device: Any, queue: Any, foo: Any) -> None:
         """The argument bytes are copied at launch: a reused buffer must not change queued launches."""
-        first, second = alloc(64 * 4), alloc(64 * 4)
-        zero(first, 64 * 4)
-        zero(second, 64 * 4)
+        first, second = device_memory.alloc(64 * 4), device_memory.alloc(64 * 4)
         args = bytearray(ptr_arg(first))
         ol.olLaunchKernel(queue, device, foo, args, launch())
         args[:] = ptr_arg(second)
         ol.olSyncQueue(queue)
-        assert u32s(first, 64) == list(range(64))
-        assert u32s(second, 64) == [0] * 64
+        assert device_memory.u32s(first, 64) == list(range(64))
+        assert device_memory.u32s(second, 64) == [0] * 64
 
     def test_bar_same_kernel_name(
-        self, device: Any, queue: Any, foo: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
+        self, device_memory: DeviceMemory, device: Any, queue: Any, foo: Any, load_program: Callable[[str], Any]
     ) -> None:
         """bar exports a different kernel also named foo: each program runs its own."""
         bar = kernel(load_program("bar"), "foo")
-        a, b = alloc(64 * 4), alloc(64 * 4)
+        a, b = device_memory.alloc(64 * 4), device_memory.alloc(64 * 4)
         ol.olLaunchKernel(queue, device, foo, ptr_arg(a), launch())
         ol.olLaunchKernel(queue, device, bar, ptr_arg(b), launch())
         ol.olSyncQueue(queue)
-        assert u32s(a, 64) == list(range(64))
-        assert u32s(b, 64) == [i + 1 for i in range(64)]
+        assert device_memory.u32s(a, 64) == list(range(64))
+        assert device_memory.u32s(b, 64) == [i + 1 for i in range(64)]
 
-    def test_noargs_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+    def test_noargs_success(
+        self, device_memory: DeviceMemory, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
+    ) -> None:
         """noargs has nothing to write: it runs in queue order (a foo launch after it lands)."""
         foo = kernel(load_program("foo"), "foo")
         ol.olLaunchKernel(queue, device, kernel(load_program("noargs"), "noargs"), None, launch())
         ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch())
         ol.olSyncQueue(queue)
-        assert ol.olQueryQueue(queue) is True and u32s(out, 64) == list(range(64))
+        assert ol.olQueryQueue(queue) is True and device_memory.u32s(out, 64) == list(range(64))
 
-    def test_multiargs_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+    def test_multiargs_success(
+        self, device_memory: DeviceMemory, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
+    ) -> None:
         """multiargs(char A, int *B, short C) writes A + C to B[0]: every argument arrived."""
         args = MultiArgs(b"\x01", out, 2)
         ol.olLaunchKernel(queue, device, kernel(load_program("multiargs"), "multiargs"), bytes(args), launch())
         ol.olSyncQueue(queue)
-        assert u32s(out, 2) == [3, 0], "multiargs did not get its three arguments"
+        assert device_memory.u32s(out, 2) == [3, 0], "multiargs did not get its three arguments"
         ol.olLaunchKernel(queue, device, kernel(load_program("multiargs"), "multiargs"), bytes(MultiArgs(b"\x7f", out, -100)), launch())
         ol.olSyncQueue(queue)
-        assert u32s(out, 1) == [27]
+        assert device_memory.u32s(out, 1) == [27]
 
     def test_byte_success(
         self, device: Any, host_device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any]
@@ -129,37 +132,39 @@ class TestLaunchKernel(_KernelBase):
         ol.olMemcpy(None, ctypes.addressof(value), host_device, seen, device, 4)
         assert value.value == 0x42
 
-    def test_localmem_success(self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int) -> None:
+    def test_localmem_success(
+        self, device_memory: DeviceMemory, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
+    ) -> None:
         localmem = kernel(load_program("localmem"), "localmem")
         ol.olLaunchKernel(queue, device, localmem, ptr_arg(out), launch(4, 64, 64 * 4))
         ol.olSyncQueue(queue)
-        assert u32s(out, 256) == [(i % 64) * 2 for i in range(256)]
+        assert device_memory.u32s(out, 256) == [(i % 64) * 2 for i in range(256)]
 
     def test_localmem_reduction_success(
-        self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
+        self, device_memory: DeviceMemory, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
     ) -> None:
         reduction = kernel(load_program("localmem_reduction"), "localmem_reduction")
         ol.olLaunchKernel(queue, device, reduction, ptr_arg(out), launch(4, 64, 64 * 4))
         ol.olSyncQueue(queue)
-        assert u32s(out, 4) == [2 * 64] * 4
+        assert device_memory.u32s(out, 4) == [2 * 64] * 4
 
     def test_localmem_static_success(
-        self, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
+        self, device_memory: DeviceMemory, device: Any, queue: Any, load_program: Callable[[str], Any], out: int
     ) -> None:
         static = kernel(load_program("localmem_static"), "localmem_static")
         ol.olLaunchKernel(queue, device, static, ptr_arg(out), launch(4, 64))
         ol.olSyncQueue(queue)
-        assert u32s(out, 4) == [2 * 64] * 4
+        assert device_memory.u32s(out, 4) == [2 * 64] * 4
 
     def test_global_success(
-        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], out: int
+        self, device_memory: DeviceMemory, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], out: int
     ) -> None:
         require(capabilities, "globals")
         program = load_program("global")
         ol.olLaunchKernel(queue, device, kernel(program, "write"), None, launch())
         ol.olLaunchKernel(queue, device, kernel(program, "read"), ptr_arg(out), launch())
         ol.olSyncQueue(queue)
-        assert u32s(out, 64) == [i * 2 for i in range(64)]
+        assert device_memory.u32s(out, 64) == [i * 2 for i in range(64)]
 
     def test_global_invalid_not_a_kernel(
         self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any]
@@ -170,13 +175,13 @@ class TestLaunchKernel(_KernelBase):
             ol.olLaunchKernel(queue, device, symbol, None, launch())
 
     def test_global_ctor_success(
-        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], out: int
+        self, device_memory: DeviceMemory, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], out: int
     ) -> None:
         require(capabilities, "constructors")
         ctor = kernel(load_program("global_ctor"), "global_ctor")
         ol.olLaunchKernel(queue, device, ctor, ptr_arg(out), launch())
         ol.olSyncQueue(queue)
-        assert u32s(out, 64) == [i + 100 for i in range(64)]
+        assert device_memory.u32s(out, 64) == [i + 100 for i in range(64)]
 
     def test_global_dtor_success(
         self, device: Any, capabilities: Any, queue: Any, program_binary: Callable[[str], bytes]
@@ -189,12 +194,12 @@ class TestLaunchKernel(_KernelBase):
 
     def test_global_dtor_runs(
         self,
+        device_memory: DeviceMemory,
         device: Any,
         host_device: Any,
         capabilities: Any,
         queue: Any,
         program_binary: Callable[[str], bytes],
-        alloc: Callable[..., int],
     ) -> None:
         """With ``dtor_out``: the destructor writes 64 ones where ``dtor_out`` points."""
         require(capabilities, "constructors")
@@ -203,8 +208,7 @@ class TestLaunchKernel(_KernelBase):
         program = ol.olCreateProgram(device, program_binary("global_dtor"))
         destroyed = False
         try:
-            seen = alloc(64 * 4)
-            zero(seen, 64 * 4)
+            seen = device_memory.alloc(64 * 4)
             dtor_out = ol.olGetSymbolInfo(
                 global_variable(program, "dtor_out"), ol.SymbolInfo.GLOBAL_VARIABLE_ADDRESS
             )
@@ -212,10 +216,10 @@ class TestLaunchKernel(_KernelBase):
             ol.olMemcpy(None, dtor_out, device, ctypes.addressof(pointer), host_device, 8)
             ol.olLaunchKernel(queue, device, kernel(program, "global_dtor"), None, launch())
             ol.olSyncQueue(queue)
-            assert u32s(seen, 64) == [0] * 64, "the destructor ran before olDestroyProgram"
+            assert device_memory.u32s(seen, 64) == [0] * 64, "the destructor ran before olDestroyProgram"
             ol.olDestroyProgram(program)
             destroyed = True
-            assert u32s(seen, 64) == [1] * 64, "olDestroyProgram did not run the program's destructor"
+            assert device_memory.u32s(seen, 64) == [1] * 64, "olDestroyProgram did not run the program's destructor"
         finally:
             if not destroyed:
                 ol.olDestroyProgram(program)
@@ -225,30 +229,30 @@ class TestLaunchKernel(_KernelBase):
         [((0, 1, 1), (64, 1, 1)), ((1, 0, 1), (64, 1, 1)), ((1, 1, 1), (0, 1, 1)), ((1, 1, 1), (64, 1, 0))],
         ids=["NumGroups.x", "NumGroups.y", "GroupSize.x", "GroupSize.z"],
     )
-    def test_invalid_zero_extent(self, device: Any, queue: Any, foo: Any, out: int, groups: Any, size: Any) -> None:
+    def test_invalid_zero_extent(self, device: Any, queue: Any, foo: Any, arg: int, groups: Any, size: Any) -> None:
         with raises(ol.ErrorCode.INVALID_SIZE):
-            ol.olLaunchKernel(queue, device, foo, ptr_arg(out), ol.KernelLaunchSizeArgs(1, groups, size, 0))
+            ol.olLaunchKernel(queue, device, foo, ptr_arg(arg), ol.KernelLaunchSizeArgs(1, groups, size, 0))
 
-    def test_invalid_null_device(self, queue: Any, foo: Any, out: int) -> None:
+    def test_invalid_null_device(self, queue: Any, foo: Any, arg: int) -> None:
         with raises(NULL_HANDLE):
-            ol.olLaunchKernel(queue, None, foo, ptr_arg(out), launch())
+            ol.olLaunchKernel(queue, None, foo, ptr_arg(arg), launch())
 
-    def test_invalid_null_kernel(self, device: Any, queue: Any, out: int) -> None:
+    def test_invalid_null_kernel(self, device: Any, queue: Any, arg: int) -> None:
         with raises(NULL_HANDLE):
-            ol.olLaunchKernel(queue, device, None, ptr_arg(out), launch())
+            ol.olLaunchKernel(queue, device, None, ptr_arg(arg), launch())
 
-    def test_invalid_null_launch_args(self, device: Any, queue: Any, foo: Any, out: int) -> None:
+    def test_invalid_null_launch_args(self, device: Any, queue: Any, foo: Any, arg: int) -> None:
         with raises(NULL_POINTER):
-            ol.olLaunchKernel(queue, device, foo, ptr_arg(out), None)
+            ol.olLaunchKernel(queue, device, foo, ptr_arg(arg), None)
 
-    def test_invalid_queue_of_another_device(self, device: Any, ol_session: list[Any], foo: Any, out: int) -> None:
+    def test_invalid_queue_of_another_device(self, device: Any, ol_session: list[Any], foo: Any, arg: int) -> None:
         others = [d for d in ol_session if d is not device]
         if not others:
             pytest.skip("needs a second device: this session has only the device under test")
         queue = ol.olCreateQueue(others[0])
         try:
             with raises(ol.ErrorCode.INVALID_DEVICE):
-                ol.olLaunchKernel(queue, device, foo, ptr_arg(out), launch())
+                ol.olLaunchKernel(queue, device, foo, ptr_arg(arg), launch())
         finally:
             ol.olDestroyQueue(queue)
 
@@ -265,10 +269,9 @@ class TestSingleCounter(_KernelBase):
         return kernel(load_program("single_counter"), "single_counter")
 
     @pytest.fixture
-    def init(self, alloc: Callable[..., int]) -> int:
+    def init(self, device_memory: DeviceMemory) -> int:
         """The first count's starting value: a uint32 0."""
-        address = alloc(4)
-        zero(address, 4)
+        address = device_memory.alloc(4)
         return address
 
     @staticmethod
@@ -351,7 +354,8 @@ _PARAMS = {
 
 class TestKernelParams(Base):
     """The ``kernel_params`` hook (the core checks argument sizes with it) describes each test
-    kernel's packed argument struct: offsets and sizes as the C compiler lays them out."""
+    kernel's packed argument struct: offsets and sizes as the C compiler lays them out. Read
+    through ``olGetKernelParamsExt``, the flat API's (offload's extension) query of it."""
 
     @pytest.mark.parametrize(("program", "name"), list(_PARAMS), ids=[p for p, _ in _PARAMS])
     def test_layout(
@@ -359,7 +363,7 @@ class TestKernelParams(Base):
     ) -> None:
         require(capabilities, "kernel_params")
         symbol = kernel(load_program(program), name)
-        params = device.backend.kernel_params(device.native, symbol.native)
+        params = ol.olGetKernelParamsExt(symbol)
         if params is None:
             pytest.skip(f"kernel_params answers None for {name!r}: the image does not describe its parameters")
         assert [(p.offset, p.size) for p in params] == _PARAMS[(program, name)]
@@ -369,3 +373,11 @@ class TestKernelParams(Base):
         if program in ("foo", "sequence", "single_counter"):
             assert params[-1].kind in ("pointer", "bytes"), f"the last parameter of {name} is a pointer: {params}"
 
+    def test_not_a_kernel(self, capabilities: Any, load_program: Callable[[str], Any]) -> None:
+        require(capabilities, "globals")
+        with raises(ol.ErrorCode.SYMBOL_KIND):
+            ol.olGetKernelParamsExt(global_variable(load_program("global"), "global"))
+
+    def test_invalid_null_kernel(self) -> None:
+        with raises(NULL_HANDLE):
+            ol.olGetKernelParamsExt(None)

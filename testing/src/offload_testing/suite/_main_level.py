@@ -36,17 +36,20 @@ if os.environ["KIT_ELAPSED"] == "1":
 """
 
 #: With validation off, upstream's olMemFillHostRemainderTest: a canary fill of the 16 bytes,
-#: then a 4-byte pattern over 5 and over 3 of them, on a queue of a context over the device.
+#: then a 4-byte pattern over 5 and over 3 of them, on a queue of a context over the device (DEVICE
+#: memory, read back with olMemcpy).
 _PARTIAL_FILL = r"""
 import ctypes
 context = ol.olCreateContext([device])
 queue = ol.olCreateQueue(context, device)
-alloc = ol.olMemAlloc(device, ol.AllocType.MANAGED, 16)
+alloc = ol.olMemAlloc(device, ol.AllocType.DEVICE, 16)
+out = ctypes.create_string_buffer(16)
 for name, fill_size in (("remainder", 5), ("larger", 3)):
     ol.olMemFill(queue, alloc, b"\xaa", 16)
     ol.olMemFill(queue, alloc, bytes([1, 2, 3, 4]), fill_size)
+    ol.olMemcpy(queue, ctypes.addressof(out), host_device, alloc, device, 16)
     ol.olSyncQueue(queue)
-    result[name] = ctypes.string_at(alloc, 16).hex()
+    result[name] = out.raw.hex()
 ol.olMemFree(alloc)
 ol.olDestroyQueue(queue)
 ol.olDestroyContext(context)
@@ -98,9 +101,10 @@ class TestMemFillValidationOff(Base):
     part, and nothing past FillSize."""
 
     @pytest.fixture
-    def filled(self, device: Any, capabilities: Any) -> dict[str, Any]:
-        for flag in ("fill", "queues", "managed_memory"):
-            require(capabilities, flag)
+    def filled(self, device: Any, capabilities: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
+        for flag in ("fill", "queues", "memory", "copies"):
+            require(capabilities, flag, "fills DEVICE memory and reads it back with olMemcpy")
+        request.getfixturevalue("host_device")  # the child copies the result to host memory
         return _answer("fill", device, _PARTIAL_FILL, "main", {"OFFLOAD_DISABLE_VALIDATION": "1"})
 
     def test_remainder_does_not_write_past_fill_size(self, filled: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ def _has_type(capabilities: Any, alloc_type: Any) -> bool:
 
 
 def _require_type(capabilities: Any, alloc_type: Any) -> None:
-    require(capabilities, _TYPE_FLAG[alloc_type])
+    require(capabilities, _TYPE_FLAG[alloc_type], f"allocates {alloc_type.name} memory")
 
 
 def _allocate_aligned(device: Any, alloc_type: Any, size: int, alignment: int) -> int:
@@ -75,7 +75,7 @@ def _aligned_types(capabilities: Any, device: Any, alloc_type: Any) -> Iterator[
 
 class TestMemAllocHost(Base):
     def test_success(self, device: Any, capabilities: Any) -> None:
-        require(capabilities, "host_memory")
+        require(capabilities, "host_memory", "allocates HOST memory")
         address = ol.olMemAllocHost(device, 1024)
         try:
             assert ol.olGetMemInfo(address, ol.MemInfo.TYPE) is A.HOST
@@ -134,7 +134,7 @@ class TestMemAllocAligned(Base):
             ol.olMemFree(address)
 
     def test_host_success(self, device: Any, capabilities: Any) -> None:
-        require(capabilities, "host_memory")
+        require(capabilities, "host_memory", "allocates HOST memory")
         address = _aligned_or_unsupported(capabilities, 64, ol.olMemAllocAlignedHost, device, 100, 64)
         if address is None:
             return
@@ -212,7 +212,7 @@ class TestMemPrefetch(Base):
         "flags", [ol.MemMigrationFlag.HOST_TO_DEVICE, ol.MemMigrationFlag.DEVICE_TO_HOST], ids=lambda f: f.name
     )
     def test_success(self, queue: Any, alloc: Callable[..., int], flags: Any) -> None:
-        address = alloc(4096)
+        address = alloc(4096, A.MANAGED)
         ctypes.memset(address, 7, 4096)
         ol.olMemPrefetch(queue, [address, address + 1024], [1024, 2048], flags)
         ol.olSyncQueue(queue)
@@ -235,17 +235,18 @@ class TestMemPrefetch(Base):
         with raises(ol.ErrorCode.INVALID_SIZE):
             ol.olMemPrefetch(queue, [address], [65], ol.MemMigrationFlag.HOST_TO_DEVICE)
 
-    # olMemPrefetch.cpp, case by case (managed allocations of 1024 bytes, read by the host)
+    # olMemPrefetch.cpp, case by case (MANAGED allocations of 1024 bytes, read by the host: the
+    # migration hint is what these test; the validation cases use DEVICE memory)
 
     def test_success_host_to_device(self, queue: Any, alloc: Callable[..., int]) -> None:
-        address = alloc(1024)
+        address = alloc(1024, A.MANAGED)
         ctypes.memset(address, 0x42, 1024)
         ol.olMemPrefetch(queue, [address], [1024], _H2D)
         ol.olSyncQueue(queue)
         assert ctypes.string_at(address, 1024) == b"\x42" * 1024
 
     def test_success_device_to_host(self, queue: Any, alloc: Callable[..., int]) -> None:
-        address = alloc(1024)
+        address = alloc(1024, A.MANAGED)
         ctypes.memset(address, 0x21, 1024)
         ol.olMemPrefetch(queue, [address], [1024], _H2D)  # to the device first, then back
         ol.olMemPrefetch(queue, [address], [1024], ol.MemMigrationFlag.DEVICE_TO_HOST)
@@ -253,7 +254,7 @@ class TestMemPrefetch(Base):
         assert ctypes.string_at(address, 1024) == b"\x21" * 1024
 
     def test_success_multiple(self, queue: Any, alloc: Callable[..., int]) -> None:
-        addresses = [alloc(1024) for _ in range(3)]
+        addresses = [alloc(1024, A.MANAGED) for _ in range(3)]
         for i, address in enumerate(addresses):
             ctypes.memset(address, 0x10 + i, 1024)
         ol.olMemPrefetch(queue, addresses, [1024] * 3, _H2D)
@@ -330,7 +331,7 @@ class TestMemIsAccessible(Base):
             ol.olMemFree(address)
 
     def test_success_host_allocation(self, device: Any, capabilities: Any) -> None:
-        require(capabilities, "host_memory")
+        require(capabilities, "host_memory", "allocates HOST memory")
         address = ol.olMemAllocHost(device, 1024)
         try:
             assert ol.olMemIsAccessible(device, address, 1024) is True

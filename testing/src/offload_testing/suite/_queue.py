@@ -15,7 +15,7 @@ import offload as ol
 
 from ._child import run_script
 from ._helpers import FORCE_UINT32, NULL_HANDLE, NULL_POINTER, Base, BlockedQueue, InfoQueryRefusals, SequenceArgs
-from ._helpers import destroyed_twice, fibonacci, kernel, launch, ptr_arg, raises, require, u32s, zero
+from ._helpers import DeviceMemory, destroyed_twice, fibonacci, kernel, launch, ptr_arg, raises, require, u32s
 
 Q = ol.QueueInfo
 
@@ -149,7 +149,8 @@ class TestWaitEvents(Base):
         require(capabilities, "queues")
         require(capabilities, "events")
 
-    def _run(self, device: Any, queues: list[Any], sequence: Any, data: int, wait_all: bool) -> None:
+    def _run(self, memory: DeviceMemory, queues: list[Any], sequence: Any, data: int, wait_all: bool) -> None:
+        device = memory.device
         events: list[Any] = []
         try:
             for i, queue in enumerate(queues):
@@ -164,32 +165,30 @@ class TestWaitEvents(Base):
         finally:
             for event in events:
                 ol.olDestroyEvent(event)
-        assert u32s(data, len(queues)) == fibonacci(len(queues))
+        assert memory.u32s(data, len(queues)) == fibonacci(len(queues))
 
-    def _run_on_new_queues(self, device: Any, sequence: Any, data: int, wait_all: bool) -> None:
+    def _run_on_new_queues(self, memory: DeviceMemory, sequence: Any, data: int, wait_all: bool) -> None:
         """``_run`` with a queue of its own for every launch."""
-        queues = [ol.olCreateQueue(device) for _ in range(_LAUNCHES)]
+        queues = [ol.olCreateQueue(memory.device) for _ in range(_LAUNCHES)]
         try:
-            self._run(device, queues, sequence, data, wait_all)
+            self._run(memory, queues, sequence, data, wait_all)
         finally:
             for queue in queues:
                 ol.olDestroyQueue(queue)
 
     @pytest.fixture
-    def data(self, alloc: Callable[..., int]) -> int:
-        """Room for one uint32 per launch, zeroed."""
-        address = alloc(_LAUNCHES * 4)
-        zero(address, _LAUNCHES * 4)
-        return address
+    def data(self, device_memory: DeviceMemory) -> int:
+        """Room for one uint32 per launch, zeroed (DEVICE memory)."""
+        return device_memory.alloc(_LAUNCHES * 4)
 
-    def test_success(self, device: Any, sequence: Any, data: int) -> None:
-        self._run_on_new_queues(device, sequence, data, wait_all=False)
+    def test_success(self, device_memory: DeviceMemory, sequence: Any, data: int) -> None:
+        self._run_on_new_queues(device_memory, sequence, data, wait_all=False)
 
-    def test_success_single_queue(self, device: Any, queue: Any, sequence: Any, data: int) -> None:
-        self._run(device, [queue] * _LAUNCHES, sequence, data, wait_all=False)
+    def test_success_single_queue(self, device_memory: DeviceMemory, queue: Any, sequence: Any, data: int) -> None:
+        self._run(device_memory, [queue] * _LAUNCHES, sequence, data, wait_all=False)
 
-    def test_success_multiple_events(self, device: Any, sequence: Any, data: int) -> None:
-        self._run_on_new_queues(device, sequence, data, wait_all=True)
+    def test_success_multiple_events(self, device_memory: DeviceMemory, sequence: Any, data: int) -> None:
+        self._run_on_new_queues(device_memory, sequence, data, wait_all=True)
 
     def test_success_empty_list(self, queue: Any) -> None:
         ol.olWaitEvents(queue, [])
@@ -266,31 +265,31 @@ class TestHostFunction(Base):
         assert values == fibonacci(14)
 
     def test_success_blocking(
-        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
+        self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], device_memory: DeviceMemory
     ) -> None:
         """olLaunchHostFunctionKernelTest.SuccessBlocking: a kernel queued behind a spinning host
         callback must not run until the callback returns."""
         require(capabilities, "kernel_launch")
         foo = kernel(load_program("foo"), "foo")
-        data = alloc(64 * 4)
-        ctypes.memset(data, 0xFF, 64 * 4)
+        data = device_memory.alloc(64 * 4, fill=0xFF)
         with BlockedQueue(queue) as task:
             ol.olLaunchKernel(queue, device, foo, ptr_arg(data), launch())
             assert task.started.wait(10), "the host callback did not start"
             time.sleep(0.2)
-            assert u32s(data, 64) == [0xFFFFFFFF] * 64, "the kernel ran before the host callback returned"
+            assert device_memory.u32s(data, 64) == [0xFFFFFFFF] * 64, "the kernel ran before the host callback returned"
             task.trigger()
-        assert u32s(data, 64) == list(range(64))
+        assert device_memory.u32s(data, 64) == list(range(64))
 
     def test_between_kernels(
         self, device: Any, capabilities: Any, queue: Any, load_program: Callable[[str], Any], alloc: Callable[..., int]
     ) -> None:
         """A host function sees the kernels before it done, and the kernels after it see what it
-        wrote: ``sequence`` steps 0 and 1, the function (reads [0, 1], writes 5 over step 1), step 2."""
+        wrote: ``sequence`` steps 0 and 1, the function (reads [0, 1], writes 5 over step 1), step 2.
+        The function reads and writes the memory itself: MANAGED memory."""
         require(capabilities, "kernel_launch")
         step = kernel(load_program("sequence"), "sequence")
-        inout = alloc(4 * 4)
-        zero(inout, 4 * 4)
+        inout = alloc(4 * 4, ol.AllocType.MANAGED)
+        ctypes.memset(inout, 0, 4 * 4)
         ol.olLaunchKernel(queue, device, step, bytes(SequenceArgs(0, inout)), launch(1, 1))
         ol.olLaunchKernel(queue, device, step, bytes(SequenceArgs(1, inout)), launch(1, 1))
         seen: list[list[int]] = []

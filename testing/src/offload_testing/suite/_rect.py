@@ -42,7 +42,9 @@ class TestMemcpyRect(Base):
 
     @pytest.mark.parametrize("queued", [False, True], ids=["sync", "queue"])
     @pytest.mark.parametrize("depth", [1, 3], ids=["2d", "3d"])
-    def test_round_trip(self, device: Any, host_device: Any, capabilities: Any, request: Any, queued: bool, depth: int) -> None:
+    def test_round_trip(
+        self, device: Any, host_device: Any, capabilities: Any, request: Any, queued: bool, depth: int
+    ) -> None:
         queue = request.getfixturevalue("queue") if queued else None
         src_pitch, src_rows = 24, 6
         dev_pitch, dev_rows = 40, 8
@@ -140,16 +142,23 @@ def _template(base: bytes, copied: bytes) -> bytes:
 
 
 class _Buffers:
-    """HostPtr, DevicePtr, DevicePtr2 of upstream's fixture, and the two devices."""
+    """HostPtr, DevicePtr, DevicePtr2 of upstream's fixture, and the two devices. HostPtr is
+    ``olMemAllocHost`` memory as upstream's, or plain host memory on a device without HOST
+    memory (``host_memory`` False): the copies are what these cases test."""
 
-    def __init__(self, device: Any, host: Any) -> None:
+    def __init__(self, device: Any, host: Any, host_memory: bool) -> None:
         self.device, self.host = device, host
-        self.host_ptr = ol.olMemAllocHost(device, _BYTES)
+        self._plain = None if host_memory else (ctypes.c_uint8 * _BYTES)()
+        self.host_ptr = ol.olMemAllocHost(device, _BYTES) if self._plain is None else ctypes.addressof(self._plain)
         self.device_ptr = ol.olMemAlloc(device, A.DEVICE, _BYTES)
         self.device_ptr2 = ol.olMemAlloc(device, A.DEVICE, _BYTES)
         for address, fill in ((self.host_ptr, b"h"), (self.device_ptr, b"d"), (self.device_ptr2, b"D")):
             staged = (ctypes.c_uint8 * _BYTES).from_buffer_copy(fill * _BYTES)
-            ol.olMemcpy(None, address, device, ctypes.addressof(staged), host, _BYTES)
+            ol.olMemcpy(None, address, self._owner(address), ctypes.addressof(staged), host, _BYTES)
+
+    def _owner(self, address: int) -> Any:
+        """The device whose memory ``address`` is (plain host memory: the host device's)."""
+        return self.host if self._plain is not None and address == self.host_ptr else self.device
 
     def rect(self, ptr: Any, device: Any, pitch: int = _FULL[0], slice_pitch: int = _FULL[0] * _FULL[1]) -> ol.Rect:
         return ol.Rect(ptr, device, _OFFSET, pitch, slice_pitch)
@@ -157,12 +166,13 @@ class _Buffers:
     def read(self, address: int) -> bytes:
         """Upstream's checkPattern read: the whole buffer, copied back synchronously."""
         out = (ctypes.c_uint8 * _BYTES)()
-        ol.olMemcpy(None, ctypes.addressof(out), self.host, address, self.device, _BYTES)
+        ol.olMemcpy(None, ctypes.addressof(out), self.host, address, self._owner(address), _BYTES)
         return bytes(out)
 
     def free(self) -> None:
         for address in (self.host_ptr, self.device_ptr, self.device_ptr2):
-            ol.olMemFree(address)
+            if self._owner(address) is self.device:
+                ol.olMemFree(address)
 
 
 class TestMemcpyRectUpstream(Base):
@@ -170,9 +180,9 @@ class TestMemcpyRectUpstream(Base):
 
     @pytest.fixture
     def bufs(self, device: Any, host_device: Any, capabilities: Any, queue: Any) -> Iterator[_Buffers]:
-        for flag in ("memory", "copies", "host_memory"):
-            require(capabilities, flag)
-        made = _Buffers(device, host_device)
+        require(capabilities, "memory", "allocates device memory")
+        require(capabilities, "copies", "copies between host and device memory")
+        made = _Buffers(device, host_device, capabilities.host_memory)
         yield made
         ol.olSyncQueue(queue)
         made.free()

@@ -1,0 +1,180 @@
+/* _tracefifo.c - the timeline recorder's device work: one FIFO per queue track, in blocks that
+ * never move (a backend's stamp writes a work's end from the queue's thread, without the GIL),
+ * drawn in enqueue order once complete, a span starting when its call began and the queue's
+ * previous span ended (so a queue's spans never overlap). */
+#include "_tracerec.h"
+
+#include <string.h>
+
+
+uint64_t fp_rec_flow(PyObject *recorder) {
+  Recorder *r = (Recorder *)recorder;
+  r->flows++;
+  return r->seq << 20 | (r->flows & ((1u << 20) - 1));
+}
+
+static work_t *fifo_at(fifo_t *f, uint64_t seq) {
+  uint64_t i = seq - f->first;
+  return &f->blocks[i / BLOCK][i % BLOCK];
+}
+
+void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t cat, uint64_t submit, uint64_t flow_out,
+                    uint64_t flow_in, uint64_t flow_in2, const uint64_t *values, uint32_t nvalues, uint64_t *handle) {
+  Recorder *r = (Recorder *)recorder;
+  if (queue < 0 || queue >= r->nfifos) {
+    PyErr_SetString(PyExc_IndexError, "Recorder.work: no such queue");
+    return NULL;
+  }
+  fifo_t *f = &r->fifos[queue];
+  uint64_t i = f->tail - f->first;
+  if (i / BLOCK >= (uint64_t)f->nblocks) {
+    if (f->nblocks == f->capblocks) {
+      Py_ssize_t cap = f->capblocks ? 2 * f->capblocks : 4;
+      work_t **grown = PyMem_Realloc(f->blocks, (size_t)cap * sizeof(work_t *));
+      if (grown == NULL) return PyErr_NoMemory();
+      f->blocks = grown;
+      f->capblocks = cap;
+    }
+    work_t *block = f->spare != NULL ? f->spare : PyMem_Malloc(BLOCK * sizeof(work_t));
+    if (block == NULL) return PyErr_NoMemory();
+    f->spare = NULL;
+    f->blocks[f->nblocks++] = block;
+  }
+  work_t *w = fifo_at(f, f->tail);
+  w->submit = submit;
+  atomic_store_explicit(&w->end, 0, memory_order_relaxed);
+  w->flow_out = flow_out;
+  w->flow_in = flow_in;
+  w->flow_in2 = flow_in2;
+  w->name = name;
+  w->cat = cat;
+  w->nvalues = nvalues;
+  w->pad = 0;
+  if (nvalues) memcpy(w->values, values, nvalues * sizeof(uint64_t));
+  *handle = (uint64_t)(queue + 1) << SEQ_BITS | f->tail;
+  f->tail++;
+  return w;
+}
+
+uint64_t *fp_rec_work_end(void *work) { return (uint64_t *)&((work_t *)work)->end; }
+PyObject *fp_rec_kernels(PyObject *recorder) { return ((Recorder *)recorder)->kernels; }
+PyObject *fp_rec_threads(PyObject *recorder) { return ((Recorder *)recorder)->threads; }
+PyObject *fp_rec_queue_ix(PyObject *recorder) { return ((Recorder *)recorder)->queue_ix; }
+uint64_t fp_rec_generation(PyObject *recorder) { return ((Recorder *)recorder)->generation; }
+
+uint32_t fp_rec_launch_iid(PyObject *recorder) { return (uint32_t)((Recorder *)recorder)->launch_iid; }
+
+void fp_rec_maybe_full(PyObject *recorder) {
+  Recorder *r = (Recorder *)recorder;
+  /* (work waiting on a FIFO is bounded by its queue's backpressure: only records count) */
+  if (r->on_full == NULL || r->on_full == Py_None || r->limit == 0 || (uint64_t)r->count < r->limit) return;
+  PyObject *result = PyObject_CallNoArgs(r->on_full);
+  if (result == NULL) PyErr_WriteUnraisable(r->on_full);
+  Py_XDECREF(result);
+}
+
+/* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices. */
+int fp_rec_place(Recorder *r) {
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+    fifo_t *f = &r->fifos[q];
+    while (f->head < f->tail) {
+      work_t *w = fifo_at(f, f->head);
+      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
+      if (end == 0) break;
+      uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
+      if (end < begin) end = begin;
+      f->last_end = end;
+      if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
+        return -1;
+      r->recs[r->count - 1].flow_in2 = w->flow_in2;
+      f->head++;
+      if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
+        if (f->spare == NULL) f->spare = f->blocks[0];
+        else PyMem_Free(f->blocks[0]);
+        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
+        f->nblocks--;
+        f->first += BLOCK;
+      }
+    }
+  }
+  return 0;
+}
+
+PyObject *fp_rec_flow_method(PyObject *self, PyObject *unused) {
+  (void)unused;
+  return PyLong_FromUnsignedLongLong(fp_rec_flow(self));
+}
+
+PyObject *fp_rec_queue_method(PyObject *self, PyObject *arg) {
+  Recorder *r = (Recorder *)self;
+  uint64_t track = (uint64_t)PyLong_AsUnsignedLongLongMask(arg);
+  if (PyErr_Occurred()) return NULL;
+  if (r->nfifos == r->capfifos) {
+    Py_ssize_t cap = r->capfifos ? 2 * r->capfifos : 8;
+    fifo_t *grown = PyMem_Realloc(r->fifos, (size_t)cap * sizeof(fifo_t));
+    if (grown == NULL) return PyErr_NoMemory();
+    r->fifos = grown;
+    r->capfifos = cap;
+  }
+  fifo_t *f = &r->fifos[r->nfifos];
+  memset(f, 0, sizeof *f);
+  f->track = track;
+  return PyLong_FromSsize_t(r->nfifos++);
+}
+
+
+PyObject *fp_rec_work_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs < 4 || nargs > 7 + 2 * RECORD_VALUES) {
+    PyErr_Format(PyExc_TypeError, "Recorder.work takes 4 to %d arguments (%zd given)", 7 + 2 * RECORD_VALUES, nargs);
+    return NULL;
+  }
+  uint64_t v[7 + 2 * RECORD_VALUES] = {0};
+  for (Py_ssize_t i = 0; i < nargs; ++i)
+    if (fp_rec_u64(args[i], &v[i]) < 0) return NULL;
+  uint64_t handle;
+  uint32_t nvalues = nargs > 7 ? (uint32_t)(nargs - 7) : 0;
+  if (fp_rec_work(self, (Py_ssize_t)v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, nvalues, &handle) == NULL)
+    return NULL;
+  return PyLong_FromUnsignedLongLong(handle);
+}
+
+PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  Recorder *r = (Recorder *)self;
+  uint64_t handle, end;
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "Recorder.complete takes 2 arguments (handle, end_ns)");
+    return NULL;
+  }
+  if (fp_rec_u64(args[0], &handle) < 0 || fp_rec_u64(args[1], &end) < 0) return NULL;
+  Py_ssize_t q = (Py_ssize_t)(handle >> SEQ_BITS) - 1;
+  uint64_t seq = handle & (((uint64_t)1 << SEQ_BITS) - 1);
+  if (q >= 0 && q < r->nfifos) {
+    fifo_t *f = &r->fifos[q];
+    if (seq >= f->head && seq < f->tail) {
+      work_t *w = fifo_at(f, seq);
+      uint64_t none = 0;
+      atomic_compare_exchange_strong(&w->end, &none, end ? end : 1);
+    }
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused) {
+  (void)unused;
+  Recorder *r = (Recorder *)self;
+  uint64_t n = 0;
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) n += r->fifos[q].tail - r->fifos[q].head;
+  return PyLong_FromUnsignedLongLong(n);
+}
+
+void fp_rec_free_fifos(Recorder *r) {
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+    fifo_t *f = &r->fifos[q];
+    if (f->head != f->tail) continue; /* work a queue may still stamp: its blocks are left alone */
+    for (Py_ssize_t b = 0; b < f->nblocks; ++b) PyMem_Free(f->blocks[b]);
+    PyMem_Free(f->blocks);
+    PyMem_Free(f->spare);
+  }
+  PyMem_Free(r->fifos);
+}
+

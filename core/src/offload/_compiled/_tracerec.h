@@ -1,0 +1,82 @@
+/* _tracerec.h - what the timeline recorder's two files share: _tracerec.c (the Recorder type,
+ * its slice records and their encoding as Perfetto packets) and _tracefifo.c (device work on
+ * per-queue FIFOs, drawn as slices once complete). */
+#ifndef OFFLOAD_TRACEREC_H
+#define OFFLOAD_TRACEREC_H
+
+#include "_fastpath.h"
+
+#include <stdatomic.h>
+
+#define RECORD_VALUES 4
+
+typedef struct {
+  uint64_t track, begin, end, flow_out, flow_in, flow_in2;
+  uint32_t name, cat, nvalues, pad;
+  uint64_t values[2 * RECORD_VALUES];
+} rec_t;
+
+/* A piece of device work waiting on its queue's FIFO until its end is known (written by
+ * complete(), or by the queue itself through a backend's stamp entry point: hence atomic, and
+ * never moved while it waits: FIFOs grow by blocks). */
+typedef struct {
+  uint64_t submit;
+  _Atomic uint64_t end;
+  uint64_t flow_out, flow_in, flow_in2;
+  uint32_t name, cat, nvalues, pad;
+  uint64_t values[2 * RECORD_VALUES];
+} work_t;
+
+#define BLOCK 1024
+#define SEQ_BITS 40
+
+typedef struct {
+  uint64_t track, last_end;
+  work_t **blocks;
+  Py_ssize_t nblocks, capblocks;
+  uint64_t first, head, tail; /* seq of blocks[0][0], of the first waiting work, of the next one */
+  work_t *spare;              /* a drawn block kept for the next one (no fresh pages per block) */
+} fifo_t;
+
+typedef struct {
+  PyObject_HEAD
+  uint64_t seq, origin, flows, generation;
+  rec_t *recs;
+  Py_ssize_t count, cap;
+  fifo_t *fifos;
+  Py_ssize_t nfifos, capfifos;
+  unsigned long long launch_iid, limit;
+  PyObject *kernels, *threads, *queue_ix; /* dicts the Python side fills for the compiled path */
+  PyObject *on_full;                       /* called (by the compiled path) at `limit` records */
+} Recorder;
+
+/* Draws each queue's completed prefix as slices (0, or -1 with an exception set). */
+int fp_rec_place(Recorder *r);
+/* Frees the FIFOs (those with work a queue may still stamp are left alone). */
+void fp_rec_free_fifos(Recorder *r);
+/* An int argument as uint64 (a negative one modulo 2**64); -1 with TypeError otherwise. */
+int fp_rec_u64(PyObject *o, uint64_t *out);
+/* The Recorder's FIFO methods (flow, queue, work, complete, unfinished). */
+PyObject *fp_rec_flow_method(PyObject *self, PyObject *unused);
+PyObject *fp_rec_queue_method(PyObject *self, PyObject *arg);
+PyObject *fp_rec_work_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused);
+
+/* The compiled launch's recording (_tracelaunch.c). */
+typedef struct {
+  PyObject *rec; /* the session's Recorder (NULL: the session is not traced) */
+  uint64_t thread_track, begin;
+  uint32_t kernel_iid;
+  Py_ssize_t queue_ix;
+} fp_launch_rec;
+/* CLOCK_MONOTONIC in ns: time.perf_counter_ns's clock on Linux. */
+uint64_t fp_now_ns(void);
+/* Whether the launch can be recorded here: the backend stamps, and the recorder knows its
+ * thread, queue and kernel (the traced Python path registers them the first time); 1 or 0. */
+int fp_launch_recordable(fp_launch_rec *lr, PyObject *queue, PyObject *kernel, const offload_native_entry_points *ep);
+/* Records the launch made natively: its API slice and its work (0, or -1 with an exception set). */
+int fp_launch_record(fp_launch_rec *lr, const offload_native_entry_points *ep, offload_native_word dw, offload_native_word qw,
+                     const offload_launch_dims *dims, size_t args_size);
+
+#endif

@@ -152,3 +152,12 @@ def test_offload_json_trace_through_the_c_abi(capi: Capi, differential: Path) ->
     assert not any(line.startswith("---> ") for line in proc.stderr.splitlines())
     stale = [e for e in events if e["api"] == "olMemFree" and e["result"] != "OL_SUCCESS"]
     assert stale and stale[0]["result"] == "OL_ERRC_INVALID_ARGUMENT", stale
+
+
+def test_work_cases_on_offload_remote(capi: Capi, differential: Path) -> None:
+    """A Python backend of another distribution (offload-remote: a device in a server process whose
+    memory the client cannot touch) serves an unchanged C program too."""
+    if importlib.util.find_spec("offload_remote") is None:
+        pytest.skip("offload-remote is not installed in this venv (scripts/test.sh installs it)")
+    # offload-remote's platform is OL_PLATFORM_BACKEND_UNKNOWN (0)
+    assert _work(capi, differential, 0, OFFLOAD_REMOTE="local", OFFLOAD_BACKENDS="remote,host") == WORK

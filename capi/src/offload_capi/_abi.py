@@ -87,6 +87,8 @@ _LLVM22_FUNCTIONS = (
     "olMemFree", "olMemRegister", "olMemUnregister", "olMemcpy", "olSyncEvent", "olSyncQueue", "olWaitEvents",
 )
 _LLVM22_DROPPED = {("olMemUnregister", "Flags")}  # R1 added it
+_R1_ADDED = ("olQueryQueue", "olGetEventElapsedTime")  # R1's functions beyond LLVM 22's (the table's
+# extensions, olMemAllocAsync and the like, are offload's and in no liboffload ABI)
 # LLVM 22's own conditions where they differ from the table's (R1's): olMemFill has no PatternSize
 # check (its FillSize % PatternSize divides by zero: offload refuses PatternSize == 0 first, a
 # documented difference), olLaunchKernel checks its argument buffer.
@@ -251,9 +253,9 @@ def llvm22() -> Abi:
 
 
 def r1() -> Abi:
-    """R1's ABI (liboffload of early 2026, LLVM 23 in development: ``libLLVMOffload.so.23.0git``): the
-    table's functions before main's additions, with R1's parameters, conditions and numbering."""
-    names = [fn.name for fn in FUNCTIONS[: [f.name for f in FUNCTIONS].index("olCreateContext")]]
+    """R1's ABI (liboffload of early 2026, LLVM 23 in development: ``libLLVMOffload.so.23.0git``):
+    LLVM 22's functions and R1's two more, with R1's parameters, conditions and numbering."""
+    names = [*_LLVM22_FUNCTIONS, *_R1_ADDED]
     spec = tuple((cls, frozenset(m.name for m in cls if _key(m) in MAIN_ONLY)) for cls, _ in _LLVM22_ENUMS)
     spec += ((MemoryRegisterFlag, frozenset()),)
     return _abi("r1", "libLLVMOffload.so.23.0git", sorted(names), set(), {}, tuple(sorted(spec, key=lambda e: enum_ctype(e[0]))))

@@ -102,7 +102,7 @@ def main() -> None:
     case("elapsed time of a queue", lambda: ol.olGetEventElapsedTime(queue, later))
     # a backend hook raising something else than an OffloadError: converted the same way
     real = host.backend.sync_event
-    host.backend.sync_event = lambda device, native: int("not a number")  # type: ignore[method-assign]
+    host.backend.sync_event = lambda device, native, queue=None: int("not a number")  # type: ignore[method-assign]
     case("sync event hook raises ValueError", lambda: ol.olSyncEvent(later))
     host.backend.sync_event = real  # type: ignore[method-assign]
     case("sync event ok", lambda: ol.olSyncEvent(later))

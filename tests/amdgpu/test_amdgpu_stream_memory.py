@@ -15,6 +15,7 @@ out = {}
 err, s = hip.hipStreamCreateWithFlags(1)           # non-blocking: the null stream's copies do not wait for it
 err, p = hip.hipMallocAsync(64, s)
 out["alloc"] = [int(err), int(p) != 0]
+hip.hipStreamSynchronize(s)                         # s reached the allocation: the null stream may use it now
 gate = threading.Event()
 callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: gate.wait(30))
 out["gate"] = int(hip.hipLaunchHostFunc(s, ctypes.cast(callback, ctypes.c_void_p).value, None)[0])

@@ -118,6 +118,7 @@ if hasattr(d, "cuMemGetMemPool"):  # CUDA 13.0's call: cuda-bindings 12 have no 
 attr = lambda pool, a: int(ck(d.cuMemPoolGetAttribute(pool, a)))
 s = ck(d.cuStreamCreate(1))
 p = ck(d.cuMemAllocAsync(4096, s))
+ck(d.cuStreamSynchronize(s))  # s reached the allocation: the legacy stream's copies below may use it
 out["pool_of_pointer"] = int(ck(d.cuPointerGetAttribute(P.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p))) == int(default)
 out["used"] = attr(default, A.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
 # free behind a held stream: the memory is valid until the free runs

@@ -84,7 +84,10 @@ def test_exactly_one_of_a_make_and_a_racing_context_destroy_succeeds() -> None:
     result = run("alloc_races_destroy_context")
     assert result["both"] == 0 and result["neither"] == 0, result["tallies"]
     winners = {key.split(":")[1] for key in result["tallies"]}
-    assert winners == {"OK/INVALID_CONTEXT", "INVALID_CONTEXT/OK"}, result["tallies"]  # both orders were seen
+    assert winners <= {"OK/INVALID_CONTEXT", "INVALID_CONTEXT/OK"}, result["tallies"]
+    # which side wins is the scheduler's: on a loaded machine one order may be all that happens
+    # (CI saw 1800 of 1800 one way); the promise checked is that exactly one succeeds every time
+    print("orders seen:", sorted(winners))
 
 
 def test_copies_and_fills_racing_a_free_are_done_or_refused() -> None:

@@ -149,7 +149,7 @@ class Buffer:
         """The device address of the first byte (OffloadError once closed or its session ended)."""
         ctx = self._ctx
         if ctx is not None and not _session.is_current(ctx):
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, stale_details(self, ctx))
+            raise OffloadError(ErrorCode.INVALID_ARGUMENT, _session.stale_details(self, ctx))
         if not self._address and self._size:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{self!r} is closed")
         return self._address
@@ -205,7 +205,7 @@ class Buffer:
     @property
     def exports(self) -> int:
         """How many DLPack exports and numpy views of this memory are alive (``close()`` refuses while any is)."""
-        return exports_of(self)
+        return _session.exports_of(self)
 
     @property
     def host_accessible(self) -> bool:
@@ -222,7 +222,7 @@ class Buffer:
         OffloadError (INVALID_ARGUMENT) while exports of the memory are alive: drop the numpy
         views and DLPack consumers first.
         """
-        if self._address and (live := exports_of(self)):
+        if self._address and (live := _session.exports_of(self)):
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"cannot close {self!r}: {live} DLPack export(s) or numpy view(s) of its memory are alive",
@@ -236,7 +236,7 @@ class Buffer:
                 olMemFreeAsync(queue.handle, address)
                 return
         self.invalidate()
-        exports_of(None)  # drop the exports' session reference if none is left
+        _session.exports_of(None)  # drop the exports' session reference if none is left
 
     def invalidate(self) -> None:
         """Free (or forget) the memory now, exports or not: the owner of a view's memory is gone."""
@@ -378,15 +378,6 @@ def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes
     return True
 
 
-def exports_of(buffer: Buffer | None) -> int:
-    """How many live exports view ``buffer``'s memory (0 for None). When no export of session
-    memory is left, the exports' session reference is dropped (``_session.settle``)."""
-    _session.settle()
-    if buffer is None or not _dlpack.any_exported():
-        return 0
-    return sum(1 for o in _dlpack.live_owners() if o.__class__ is MAKERS.array and o._buffer is buffer)
-
-
 def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any]:
     """``(address, nbytes, device, keepalive)`` of a copy's source or destination."""
     if isinstance(obj, Buffer):
@@ -399,10 +390,3 @@ def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any
         return obj.address, obj.nbytes, obj.device, obj
     address, nbytes, keep = host_span(obj, writable, what)
     return address, nbytes, host_device(), keep
-
-
-def stale_details(buffer: Buffer, ctx: Session) -> str:
-    """Why ``buffer`` of session ``ctx`` cannot be used any more."""
-    if _session.forked_from_parent(ctx):
-        return f"{buffer!r}: {_session.FORKED}"
-    return f"{buffer!r} belongs to an offload session that has ended (olShutDown); its memory was released"

@@ -45,6 +45,7 @@ from .._values.errors import OffloadError
 from .._api.flat import olInit, olShutDown
 from .._api.sessions import Session, current_session, library_reference
 from . import _dlpack
+from ._makers import MAKERS
 
 FORKED = (
     "this process was forked after offload was used: the parent's devices, memory and objects are not "
@@ -319,3 +320,19 @@ class ClosedOnExit:
             self.close()
         except OffloadError:
             pass
+
+
+def stale_details(owner: object, ctx: Session) -> str:
+    """Why ``owner`` (a Buffer) of session ``ctx`` cannot be used any more."""
+    if forked_from_parent(ctx):
+        return f"{owner!r}: {FORKED}"
+    return f"{owner!r} belongs to an offload session that has ended (olShutDown); its memory was released"
+
+
+def exports_of(buffer: Any) -> int:
+    """How many live exports view ``buffer``'s memory (0 for None). When no export of session
+    memory is left, the exports' session reference is dropped (``_session.settle``)."""
+    settle()
+    if buffer is None or not _dlpack.any_exported():
+        return 0
+    return sum(1 for o in _dlpack.live_owners() if o.__class__ is MAKERS.array and o._buffer is buffer)

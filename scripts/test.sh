@@ -11,10 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "test.sh: [$1/8] $2" >&2; }
-step 1 "preparing .venv (offload-core + offload-host from this checkout, the GPU backends, offload-remote, offload-testing, and tests/requirements.txt)"
+step 1 "preparing .venv (offload-core + offload-host from this checkout, the GPU backends, offload-remote, offload-testing, offload-capi, and tests/requirements.txt)"
 scripts/venv.sh .venv ./core ./backends/host .  # the same install as scripts/main.sh's, so they share it
 gpu=(); for b in cuda amdgpu; do [ -f "backends/$b/pyproject.toml" ] && gpu+=("./backends/$b"); done
-scripts/venv.sh .venv "${gpu[@]}" ./backends/remote ./testing -r tests/requirements.txt  # the GPU backends (their suites run on simulators), offload-remote (its kit: tests/remote), offload-testing (the kit)
+scripts/venv.sh .venv "${gpu[@]}" ./backends/remote ./testing ./capi -r tests/requirements.txt  # the GPU backends (their suites run on simulators), offload-remote (its kit: tests/remote), offload-testing (the kit), offload-capi (the C ABI: tests/capi)
 # PyOpenCL with PoCL's CPU device: the OpenCL backend (offload-opencl, whose kit run in tests/opencl
 # is a real second driver in every run), the object layer's device tests on it, and the PoCL peer
 # benchmarks. Optional where PyPI cannot be reached: those tests then skip, saying why.

@@ -3,7 +3,7 @@
 # Builds an sdist and a wheel of every distribution with the standard build front end
 # (`python -m build`: the sdist first, then the wheel from that sdist): offload-core (core/), every
 # backend (backends/*/ holding a pyproject.toml, so new backends join by existing), offload-testing
-# (testing/) and the root `offload`, into OUT/wheelhouse. Plain `python -m build`, as anyone would run
+# (testing/), offload-capi (capi/) and the root `offload`, into OUT/wheelhouse. Plain `python -m build`, as anyone would run
 # it (no OFFLOAD_PIN_REQUIREMENTS): each setup.py pins our requirements to VERSION by itself, never a
 # file URL (tests/packaging/test_wheelhouse.py checks every Requires-Dist).
 # Wheels with native code (offload-host's extension: a linux_* tag) are repaired by auditwheel
@@ -34,7 +34,7 @@ projects=(core)
 for pyproject in backends/*/pyproject.toml; do
   projects+=("$(dirname "$pyproject")")
 done
-projects+=(testing .)
+projects+=(testing capi .)
 for project in "${projects[@]}"; do
   say "building sdist + wheel of $project"
   env -u OFFLOAD_PIN_REQUIREMENTS .venv-build/bin/python -m build --outdir "$out/wheelhouse" "$project" >"$out/build.log" 2>&1 \
@@ -44,7 +44,8 @@ rm -f "$out/build.log"
 for wheel in "$out"/wheelhouse/*-linux_*.whl; do
   [ -e "$wheel" ] || continue
   say "repairing $(basename "$wheel") to a manylinux tag (auditwheel)"
-  PATH="$root/.venv-build/bin:$PATH" .venv-build/bin/auditwheel repair --wheel-dir "$out/wheelhouse" "$wheel" \
+  # libpython stays out: offload-capi's library embeds the interpreter the user runs, never a copy
+  PATH="$root/.venv-build/bin:$PATH" .venv-build/bin/auditwheel repair --exclude 'libpython3*' --wheel-dir "$out/wheelhouse" "$wheel" \
     >"$out/repair.log" 2>&1 || { cat "$out/repair.log" >&2; say "FAILED: auditwheel repair $(basename "$wheel")"; exit 1; }
   rm -f "$wheel" "$out/repair.log"
 done

@@ -44,7 +44,7 @@ def test_an_old_public_module_name_is_the_moved_module_and_warns(old: str) -> No
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / "core" / "src", *sorted(ROOT.glob("backends/*/src")), ROOT / "testing" / "src"]
+SOURCES = [ROOT / "core" / "src", *sorted(ROOT.glob("backends/*/src")), ROOT / "testing" / "src", ROOT / "capi" / "src"]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
@@ -55,7 +55,7 @@ def _lint(sources: list[Path], *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_import_contracts_hold() -> None:
     """pyproject.toml's [tool.importlinter] contracts, on the source trees of the core, every
-    backend and the kit (TYPE_CHECKING imports counted, none ignored)."""
+    backend, the kit and the C ABI (TYPE_CHECKING imports counted, none ignored)."""
     run = _lint(SOURCES)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "0 broken" in run.stdout, run.stdout[-3000:]

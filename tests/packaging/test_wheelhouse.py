@@ -41,6 +41,7 @@ DISTRIBUTIONS = {
     "offload-core": ROOT / "core",
     **{_project_name(ROOT / "backends" / b): ROOT / "backends" / b for b in BACKENDS},
     "offload-testing": ROOT / "testing",
+    "offload-capi": ROOT / "capi",
     "offload": ROOT,
 }
 EXTRAS = [b for b in BACKENDS if b != "host"]
@@ -174,7 +175,7 @@ def test_the_installed_version_is_the_one_place() -> None:
     assert offload.__version__ == VERSION
     for dist in ("offload-core", "offload-host", "offload-testing", "offload"):
         assert importlib.metadata.version(dist) == VERSION
-    for link in (ROOT / "VERSION", ROOT / "backends" / "host" / "VERSION", ROOT / "testing" / "VERSION"):
+    for link in (ROOT / "VERSION", ROOT / "backends" / "host" / "VERSION", ROOT / "testing" / "VERSION", ROOT / "capi" / "VERSION"):
         assert link.is_symlink() and link.resolve() == (ROOT / "core" / "src" / "offload" / "VERSION").resolve()
 
 
@@ -325,6 +326,7 @@ def test_every_distributions_requires_dist(wheelhouse: pathlib.Path) -> None:
         **{_project_name(ROOT / "backends" / b): {"offload-core"} for b in BACKENDS},
         "offload-remote": {"offload-core", "offload-host"},  # its server runs the host backend
         "offload-testing": {"offload-core"},
+        "offload-capi": {"offload-core"},
         "offload": {"offload-core", "offload-host", "offload-testing"} | extras,
     }
     for dist, kinds in sorted(by_dist.items()):

@@ -169,9 +169,9 @@ class HostMappings:
         with self._lock:
             self.view = ((), (), ())
 
-    def covers(self, start: int, end: int, need: int) -> bool:
-        """Whether [start, end) is mapped with ``need`` (READ, WRITE) in the current view."""
-        starts, ends, flags = self.view
+    def covers(self, start: int, end: int, need: int, view: tuple[tuple[int, ...], ...] | None = None) -> bool:
+        """Whether [start, end) is mapped with ``need`` (READ, WRITE) in ``view`` (default: the current one)."""
+        starts, ends, flags = self.view if view is None else view
         i = bisect.bisect_right(starts, start) - 1
         if i < 0:
             return False
@@ -188,9 +188,10 @@ class HostMappings:
         """Whether [start, end) is mapped with ``need``: the view, then a fresh one on a miss."""
         if self.covers(start, end, need):
             return True
-        with self._lock:
+        with self._lock:  # the view this re-read made: a forget() right after it must not make it a miss
             self.refresh()
-        return not self.available or self.covers(start, end, need)
+            view = self.view
+        return not self.available or self.covers(start, end, need, view)
 
 
 def wait_for_grace(old: list[None]) -> None:

@@ -1,0 +1,64 @@
+/* The runtime under the generated entry points (entry_*.c): the embedded interpreter, interned
+ * results, handles, callbacks and the info cache. Every function here is called by generated code;
+ * those taking or returning PyObject must be called with the GIL held (capi_enter). */
+#ifndef OFFLOAD_CAPI_H
+#define OFFLOAD_CAPI_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+
+#include "offload/OffloadAPI.h"
+
+#define CAPI_EXPORT __attribute__((visibility("default")))
+
+/* Validation on (OFFLOAD_DISABLE_VALIDATION unset at the first olInit), as liboffload reads it. */
+extern int capi_validate;
+
+/* An interned result: the same pointer for the same code and details, never freed. */
+ol_result_t capi_error(ol_errc_t code, const char *details);
+/* NULL when the library is initialised and usable from this process; else the error to return. */
+ol_result_t capi_check(void);
+/* Whether capi_enter took the GIL (and capi_leave gives it back) or found this thread holding it. */
+typedef enum { CAPI_HELD, CAPI_TAKEN } capi_gil;
+/* Take the GIL (booting the interpreter if needed); on failure *res is the error to return. */
+bool capi_enter(capi_gil *gil, ol_result_t *res);
+void capi_leave(capi_gil gil);
+/* The bridge's callable for ABI function number `index` (borrowed). */
+PyObject *capi_fn(int index);
+/* The current Python exception as an interned result (clears it). */
+ol_result_t capi_raised(void);
+
+/* Handles are the addresses of the Python handle objects, which the registry keeps alive. */
+PyObject *capi_handle_in(const void *handle, ol_errc_t invalid, const char *what, ol_result_t *res);
+bool capi_handle_out(PyObject *obj, void **out, ol_result_t *res);
+void capi_handle_forget(const void *handle);
+
+/* Argument conversions (new references; NULL with *res set on failure). */
+PyObject *capi_bytes(const void *data, size_t size);
+PyObject *capi_string(const char *text);
+PyObject *capi_events(ol_event_handle_t *events, size_t count, ol_result_t *res);
+PyObject *capi_launch_size(const ol_kernel_launch_size_args_t *args, ol_result_t *res);
+PyObject *capi_iterate_callback(ol_device_iterate_cb_t cb, void *user_data);
+PyObject *capi_host_callback(ol_host_function_cb_t cb, void *user_data);
+
+/* Out-parameter conversions of a call's result (steal nothing). */
+bool capi_out_pointer(PyObject *value, void **out, ol_result_t *res);
+bool capi_out_size(PyObject *value, size_t *out, ol_result_t *res);
+bool capi_out_bool(PyObject *value, bool *out, ol_result_t *res);
+bool capi_out_float(PyObject *value, float *out, ol_result_t *res);
+/* The ABI this library was generated for ("llvm22", "r1"): which of the bridge's tables it calls. */
+extern const char capi_abi[];
+
+/* olGet*Info / olGet*InfoSize: `which` is the bridge's info function index, `cacheable` whether
+ * the answers never change (platforms and devices: served from C without the interpreter). */
+ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t invalid, const char *what,
+                      uint32_t prop, size_t prop_size, void *prop_value, size_t *prop_size_ret);
+
+ol_result_t capi_init(void);
+ol_result_t capi_shutdown(void);
+
+/* The code location of the current thread's *WithCodeLoc call (NULL outside one). */
+void capi_set_code_location(ol_code_location_t *location);
+
+#endif

@@ -1,0 +1,87 @@
+"""Builds offload-capi's libLLVMOffload.so of each ABI level (C over the embedded interpreter that
+builds it) into the package's ``lib/`` (LLVM 22's) and ``lib/r1/`` (R1's), and pins offload-core to the shared VERSION (everything else: pyproject.toml).
+
+The library links the libpython of the interpreter running this build (one CPython minor: the
+library embeds it, and its extension modules must match), with that libpython's folder as RUNPATH.
+"""
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+from setuptools import Distribution, setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+VERSION = (HERE / "VERSION").read_text().strip()
+RUNTIME = ["csrc/capi_embed.c", "csrc/capi_convert.c", "csrc/capi_trace.c"]
+# ABI level -> (its folder under lib/ and include/, its SONAME); the generated entry_<abi>.c each
+LIBRARIES = {"llvm22": ("", "libLLVMOffload.so.22.1"), "r1": ("r1", "libLLVMOffload.so.23.0git")}
+
+
+def build_library(package: Path, abi: str) -> Path:
+    """Compile and link the library of ``abi`` into the built package's lib/ (also as
+    ``libLLVMOffload.so``, for -lLLVMOffload)."""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        raise SystemExit("offload-capi: this Python has no shared libpython (configure --enable-shared) to embed")
+    folder, soname = LIBRARIES[abi]
+    libdir = sysconfig.get_config_var("LIBDIR")
+    ldlibrary = sysconfig.get_config_var("LDLIBRARY")  # libpython3.X.so
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[:1]
+    target_dir = package / "lib" / folder
+    target_dir.mkdir(parents=True, exist_ok=True)
+    out = target_dir / soname
+    include = HERE / "src" / "offload_capi" / "include" / folder
+    cmd = [
+        *cc, "-shared", "-fPIC", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden",
+        f"-I{HERE / 'csrc'}", f"-I{include}", f"-I{sysconfig.get_paths()['include']}",
+        *[str(HERE / s) for s in [*RUNTIME, f"csrc/entry_{abi}.c"]], "-o", str(out),
+        f"-Wl,-soname,{soname}", f"-Wl,--version-script={HERE / 'csrc' / 'exports.map'}",
+        f"-L{libdir}", f"-l:{ldlibrary}", f"-Wl,-rpath,{libdir}", "-ldl", "-lpthread",
+    ]
+    print(" ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True)
+    shutil.copyfile(out, target_dir / "libLLVMOffload.so")
+    return out
+
+
+class BuildPy(build_py):
+    """build_py, then the library into the built package."""
+
+    def run(self) -> None:
+        super().run()
+        for abi in LIBRARIES:
+            build_library(Path(self.build_lib) / "offload_capi", abi)
+
+
+class BinaryDistribution(Distribution):
+    """A platform wheel: it carries a native library."""
+
+    def has_ext_modules(self) -> bool:
+        return True
+
+
+def _checkout_install() -> bool:
+    """As offload-host's setup.py: only pip installing a checkout folder requires our other
+    distributions as file URLs; everything meant for an index pins ``==VERSION``."""
+    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") == "1" or "sdist" in sys.argv:
+        return False
+    return "PIP_BUILD_TRACKER" in os.environ or "PIP_REQ_TRACKER" in os.environ
+
+
+def requirement(name: str, folder: str) -> str:
+    path = (HERE / folder).resolve()
+    if _checkout_install() and (path / "pyproject.toml").is_file():
+        return f"{name} @ {path.as_uri()}"
+    return f"{name}=={VERSION}"
+
+
+setup(
+    cmdclass={"build_py": BuildPy},
+    distclass=BinaryDistribution,
+    install_requires=[requirement("offload-core", "../core")],
+)

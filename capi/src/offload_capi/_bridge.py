@@ -1,0 +1,112 @@
+"""The Python side of the C ABI: what ``libLLVMOffload.so`` calls, with the GIL held.
+
+``tables(abi)`` gives a library its two tables: one callable per generated entry point (the ABI's
+order, ``_abi.ABIS``), offload's flat functions themselves where the C arguments map onto them one
+to one; and the info queries, which answer the C bytes of a property (``INFO_KINDS`` order). ``HANDLES`` is the registry
+that keeps every handle given to C alive: a C handle is the address of its Python object, so trace
+lines (``id()``) show the C pointers. ``init``/``shut_down`` wrap olInit/olShutDown.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import offload
+from offload import KernelLaunchSizeArgs  # noqa: F401 (read by the library)
+from offload._values.enums import DeviceInfo, ErrorCode, EventInfo, MemInfo, PlatformInfo, QueueInfo, SymbolInfo
+from offload._values.errors import OffloadError
+from offload._values.info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind
+
+from ._abi import ABIS
+
+HANDLES: dict[int, Any] = {}
+INFO_KINDS = ("Platform", "Device", "Queue", "Event", "Mem", "Symbol")
+_ENUM_OF = {"Platform": PlatformInfo, "Device": DeviceInfo, "Queue": QueueInfo, "Event": EventInfo, "Mem": MemInfo,
+            "Symbol": SymbolInfo}
+_TABLES: dict[str, dict[Any, tuple[Kind, Any]]] = {
+    "Platform": PLATFORM_INFO, "Device": DEVICE_INFO, "Queue": QUEUE_INFO, "Event": EVENT_INFO, "Mem": MEM_INFO,
+    "Symbol": SYMBOL_INFO,
+}
+_WHAT = {"Platform": "getPlatformInfo", "Device": "getDeviceInfo"}
+_U32, _U64, _DIMS = struct.Struct("<I"), struct.Struct("<Q"), struct.Struct("<III")
+
+
+def _register(obj: Any) -> int:
+    HANDLES[id(obj)] = obj
+    return id(obj)
+
+
+def _encode(kind: Kind, value: Any) -> bytes:
+    """The C representation of one property value (``_info``'s kinds)."""
+    if kind is Kind.STRING:
+        return str(value).encode() + b"\0"
+    if kind in (Kind.U32, Kind.ENUM):
+        return _U32.pack(int(value))
+    if kind in (Kind.U64, Kind.SIZE, Kind.POINTER):
+        return _U64.pack(int(value or 0))
+    if kind is Kind.BOOL:
+        return b"\1" if value else b"\0"
+    if kind is Kind.HANDLE:
+        return _U64.pack(0 if value is None else _register(value))
+    if kind is Kind.DIMENSIONS:
+        return _DIMS.pack(*value)
+    raise OffloadError(ErrorCode.UNIMPLEMENTED, f"offload-capi: no C form for a {kind.value} property")
+
+
+def _info(what: str, device_info: dict[int, DeviceInfo]) -> Callable[[Any, int], bytes]:
+    query = getattr(offload, f"olGet{what}Info")
+    cls, table = _ENUM_OF[what], _TABLES[what]
+
+    def info(handle: Any, prop: int) -> bytes:
+        member: Any
+        if what == "Device":  # each ABI numbers its device properties (LLVM 22: without R1's additions)
+            member = device_info.get(prop)
+            if member is None:
+                raise OffloadError(ErrorCode.INVALID_ENUMERATION, f"getDeviceInfo enum '{prop}' is invalid")
+            value = query(handle, member)
+        else:
+            value = query(handle, prop)
+            member = cls(prop)
+        return _encode(table[member][0], value)
+
+    info.__name__ = f"c_olGet{what}Info"
+    return info
+
+
+def _mem_unregister(device: Any, ptr: int) -> None:
+    """LLVM 22's olMemUnregister has no Flags (R1's is 0 here: plain unregistering)."""
+    offload.olMemUnregister(device, ptr, 0)
+
+
+_OWN: dict[tuple[str, str], Callable[..., Any]] = {("llvm22", "olMemUnregister"): _mem_unregister}
+
+
+def tables(abi_name: str) -> tuple[tuple[Callable[..., Any], ...], tuple[Callable[[Any, int], bytes], ...]]:
+    """(the entry points' callables, the info queries) of ABI ``abi_name``."""
+    abi = ABIS[abi_name]()
+    device_info = {number: DeviceInfo[name] for e in abi.enums if e.py is DeviceInfo for name, number, _ in e.members}
+    calls = tuple(_OWN.get((abi_name, fn.name)) or getattr(offload, fn.name) for fn in abi.functions)
+    return calls, tuple(_info(what, device_info) for what in INFO_KINDS)
+
+
+def init(c_traces: bool) -> tuple[bool, bool]:
+    """olInit; (tracing, validating) of the session. ``c_traces``: the library prints liboffload's
+    trace lines itself, so offload's own tracer stays off for this session (OFFLOAD_TRACE hidden)."""
+    from offload._core.session import STATE
+
+    hidden = os.environ.pop("OFFLOAD_TRACE", None) if c_traces else None
+    try:
+        offload.olInit()
+    finally:
+        if hidden is not None:
+            os.environ["OFFLOAD_TRACE"] = hidden
+
+    ctx = STATE.ctx
+    return (bool(ctx.trace), bool(ctx.validate)) if ctx is not None else (False, True)
+
+
+def shut_down() -> None:
+    offload.olShutDown()

@@ -1,0 +1,212 @@
+"""The C entry points of one ABI level, from ``_abi`` (liboffload's EntryPointGen, for C over Python).
+
+Each ``olX`` (and ``olXWithCodeLoc``) does what liboffload's generated wrapper does, in its order:
+the initialisation check, then (validation on) the ``.td`` conditions, the NULL handle checks and
+the NULL pointer checks, each failing with ``validation failure: <condition>``; then the call. The
+info queries go to ``capi_info`` (platform and device answers cached in C); every other call
+converts its arguments, calls the bridge's function (offload's flat API) with the GIL held, and
+writes its out-parameter. ``capi_*`` is the hand-written runtime (``capi/csrc/capi.h``).
+"""
+
+from __future__ import annotations
+
+from ._abi import Abi, CFunction, CParam
+
+_INFO_KINDS = ("Platform", "Device", "Queue", "Event", "Mem", "Symbol")  # _bridge.INFO_KINDS
+_INVALID = {"platform": "OL_ERRC_INVALID_PLATFORM", "device": "OL_ERRC_INVALID_DEVICE",
+            "queue": "OL_ERRC_INVALID_QUEUE", "event": "OL_ERRC_INVALID_EVENT"}
+_DESTROYS = {"olDestroyQueue", "olDestroyEvent", "olDestroyProgram"}
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _signature(fn: CFunction) -> str:
+    return ", ".join(f"{p.ctype}{p.name}" if p.ctype.endswith("*") else f"{p.ctype} {p.name}" for p in fn.params) or "void"
+
+
+def _invalid(handle: str | None) -> str:
+    return _INVALID.get(handle or "", "OL_ERRC_INVALID_ARGUMENT")
+
+
+def _validation(fn: CFunction) -> list[str]:
+    if not fn.checks:
+        return []
+    lines = ["    if (capi_validate) {"]
+    for code, cond in fn.checks:
+        lines.append(f"        if ({cond}) return capi_error(OL_ERRC_{code.name}, {_c_string('validation failure: ' + cond)});")
+    lines.append("    }")
+    return lines
+
+
+def _info_body(fn: CFunction) -> list[str]:
+    what = fn.info or ""
+    handle = fn.params[0]
+    which = _INFO_KINDS.index(what)
+    cacheable = "true" if what in ("Platform", "Device") else "false"
+    sized = fn.name.endswith("Size")
+    tail = "PropSizeRet" if sized else "NULL"
+    value = "0, NULL" if sized else "PropSize, PropValue"
+    return [f"    return capi_info({which}, {cacheable}, {handle.name}, {_invalid(handle.handle)}, {_c_string(handle.name)}, "
+            f"(uint32_t){fn.params[1].name}, {value}, {tail});"]
+
+
+def _argument(p: CParam, params: tuple[CParam, ...], i: int) -> str | None:
+    """The C expression making Python argument ``i`` from ``p`` (None: no Python argument)."""
+    if p.role in ("size_of", "any", "out"):
+        return None
+    if p.role == "handle":
+        return f"capi_handle_in({p.name}, {_invalid(p.handle)}, {_c_string(p.name)}, &res)"
+    if p.role == "pointer":
+        return f"PyLong_FromVoidPtr((void *){p.name})"
+    if p.role in ("size", "enum"):
+        return f"PyLong_FromSize_t((size_t){p.name})"
+    if p.role == "data":
+        size = next(q.name for q in params if q.role == "size_of" and abs(params.index(q) - params.index(p)) == 1)
+        return f"capi_bytes({p.name}, {size})"
+    if p.role == "string":
+        return f"capi_string({p.name})"
+    if p.role == "events":
+        return f"capi_events({p.name}, NumEvents, &res)"
+    if p.role == "launch_size":
+        return f"capi_launch_size({p.name}, &res)"
+    if p.role == "callback":
+        user = next(q.name for q in params if q.role == "any")
+        kind = "iterate" if "iterate" in p.ctype else "host"
+        return f"capi_{kind}_callback({p.name}, {user})"
+    raise ValueError(f"no conversion for {p.name} ({p.role})")
+
+
+def _call_body(fn: CFunction, index: int) -> list[str]:
+    args = [a for a in (_argument(p, fn.params, i) for i, p in enumerate(fn.params)) if a is not None]
+    extra = 1 if any(p.role == "callback" for p in fn.params) else 0  # UserData: folded into the callback
+    out = next((p for p in fn.params if p.role == "out"), None)
+    n = len(args) + extra
+    lines = ["    capi_gil gil;", "    ol_result_t res = NULL;", "    if (!capi_enter(&gil, &res)) return res;"]
+    lines.append(f"    PyObject *args[{max(n, 1)}] = {{NULL}};")
+    for i, expr in enumerate(args):
+        lines.append(f"    if (!(args[{i}] = {expr})) {{ if (!res) res = capi_raised(); goto done; }}")
+    if extra:
+        lines.append(f"    args[{len(args)}] = Py_None; Py_INCREF(Py_None);")
+    lines.append(f"    PyObject *r = PyObject_Vectorcall(capi_fn({index}), args, {n}, NULL);")
+    lines.append("    if (!r) { res = capi_raised(); goto done; }")
+    if out is not None:
+        if out.out == "handle":
+            lines.append(f"    capi_handle_out(r, (void **){out.name}, &res);")
+        else:
+            target = "(void **)" if out.out == "pointer" else ""
+            lines.append(f"    capi_out_{out.out}(r, {target}{out.name}, &res);")
+    if fn.name in _DESTROYS:
+        lines.append(f"    capi_handle_forget({fn.params[0].name});")
+    lines += ["    Py_DECREF(r);", "done:"]
+    lines.append(f"    for (int i = 0; i < {max(n, 1)}; i++) Py_XDECREF(args[i]);")
+    lines += ["    capi_leave(gil);", "    return res;"]
+    return lines
+
+
+def _trace_param(p: CParam, fn: CFunction, enum_ids: dict[str, int]) -> str:
+    """The capi_tp_* call printing ``p`` as liboffload's printer does."""
+    name = _c_string(p.name)
+    if p.role == "callback":
+        return f"capi_tp_fn(&b, {name}, (const void *)(uintptr_t){p.name});"
+    if p.role in ("handle", "any", "data", "pointer"):
+        return f"capi_tp_ptr(&b, {name}, (const void *){p.name});"
+    if p.role in ("size", "size_of", "prop_size"):
+        return f"capi_tp_u64(&b, {name}, (uint64_t){p.name});"
+    if p.role == "enum":
+        if p.ctype in enum_ids:
+            return f"capi_tp_enum(&b, {name}, {enum_ids[p.ctype]}, (uint32_t){p.name});"
+        return f"capi_tp_u64(&b, {name}, (uint64_t){p.name});"  # a bit field: its uint32_t typedef
+    if p.role == "string":
+        return f"capi_tp_str(&b, {name}, {p.name});"
+    if p.role == "events":
+        return f"capi_tp_events(&b, {name}, {p.name}, NumEvents);"
+    if p.role == "launch_size":
+        return f"capi_tp_launch(&b, {name}, {p.name});"
+    if p.role == "out":
+        kind = {"handle": "outptr", "pointer": "outptr", "size": "outsize", "bool": "outbool", "float": "outfloat"}[p.out or ""]
+        cast = "(void *const *)" if kind == "outptr" else ""
+        return f"capi_tp_{kind}(&b, {name}, {cast}{p.name});"
+    if p.role == "prop_value":
+        return f"capi_tp_info(&b, {name}, info_type_{fn.info}((uint32_t)PropName), PropValue);"
+    raise ValueError(f"no trace printer for {p.name} ({p.role})")
+
+
+def _traced(fn: CFunction, enum_ids: dict[str, int]) -> list[str]:
+    """``olX_call``: the call, traced when OFFLOAD_TRACE asks (``---> olX`` first, as liboffload
+    prints it before the call, except olInit's, printed once it has initialised)."""
+    names = ", ".join(p.name for p in fn.params)
+    lines = [f"static ol_result_t {fn.name}_call({_signature(fn)}) {{"]
+    if fn.name == "olInit":
+        lines += ["    ol_result_t res = olInit_impl();", "    if (!capi_trace_on()) return res;",
+                  '    capi_trace_open("olInit");']
+    else:
+        lines += [f"    if (!capi_trace_on()) return {fn.name}_impl({names});", f'    capi_trace_open("{fn.name}");',
+                  f"    ol_result_t res = {fn.name}_impl({names});", "    if (!capi_trace_on()) return res;"]
+    lines += ["    capi_tb b;", "    if (!capi_tb_init(&b)) return res;"]
+    lines += [f"    {_trace_param(p, fn, enum_ids)}" for p in fn.params]
+    lines += ["    capi_tb_close(&b, res);", "    return res;", "}", ""]
+    return lines
+
+
+def _function(fn: CFunction, index: int, enum_ids: dict[str, int]) -> list[str]:
+    names = ", ".join(p.name for p in fn.params)
+    sig = _signature(fn)
+    lines = [f"static ol_result_t {fn.name}_impl({sig}) {{"]
+    if fn.name == "olInit":
+        lines.append("    return capi_init();")
+    elif fn.name == "olShutDown":
+        lines.append("    return capi_shutdown();")
+    else:
+        lines += ["    ol_result_t checked = capi_check();", "    if (checked) return checked;"]
+        lines += _validation(fn)
+        lines += _info_body(fn) if fn.info else _call_body(fn, index)
+    lines += ["}", ""]
+    lines += _traced(fn, enum_ids)
+    lines += [f"CAPI_EXPORT ol_result_t {fn.name}({sig}) {{", f"    return {fn.name}_call({names});", "}", ""]
+    loc_sig = (sig + ", " if fn.params else "") + "ol_code_location_t *CodeLocation"
+    lines += [f"CAPI_EXPORT ol_result_t {fn.name}WithCodeLoc({loc_sig}) {{",
+              "    capi_set_code_location(CodeLocation);",
+              f"    ol_result_t res = {fn.name}_call({names});",
+              "    capi_set_code_location(NULL);",
+              "    return res;", "}", ""]
+    return lines
+
+
+_SIMPLE_TYPES = {"char[]": "CAPI_T_STRING", "uint32_t": "CAPI_T_U32", "uint64_t": "CAPI_T_U64", "size_t": "CAPI_T_U64",
+                 "bool": "CAPI_T_BOOL", "ol_dimensions_t": "CAPI_T_DIMENSIONS", "void *": "CAPI_T_POINTER",
+                 "ol_device_fp_capability_flags_t": "CAPI_T_U32"}
+
+
+def _tables(abi: Abi, enum_ids: dict[str, int]) -> list[str]:
+    """capi_enum_name, capi_errc_enum and one info_type_<What> per info query kind."""
+    lines = ["const char *capi_enum_name(int which, uint32_t v) {", "    switch (which) {"]
+    for i, e in enumerate(abi.enums):
+        lines.append(f"    case {i}: /* {e.ctype} */")
+        lines.append("        switch (v) {")
+        lines += [f'        case {number}u: return "{e.prefix}{name}";' for name, number, _ in e.members]
+        lines += ["        default: return NULL;", "        }"]
+    lines += ["    default: return NULL;", "    }", "}", "", f"const int capi_errc_enum = {enum_ids['ol_errc_t']};", ""]
+    for what in _INFO_KINDS:
+        members = abi.info_types[what]
+        enum = next(e for e in abi.enums if e.ctype == f"ol_{what.lower()}_info_t")
+        number = {name: n for name, n, _ in enum.members}
+        lines += [f"static int info_type_{what}(uint32_t prop) {{", "    switch (prop) {"]
+        for name, ctype in members.items():
+            code = _SIMPLE_TYPES.get(ctype) or ("CAPI_T_HANDLE" if ctype.endswith("_handle_t") else str(enum_ids[ctype]))
+            lines.append(f"    case {number[name]}u: return {code}; /* {name}: {ctype} */")
+        lines += ["    default: return CAPI_T_UNKNOWN;", "    }", "}", ""]
+    return lines
+
+
+def source(abi: Abi) -> str:
+    """The C source of every entry point of ``abi``."""
+    out = [f"/* Generated by python -m offload_capi.generate from offload's API table ({abi.name} ABI): "
+           "do not edit. */", '#include "capi.h"', '#include "capi_trace.h"', ""]
+    enum_ids = {e.ctype: i for i, e in enumerate(abi.enums)}
+    out += [f'const char capi_abi[] = "{abi.name}"; /* the bridge\'s tables for this ABI: _bridge.tables() */', ""]
+    out += _tables(abi, enum_ids)
+    for index, fn in enumerate(abi.functions):
+        out += _function(fn, index, enum_ids)
+    return "\n".join(out)

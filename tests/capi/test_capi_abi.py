@@ -1,0 +1,82 @@
+"""The generated files are what the API table generates today, and the generated OffloadAPI.h is
+LLVM 22's ABI: the same prototypes (gcc -aux-info), enumerator values and struct layouts as
+Debian's liboffload-22-dev header."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+from conftest import Capi, Debian, _tool
+
+CAPI = pathlib.Path(__file__).resolve().parents[2] / "capi"
+
+
+def test_generated_files_are_current() -> None:
+    """Regenerate and compare (the checked-in header and C entry points)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(CAPI / "src"), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "offload_capi.generate", "--check", str(CAPI)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_packaged_header_is_the_generated_one(capi: Capi) -> None:
+    packaged = (capi.includedir / "offload" / "OffloadAPI.h").read_text()
+    assert packaged == (CAPI / "src/offload_capi/include/offload/OffloadAPI.h").read_text()
+
+
+def _prototypes(include: pathlib.Path, tmp: pathlib.Path) -> list[str]:
+    source = tmp / "x.c"
+    source.write_text("#include <stdbool.h>\n#include <offload/OffloadAPI.h>\n")
+    aux = tmp / f"aux-{abs(hash(str(include)))}.txt"
+    subprocess.run([_tool("gcc"), f"-I{include}", "-fsyntax-only", "-aux-info", str(aux), str(source)], check=True)
+    lines = [re.sub(r"^/\*.*?\*/ ", "", line) for line in aux.read_text().splitlines()]
+    return sorted(line for line in lines if re.search(r"\bol[A-Z]\w*\s*\(", line))
+
+
+def test_prototypes_match_llvm22(capi: Capi, debian: Debian, tmp_path: pathlib.Path) -> None:
+    theirs, ours = _prototypes(debian.includedir, tmp_path), _prototypes(capi.includedir, tmp_path)
+    assert len(theirs) == 70  # 35 functions and their *WithCodeLoc twins
+    assert ours == theirs
+
+
+def test_enumerators_and_layouts_match_llvm22(capi: Capi, debian: Debian, tmp_path: pathlib.Path) -> None:
+    """Every enumerator of Debian's header has the same value in ours; the structs the same layout."""
+    names = sorted(set(re.findall(r"^\s+(OL_\w+) = ", (debian.includedir / "offload/OffloadAPI.h").read_text(), re.M)))
+    assert len(names) > 100
+    body = "".join(f'printf("{n} %lld\\n", (long long){n});\n' for n in names)
+    for struct, fields in (("ol_code_location_t", ("FunctionName", "SourceFile", "LineNumber", "ColumnNumber")),
+                           ("ol_dimensions_t", ("x", "y", "z")), ("ol_error_struct_t", ("Code", "Details")),
+                           ("ol_kernel_launch_size_args_t", ("Dimensions", "NumGroups", "GroupSize", "DynSharedMemory"))):
+        body += f'printf("sizeof {struct} %zu\\n", sizeof({struct}));\n'
+        body += "".join(f'printf("{struct}.{f} %zu\\n", offsetof({struct}, {f}));\n' for f in fields)
+    source = tmp_path / "dump.c"
+    source.write_text("#include <stdio.h>\n#include <stddef.h>\n#include <stdbool.h>\n#include <offload/OffloadAPI.h>\n"
+                      f"int main(void) {{\n{body}return 0;\n}}\n")
+    outputs = []
+    for include in (debian.includedir, capi.includedir):
+        exe = tmp_path / f"dump{len(outputs)}"
+        subprocess.run([_tool("gcc"), f"-I{include}", str(source), "-o", str(exe)], check=True)
+        outputs.append(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+    assert outputs[1] == outputs[0]
+
+
+def test_r1_header_numbers_as_offload_does_at_r1(tmp_path: pathlib.Path) -> None:
+    """The generated R1 header's enumerators are offload's C constants at API level r1 (no peer
+    library of R1 to compare with: offload's own numbering is the reference)."""
+    import offload
+    from offload._values.enums import c_constants
+
+    header = (CAPI / "src/offload_capi/include/r1/offload/OffloadAPI.h").read_text()
+    names = sorted(set(re.findall(r"^\s+(OL_\w+) = ", header, re.M)) - {n for n in re.findall(r"^\s+(OL_\w+_LAST) = ", header, re.M)})
+    constants = c_constants("r1")
+    body = "".join(f'printf("{n} %lld\\n", (long long){n});\n' for n in names)
+    source = tmp_path / "dump.c"
+    source.write_text(f"#include <stdio.h>\n#include <stdbool.h>\n#include <offload/OffloadAPI.h>\nint main(void) {{\n{body}return 0;\n}}\n")
+    exe = tmp_path / "dump"
+    subprocess.run([_tool("gcc"), f"-I{CAPI / 'src/offload_capi/include/r1'}", str(source), "-o", str(exe)], check=True)
+    out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
+    assert {name: int(value) for name, value in out.items()} == {name: constants[name] for name in out}
+    assert offload.OL_DEVICE_INFO_NUM_LANES == int(out["OL_DEVICE_INFO_NUM_LANES"])

@@ -123,8 +123,8 @@ def enum_ctype(cls: type[enum.Enum]) -> str:
 
 def _param_type(fn: Function, p: Param) -> CParam:
     if p.kind == "handle":
-        return CParam(p.c, f"ol_{_HANDLE_TYPES[p.handle.__name__]}_handle_t", "handle", p.optional,  # type: ignore[union-attr]
-                      handle=_HANDLE_TYPES[p.handle.__name__])  # type: ignore[union-attr]
+        return CParam(p.c, f"ol_{_HANDLE_TYPES[p.handle.__name__.removesuffix('Handle')]}_handle_t", "handle", p.optional,  # type: ignore[union-attr]
+                      handle=_HANDLE_TYPES[p.handle.__name__.removesuffix('Handle')])  # type: ignore[union-attr]
     if p.kind == "pointer":
         const = p.c in _CONST_POINTERS or f"{p.c}@{fn.name}" in _CONST_POINTERS
         return CParam(p.c, "const void *" if const else "void *", "pointer", p.optional)

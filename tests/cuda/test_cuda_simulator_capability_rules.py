@@ -113,20 +113,27 @@ mem = ck(d.cuMemAlloc(4 * 256))
 arg = (ctypes.c_uint64 * 1)(int(mem))
 params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
 stream = ck(d.cuStreamCreate(0))
-config = d.CUlaunchConfig()
-config.gridDimX, config.gridDimY, config.gridDimZ = 4, 1, 1
-config.blockDimX, config.blockDimY, config.blockDimZ = 64, 1, 1
-config.hStream = stream
+
+
+def launch_config():
+    config = d.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = 4, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = 64, 1, 1
+    config.hStream = stream
+    return config
+
+
+# two configs, each set once: cuda-bindings 12.9 frees a CUlaunchConfig's attrs array twice when
+# its attrs are set again (glibc aborts at exit: "free(): double free detected")
+cooperative = launch_config()
 attribute = d.CUlaunchAttribute()
 attribute.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
 attribute.value.cooperative = 1
-config.attrs = [attribute]
-config.numAttrs = 1
+cooperative.attrs = [attribute]
+cooperative.numAttrs = 1
 out = {"attribute": ck(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev))}
-out["cooperative"] = name(d.cuLaunchKernelEx(config, foo, ctypes.addressof(params), 0))
-config.attrs = []
-config.numAttrs = 0
-out["plain"] = name(d.cuLaunchKernelEx(config, foo, ctypes.addressof(params), 0))
+out["cooperative"] = name(d.cuLaunchKernelEx(cooperative, foo, ctypes.addressof(params), 0))
+out["plain"] = name(d.cuLaunchKernelEx(launch_config(), foo, ctypes.addressof(params), 0))
 ck(d.cuStreamSynchronize(stream))
 ck(d.cuStreamDestroy(stream)); ck(d.cuMemFree(mem)); ck(d.cuModuleUnload(module))
 emit(out)

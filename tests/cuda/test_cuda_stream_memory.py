@@ -59,7 +59,8 @@ emit(out)
 )
 
 
-def test_stream_ordered_memory_on_cuda(run_child: Any, child_env: Any, simulator: Any) -> None:
+def test_stream_ordered_memory_on_cuda(run_child: Any, child_env: Any, simulator: Any, need_devices: Any) -> None:
+    need_devices(2)  # a second GPU's memory is among the refusals (a real-driver run may have one GPU)
     child = run_child(_FLAT, child_env(devices=2))
     out = child.result
     assert out["info"] == [1 << 16, "DEVICE"]

@@ -21,14 +21,9 @@ cache (``offload.backend.build.DiskCache``, the core's disk cache of ``offload.b
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import platform
-import shlex
-import shutil
-import subprocess
-import tempfile
 import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -96,6 +91,9 @@ def _raise(code_name: str, message: str) -> NoReturn:
 def _compiler() -> list[str]:
     """The command of ``$CC`` (else ``cc``), its program resolved to an absolute path;
     HOST_TOOL_NOT_FOUND if that program is missing."""
+    import shlex  # here and below: at a build's first use, not by every olInit (start-up)
+    import shutil
+
     spec = os.environ.get("CC") or "cc"
     argv = shlex.split(spec)
     path = shutil.which(argv[0]) if argv else None
@@ -106,6 +104,9 @@ def _compiler() -> list[str]:
 
 def _compiler_id(compiler: list[str]) -> str:
     """The compiler command and its first ``--version`` line (cached per command)."""
+    import shlex
+    import subprocess
+
     command = shlex.join(compiler)
     with _lock:
         cached = _compiler_ids.get(command)
@@ -128,6 +129,9 @@ def _compiler_id(compiler: list[str]) -> str:
 def _native_flags_of(compiler: list[str]) -> tuple[str, ...]:
     """The first of ``-march=native`` / ``-mcpu=native`` the compiler accepts, or none (cached
     per command)."""
+    import shlex
+    import subprocess
+
     command = shlex.join(compiler)
     with _lock:
         cached = _native_flags.get(command)
@@ -202,6 +206,8 @@ def build_identity(cflags: Sequence[str] = ()) -> str:
     and its version, the default machine flags and, where they name ``native``, the CPU (the
     backend's ``build_target``, by which ``offload.build`` keys its cache), and the launch ABI
     header's digest."""
+    import hashlib  # at a build's first use, not by every olInit (start-up)
+
     compiler = _compiler()
     flags = _program_flags(compiler, None, cflags)
     cpu = _cpu_id() if any("native" in flag for flag in flags) else ""
@@ -210,6 +216,10 @@ def build_identity(cflags: Sequence[str] = ()) -> str:
 
 
 def _compile(compiler: list[str], flags: Sequence[str], source: str, name: str) -> bytes:
+    import shlex
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="offload-host-") as tmp:
         src = pathlib.Path(tmp) / f"{name}.c"
         out = pathlib.Path(tmp) / f"lib{name}.so"

@@ -12,15 +12,11 @@ from __future__ import annotations
 import bisect
 import ctypes
 import os
-import secrets
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Client
 from typing import Any
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchPropType, KernelLaunchSizeArgs, OffloadError, SymbolInfo, SymbolKind, hookimpl
@@ -62,9 +58,15 @@ class RemoteBackend:
 
     # --- the connection and the addresses ---------------------------------------------------
 
+    def connect(self) -> None:
+        """This thread's connection. multiprocessing takes ~15 ms to import: only a server's session pays it."""
+        from multiprocessing.connection import Client
+
+        self.local.conn = Client(self.path, "AF_UNIX", authkey=self.key)
+
     def rpc(self, *request: Any) -> Any:
         if not hasattr(self.local, "conn"):
-            self.local.conn = Client(self.path, "AF_UNIX", authkey=self.key)
+            self.connect()
         try:
             self.local.conn.send(request)
             status, *reply = self.local.conn.recv()
@@ -105,6 +107,8 @@ class RemoteBackend:
         self.infos: list[dict[DeviceInfo, Any]] = []
         if os.environ.get("OFFLOAD_REMOTE") != "local":
             return []  # not asked for: no server, no devices (no_devices_reason)
+        import secrets, subprocess, tempfile  # a local server's alone: every olInit without one stays lean
+
         self.folder = tempfile.TemporaryDirectory(prefix="offload-remote-")
         self.path, self.key = os.path.join(self.folder.name, "socket"), secrets.token_bytes(32)
         env = {**os.environ, "OFFLOAD_BACKENDS": "host", "OFFLOAD_REMOTE_KEY": self.key.hex()}
@@ -115,7 +119,7 @@ class RemoteBackend:
                 self.process.kill()
                 raise OffloadError(ErrorCode.BACKEND_FAILURE, f"the remote server did not start (exit {self.process.poll()})")
             time.sleep(0.01)
-        self.local.conn = Client(self.path, "AF_UNIX", authkey=self.key)
+        self.connect()
         self.infos, implemented = self.local.conn.recv()
         self.served = {hook for hook in _SERVER_HOOKS if hook in implemented}
         base = _libc.mmap(None, _SPAN, 0, 0x22 | 0x4000, -1, 0)  # PROT_NONE; MAP_PRIVATE|ANONYMOUS|NORESERVE

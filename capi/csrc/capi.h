@@ -1,4 +1,4 @@
-/* The runtime under the generated entry points (entry_*.c): the embedded interpreter, interned
+/* The runtime under the generated entry points (entry.c): the embedded interpreter, interned
  * results, handles, callbacks and the info cache. Every function here is called by generated code;
  * those taking or returning PyObject must be called with the GIL held (capi_enter). */
 #ifndef OFFLOAD_CAPI_H
@@ -47,8 +47,13 @@ bool capi_out_pointer(PyObject *value, void **out, ol_result_t *res);
 bool capi_out_size(PyObject *value, size_t *out, ol_result_t *res);
 bool capi_out_bool(PyObject *value, bool *out, ol_result_t *res);
 bool capi_out_float(PyObject *value, float *out, ol_result_t *res);
-/* The ABI this library was generated for ("llvm22", "r1"): which of the bridge's tables it calls. */
+/* Generated (entry.c, per ABI level): the level's name ("llvm22", "r1"), its functions' names in
+ * capi_fn order (NULL-terminated) and its device properties' numbers and names ({0, NULL}-ended):
+ * the bridge makes its tables from them (_bridge.tables). */
+typedef struct { uint32_t number; const char *name; } capi_named;
 extern const char capi_abi[];
+extern const char *const capi_functions[];
+extern const capi_named capi_device_infos[];
 
 /* olGet*Info / olGet*InfoSize: `which` is the bridge's info function index, `cacheable` whether
  * the answers never change (platforms and devices: served from C without the interpreter). */

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import platform
 import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -167,6 +166,8 @@ def _cpu_id() -> str:
     with _lock:
         if _cpu_ids:
             return _cpu_ids[0]
+    import platform  # here: at a native build's first use, not by every olInit (start-up)
+
     ident = f"{platform.machine()}\n{platform.processor()}"
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
@@ -212,7 +213,7 @@ def build_identity(cflags: Sequence[str] = ()) -> str:
     flags = _program_flags(compiler, None, cflags)
     cpu = _cpu_id() if any("native" in flag for flag in flags) else ""
     header = hashlib.sha256((include_dir() / "offload_host.h").read_bytes()).hexdigest()[:16]
-    return "\n".join((platform.machine(), _compiler_id(compiler), " ".join(flags), cpu, f"offload_host.h {header}"))
+    return "\n".join((os.uname().machine, _compiler_id(compiler), " ".join(flags), cpu, f"offload_host.h {header}"))
 
 
 def _compile(compiler: list[str], flags: Sequence[str], source: str, name: str) -> bytes:

@@ -421,333 +421,114 @@ static int info_type_Symbol(uint32_t prop) {
 }
 
 static ol_result_t olCalculateOptimalOccupancy_impl(ol_device_handle_t Device, ol_symbol_handle_t Kernel, size_t SharedMemory, size_t *GroupSize) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == Kernel) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Kernel");
         if (NULL == GroupSize) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == GroupSize");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[3] = {NULL};
-    if (!(args[0] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_handle_in(Kernel, OL_ERRC_INVALID_ARGUMENT, "Kernel", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[2] = PyLong_FromSize_t((size_t)SharedMemory))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olCalculateOptimalOccupancy), args, 3, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(3);
+    CAPI_ARG(0, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_ARG(1, capi_handle_in(Kernel, OL_ERRC_INVALID_ARGUMENT, "Kernel", &res));
+    CAPI_ARG(2, PyLong_FromSize_t((size_t)SharedMemory));
+    CAPI_INVOKE(CAPI_FN_olCalculateOptimalOccupancy, 3);
     capi_out_size(r, GroupSize, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 3; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(3);
 }
-
-static ol_result_t olCalculateOptimalOccupancy_call(ol_device_handle_t Device, ol_symbol_handle_t Kernel, size_t SharedMemory, size_t *GroupSize) {
-    if (!capi_trace_on()) return olCalculateOptimalOccupancy_impl(Device, Kernel, SharedMemory, GroupSize);
-    capi_trace_open("olCalculateOptimalOccupancy");
-    ol_result_t res = olCalculateOptimalOccupancy_impl(Device, Kernel, SharedMemory, GroupSize);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_ptr(&b, "Kernel", (const void *)Kernel);
-    capi_tp_u64(&b, "SharedMemory", (uint64_t)SharedMemory);
-    capi_tp_outsize(&b, "GroupSize", GroupSize);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olCalculateOptimalOccupancy(ol_device_handle_t Device, ol_symbol_handle_t Kernel, size_t SharedMemory, size_t *GroupSize) {
-    return olCalculateOptimalOccupancy_call(Device, Kernel, SharedMemory, GroupSize);
-}
-
-CAPI_EXPORT ol_result_t olCalculateOptimalOccupancyWithCodeLoc(ol_device_handle_t Device, ol_symbol_handle_t Kernel, size_t SharedMemory, size_t *GroupSize, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olCalculateOptimalOccupancy_call(Device, Kernel, SharedMemory, GroupSize);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olCalculateOptimalOccupancy, (ol_device_handle_t Device, ol_symbol_handle_t Kernel, size_t SharedMemory, size_t *GroupSize), (Device, Kernel, SharedMemory, GroupSize), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_ptr(&b, "Kernel", (const void *)Kernel); capi_tp_u64(&b, "SharedMemory", (uint64_t)SharedMemory); capi_tp_outsize(&b, "GroupSize", GroupSize);))
+CAPI_EXPORTS(olCalculateOptimalOccupancy, (ol_device_handle_t Device, ol_symbol_handle_t Kernel, size_t SharedMemory, size_t *GroupSize), (ol_device_handle_t Device, ol_symbol_handle_t Kernel, size_t SharedMemory, size_t *GroupSize, ol_code_location_t *CodeLocation), (Device, Kernel, SharedMemory, GroupSize))
 
 static ol_result_t olCreateEvent_impl(ol_queue_handle_t Queue, ol_event_handle_t *Event) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Event");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olCreateEvent), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_INVOKE(CAPI_FN_olCreateEvent, 1);
     capi_handle_out(r, (void **)Event, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(1);
 }
-
-static ol_result_t olCreateEvent_call(ol_queue_handle_t Queue, ol_event_handle_t *Event) {
-    if (!capi_trace_on()) return olCreateEvent_impl(Queue, Event);
-    capi_trace_open("olCreateEvent");
-    ol_result_t res = olCreateEvent_impl(Queue, Event);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_outptr(&b, "Event", (void *const *)Event);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olCreateEvent(ol_queue_handle_t Queue, ol_event_handle_t *Event) {
-    return olCreateEvent_call(Queue, Event);
-}
-
-CAPI_EXPORT ol_result_t olCreateEventWithCodeLoc(ol_queue_handle_t Queue, ol_event_handle_t *Event, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olCreateEvent_call(Queue, Event);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olCreateEvent, (ol_queue_handle_t Queue, ol_event_handle_t *Event), (Queue, Event), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_outptr(&b, "Event", (void *const *)Event);))
+CAPI_EXPORTS(olCreateEvent, (ol_queue_handle_t Queue, ol_event_handle_t *Event), (ol_queue_handle_t Queue, ol_event_handle_t *Event, ol_code_location_t *CodeLocation), (Queue, Event))
 
 static ol_result_t olCreateProgram_impl(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, ol_program_handle_t *Program) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == ProgData) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == ProgData");
         if (NULL == Program) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Program");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[2] = {NULL};
-    if (!(args[0] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_bytes(ProgData, ProgDataSize))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olCreateProgram), args, 2, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(2);
+    CAPI_ARG(0, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_ARG(1, capi_bytes(ProgData, ProgDataSize));
+    CAPI_INVOKE(CAPI_FN_olCreateProgram, 2);
     capi_handle_out(r, (void **)Program, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 2; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(2);
 }
-
-static ol_result_t olCreateProgram_call(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, ol_program_handle_t *Program) {
-    if (!capi_trace_on()) return olCreateProgram_impl(Device, ProgData, ProgDataSize, Program);
-    capi_trace_open("olCreateProgram");
-    ol_result_t res = olCreateProgram_impl(Device, ProgData, ProgDataSize, Program);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_ptr(&b, "ProgData", (const void *)ProgData);
-    capi_tp_u64(&b, "ProgDataSize", (uint64_t)ProgDataSize);
-    capi_tp_outptr(&b, "Program", (void *const *)Program);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olCreateProgram(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, ol_program_handle_t *Program) {
-    return olCreateProgram_call(Device, ProgData, ProgDataSize, Program);
-}
-
-CAPI_EXPORT ol_result_t olCreateProgramWithCodeLoc(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, ol_program_handle_t *Program, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olCreateProgram_call(Device, ProgData, ProgDataSize, Program);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olCreateProgram, (ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, ol_program_handle_t *Program), (Device, ProgData, ProgDataSize, Program), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_ptr(&b, "ProgData", (const void *)ProgData); capi_tp_u64(&b, "ProgDataSize", (uint64_t)ProgDataSize); capi_tp_outptr(&b, "Program", (void *const *)Program);))
+CAPI_EXPORTS(olCreateProgram, (ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, ol_program_handle_t *Program), (ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, ol_program_handle_t *Program, ol_code_location_t *CodeLocation), (Device, ProgData, ProgDataSize, Program))
 
 static ol_result_t olCreateQueue_impl(ol_device_handle_t Device, ol_queue_handle_t *Queue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Queue");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olCreateQueue), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_INVOKE(CAPI_FN_olCreateQueue, 1);
     capi_handle_out(r, (void **)Queue, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(1);
 }
-
-static ol_result_t olCreateQueue_call(ol_device_handle_t Device, ol_queue_handle_t *Queue) {
-    if (!capi_trace_on()) return olCreateQueue_impl(Device, Queue);
-    capi_trace_open("olCreateQueue");
-    ol_result_t res = olCreateQueue_impl(Device, Queue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_outptr(&b, "Queue", (void *const *)Queue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olCreateQueue(ol_device_handle_t Device, ol_queue_handle_t *Queue) {
-    return olCreateQueue_call(Device, Queue);
-}
-
-CAPI_EXPORT ol_result_t olCreateQueueWithCodeLoc(ol_device_handle_t Device, ol_queue_handle_t *Queue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olCreateQueue_call(Device, Queue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olCreateQueue, (ol_device_handle_t Device, ol_queue_handle_t *Queue), (Device, Queue), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_outptr(&b, "Queue", (void *const *)Queue);))
+CAPI_EXPORTS(olCreateQueue, (ol_device_handle_t Device, ol_queue_handle_t *Queue), (ol_device_handle_t Device, ol_queue_handle_t *Queue, ol_code_location_t *CodeLocation), (Device, Queue))
 
 static ol_result_t olDestroyEvent_impl(ol_event_handle_t Event) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Event");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Event, OL_ERRC_INVALID_EVENT, "Event", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olDestroyEvent), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Event, OL_ERRC_INVALID_EVENT, "Event", &res));
+    CAPI_INVOKE(CAPI_FN_olDestroyEvent, 1);
     capi_handle_forget(Event);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(1);
 }
-
-static ol_result_t olDestroyEvent_call(ol_event_handle_t Event) {
-    if (!capi_trace_on()) return olDestroyEvent_impl(Event);
-    capi_trace_open("olDestroyEvent");
-    ol_result_t res = olDestroyEvent_impl(Event);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Event", (const void *)Event);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olDestroyEvent(ol_event_handle_t Event) {
-    return olDestroyEvent_call(Event);
-}
-
-CAPI_EXPORT ol_result_t olDestroyEventWithCodeLoc(ol_event_handle_t Event, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olDestroyEvent_call(Event);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olDestroyEvent, (ol_event_handle_t Event), (Event), (capi_tp_ptr(&b, "Event", (const void *)Event);))
+CAPI_EXPORTS(olDestroyEvent, (ol_event_handle_t Event), (ol_event_handle_t Event, ol_code_location_t *CodeLocation), (Event))
 
 static ol_result_t olDestroyProgram_impl(ol_program_handle_t Program) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Program) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Program");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Program, OL_ERRC_INVALID_ARGUMENT, "Program", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olDestroyProgram), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Program, OL_ERRC_INVALID_ARGUMENT, "Program", &res));
+    CAPI_INVOKE(CAPI_FN_olDestroyProgram, 1);
     capi_handle_forget(Program);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(1);
 }
-
-static ol_result_t olDestroyProgram_call(ol_program_handle_t Program) {
-    if (!capi_trace_on()) return olDestroyProgram_impl(Program);
-    capi_trace_open("olDestroyProgram");
-    ol_result_t res = olDestroyProgram_impl(Program);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Program", (const void *)Program);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olDestroyProgram(ol_program_handle_t Program) {
-    return olDestroyProgram_call(Program);
-}
-
-CAPI_EXPORT ol_result_t olDestroyProgramWithCodeLoc(ol_program_handle_t Program, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olDestroyProgram_call(Program);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olDestroyProgram, (ol_program_handle_t Program), (Program), (capi_tp_ptr(&b, "Program", (const void *)Program);))
+CAPI_EXPORTS(olDestroyProgram, (ol_program_handle_t Program), (ol_program_handle_t Program, ol_code_location_t *CodeLocation), (Program))
 
 static ol_result_t olDestroyQueue_impl(ol_queue_handle_t Queue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olDestroyQueue), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_INVOKE(CAPI_FN_olDestroyQueue, 1);
     capi_handle_forget(Queue);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(1);
 }
-
-static ol_result_t olDestroyQueue_call(ol_queue_handle_t Queue) {
-    if (!capi_trace_on()) return olDestroyQueue_impl(Queue);
-    capi_trace_open("olDestroyQueue");
-    ol_result_t res = olDestroyQueue_impl(Queue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olDestroyQueue(ol_queue_handle_t Queue) {
-    return olDestroyQueue_call(Queue);
-}
-
-CAPI_EXPORT ol_result_t olDestroyQueueWithCodeLoc(ol_queue_handle_t Queue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olDestroyQueue_call(Queue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olDestroyQueue, (ol_queue_handle_t Queue), (Queue), (capi_tp_ptr(&b, "Queue", (const void *)Queue);))
+CAPI_EXPORTS(olDestroyQueue, (ol_queue_handle_t Queue), (ol_queue_handle_t Queue, ol_code_location_t *CodeLocation), (Queue))
 
 static ol_result_t olGetDeviceInfo_impl(ol_device_handle_t Device, ol_device_info_t PropName, size_t PropSize, void *PropValue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (PropSize == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: PropSize == 0");
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
@@ -755,122 +536,41 @@ static ol_result_t olGetDeviceInfo_impl(ol_device_handle_t Device, ol_device_inf
     }
     return capi_info(1, true, Device, OL_ERRC_INVALID_DEVICE, "Device", (uint32_t)PropName, PropSize, PropValue, NULL);
 }
-
-static ol_result_t olGetDeviceInfo_call(ol_device_handle_t Device, ol_device_info_t PropName, size_t PropSize, void *PropValue) {
-    if (!capi_trace_on()) return olGetDeviceInfo_impl(Device, PropName, PropSize, PropValue);
-    capi_trace_open("olGetDeviceInfo");
-    ol_result_t res = olGetDeviceInfo_impl(Device, PropName, PropSize, PropValue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_DEVICE_INFO_T, (uint32_t)PropName);
-    capi_tp_u64(&b, "PropSize", (uint64_t)PropSize);
-    capi_tp_info(&b, "PropValue", info_type_Device((uint32_t)PropName), PropValue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetDeviceInfo(ol_device_handle_t Device, ol_device_info_t PropName, size_t PropSize, void *PropValue) {
-    return olGetDeviceInfo_call(Device, PropName, PropSize, PropValue);
-}
-
-CAPI_EXPORT ol_result_t olGetDeviceInfoWithCodeLoc(ol_device_handle_t Device, ol_device_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetDeviceInfo_call(Device, PropName, PropSize, PropValue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetDeviceInfo, (ol_device_handle_t Device, ol_device_info_t PropName, size_t PropSize, void *PropValue), (Device, PropName, PropSize, PropValue), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_enum(&b, "PropName", CAPI_E_OL_DEVICE_INFO_T, (uint32_t)PropName); capi_tp_u64(&b, "PropSize", (uint64_t)PropSize); capi_tp_info(&b, "PropValue", info_type_Device((uint32_t)PropName), PropValue);))
+CAPI_EXPORTS(olGetDeviceInfo, (ol_device_handle_t Device, ol_device_info_t PropName, size_t PropSize, void *PropValue), (ol_device_handle_t Device, ol_device_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation), (Device, PropName, PropSize, PropValue))
 
 static ol_result_t olGetDeviceInfoSize_impl(ol_device_handle_t Device, ol_device_info_t PropName, size_t *PropSizeRet) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == PropSizeRet) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PropSizeRet");
     }
     return capi_info(1, true, Device, OL_ERRC_INVALID_DEVICE, "Device", (uint32_t)PropName, 0, NULL, PropSizeRet);
 }
-
-static ol_result_t olGetDeviceInfoSize_call(ol_device_handle_t Device, ol_device_info_t PropName, size_t *PropSizeRet) {
-    if (!capi_trace_on()) return olGetDeviceInfoSize_impl(Device, PropName, PropSizeRet);
-    capi_trace_open("olGetDeviceInfoSize");
-    ol_result_t res = olGetDeviceInfoSize_impl(Device, PropName, PropSizeRet);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_DEVICE_INFO_T, (uint32_t)PropName);
-    capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetDeviceInfoSize(ol_device_handle_t Device, ol_device_info_t PropName, size_t *PropSizeRet) {
-    return olGetDeviceInfoSize_call(Device, PropName, PropSizeRet);
-}
-
-CAPI_EXPORT ol_result_t olGetDeviceInfoSizeWithCodeLoc(ol_device_handle_t Device, ol_device_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetDeviceInfoSize_call(Device, PropName, PropSizeRet);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetDeviceInfoSize, (ol_device_handle_t Device, ol_device_info_t PropName, size_t *PropSizeRet), (Device, PropName, PropSizeRet), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_enum(&b, "PropName", CAPI_E_OL_DEVICE_INFO_T, (uint32_t)PropName); capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);))
+CAPI_EXPORTS(olGetDeviceInfoSize, (ol_device_handle_t Device, ol_device_info_t PropName, size_t *PropSizeRet), (ol_device_handle_t Device, ol_device_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation), (Device, PropName, PropSizeRet))
 
 #if CAPI_ABI == CAPI_ABI_R1
 static ol_result_t olGetEventElapsedTime_impl(ol_event_handle_t StartEvent, ol_event_handle_t EndEvent, float *ElapsedTime) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == StartEvent) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == StartEvent");
         if (NULL == EndEvent) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == EndEvent");
         if (NULL == ElapsedTime) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == ElapsedTime");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[2] = {NULL};
-    if (!(args[0] = capi_handle_in(StartEvent, OL_ERRC_INVALID_EVENT, "StartEvent", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_handle_in(EndEvent, OL_ERRC_INVALID_EVENT, "EndEvent", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olGetEventElapsedTime), args, 2, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(2);
+    CAPI_ARG(0, capi_handle_in(StartEvent, OL_ERRC_INVALID_EVENT, "StartEvent", &res));
+    CAPI_ARG(1, capi_handle_in(EndEvent, OL_ERRC_INVALID_EVENT, "EndEvent", &res));
+    CAPI_INVOKE(CAPI_FN_olGetEventElapsedTime, 2);
     capi_out_float(r, ElapsedTime, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 2; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(2);
 }
-
-static ol_result_t olGetEventElapsedTime_call(ol_event_handle_t StartEvent, ol_event_handle_t EndEvent, float *ElapsedTime) {
-    if (!capi_trace_on()) return olGetEventElapsedTime_impl(StartEvent, EndEvent, ElapsedTime);
-    capi_trace_open("olGetEventElapsedTime");
-    ol_result_t res = olGetEventElapsedTime_impl(StartEvent, EndEvent, ElapsedTime);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "StartEvent", (const void *)StartEvent);
-    capi_tp_ptr(&b, "EndEvent", (const void *)EndEvent);
-    capi_tp_outfloat(&b, "ElapsedTime", ElapsedTime);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetEventElapsedTime(ol_event_handle_t StartEvent, ol_event_handle_t EndEvent, float *ElapsedTime) {
-    return olGetEventElapsedTime_call(StartEvent, EndEvent, ElapsedTime);
-}
-
-CAPI_EXPORT ol_result_t olGetEventElapsedTimeWithCodeLoc(ol_event_handle_t StartEvent, ol_event_handle_t EndEvent, float *ElapsedTime, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetEventElapsedTime_call(StartEvent, EndEvent, ElapsedTime);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetEventElapsedTime, (ol_event_handle_t StartEvent, ol_event_handle_t EndEvent, float *ElapsedTime), (StartEvent, EndEvent, ElapsedTime), (capi_tp_ptr(&b, "StartEvent", (const void *)StartEvent); capi_tp_ptr(&b, "EndEvent", (const void *)EndEvent); capi_tp_outfloat(&b, "ElapsedTime", ElapsedTime);))
+CAPI_EXPORTS(olGetEventElapsedTime, (ol_event_handle_t StartEvent, ol_event_handle_t EndEvent, float *ElapsedTime), (ol_event_handle_t StartEvent, ol_event_handle_t EndEvent, float *ElapsedTime, ol_code_location_t *CodeLocation), (StartEvent, EndEvent, ElapsedTime))
 
 #endif
 static ol_result_t olGetEventInfo_impl(ol_event_handle_t Event, ol_event_info_t PropName, size_t PropSize, void *PropValue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (PropSize == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: PropSize == 0");
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Event");
@@ -878,71 +578,22 @@ static ol_result_t olGetEventInfo_impl(ol_event_handle_t Event, ol_event_info_t 
     }
     return capi_info(3, false, Event, OL_ERRC_INVALID_EVENT, "Event", (uint32_t)PropName, PropSize, PropValue, NULL);
 }
-
-static ol_result_t olGetEventInfo_call(ol_event_handle_t Event, ol_event_info_t PropName, size_t PropSize, void *PropValue) {
-    if (!capi_trace_on()) return olGetEventInfo_impl(Event, PropName, PropSize, PropValue);
-    capi_trace_open("olGetEventInfo");
-    ol_result_t res = olGetEventInfo_impl(Event, PropName, PropSize, PropValue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Event", (const void *)Event);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_EVENT_INFO_T, (uint32_t)PropName);
-    capi_tp_u64(&b, "PropSize", (uint64_t)PropSize);
-    capi_tp_info(&b, "PropValue", info_type_Event((uint32_t)PropName), PropValue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetEventInfo(ol_event_handle_t Event, ol_event_info_t PropName, size_t PropSize, void *PropValue) {
-    return olGetEventInfo_call(Event, PropName, PropSize, PropValue);
-}
-
-CAPI_EXPORT ol_result_t olGetEventInfoWithCodeLoc(ol_event_handle_t Event, ol_event_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetEventInfo_call(Event, PropName, PropSize, PropValue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetEventInfo, (ol_event_handle_t Event, ol_event_info_t PropName, size_t PropSize, void *PropValue), (Event, PropName, PropSize, PropValue), (capi_tp_ptr(&b, "Event", (const void *)Event); capi_tp_enum(&b, "PropName", CAPI_E_OL_EVENT_INFO_T, (uint32_t)PropName); capi_tp_u64(&b, "PropSize", (uint64_t)PropSize); capi_tp_info(&b, "PropValue", info_type_Event((uint32_t)PropName), PropValue);))
+CAPI_EXPORTS(olGetEventInfo, (ol_event_handle_t Event, ol_event_info_t PropName, size_t PropSize, void *PropValue), (ol_event_handle_t Event, ol_event_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation), (Event, PropName, PropSize, PropValue))
 
 static ol_result_t olGetEventInfoSize_impl(ol_event_handle_t Event, ol_event_info_t PropName, size_t *PropSizeRet) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Event");
         if (NULL == PropSizeRet) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PropSizeRet");
     }
     return capi_info(3, false, Event, OL_ERRC_INVALID_EVENT, "Event", (uint32_t)PropName, 0, NULL, PropSizeRet);
 }
-
-static ol_result_t olGetEventInfoSize_call(ol_event_handle_t Event, ol_event_info_t PropName, size_t *PropSizeRet) {
-    if (!capi_trace_on()) return olGetEventInfoSize_impl(Event, PropName, PropSizeRet);
-    capi_trace_open("olGetEventInfoSize");
-    ol_result_t res = olGetEventInfoSize_impl(Event, PropName, PropSizeRet);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Event", (const void *)Event);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_EVENT_INFO_T, (uint32_t)PropName);
-    capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetEventInfoSize(ol_event_handle_t Event, ol_event_info_t PropName, size_t *PropSizeRet) {
-    return olGetEventInfoSize_call(Event, PropName, PropSizeRet);
-}
-
-CAPI_EXPORT ol_result_t olGetEventInfoSizeWithCodeLoc(ol_event_handle_t Event, ol_event_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetEventInfoSize_call(Event, PropName, PropSizeRet);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetEventInfoSize, (ol_event_handle_t Event, ol_event_info_t PropName, size_t *PropSizeRet), (Event, PropName, PropSizeRet), (capi_tp_ptr(&b, "Event", (const void *)Event); capi_tp_enum(&b, "PropName", CAPI_E_OL_EVENT_INFO_T, (uint32_t)PropName); capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);))
+CAPI_EXPORTS(olGetEventInfoSize, (ol_event_handle_t Event, ol_event_info_t PropName, size_t *PropSizeRet), (ol_event_handle_t Event, ol_event_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation), (Event, PropName, PropSizeRet))
 
 static ol_result_t olGetMemInfo_impl(const void *Ptr, ol_mem_info_t PropName, size_t PropSize, void *PropValue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (PropSize == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: PropSize == 0");
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
@@ -950,71 +601,22 @@ static ol_result_t olGetMemInfo_impl(const void *Ptr, ol_mem_info_t PropName, si
     }
     return capi_info(4, false, Ptr, OL_ERRC_INVALID_ARGUMENT, "Ptr", (uint32_t)PropName, PropSize, PropValue, NULL);
 }
-
-static ol_result_t olGetMemInfo_call(const void *Ptr, ol_mem_info_t PropName, size_t PropSize, void *PropValue) {
-    if (!capi_trace_on()) return olGetMemInfo_impl(Ptr, PropName, PropSize, PropValue);
-    capi_trace_open("olGetMemInfo");
-    ol_result_t res = olGetMemInfo_impl(Ptr, PropName, PropSize, PropValue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Ptr", (const void *)Ptr);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_MEM_INFO_T, (uint32_t)PropName);
-    capi_tp_u64(&b, "PropSize", (uint64_t)PropSize);
-    capi_tp_info(&b, "PropValue", info_type_Mem((uint32_t)PropName), PropValue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetMemInfo(const void *Ptr, ol_mem_info_t PropName, size_t PropSize, void *PropValue) {
-    return olGetMemInfo_call(Ptr, PropName, PropSize, PropValue);
-}
-
-CAPI_EXPORT ol_result_t olGetMemInfoWithCodeLoc(const void *Ptr, ol_mem_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetMemInfo_call(Ptr, PropName, PropSize, PropValue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetMemInfo, (const void *Ptr, ol_mem_info_t PropName, size_t PropSize, void *PropValue), (Ptr, PropName, PropSize, PropValue), (capi_tp_ptr(&b, "Ptr", (const void *)Ptr); capi_tp_enum(&b, "PropName", CAPI_E_OL_MEM_INFO_T, (uint32_t)PropName); capi_tp_u64(&b, "PropSize", (uint64_t)PropSize); capi_tp_info(&b, "PropValue", info_type_Mem((uint32_t)PropName), PropValue);))
+CAPI_EXPORTS(olGetMemInfo, (const void *Ptr, ol_mem_info_t PropName, size_t PropSize, void *PropValue), (const void *Ptr, ol_mem_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation), (Ptr, PropName, PropSize, PropValue))
 
 static ol_result_t olGetMemInfoSize_impl(const void *Ptr, ol_mem_info_t PropName, size_t *PropSizeRet) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
         if (NULL == PropSizeRet) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PropSizeRet");
     }
     return capi_info(4, false, Ptr, OL_ERRC_INVALID_ARGUMENT, "Ptr", (uint32_t)PropName, 0, NULL, PropSizeRet);
 }
-
-static ol_result_t olGetMemInfoSize_call(const void *Ptr, ol_mem_info_t PropName, size_t *PropSizeRet) {
-    if (!capi_trace_on()) return olGetMemInfoSize_impl(Ptr, PropName, PropSizeRet);
-    capi_trace_open("olGetMemInfoSize");
-    ol_result_t res = olGetMemInfoSize_impl(Ptr, PropName, PropSizeRet);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Ptr", (const void *)Ptr);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_MEM_INFO_T, (uint32_t)PropName);
-    capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetMemInfoSize(const void *Ptr, ol_mem_info_t PropName, size_t *PropSizeRet) {
-    return olGetMemInfoSize_call(Ptr, PropName, PropSizeRet);
-}
-
-CAPI_EXPORT ol_result_t olGetMemInfoSizeWithCodeLoc(const void *Ptr, ol_mem_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetMemInfoSize_call(Ptr, PropName, PropSizeRet);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetMemInfoSize, (const void *Ptr, ol_mem_info_t PropName, size_t *PropSizeRet), (Ptr, PropName, PropSizeRet), (capi_tp_ptr(&b, "Ptr", (const void *)Ptr); capi_tp_enum(&b, "PropName", CAPI_E_OL_MEM_INFO_T, (uint32_t)PropName); capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);))
+CAPI_EXPORTS(olGetMemInfoSize, (const void *Ptr, ol_mem_info_t PropName, size_t *PropSizeRet), (const void *Ptr, ol_mem_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation), (Ptr, PropName, PropSizeRet))
 
 static ol_result_t olGetPlatformInfo_impl(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t PropSize, void *PropValue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (PropSize == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: PropSize == 0");
         if (NULL == Platform) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Platform");
@@ -1022,71 +624,22 @@ static ol_result_t olGetPlatformInfo_impl(ol_platform_handle_t Platform, ol_plat
     }
     return capi_info(0, true, Platform, OL_ERRC_INVALID_PLATFORM, "Platform", (uint32_t)PropName, PropSize, PropValue, NULL);
 }
-
-static ol_result_t olGetPlatformInfo_call(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t PropSize, void *PropValue) {
-    if (!capi_trace_on()) return olGetPlatformInfo_impl(Platform, PropName, PropSize, PropValue);
-    capi_trace_open("olGetPlatformInfo");
-    ol_result_t res = olGetPlatformInfo_impl(Platform, PropName, PropSize, PropValue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Platform", (const void *)Platform);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_PLATFORM_INFO_T, (uint32_t)PropName);
-    capi_tp_u64(&b, "PropSize", (uint64_t)PropSize);
-    capi_tp_info(&b, "PropValue", info_type_Platform((uint32_t)PropName), PropValue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetPlatformInfo(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t PropSize, void *PropValue) {
-    return olGetPlatformInfo_call(Platform, PropName, PropSize, PropValue);
-}
-
-CAPI_EXPORT ol_result_t olGetPlatformInfoWithCodeLoc(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetPlatformInfo_call(Platform, PropName, PropSize, PropValue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetPlatformInfo, (ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t PropSize, void *PropValue), (Platform, PropName, PropSize, PropValue), (capi_tp_ptr(&b, "Platform", (const void *)Platform); capi_tp_enum(&b, "PropName", CAPI_E_OL_PLATFORM_INFO_T, (uint32_t)PropName); capi_tp_u64(&b, "PropSize", (uint64_t)PropSize); capi_tp_info(&b, "PropValue", info_type_Platform((uint32_t)PropName), PropValue);))
+CAPI_EXPORTS(olGetPlatformInfo, (ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t PropSize, void *PropValue), (ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation), (Platform, PropName, PropSize, PropValue))
 
 static ol_result_t olGetPlatformInfoSize_impl(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t *PropSizeRet) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Platform) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Platform");
         if (NULL == PropSizeRet) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PropSizeRet");
     }
     return capi_info(0, true, Platform, OL_ERRC_INVALID_PLATFORM, "Platform", (uint32_t)PropName, 0, NULL, PropSizeRet);
 }
-
-static ol_result_t olGetPlatformInfoSize_call(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t *PropSizeRet) {
-    if (!capi_trace_on()) return olGetPlatformInfoSize_impl(Platform, PropName, PropSizeRet);
-    capi_trace_open("olGetPlatformInfoSize");
-    ol_result_t res = olGetPlatformInfoSize_impl(Platform, PropName, PropSizeRet);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Platform", (const void *)Platform);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_PLATFORM_INFO_T, (uint32_t)PropName);
-    capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetPlatformInfoSize(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t *PropSizeRet) {
-    return olGetPlatformInfoSize_call(Platform, PropName, PropSizeRet);
-}
-
-CAPI_EXPORT ol_result_t olGetPlatformInfoSizeWithCodeLoc(ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetPlatformInfoSize_call(Platform, PropName, PropSizeRet);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetPlatformInfoSize, (ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t *PropSizeRet), (Platform, PropName, PropSizeRet), (capi_tp_ptr(&b, "Platform", (const void *)Platform); capi_tp_enum(&b, "PropName", CAPI_E_OL_PLATFORM_INFO_T, (uint32_t)PropName); capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);))
+CAPI_EXPORTS(olGetPlatformInfoSize, (ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t *PropSizeRet), (ol_platform_handle_t Platform, ol_platform_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation), (Platform, PropName, PropSizeRet))
 
 static ol_result_t olGetQueueInfo_impl(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t PropSize, void *PropValue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (PropSize == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: PropSize == 0");
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
@@ -1094,122 +647,40 @@ static ol_result_t olGetQueueInfo_impl(ol_queue_handle_t Queue, ol_queue_info_t 
     }
     return capi_info(2, false, Queue, OL_ERRC_INVALID_QUEUE, "Queue", (uint32_t)PropName, PropSize, PropValue, NULL);
 }
-
-static ol_result_t olGetQueueInfo_call(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t PropSize, void *PropValue) {
-    if (!capi_trace_on()) return olGetQueueInfo_impl(Queue, PropName, PropSize, PropValue);
-    capi_trace_open("olGetQueueInfo");
-    ol_result_t res = olGetQueueInfo_impl(Queue, PropName, PropSize, PropValue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_QUEUE_INFO_T, (uint32_t)PropName);
-    capi_tp_u64(&b, "PropSize", (uint64_t)PropSize);
-    capi_tp_info(&b, "PropValue", info_type_Queue((uint32_t)PropName), PropValue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetQueueInfo(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t PropSize, void *PropValue) {
-    return olGetQueueInfo_call(Queue, PropName, PropSize, PropValue);
-}
-
-CAPI_EXPORT ol_result_t olGetQueueInfoWithCodeLoc(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetQueueInfo_call(Queue, PropName, PropSize, PropValue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetQueueInfo, (ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t PropSize, void *PropValue), (Queue, PropName, PropSize, PropValue), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_enum(&b, "PropName", CAPI_E_OL_QUEUE_INFO_T, (uint32_t)PropName); capi_tp_u64(&b, "PropSize", (uint64_t)PropSize); capi_tp_info(&b, "PropValue", info_type_Queue((uint32_t)PropName), PropValue);))
+CAPI_EXPORTS(olGetQueueInfo, (ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t PropSize, void *PropValue), (ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation), (Queue, PropName, PropSize, PropValue))
 
 static ol_result_t olGetQueueInfoSize_impl(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t *PropSizeRet) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == PropSizeRet) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PropSizeRet");
     }
     return capi_info(2, false, Queue, OL_ERRC_INVALID_QUEUE, "Queue", (uint32_t)PropName, 0, NULL, PropSizeRet);
 }
-
-static ol_result_t olGetQueueInfoSize_call(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t *PropSizeRet) {
-    if (!capi_trace_on()) return olGetQueueInfoSize_impl(Queue, PropName, PropSizeRet);
-    capi_trace_open("olGetQueueInfoSize");
-    ol_result_t res = olGetQueueInfoSize_impl(Queue, PropName, PropSizeRet);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_QUEUE_INFO_T, (uint32_t)PropName);
-    capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetQueueInfoSize(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t *PropSizeRet) {
-    return olGetQueueInfoSize_call(Queue, PropName, PropSizeRet);
-}
-
-CAPI_EXPORT ol_result_t olGetQueueInfoSizeWithCodeLoc(ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetQueueInfoSize_call(Queue, PropName, PropSizeRet);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetQueueInfoSize, (ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t *PropSizeRet), (Queue, PropName, PropSizeRet), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_enum(&b, "PropName", CAPI_E_OL_QUEUE_INFO_T, (uint32_t)PropName); capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);))
+CAPI_EXPORTS(olGetQueueInfoSize, (ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t *PropSizeRet), (ol_queue_handle_t Queue, ol_queue_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation), (Queue, PropName, PropSizeRet))
 
 static ol_result_t olGetSymbol_impl(ol_program_handle_t Program, const char *Name, ol_symbol_kind_t Kind, ol_symbol_handle_t *Symbol) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Program) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Program");
         if (NULL == Name) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Name");
         if (NULL == Symbol) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Symbol");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[3] = {NULL};
-    if (!(args[0] = capi_handle_in(Program, OL_ERRC_INVALID_ARGUMENT, "Program", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_string(Name))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[2] = PyLong_FromSize_t((size_t)Kind))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olGetSymbol), args, 3, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(3);
+    CAPI_ARG(0, capi_handle_in(Program, OL_ERRC_INVALID_ARGUMENT, "Program", &res));
+    CAPI_ARG(1, capi_string(Name));
+    CAPI_ARG(2, PyLong_FromSize_t((size_t)Kind));
+    CAPI_INVOKE(CAPI_FN_olGetSymbol, 3);
     capi_handle_out(r, (void **)Symbol, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 3; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(3);
 }
-
-static ol_result_t olGetSymbol_call(ol_program_handle_t Program, const char *Name, ol_symbol_kind_t Kind, ol_symbol_handle_t *Symbol) {
-    if (!capi_trace_on()) return olGetSymbol_impl(Program, Name, Kind, Symbol);
-    capi_trace_open("olGetSymbol");
-    ol_result_t res = olGetSymbol_impl(Program, Name, Kind, Symbol);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Program", (const void *)Program);
-    capi_tp_str(&b, "Name", Name);
-    capi_tp_enum(&b, "Kind", CAPI_E_OL_SYMBOL_KIND_T, (uint32_t)Kind);
-    capi_tp_outptr(&b, "Symbol", (void *const *)Symbol);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetSymbol(ol_program_handle_t Program, const char *Name, ol_symbol_kind_t Kind, ol_symbol_handle_t *Symbol) {
-    return olGetSymbol_call(Program, Name, Kind, Symbol);
-}
-
-CAPI_EXPORT ol_result_t olGetSymbolWithCodeLoc(ol_program_handle_t Program, const char *Name, ol_symbol_kind_t Kind, ol_symbol_handle_t *Symbol, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetSymbol_call(Program, Name, Kind, Symbol);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetSymbol, (ol_program_handle_t Program, const char *Name, ol_symbol_kind_t Kind, ol_symbol_handle_t *Symbol), (Program, Name, Kind, Symbol), (capi_tp_ptr(&b, "Program", (const void *)Program); capi_tp_str(&b, "Name", Name); capi_tp_enum(&b, "Kind", CAPI_E_OL_SYMBOL_KIND_T, (uint32_t)Kind); capi_tp_outptr(&b, "Symbol", (void *const *)Symbol);))
+CAPI_EXPORTS(olGetSymbol, (ol_program_handle_t Program, const char *Name, ol_symbol_kind_t Kind, ol_symbol_handle_t *Symbol), (ol_program_handle_t Program, const char *Name, ol_symbol_kind_t Kind, ol_symbol_handle_t *Symbol, ol_code_location_t *CodeLocation), (Program, Name, Kind, Symbol))
 
 static ol_result_t olGetSymbolInfo_impl(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t PropSize, void *PropValue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (PropSize == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: PropSize == 0");
         if (NULL == Symbol) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Symbol");
@@ -1217,239 +688,82 @@ static ol_result_t olGetSymbolInfo_impl(ol_symbol_handle_t Symbol, ol_symbol_inf
     }
     return capi_info(5, false, Symbol, OL_ERRC_INVALID_ARGUMENT, "Symbol", (uint32_t)PropName, PropSize, PropValue, NULL);
 }
-
-static ol_result_t olGetSymbolInfo_call(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t PropSize, void *PropValue) {
-    if (!capi_trace_on()) return olGetSymbolInfo_impl(Symbol, PropName, PropSize, PropValue);
-    capi_trace_open("olGetSymbolInfo");
-    ol_result_t res = olGetSymbolInfo_impl(Symbol, PropName, PropSize, PropValue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Symbol", (const void *)Symbol);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_SYMBOL_INFO_T, (uint32_t)PropName);
-    capi_tp_u64(&b, "PropSize", (uint64_t)PropSize);
-    capi_tp_info(&b, "PropValue", info_type_Symbol((uint32_t)PropName), PropValue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetSymbolInfo(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t PropSize, void *PropValue) {
-    return olGetSymbolInfo_call(Symbol, PropName, PropSize, PropValue);
-}
-
-CAPI_EXPORT ol_result_t olGetSymbolInfoWithCodeLoc(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetSymbolInfo_call(Symbol, PropName, PropSize, PropValue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetSymbolInfo, (ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t PropSize, void *PropValue), (Symbol, PropName, PropSize, PropValue), (capi_tp_ptr(&b, "Symbol", (const void *)Symbol); capi_tp_enum(&b, "PropName", CAPI_E_OL_SYMBOL_INFO_T, (uint32_t)PropName); capi_tp_u64(&b, "PropSize", (uint64_t)PropSize); capi_tp_info(&b, "PropValue", info_type_Symbol((uint32_t)PropName), PropValue);))
+CAPI_EXPORTS(olGetSymbolInfo, (ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t PropSize, void *PropValue), (ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t PropSize, void *PropValue, ol_code_location_t *CodeLocation), (Symbol, PropName, PropSize, PropValue))
 
 static ol_result_t olGetSymbolInfoSize_impl(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t *PropSizeRet) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Symbol) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Symbol");
         if (NULL == PropSizeRet) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PropSizeRet");
     }
     return capi_info(5, false, Symbol, OL_ERRC_INVALID_ARGUMENT, "Symbol", (uint32_t)PropName, 0, NULL, PropSizeRet);
 }
-
-static ol_result_t olGetSymbolInfoSize_call(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t *PropSizeRet) {
-    if (!capi_trace_on()) return olGetSymbolInfoSize_impl(Symbol, PropName, PropSizeRet);
-    capi_trace_open("olGetSymbolInfoSize");
-    ol_result_t res = olGetSymbolInfoSize_impl(Symbol, PropName, PropSizeRet);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Symbol", (const void *)Symbol);
-    capi_tp_enum(&b, "PropName", CAPI_E_OL_SYMBOL_INFO_T, (uint32_t)PropName);
-    capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olGetSymbolInfoSize(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t *PropSizeRet) {
-    return olGetSymbolInfoSize_call(Symbol, PropName, PropSizeRet);
-}
-
-CAPI_EXPORT ol_result_t olGetSymbolInfoSizeWithCodeLoc(ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olGetSymbolInfoSize_call(Symbol, PropName, PropSizeRet);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olGetSymbolInfoSize, (ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t *PropSizeRet), (Symbol, PropName, PropSizeRet), (capi_tp_ptr(&b, "Symbol", (const void *)Symbol); capi_tp_enum(&b, "PropName", CAPI_E_OL_SYMBOL_INFO_T, (uint32_t)PropName); capi_tp_outsize(&b, "PropSizeRet", PropSizeRet);))
+CAPI_EXPORTS(olGetSymbolInfoSize, (ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t *PropSizeRet), (ol_symbol_handle_t Symbol, ol_symbol_info_t PropName, size_t *PropSizeRet, ol_code_location_t *CodeLocation), (Symbol, PropName, PropSizeRet))
 
 static ol_result_t olInit_impl(void) {
     return capi_init();
 }
-
 static ol_result_t olInit_call(void) {
     ol_result_t res = olInit_impl();
     if (!capi_trace_on()) return res;
     capi_trace_open("olInit");
     capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tb_close(&b, res);
+    if (capi_tb_init(&b)) capi_tb_close(&b, res);
     return res;
 }
-
-CAPI_EXPORT ol_result_t olInit(void) {
-    return olInit_call();
-}
-
-CAPI_EXPORT ol_result_t olInitWithCodeLoc(ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olInit_call();
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_EXPORTS(olInit, (void), (ol_code_location_t *CodeLocation), ())
 
 static ol_result_t olIsValidBinary_impl(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, bool *Valid) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == ProgData) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == ProgData");
         if (NULL == Valid) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Valid");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[2] = {NULL};
-    if (!(args[0] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_bytes(ProgData, ProgDataSize))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olIsValidBinary), args, 2, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(2);
+    CAPI_ARG(0, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_ARG(1, capi_bytes(ProgData, ProgDataSize));
+    CAPI_INVOKE(CAPI_FN_olIsValidBinary, 2);
     capi_out_bool(r, Valid, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 2; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(2);
 }
-
-static ol_result_t olIsValidBinary_call(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, bool *Valid) {
-    if (!capi_trace_on()) return olIsValidBinary_impl(Device, ProgData, ProgDataSize, Valid);
-    capi_trace_open("olIsValidBinary");
-    ol_result_t res = olIsValidBinary_impl(Device, ProgData, ProgDataSize, Valid);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_ptr(&b, "ProgData", (const void *)ProgData);
-    capi_tp_u64(&b, "ProgDataSize", (uint64_t)ProgDataSize);
-    capi_tp_outbool(&b, "Valid", Valid);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olIsValidBinary(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, bool *Valid) {
-    return olIsValidBinary_call(Device, ProgData, ProgDataSize, Valid);
-}
-
-CAPI_EXPORT ol_result_t olIsValidBinaryWithCodeLoc(ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, bool *Valid, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olIsValidBinary_call(Device, ProgData, ProgDataSize, Valid);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olIsValidBinary, (ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, bool *Valid), (Device, ProgData, ProgDataSize, Valid), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_ptr(&b, "ProgData", (const void *)ProgData); capi_tp_u64(&b, "ProgDataSize", (uint64_t)ProgDataSize); capi_tp_outbool(&b, "Valid", Valid);))
+CAPI_EXPORTS(olIsValidBinary, (ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, bool *Valid), (ol_device_handle_t Device, const void *ProgData, size_t ProgDataSize, bool *Valid, ol_code_location_t *CodeLocation), (Device, ProgData, ProgDataSize, Valid))
 
 static ol_result_t olIterateDevices_impl(ol_device_iterate_cb_t Callback, void *UserData) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Callback) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Callback");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[2] = {NULL};
-    if (!(args[0] = capi_iterate_callback(Callback, UserData))) { if (!res) res = capi_raised(); goto done; }
-    args[1] = Py_None; Py_INCREF(Py_None);
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olIterateDevices), args, 2, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 2; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(2);
+    CAPI_ARG(0, capi_iterate_callback(Callback, UserData));
+    CAPI_NONE(1);
+    CAPI_INVOKE(CAPI_FN_olIterateDevices, 2);
+    CAPI_END(2);
 }
-
-static ol_result_t olIterateDevices_call(ol_device_iterate_cb_t Callback, void *UserData) {
-    if (!capi_trace_on()) return olIterateDevices_impl(Callback, UserData);
-    capi_trace_open("olIterateDevices");
-    ol_result_t res = olIterateDevices_impl(Callback, UserData);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_fn(&b, "Callback", (const void *)(uintptr_t)Callback);
-    capi_tp_ptr(&b, "UserData", (const void *)UserData);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olIterateDevices(ol_device_iterate_cb_t Callback, void *UserData) {
-    return olIterateDevices_call(Callback, UserData);
-}
-
-CAPI_EXPORT ol_result_t olIterateDevicesWithCodeLoc(ol_device_iterate_cb_t Callback, void *UserData, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olIterateDevices_call(Callback, UserData);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olIterateDevices, (ol_device_iterate_cb_t Callback, void *UserData), (Callback, UserData), (capi_tp_fn(&b, "Callback", (const void *)(uintptr_t)Callback); capi_tp_ptr(&b, "UserData", (const void *)UserData);))
+CAPI_EXPORTS(olIterateDevices, (ol_device_iterate_cb_t Callback, void *UserData), (ol_device_iterate_cb_t Callback, void *UserData, ol_code_location_t *CodeLocation), (Callback, UserData))
 
 static ol_result_t olLaunchHostFunction_impl(ol_queue_handle_t Queue, ol_host_function_cb_t Callback, void *UserData) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == Callback) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Callback");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[3] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_host_callback(Callback, UserData))) { if (!res) res = capi_raised(); goto done; }
-    args[2] = Py_None; Py_INCREF(Py_None);
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olLaunchHostFunction), args, 3, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 3; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(3);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_ARG(1, capi_host_callback(Callback, UserData));
+    CAPI_NONE(2);
+    CAPI_INVOKE(CAPI_FN_olLaunchHostFunction, 3);
+    CAPI_END(3);
 }
-
-static ol_result_t olLaunchHostFunction_call(ol_queue_handle_t Queue, ol_host_function_cb_t Callback, void *UserData) {
-    if (!capi_trace_on()) return olLaunchHostFunction_impl(Queue, Callback, UserData);
-    capi_trace_open("olLaunchHostFunction");
-    ol_result_t res = olLaunchHostFunction_impl(Queue, Callback, UserData);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_fn(&b, "Callback", (const void *)(uintptr_t)Callback);
-    capi_tp_ptr(&b, "UserData", (const void *)UserData);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olLaunchHostFunction(ol_queue_handle_t Queue, ol_host_function_cb_t Callback, void *UserData) {
-    return olLaunchHostFunction_call(Queue, Callback, UserData);
-}
-
-CAPI_EXPORT ol_result_t olLaunchHostFunctionWithCodeLoc(ol_queue_handle_t Queue, ol_host_function_cb_t Callback, void *UserData, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olLaunchHostFunction_call(Queue, Callback, UserData);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olLaunchHostFunction, (ol_queue_handle_t Queue, ol_host_function_cb_t Callback, void *UserData), (Queue, Callback, UserData), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_fn(&b, "Callback", (const void *)(uintptr_t)Callback); capi_tp_ptr(&b, "UserData", (const void *)UserData);))
+CAPI_EXPORTS(olLaunchHostFunction, (ol_queue_handle_t Queue, ol_host_function_cb_t Callback, void *UserData), (ol_queue_handle_t Queue, ol_host_function_cb_t Callback, void *UserData, ol_code_location_t *CodeLocation), (Queue, Callback, UserData))
 
 static ol_result_t olLaunchKernel_impl(ol_queue_handle_t Queue, ol_device_handle_t Device, ol_symbol_handle_t Kernel, const void *ArgumentsData, size_t ArgumentsSize, const ol_kernel_launch_size_args_t *LaunchSizeArgs) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
 #if CAPI_ABI == CAPI_ABI_LLVM22
         if (ArgumentsSize > 0 && ArgumentsData == NULL) return capi_error(OL_ERRC_INVALID_ARGUMENT, "validation failure: ArgumentsSize > 0 && ArgumentsData == NULL");
@@ -1458,601 +772,204 @@ static ol_result_t olLaunchKernel_impl(ol_queue_handle_t Queue, ol_device_handle
         if (NULL == Kernel) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Kernel");
         if (NULL == LaunchSizeArgs) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == LaunchSizeArgs");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[5] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[2] = capi_handle_in(Kernel, OL_ERRC_INVALID_ARGUMENT, "Kernel", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[3] = capi_bytes(ArgumentsData, ArgumentsSize))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[4] = capi_launch_size(LaunchSizeArgs, &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olLaunchKernel), args, 5, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 5; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(5);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_ARG(1, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_ARG(2, capi_handle_in(Kernel, OL_ERRC_INVALID_ARGUMENT, "Kernel", &res));
+    CAPI_ARG(3, capi_bytes(ArgumentsData, ArgumentsSize));
+    CAPI_ARG(4, capi_launch_size(LaunchSizeArgs, &res));
+    CAPI_INVOKE(CAPI_FN_olLaunchKernel, 5);
+    CAPI_END(5);
 }
-
-static ol_result_t olLaunchKernel_call(ol_queue_handle_t Queue, ol_device_handle_t Device, ol_symbol_handle_t Kernel, const void *ArgumentsData, size_t ArgumentsSize, const ol_kernel_launch_size_args_t *LaunchSizeArgs) {
-    if (!capi_trace_on()) return olLaunchKernel_impl(Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs);
-    capi_trace_open("olLaunchKernel");
-    ol_result_t res = olLaunchKernel_impl(Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_ptr(&b, "Kernel", (const void *)Kernel);
-    capi_tp_ptr(&b, "ArgumentsData", (const void *)ArgumentsData);
-    capi_tp_u64(&b, "ArgumentsSize", (uint64_t)ArgumentsSize);
-    capi_tp_launch(&b, "LaunchSizeArgs", LaunchSizeArgs);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olLaunchKernel(ol_queue_handle_t Queue, ol_device_handle_t Device, ol_symbol_handle_t Kernel, const void *ArgumentsData, size_t ArgumentsSize, const ol_kernel_launch_size_args_t *LaunchSizeArgs) {
-    return olLaunchKernel_call(Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs);
-}
-
-CAPI_EXPORT ol_result_t olLaunchKernelWithCodeLoc(ol_queue_handle_t Queue, ol_device_handle_t Device, ol_symbol_handle_t Kernel, const void *ArgumentsData, size_t ArgumentsSize, const ol_kernel_launch_size_args_t *LaunchSizeArgs, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olLaunchKernel_call(Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olLaunchKernel, (ol_queue_handle_t Queue, ol_device_handle_t Device, ol_symbol_handle_t Kernel, const void *ArgumentsData, size_t ArgumentsSize, const ol_kernel_launch_size_args_t *LaunchSizeArgs), (Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_ptr(&b, "Kernel", (const void *)Kernel); capi_tp_ptr(&b, "ArgumentsData", (const void *)ArgumentsData); capi_tp_u64(&b, "ArgumentsSize", (uint64_t)ArgumentsSize); capi_tp_launch(&b, "LaunchSizeArgs", LaunchSizeArgs);))
+CAPI_EXPORTS(olLaunchKernel, (ol_queue_handle_t Queue, ol_device_handle_t Device, ol_symbol_handle_t Kernel, const void *ArgumentsData, size_t ArgumentsSize, const ol_kernel_launch_size_args_t *LaunchSizeArgs), (ol_queue_handle_t Queue, ol_device_handle_t Device, ol_symbol_handle_t Kernel, const void *ArgumentsData, size_t ArgumentsSize, const ol_kernel_launch_size_args_t *LaunchSizeArgs, ol_code_location_t *CodeLocation), (Queue, Device, Kernel, ArgumentsData, ArgumentsSize, LaunchSizeArgs))
 
 static ol_result_t olMemAlloc_impl(ol_device_handle_t Device, ol_alloc_type_t Type, size_t Size, void **AllocationOut) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (Size == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: Size == 0");
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == AllocationOut) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == AllocationOut");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[3] = {NULL};
-    if (!(args[0] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = PyLong_FromSize_t((size_t)Type))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[2] = PyLong_FromSize_t((size_t)Size))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olMemAlloc), args, 3, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(3);
+    CAPI_ARG(0, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_ARG(1, PyLong_FromSize_t((size_t)Type));
+    CAPI_ARG(2, PyLong_FromSize_t((size_t)Size));
+    CAPI_INVOKE(CAPI_FN_olMemAlloc, 3);
     capi_out_pointer(r, (void **)AllocationOut, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 3; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(3);
 }
-
-static ol_result_t olMemAlloc_call(ol_device_handle_t Device, ol_alloc_type_t Type, size_t Size, void **AllocationOut) {
-    if (!capi_trace_on()) return olMemAlloc_impl(Device, Type, Size, AllocationOut);
-    capi_trace_open("olMemAlloc");
-    ol_result_t res = olMemAlloc_impl(Device, Type, Size, AllocationOut);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_enum(&b, "Type", CAPI_E_OL_ALLOC_TYPE_T, (uint32_t)Type);
-    capi_tp_u64(&b, "Size", (uint64_t)Size);
-    capi_tp_outptr(&b, "AllocationOut", (void *const *)AllocationOut);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olMemAlloc(ol_device_handle_t Device, ol_alloc_type_t Type, size_t Size, void **AllocationOut) {
-    return olMemAlloc_call(Device, Type, Size, AllocationOut);
-}
-
-CAPI_EXPORT ol_result_t olMemAllocWithCodeLoc(ol_device_handle_t Device, ol_alloc_type_t Type, size_t Size, void **AllocationOut, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olMemAlloc_call(Device, Type, Size, AllocationOut);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olMemAlloc, (ol_device_handle_t Device, ol_alloc_type_t Type, size_t Size, void **AllocationOut), (Device, Type, Size, AllocationOut), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_enum(&b, "Type", CAPI_E_OL_ALLOC_TYPE_T, (uint32_t)Type); capi_tp_u64(&b, "Size", (uint64_t)Size); capi_tp_outptr(&b, "AllocationOut", (void *const *)AllocationOut);))
+CAPI_EXPORTS(olMemAlloc, (ol_device_handle_t Device, ol_alloc_type_t Type, size_t Size, void **AllocationOut), (ol_device_handle_t Device, ol_alloc_type_t Type, size_t Size, void **AllocationOut, ol_code_location_t *CodeLocation), (Device, Type, Size, AllocationOut))
 
 static ol_result_t olMemFill_impl(ol_queue_handle_t Queue, void *Ptr, size_t PatternSize, const void *PatternPtr, size_t FillSize) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (PatternSize == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: PatternSize == 0");
         if (FillSize % PatternSize != 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: FillSize % PatternSize != 0");
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
         if (NULL == PatternPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PatternPtr");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[4] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = PyLong_FromVoidPtr((void *)Ptr))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[2] = capi_bytes(PatternPtr, PatternSize))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[3] = PyLong_FromSize_t((size_t)FillSize))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olMemFill), args, 4, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 4; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(4);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_ARG(1, PyLong_FromVoidPtr((void *)Ptr));
+    CAPI_ARG(2, capi_bytes(PatternPtr, PatternSize));
+    CAPI_ARG(3, PyLong_FromSize_t((size_t)FillSize));
+    CAPI_INVOKE(CAPI_FN_olMemFill, 4);
+    CAPI_END(4);
 }
-
-static ol_result_t olMemFill_call(ol_queue_handle_t Queue, void *Ptr, size_t PatternSize, const void *PatternPtr, size_t FillSize) {
-    if (!capi_trace_on()) return olMemFill_impl(Queue, Ptr, PatternSize, PatternPtr, FillSize);
-    capi_trace_open("olMemFill");
-    ol_result_t res = olMemFill_impl(Queue, Ptr, PatternSize, PatternPtr, FillSize);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_ptr(&b, "Ptr", (const void *)Ptr);
-    capi_tp_u64(&b, "PatternSize", (uint64_t)PatternSize);
-    capi_tp_ptr(&b, "PatternPtr", (const void *)PatternPtr);
-    capi_tp_u64(&b, "FillSize", (uint64_t)FillSize);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olMemFill(ol_queue_handle_t Queue, void *Ptr, size_t PatternSize, const void *PatternPtr, size_t FillSize) {
-    return olMemFill_call(Queue, Ptr, PatternSize, PatternPtr, FillSize);
-}
-
-CAPI_EXPORT ol_result_t olMemFillWithCodeLoc(ol_queue_handle_t Queue, void *Ptr, size_t PatternSize, const void *PatternPtr, size_t FillSize, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olMemFill_call(Queue, Ptr, PatternSize, PatternPtr, FillSize);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olMemFill, (ol_queue_handle_t Queue, void *Ptr, size_t PatternSize, const void *PatternPtr, size_t FillSize), (Queue, Ptr, PatternSize, PatternPtr, FillSize), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_ptr(&b, "Ptr", (const void *)Ptr); capi_tp_u64(&b, "PatternSize", (uint64_t)PatternSize); capi_tp_ptr(&b, "PatternPtr", (const void *)PatternPtr); capi_tp_u64(&b, "FillSize", (uint64_t)FillSize);))
+CAPI_EXPORTS(olMemFill, (ol_queue_handle_t Queue, void *Ptr, size_t PatternSize, const void *PatternPtr, size_t FillSize), (ol_queue_handle_t Queue, void *Ptr, size_t PatternSize, const void *PatternPtr, size_t FillSize, ol_code_location_t *CodeLocation), (Queue, Ptr, PatternSize, PatternPtr, FillSize))
 
 static ol_result_t olMemFree_impl(void *Address) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Address) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Address");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = PyLong_FromVoidPtr((void *)Address))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olMemFree), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, PyLong_FromVoidPtr((void *)Address));
+    CAPI_INVOKE(CAPI_FN_olMemFree, 1);
+    CAPI_END(1);
 }
-
-static ol_result_t olMemFree_call(void *Address) {
-    if (!capi_trace_on()) return olMemFree_impl(Address);
-    capi_trace_open("olMemFree");
-    ol_result_t res = olMemFree_impl(Address);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Address", (const void *)Address);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olMemFree(void *Address) {
-    return olMemFree_call(Address);
-}
-
-CAPI_EXPORT ol_result_t olMemFreeWithCodeLoc(void *Address, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olMemFree_call(Address);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olMemFree, (void *Address), (Address), (capi_tp_ptr(&b, "Address", (const void *)Address);))
+CAPI_EXPORTS(olMemFree, (void *Address), (void *Address, ol_code_location_t *CodeLocation), (Address))
 
 static ol_result_t olMemRegister_impl(ol_device_handle_t Device, void *Ptr, size_t Size, ol_memory_register_flags_t Flags, void **PinnedPtr) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (Size == 0) return capi_error(OL_ERRC_INVALID_SIZE, "validation failure: Size == 0");
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
         if (NULL == PinnedPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == PinnedPtr");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[4] = {NULL};
-    if (!(args[0] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = PyLong_FromVoidPtr((void *)Ptr))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[2] = PyLong_FromSize_t((size_t)Size))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[3] = PyLong_FromSize_t((size_t)Flags))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olMemRegister), args, 4, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(4);
+    CAPI_ARG(0, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_ARG(1, PyLong_FromVoidPtr((void *)Ptr));
+    CAPI_ARG(2, PyLong_FromSize_t((size_t)Size));
+    CAPI_ARG(3, PyLong_FromSize_t((size_t)Flags));
+    CAPI_INVOKE(CAPI_FN_olMemRegister, 4);
     capi_out_pointer(r, (void **)PinnedPtr, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 4; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(4);
 }
-
-static ol_result_t olMemRegister_call(ol_device_handle_t Device, void *Ptr, size_t Size, ol_memory_register_flags_t Flags, void **PinnedPtr) {
-    if (!capi_trace_on()) return olMemRegister_impl(Device, Ptr, Size, Flags, PinnedPtr);
-    capi_trace_open("olMemRegister");
-    ol_result_t res = olMemRegister_impl(Device, Ptr, Size, Flags, PinnedPtr);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_ptr(&b, "Ptr", (const void *)Ptr);
-    capi_tp_u64(&b, "Size", (uint64_t)Size);
-    capi_tp_u64(&b, "Flags", (uint64_t)Flags);
-    capi_tp_outptr(&b, "PinnedPtr", (void *const *)PinnedPtr);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olMemRegister(ol_device_handle_t Device, void *Ptr, size_t Size, ol_memory_register_flags_t Flags, void **PinnedPtr) {
-    return olMemRegister_call(Device, Ptr, Size, Flags, PinnedPtr);
-}
-
-CAPI_EXPORT ol_result_t olMemRegisterWithCodeLoc(ol_device_handle_t Device, void *Ptr, size_t Size, ol_memory_register_flags_t Flags, void **PinnedPtr, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olMemRegister_call(Device, Ptr, Size, Flags, PinnedPtr);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olMemRegister, (ol_device_handle_t Device, void *Ptr, size_t Size, ol_memory_register_flags_t Flags, void **PinnedPtr), (Device, Ptr, Size, Flags, PinnedPtr), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_ptr(&b, "Ptr", (const void *)Ptr); capi_tp_u64(&b, "Size", (uint64_t)Size); capi_tp_u64(&b, "Flags", (uint64_t)Flags); capi_tp_outptr(&b, "PinnedPtr", (void *const *)PinnedPtr);))
+CAPI_EXPORTS(olMemRegister, (ol_device_handle_t Device, void *Ptr, size_t Size, ol_memory_register_flags_t Flags, void **PinnedPtr), (ol_device_handle_t Device, void *Ptr, size_t Size, ol_memory_register_flags_t Flags, void **PinnedPtr, ol_code_location_t *CodeLocation), (Device, Ptr, Size, Flags, PinnedPtr))
 
 #if CAPI_ABI == CAPI_ABI_LLVM22
 static ol_result_t olMemUnregister_impl(ol_device_handle_t Device, void *Ptr) {
 #elif CAPI_ABI == CAPI_ABI_R1
 static ol_result_t olMemUnregister_impl(ol_device_handle_t Device, void *Ptr, ol_memory_register_flags_t Flags) {
 #endif
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Device) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Device");
         if (NULL == Ptr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Ptr");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
 #if CAPI_ABI == CAPI_ABI_LLVM22
-    PyObject *args[2] = {NULL};
+    CAPI_BEGIN(2);
 #elif CAPI_ABI == CAPI_ABI_R1
-    PyObject *args[3] = {NULL};
+    CAPI_BEGIN(3);
 #endif
-    if (!(args[0] = capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = PyLong_FromVoidPtr((void *)Ptr))) { if (!res) res = capi_raised(); goto done; }
+    CAPI_ARG(0, capi_handle_in(Device, OL_ERRC_INVALID_DEVICE, "Device", &res));
+    CAPI_ARG(1, PyLong_FromVoidPtr((void *)Ptr));
 #if CAPI_ABI == CAPI_ABI_LLVM22
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olMemUnregister), args, 2, NULL);
+    CAPI_INVOKE(CAPI_FN_olMemUnregister, 2);
+    CAPI_END(2);
 #elif CAPI_ABI == CAPI_ABI_R1
-    if (!(args[2] = PyLong_FromSize_t((size_t)Flags))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olMemUnregister), args, 3, NULL);
-#endif
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-#if CAPI_ABI == CAPI_ABI_LLVM22
-    for (int i = 0; i < 2; i++) Py_XDECREF(args[i]);
-#elif CAPI_ABI == CAPI_ABI_R1
-    for (int i = 0; i < 3; i++) Py_XDECREF(args[i]);
-#endif
-    capi_leave(gil);
-    return res;
-}
-
-#if CAPI_ABI == CAPI_ABI_LLVM22
-static ol_result_t olMemUnregister_call(ol_device_handle_t Device, void *Ptr) {
-    if (!capi_trace_on()) return olMemUnregister_impl(Device, Ptr);
-#elif CAPI_ABI == CAPI_ABI_R1
-static ol_result_t olMemUnregister_call(ol_device_handle_t Device, void *Ptr, ol_memory_register_flags_t Flags) {
-    if (!capi_trace_on()) return olMemUnregister_impl(Device, Ptr, Flags);
-#endif
-    capi_trace_open("olMemUnregister");
-#if CAPI_ABI == CAPI_ABI_LLVM22
-    ol_result_t res = olMemUnregister_impl(Device, Ptr);
-#elif CAPI_ABI == CAPI_ABI_R1
-    ol_result_t res = olMemUnregister_impl(Device, Ptr, Flags);
-#endif
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Device", (const void *)Device);
-    capi_tp_ptr(&b, "Ptr", (const void *)Ptr);
-#if CAPI_ABI == CAPI_ABI_R1
-    capi_tp_u64(&b, "Flags", (uint64_t)Flags);
-#endif
-    capi_tb_close(&b, res);
-    return res;
-}
-
-#if CAPI_ABI == CAPI_ABI_LLVM22
-CAPI_EXPORT ol_result_t olMemUnregister(ol_device_handle_t Device, void *Ptr) {
-    return olMemUnregister_call(Device, Ptr);
-#elif CAPI_ABI == CAPI_ABI_R1
-CAPI_EXPORT ol_result_t olMemUnregister(ol_device_handle_t Device, void *Ptr, ol_memory_register_flags_t Flags) {
-    return olMemUnregister_call(Device, Ptr, Flags);
+    CAPI_ARG(2, PyLong_FromSize_t((size_t)Flags));
+    CAPI_INVOKE(CAPI_FN_olMemUnregister, 3);
+    CAPI_END(3);
 #endif
 }
-
 #if CAPI_ABI == CAPI_ABI_LLVM22
-CAPI_EXPORT ol_result_t olMemUnregisterWithCodeLoc(ol_device_handle_t Device, void *Ptr, ol_code_location_t *CodeLocation) {
+CAPI_TRACED(olMemUnregister, (ol_device_handle_t Device, void *Ptr), (Device, Ptr), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_ptr(&b, "Ptr", (const void *)Ptr);))
+CAPI_EXPORTS(olMemUnregister, (ol_device_handle_t Device, void *Ptr), (ol_device_handle_t Device, void *Ptr, ol_code_location_t *CodeLocation), (Device, Ptr))
 #elif CAPI_ABI == CAPI_ABI_R1
-CAPI_EXPORT ol_result_t olMemUnregisterWithCodeLoc(ol_device_handle_t Device, void *Ptr, ol_memory_register_flags_t Flags, ol_code_location_t *CodeLocation) {
+CAPI_TRACED(olMemUnregister, (ol_device_handle_t Device, void *Ptr, ol_memory_register_flags_t Flags), (Device, Ptr, Flags), (capi_tp_ptr(&b, "Device", (const void *)Device); capi_tp_ptr(&b, "Ptr", (const void *)Ptr); capi_tp_u64(&b, "Flags", (uint64_t)Flags);))
+CAPI_EXPORTS(olMemUnregister, (ol_device_handle_t Device, void *Ptr, ol_memory_register_flags_t Flags), (ol_device_handle_t Device, void *Ptr, ol_memory_register_flags_t Flags, ol_code_location_t *CodeLocation), (Device, Ptr, Flags))
 #endif
-    capi_set_code_location(CodeLocation);
-#if CAPI_ABI == CAPI_ABI_LLVM22
-    ol_result_t res = olMemUnregister_call(Device, Ptr);
-#elif CAPI_ABI == CAPI_ABI_R1
-    ol_result_t res = olMemUnregister_call(Device, Ptr, Flags);
-#endif
-    capi_set_code_location(NULL);
-    return res;
-}
 
 static ol_result_t olMemcpy_impl(ol_queue_handle_t Queue, void *DstPtr, ol_device_handle_t DstDevice, const void *SrcPtr, ol_device_handle_t SrcDevice, size_t Size) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == DstDevice) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == DstDevice");
         if (NULL == SrcDevice) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == SrcDevice");
         if (NULL == DstPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == DstPtr");
         if (NULL == SrcPtr) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == SrcPtr");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[6] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = PyLong_FromVoidPtr((void *)DstPtr))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[2] = capi_handle_in(DstDevice, OL_ERRC_INVALID_DEVICE, "DstDevice", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[3] = PyLong_FromVoidPtr((void *)SrcPtr))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[4] = capi_handle_in(SrcDevice, OL_ERRC_INVALID_DEVICE, "SrcDevice", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[5] = PyLong_FromSize_t((size_t)Size))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olMemcpy), args, 6, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 6; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(6);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_ARG(1, PyLong_FromVoidPtr((void *)DstPtr));
+    CAPI_ARG(2, capi_handle_in(DstDevice, OL_ERRC_INVALID_DEVICE, "DstDevice", &res));
+    CAPI_ARG(3, PyLong_FromVoidPtr((void *)SrcPtr));
+    CAPI_ARG(4, capi_handle_in(SrcDevice, OL_ERRC_INVALID_DEVICE, "SrcDevice", &res));
+    CAPI_ARG(5, PyLong_FromSize_t((size_t)Size));
+    CAPI_INVOKE(CAPI_FN_olMemcpy, 6);
+    CAPI_END(6);
 }
-
-static ol_result_t olMemcpy_call(ol_queue_handle_t Queue, void *DstPtr, ol_device_handle_t DstDevice, const void *SrcPtr, ol_device_handle_t SrcDevice, size_t Size) {
-    if (!capi_trace_on()) return olMemcpy_impl(Queue, DstPtr, DstDevice, SrcPtr, SrcDevice, Size);
-    capi_trace_open("olMemcpy");
-    ol_result_t res = olMemcpy_impl(Queue, DstPtr, DstDevice, SrcPtr, SrcDevice, Size);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_ptr(&b, "DstPtr", (const void *)DstPtr);
-    capi_tp_ptr(&b, "DstDevice", (const void *)DstDevice);
-    capi_tp_ptr(&b, "SrcPtr", (const void *)SrcPtr);
-    capi_tp_ptr(&b, "SrcDevice", (const void *)SrcDevice);
-    capi_tp_u64(&b, "Size", (uint64_t)Size);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olMemcpy(ol_queue_handle_t Queue, void *DstPtr, ol_device_handle_t DstDevice, const void *SrcPtr, ol_device_handle_t SrcDevice, size_t Size) {
-    return olMemcpy_call(Queue, DstPtr, DstDevice, SrcPtr, SrcDevice, Size);
-}
-
-CAPI_EXPORT ol_result_t olMemcpyWithCodeLoc(ol_queue_handle_t Queue, void *DstPtr, ol_device_handle_t DstDevice, const void *SrcPtr, ol_device_handle_t SrcDevice, size_t Size, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olMemcpy_call(Queue, DstPtr, DstDevice, SrcPtr, SrcDevice, Size);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olMemcpy, (ol_queue_handle_t Queue, void *DstPtr, ol_device_handle_t DstDevice, const void *SrcPtr, ol_device_handle_t SrcDevice, size_t Size), (Queue, DstPtr, DstDevice, SrcPtr, SrcDevice, Size), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_ptr(&b, "DstPtr", (const void *)DstPtr); capi_tp_ptr(&b, "DstDevice", (const void *)DstDevice); capi_tp_ptr(&b, "SrcPtr", (const void *)SrcPtr); capi_tp_ptr(&b, "SrcDevice", (const void *)SrcDevice); capi_tp_u64(&b, "Size", (uint64_t)Size);))
+CAPI_EXPORTS(olMemcpy, (ol_queue_handle_t Queue, void *DstPtr, ol_device_handle_t DstDevice, const void *SrcPtr, ol_device_handle_t SrcDevice, size_t Size), (ol_queue_handle_t Queue, void *DstPtr, ol_device_handle_t DstDevice, const void *SrcPtr, ol_device_handle_t SrcDevice, size_t Size, ol_code_location_t *CodeLocation), (Queue, DstPtr, DstDevice, SrcPtr, SrcDevice, Size))
 
 #if CAPI_ABI == CAPI_ABI_R1
 static ol_result_t olQueryQueue_impl(ol_queue_handle_t Queue, bool *IsQueueWorkCompleted) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == IsQueueWorkCompleted) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == IsQueueWorkCompleted");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olQueryQueue), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_INVOKE(CAPI_FN_olQueryQueue, 1);
     capi_out_bool(r, IsQueueWorkCompleted, &res);
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_END(1);
 }
-
-static ol_result_t olQueryQueue_call(ol_queue_handle_t Queue, bool *IsQueueWorkCompleted) {
-    if (!capi_trace_on()) return olQueryQueue_impl(Queue, IsQueueWorkCompleted);
-    capi_trace_open("olQueryQueue");
-    ol_result_t res = olQueryQueue_impl(Queue, IsQueueWorkCompleted);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_outbool(&b, "IsQueueWorkCompleted", IsQueueWorkCompleted);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olQueryQueue(ol_queue_handle_t Queue, bool *IsQueueWorkCompleted) {
-    return olQueryQueue_call(Queue, IsQueueWorkCompleted);
-}
-
-CAPI_EXPORT ol_result_t olQueryQueueWithCodeLoc(ol_queue_handle_t Queue, bool *IsQueueWorkCompleted, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olQueryQueue_call(Queue, IsQueueWorkCompleted);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olQueryQueue, (ol_queue_handle_t Queue, bool *IsQueueWorkCompleted), (Queue, IsQueueWorkCompleted), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_outbool(&b, "IsQueueWorkCompleted", IsQueueWorkCompleted);))
+CAPI_EXPORTS(olQueryQueue, (ol_queue_handle_t Queue, bool *IsQueueWorkCompleted), (ol_queue_handle_t Queue, bool *IsQueueWorkCompleted, ol_code_location_t *CodeLocation), (Queue, IsQueueWorkCompleted))
 
 #endif
 static ol_result_t olShutDown_impl(void) {
     return capi_shutdown();
 }
-
-static ol_result_t olShutDown_call(void) {
-    if (!capi_trace_on()) return olShutDown_impl();
-    capi_trace_open("olShutDown");
-    ol_result_t res = olShutDown_impl();
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olShutDown(void) {
-    return olShutDown_call();
-}
-
-CAPI_EXPORT ol_result_t olShutDownWithCodeLoc(ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olShutDown_call();
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olShutDown, (void), (), ())
+CAPI_EXPORTS(olShutDown, (void), (ol_code_location_t *CodeLocation), ())
 
 static ol_result_t olSyncEvent_impl(ol_event_handle_t Event) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Event) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Event");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Event, OL_ERRC_INVALID_EVENT, "Event", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olSyncEvent), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Event, OL_ERRC_INVALID_EVENT, "Event", &res));
+    CAPI_INVOKE(CAPI_FN_olSyncEvent, 1);
+    CAPI_END(1);
 }
-
-static ol_result_t olSyncEvent_call(ol_event_handle_t Event) {
-    if (!capi_trace_on()) return olSyncEvent_impl(Event);
-    capi_trace_open("olSyncEvent");
-    ol_result_t res = olSyncEvent_impl(Event);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Event", (const void *)Event);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olSyncEvent(ol_event_handle_t Event) {
-    return olSyncEvent_call(Event);
-}
-
-CAPI_EXPORT ol_result_t olSyncEventWithCodeLoc(ol_event_handle_t Event, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olSyncEvent_call(Event);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olSyncEvent, (ol_event_handle_t Event), (Event), (capi_tp_ptr(&b, "Event", (const void *)Event);))
+CAPI_EXPORTS(olSyncEvent, (ol_event_handle_t Event), (ol_event_handle_t Event, ol_code_location_t *CodeLocation), (Event))
 
 static ol_result_t olSyncQueue_impl(ol_queue_handle_t Queue) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[1] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olSyncQueue), args, 1, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 1; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(1);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_INVOKE(CAPI_FN_olSyncQueue, 1);
+    CAPI_END(1);
 }
-
-static ol_result_t olSyncQueue_call(ol_queue_handle_t Queue) {
-    if (!capi_trace_on()) return olSyncQueue_impl(Queue);
-    capi_trace_open("olSyncQueue");
-    ol_result_t res = olSyncQueue_impl(Queue);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olSyncQueue(ol_queue_handle_t Queue) {
-    return olSyncQueue_call(Queue);
-}
-
-CAPI_EXPORT ol_result_t olSyncQueueWithCodeLoc(ol_queue_handle_t Queue, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olSyncQueue_call(Queue);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olSyncQueue, (ol_queue_handle_t Queue), (Queue), (capi_tp_ptr(&b, "Queue", (const void *)Queue);))
+CAPI_EXPORTS(olSyncQueue, (ol_queue_handle_t Queue), (ol_queue_handle_t Queue, ol_code_location_t *CodeLocation), (Queue))
 
 static ol_result_t olWaitEvents_impl(ol_queue_handle_t Queue, ol_event_handle_t *Events, size_t NumEvents) {
-    ol_result_t checked = capi_check();
-    if (checked) return checked;
+    CAPI_UNLESS_READY();
     if (capi_validate) {
         if (NULL == Queue) return capi_error(OL_ERRC_INVALID_NULL_HANDLE, "validation failure: NULL == Queue");
         if (NULL == Events) return capi_error(OL_ERRC_INVALID_NULL_POINTER, "validation failure: NULL == Events");
     }
-    capi_gil gil;
-    ol_result_t res = NULL;
-    if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[2] = {NULL};
-    if (!(args[0] = capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res))) { if (!res) res = capi_raised(); goto done; }
-    if (!(args[1] = capi_events(Events, NumEvents, &res))) { if (!res) res = capi_raised(); goto done; }
-    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_olWaitEvents), args, 2, NULL);
-    if (!r) { res = capi_raised(); goto done; }
-    Py_DECREF(r);
-done:
-    for (int i = 0; i < 2; i++) Py_XDECREF(args[i]);
-    capi_leave(gil);
-    return res;
+    CAPI_BEGIN(2);
+    CAPI_ARG(0, capi_handle_in(Queue, OL_ERRC_INVALID_QUEUE, "Queue", &res));
+    CAPI_ARG(1, capi_events(Events, NumEvents, &res));
+    CAPI_INVOKE(CAPI_FN_olWaitEvents, 2);
+    CAPI_END(2);
 }
-
-static ol_result_t olWaitEvents_call(ol_queue_handle_t Queue, ol_event_handle_t *Events, size_t NumEvents) {
-    if (!capi_trace_on()) return olWaitEvents_impl(Queue, Events, NumEvents);
-    capi_trace_open("olWaitEvents");
-    ol_result_t res = olWaitEvents_impl(Queue, Events, NumEvents);
-    if (!capi_trace_on()) return res;
-    capi_tb b;
-    if (!capi_tb_init(&b)) return res;
-    capi_tp_ptr(&b, "Queue", (const void *)Queue);
-    capi_tp_events(&b, "Events", Events, NumEvents);
-    capi_tp_u64(&b, "NumEvents", (uint64_t)NumEvents);
-    capi_tb_close(&b, res);
-    return res;
-}
-
-CAPI_EXPORT ol_result_t olWaitEvents(ol_queue_handle_t Queue, ol_event_handle_t *Events, size_t NumEvents) {
-    return olWaitEvents_call(Queue, Events, NumEvents);
-}
-
-CAPI_EXPORT ol_result_t olWaitEventsWithCodeLoc(ol_queue_handle_t Queue, ol_event_handle_t *Events, size_t NumEvents, ol_code_location_t *CodeLocation) {
-    capi_set_code_location(CodeLocation);
-    ol_result_t res = olWaitEvents_call(Queue, Events, NumEvents);
-    capi_set_code_location(NULL);
-    return res;
-}
+CAPI_TRACED(olWaitEvents, (ol_queue_handle_t Queue, ol_event_handle_t *Events, size_t NumEvents), (Queue, Events, NumEvents), (capi_tp_ptr(&b, "Queue", (const void *)Queue); capi_tp_events(&b, "Events", Events, NumEvents); capi_tp_u64(&b, "NumEvents", (uint64_t)NumEvents);))
+CAPI_EXPORTS(olWaitEvents, (ol_queue_handle_t Queue, ol_event_handle_t *Events, size_t NumEvents), (ol_queue_handle_t Queue, ol_event_handle_t *Events, size_t NumEvents, ol_code_location_t *CodeLocation), (Queue, Events, NumEvents))
 

@@ -41,7 +41,7 @@ def _validation(fn: CFunction) -> list[str]:
     if not fn.checks:
         return []
     lines = ["    if (capi_validate) {"]
-    for code, cond in fn.checks:
+    for code, cond in fn.checks:  # the condition's text is its message: capi_error's, not a macro's #cond
         lines.append(f"        if ({cond}) return capi_error(OL_ERRC_{code.name}, {_c_string('validation failure: ' + cond)});")
     lines.append("    }")
     return lines
@@ -86,18 +86,17 @@ def _argument(p: CParam, params: tuple[CParam, ...], i: int) -> str | None:
 
 
 def _call_body(fn: CFunction) -> list[str]:
+    """Convert, call the bridge's function with the GIL held, write the out-parameter (capi.h's
+    CAPI_BEGIN .. CAPI_END)."""
     args = [a for a in (_argument(p, fn.params, i) for i, p in enumerate(fn.params)) if a is not None]
     extra = 1 if any(p.role == "callback" for p in fn.params) else 0  # UserData: folded into the callback
     out = next((p for p in fn.params if p.role == "out"), None)
     n = len(args) + extra
-    lines = ["    capi_gil gil;", "    ol_result_t res = NULL;", "    if (!capi_enter(&gil, &res)) return res;"]
-    lines.append(f"    PyObject *args[{max(n, 1)}] = {{NULL}};")
-    for i, expr in enumerate(args):
-        lines.append(f"    if (!(args[{i}] = {expr})) {{ if (!res) res = capi_raised(); goto done; }}")
+    lines = [f"    CAPI_BEGIN({max(n, 1)});"]
+    lines += [f"    CAPI_ARG({i}, {expr});" for i, expr in enumerate(args)]
     if extra:
-        lines.append(f"    args[{len(args)}] = Py_None; Py_INCREF(Py_None);")
-    lines.append(f"    PyObject *r = PyObject_Vectorcall(capi_fn(CAPI_FN_{fn.name}), args, {n}, NULL);")
-    lines.append("    if (!r) { res = capi_raised(); goto done; }")
+        lines.append(f"    CAPI_NONE({len(args)});")
+    lines.append(f"    CAPI_INVOKE(CAPI_FN_{fn.name}, {n});")
     if out is not None:
         if out.out == "handle":
             lines.append(f"    capi_handle_out(r, (void **){out.name}, &res);")
@@ -106,9 +105,7 @@ def _call_body(fn: CFunction) -> list[str]:
             lines.append(f"    capi_out_{out.out}(r, {target}{out.name}, &res);")
     if fn.name in _DESTROYS:
         lines.append(f"    capi_handle_forget({fn.params[0].name});")
-    lines += ["    Py_DECREF(r);", "done:"]
-    lines.append(f"    for (int i = 0; i < {max(n, 1)}; i++) Py_XDECREF(args[i]);")
-    lines += ["    capi_leave(gil);", "    return res;"]
+    lines.append(f"    CAPI_END({max(n, 1)});")
     return lines
 
 
@@ -140,24 +137,10 @@ def _trace_param(p: CParam, fn: CFunction, enums: set[str]) -> str:
     raise ValueError(f"no trace printer for {p.name} ({p.role})")
 
 
-def _traced(fn: CFunction, enums: set[str]) -> list[str]:
-    """``olX_call``: the call, traced when OFFLOAD_TRACE asks (``---> olX`` first, as liboffload
-    prints it before the call, except olInit's, printed once it has initialised)."""
-    names = ", ".join(p.name for p in fn.params)
-    lines = [f"static ol_result_t {fn.name}_call({_signature(fn)}) {{"]
-    if fn.name == "olInit":
-        lines += ["    ol_result_t res = olInit_impl();", "    if (!capi_trace_on()) return res;",
-                  '    capi_trace_open("olInit");']
-    else:
-        lines += [f"    if (!capi_trace_on()) return {fn.name}_impl({names});", f'    capi_trace_open("{fn.name}");',
-                  f"    ol_result_t res = {fn.name}_impl({names});", "    if (!capi_trace_on()) return res;"]
-    lines += ["    capi_tb b;", "    if (!capi_tb_init(&b)) return res;"]
-    lines += [f"    {_trace_param(p, fn, enums)}" for p in fn.params]
-    lines += ["    capi_tb_close(&b, res);", "    return res;", "}", ""]
-    return lines
-
-
 def _function(fn: CFunction, enums: set[str]) -> list[str]:
+    """``olX_impl`` (checks, then the call), ``olX_call`` (traced when OFFLOAD_TRACE asks:
+    ``---> olX`` before the call, as liboffload prints it, except olInit's, printed once it has
+    initialised) and the exported ``olX``/``olXWithCodeLoc`` (capi.h's CAPI_TRACED, CAPI_EXPORTS)."""
     names = ", ".join(p.name for p in fn.params)
     sig = _signature(fn)
     lines = [f"static ol_result_t {fn.name}_impl({sig}) {{"]
@@ -166,18 +149,19 @@ def _function(fn: CFunction, enums: set[str]) -> list[str]:
     elif fn.name == "olShutDown":
         lines.append("    return capi_shutdown();")
     else:
-        lines += ["    ol_result_t checked = capi_check();", "    if (checked) return checked;"]
+        lines.append("    CAPI_UNLESS_READY();")
         lines += _validation(fn)
         lines += _info_body(fn) if fn.info else _call_body(fn)
-    lines += ["}", ""]
-    lines += _traced(fn, enums)
-    lines += [f"CAPI_EXPORT ol_result_t {fn.name}({sig}) {{", f"    return {fn.name}_call({names});", "}", ""]
+    lines.append("}")
+    if fn.name == "olInit":  # traced after the call: tracing is known once it has initialised
+        lines += ["static ol_result_t olInit_call(void) {", "    ol_result_t res = olInit_impl();",
+                  "    if (!capi_trace_on()) return res;", '    capi_trace_open("olInit");', "    capi_tb b;",
+                  "    if (capi_tb_init(&b)) capi_tb_close(&b, res);", "    return res;", "}"]
+    else:
+        traces = " ".join(_trace_param(p, fn, enums) for p in fn.params)
+        lines.append(f"CAPI_TRACED({fn.name}, ({sig}), ({names}), ({traces}))")
     loc_sig = (sig + ", " if fn.params else "") + "ol_code_location_t *CodeLocation"
-    lines += [f"CAPI_EXPORT ol_result_t {fn.name}WithCodeLoc({loc_sig}) {{",
-              "    capi_set_code_location(CodeLocation);",
-              f"    ol_result_t res = {fn.name}_call({names});",
-              "    capi_set_code_location(NULL);",
-              "    return res;", "}", ""]
+    lines += [f"CAPI_EXPORTS({fn.name}, ({sig}), ({loc_sig}), ({names}))", ""]
     return lines
 
 

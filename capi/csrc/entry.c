@@ -5,7 +5,7 @@
 #define CAPI_ABI_LLVM22 0
 #define CAPI_ABI_R1 1
 #ifndef CAPI_ABI
-#error compile with -DCAPI_ABI=CAPI_ABI_<LEVEL> (and that level's OffloadAPI.h)
+#error "compile with -DCAPI_ABI=CAPI_ABI_<LEVEL> and that level's OffloadAPI.h"
 #endif
 
 #if CAPI_ABI == CAPI_ABI_LLVM22

@@ -22,7 +22,7 @@ def runtime_program(build_program) -> Path:
     return build_program("runtime.c", link=False)
 
 
-@pytest.mark.parametrize("mode", ["basic", "threads", "fork", "blocking"])
+@pytest.mark.parametrize("mode", ["basic", "threads", "fork", "blocking", "gc"])
 def test_dlopen_rtld_local_without_python(capi: Capi, runtime_program: Path, mode: str) -> None:
     env = capi.env()
     env.pop("LD_LIBRARY_PATH")  # the program opens the library by its path

@@ -59,25 +59,26 @@ def _info_body(fn: CFunction) -> list[str]:
             f"(uint32_t){fn.params[1].name}, {value}, {tail});"]
 
 
+# role -> the C expression converting a parameter of that role (its name: {name}), and its printer
+_CONVERSIONS = {"pointer": "PyLong_FromVoidPtr((void *){name})", "size": "PyLong_FromSize_t((size_t){name})",
+                "enum": "PyLong_FromSize_t((size_t){name})", "string": "capi_string({name})",
+                "events": "capi_events({name}, NumEvents, &res)", "launch_size": "capi_launch_size({name}, &res)"}
+_U64 = "capi_tp_u64(&b, {quoted}, (uint64_t){name});"
+_PRINTERS = {"size": _U64, "size_of": _U64, "prop_size": _U64, "enum": _U64, "string": "capi_tp_str(&b, {quoted}, {name});",
+             "events": "capi_tp_events(&b, {quoted}, {name}, NumEvents);", "launch_size": "capi_tp_launch(&b, {quoted}, {name});"}
+
+
 def _argument(p: CParam, params: tuple[CParam, ...], i: int) -> str | None:
     """The C expression making Python argument ``i`` from ``p`` (None: no Python argument)."""
     if p.role in ("size_of", "any", "out"):
         return None
     if p.role == "handle":
         return f"capi_handle_in({p.name}, {_invalid(p.handle)}, {_c_string(p.name)}, &res)"
-    if p.role == "pointer":
-        return f"PyLong_FromVoidPtr((void *){p.name})"
-    if p.role in ("size", "enum"):
-        return f"PyLong_FromSize_t((size_t){p.name})"
+    if p.role in _CONVERSIONS:
+        return _CONVERSIONS[p.role].format(name=p.name)
     if p.role == "data":
         size = next(q.name for q in params if q.role == "size_of" and abs(params.index(q) - params.index(p)) == 1)
         return f"capi_bytes({p.name}, {size})"
-    if p.role == "string":
-        return f"capi_string({p.name})"
-    if p.role == "events":
-        return f"capi_events({p.name}, NumEvents, &res)"
-    if p.role == "launch_size":
-        return f"capi_launch_size({p.name}, &res)"
     if p.role == "callback":
         user = next(q.name for q in params if q.role == "any")
         kind = "iterate" if "iterate" in p.ctype else "host"
@@ -116,18 +117,10 @@ def _trace_param(p: CParam, fn: CFunction, enums: set[str]) -> str:
         return f"capi_tp_fn(&b, {name}, (const void *)(uintptr_t){p.name});"
     if p.role in ("handle", "any", "data", "pointer"):
         return f"capi_tp_ptr(&b, {name}, (const void *){p.name});"
-    if p.role in ("size", "size_of", "prop_size"):
-        return f"capi_tp_u64(&b, {name}, (uint64_t){p.name});"
-    if p.role == "enum":
-        if p.ctype in enums:
-            return f"capi_tp_enum(&b, {name}, {_enum_id(p.ctype)}, (uint32_t){p.name});"
-        return f"capi_tp_u64(&b, {name}, (uint64_t){p.name});"  # a bit field: its uint32_t typedef
-    if p.role == "string":
-        return f"capi_tp_str(&b, {name}, {p.name});"
-    if p.role == "events":
-        return f"capi_tp_events(&b, {name}, {p.name}, NumEvents);"
-    if p.role == "launch_size":
-        return f"capi_tp_launch(&b, {name}, {p.name});"
+    if p.role == "enum" and p.ctype in enums:
+        return f"capi_tp_enum(&b, {name}, {_enum_id(p.ctype)}, (uint32_t){p.name});"
+    if p.role in _PRINTERS:  # an enum not in `enums` is a bit field: its uint32_t typedef
+        return _PRINTERS[p.role].format(quoted=name, name=p.name)
     if p.role == "out":
         kind = {"handle": "outptr", "pointer": "outptr", "size": "outsize", "bool": "outbool", "float": "outfloat"}[p.out or ""]
         cast = "(void *const *)" if kind == "outptr" else ""

@@ -248,6 +248,13 @@ def olMemcpy(
         if not size:
             return  # nothing to copy, nothing to order
         require_copy_hooks(dst_device, src_device)
+        if queue is not None and queue.device.fault is not None:  # (a fault publishes a new snapshot: no route survives)
+            fault = queue.device.fault
+            raise fail(
+                ErrorCode.BACKEND_FAILURE,
+                f"Queue {queue!r} is a queue of {queue.device._describe()}, which faulted (it takes no more work until "
+                f"olShutDown): {fault.details}",
+            )
         snapshot = ctx.allocations.snapshot
         _ranges.check_copy(ctx.allocations, ctx.globals, dst, dst_end, dst_device, src, src_end, src_device)
         route = transfer(queue, dst, dst_device, src, src_device, size)

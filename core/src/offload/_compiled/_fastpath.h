@@ -139,6 +139,7 @@ const fp_route *fp_find_route(PyObject *snapshot, PyObject *dst_device, PyObject
 const fp_fill *fp_find_fill(PyObject *snapshot, PyObject *queue, uint64_t start, uint64_t end);
 const fp_launch *fp_find_launch(PyObject *kernel, PyObject *queue, PyObject *device, PyObject *launch);
 extern PyMethodDef fp_verdict_methods[]; /* publish_route, publish_fill, publish_launch, forget */
+extern PyMethodDef fp_config_methods[];  /* configure, fields (_config.c) */
 
 /* The timeline's recorder (_tracerec.c): offload._fastpath.Recorder, and one slice appended to
  * it (0, or -1 with an exception set). */

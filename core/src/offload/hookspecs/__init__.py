@@ -52,10 +52,10 @@ reading a kit failure. The obligations in short:
   ``offload.backend.support`` holds what every backend does alike (``KeptErrors``,
   ``HostFunctions``, ``ResourcePool``, ``launch_extent``).
 
-The hooks are written one module per section (``_lifecycle``, ``_programs`` with programs built
-from source, ``_streams``: other libraries' streams, ``_memory`` with the data hooks, ``_queues``
-with events, ``_native``: the compiled data path) and re-exported here: ``offload.hookspecs`` is
-the one import path, and ``HOOK_NAMES`` lists them in that order.
+The hooks are written by section in two modules, ``_device`` (lifecycle, programs and symbols,
+programs from source, other libraries' streams) and ``_data`` (memory, queues, events, native
+entry points), and re-exported here: ``offload.hookspecs`` is the one import path, and
+``HOOK_NAMES`` lists them in that order.
 
 Required hooks: ``REQUIRED_HOOKS``. Every other hook is in an optional group, implemented whole or
 left out: a call that needs a missing one fails ``UNSUPPORTED`` naming the backend and the hook.
@@ -104,32 +104,38 @@ from .._values.enums import AllocType, DeviceInfo, MemMigrationFlag, PlatformInf
 from .._values.info import DEVICE_INFO_TYPES
 from .._values.opaque import NativeDevice, NativeEntryPoints, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 from .._values.types import KernelLaunchSizeArgs, KernelParam  # noqa: F401
-from . import _lifecycle, _memory, _native, _programs, _queues, _streams
+from . import _data, _device
 from ._markers import PROJECT, hookimpl, hookspec
-from ._lifecycle import init, served_hooks, no_devices_reason, platform_info, deinit, deinit_device, get_device_info
-from ._programs import (
+# lifecycle
+from ._device import init, served_hooks, no_devices_reason, platform_info, deinit, deinit_device, get_device_info
+# programs and symbols; programs from source
+from ._device import (
     is_valid_binary, load_binary, unload_binary, get_kernel, get_global, kernel_params, max_group_size,
     launch_kernel, launch_kernel_cooperative, max_cooperative_groups, symbol_names, build_target, build_source,
 )
-from ._streams import foreign_stream_wait, foreign_stream_sync, queue_stream, adopt_stream
-from ._memory import (
+# other libraries' streams
+from ._device import foreign_stream_wait, foreign_stream_sync, queue_stream, adopt_stream
+# memory
+from ._data import (
     mem_alloc_aligned, mem_prefetch, mem_alloc, mem_free, mem_alloc_async, mem_free_async, mem_register,
     mem_unregister, data_submit, data_retrieve, data_exchange, data_copy_rect, data_fill,
 )
-from ._queues import (
+# queues; events
+from ._data import (
     create_queue, synchronize, has_pending_work, enqueue_host_call, create_event, destroy_event, wait_event,
     is_event_complete, sync_event, event_elapsed_time,
 )
-from ._native import native_entry_points, native_word
+# native entry points
+from ._data import native_entry_points, native_word
 
 REQUIRED_HOOKS = frozenset(
     {"init", "deinit", "get_device_info", "load_binary", "unload_binary", "synchronize", "has_pending_work"}
 )
 
-#: Every hook, in the order of the sections (the order of this docstring's list of groups).
+#: Every hook, in the order of the sections.
 HOOK_NAMES: tuple[str, ...] = tuple(
     name
-    for section in (_lifecycle, _programs, _streams, _memory, _queues, _native)
+    for section in (_device, _data)
     for name, value in vars(section).items()
     if callable(value) and hasattr(value, PROJECT + "_spec")
 )

@@ -1,14 +1,81 @@
-"""The contract's program hooks: images, their kernels and globals, launches, and programs built
-from source (``offload.build``) (``offload.hookspecs`` re-exports them)."""
+"""The contract's hooks of a device and its programs: the lifecycle (a backend, its devices and
+their properties), programs and their kernels, globals and launches, programs built from source
+(``offload.build``), and other libraries' streams (DLPack, ``__cuda_array_interface__``,
+``__cuda_stream__``). ``offload.hookspecs`` re-exports them; its docstring states the obligations."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
-from .._values.enums import SymbolKind
-from .._values.opaque import NativeDevice, NativeKernel, NativeProgram, NativeQueue
+from .._values.enums import DeviceInfo, PlatformInfo, SymbolKind
+from .._values.opaque import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 from .._values.types import KernelLaunchSizeArgs, KernelParam
 from ._markers import hookspec
+
+
+# --- lifecycle -----------------------------------------------------------------------------
+
+
+@hookspec
+def init() -> Sequence[NativeDevice]:
+    """Initialise the driver and return one opaque ``device`` object per usable device.
+
+    Returning no devices is fine (no hardware): the platform then shows zero devices. Raise when
+    the driver is present but broken; the backend is then skipped with that reason.
+    """
+
+
+@hookspec
+def served_hooks() -> Collection[str] | None:
+    """The optional hooks this backend serves, given what ``init`` found; asked once, right after
+    it. A backend whose features depend on the device (a driver with optional features, a
+    forwarding backend that asks the device on the other side) defines every hook it might serve
+    and names here those it does: the others answer ``UNSUPPORTED`` as if absent, and the
+    conformance kit derives ``Capabilities`` from this answer. Required hooks and this one are
+    always served. None (or the hook absent): every hook the backend defines. Naming a hook the
+    backend does not define fails ``init`` (``INVALID_VALUE``)."""
+
+
+@hookspec
+def no_devices_reason() -> str | None:
+    """Why ``init`` returned no devices (no driver library, a driver with no GPU, ...), or left
+    some out (an OpenCL device without shared virtual memory), in words for ``offload backends``;
+    None when there is nothing to say. Asked once, right after ``init``. Optional."""
+
+
+@hookspec
+def platform_info() -> Mapping[PlatformInfo, str]:
+    """The platform's own VENDOR_NAME and VERSION (``str`` each; the driver's, e.g. OpenCL's
+    CL_PLATFORM_VENDOR and CL_PLATFORM_VERSION), asked once after ``init``. Optional: a property
+    left out reads liboffload's "Unknown platform vendor" / "v0.0.1". NAME (the entry-point name)
+    and BACKEND are the core's."""
+
+
+@hookspec
+def deinit() -> None:
+    """Release every driver resource. Called once, after every ``deinit_device``."""
+
+
+@hookspec
+def deinit_device(device: NativeDevice) -> None:
+    """Release one device's resources (its queues, programs and memory are already gone)."""
+
+
+@hookspec
+def get_device_info(device: NativeDevice) -> Mapping[DeviceInfo, Any]:
+    """The device's properties, asked once at ``olInit`` and cached by the core.
+
+    ``DEVICE_INFO_TYPES`` gives each property's C type, and so its Python value: ``char[]`` a
+    ``str``; ``uint32_t`` / ``uint64_t`` an ``int`` in that type's range (else ``olGetDeviceInfo``
+    fails with ``OL_ERRC_BACKEND_FAILURE`` naming the property, the value and the type); ``bool`` a
+    ``bool``; ``ol_dimensions_t`` an ``offload.Dimensions`` (or a 3-tuple of uint32); the enum types
+    a ``DeviceType`` / ``DeviceFpCapabilityFlag`` (or int). PLATFORM is the core's. Left out of the
+    mapping, TYPE, the FP configs and ``*_FP_SUPPORT``, the vector widths, MAX_MEM_ALLOC_SIZE,
+    PRODUCT_NAME, COOPERATIVE_LAUNCH_SUPPORT and DRIVER_ID take the defaults docs/backends.md lists
+    (liboffload R1's, or derived from the properties given); any other property left out makes
+    ``olGetDeviceInfo`` fail with ``OL_ERRC_UNIMPLEMENTED``.
+    """
 
 
 # --- programs and symbols ------------------------------------------------------------------
@@ -131,3 +198,40 @@ def build_source(device: NativeDevice, source: str, options: Sequence[str]) -> b
     (``offload.kernel_include_dir()``) on the include path. A missing compiler is
     ``HOST_TOOL_NOT_FOUND``, a failed compilation ``COMPILE_FAILURE`` with the compiler's log in
     its details (``offload.backend.build``). Optional, with ``build_target``."""
+
+
+# --- other libraries' streams (DLPack, __cuda_array_interface__) ------------------------------
+
+
+@hookspec
+def foreign_stream_wait(device: NativeDevice, stream: int, event: NativeEvent) -> None:
+    """Make the driver stream ``stream`` (a raw handle another library owns, as DLPack's
+    ``__dlpack__(stream=...)`` passes it) wait for ``event`` (of this device) without blocking
+    the host. Optional (absent: ``offload.foreign_stream_wait`` answers ``UNSUPPORTED`` and the
+    object layer synchronises the device's queues instead)."""
+
+
+@hookspec
+def foreign_stream_sync(device: NativeDevice, stream: int) -> None:
+    """Block until everything enqueued so far on the driver stream ``stream`` (another library's,
+    as ``__cuda_array_interface__``'s ``stream`` names it) has finished. Optional."""
+
+
+@hookspec
+def queue_stream(device: NativeDevice, queue: NativeQueue) -> int:
+    """The driver stream under ``queue`` (made by ``create_queue`` or ``adopt_stream``) as an int
+    (a ``CUstream`` / ``hipStream_t`` address), for another library to enqueue work on in the
+    queue's order (``offload.queue_stream``, ``Queue.__cuda_stream__``). Optional, with
+    ``adopt_stream``."""
+
+
+@hookspec
+def adopt_stream(device: NativeDevice, stream: int) -> NativeQueue:
+    """A queue over ``stream``, a driver stream of ``device`` that another library made and owns
+    (an int handle, as ``__cuda_stream__`` gives it; the legacy default stream's too). Every queue
+    hook then takes it like one of ``create_queue``: offload's work goes on that stream, in order
+    with the owner's, and ``has_pending_work`` / ``synchronize`` see the owner's work too.
+    ``synchronize(release=True)`` ends only what the backend made for it (host-function state, its
+    native record), never the stream; the core never reuses an adopted queue for ``olCreateQueue``.
+    ``INVALID_ARGUMENT`` for a handle the driver does not know as a stream of ``device``'s context.
+    Optional, with ``queue_stream``."""

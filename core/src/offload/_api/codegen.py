@@ -72,8 +72,7 @@ def _body_lines(fn: Function) -> list[str]:
             lines.append(f"        _held_{p.py} = {p.py}")
             lines.append(f"        {p.py} = _as_address({p.py}, {p.c!r})")
         elif p.kind == "size":
-            lines.append(f"    if {p.py}.__class__ is not int:")
-            lines.append(f"        {p.py} = _as_size({p.py}, {p.c!r})")
+            lines.append(f"    if {p.py}.__class__ is not int: {p.py} = _as_size({p.py}, {p.c!r})")
     checks = [(c.code, c.c_text, c.py_expr) for c in fn.checks]
     checks += [
         (ErrorCode.INVALID_NULL_HANDLE, f"NULL == {p.c}", f"{p.py} is None")
@@ -87,9 +86,8 @@ def _body_lines(fn: Function) -> list[str]:
     ]
     if checks:
         lines.append("    if ctx.validate:")
-        for code, c_text, py_expr in checks:
-            lines.append(f"        if {py_expr}:")
-            lines.append(f"            raise _OffloadError({int(code)}, {'validation failure: ' + c_text!r})")
+        for code, c_text, py_expr in checks:  # one line each: a traceback shows the condition that failed
+            lines.append(f"        if {py_expr}: raise _OffloadError({int(code)}, {'validation failure: ' + c_text!r})")
     for p in fn.params:
         if p.kind not in ("handle", "context"):
             continue
@@ -97,23 +95,18 @@ def _body_lines(fn: Function) -> list[str]:
         test = f"{p.py}.__class__ is not _{cls} or {p.py}._ctx is not ctx"
         if p.optional:
             test = f"{p.py} is not None and ({test})"
-        lines.append(f"    if {test}:")
-        lines.append(f"        raise _stale({p.py}, _{cls}, {p.c!r})")
+        lines.append(f"    if {test}: raise _stale({p.py}, _{cls}, {p.c!r})")
     call_args = ", ".join(["ctx"] + [p.py for p in fn.params])
     entry = repr(fn.name) if fn.registers is None else fn.registers
     lines += [
         "    calls = ctx.calls",
         f"    calls.append({entry})",
         "    try:",
-        "        if _STATE.ctx is not ctx:",
-        "            raise _uninitialized()",
+        "        if _STATE.ctx is not ctx: raise _uninitialized()",
         f"        return _impl_{fn.name}({call_args})",
-        "    except _OffloadError:",
-        "        raise",
-        "    except Exception as exc:",
-        f"        raise _as_offload_error(exc, {fn.name!r}) from exc",
-        "    finally:",
-        f"        calls.remove({entry})",
+        "    except _OffloadError: raise",
+        f"    except Exception as exc: raise _as_offload_error(exc, {fn.name!r}) from exc",
+        f"    finally: calls.remove({entry})",
     ]
     return lines
 
@@ -132,28 +125,21 @@ def _prologue(fn: Function) -> list[str]:
     names = [p.py for p in fn.params]
     if fn.params and fn.params[-1].kind == "context" and len(names) > 1:
         rotated = names[1:] + names[:1]
-        lines.append(f"    if {names[0]}.__class__ is _Context:")
-        lines.append(f"        {', '.join(names)} = {', '.join(rotated)}")
+        lines.append(f"    if {names[0]}.__class__ is _Context: {', '.join(names)} = {', '.join(rotated)}")
     return lines
 
 
-def _source(fn: Function, trace: bool) -> str:
-    args = ", ".join(p.py for p in fn.params)
+def _head(fn: Function, trace: bool) -> list[str]:
+    """A public function's lines before its body: its ``def``, the prologue and the session."""
     lines = [f"def {fn.name}({_signature(fn)}):", *_prologue(fn)]
     if trace:  # tracing costs the untraced path nothing: STATE.untraced is None while it is on
-        lines += [
-            "    ctx = _STATE.untraced",
-            "    if ctx is None:",
-            f"        return _slow({fn.name}, ({args},))",
-        ]
-    else:
-        lines += [
-            "    ctx = _STATE.ctx",
-            "    if ctx is None:",
-            "        raise _uninitialized()",
-        ]
-    lines += _body_lines(fn)
-    return "\n".join(lines) + "\n"
+        args = ", ".join(p.py for p in fn.params)
+        return lines + ["    ctx = _STATE.untraced", f"    if ctx is None: return _slow({fn.name}, ({args},))"]
+    return lines + ["    ctx = _STATE.ctx", "    if ctx is None: raise _uninitialized()"]
+
+
+def _source(fn: Function, trace: bool) -> str:
+    return "\n".join(_head(fn, trace) + _body_lines(fn)) + "\n"
 
 
 def body_source(fn: Function, first_line: int) -> str:
@@ -161,7 +147,7 @@ def body_source(fn: Function, first_line: int) -> str:
     ``first_line`` of its module, at the very lines it has there (blank lines before it), for
     ``compile`` with that module's file name: the call with tracing on runs it."""
     args = ", ".join(["ctx"] + [p.py for p in fn.params])
-    at = first_line + len(_prologue(fn)) + 3  # the public function's ``return _slow(...)`` line
+    at = first_line + len(_head(fn, True)) - 1  # the public function's ``_slow`` line
     return "\n" * (at - 1) + f"def _body_{fn.name}({args}):\n" + "\n".join(_body_lines(fn)) + "\n"
 
 
@@ -222,7 +208,7 @@ def _module(module: str, fns: list[Function]) -> str:
     """A generated module: its imports, then each function after its implementation."""
     text = "".join(f"\n\n_impl_{fn.name} = _implementation({fn.name!r})\n\n" + _source(fn, True) for fn in fns)
     sections = ", ".join(f"``_api.{s}``" for s in MODULES[module.split("_")[0]])
-    head = _header(f"The generated ol* functions that {sections} implement.")
+    head = _header(textwrap.fill(f"The generated ol* functions that {sections} implement.", 100))
     return head + _imports(text) + "from ..implementations import implementation as _implementation\n" + text
 
 

@@ -13,11 +13,8 @@ from .devices import (
 )
 from .memory import (
     olMemAlloc, olMemFree, olMemAllocAsync, olMemFreeAsync, olGetMemInfo, olGetMemInfoSize, olMemRegister,
-    olMemUnregister, olMemcpy,
-)
-from .memory_2 import (
-    olMemFill, olMemAllocHost, olMemAllocAligned, olMemAllocAlignedHost, olMemPrefetch, olMemcpyRect,
-    olMemIsAccessible,
+    olMemUnregister, olMemcpy, olMemFill, olMemAllocHost, olMemAllocAligned, olMemAllocAlignedHost, olMemPrefetch,
+    olMemcpyRect, olMemIsAccessible,
 )
 from .queues import (
     olCreateQueue, olDestroyQueue, olSyncQueue, olQueryQueue, olWaitEvents, olGetQueueInfo, olGetQueueInfoSize,

@@ -15,293 +15,211 @@ _impl_olIterateDevices = _implementation('olIterateDevices')
 
 def olIterateDevices(callback, user_data=None):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olIterateDevices, (callback, user_data,))
+    if ctx is None: return _slow(olIterateDevices, (callback, user_data,))
     if ctx.validate:
-        if callback is None:
-            raise _OffloadError(4, 'validation failure: NULL == Callback')
+        if callback is None: raise _OffloadError(4, 'validation failure: NULL == Callback')
     calls = ctx.calls
     calls.append('olIterateDevices')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olIterateDevices(ctx, callback, user_data)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olIterateDevices') from exc
-    finally:
-        calls.remove('olIterateDevices')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olIterateDevices') from exc
+    finally: calls.remove('olIterateDevices')
 
 
 _impl_olGetPlatformInfo = _implementation('olGetPlatformInfo')
 
 def olGetPlatformInfo(platform, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetPlatformInfo, (platform, prop,))
+    if ctx is None: return _slow(olGetPlatformInfo, (platform, prop,))
     if ctx.validate:
-        if platform is None:
-            raise _OffloadError(19, 'validation failure: NULL == Platform')
-    if platform.__class__ is not _Platform or platform._ctx is not ctx:
-        raise _stale(platform, _Platform, 'Platform')
+        if platform is None: raise _OffloadError(19, 'validation failure: NULL == Platform')
+    if platform.__class__ is not _Platform or platform._ctx is not ctx: raise _stale(platform, _Platform, 'Platform')
     calls = ctx.calls
     calls.append('olGetPlatformInfo')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetPlatformInfo(ctx, platform, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetPlatformInfo') from exc
-    finally:
-        calls.remove('olGetPlatformInfo')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetPlatformInfo') from exc
+    finally: calls.remove('olGetPlatformInfo')
 
 
 _impl_olGetPlatformInfoSize = _implementation('olGetPlatformInfoSize')
 
 def olGetPlatformInfoSize(platform, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetPlatformInfoSize, (platform, prop,))
+    if ctx is None: return _slow(olGetPlatformInfoSize, (platform, prop,))
     if ctx.validate:
-        if platform is None:
-            raise _OffloadError(19, 'validation failure: NULL == Platform')
-    if platform.__class__ is not _Platform or platform._ctx is not ctx:
-        raise _stale(platform, _Platform, 'Platform')
+        if platform is None: raise _OffloadError(19, 'validation failure: NULL == Platform')
+    if platform.__class__ is not _Platform or platform._ctx is not ctx: raise _stale(platform, _Platform, 'Platform')
     calls = ctx.calls
     calls.append('olGetPlatformInfoSize')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetPlatformInfoSize(ctx, platform, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetPlatformInfoSize') from exc
-    finally:
-        calls.remove('olGetPlatformInfoSize')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetPlatformInfoSize') from exc
+    finally: calls.remove('olGetPlatformInfoSize')
 
 
 _impl_olGetDeviceInfo = _implementation('olGetDeviceInfo')
 
 def olGetDeviceInfo(device, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetDeviceInfo, (device, prop,))
+    if ctx is None: return _slow(olGetDeviceInfo, (device, prop,))
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
     calls = ctx.calls
     calls.append('olGetDeviceInfo')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetDeviceInfo(ctx, device, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetDeviceInfo') from exc
-    finally:
-        calls.remove('olGetDeviceInfo')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetDeviceInfo') from exc
+    finally: calls.remove('olGetDeviceInfo')
 
 
 _impl_olGetDeviceInfoSize = _implementation('olGetDeviceInfoSize')
 
 def olGetDeviceInfoSize(device, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetDeviceInfoSize, (device, prop,))
+    if ctx is None: return _slow(olGetDeviceInfoSize, (device, prop,))
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
     calls = ctx.calls
     calls.append('olGetDeviceInfoSize')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetDeviceInfoSize(ctx, device, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetDeviceInfoSize') from exc
-    finally:
-        calls.remove('olGetDeviceInfoSize')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetDeviceInfoSize') from exc
+    finally: calls.remove('olGetDeviceInfoSize')
 
 
 _impl_olCreateContext = _implementation('olCreateContext')
 
 def olCreateContext(devices):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olCreateContext, (devices,))
+    if ctx is None: return _slow(olCreateContext, (devices,))
     if ctx.validate:
-        if devices is None:
-            raise _OffloadError(4, 'validation failure: NULL == Devices')
+        if devices is None: raise _OffloadError(4, 'validation failure: NULL == Devices')
     calls = ctx.calls
     calls.append('olCreateContext')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olCreateContext(ctx, devices)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olCreateContext') from exc
-    finally:
-        calls.remove('olCreateContext')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olCreateContext') from exc
+    finally: calls.remove('olCreateContext')
 
 
 _impl_olDestroyContext = _implementation('olDestroyContext')
 
 def olDestroyContext(context):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olDestroyContext, (context,))
+    if ctx is None: return _slow(olDestroyContext, (context,))
     if ctx.validate:
-        if context is None:
-            raise _OffloadError(19, 'validation failure: NULL == Context')
-    if context.__class__ is not _Context or context._ctx is not ctx:
-        raise _stale(context, _Context, 'Context')
+        if context is None: raise _OffloadError(19, 'validation failure: NULL == Context')
+    if context.__class__ is not _Context or context._ctx is not ctx: raise _stale(context, _Context, 'Context')
     calls = ctx.calls
     calls.append('olDestroyContext')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olDestroyContext(ctx, context)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olDestroyContext') from exc
-    finally:
-        calls.remove('olDestroyContext')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olDestroyContext') from exc
+    finally: calls.remove('olDestroyContext')
 
 
 _impl_olGetContextInfo = _implementation('olGetContextInfo')
 
 def olGetContextInfo(context, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetContextInfo, (context, prop,))
+    if ctx is None: return _slow(olGetContextInfo, (context, prop,))
     if ctx.validate:
-        if context is None:
-            raise _OffloadError(19, 'validation failure: NULL == Context')
-    if context.__class__ is not _Context or context._ctx is not ctx:
-        raise _stale(context, _Context, 'Context')
+        if context is None: raise _OffloadError(19, 'validation failure: NULL == Context')
+    if context.__class__ is not _Context or context._ctx is not ctx: raise _stale(context, _Context, 'Context')
     calls = ctx.calls
     calls.append('olGetContextInfo')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetContextInfo(ctx, context, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetContextInfo') from exc
-    finally:
-        calls.remove('olGetContextInfo')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetContextInfo') from exc
+    finally: calls.remove('olGetContextInfo')
 
 
 _impl_olGetContextInfoSize = _implementation('olGetContextInfoSize')
 
 def olGetContextInfoSize(context, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetContextInfoSize, (context, prop,))
+    if ctx is None: return _slow(olGetContextInfoSize, (context, prop,))
     if ctx.validate:
-        if context is None:
-            raise _OffloadError(19, 'validation failure: NULL == Context')
-    if context.__class__ is not _Context or context._ctx is not ctx:
-        raise _stale(context, _Context, 'Context')
+        if context is None: raise _OffloadError(19, 'validation failure: NULL == Context')
+    if context.__class__ is not _Context or context._ctx is not ctx: raise _stale(context, _Context, 'Context')
     calls = ctx.calls
     calls.append('olGetContextInfoSize')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetContextInfoSize(ctx, context, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetContextInfoSize') from exc
-    finally:
-        calls.remove('olGetContextInfoSize')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetContextInfoSize') from exc
+    finally: calls.remove('olGetContextInfoSize')
 
 
 _impl_olIteratePlatforms = _implementation('olIteratePlatforms')
 
 def olIteratePlatforms(callback, user_data=None):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olIteratePlatforms, (callback, user_data,))
+    if ctx is None: return _slow(olIteratePlatforms, (callback, user_data,))
     if ctx.validate:
-        if callback is None:
-            raise _OffloadError(4, 'validation failure: NULL == Callback')
+        if callback is None: raise _OffloadError(4, 'validation failure: NULL == Callback')
     calls = ctx.calls
     calls.append('olIteratePlatforms')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olIteratePlatforms(ctx, callback, user_data)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olIteratePlatforms') from exc
-    finally:
-        calls.remove('olIteratePlatforms')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olIteratePlatforms') from exc
+    finally: calls.remove('olIteratePlatforms')
 
 
 _impl_olIterateCompatibleDevices = _implementation('olIterateCompatibleDevices')
 
 def olIterateCompatibleDevices(data, callback, user_data=None):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olIterateCompatibleDevices, (data, callback, user_data,))
+    if ctx is None: return _slow(olIterateCompatibleDevices, (data, callback, user_data,))
     if ctx.validate:
-        if data is None:
-            raise _OffloadError(4, 'validation failure: NULL == ProgData')
-        if callback is None:
-            raise _OffloadError(4, 'validation failure: NULL == Callback')
+        if data is None: raise _OffloadError(4, 'validation failure: NULL == ProgData')
+        if callback is None: raise _OffloadError(4, 'validation failure: NULL == Callback')
     calls = ctx.calls
     calls.append('olIterateCompatibleDevices')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olIterateCompatibleDevices(ctx, data, callback, user_data)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olIterateCompatibleDevices') from exc
-    finally:
-        calls.remove('olIterateCompatibleDevices')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olIterateCompatibleDevices') from exc
+    finally: calls.remove('olIterateCompatibleDevices')
 
 
 _impl_olPlatformRegisterRPCCallback = _implementation('olPlatformRegisterRPCCallback')
 
 def olPlatformRegisterRPCCallback(platform, callback):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olPlatformRegisterRPCCallback, (platform, callback,))
+    if ctx is None: return _slow(olPlatformRegisterRPCCallback, (platform, callback,))
     if ctx.validate:
-        if platform is None:
-            raise _OffloadError(19, 'validation failure: NULL == Platform')
-        if callback is None:
-            raise _OffloadError(4, 'validation failure: NULL == Callback')
-    if platform.__class__ is not _Platform or platform._ctx is not ctx:
-        raise _stale(platform, _Platform, 'Platform')
+        if platform is None: raise _OffloadError(19, 'validation failure: NULL == Platform')
+        if callback is None: raise _OffloadError(4, 'validation failure: NULL == Callback')
+    if platform.__class__ is not _Platform or platform._ctx is not ctx: raise _stale(platform, _Platform, 'Platform')
     calls = ctx.calls
     calls.append('olPlatformRegisterRPCCallback')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olPlatformRegisterRPCCallback(ctx, platform, callback)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olPlatformRegisterRPCCallback') from exc
-    finally:
-        calls.remove('olPlatformRegisterRPCCallback')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olPlatformRegisterRPCCallback') from exc
+    finally: calls.remove('olPlatformRegisterRPCCallback')

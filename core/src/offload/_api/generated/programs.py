@@ -16,161 +16,114 @@ from ..implementations import implementation as _implementation
 _impl_olCreateProgram = _implementation('olCreateProgram')
 
 def olCreateProgram(device, data, context=None):
-    if device.__class__ is _Context:
-        device, data, context = data, context, device
+    if device.__class__ is _Context: device, data, context = data, context, device
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olCreateProgram, (device, data, context,))
+    if ctx is None: return _slow(olCreateProgram, (device, data, context,))
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-        if data is None:
-            raise _OffloadError(4, 'validation failure: NULL == ProgData')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
-    if context is not None and (context.__class__ is not _Context or context._ctx is not ctx):
-        raise _stale(context, _Context, 'Context')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+        if data is None: raise _OffloadError(4, 'validation failure: NULL == ProgData')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
+    if context is not None and (context.__class__ is not _Context or context._ctx is not ctx): raise _stale(context, _Context, 'Context')
     calls = ctx.calls
     calls.append('olCreateProgram')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olCreateProgram(ctx, device, data, context)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olCreateProgram') from exc
-    finally:
-        calls.remove('olCreateProgram')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olCreateProgram') from exc
+    finally: calls.remove('olCreateProgram')
 
 
 _impl_olIsValidBinary = _implementation('olIsValidBinary')
 
 def olIsValidBinary(device, data):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olIsValidBinary, (device, data,))
+    if ctx is None: return _slow(olIsValidBinary, (device, data,))
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-        if data is None:
-            raise _OffloadError(4, 'validation failure: NULL == ProgData')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+        if data is None: raise _OffloadError(4, 'validation failure: NULL == ProgData')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
     calls = ctx.calls
     calls.append('olIsValidBinary')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olIsValidBinary(ctx, device, data)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olIsValidBinary') from exc
-    finally:
-        calls.remove('olIsValidBinary')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olIsValidBinary') from exc
+    finally: calls.remove('olIsValidBinary')
 
 
 _impl_olDestroyProgram = _implementation('olDestroyProgram')
 
 def olDestroyProgram(program):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olDestroyProgram, (program,))
+    if ctx is None: return _slow(olDestroyProgram, (program,))
     if ctx.validate:
-        if program is None:
-            raise _OffloadError(19, 'validation failure: NULL == Program')
-    if program.__class__ is not _Program or program._ctx is not ctx:
-        raise _stale(program, _Program, 'Program')
+        if program is None: raise _OffloadError(19, 'validation failure: NULL == Program')
+    if program.__class__ is not _Program or program._ctx is not ctx: raise _stale(program, _Program, 'Program')
     calls = ctx.calls
     calls.append('olDestroyProgram')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olDestroyProgram(ctx, program)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olDestroyProgram') from exc
-    finally:
-        calls.remove('olDestroyProgram')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olDestroyProgram') from exc
+    finally: calls.remove('olDestroyProgram')
 
 
 _impl_olGetSymbol = _implementation('olGetSymbol')
 
 def olGetSymbol(program, name, kind):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetSymbol, (program, name, kind,))
+    if ctx is None: return _slow(olGetSymbol, (program, name, kind,))
     if ctx.validate:
-        if program is None:
-            raise _OffloadError(19, 'validation failure: NULL == Program')
-        if name is None:
-            raise _OffloadError(4, 'validation failure: NULL == Name')
-    if program.__class__ is not _Program or program._ctx is not ctx:
-        raise _stale(program, _Program, 'Program')
+        if program is None: raise _OffloadError(19, 'validation failure: NULL == Program')
+        if name is None: raise _OffloadError(4, 'validation failure: NULL == Name')
+    if program.__class__ is not _Program or program._ctx is not ctx: raise _stale(program, _Program, 'Program')
     calls = ctx.calls
     calls.append('olGetSymbol')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetSymbol(ctx, program, name, kind)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetSymbol') from exc
-    finally:
-        calls.remove('olGetSymbol')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetSymbol') from exc
+    finally: calls.remove('olGetSymbol')
 
 
 _impl_olGetSymbolInfo = _implementation('olGetSymbolInfo')
 
 def olGetSymbolInfo(symbol, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetSymbolInfo, (symbol, prop,))
+    if ctx is None: return _slow(olGetSymbolInfo, (symbol, prop,))
     if ctx.validate:
-        if symbol is None:
-            raise _OffloadError(19, 'validation failure: NULL == Symbol')
-    if symbol.__class__ is not _Symbol or symbol._ctx is not ctx:
-        raise _stale(symbol, _Symbol, 'Symbol')
+        if symbol is None: raise _OffloadError(19, 'validation failure: NULL == Symbol')
+    if symbol.__class__ is not _Symbol or symbol._ctx is not ctx: raise _stale(symbol, _Symbol, 'Symbol')
     calls = ctx.calls
     calls.append('olGetSymbolInfo')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetSymbolInfo(ctx, symbol, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetSymbolInfo') from exc
-    finally:
-        calls.remove('olGetSymbolInfo')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetSymbolInfo') from exc
+    finally: calls.remove('olGetSymbolInfo')
 
 
 _impl_olGetSymbolInfoSize = _implementation('olGetSymbolInfoSize')
 
 def olGetSymbolInfoSize(symbol, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetSymbolInfoSize, (symbol, prop,))
+    if ctx is None: return _slow(olGetSymbolInfoSize, (symbol, prop,))
     if ctx.validate:
-        if symbol is None:
-            raise _OffloadError(19, 'validation failure: NULL == Symbol')
-    if symbol.__class__ is not _Symbol or symbol._ctx is not ctx:
-        raise _stale(symbol, _Symbol, 'Symbol')
+        if symbol is None: raise _OffloadError(19, 'validation failure: NULL == Symbol')
+    if symbol.__class__ is not _Symbol or symbol._ctx is not ctx: raise _stale(symbol, _Symbol, 'Symbol')
     calls = ctx.calls
     calls.append('olGetSymbolInfoSize')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetSymbolInfoSize(ctx, symbol, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetSymbolInfoSize') from exc
-    finally:
-        calls.remove('olGetSymbolInfoSize')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetSymbolInfoSize') from exc
+    finally: calls.remove('olGetSymbolInfoSize')
 
 
 _impl_olLaunchKernel = _implementation('olLaunchKernel')
@@ -179,144 +132,98 @@ def olLaunchKernel(queue, device, kernel, args, launch_size_args, properties=Non
     if args.__class__ is _KernelLaunchSizeArgs:
         args, launch_size_args, properties = properties, args, launch_size_args
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olLaunchKernel, (queue, device, kernel, args, launch_size_args, properties,))
+    if ctx is None: return _slow(olLaunchKernel, (queue, device, kernel, args, launch_size_args, properties,))
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-        if kernel is None:
-            raise _OffloadError(19, 'validation failure: NULL == Kernel')
-        if launch_size_args is None:
-            raise _OffloadError(4, 'validation failure: NULL == LaunchSizeArgs')
-    if queue is not None and (queue.__class__ is not _Queue or queue._ctx is not ctx):
-        raise _stale(queue, _Queue, 'Queue')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
-    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
-        raise _stale(kernel, _Symbol, 'Kernel')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+        if kernel is None: raise _OffloadError(19, 'validation failure: NULL == Kernel')
+        if launch_size_args is None: raise _OffloadError(4, 'validation failure: NULL == LaunchSizeArgs')
+    if queue is not None and (queue.__class__ is not _Queue or queue._ctx is not ctx): raise _stale(queue, _Queue, 'Queue')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx: raise _stale(kernel, _Symbol, 'Kernel')
     calls = ctx.calls
     calls.append(kernel)
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olLaunchKernel(ctx, queue, device, kernel, args, launch_size_args, properties)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olLaunchKernel') from exc
-    finally:
-        calls.remove(kernel)
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olLaunchKernel') from exc
+    finally: calls.remove(kernel)
 
 
 _impl_olCalculateOptimalOccupancy = _implementation('olCalculateOptimalOccupancy')
 
 def olCalculateOptimalOccupancy(device, kernel, shared_memory):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olCalculateOptimalOccupancy, (device, kernel, shared_memory,))
-    if shared_memory.__class__ is not int:
-        shared_memory = _as_size(shared_memory, 'SharedMemory')
+    if ctx is None: return _slow(olCalculateOptimalOccupancy, (device, kernel, shared_memory,))
+    if shared_memory.__class__ is not int: shared_memory = _as_size(shared_memory, 'SharedMemory')
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-        if kernel is None:
-            raise _OffloadError(19, 'validation failure: NULL == Kernel')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
-    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
-        raise _stale(kernel, _Symbol, 'Kernel')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+        if kernel is None: raise _OffloadError(19, 'validation failure: NULL == Kernel')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx: raise _stale(kernel, _Symbol, 'Kernel')
     calls = ctx.calls
     calls.append('olCalculateOptimalOccupancy')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olCalculateOptimalOccupancy(ctx, device, kernel, shared_memory)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olCalculateOptimalOccupancy') from exc
-    finally:
-        calls.remove('olCalculateOptimalOccupancy')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olCalculateOptimalOccupancy') from exc
+    finally: calls.remove('olCalculateOptimalOccupancy')
 
 
 _impl_olIterateSymbols = _implementation('olIterateSymbols')
 
 def olIterateSymbols(program, kind, callback, user_data=None):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olIterateSymbols, (program, kind, callback, user_data,))
+    if ctx is None: return _slow(olIterateSymbols, (program, kind, callback, user_data,))
     if ctx.validate:
-        if program is None:
-            raise _OffloadError(19, 'validation failure: NULL == Program')
-        if callback is None:
-            raise _OffloadError(4, 'validation failure: NULL == Callback')
-    if program.__class__ is not _Program or program._ctx is not ctx:
-        raise _stale(program, _Program, 'Program')
+        if program is None: raise _OffloadError(19, 'validation failure: NULL == Program')
+        if callback is None: raise _OffloadError(4, 'validation failure: NULL == Callback')
+    if program.__class__ is not _Program or program._ctx is not ctx: raise _stale(program, _Program, 'Program')
     calls = ctx.calls
     calls.append('olIterateSymbols')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olIterateSymbols(ctx, program, kind, callback, user_data)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olIterateSymbols') from exc
-    finally:
-        calls.remove('olIterateSymbols')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olIterateSymbols') from exc
+    finally: calls.remove('olIterateSymbols')
 
 
 _impl_olGetKernelMaxCooperativeGroupCount = _implementation('olGetKernelMaxCooperativeGroupCount')
 
 def olGetKernelMaxCooperativeGroupCount(device, kernel, launch_size_args):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetKernelMaxCooperativeGroupCount, (device, kernel, launch_size_args,))
+    if ctx is None: return _slow(olGetKernelMaxCooperativeGroupCount, (device, kernel, launch_size_args,))
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-        if kernel is None:
-            raise _OffloadError(19, 'validation failure: NULL == Kernel')
-        if launch_size_args is None:
-            raise _OffloadError(4, 'validation failure: NULL == LaunchSizeArgs')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
-    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
-        raise _stale(kernel, _Symbol, 'Kernel')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+        if kernel is None: raise _OffloadError(19, 'validation failure: NULL == Kernel')
+        if launch_size_args is None: raise _OffloadError(4, 'validation failure: NULL == LaunchSizeArgs')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx: raise _stale(kernel, _Symbol, 'Kernel')
     calls = ctx.calls
     calls.append('olGetKernelMaxCooperativeGroupCount')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetKernelMaxCooperativeGroupCount(ctx, device, kernel, launch_size_args)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetKernelMaxCooperativeGroupCount') from exc
-    finally:
-        calls.remove('olGetKernelMaxCooperativeGroupCount')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetKernelMaxCooperativeGroupCount') from exc
+    finally: calls.remove('olGetKernelMaxCooperativeGroupCount')
 
 
 _impl_olGetKernelParamsExt = _implementation('olGetKernelParamsExt')
 
 def olGetKernelParamsExt(kernel):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetKernelParamsExt, (kernel,))
+    if ctx is None: return _slow(olGetKernelParamsExt, (kernel,))
     if ctx.validate:
-        if kernel is None:
-            raise _OffloadError(19, 'validation failure: NULL == Kernel')
-    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx:
-        raise _stale(kernel, _Symbol, 'Kernel')
+        if kernel is None: raise _OffloadError(19, 'validation failure: NULL == Kernel')
+    if kernel.__class__ is not _Symbol or kernel._ctx is not ctx: raise _stale(kernel, _Symbol, 'Kernel')
     calls = ctx.calls
     calls.append('olGetKernelParamsExt')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetKernelParamsExt(ctx, kernel)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetKernelParamsExt') from exc
-    finally:
-        calls.remove('olGetKernelParamsExt')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetKernelParamsExt') from exc
+    finally: calls.remove('olGetKernelParamsExt')

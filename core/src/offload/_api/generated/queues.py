@@ -14,360 +14,256 @@ from ..implementations import implementation as _implementation
 _impl_olCreateQueue = _implementation('olCreateQueue')
 
 def olCreateQueue(device, context=None):
-    if device.__class__ is _Context:
-        device, context = context, device
+    if device.__class__ is _Context: device, context = context, device
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olCreateQueue, (device, context,))
+    if ctx is None: return _slow(olCreateQueue, (device, context,))
     if ctx.validate:
-        if device is None:
-            raise _OffloadError(19, 'validation failure: NULL == Device')
-    if device.__class__ is not _Device or device._ctx is not ctx:
-        raise _stale(device, _Device, 'Device')
-    if context is not None and (context.__class__ is not _Context or context._ctx is not ctx):
-        raise _stale(context, _Context, 'Context')
+        if device is None: raise _OffloadError(19, 'validation failure: NULL == Device')
+    if device.__class__ is not _Device or device._ctx is not ctx: raise _stale(device, _Device, 'Device')
+    if context is not None and (context.__class__ is not _Context or context._ctx is not ctx): raise _stale(context, _Context, 'Context')
     calls = ctx.calls
     calls.append('olCreateQueue')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olCreateQueue(ctx, device, context)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olCreateQueue') from exc
-    finally:
-        calls.remove('olCreateQueue')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olCreateQueue') from exc
+    finally: calls.remove('olCreateQueue')
 
 
 _impl_olDestroyQueue = _implementation('olDestroyQueue')
 
 def olDestroyQueue(queue):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olDestroyQueue, (queue,))
+    if ctx is None: return _slow(olDestroyQueue, (queue,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olDestroyQueue')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olDestroyQueue(ctx, queue)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olDestroyQueue') from exc
-    finally:
-        calls.remove('olDestroyQueue')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olDestroyQueue') from exc
+    finally: calls.remove('olDestroyQueue')
 
 
 _impl_olSyncQueue = _implementation('olSyncQueue')
 
 def olSyncQueue(queue):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olSyncQueue, (queue,))
+    if ctx is None: return _slow(olSyncQueue, (queue,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olSyncQueue')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olSyncQueue(ctx, queue)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olSyncQueue') from exc
-    finally:
-        calls.remove('olSyncQueue')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olSyncQueue') from exc
+    finally: calls.remove('olSyncQueue')
 
 
 _impl_olQueryQueue = _implementation('olQueryQueue')
 
 def olQueryQueue(queue):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olQueryQueue, (queue,))
+    if ctx is None: return _slow(olQueryQueue, (queue,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olQueryQueue')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olQueryQueue(ctx, queue)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olQueryQueue') from exc
-    finally:
-        calls.remove('olQueryQueue')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olQueryQueue') from exc
+    finally: calls.remove('olQueryQueue')
 
 
 _impl_olWaitEvents = _implementation('olWaitEvents')
 
 def olWaitEvents(queue, events):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olWaitEvents, (queue, events,))
+    if ctx is None: return _slow(olWaitEvents, (queue, events,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-        if events is None:
-            raise _OffloadError(4, 'validation failure: NULL == Events')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+        if events is None: raise _OffloadError(4, 'validation failure: NULL == Events')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olWaitEvents')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olWaitEvents(ctx, queue, events)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olWaitEvents') from exc
-    finally:
-        calls.remove('olWaitEvents')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olWaitEvents') from exc
+    finally: calls.remove('olWaitEvents')
 
 
 _impl_olGetQueueInfo = _implementation('olGetQueueInfo')
 
 def olGetQueueInfo(queue, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetQueueInfo, (queue, prop,))
+    if ctx is None: return _slow(olGetQueueInfo, (queue, prop,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olGetQueueInfo')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetQueueInfo(ctx, queue, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetQueueInfo') from exc
-    finally:
-        calls.remove('olGetQueueInfo')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetQueueInfo') from exc
+    finally: calls.remove('olGetQueueInfo')
 
 
 _impl_olGetQueueInfoSize = _implementation('olGetQueueInfoSize')
 
 def olGetQueueInfoSize(queue, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetQueueInfoSize, (queue, prop,))
+    if ctx is None: return _slow(olGetQueueInfoSize, (queue, prop,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olGetQueueInfoSize')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetQueueInfoSize(ctx, queue, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetQueueInfoSize') from exc
-    finally:
-        calls.remove('olGetQueueInfoSize')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetQueueInfoSize') from exc
+    finally: calls.remove('olGetQueueInfoSize')
 
 
 _impl_olLaunchHostFunction = _implementation('olLaunchHostFunction')
 
 def olLaunchHostFunction(queue, callback, user_data=None):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olLaunchHostFunction, (queue, callback, user_data,))
+    if ctx is None: return _slow(olLaunchHostFunction, (queue, callback, user_data,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-        if callback is None:
-            raise _OffloadError(4, 'validation failure: NULL == Callback')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+        if callback is None: raise _OffloadError(4, 'validation failure: NULL == Callback')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olLaunchHostFunction')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olLaunchHostFunction(ctx, queue, callback, user_data)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olLaunchHostFunction') from exc
-    finally:
-        calls.remove('olLaunchHostFunction')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olLaunchHostFunction') from exc
+    finally: calls.remove('olLaunchHostFunction')
 
 
 _impl_olCreateEvent = _implementation('olCreateEvent')
 
 def olCreateEvent(queue, flags=None):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olCreateEvent, (queue, flags,))
+    if ctx is None: return _slow(olCreateEvent, (queue, flags,))
     if ctx.validate:
-        if queue is None:
-            raise _OffloadError(19, 'validation failure: NULL == Queue')
-    if queue.__class__ is not _Queue or queue._ctx is not ctx:
-        raise _stale(queue, _Queue, 'Queue')
+        if queue is None: raise _OffloadError(19, 'validation failure: NULL == Queue')
+    if queue.__class__ is not _Queue or queue._ctx is not ctx: raise _stale(queue, _Queue, 'Queue')
     calls = ctx.calls
     calls.append('olCreateEvent')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olCreateEvent(ctx, queue, flags)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olCreateEvent') from exc
-    finally:
-        calls.remove('olCreateEvent')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olCreateEvent') from exc
+    finally: calls.remove('olCreateEvent')
 
 
 _impl_olDestroyEvent = _implementation('olDestroyEvent')
 
 def olDestroyEvent(event):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olDestroyEvent, (event,))
+    if ctx is None: return _slow(olDestroyEvent, (event,))
     if ctx.validate:
-        if event is None:
-            raise _OffloadError(19, 'validation failure: NULL == Event')
-    if event.__class__ is not _Event or event._ctx is not ctx:
-        raise _stale(event, _Event, 'Event')
+        if event is None: raise _OffloadError(19, 'validation failure: NULL == Event')
+    if event.__class__ is not _Event or event._ctx is not ctx: raise _stale(event, _Event, 'Event')
     calls = ctx.calls
     calls.append('olDestroyEvent')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olDestroyEvent(ctx, event)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olDestroyEvent') from exc
-    finally:
-        calls.remove('olDestroyEvent')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olDestroyEvent') from exc
+    finally: calls.remove('olDestroyEvent')
 
 
 _impl_olSyncEvent = _implementation('olSyncEvent')
 
 def olSyncEvent(event):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olSyncEvent, (event,))
+    if ctx is None: return _slow(olSyncEvent, (event,))
     if ctx.validate:
-        if event is None:
-            raise _OffloadError(19, 'validation failure: NULL == Event')
-    if event.__class__ is not _Event or event._ctx is not ctx:
-        raise _stale(event, _Event, 'Event')
+        if event is None: raise _OffloadError(19, 'validation failure: NULL == Event')
+    if event.__class__ is not _Event or event._ctx is not ctx: raise _stale(event, _Event, 'Event')
     calls = ctx.calls
     calls.append('olSyncEvent')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olSyncEvent(ctx, event)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olSyncEvent') from exc
-    finally:
-        calls.remove('olSyncEvent')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olSyncEvent') from exc
+    finally: calls.remove('olSyncEvent')
 
 
 _impl_olGetEventInfo = _implementation('olGetEventInfo')
 
 def olGetEventInfo(event, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetEventInfo, (event, prop,))
+    if ctx is None: return _slow(olGetEventInfo, (event, prop,))
     if ctx.validate:
-        if event is None:
-            raise _OffloadError(19, 'validation failure: NULL == Event')
-    if event.__class__ is not _Event or event._ctx is not ctx:
-        raise _stale(event, _Event, 'Event')
+        if event is None: raise _OffloadError(19, 'validation failure: NULL == Event')
+    if event.__class__ is not _Event or event._ctx is not ctx: raise _stale(event, _Event, 'Event')
     calls = ctx.calls
     calls.append('olGetEventInfo')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetEventInfo(ctx, event, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetEventInfo') from exc
-    finally:
-        calls.remove('olGetEventInfo')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetEventInfo') from exc
+    finally: calls.remove('olGetEventInfo')
 
 
 _impl_olGetEventInfoSize = _implementation('olGetEventInfoSize')
 
 def olGetEventInfoSize(event, prop):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetEventInfoSize, (event, prop,))
+    if ctx is None: return _slow(olGetEventInfoSize, (event, prop,))
     if ctx.validate:
-        if event is None:
-            raise _OffloadError(19, 'validation failure: NULL == Event')
-    if event.__class__ is not _Event or event._ctx is not ctx:
-        raise _stale(event, _Event, 'Event')
+        if event is None: raise _OffloadError(19, 'validation failure: NULL == Event')
+    if event.__class__ is not _Event or event._ctx is not ctx: raise _stale(event, _Event, 'Event')
     calls = ctx.calls
     calls.append('olGetEventInfoSize')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetEventInfoSize(ctx, event, prop)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetEventInfoSize') from exc
-    finally:
-        calls.remove('olGetEventInfoSize')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetEventInfoSize') from exc
+    finally: calls.remove('olGetEventInfoSize')
 
 
 _impl_olGetEventElapsedTime = _implementation('olGetEventElapsedTime')
 
 def olGetEventElapsedTime(start, end):
     ctx = _STATE.untraced
-    if ctx is None:
-        return _slow(olGetEventElapsedTime, (start, end,))
+    if ctx is None: return _slow(olGetEventElapsedTime, (start, end,))
     if ctx.validate:
-        if start is None:
-            raise _OffloadError(19, 'validation failure: NULL == StartEvent')
-        if end is None:
-            raise _OffloadError(19, 'validation failure: NULL == EndEvent')
-    if start.__class__ is not _Event or start._ctx is not ctx:
-        raise _stale(start, _Event, 'StartEvent')
-    if end.__class__ is not _Event or end._ctx is not ctx:
-        raise _stale(end, _Event, 'EndEvent')
+        if start is None: raise _OffloadError(19, 'validation failure: NULL == StartEvent')
+        if end is None: raise _OffloadError(19, 'validation failure: NULL == EndEvent')
+    if start.__class__ is not _Event or start._ctx is not ctx: raise _stale(start, _Event, 'StartEvent')
+    if end.__class__ is not _Event or end._ctx is not ctx: raise _stale(end, _Event, 'EndEvent')
     calls = ctx.calls
     calls.append('olGetEventElapsedTime')
     try:
-        if _STATE.ctx is not ctx:
-            raise _uninitialized()
+        if _STATE.ctx is not ctx: raise _uninitialized()
         return _impl_olGetEventElapsedTime(ctx, start, end)
-    except _OffloadError:
-        raise
-    except Exception as exc:
-        raise _as_offload_error(exc, 'olGetEventElapsedTime') from exc
-    finally:
-        calls.remove('olGetEventElapsedTime')
+    except _OffloadError: raise
+    except Exception as exc: raise _as_offload_error(exc, 'olGetEventElapsedTime') from exc
+    finally: calls.remove('olGetEventElapsedTime')

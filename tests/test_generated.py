@@ -1,5 +1,5 @@
 """The generated ol* functions as modules on disk (the package ``offload._api.generated``, written
-from the table by ``python -m offload._api.codegen``, a module per section of the contract): the
+from the table by ``python -m offload._api.codegen``, a module per group of ``_api`` sections): the
 checked-in files are what the table gives, none over ``codegen.MODULE_LINES``, each holding the
 functions its ``_api`` sections implement; the installed package carries the same files, a traceback
 through an ol* function shows its line (with tracing on too), and the benchmarks' variant without
@@ -55,7 +55,7 @@ def test_the_installed_package_is_the_same_files() -> None:
 
 
 def test_each_module_holds_the_functions_of_its_sections() -> None:
-    """A generated module (``codegen.MODULES``, a contract section) holds the functions that its
+    """A generated module (``codegen.MODULES``) holds the functions that its
     ``_api`` sections implement, as ``_api.implementations`` finds them."""
     for fn in table.FUNCTIONS:
         module = getattr(generated, fn.name).__globals__["__name__"].rpartition(".")[2]

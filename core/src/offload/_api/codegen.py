@@ -5,8 +5,8 @@
 session state; with tracing on (or no session) it hands the call to ``_api.binding.slow``, which
 runs the same body compiled from ``body_source``, lined up with the public function's body in the
 file, so that a traced call's traceback shows the same lines. ``module_sources`` puts them in the
-package ``_api/generated/``, one module per ``_api`` section that implements them (``devices``,
-``memory``, ...; a section over ``MODULE_LINES`` continues in ``<section>_2``), checked in, so
+package ``_api/generated/``, a module per group of the ``_api`` sections that implement them
+(``MODULES``: devices, memory, queues; one over ``MODULE_LINES`` continues in ``<name>_2``), checked in, so
 that Python's bytecode cache keeps them and tracebacks show their lines. This module needs nothing
 but the table::
 
@@ -45,13 +45,13 @@ SECTIONS = (
     ("devices", r"ol\w*(Platform|Device)\w*"),
 )
 
-#: The generated modules, by the contract's sections (``offload.hookspecs``), each with the
-#: ``_api`` sections whose functions it holds; one over ``MODULE_LINES`` continues in ``<name>_2``.
+#: The generated modules, each with the ``_api`` sections whose functions it holds: devices and
+#: their programs, memory, and the work on queues (events, launches); a module over
+#: ``MODULE_LINES`` continues in ``<name>_2``.
 MODULES = {
-    "devices": ("devices", "contexts"),
+    "devices": ("devices", "contexts", "programs"),
     "memory": ("memory", "memory_async", "memory_main"),
-    "queues": ("queues", "events"),
-    "programs": ("programs", "kernels"),
+    "queues": ("queues", "events", "kernels"),
 }
 
 
@@ -205,11 +205,15 @@ def _header(what: str) -> str:
 
 
 def _module(module: str, fns: list[Function]) -> str:
-    """A generated module: its imports, then each function after its implementation."""
-    text = "".join(f"\n\n_impl_{fn.name} = _implementation({fn.name!r})\n\n" + _source(fn, True) for fn in fns)
+    """A generated module: its imports, each function's implementation (bound once, by name), then
+    the functions."""
+    text = "".join("\n\n" + _source(fn, True) for fn in fns)
     sections = ", ".join(f"``_api.{s}``" for s in MODULES[module.split("_")[0]])
     head = _header(textwrap.fill(f"The generated ol* functions that {sections} implement.", 100))
-    return head + _imports(text) + "from ..implementations import implementation as _implementation\n" + text
+    bound = textwrap.fill(", ".join(f"_impl_{fn.name}" for fn in fns), 112, initial_indent="    ", subsequent_indent="    ")
+    names = textwrap.fill(", ".join(repr(fn.name) for fn in fns), 112, initial_indent="    ", subsequent_indent="    ")
+    implementations = f"\n(\n{bound},\n) = map(_implementation, (\n{names},\n))\n"
+    return head + _imports(text) + "from ..implementations import implementation as _implementation\n" + implementations + text
 
 
 def _cuts(module: str, fns: list[Function]) -> list[list[Function]]:

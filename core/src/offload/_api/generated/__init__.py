@@ -8,7 +8,8 @@ contract (``offload.hookspecs``); ``_api.functions`` binds them as ``offload.<na
 
 from .devices import (
     olIterateDevices, olGetPlatformInfo, olGetPlatformInfoSize, olGetDeviceInfo, olGetDeviceInfoSize,
-    olCreateContext, olDestroyContext, olGetContextInfo, olGetContextInfoSize, olIteratePlatforms,
+    olCreateProgram, olIsValidBinary, olDestroyProgram, olGetSymbol, olGetSymbolInfo, olGetSymbolInfoSize,
+    olCreateContext, olDestroyContext, olGetContextInfo, olGetContextInfoSize, olIterateSymbols, olIteratePlatforms,
     olIterateCompatibleDevices, olPlatformRegisterRPCCallback,
 )
 from .memory import (
@@ -19,10 +20,6 @@ from .memory import (
 from .queues import (
     olCreateQueue, olDestroyQueue, olSyncQueue, olQueryQueue, olWaitEvents, olGetQueueInfo, olGetQueueInfoSize,
     olLaunchHostFunction, olCreateEvent, olDestroyEvent, olSyncEvent, olGetEventInfo, olGetEventInfoSize,
-    olGetEventElapsedTime,
-)
-from .programs import (
-    olCreateProgram, olIsValidBinary, olDestroyProgram, olGetSymbol, olGetSymbolInfo, olGetSymbolInfoSize,
-    olLaunchKernel, olCalculateOptimalOccupancy, olIterateSymbols, olGetKernelMaxCooperativeGroupCount,
+    olGetEventElapsedTime, olLaunchKernel, olCalculateOptimalOccupancy, olGetKernelMaxCooperativeGroupCount,
     olGetKernelParamsExt,
 )

@@ -13,8 +13,17 @@ from ..._values.types import buffer_size as _nbytes
 from ..binding import count as _count, slow as _slow, stale as _stale, zero_extent as _zero_extent
 from ..implementations import implementation as _implementation
 
+(
+    _impl_olMemAlloc, _impl_olMemFree, _impl_olMemAllocAsync, _impl_olMemFreeAsync, _impl_olGetMemInfo,
+    _impl_olGetMemInfoSize, _impl_olMemRegister, _impl_olMemUnregister, _impl_olMemcpy, _impl_olMemFill,
+    _impl_olMemAllocHost, _impl_olMemAllocAligned, _impl_olMemAllocAlignedHost, _impl_olMemPrefetch,
+    _impl_olMemcpyRect, _impl_olMemIsAccessible,
+) = map(_implementation, (
+    'olMemAlloc', 'olMemFree', 'olMemAllocAsync', 'olMemFreeAsync', 'olGetMemInfo', 'olGetMemInfoSize',
+    'olMemRegister', 'olMemUnregister', 'olMemcpy', 'olMemFill', 'olMemAllocHost', 'olMemAllocAligned',
+    'olMemAllocAlignedHost', 'olMemPrefetch', 'olMemcpyRect', 'olMemIsAccessible',
+))
 
-_impl_olMemAlloc = _implementation('olMemAlloc')
 
 def olMemAlloc(device, alloc_type, size, context=None):
     if device.__class__ is _Context: device, alloc_type, size, context = alloc_type, size, context, device
@@ -36,8 +45,6 @@ def olMemAlloc(device, alloc_type, size, context=None):
     finally: calls.remove('olMemAlloc')
 
 
-_impl_olMemFree = _implementation('olMemFree')
-
 def olMemFree(address, context=None):
     if address.__class__ is _Context: address, context = context, address
     ctx = _STATE.untraced
@@ -58,8 +65,6 @@ def olMemFree(address, context=None):
     finally: calls.remove('olMemFree')
 
 
-_impl_olMemAllocAsync = _implementation('olMemAllocAsync')
-
 def olMemAllocAsync(queue, alloc_type, size):
     ctx = _STATE.untraced
     if ctx is None: return _slow(olMemAllocAsync, (queue, alloc_type, size,))
@@ -77,8 +82,6 @@ def olMemAllocAsync(queue, alloc_type, size):
     except Exception as exc: raise _as_offload_error(exc, 'olMemAllocAsync') from exc
     finally: calls.remove('olMemAllocAsync')
 
-
-_impl_olMemFreeAsync = _implementation('olMemFreeAsync')
 
 def olMemFreeAsync(queue, address):
     ctx = _STATE.untraced
@@ -100,8 +103,6 @@ def olMemFreeAsync(queue, address):
     finally: calls.remove('olMemFreeAsync')
 
 
-_impl_olGetMemInfo = _implementation('olGetMemInfo')
-
 def olGetMemInfo(ptr, prop, context=None):
     if ptr.__class__ is _Context: ptr, prop, context = prop, context, ptr
     ctx = _STATE.untraced
@@ -122,8 +123,6 @@ def olGetMemInfo(ptr, prop, context=None):
     finally: calls.remove('olGetMemInfo')
 
 
-_impl_olGetMemInfoSize = _implementation('olGetMemInfoSize')
-
 def olGetMemInfoSize(ptr, prop, context=None):
     if ptr.__class__ is _Context: ptr, prop, context = prop, context, ptr
     ctx = _STATE.untraced
@@ -143,8 +142,6 @@ def olGetMemInfoSize(ptr, prop, context=None):
     except Exception as exc: raise _as_offload_error(exc, 'olGetMemInfoSize') from exc
     finally: calls.remove('olGetMemInfoSize')
 
-
-_impl_olMemRegister = _implementation('olMemRegister')
 
 def olMemRegister(device, ptr, size, flags):
     ctx = _STATE.untraced
@@ -168,8 +165,6 @@ def olMemRegister(device, ptr, size, flags):
     finally: calls.remove('olMemRegister')
 
 
-_impl_olMemUnregister = _implementation('olMemUnregister')
-
 def olMemUnregister(device, ptr, flags):
     ctx = _STATE.untraced
     if ctx is None: return _slow(olMemUnregister, (device, ptr, flags,))
@@ -189,8 +184,6 @@ def olMemUnregister(device, ptr, flags):
     except Exception as exc: raise _as_offload_error(exc, 'olMemUnregister') from exc
     finally: calls.remove('olMemUnregister')
 
-
-_impl_olMemcpy = _implementation('olMemcpy')
 
 def olMemcpy(queue, dst, dst_device, src, src_device, size):
     ctx = _STATE.untraced
@@ -220,8 +213,6 @@ def olMemcpy(queue, dst, dst_device, src, src_device, size):
     finally: calls.remove('olMemcpy')
 
 
-_impl_olMemFill = _implementation('olMemFill')
-
 def olMemFill(queue, ptr, pattern, fill_size):
     ctx = _STATE.untraced
     if ctx is None: return _slow(olMemFill, (queue, ptr, pattern, fill_size,))
@@ -245,8 +236,6 @@ def olMemFill(queue, ptr, pattern, fill_size):
     finally: calls.remove('olMemFill')
 
 
-_impl_olMemAllocHost = _implementation('olMemAllocHost')
-
 def olMemAllocHost(device, size, context=None):
     if device.__class__ is _Context: device, size, context = size, context, device
     ctx = _STATE.untraced
@@ -266,8 +255,6 @@ def olMemAllocHost(device, size, context=None):
     except Exception as exc: raise _as_offload_error(exc, 'olMemAllocHost') from exc
     finally: calls.remove('olMemAllocHost')
 
-
-_impl_olMemAllocAligned = _implementation('olMemAllocAligned')
 
 def olMemAllocAligned(device, alloc_type, size, alignment, context=None):
     if device.__class__ is _Context: device, alloc_type, size, alignment, context = alloc_type, size, alignment, context, device
@@ -292,8 +279,6 @@ def olMemAllocAligned(device, alloc_type, size, alignment, context=None):
     finally: calls.remove('olMemAllocAligned')
 
 
-_impl_olMemAllocAlignedHost = _implementation('olMemAllocAlignedHost')
-
 def olMemAllocAlignedHost(device, size, alignment, context=None):
     if device.__class__ is _Context: device, size, alignment, context = size, alignment, context, device
     ctx = _STATE.untraced
@@ -317,8 +302,6 @@ def olMemAllocAlignedHost(device, size, alignment, context=None):
     finally: calls.remove('olMemAllocAlignedHost')
 
 
-_impl_olMemPrefetch = _implementation('olMemPrefetch')
-
 def olMemPrefetch(queue, mems, sizes, flags):
     ctx = _STATE.untraced
     if ctx is None: return _slow(olMemPrefetch, (queue, mems, sizes, flags,))
@@ -338,8 +321,6 @@ def olMemPrefetch(queue, mems, sizes, flags):
     finally: calls.remove('olMemPrefetch')
 
 
-_impl_olMemcpyRect = _implementation('olMemcpyRect')
-
 def olMemcpyRect(queue, dst, src, extent):
     ctx = _STATE.untraced
     if ctx is None: return _slow(olMemcpyRect, (queue, dst, src, extent,))
@@ -358,8 +339,6 @@ def olMemcpyRect(queue, dst, src, extent):
     except Exception as exc: raise _as_offload_error(exc, 'olMemcpyRect') from exc
     finally: calls.remove('olMemcpyRect')
 
-
-_impl_olMemIsAccessible = _implementation('olMemIsAccessible')
 
 def olMemIsAccessible(device, ptr, size):
     ctx = _STATE.untraced

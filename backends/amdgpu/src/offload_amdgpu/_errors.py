@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from offload import ErrorCode, OffloadError
+from offload import ErrorCode
+from offload.backend.support import DriverError
 
 __all__ = ["ERROR_CODES", "HIP_ERROR_CODES", "HipError", "error_code", "hip_error_text", "raise_for", "raise_hip_error"]
 
@@ -104,12 +105,8 @@ ERROR_CODES: Mapping[int, ErrorCode] = {
 HIP_ERROR_CODES = ERROR_CODES  # its earlier name, kept for callers (ERROR_CODES, as in offload_cuda)
 
 
-class HipError(OffloadError):
+class HipError(DriverError):
     """An ``OffloadError`` from a HIP call; ``.result`` is the hipError_t value."""
-
-    def __init__(self, code: ErrorCode, details: str, result: int) -> None:
-        super().__init__(code, details)
-        self.result = result
 
 
 def error_code(status: int) -> ErrorCode:

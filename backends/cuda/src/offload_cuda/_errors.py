@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from offload import ErrorCode, OffloadError
+from offload import ErrorCode
+from offload.backend.support import DriverError
 
 __all__ = ["ERROR_CODES", "CudaError", "error_code", "raise_for"]
 
@@ -44,12 +45,8 @@ ERROR_CODES: dict[int, ErrorCode] = {
 }
 
 
-class CudaError(OffloadError):
+class CudaError(DriverError):
     """An ``OffloadError`` from a driver call; ``.result`` is the CUresult value."""
-
-    def __init__(self, code: ErrorCode, details: str, result: int) -> None:
-        super().__init__(code, details)
-        self.result = result
 
 
 def error_code(result: int) -> ErrorCode:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hip import hip  # a dependency of offload-amdgpu; importing it loads no runtime
 
+from helpers import ERROR_OF
 from offload import ErrorCode
 from offload_amdgpu import HIP_ERROR_CODES, error_code
 
@@ -86,12 +87,7 @@ devs = []
 ol.olIterateDevices(lambda d, _: devs.append(d) or True)
 gpu = next(d for d in devs if d.platform.kind is ol.PlatformBackend.AMDGPU)
 host = next(d for d in devs if d.is_host)
-def error_of(fn, *args):
-    try:
-        fn(*args)
-    except ol.OffloadError as exc:
-        return [exc.code.name, exc.details]
-    return None
+""" + ERROR_OF + """
 q = ol.olCreateQueue(gpu)
 buf = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 64)
 staged, back = (ctypes.c_uint8 * 64)(*range(64)), (ctypes.c_uint8 * 64)()

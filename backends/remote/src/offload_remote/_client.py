@@ -58,15 +58,9 @@ class RemoteBackend:
 
     # --- the connection and the addresses ---------------------------------------------------
 
-    def connect(self) -> None:
-        """This thread's connection. multiprocessing takes ~15 ms to import: only a server's session pays it."""
-        from multiprocessing.connection import Client
-
-        self.local.conn = Client(self.path, "AF_UNIX", authkey=self.key)
-
     def rpc(self, *request: Any) -> Any:
         if not hasattr(self.local, "conn"):
-            self.connect()
+            self.local.conn = self.connect()
         try:
             self.local.conn.send(request)
             status, *reply = self.local.conn.recv()
@@ -107,10 +101,12 @@ class RemoteBackend:
         self.infos: list[dict[DeviceInfo, Any]] = []
         if os.environ.get("OFFLOAD_REMOTE") != "local":
             return []  # not asked for: no server, no devices (no_devices_reason)
-        import secrets, subprocess, tempfile  # a local server's alone: every olInit without one stays lean
+        import subprocess, tempfile  # here, as multiprocessing: olInit without a server is spared them
+        from multiprocessing.connection import Client  # here: without a server olInit is spared it (pickle, socket)
 
         self.folder = tempfile.TemporaryDirectory(prefix="offload-remote-")
-        self.path, self.key = os.path.join(self.folder.name, "socket"), secrets.token_bytes(32)
+        self.path, self.key = os.path.join(self.folder.name, "socket"), os.urandom(32)
+        self.connect = lambda: Client(self.path, "AF_UNIX", authkey=self.key)  # a connection of the calling thread
         env = {**os.environ, "OFFLOAD_BACKENDS": "host", "OFFLOAD_REMOTE_KEY": self.key.hex()}
         self.process = subprocess.Popen([sys.executable, "-m", "offload_remote._server", self.path], env=env)
         deadline = time.monotonic() + 60
@@ -119,7 +115,7 @@ class RemoteBackend:
                 self.process.kill()
                 raise OffloadError(ErrorCode.BACKEND_FAILURE, f"the remote server did not start (exit {self.process.poll()})")
             time.sleep(0.01)
-        self.connect()
+        self.local.conn = self.connect()
         self.infos, implemented = self.local.conn.recv()
         self.served = {hook for hook in _SERVER_HOOKS if hook in implemented}
         base = _libc.mmap(None, _SPAN, 0, 0x22 | 0x4000, -1, 0)  # PROT_NONE; MAP_PRIVATE|ANONYMOUS|NORESERVE

@@ -220,3 +220,56 @@ def test_compiled_launches_are_recorded_in_enqueue_order(run_python: Any, tmp_pa
     starts = {e["id"] for e in events if e["ph"] == "s" and e["name"] == "enqueue"}
     finishes = {e["id"] for e in events if e["ph"] == "f" and e["name"] == "enqueue"}
     assert len(starts) == len(finishes) == 101 and starts == finishes  # an arrow from each call to its work
+
+
+HELD_JOB = r"""
+import json, threading, offload as ol
+from offload_host import build_test_kernel
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+dev = [d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST][0]
+kernel = ol.olGetSymbol(ol.olCreateProgram(dev, build_test_kernel("foo")), "foo", ol.SymbolKind.KERNEL)
+q = ol.olCreateQueue(dev)
+out = ol.olMemAlloc(dev, ol.AllocType.HOST, 4 * 64)
+args, size = out.to_bytes(8, "little"), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1))
+for _ in range(20):
+    ol.olLaunchKernel(q, dev, kernel, args, size)
+ol.olSyncQueue(q)
+threads = sorted(t.name for t in threading.enumerate())  # the timeline gave the queue no thread of its own
+gate = threading.Event()
+ol.olLaunchHostFunction(q, lambda _: gate.wait(), None)  # holds the queue: launches pile up past its bound
+threading.Timer(0.3, gate.set).start()
+for _ in range(1500):
+    ol.olLaunchKernel(q, dev, kernel, args, size)
+ol.olSyncQueue(q)
+counts = getattr(ol.olLaunchKernel, "counts", {})
+ol.olShutDown()
+print(json.dumps({"counts": counts, "threads": threads}))
+"""
+
+
+def test_launches_past_a_full_queue_are_recorded_once(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """Launches stamped by the queue (the compiled path's, and the Python path's alike) while the
+    queue holds more than it takes: those it refused (the Python path then waits and makes them)
+    are drawn once, in enqueue order, each with its flow; the timeline starts no queue thread."""
+    import json
+
+    from offload._trace.perfetto_read import load
+
+    path = tmp_path / "held.pftrace"
+    proc = run_python(HELD_JOB, env={"OFFLOAD_TRACE": f"perfetto:{path}", "OFFLOAD_BACKENDS": "host"})
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    counts = result["counts"]
+    if counts:  # the compiled path is on: some launches deferred to the Python path at the bound
+        assert counts["fast"] >= 1000 and counts["deferred"] >= 1, counts
+        assert result["threads"] == ["MainThread"], result["threads"]
+    events = load(str(path))["traceEvents"]
+    work = [e for e in events if e.get("cat") in ("kernel", "host_function")]
+    assert [e["cat"] for e in work] == ["kernel"] * 20 + ["host_function"] + ["kernel"] * 1500
+    for before, after in zip(work, work[1:]):
+        assert before["ts"] + before["dur"] <= after["ts"] + 1e-3
+    assert work[21]["ts"] + 1e-3 >= work[20]["ts"] + work[20]["dur"]  # held until the gate opened
+    starts = {e["id"] for e in events if e["ph"] == "s" and e["name"] == "enqueue"}
+    finishes = {e["id"] for e in events if e["ph"] == "f" and e["name"] == "enqueue"}
+    assert len(starts) == len(finishes) == 1521 and starts == finishes

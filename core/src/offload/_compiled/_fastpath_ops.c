@@ -143,9 +143,10 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
     offload_native_word dw = fp_word(device, FP.d_word, &okd), kw = fp_word(kernel, FP.k_word, &okk);
     offload_native_word qw = queue == Py_None ? 0 : fp_word(queue, FP.q_word, &okq);
     offload_launch_dims dims;
-    if (okd && okk && okq && launch_dims(self, launch, &dims)) RUN_NATIVE(self, fn(dw, qw, kw, data, size, &dims));
-    if (lr.rec != NULL && done && fp_launch_record(&lr, ep, dw, qw, &dims, size) < 0)
-      PyErr_Clear(); /* (out of memory) the timeline loses the launch; the call stands */
+    if (okd && okk && okq && launch_dims(self, launch, &dims)) {
+      if (lr.rec != NULL) self->native += (unsigned)(done = fp_launch_traced(&lr, ep, dw, qw, kw, data, size, &dims));
+      else RUN_NATIVE(self, fn(dw, qw, kw, data, size, &dims));
+    }
   }
   if (lr.rec != NULL && !done) { /* not made natively: nothing was done, the traced path makes it */
     if (view.obj != NULL) PyBuffer_Release(&view);

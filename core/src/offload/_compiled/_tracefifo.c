@@ -4,6 +4,7 @@
  * previous span ended (so a queue's spans never overlap). */
 #include "_tracerec.h"
 
+#include <stddef.h>
 #include <string.h>
 
 
@@ -49,7 +50,7 @@ void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t 
   w->name = name;
   w->cat = cat;
   w->nvalues = nvalues;
-  w->pad = 0;
+  w->cancelled = 0;
   if (nvalues) memcpy(w->values, values, nvalues * sizeof(uint64_t));
   *handle = (uint64_t)(queue + 1) << SEQ_BITS | f->tail;
   f->tail++;
@@ -57,6 +58,12 @@ void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t 
 }
 
 uint64_t *fp_rec_work_end(void *work) { return (uint64_t *)&((work_t *)work)->end; }
+
+void fp_rec_work_cancel(void *work) {
+  work_t *w = work;
+  w->cancelled = 1;
+  atomic_store_explicit(&w->end, 1, memory_order_release);
+}
 PyObject *fp_rec_kernels(PyObject *recorder) { return ((Recorder *)recorder)->kernels; }
 PyObject *fp_rec_threads(PyObject *recorder) { return ((Recorder *)recorder)->threads; }
 PyObject *fp_rec_queue_ix(PyObject *recorder) { return ((Recorder *)recorder)->queue_ix; }
@@ -81,12 +88,14 @@ int fp_rec_place(Recorder *r) {
       work_t *w = fifo_at(f, f->head);
       uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
       if (end == 0) break;
+      if (w->cancelled) goto drawn;
       uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
       if (end < begin) end = begin;
       f->last_end = end;
       if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
         return -1;
       r->recs[r->count - 1].flow_in2 = w->flow_in2;
+    drawn:
       f->head++;
       if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
         if (f->spare == NULL) f->spare = f->blocks[0];
@@ -157,6 +166,33 @@ PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize
     }
   }
   Py_RETURN_NONE;
+}
+
+/* stamp(handle, entry_points, device_word, queue_word) -> bool: the queue stamps the work of
+ * handle (still open) when it reaches it, through the backend's stamp entry point; False (nothing
+ * done) where the capsule has none or the backend deferred. */
+PyObject *fp_rec_stamp_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  Recorder *r = (Recorder *)self;
+  uint64_t handle, dw, qw;
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "Recorder.stamp takes 4 arguments (handle, entry_points, device_word, queue_word)");
+    return NULL;
+  }
+  if (fp_rec_u64(args[0], &handle) < 0 || fp_rec_u64(args[2], &dw) < 0 || fp_rec_u64(args[3], &qw) < 0) return NULL;
+  const offload_native_entry_points *ep = PyCapsule_GetPointer(args[1], OFFLOAD_NATIVE_CAPSULE_NAME);
+  if (ep == NULL) return NULL;
+  if (ep->abi_version != OFFLOAD_NATIVE_ABI_VERSION || ep->struct_size < offsetof(offload_native_entry_points, stamp) + sizeof(void *) ||
+      ep->stamp == NULL || qw == 0)
+    Py_RETURN_FALSE;
+  Py_ssize_t q = (Py_ssize_t)(handle >> SEQ_BITS) - 1;
+  uint64_t seq = handle & (((uint64_t)1 << SEQ_BITS) - 1);
+  if (q < 0 || q >= r->nfifos || seq < r->fifos[q].head || seq >= r->fifos[q].tail) Py_RETURN_FALSE;
+  work_t *w = fifo_at(&r->fifos[q], seq);
+  if (atomic_load_explicit(&w->end, memory_order_acquire) != 0) Py_RETURN_FALSE;
+  offload_native_result done;
+  Py_BEGIN_ALLOW_THREADS done = ep->stamp((offload_native_word)dw, (offload_native_word)qw, (uint64_t *)&w->end);
+  Py_END_ALLOW_THREADS
+  return PyBool_FromLong(done == OFFLOAD_NATIVE_DONE);
 }
 
 PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused) {

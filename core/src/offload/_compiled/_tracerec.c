@@ -277,6 +277,8 @@ static PyMethodDef rec_methods[] = {
     {"work", (PyCFunction)(void (*)(void))fp_rec_work_method, METH_FASTCALL,
      "work(queue, name_iid, cat_iid, submit_ns, flow_out=0, flow_in=0, flow_in2=0, *values) -> handle"},
     {"complete", (PyCFunction)(void (*)(void))fp_rec_complete_method, METH_FASTCALL, "complete(handle, end_ns): the work ended then"},
+    {"stamp", (PyCFunction)(void (*)(void))fp_rec_stamp_method, METH_FASTCALL,
+     "stamp(handle, entry_points, device_word, queue_word) -> bool: the queue stamps the open work's end (offload_native.h)"},
     {"unfinished", fp_rec_unfinished_method, METH_NOARGS, "unfinished() -> work not completed yet"},
     {"write_to", rec_write_to, METH_O, "write_to(fd) -> int: take(), written to a file descriptor without building the bytes"},
     {"take", rec_take, METH_NOARGS, "take() -> bytes: the recorded slices as Perfetto packets; the recorder is then empty"},

@@ -204,6 +204,10 @@ class PyRecorder:
         if entry is not None:
             entry[1] = max(1, end_ns)
 
+    def stamp(self, handle: int, entry_points: Any, device_word: int, queue_word: int) -> bool:
+        """False: a queue stamps work only through ``_fastpath.Recorder`` (a backend's C entry point)."""
+        return False
+
     def unfinished(self) -> int:
         """Work not completed yet (counted at the final write)."""
         return sum(len(q[1]) for q in self._queues)

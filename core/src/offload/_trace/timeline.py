@@ -278,6 +278,13 @@ class Timeline:
         if not backend.has_pending_work(qdev.native, queue.native):
             work.end_ns, work.timing = end_ns, IN_CALL  # finished before the call returned
             return work
+        self._time(work, queue)
+        return work
+
+    def _time(self, work: Work, queue: Queue) -> None:
+        """Arrange the timing of ``work`` queued on ``queue``: its event and its completion callback."""
+        qdev = queue.device
+        backend = qdev.backend
         if self._clock(qdev) is not None:
             try:
                 work.event = backend.create_event(qdev.native, queue.native)
@@ -293,8 +300,7 @@ class Timeline:
         except Exception:  # the queue refused more work: the user's call stands
             if work.event is None:
                 work.timing = UNKNOWN
-                work.end_ns = start_ns
-        return work
+                work.end_ns = work.submit_ns
 
     # --- writing --------------------------------------------------------------------------------
 

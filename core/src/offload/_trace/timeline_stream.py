@@ -27,14 +27,15 @@ from .. import _version
 from . import perfetto as _perfetto
 from .perfetto import Encoder, annotation, vfield
 from .timeline import Timeline, multiprocessing_exit
-from .timeline_work import TIMING_SOURCE, Work
+from .timeline_work import IN_CALL, STAMP, TIMING_SOURCE, Work
 from .._core.session import LOCAL
 
 if TYPE_CHECKING:
-    from .._core.handles import Device
+    from .._core.handles import Device, Queue
 
 CHUNK = 16384  # slices per chunk written (about 2 MB of records; a write costs about as much as 2000 launches)
 MAX_TRACKS = (1 << _perfetto.TRACK_BITS) - 1
+STREAM_TIMING = f"the queue's stamp (offload_native.h) where the backend has one and the compiled path is on; else {TIMING_SOURCE}"
 CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record", "event_wait", "offload")
 
 
@@ -170,6 +171,16 @@ class StreamTimeline(Timeline):
         events are not read there)."""
         self.flush(read_events=LOCAL.queue is None)
 
+    def _time(self, work: Work, queue: Queue) -> None:
+        """Queued work on a backend with a native stamp (offload_native.h, the compiled path on) is
+        stamped by the queue when it reaches it, as the compiled launch's is: no event, and no host
+        callback, which would give the queue a thread that needs the GIL. Elsewhere: Timeline's."""
+        device = queue.device
+        if device.entry_points is not None and device.word is not None and queue.word is not None:
+            work.stamp, work.timing = (device.entry_points, device.word, queue.word), STAMP
+        else:
+            super()._time(work, queue)
+
     def _queue_ix(self, item: Work) -> int:
         key = (item.pid, item.tid)
         ix = self._fifos.get(key)
@@ -205,6 +216,11 @@ class StreamTimeline(Timeline):
             values += [self._annotation_name("group_size"), _product(args.get("group_size") or [1])]
             values += [self._annotation_name("argument_bytes"), args.get("argument_bytes") or 0]
         handle = recorder.work(self._queue_ix(item), self._name(item.name), self._cats[item.cat], item.submit_ns, flow_out, item.flow, flow_event, *values)
+        if item.stamp is not None:
+            stamp, item.stamp = item.stamp, None
+            if recorder.stamp(handle, *stamp):
+                return
+            item.end_ns, item.timing = time.perf_counter_ns(), IN_CALL  # the queue refused it: the work ends with its call
         self._open[handle] = item
         self._complete(handle, item)
 
@@ -234,7 +250,7 @@ class StreamTimeline(Timeline):
         encoder = self.encoder
         out = encoder.start(boot, self.origin_ns, wall)
         out += encoder.track(self.api_track, f"{self._who()}offload API (pid {self.pid})", pid=self.pid, process=True)
-        values: list[tuple[str, Any]] = [("producer", f"offload {_version.__version__}"), ("device_timing", TIMING_SOURCE), ("format", "offload perfetto 1")]
+        values: list[tuple[str, Any]] = [("producer", f"offload {_version.__version__}"), ("device_timing", STREAM_TIMING), ("format", "offload perfetto 1")]
         values += [(k, anchor[k]) for k in ("wall_ns", "perf_ns", "error_ns")] + [("origin_ns", self.origin_ns), ("sequence", self.base)]
         if self.rank is not None:
             values.append(("rank", self.rank))

@@ -15,6 +15,7 @@ TIMING_SOURCE = (
     "bounded by host completion callbacks (enqueue_host_call); the callbacks alone otherwise"
 )
 EVENTS, CALLBACK, IN_CALL, UNKNOWN = "backend events", "completion callback", "within its call", "unknown"
+STAMP = "queue stamp"  # the streamed timeline's: the backend's native stamp (offload_native.h)
 EVENT_HOOKS = frozenset({"create_event", "is_event_complete", "sync_event", "event_elapsed_time"})
 TRACK_BASE = 1_000_000  # a device's tracks are tid pid * TRACK_BASE + queue id (0: synchronous), apart from real tids
 SYNCHRONOUS = "synchronous (no queue)"
@@ -25,7 +26,7 @@ DEVICE_PID_BASE = 100
 class Work:
     """One piece of device work: a kernel, a copy, a fill, a host function, an event record or wait."""
 
-    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timing", "event", "event_end_ns", "device")
+    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timing", "event", "event_end_ns", "device", "stamp")
 
     def __init__(self, name: str, cat: str, args: dict[str, Any], pid: int, tid: int, submit_ns: int) -> None:
         self.name = name
@@ -41,6 +42,7 @@ class Work:
         self.event: Any = None  # the tracer's own backend event after the work, until read
         self.event_end_ns: int | None = None  # that event's completion on the perf_counter clock
         self.device: Device | None = None
+        self.stamp: Any = None  # the streamed timeline's: (entry points, device word, queue word) to stamp it
 
     def complete(self) -> None:
         """The completion callback: runs on the queue once everything before it is done."""

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from .. import _version
 from . import perfetto as _perfetto
 from .perfetto import Encoder, annotation, vfield
-from .timeline import Timeline, multiprocessing_exit
+from .timeline import Timeline
+from .timeline_file import multiprocessing_exit
 from .timeline_work import IN_CALL, STAMP, TIMING_SOURCE, Work
 from .._core.session import LOCAL
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 CHUNK = 16384  # slices per chunk written (about 2 MB of records; a write costs about as much as 2000 launches)
 MAX_TRACKS = (1 << _perfetto.TRACK_BITS) - 1
 STREAM_TIMING = f"the queue's stamp (offload_native.h) where the backend has one and the compiled path is on; else {TIMING_SOURCE}"
-CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record", "event_wait", "offload")
+CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record", "event_wait", "offload", "build")
 
 
 def recorder_class() -> Any:
@@ -165,6 +166,17 @@ class StreamTimeline(Timeline):
             # work that does not complete (a queue held up) must not make every call write: the
             # next write for it waits until as much again is outstanding
             self._open_mark = max(CHUNK, 2 * len(self._open))
+
+    def span(self, name: str, cat: str, start_ns: int, end_ns: int, args: dict[str, Any]) -> None:
+        """A span of the calling thread that is no API call (``offload.build``), with its ``args``
+        as annotations (made in Python: such spans are rare)."""
+        tid = getattr(self._local, "tid", None) or threading.get_native_id()
+        with self._lock:
+            track = self.recorder.threads.get(tid) or self._thread_track(tid, threading.current_thread().name)
+            body = b"".join(annotation(self._annotation_name(key), value) for key, value in args.items())
+            encoder = self.encoder
+            self._side.append(encoder.event(_perfetto.SLICE_BEGIN, start_ns, track, self._name(name), body + vfield(3, self._cats[cat])))
+            self._side.append(encoder.event(_perfetto.SLICE_END, end_ns, track))
 
     def _full(self) -> None:
         """The compiled path recorded a chunk's worth: write it (never from a host function's thread:

@@ -208,6 +208,13 @@ class TimelineTracer:
         """Write the file now with what is recorded so far: its path, None if nothing was written."""
         return self.timeline.path if self.timeline.flush(read_events) else None
 
+    def span(self, name: str, cat: str, start_ns: int, end_ns: int, args: dict[str, Any]) -> None:
+        """A span of work on the calling thread that is no ``ol*`` call (``offload.build``)."""
+        try:
+            self.timeline.span(name, cat, start_ns, end_ns, args)
+        except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
+            self.timeline.warn(f"could not record {name}", exc)
+
 
 OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off
 

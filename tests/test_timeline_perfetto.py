@@ -173,6 +173,64 @@ def test_the_compiled_recorder_writes_the_python_recorders_bytes() -> None:
         fast.slice(1, 2, 3)
 
 
+def test_a_wait_ends_no_earlier_than_its_record_in_both_recorders() -> None:
+    """Stamps of two queues disagree under load: a wait stamped before the record it waits for
+    (another queue's) is drawn once the record is, ending no earlier; both recorders alike."""
+    from offload._trace import perfetto as _perfetto
+    from offload._trace.perfetto_read import decode
+
+    fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
+    out = []
+    for recorder in (fastpath.Recorder(7, 0), _perfetto.PyRecorder(7, 0)):
+        q1, q2 = recorder.queue(1 << 20), recorder.queue(2 << 20)
+        event = recorder.flow()
+        wait = recorder.work(q1, 3, 7, 100, 0, recorder.flow(), event)  # (q1 drawn first: the wait's queue)
+        after = recorder.work(q1, 4, 2, 150, 0, recorder.flow(), 0)
+        record = recorder.work(q2, 2, 6, 90, event, recorder.flow(), 0)
+        recorder.complete(wait, 500)  # stamped before the record's stamp
+        recorder.complete(after, 520)
+        first = recorder.take()  # the record is not complete: neither the wait nor what follows it is drawn
+        recorder.complete(record, 800)
+        out.append((first, recorder.take()))
+    assert out[0] == out[1]
+    first, second = out[0]
+    assert first == b""
+    slices = {}
+    for packet in _perfetto_slices(second):
+        slices[packet[0]] = packet[1:]
+    assert slices[3][1] >= slices[2][1] == 800  # the wait (name 3) ends with its record (name 2)
+    assert slices[4][0] >= slices[3][1]  # and the queue's next work after it
+
+
+def _perfetto_slices(data: bytes) -> list[tuple[int, int, int]]:
+    """(name iid, begin, end) of the slices of packets made by a recorder (no interning)."""
+    from offload._trace.perfetto_read import fields, packets
+
+    opened: dict[int, list[tuple[int, int]]] = {}
+    out = []
+    for body in packets(data):
+        ts, event = 0, b""
+        for field, value in fields(body):
+            if field == 8:
+                ts = value
+            elif field == 11:
+                event = value
+        kind = track = name = 0
+        for field, value in fields(event):
+            if field == 9:
+                kind = value
+            elif field == 11:
+                track = value
+            elif field == 10:
+                name = value
+        if kind == 1:
+            opened.setdefault(track, []).append((name, ts))
+        elif kind == 2:
+            name, begin = opened[track].pop()
+            out.append((name, begin, ts))
+    return out
+
+
 COMPILED_JOB = r"""
 import json, offload as ol
 from offload_host import build_test_kernel

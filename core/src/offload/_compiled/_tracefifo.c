@@ -52,6 +52,15 @@ void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t 
   w->nvalues = nvalues;
   w->cancelled = 0;
   if (nvalues) memcpy(w->values, values, nvalues * sizeof(uint64_t));
+  if (flow_out) { /* an event record: its waits on other queues end no earlier than it */
+    if (r->record_flow == NULL) {
+      r->record_flow = PyMem_Calloc(2 * RECORD_SLOTS, sizeof(uint64_t));
+      if (r->record_flow == NULL) return PyErr_NoMemory();
+      r->record_end = r->record_flow + RECORD_SLOTS;
+    }
+    r->record_flow[flow_out % RECORD_SLOTS] = flow_out;
+    r->record_end[flow_out % RECORD_SLOTS] = 0;
+  }
   *handle = (uint64_t)(queue + 1) << SEQ_BITS | f->tail;
   f->tail++;
   return w;
@@ -80,29 +89,42 @@ void fp_rec_maybe_full(PyObject *recorder) {
   Py_XDECREF(result);
 }
 
-/* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices. */
+/* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices; a wait
+ * on an event recorded on another queue waits until that record is drawn and ends no earlier
+ * (their stamps come from two queues' threads), so passes repeat while any queue moved on. */
 int fp_rec_place(Recorder *r) {
-  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
-    fifo_t *f = &r->fifos[q];
-    while (f->head < f->tail) {
-      work_t *w = fifo_at(f, f->head);
-      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
-      if (end == 0) break;
-      if (w->cancelled) goto drawn;
-      uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
-      if (end < begin) end = begin;
-      f->last_end = end;
-      if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
-        return -1;
-      r->recs[r->count - 1].flow_in2 = w->flow_in2;
-    drawn:
-      f->head++;
-      if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
-        if (f->spare == NULL) f->spare = f->blocks[0];
-        else PyMem_Free(f->blocks[0]);
-        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
-        f->nblocks--;
-        f->first += BLOCK;
+  for (int moved = 1; moved;) {
+    moved = 0;
+    for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+      fifo_t *f = &r->fifos[q];
+      while (f->head < f->tail) {
+        work_t *w = fifo_at(f, f->head);
+        uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
+        if (end == 0) break;
+        if (w->cancelled) goto drawn;
+        if (w->flow_in2 && r->record_flow != NULL && r->record_flow[w->flow_in2 % RECORD_SLOTS] == w->flow_in2) {
+          uint64_t record = r->record_end[w->flow_in2 % RECORD_SLOTS];
+          if (record == 0) break; /* its record is not drawn yet */
+          if (end < record) end = record;
+        }
+        uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
+        if (end < begin) end = begin;
+        f->last_end = end;
+        if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
+          return -1;
+        r->recs[r->count - 1].flow_in2 = w->flow_in2;
+        if (w->flow_out && r->record_flow != NULL && r->record_flow[w->flow_out % RECORD_SLOTS] == w->flow_out)
+          r->record_end[w->flow_out % RECORD_SLOTS] = end;
+      drawn:
+        f->head++;
+        moved = 1;
+        if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
+          if (f->spare == NULL) f->spare = f->blocks[0];
+          else PyMem_Free(f->blocks[0]);
+          memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
+          f->nblocks--;
+          f->first += BLOCK;
+        }
       }
     }
   }
@@ -212,5 +234,6 @@ void fp_rec_free_fifos(Recorder *r) {
     PyMem_Free(f->spare);
   }
   PyMem_Free(r->fifos);
+  PyMem_Free(r->record_flow);
 }
 

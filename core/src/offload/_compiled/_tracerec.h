@@ -29,6 +29,7 @@ typedef struct {
 
 #define BLOCK 1024
 #define SEQ_BITS 40
+#define RECORD_SLOTS 4096 /* event records remembered by flow (direct-mapped): a wait ends no earlier than its record */
 
 typedef struct {
   uint64_t track, last_end;
@@ -48,6 +49,7 @@ typedef struct {
   unsigned long long launch_iid, limit;
   PyObject *kernels, *threads, *queue_ix; /* dicts the Python side fills for the compiled path */
   PyObject *on_full;                       /* called (by the compiled path) at `limit` records */
+  uint64_t *record_flow, *record_end;      /* RECORD_SLOTS each (lazily): an event record's flow, its drawn end (0: not yet) */
 } Recorder;
 
 /* Draws each queue's completed prefix as slices (0, or -1 with an exception set). */

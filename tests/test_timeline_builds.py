@@ -58,3 +58,9 @@ def test_builds_are_spans_with_their_cache_outcome(run_python: Any, tmp_path: pa
     create = next(e for e in events if e.get("name") == "olCreateProgram")
     assert builds[2]["ts"] + builds[2]["dur"] <= create["ts"] + 1e-3  # the build, then the program made of it
     assert builds[0]["dur"] > builds[1]["dur"]  # compiling takes longer than a lookup
+    from offload.cli._trace import format_summary, load_events, summarise
+
+    summary = summarise(load_events(str(path)))
+    assert {k: (t.count, t.failed) for k, t in summary.builds.items()} == {"miss": (2, 1), "hit": (1, 0), "disk": (1, 0)}
+    lines = format_summary(summary)
+    assert "builds per cache outcome" in lines and any(line.split()[:3] == ["miss", "2", "1"] for line in lines)

@@ -331,3 +331,38 @@ def test_launches_past_a_full_queue_are_recorded_once(run_python: Any, tmp_path:
     starts = {e["id"] for e in events if e["ph"] == "s" and e["name"] == "enqueue"}
     finishes = {e["id"] for e in events if e["ph"] == "f" and e["name"] == "enqueue"}
     assert len(starts) == len(finishes) == 1521 and starts == finishes
+
+
+def test_only_a_backend_with_a_stamp_entry_point_stamps_work() -> None:
+    """The streamed timeline has queued work stamped by the queue only where the device's entry
+    points have ``stamp`` (the host backend's); others (the GPU backends' entry points have none)
+    keep their events and callbacks. A capsule of another name is refused."""
+    import ctypes
+
+    fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
+    from offload._trace import perfetto as _perfetto
+
+    class EntryPoints(ctypes.Structure):
+        _fields_ = [("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32)] + [(f"fn{i}", ctypes.c_void_p) for i in range(8)]
+
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    none = EntryPoints(1, ctypes.sizeof(EntryPoints))  # every entry point NULL
+    recorder = fastpath.Recorder(1, 0)
+    handle = recorder.work(recorder.queue(1 << 20), 1, 2, 0)
+    capsule = new_capsule(ctypes.addressof(none), b"offload.native_entry_points", None)
+    assert recorder.stamps(capsule) is False and recorder.stamp(handle, capsule, 1, 1) is False
+    with pytest.raises(ValueError):
+        recorder.stamps(new_capsule(ctypes.addressof(none), b"something else", None))
+    assert _perfetto.PyRecorder(1, 0).stamps(capsule) is False
+    ol = pytest.importorskip("offload")
+    ol.olInit()
+    try:
+        found: list[Any] = []
+        ol.olIterateDevices(lambda d, _: found.append(d) or True)
+        host = [d for d in found if d.entry_points is not None and d.platform.name == "host"]
+        if not host:
+            pytest.skip("no host device with native entry points")
+        assert recorder.stamps(host[0].entry_points) is True
+    finally:
+        ol.olShutDown()

@@ -190,6 +190,23 @@ PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize
   Py_RETURN_NONE;
 }
 
+static const offload_native_entry_points *stamping(PyObject *capsule) {
+  const offload_native_entry_points *ep = PyCapsule_GetPointer(capsule, OFFLOAD_NATIVE_CAPSULE_NAME);
+  if (ep == NULL) return NULL;
+  if (ep->abi_version != OFFLOAD_NATIVE_ABI_VERSION || ep->struct_size < offsetof(offload_native_entry_points, stamp) + sizeof(void *) ||
+      ep->stamp == NULL)
+    return NULL;
+  return ep;
+}
+
+/* stamps(entry_points) -> bool: whether the backend's queues can stamp work (a stamp entry point). */
+PyObject *fp_rec_stamps_method(PyObject *self, PyObject *capsule) {
+  (void)self;
+  const offload_native_entry_points *ep = stamping(capsule);
+  if (ep == NULL && PyErr_Occurred()) return NULL;
+  return PyBool_FromLong(ep != NULL);
+}
+
 /* stamp(handle, entry_points, device_word, queue_word) -> bool: the queue stamps the work of
  * handle (still open) when it reaches it, through the backend's stamp entry point; False (nothing
  * done) where the capsule has none or the backend deferred. */
@@ -201,11 +218,9 @@ PyObject *fp_rec_stamp_method(PyObject *self, PyObject *const *args, Py_ssize_t 
     return NULL;
   }
   if (fp_rec_u64(args[0], &handle) < 0 || fp_rec_u64(args[2], &dw) < 0 || fp_rec_u64(args[3], &qw) < 0) return NULL;
-  const offload_native_entry_points *ep = PyCapsule_GetPointer(args[1], OFFLOAD_NATIVE_CAPSULE_NAME);
-  if (ep == NULL) return NULL;
-  if (ep->abi_version != OFFLOAD_NATIVE_ABI_VERSION || ep->struct_size < offsetof(offload_native_entry_points, stamp) + sizeof(void *) ||
-      ep->stamp == NULL || qw == 0)
-    Py_RETURN_FALSE;
+  const offload_native_entry_points *ep = stamping(args[1]);
+  if (ep == NULL && PyErr_Occurred()) return NULL;
+  if (ep == NULL || qw == 0) Py_RETURN_FALSE;
   Py_ssize_t q = (Py_ssize_t)(handle >> SEQ_BITS) - 1;
   uint64_t seq = handle & (((uint64_t)1 << SEQ_BITS) - 1);
   if (q < 0 || q >= r->nfifos || seq < r->fifos[q].head || seq >= r->fifos[q].tail) Py_RETURN_FALSE;

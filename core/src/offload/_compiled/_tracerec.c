@@ -277,6 +277,7 @@ static PyMethodDef rec_methods[] = {
     {"work", (PyCFunction)(void (*)(void))fp_rec_work_method, METH_FASTCALL,
      "work(queue, name_iid, cat_iid, submit_ns, flow_out=0, flow_in=0, flow_in2=0, *values) -> handle"},
     {"complete", (PyCFunction)(void (*)(void))fp_rec_complete_method, METH_FASTCALL, "complete(handle, end_ns): the work ended then"},
+    {"stamps", fp_rec_stamps_method, METH_O, "stamps(entry_points) -> bool: whether the backend's queues stamp work (offload_native.h)"},
     {"stamp", (PyCFunction)(void (*)(void))fp_rec_stamp_method, METH_FASTCALL,
      "stamp(handle, entry_points, device_word, queue_word) -> bool: the queue stamps the open work's end (offload_native.h)"},
     {"unfinished", fp_rec_unfinished_method, METH_NOARGS, "unfinished() -> work not completed yet"},

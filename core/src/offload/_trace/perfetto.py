@@ -211,6 +211,10 @@ class PyRecorder:
         if entry is not None:
             entry[1] = max(1, end_ns)
 
+    def stamps(self, entry_points: Any) -> bool:
+        """False: a queue stamps work only through ``_fastpath.Recorder`` (a backend's C entry point)."""
+        return False
+
     def stamp(self, handle: int, entry_points: Any, device_word: int, queue_word: int) -> bool:
         """False: a queue stamps work only through ``_fastpath.Recorder`` (a backend's C entry point)."""
         return False

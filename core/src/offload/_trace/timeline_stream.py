@@ -188,7 +188,8 @@ class StreamTimeline(Timeline):
         stamped by the queue when it reaches it, as the compiled launch's is: no event, and no host
         callback, which would give the queue a thread that needs the GIL. Elsewhere: Timeline's."""
         device = queue.device
-        if device.entry_points is not None and device.word is not None and queue.word is not None:
+        points = device.entry_points
+        if points is not None and device.word is not None and queue.word is not None and self.recorder.stamps(points):
             work.stamp, work.timing = (device.entry_points, device.word, queue.word), STAMP
         else:
             super()._time(work, queue)

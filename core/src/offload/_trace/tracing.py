@@ -61,7 +61,7 @@ def render_line(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> 
 
 
 class LineWriter:
-    """structlog logger of ``OFFLOAD_TRACE=1``: each rendered line goes to ``file`` in one ``write``
+    """structlog logger of ``OFFLOAD_TRACE=1`` and ``=json``: each rendered line goes to ``file`` in one ``write``
     (stderr is line-buffered: one system call a line, as the line's whole; a
     TextIOWrapper's write of one line is not interleaved with another thread's)."""
 
@@ -270,8 +270,8 @@ def tracer_from_environment(
     import structlog
 
     if setting.strip().lower() == "json":
-        processors: list[Any] = [_drop_event_key, structlog.processors.JSONRenderer()]
-        logger = structlog.wrap_logger(structlog.PrintLogger(file=sys.stderr), processors=processors, wrapper_class=structlog.BoundLogger)
+        processors: list[Any] = [_drop_event_key, structlog.processors.JSONRenderer(), _line]
+        logger = structlog.wrap_logger(LineWriter(sys.stderr), processors=processors, wrapper_class=structlog.BoundLogger)
         return Tracer(logger.bind())
     # the text trace: the cheapest configuration that still routes each call as an event (one
     # renderer, a logger that writes the line; measured in bench_tracing)
@@ -282,3 +282,7 @@ def tracer_from_environment(
 def _drop_event_key(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
     event.pop("event", None)
     return event
+
+
+def _line(_logger: Any, _method: str, rendered: Any) -> str:
+    return f"{rendered}\n"

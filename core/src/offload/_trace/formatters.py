@@ -45,7 +45,7 @@ OutStep = Callable[[Any, Any, bool], tuple["str | None", str]]  # (PropSize or N
 _HANDLES = frozenset(HANDLE_TYPES)
 _NAMES: dict[type[Any], dict[int, str]] = {}  # enum class -> id(member) -> its C name (an Enum's hash is Python code: ids are cheap)
 _CACHE: dict[tuple[str, str], Formatter] = {}
-_TEXT_CACHE: dict[str, dict[str, TextFormatter]] = {}  # level -> function name -> (two string lookups a call)
+TEXT_FORMATTERS: dict[str, dict[str, TextFormatter]] = {}  # level -> function name -> (two string lookups a call)
 
 
 def formatter(fn: Function, level: str) -> Formatter:
@@ -58,9 +58,9 @@ def formatter(fn: Function, level: str) -> Formatter:
 
 def text_formatter(fn: Function, level: str) -> TextFormatter:
     """``fn``'s parameter list as the trace line prints it: ``.Name = value, ...`` of ``formatter``'s dict."""
-    by_name = _TEXT_CACHE.get(level)
+    by_name = TEXT_FORMATTERS.get(level)
     if by_name is None:
-        by_name = _TEXT_CACHE.setdefault(level, {})
+        by_name = TEXT_FORMATTERS.setdefault(level, {})
     made = by_name.get(fn.name)
     if made is None:
         made = by_name[fn.name] = _make_text(fn, level)
@@ -215,12 +215,15 @@ def _make_text(fn: Function, level: str) -> TextFormatter:
         else:
             expr = f"s{i}(args)"
         pieces.append(f"'.{key} = ' + {expr}")
-    if out_step is not None:
+    out_line = ""
+    if out_step is not None and fn.out is not None:
         env["out"] = out_step
-        env["out_c"] = f".{fn.out.c} = " if fn.out is not None else ""
-        pieces.append("o(out(args, result, ok), out_c)")
+        if fn.out.kind == "info":  # (PropSize, then the value)
+            out_line = "    size, shown = out(args, result, ok)\n"
+            pieces += ["'.PropSize = ' + size", f"'.{fn.out.c} = ' + shown"]
+        else:
+            pieces.append(f"'.{fn.out.c} = ' + out(args, result, ok)[1]")
     env["m"] = _multi_text
-    env["o"] = _out_text
     names = ", ".join(f"a{i}" for i in range(len(fn.params))) + ("," if len(fn.params) == 1 else "")
     unpack = f"    {names} = args\n" if fn.params else ""
     body = " + ', ' + ".join(pieces) if pieces else "''"
@@ -230,7 +233,7 @@ def _make_text(fn: Function, level: str) -> TextFormatter:
         "def format_text(args, result, ok):\n"
         f"    if len(args) != {len(fn.params)}:\n"
         "        return join(general(fn, args, result, ok, level))\n"
-        f"{unpack}    return {body}\n"
+        f"{unpack}{out_line}    return {body}\n"
     )
     exec(compile(source, f"<trace formatter {fn.name} {level}>", "exec"), env)  # noqa: S102 - our own source, from the table
     return env["format_text"]  # type: ignore[no-any-return]
@@ -240,11 +243,6 @@ def _multi_text(step: Multi, args: Any) -> str:
     some: dict[str, str] = {}
     step(args, some)
     return join(some)
-
-
-def _out_text(made: tuple[str | None, str], prefix: str) -> str:
-    size, shown = made
-    return prefix + shown if size is None else f".PropSize = {size}, {prefix}{shown}"
 
 
 def _size_of(kind: Kind | None) -> Callable[[Any], str]:

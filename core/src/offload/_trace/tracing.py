@@ -30,7 +30,7 @@ from threading import current_thread
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .formatters import formatter, join, text_formatter
+from .formatters import TEXT_FORMATTERS, formatter, join, text_formatter
 from .params import pointer_text
 from .timeline import Timeline
 from .timeline_file import path_from_setting
@@ -159,11 +159,13 @@ class TextTracer:
 
     def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
         """A call of ``fn`` that succeeded (the entry points' common case)."""
+        name = fn.name
         try:
-            params = text_formatter(fn, level)(args, result, True)
+            made = TEXT_FORMATTERS.get(level, {}).get(name) or text_formatter(fn, level)
+            params = made(args, result, True)
         except Exception as exc:  # an argument the format cannot show must not change the call's result
             params = f".<unprintable> = {type(exc).__name__}: {exc}"
-        self._info(fn.name, params=params, result="OL_SUCCESS")
+        self._info(name, params=params, result="OL_SUCCESS")
 
     def emit(self, call: TracedCall) -> None:
         try:

@@ -17,7 +17,7 @@ from .._core.handles import HANDLE_TYPES
 from .._values import info as _info
 from .._values.enums import c_name
 from .._values.info import Kind
-from .._values.types import buffer_size
+from .._values.types import KernelLaunchSizeArgs, buffer_size
 from .params import (
     _FAILED_OUT,
     _INFO_TABLES,
@@ -43,6 +43,7 @@ Multi = Callable[[Any, dict[str, str]], None]  # several parameters' (a buffer a
 OutStep = Callable[[Any, Any, bool], tuple["str | None", str]]  # (PropSize or None, the out-parameter)
 
 _HANDLES = frozenset(HANDLE_TYPES)
+_last_launch: tuple[Any, str] = (None, "")  # the last KernelLaunchSizeArgs printed, and its text
 _NAMES: dict[type[Any], dict[int, str]] = {}  # enum class -> id(member) -> its C name (an Enum's hash is Python code: ids are cheap)
 _CACHE: dict[tuple[str, str], Formatter] = {}
 TEXT_FORMATTERS: dict[str, dict[str, TextFormatter]] = {}  # level -> function name -> (two string lookups a call)
@@ -81,6 +82,14 @@ def value_text(value: Any) -> str:
         return value  # type: ignore[no-any-return]
     if kind is int:
         return str(value)
+    if kind is KernelLaunchSizeArgs:  # immutable, and usually the same one launch after launch
+        global _last_launch
+        last = _last_launch
+        if last[0] is value:
+            return last[1]
+        text = format_value(value)
+        _last_launch = (value, text)
+        return text
     return format_value(value)
 
 

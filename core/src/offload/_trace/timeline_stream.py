@@ -5,8 +5,10 @@ every ``CHUNK`` slices, at ``flush_trace()``, at the final ``olShutDown`` and at
 stays bounded on a long run and a crash loses at most the chunk being recorded.
 
 The calls and the device work are the same as ``_timeline.Timeline``'s (its recording and timing
-sources, ``_work_of`` / ``_enqueue`` / ``read_events``, are inherited); what differs is the
-writing. An API slice is recorded when its call returns (name, thread, times, the flow to its
+sources, ``_work_of`` / ``_enqueue`` / ``read_events``, are inherited), except that queued work on
+a device whose entry points stamp (the host's, with the compiled path on) is stamped by its queue
+(``Recorder.stamp``), as the compiled launch's is, not given an event and a host callback; and
+what differs is the writing. An API slice is recorded when its call returns (name, thread, times, the flow to its
 work; a failed call also carries its result and details as annotations, not its parameters,
 which only the JSON form shows). A work item is drawn once it completed, queue by queue in
 enqueue order (so a queue's spans never overlap), as in the JSON form; at the final write work

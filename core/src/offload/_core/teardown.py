@@ -9,6 +9,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from .._compiled import interface as compiled_interface
 from .._values.errors import OffloadError, as_offload_error
 from .drain import Drain, pending_work, shutdown_timeout, stuck_error
 from .ranges import HOST_MAPPINGS
@@ -125,5 +126,6 @@ def teardown(
             errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
         platform._ctx = None
     HOST_MAPPINGS.forget()  # after the memory and images were given back, never before
+    compiled_interface.forget()  # no verdict keeps this session's handles alive
     if stuck:
         errors.append(stuck_error(drain, stuck, kept))

@@ -366,3 +366,22 @@ def test_only_a_backend_with_a_stamp_entry_point_stamps_work() -> None:
         assert recorder.stamps(host[0].entry_points) is True
     finally:
         ol.olShutDown()
+
+
+def test_settle_takes_the_completed_prefix_off_the_fifos() -> None:
+    """``settle`` (the JSON timeline reads its stamped work's ends so): each queue's completed
+    prefix, in enqueue order, as (handle, end) pairs, taken off without being drawn; both recorders."""
+    from offload._trace import perfetto as _perfetto
+
+    fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
+    for recorder in (fastpath.Recorder(3, 0), _perfetto.PyRecorder(3, 0)):
+        q1, q2 = recorder.queue(1), recorder.queue(2)
+        a, b, c = (recorder.work(q1, 0, 0, t) for t in (10, 20, 30))
+        d = recorder.work(q2, 0, 0, 15)
+        recorder.complete(a, 100)
+        recorder.complete(c, 300)
+        recorder.complete(d, 150)
+        assert recorder.settle() == [(a, 100), (d, 150)]  # c waits behind b
+        recorder.complete(b, 200)
+        assert recorder.settle() == [(b, 200), (c, 300)]
+        assert recorder.settle() == [] and recorder.unfinished() == 0 and recorder.take() == b""

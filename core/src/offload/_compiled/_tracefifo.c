@@ -232,6 +232,41 @@ PyObject *fp_rec_stamp_method(PyObject *self, PyObject *const *args, Py_ssize_t 
   return PyBool_FromLong(done == OFFLOAD_NATIVE_DONE);
 }
 
+/* settle() -> [(handle, end_ns)]: each queue's completed prefix taken off its FIFO without
+ * drawing it (the JSON timeline reads its stamped work's ends so; withdrawn work is left out). */
+PyObject *fp_rec_settle_method(PyObject *self, PyObject *unused) {
+  (void)unused;
+  Recorder *r = (Recorder *)self;
+  PyObject *out = PyList_New(0);
+  if (out == NULL) return NULL;
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+    fifo_t *f = &r->fifos[q];
+    while (f->head < f->tail) {
+      work_t *w = fifo_at(f, f->head);
+      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
+      if (end == 0) break;
+      if (!w->cancelled) {
+        PyObject *item = Py_BuildValue("(KK)", (unsigned long long)((uint64_t)(q + 1) << SEQ_BITS | f->head), (unsigned long long)end);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+          Py_XDECREF(item);
+          Py_DECREF(out);
+          return NULL;
+        }
+        Py_DECREF(item);
+      }
+      f->head++;
+      if (f->head - f->first == BLOCK) {
+        if (f->spare == NULL) f->spare = f->blocks[0];
+        else PyMem_Free(f->blocks[0]);
+        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
+        f->nblocks--;
+        f->first += BLOCK;
+      }
+    }
+  }
+  return out;
+}
+
 PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused) {
   (void)unused;
   Recorder *r = (Recorder *)self;

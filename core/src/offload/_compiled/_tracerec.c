@@ -280,6 +280,7 @@ static PyMethodDef rec_methods[] = {
     {"stamps", fp_rec_stamps_method, METH_O, "stamps(entry_points) -> bool: whether the backend's queues stamp work (offload_native.h)"},
     {"stamp", (PyCFunction)(void (*)(void))fp_rec_stamp_method, METH_FASTCALL,
      "stamp(handle, entry_points, device_word, queue_word) -> bool: the queue stamps the open work's end (offload_native.h)"},
+    {"settle", fp_rec_settle_method, METH_NOARGS, "settle() -> [(handle, end_ns)]: completed work taken off the FIFOs, not drawn"},
     {"unfinished", fp_rec_unfinished_method, METH_NOARGS, "unfinished() -> work not completed yet"},
     {"write_to", rec_write_to, METH_O, "write_to(fd) -> int: take(), written to a file descriptor without building the bytes"},
     {"take", rec_take, METH_NOARGS, "take() -> bytes: the recorded slices as Perfetto packets; the recorder is then empty"},

@@ -58,7 +58,7 @@ int fp_rec_place(Recorder *r);
 void fp_rec_free_fifos(Recorder *r);
 /* An int argument as uint64 (a negative one modulo 2**64); -1 with TypeError otherwise. */
 int fp_rec_u64(PyObject *o, uint64_t *out);
-/* The Recorder's FIFO methods (flow, queue, work, complete, stamps, stamp, unfinished). */
+/* The Recorder's FIFO methods (flow, queue, work, complete, stamps, stamp, settle, unfinished). */
 PyObject *fp_rec_flow_method(PyObject *self, PyObject *unused);
 PyObject *fp_rec_queue_method(PyObject *self, PyObject *arg);
 PyObject *fp_rec_work_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
@@ -66,6 +66,7 @@ PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize
 PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused);
 PyObject *fp_rec_stamp_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *fp_rec_stamps_method(PyObject *self, PyObject *capsule);
+PyObject *fp_rec_settle_method(PyObject *self, PyObject *unused);
 
 /* The compiled launch's recording (_tracelaunch.c). */
 typedef struct {

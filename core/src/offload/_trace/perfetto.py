@@ -197,7 +197,7 @@ class PyRecorder:
     def work(self, queue: int, name_iid: int, cat_iid: int, submit_ns: int, flow_out: int = 0, flow_in: int = 0, flow_in2: int = 0, *values: int) -> int:
         """Work enqueued on FIFO ``queue`` by a call that began at ``submit_ns`` (``flow_in2``: a
         second flow it ends, a wait's from its event's record): its handle for ``complete``."""
-        entry = [submit_ns, 0, name_iid, cat_iid, flow_out, flow_in, flow_in2, values]
+        entry = [submit_ns, 0, name_iid, cat_iid, flow_out, flow_in, flow_in2, values, self._next + 1]
         self._queues[queue][1].append(entry)
         if flow_out:  # an event record
             self._record_flow[flow_out % RECORD_SLOTS], self._record_end[flow_out % RECORD_SLOTS] = flow_out, 0
@@ -218,6 +218,16 @@ class PyRecorder:
     def stamp(self, handle: int, entry_points: Any, device_word: int, queue_word: int) -> bool:
         """False: a queue stamps work only through ``_fastpath.Recorder`` (a backend's C entry point)."""
         return False
+
+    def settle(self) -> list[tuple[int, int]]:
+        """Each queue's completed prefix taken off its FIFO without drawing it: (handle, end) pairs."""
+        out = []
+        for q in self._queues:
+            waiting = q[1]
+            while waiting and waiting[0][1]:
+                entry = waiting.popleft()
+                out.append((entry[8], entry[1]))
+        return out
 
     def unfinished(self) -> int:
         """Work not completed yet (counted at the final write)."""
@@ -241,7 +251,7 @@ class PyRecorder:
             for q in self._queues:
                 track, waiting = q[0], q[1]
                 while waiting and waiting[0][1]:
-                    submit, end, name_iid, cat_iid, flow_out, flow_in, flow_in2, values = waiting[0]
+                    submit, end, name_iid, cat_iid, flow_out, flow_in, flow_in2, values, _ = waiting[0]
                     if flow_in2 and self._record_flow[flow_in2 % RECORD_SLOTS] == flow_in2:
                         if not self._record_end[flow_in2 % RECORD_SLOTS]:
                             break

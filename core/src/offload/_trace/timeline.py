@@ -69,7 +69,7 @@ from .._values.enums import DeviceInfo
 from .timeline_file import multiprocessing_exit, trace_events
 from .timeline_work import (  # fmt: skip
     DEVICE_PID_BASE, EVENT_HOOKS, EVENTS, IN_CALL, SYNCHRONOUS, TIMING_SOURCE,
-    TRACK_BASE, UNKNOWN, DeviceClock, OffloadTraceWarning, Work, anchor_clock,
+    TRACK_BASE, UNKNOWN, DeviceClock, OffloadTraceWarning, QueueStamps, Work, anchor_clock,
     callable_name, direction, hex_of, json_default, number_of,
 )
 from .._version import __version__
@@ -110,6 +110,7 @@ class Timeline:
         self._at_exit = False  # registered at the first call: a failed olInit leaves no file
         self._child_exit: Any = None  # in a multiprocessing child: its finalizer (multiprocessing_exit)
         self._warned = False  # one OffloadTraceWarning per session
+        self._stamps = QueueStamps()  # work its queue stamps (read at each write)
 
     # --- recording ------------------------------------------------------------------------------
 
@@ -275,7 +276,10 @@ class Timeline:
         return work
 
     def _time(self, work: Work, queue: Queue) -> None:
-        """Arrange the timing of ``work`` queued on ``queue``: its event and its completion callback."""
+        """Arrange the timing of ``work`` queued on ``queue``: the queue's stamp, else its event
+        and its completion callback."""
+        if self._stamps.stamp(work, queue):
+            return
         qdev = queue.device
         backend = qdev.backend
         if self._clock(qdev) is not None:
@@ -299,6 +303,7 @@ class Timeline:
 
     def events(self) -> list[dict[str, Any]]:
         """The trace events: metadata, API spans, work spans and flows, times in microseconds."""
+        self._stamps.settle()
         with self._lock:
             calls = list(self._calls)
             threads = dict(self._threads)

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 CHUNK = 16384  # slices per chunk written (about 2 MB of records; a write costs about as much as 2000 launches)
 MAX_TRACKS = (1 << _perfetto.TRACK_BITS) - 1
-STREAM_TIMING = f"the queue's stamp (offload_native.h) where the backend has one and the compiled path is on; else {TIMING_SOURCE}"
 CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record", "event_wait", "offload", "build")
 
 
@@ -265,7 +264,7 @@ class StreamTimeline(Timeline):
         encoder = self.encoder
         out = encoder.start(boot, self.origin_ns, wall)
         out += encoder.track(self.api_track, f"{self._who()}offload API (pid {self.pid})", pid=self.pid, process=True)
-        values: list[tuple[str, Any]] = [("producer", f"offload {_version.__version__}"), ("device_timing", STREAM_TIMING), ("format", "offload perfetto 1")]
+        values: list[tuple[str, Any]] = [("producer", f"offload {_version.__version__}"), ("device_timing", TIMING_SOURCE), ("format", "offload perfetto 1")]
         values += [(k, anchor[k]) for k in ("wall_ns", "perf_ns", "error_ns")] + [("origin_ns", self.origin_ns), ("sequence", self.base)]
         if self.rank is not None:
             values.append(("rank", self.rank))

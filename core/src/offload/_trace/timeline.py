@@ -21,6 +21,9 @@ workers, ``os._exit``) leaves the file of its last write. The file holds:
 
 Timing source, per work item (its ``args.timing`` says which, the file's ``otherData`` too):
 
+- ``queue stamp``, where the device's entry points have ``stamp`` and the compiled path is on
+  (the host backend): the queue stores the time it finished the work (``QueueStamps``), with no
+  event and no callback;
 - ``backend events``, where the backend implements ``create_event``, ``is_event_complete``,
   ``sync_event`` and ``event_elapsed_time`` (the host backend does; so do GPU backends): after each
   enqueuing call the tracer records an event of its own on the queue, and its completion time is

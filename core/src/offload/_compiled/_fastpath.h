@@ -116,19 +116,25 @@ int fp_u64(PyObject *obj, uint64_t *out);
 
 enum { ROUTE_MEMMOVE, ROUTE_SUBMIT, ROUTE_RETRIEVE, ROUTE_EXCHANGE };
 
+/* The objects a verdict holds, strong references (NULL where unused): its key first. */
 typedef struct {
-  PyObject *snapshot, *dst_device, *src_device, *queue; /* the key (queue: Py_None when synchronous) */
+  PyObject *ref[4];
+} fp_refs;
+
+typedef struct {
+  fp_refs refs; /* the key: snapshot, dst_device, src_device, queue (Py_None: synchronous) */
   int kind, dst_slot, src_slot;
   uint64_t limit; /* sizes below it */
 } fp_route;
 
 typedef struct {
-  PyObject *snapshot, *queue, *device;
+  fp_refs refs; /* the key: snapshot, queue; then the device whose data_fill serves it */
   uint64_t lo, hi;
 } fp_fill;
+#define FP_FILL_DEVICE(fill) ((fill)->refs.ref[2])
 
 typedef struct {
-  PyObject *kernel, *queue, *device, *launch;
+  fp_refs refs;      /* the key: kernel, queue, device, launch size object */
   int none_ok;       /* accepted without arguments */
   uint64_t min_args; /* ... and with a buffer of at least this many bytes */
   int native;        /* the device's launch entry point may take it */

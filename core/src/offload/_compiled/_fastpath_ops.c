@@ -238,7 +238,7 @@ static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
   const fp_fill *verdict = snapshot == NULL ? NULL : fp_find_fill(snapshot, queue, ptr, end);
   PyObject *result = DEFER;
   if (verdict != NULL) {
-    PyObject *device = Py_NewRef(verdict->device); /* (kept: a publish may replace the verdict) */
+    PyObject *device = Py_NewRef(FP_FILL_DEVICE(verdict)); /* (kept: a publish may replace the verdict) */
     switch (enter(ctx, self->name)) {
     case -1: result = NULL; break;
     case 0: break;

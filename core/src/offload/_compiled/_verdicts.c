@@ -8,7 +8,7 @@
  * one); one keyed by handles dies with them (a destroyed handle is no longer live).
  *
  * The stores hold strong references; `forget` (the session's end) drops them all. Each store is
- * small and replaced round robin: a verdict published again stays where it is.
+ * small and replaced round robin: a verdict published again for the same key replaces itself.
  */
 #include "_fastpath.h"
 
@@ -23,49 +23,50 @@ static fp_fill fills[FILLS];
 static fp_launch launches[LAUNCHES];
 static int next_route, next_fill, next_launch;
 
+static int keyed(const fp_refs *refs, PyObject *const *key, int n) {
+  for (int i = 0; i < n; ++i)
+    if (refs->ref[i] != key[i]) return 0;
+  return 1;
+}
+
+static void drop(fp_refs *refs) {
+  for (int i = 0; i < 4; ++i) Py_CLEAR(refs->ref[i]);
+}
+
+/* `refs` made to hold the first `n` of `objects`; what it held before is returned, for the caller
+ * to drop once the verdict is whole (dropping may run Python code, which may publish again). */
+static fp_refs hold(fp_refs *refs, PyObject *const *objects, int n) {
+  fp_refs old = *refs;
+  for (int i = 0; i < 4; ++i) refs->ref[i] = i < n ? Py_NewRef(objects[i]) : NULL;
+  return old;
+}
+
+/* The index a new verdict replaces (round robin). */
+static int claim(int *next, int count) {
+  int i = *next;
+  *next = (i + 1) % count;
+  return i;
+}
+
 const fp_route *fp_find_route(PyObject *snapshot, PyObject *dst_device, PyObject *src_device, PyObject *queue) {
-  for (int i = 0; i < ROUTES; ++i) {
-    const fp_route *r = &routes[i];
-    if (r->snapshot == snapshot && r->dst_device == dst_device && r->src_device == src_device && r->queue == queue)
-      return r;
-  }
+  PyObject *key[4] = {snapshot, dst_device, src_device, queue};
+  for (int i = 0; i < ROUTES; ++i)
+    if (keyed(&routes[i].refs, key, 4)) return &routes[i];
   return NULL;
 }
 
 const fp_fill *fp_find_fill(PyObject *snapshot, PyObject *queue, uint64_t start, uint64_t end) {
-  for (int i = 0; i < FILLS; ++i) {
-    const fp_fill *f = &fills[i];
-    if (f->snapshot == snapshot && f->queue == queue && f->lo <= start && end <= f->hi) return f;
-  }
+  PyObject *key[2] = {snapshot, queue};
+  for (int i = 0; i < FILLS; ++i)
+    if (keyed(&fills[i].refs, key, 2) && fills[i].lo <= start && end <= fills[i].hi) return &fills[i];
   return NULL;
 }
 
 const fp_launch *fp_find_launch(PyObject *kernel, PyObject *queue, PyObject *device, PyObject *launch) {
-  for (int i = 0; i < LAUNCHES; ++i) {
-    const fp_launch *l = &launches[i];
-    if (l->kernel == kernel && l->queue == queue && l->device == device && l->launch == launch) return l;
-  }
+  PyObject *key[4] = {kernel, queue, device, launch};
+  for (int i = 0; i < LAUNCHES; ++i)
+    if (keyed(&launches[i].refs, key, 4)) return &launches[i];
   return NULL;
-}
-
-static void clear_route(fp_route *r) {
-  Py_CLEAR(r->snapshot);
-  Py_CLEAR(r->dst_device);
-  Py_CLEAR(r->src_device);
-  Py_CLEAR(r->queue);
-}
-
-static void clear_fill(fp_fill *f) {
-  Py_CLEAR(f->snapshot);
-  Py_CLEAR(f->queue);
-  Py_CLEAR(f->device);
-}
-
-static void clear_launch(fp_launch *l) {
-  Py_CLEAR(l->kernel);
-  Py_CLEAR(l->queue);
-  Py_CLEAR(l->device);
-  Py_CLEAR(l->launch);
 }
 
 static int small_int(PyObject *obj, int lo, int hi, int *out, const char *what) {
@@ -84,46 +85,47 @@ static int u64_arg(PyObject *obj, uint64_t *out, const char *what) {
   return 0;
 }
 
+static int arity(const char *name, Py_ssize_t n, Py_ssize_t want) {
+  if (n == want) return 1;
+  PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", name, want, n);
+  return 0;
+}
+
 /* publish_route(snapshot, dst_device, src_device, queue, kind, limit, dst_slot, src_slot) */
 static PyObject *publish_route(PyObject *m, PyObject *const *a, Py_ssize_t n) {
   (void)m;
-  fp_route r;
-  if (n != 8) return PyErr_Format(PyExc_TypeError, "publish_route takes 8 arguments, got %zd", n);
-  if (!small_int(a[4], ROUTE_MEMMOVE, ROUTE_EXCHANGE, &r.kind, "kind") || !u64_arg(a[5], &r.limit, "limit") ||
-      !small_int(a[6], 0, 3, &r.dst_slot, "dst_slot") || !small_int(a[7], 0, 3, &r.src_slot, "src_slot"))
+  int kind, dst_slot, src_slot;
+  uint64_t limit;
+  if (!arity("publish_route", n, 8) || !small_int(a[4], ROUTE_MEMMOVE, ROUTE_EXCHANGE, &kind, "kind") ||
+      !u64_arg(a[5], &limit, "limit") || !small_int(a[6], 0, 3, &dst_slot, "dst_slot") ||
+      !small_int(a[7], 0, 3, &src_slot, "src_slot"))
     return NULL;
-  fp_route *slot = (fp_route *)fp_find_route(a[0], a[1], a[2], a[3]);
-  if (slot == NULL) {
-    slot = &routes[next_route];
-    next_route = (next_route + 1) % ROUTES;
-  }
-  clear_route(slot);
-  r.snapshot = Py_NewRef(a[0]);
-  r.dst_device = Py_NewRef(a[1]);
-  r.src_device = Py_NewRef(a[2]);
-  r.queue = Py_NewRef(a[3]);
-  *slot = r;
+  fp_route *r = (fp_route *)fp_find_route(a[0], a[1], a[2], a[3]);
+  if (r == NULL) r = &routes[claim(&next_route, ROUTES)];
+  fp_refs old = hold(&r->refs, a, 4);
+  r->kind = kind;
+  r->limit = limit;
+  r->dst_slot = dst_slot;
+  r->src_slot = src_slot;
+  drop(&old);
   Py_RETURN_NONE;
 }
 
 /* publish_fill(snapshot, queue, lo, hi, device) */
 static PyObject *publish_fill(PyObject *m, PyObject *const *a, Py_ssize_t n) {
   (void)m;
-  fp_fill f;
-  if (n != 5) return PyErr_Format(PyExc_TypeError, "publish_fill takes 5 arguments, got %zd", n);
-  if (!u64_arg(a[2], &f.lo, "lo") || !u64_arg(a[3], &f.hi, "hi")) return NULL;
-  fp_fill *slot = NULL;
-  for (int i = 0; i < FILLS && slot == NULL; ++i)
-    if (fills[i].snapshot == a[0] && fills[i].queue == a[1] && fills[i].lo == f.lo && fills[i].hi == f.hi) slot = &fills[i];
-  if (slot == NULL) {
-    slot = &fills[next_fill];
-    next_fill = (next_fill + 1) % FILLS;
-  }
-  clear_fill(slot);
-  f.snapshot = Py_NewRef(a[0]);
-  f.queue = Py_NewRef(a[1]);
-  f.device = Py_NewRef(a[4]);
-  *slot = f;
+  uint64_t lo, hi;
+  if (!arity("publish_fill", n, 5) || !u64_arg(a[2], &lo, "lo") || !u64_arg(a[3], &hi, "hi")) return NULL;
+  fp_fill *found = NULL;
+  PyObject *key[2] = {a[0], a[1]};
+  for (int i = 0; i < FILLS && found == NULL; ++i)
+    if (keyed(&fills[i].refs, key, 2) && fills[i].lo == lo && fills[i].hi == hi) found = &fills[i];
+  fp_fill *f = found != NULL ? found : &fills[claim(&next_fill, FILLS)];
+  PyObject *objects[3] = {a[0], a[1], a[4]};
+  fp_refs old = hold(&f->refs, objects, 3);
+  f->lo = lo;
+  f->hi = hi;
+  drop(&old);
   Py_RETURN_NONE;
 }
 
@@ -142,40 +144,37 @@ static int dim3(PyObject *dims, uint32_t out[3]) {
  * Python hook (native false). */
 static PyObject *publish_launch(PyObject *m, PyObject *const *a, Py_ssize_t n) {
   (void)m;
-  fp_launch l;
-  uint64_t dyn;
-  if (n != 10) return PyErr_Format(PyExc_TypeError, "publish_launch takes 10 arguments, got %zd", n);
-  if (!u64_arg(a[5], &l.min_args, "min_args") || !u64_arg(a[8], &dyn, "dyn_shared_memory")) return NULL;
-  l.none_ok = PyObject_IsTrue(a[4]);
-  l.native = PyObject_IsTrue(a[9]);
-  if (l.none_ok < 0 || l.native < 0) return NULL;
-  if (!dim3(a[6], l.dims.num_groups) || !dim3(a[7], l.dims.group_size) || dyn > SIZE_MAX) {
+  uint64_t min_args, dyn;
+  if (!arity("publish_launch", n, 10) || !u64_arg(a[5], &min_args, "min_args") ||
+      !u64_arg(a[8], &dyn, "dyn_shared_memory"))
+    return NULL;
+  int none_ok = PyObject_IsTrue(a[4]), native = PyObject_IsTrue(a[9]);
+  if (none_ok < 0 || native < 0) return NULL;
+  offload_launch_dims dims = {{0}, {0}, 0};
+  if (!dim3(a[6], dims.num_groups) || !dim3(a[7], dims.group_size) || dyn > SIZE_MAX) {
     PyErr_Clear();
-    l.native = 0;
-    memset(&l.dims, 0, sizeof l.dims);
+    native = 0;
+    memset(&dims, 0, sizeof dims);
   } else {
-    l.dims.dyn_shared_memory = (size_t)dyn;
+    dims.dyn_shared_memory = (size_t)dyn;
   }
-  fp_launch *slot = (fp_launch *)fp_find_launch(a[0], a[1], a[2], a[3]);
-  if (slot == NULL) {
-    slot = &launches[next_launch];
-    next_launch = (next_launch + 1) % LAUNCHES;
-  }
-  clear_launch(slot);
-  l.kernel = Py_NewRef(a[0]);
-  l.queue = Py_NewRef(a[1]);
-  l.device = Py_NewRef(a[2]);
-  l.launch = Py_NewRef(a[3]);
-  *slot = l;
+  fp_launch *l = (fp_launch *)fp_find_launch(a[0], a[1], a[2], a[3]);
+  if (l == NULL) l = &launches[claim(&next_launch, LAUNCHES)];
+  fp_refs old = hold(&l->refs, a, 4);
+  l->none_ok = none_ok;
+  l->min_args = min_args;
+  l->native = native;
+  l->dims = dims;
+  drop(&old);
   Py_RETURN_NONE;
 }
 
 static PyObject *forget(PyObject *m, PyObject *unused) {
   (void)m;
   (void)unused;
-  for (int i = 0; i < ROUTES; ++i) clear_route(&routes[i]);
-  for (int i = 0; i < FILLS; ++i) clear_fill(&fills[i]);
-  for (int i = 0; i < LAUNCHES; ++i) clear_launch(&launches[i]);
+  for (int i = 0; i < ROUTES; ++i) { fp_refs old = hold(&routes[i].refs, NULL, 0); drop(&old); }
+  for (int i = 0; i < FILLS; ++i) { fp_refs old = hold(&fills[i].refs, NULL, 0); drop(&old); }
+  for (int i = 0; i < LAUNCHES; ++i) { fp_refs old = hold(&launches[i].refs, NULL, 0); drop(&old); }
   Py_RETURN_NONE;
 }
 

@@ -99,7 +99,12 @@ def teardown(
             for label, native_queue in queues:
                 pending = functools.partial(bound.has_pending_work, device.native, native_queue)
                 what = functools.partial(lambda lb, q: f"{lb} of {device._describe()}: {pending_work(q)}", label, native_queue)
-                if native_queue is own_queue or drain.wait(pending, what):
+                try:  # (a faulted device runs none of its work any more: nothing to wait for)
+                    idle = native_queue is own_queue or device.fault is not None or drain.wait(pending, what)
+                except Exception as exc:  # its query failed: the queue takes no more work either
+                    keep(errors, interrupts, exc, f"{bound.name}: has_pending_work")
+                    idle = True
+                if idle:
                     _collect(errors, interrupts, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
                 else:
                     busy.append(f"{label} of {device._describe()}: {pending_work(native_queue)}")

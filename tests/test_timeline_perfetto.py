@@ -173,6 +173,64 @@ def test_the_compiled_recorder_writes_the_python_recorders_bytes() -> None:
         fast.slice(1, 2, 3)
 
 
+def test_a_wait_ends_no_earlier_than_its_record_in_both_recorders() -> None:
+    """Stamps of two queues disagree under load: a wait stamped before the record it waits for
+    (another queue's) is drawn once the record is, ending no earlier; both recorders alike."""
+    from offload._trace import perfetto as _perfetto
+    from offload._trace.perfetto_read import decode
+
+    fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
+    out = []
+    for recorder in (fastpath.Recorder(7, 0), _perfetto.PyRecorder(7, 0)):
+        q1, q2 = recorder.queue(1 << 20), recorder.queue(2 << 20)
+        event = recorder.flow()
+        wait = recorder.work(q1, 3, 7, 100, 0, recorder.flow(), event)  # (q1 drawn first: the wait's queue)
+        after = recorder.work(q1, 4, 2, 150, 0, recorder.flow(), 0)
+        record = recorder.work(q2, 2, 6, 90, event, recorder.flow(), 0)
+        recorder.complete(wait, 500)  # stamped before the record's stamp
+        recorder.complete(after, 520)
+        first = recorder.take()  # the record is not complete: neither the wait nor what follows it is drawn
+        recorder.complete(record, 800)
+        out.append((first, recorder.take()))
+    assert out[0] == out[1]
+    first, second = out[0]
+    assert first == b""
+    slices = {}
+    for packet in _perfetto_slices(second):
+        slices[packet[0]] = packet[1:]
+    assert slices[3][1] >= slices[2][1] == 800  # the wait (name 3) ends with its record (name 2)
+    assert slices[4][0] >= slices[3][1]  # and the queue's next work after it
+
+
+def _perfetto_slices(data: bytes) -> list[tuple[int, int, int]]:
+    """(name iid, begin, end) of the slices of packets made by a recorder (no interning)."""
+    from offload._trace.perfetto_read import fields, packets
+
+    opened: dict[int, list[tuple[int, int]]] = {}
+    out = []
+    for body in packets(data):
+        ts, event = 0, b""
+        for field, value in fields(body):
+            if field == 8:
+                ts = value
+            elif field == 11:
+                event = value
+        kind = track = name = 0
+        for field, value in fields(event):
+            if field == 9:
+                kind = value
+            elif field == 11:
+                track = value
+            elif field == 10:
+                name = value
+        if kind == 1:
+            opened.setdefault(track, []).append((name, ts))
+        elif kind == 2:
+            name, begin = opened[track].pop()
+            out.append((name, begin, ts))
+    return out
+
+
 COMPILED_JOB = r"""
 import json, offload as ol
 from offload_host import build_test_kernel
@@ -220,3 +278,110 @@ def test_compiled_launches_are_recorded_in_enqueue_order(run_python: Any, tmp_pa
     starts = {e["id"] for e in events if e["ph"] == "s" and e["name"] == "enqueue"}
     finishes = {e["id"] for e in events if e["ph"] == "f" and e["name"] == "enqueue"}
     assert len(starts) == len(finishes) == 101 and starts == finishes  # an arrow from each call to its work
+
+
+HELD_JOB = r"""
+import json, threading, offload as ol
+from offload_host import build_test_kernel
+ol.olInit()
+found = []
+ol.olIterateDevices(lambda d, _: found.append(d) or True)
+dev = [d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST][0]
+kernel = ol.olGetSymbol(ol.olCreateProgram(dev, build_test_kernel("foo")), "foo", ol.SymbolKind.KERNEL)
+q = ol.olCreateQueue(dev)
+out = ol.olMemAlloc(dev, ol.AllocType.HOST, 4 * 64)
+args, size = out.to_bytes(8, "little"), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1))
+for _ in range(20):
+    ol.olLaunchKernel(q, dev, kernel, args, size)
+ol.olSyncQueue(q)
+threads = sorted(t.name for t in threading.enumerate())  # the timeline gave the queue no thread of its own
+gate = threading.Event()
+ol.olLaunchHostFunction(q, lambda _: gate.wait(), None)  # holds the queue: launches pile up past its bound
+threading.Timer(0.3, gate.set).start()
+for _ in range(1500):
+    ol.olLaunchKernel(q, dev, kernel, args, size)
+ol.olSyncQueue(q)
+counts = getattr(ol.olLaunchKernel, "counts", {})
+ol.olShutDown()
+print(json.dumps({"counts": counts, "threads": threads}))
+"""
+
+
+def test_launches_past_a_full_queue_are_recorded_once(run_python: Any, tmp_path: pathlib.Path) -> None:
+    """Launches stamped by the queue (the compiled path's, and the Python path's alike) while the
+    queue holds more than it takes: those it refused (the Python path then waits and makes them)
+    are drawn once, in enqueue order, each with its flow; the timeline starts no queue thread."""
+    import json
+
+    from offload._trace.perfetto_read import load
+
+    path = tmp_path / "held.pftrace"
+    proc = run_python(HELD_JOB, env={"OFFLOAD_TRACE": f"perfetto:{path}", "OFFLOAD_BACKENDS": "host"})
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    counts = result["counts"]
+    if counts:  # the compiled path is on: some launches deferred to the Python path at the bound
+        assert counts["fast"] >= 1000 and counts["deferred"] >= 1, counts
+        assert result["threads"] == ["MainThread"], result["threads"]
+    events = load(str(path))["traceEvents"]
+    work = [e for e in events if e.get("cat") in ("kernel", "host_function")]
+    assert [e["cat"] for e in work] == ["kernel"] * 20 + ["host_function"] + ["kernel"] * 1500
+    for before, after in zip(work, work[1:]):
+        assert before["ts"] + before["dur"] <= after["ts"] + 1e-3
+    assert work[21]["ts"] + 1e-3 >= work[20]["ts"] + work[20]["dur"]  # held until the gate opened
+    starts = {e["id"] for e in events if e["ph"] == "s" and e["name"] == "enqueue"}
+    finishes = {e["id"] for e in events if e["ph"] == "f" and e["name"] == "enqueue"}
+    assert len(starts) == len(finishes) == 1521 and starts == finishes
+
+
+def test_only_a_backend_with_a_stamp_entry_point_stamps_work() -> None:
+    """The streamed timeline has queued work stamped by the queue only where the device's entry
+    points have ``stamp`` (the host backend's); others (the GPU backends' entry points have none)
+    keep their events and callbacks. A capsule of another name is refused."""
+    import ctypes
+
+    fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
+    from offload._trace import perfetto as _perfetto
+
+    class EntryPoints(ctypes.Structure):
+        _fields_ = [("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32)] + [(f"fn{i}", ctypes.c_void_p) for i in range(8)]
+
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    none = EntryPoints(1, ctypes.sizeof(EntryPoints))  # every entry point NULL
+    recorder = fastpath.Recorder(1, 0)
+    handle = recorder.work(recorder.queue(1 << 20), 1, 2, 0)
+    capsule = new_capsule(ctypes.addressof(none), b"offload.native_entry_points", None)
+    assert recorder.stamps(capsule) is False and recorder.stamp(handle, capsule, 1, 1) is False
+    with pytest.raises(ValueError):
+        recorder.stamps(new_capsule(ctypes.addressof(none), b"something else", None))
+    assert _perfetto.PyRecorder(1, 0).stamps(capsule) is False
+    ol = pytest.importorskip("offload")
+    ol.olInit()
+    try:
+        found: list[Any] = []
+        ol.olIterateDevices(lambda d, _: found.append(d) or True)
+        host = [d for d in found if d.entry_points is not None and d.platform.name == "host"]
+        if not host:
+            pytest.skip("no host device with native entry points")
+        assert recorder.stamps(host[0].entry_points) is True
+    finally:
+        ol.olShutDown()
+
+
+def test_settle_takes_the_completed_prefix_off_the_fifos() -> None:
+    """``settle`` (the JSON timeline reads its stamped work's ends so): each queue's completed
+    prefix, in enqueue order, as (handle, end) pairs, taken off without being drawn; both recorders."""
+    from offload._trace import perfetto as _perfetto
+
+    fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
+    for recorder in (fastpath.Recorder(3, 0), _perfetto.PyRecorder(3, 0)):
+        q1, q2 = recorder.queue(1), recorder.queue(2)
+        a, b, c = (recorder.work(q1, 0, 0, t) for t in (10, 20, 30))
+        d = recorder.work(q2, 0, 0, 15)
+        recorder.complete(a, 100)
+        recorder.complete(c, 300)
+        recorder.complete(d, 150)
+        assert recorder.settle() == [(a, 100), (d, 150)]  # c waits behind b
+        recorder.complete(b, 200)
+        assert recorder.settle() == [(b, 200), (c, 300)]
+        assert recorder.settle() == [] and recorder.unfinished() == 0 and recorder.take() == b""

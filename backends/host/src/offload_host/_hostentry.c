@@ -27,9 +27,8 @@ static int grid(const offload_launch_dims *dims, offload_dim3_t *ng, offload_dim
   return 1;
 }
 
-static offload_native_result launch_kernel(offload_native_word device, offload_native_word queue,
-                                           offload_native_word kernel, const void *args, size_t args_size,
-                                           const offload_launch_dims *dims) {
+static offload_native_result launch(offload_native_word device, offload_native_word queue, offload_native_word kernel,
+                                    const void *args, size_t args_size, const offload_launch_dims *dims, uint64_t *when) {
   pool_t *pool = (pool_t *)device;
   offload_dim3_t ng, gs;
   uint64_t total;
@@ -37,13 +36,27 @@ static offload_native_result launch_kernel(offload_native_word device, offload_n
   offload_kernel_fn fn = (offload_kernel_fn)kernel;
   const void *data = args_size > 0 ? args : NULL;
   if (queue != 0)
-    return hostq_submit_launch((void *)queue, pool, fn, data, args_size, ng, gs, dims->dyn_shared_memory)
+    return hostq_submit_launch((void *)queue, pool, fn, data, args_size, ng, gs, dims->dyn_shared_memory, when)
                ? OFFLOAD_NATIVE_DEFER
                : OFFLOAD_NATIVE_DONE;
+  if (when != NULL) return OFFLOAD_NATIVE_DEFER; /* (stamped launches are queued ones) */
   if (total > 1 && hostq_on_main_thread()) return OFFLOAD_NATIVE_DEFER;
   /* A launch that faulted, or found the device faulted (pool_run ran nothing), defers too: the hook
    * then runs nothing and raises the fault (its one source). A queued one was not appended. */
   return pool_run(pool, fn, data, ng, gs, dims->dyn_shared_memory) == 0 ? OFFLOAD_NATIVE_DONE : OFFLOAD_NATIVE_DEFER;
+}
+
+static offload_native_result launch_kernel(offload_native_word device, offload_native_word queue,
+                                           offload_native_word kernel, const void *args, size_t args_size,
+                                           const offload_launch_dims *dims) {
+  return launch(device, queue, kernel, args, args_size, dims, NULL);
+}
+
+/* The timeline's: the launch carries its stamp (one submission, one lock of the queue). */
+static offload_native_result launch_kernel_stamped(offload_native_word device, offload_native_word queue,
+                                                   offload_native_word kernel, const void *args, size_t args_size,
+                                                   const offload_launch_dims *dims, uint64_t *when) {
+  return queue != 0 && when != NULL ? launch(device, queue, kernel, args, args_size, dims, when) : OFFLOAD_NATIVE_DEFER;
 }
 
 static offload_native_result has_pending_work(offload_native_word device, offload_native_word queue, int *pending) {
@@ -69,6 +82,7 @@ static const offload_native_entry_points ENTRY_POINTS = {
     .synchronize = NULL,     /* the hook: its waits see Ctrl-C and raise the queue's errors */
     .has_pending_work = has_pending_work,
     .stamp = stamp, /* the timeline's: when the queue reached the marker */
+    .launch_kernel_stamped = launch_kernel_stamped,
 };
 
 int hostentry_exec(PyObject *module) {

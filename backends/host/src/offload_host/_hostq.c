@@ -619,7 +619,7 @@ static int q_push_native(QueueObject *self, op_t *op) {
 }
 
 int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, const void *args, size_t args_size,
-                        offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem) {
+                        offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem, uint64_t *when) {
   op_t *op = op_take();
   if (op == NULL) return 1;
   op->kind = OP_LAUNCH;
@@ -629,7 +629,7 @@ int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, con
   op->u.launch.group_size = group_size;
   op->u.launch.dyn_mem = dyn_mem;
   op->u.launch.args = NULL; /* copied, as q_launch does: the caller may reuse its buffer */
-  op->u.launch.stamp = NULL;
+  op->u.launch.stamp = (_Atomic uint64_t *)when;
   if (args_size > 0 && (op->u.launch.args = op_keep(op, args, args_size)) == NULL) {
     op_give(op);
     return 1;

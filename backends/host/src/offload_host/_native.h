@@ -83,9 +83,10 @@ int hostq_exec(PyObject *module);
 size_t pool_local_limit(pool_t *pool);
 /* Appends a launch to a native queue (the address of a Queue object, from
  * queue_word) when that needs no wait (backpressure), no new worker thread and no error: 0
- * appended, 1 nothing done (the Python hook submits it: waits, starts the worker, or raises). */
+ * appended, 1 nothing done (the Python hook submits it: waits, starts the worker, or raises).
+ * when: NULL, or where the queue stores the time it finished the launch (the timeline's stamp). */
 int hostq_submit_launch(void *queue, pool_t *pool, offload_kernel_fn kernel, const void *args, size_t args_size,
-                        offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem);
+                        offload_dim3_t num_groups, offload_dim3_t group_size, size_t dyn_mem, uint64_t *when);
 /* Whether a native queue has work queued or running (Queue.pending). */
 int hostq_pending(void *queue);
 /* The timeline's stamp (offload_native.h): a marker storing CLOCK_MONOTONIC ns into *when once

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pathlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -112,12 +113,33 @@ def build(source: str, device: Any, options: Sequence[str] = ()) -> bytes:
         raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"build: source must be str, got {type(source).__name__}")
     handle = _device_handle(device)
     opts = _options(options)
+    ctx = STATE.ctx  # (the handle's: checked above)
+    span = getattr(ctx.tracer, "span", None) if ctx is not None else None
+    if span is None:
+        return _build(handle, source, opts, {})
+    facts: dict[str, Any] = {"platform": handle.platform.name, "cache": "miss", "source_bytes": len(source.encode())}
+    start = time.perf_counter_ns()
+    try:
+        return _build(handle, source, opts, facts)
+    except OffloadError as error:
+        facts["result"] = f"OL_ERRC_{error.code.name}"
+        raise
+    finally:  # the timeline's span of the build: a gap on the thread otherwise (tracers with spans only)
+        span("offload.build", "build", start, time.perf_counter_ns(), facts)
+
+
+_OUTCOME = {"memory": "hit", "disk": "disk", "compiled": "miss"}
+
+
+def _build(handle: DeviceHandle, source: str, opts: tuple[str, ...], facts: dict[str, Any]) -> bytes:
+    """``build``'s work; ``facts`` gets the target and the cache's outcome (hit, disk or miss)."""
     backend = handle.backend
     platform = handle.platform.name
     try:
         target = str(backend.build_target(handle.native))
     except Exception as exc:
         raise as_offload_error(exc, f"{platform}: build_target")
+    facts["target"] = target
     key = (platform, target, source, opts)
     origin = "memory"
     with _lock:
@@ -137,6 +159,7 @@ def build(source: str, device: Any, options: Sequence[str] = ()) -> bytes:
                 _disk.put(disk_key, image)
         with _lock:
             _cache[key] = image
+    facts["cache"] = _OUTCOME[origin]
     with _lock:
         listeners = list(_listeners)
     if listeners:

@@ -22,7 +22,7 @@ from .._core.handles import Device
 from .._core.runtime import init as _runtime_init
 from .._core.runtime import shutdown as _runtime_shutdown
 from .._core.session import STATE
-from .._trace.tracing import TRACE_ENV, TimelineTracer, TracedCall, Tracer, tracer_from_environment
+from .._trace.tracing import TRACE_ENV, TextTracer, TimelineTracer, TracedCall, Tracer, tracer_from_environment
 from .._values.errors import OffloadError
 from . import generated
 from . import table as _api_table
@@ -59,7 +59,7 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
     return functions
 
 
-def _tracer_from_environment(owner_of: Callable[[int], Device | None]) -> Tracer | TimelineTracer | None:
+def _tracer_from_environment(owner_of: Callable[[int], Device | None]) -> Tracer | TextTracer | TimelineTracer | None:
     """The new session's tracer, as ``OFFLOAD_TRACE`` says (None: not tracing)."""
     return tracer_from_environment(os.environ.get(TRACE_ENV), owner_of)
 

@@ -120,9 +120,10 @@ static PyObject *launch_kernel(Entry *self, PyObject *const *a, Py_ssize_t n) {
     offload_native_launch_kernel_fn fn = ep->launch_kernel;
     offload_native_word dw = fp_word(FIELD(device, device, word), &okd), kw = fp_word(FIELD(kernel, symbol, word), &okk);
     offload_native_word qw = queue_word(queue, &okq);
-    if (okd && okk && okq) RUN_NATIVE(self, fn(dw, qw, kw, data, size, &dims));
-    if (lr.rec != NULL && done && fp_launch_record(&lr, ep, dw, qw, &dims, size) < 0)
-      PyErr_Clear(); /* (out of memory) the timeline loses the launch; the call stands */
+    if (okd && okk && okq) {
+      if (lr.rec != NULL) self->native += (unsigned)(done = fp_launch_traced(&lr, ep, dw, qw, kw, data, size, &dims));
+      else RUN_NATIVE(self, fn(dw, qw, kw, data, size, &dims));
+    }
   }
   if (lr.rec != NULL && !done) { /* not made natively: nothing was done, the traced path makes it */
     if (view.obj != NULL) PyBuffer_Release(&view);

@@ -4,6 +4,7 @@
  * previous span ended (so a queue's spans never overlap). */
 #include "_tracerec.h"
 
+#include <stddef.h>
 #include <string.h>
 
 
@@ -49,14 +50,29 @@ void *fp_rec_work(PyObject *recorder, Py_ssize_t queue, uint32_t name, uint32_t 
   w->name = name;
   w->cat = cat;
   w->nvalues = nvalues;
-  w->pad = 0;
+  w->cancelled = 0;
   if (nvalues) memcpy(w->values, values, nvalues * sizeof(uint64_t));
+  if (flow_out) { /* an event record: its waits on other queues end no earlier than it */
+    if (r->record_flow == NULL) {
+      r->record_flow = PyMem_Calloc(2 * RECORD_SLOTS, sizeof(uint64_t));
+      if (r->record_flow == NULL) return PyErr_NoMemory();
+      r->record_end = r->record_flow + RECORD_SLOTS;
+    }
+    r->record_flow[flow_out % RECORD_SLOTS] = flow_out;
+    r->record_end[flow_out % RECORD_SLOTS] = 0;
+  }
   *handle = (uint64_t)(queue + 1) << SEQ_BITS | f->tail;
   f->tail++;
   return w;
 }
 
 uint64_t *fp_rec_work_end(void *work) { return (uint64_t *)&((work_t *)work)->end; }
+
+void fp_rec_work_cancel(void *work) {
+  work_t *w = work;
+  w->cancelled = 1;
+  atomic_store_explicit(&w->end, 1, memory_order_release);
+}
 PyObject *fp_rec_kernels(PyObject *recorder) { return ((Recorder *)recorder)->kernels; }
 PyObject *fp_rec_threads(PyObject *recorder) { return ((Recorder *)recorder)->threads; }
 PyObject *fp_rec_queue_ix(PyObject *recorder) { return ((Recorder *)recorder)->queue_ix; }
@@ -73,27 +89,42 @@ void fp_rec_maybe_full(PyObject *recorder) {
   Py_XDECREF(result);
 }
 
-/* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices. */
+/* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices; a wait
+ * on an event recorded on another queue waits until that record is drawn and ends no earlier
+ * (their stamps come from two queues' threads), so passes repeat while any queue moved on. */
 int fp_rec_place(Recorder *r) {
-  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
-    fifo_t *f = &r->fifos[q];
-    while (f->head < f->tail) {
-      work_t *w = fifo_at(f, f->head);
-      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
-      if (end == 0) break;
-      uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
-      if (end < begin) end = begin;
-      f->last_end = end;
-      if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
-        return -1;
-      r->recs[r->count - 1].flow_in2 = w->flow_in2;
-      f->head++;
-      if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
-        if (f->spare == NULL) f->spare = f->blocks[0];
-        else PyMem_Free(f->blocks[0]);
-        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
-        f->nblocks--;
-        f->first += BLOCK;
+  for (int moved = 1; moved;) {
+    moved = 0;
+    for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+      fifo_t *f = &r->fifos[q];
+      while (f->head < f->tail) {
+        work_t *w = fifo_at(f, f->head);
+        uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
+        if (end == 0) break;
+        if (w->cancelled) goto drawn;
+        if (w->flow_in2 && r->record_flow != NULL && r->record_flow[w->flow_in2 % RECORD_SLOTS] == w->flow_in2) {
+          uint64_t record = r->record_end[w->flow_in2 % RECORD_SLOTS];
+          if (record == 0) break; /* its record is not drawn yet */
+          if (end < record) end = record;
+        }
+        uint64_t begin = w->submit > f->last_end ? w->submit : f->last_end;
+        if (end < begin) end = begin;
+        f->last_end = end;
+        if (fp_rec_slice((PyObject *)r, f->track, w->name, w->cat, begin, end, w->flow_out, w->flow_in, w->values, w->nvalues) < 0)
+          return -1;
+        r->recs[r->count - 1].flow_in2 = w->flow_in2;
+        if (w->flow_out && r->record_flow != NULL && r->record_flow[w->flow_out % RECORD_SLOTS] == w->flow_out)
+          r->record_end[w->flow_out % RECORD_SLOTS] = end;
+      drawn:
+        f->head++;
+        moved = 1;
+        if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
+          if (f->spare == NULL) f->spare = f->blocks[0];
+          else PyMem_Free(f->blocks[0]);
+          memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
+          f->nblocks--;
+          f->first += BLOCK;
+        }
       }
     }
   }
@@ -159,6 +190,83 @@ PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize
   Py_RETURN_NONE;
 }
 
+static const offload_native_entry_points *stamping(PyObject *capsule) {
+  const offload_native_entry_points *ep = PyCapsule_GetPointer(capsule, OFFLOAD_NATIVE_CAPSULE_NAME);
+  if (ep == NULL) return NULL;
+  if (ep->abi_version != OFFLOAD_NATIVE_ABI_VERSION || ep->struct_size < offsetof(offload_native_entry_points, stamp) + sizeof(void *) ||
+      ep->stamp == NULL)
+    return NULL;
+  return ep;
+}
+
+/* stamps(entry_points) -> bool: whether the backend's queues can stamp work (a stamp entry point). */
+PyObject *fp_rec_stamps_method(PyObject *self, PyObject *capsule) {
+  (void)self;
+  const offload_native_entry_points *ep = stamping(capsule);
+  if (ep == NULL && PyErr_Occurred()) return NULL;
+  return PyBool_FromLong(ep != NULL);
+}
+
+/* stamp(handle, entry_points, device_word, queue_word) -> bool: the queue stamps the work of
+ * handle (still open) when it reaches it, through the backend's stamp entry point; False (nothing
+ * done) where the capsule has none or the backend deferred. */
+PyObject *fp_rec_stamp_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  Recorder *r = (Recorder *)self;
+  uint64_t handle, dw, qw;
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "Recorder.stamp takes 4 arguments (handle, entry_points, device_word, queue_word)");
+    return NULL;
+  }
+  if (fp_rec_u64(args[0], &handle) < 0 || fp_rec_u64(args[2], &dw) < 0 || fp_rec_u64(args[3], &qw) < 0) return NULL;
+  const offload_native_entry_points *ep = stamping(args[1]);
+  if (ep == NULL && PyErr_Occurred()) return NULL;
+  if (ep == NULL || qw == 0) Py_RETURN_FALSE;
+  Py_ssize_t q = (Py_ssize_t)(handle >> SEQ_BITS) - 1;
+  uint64_t seq = handle & (((uint64_t)1 << SEQ_BITS) - 1);
+  if (q < 0 || q >= r->nfifos || seq < r->fifos[q].head || seq >= r->fifos[q].tail) Py_RETURN_FALSE;
+  work_t *w = fifo_at(&r->fifos[q], seq);
+  if (atomic_load_explicit(&w->end, memory_order_acquire) != 0) Py_RETURN_FALSE;
+  offload_native_result done;
+  Py_BEGIN_ALLOW_THREADS done = ep->stamp((offload_native_word)dw, (offload_native_word)qw, (uint64_t *)&w->end);
+  Py_END_ALLOW_THREADS
+  return PyBool_FromLong(done == OFFLOAD_NATIVE_DONE);
+}
+
+/* settle() -> [(handle, end_ns)]: each queue's completed prefix taken off its FIFO without
+ * drawing it (the JSON timeline reads its stamped work's ends so; withdrawn work is left out). */
+PyObject *fp_rec_settle_method(PyObject *self, PyObject *unused) {
+  (void)unused;
+  Recorder *r = (Recorder *)self;
+  PyObject *out = PyList_New(0);
+  if (out == NULL) return NULL;
+  for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
+    fifo_t *f = &r->fifos[q];
+    while (f->head < f->tail) {
+      work_t *w = fifo_at(f, f->head);
+      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
+      if (end == 0) break;
+      if (!w->cancelled) {
+        PyObject *item = Py_BuildValue("(KK)", (unsigned long long)((uint64_t)(q + 1) << SEQ_BITS | f->head), (unsigned long long)end);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+          Py_XDECREF(item);
+          Py_DECREF(out);
+          return NULL;
+        }
+        Py_DECREF(item);
+      }
+      f->head++;
+      if (f->head - f->first == BLOCK) {
+        if (f->spare == NULL) f->spare = f->blocks[0];
+        else PyMem_Free(f->blocks[0]);
+        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
+        f->nblocks--;
+        f->first += BLOCK;
+      }
+    }
+  }
+  return out;
+}
+
 PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused) {
   (void)unused;
   Recorder *r = (Recorder *)self;
@@ -176,5 +284,6 @@ void fp_rec_free_fifos(Recorder *r) {
     PyMem_Free(f->spare);
   }
   PyMem_Free(r->fifos);
+  PyMem_Free(r->record_flow);
 }
 

@@ -63,21 +63,56 @@ int fp_launch_recordable(fp_launch_rec *lr, PyObject *queue, PyObject *kernel, c
   return 1;
 }
 
-/* Records the launch made natively: its API slice, and its work on the queue's FIFO, timed by the
- * queue's stamp (where the backend could not stamp it, it ends with the call). */
-int fp_launch_record(fp_launch_rec *lr, const offload_native_entry_points *ep, offload_native_word dw, offload_native_word qw,
-                         const offload_launch_dims *dims, size_t args_size) {
-  uint64_t end = fp_now_ns();
-  uint64_t flow = fp_rec_flow(lr->rec), handle;
+static void *launch_work(fp_launch_rec *lr, const offload_launch_dims *dims, size_t args_size, uint64_t *flow) {
+  uint64_t handle;
   uint64_t values[6] = {1, (uint64_t)dims->num_groups[0] * dims->num_groups[1] * dims->num_groups[2],
                         2, (uint64_t)dims->group_size[0] * dims->group_size[1] * dims->group_size[2], 3, args_size};
-  void *work = fp_rec_work(lr->rec, lr->queue_ix, lr->kernel_iid, 2, lr->begin, 0, flow, 0, values, 6, &handle);
-  if (work == NULL) return -1;
-  offload_native_result r;
-  Py_BEGIN_ALLOW_THREADS r = ep->stamp(dw, qw, fp_rec_work_end(work));
-  Py_END_ALLOW_THREADS if (r != OFFLOAD_NATIVE_DONE) __atomic_store_n(fp_rec_work_end(work), end, __ATOMIC_RELEASE);
-  if (fp_rec_slice(lr->rec, lr->thread_track, fp_rec_launch_iid(lr->rec), 1, lr->begin, end, flow, 0, NULL, 0) < 0) return -1;
-  fp_rec_maybe_full(lr->rec);
-  return 0;
+  *flow = fp_rec_flow(lr->rec);
+  return fp_rec_work(lr->rec, lr->queue_ix, lr->kernel_iid, 2, lr->begin, 0, *flow, 0, values, 6, &handle);
 }
 
+static void launch_slice(fp_launch_rec *lr, uint64_t end, uint64_t flow) {
+  if (fp_rec_slice(lr->rec, lr->thread_track, fp_rec_launch_iid(lr->rec), 1, lr->begin, end, flow, 0, NULL, 0) < 0)
+    PyErr_Clear(); /* (out of memory) the timeline loses the call; the launch stands */
+  fp_rec_maybe_full(lr->rec);
+}
+
+/* Makes the launch natively and records it: its API slice, and its work on the queue's FIFO timed
+ * by the queue. With launch_kernel_stamped the work is put on the FIFO first and the launch
+ * carries its stamp (one submission); otherwise the launch is followed by a stamp (where the
+ * backend could not stamp it, the work ends with the call). 1 made, 0 deferred (nothing done). */
+int fp_launch_traced(fp_launch_rec *lr, const offload_native_entry_points *ep, offload_native_word dw, offload_native_word qw,
+                     offload_native_word kw, const void *data, size_t size, const offload_launch_dims *dims) {
+  offload_native_result r;
+  uint64_t flow;
+  if (ep->struct_size >= offsetof(offload_native_entry_points, launch_kernel_stamped) + sizeof(void *) &&
+      ep->launch_kernel_stamped != NULL) {
+    void *work = launch_work(lr, dims, size, &flow);
+    if (work == NULL) {
+      PyErr_Clear(); /* (out of memory) the traced Python path makes it */
+      return 0;
+    }
+    Py_BEGIN_ALLOW_THREADS r = ep->launch_kernel_stamped(dw, qw, kw, data, size, dims, fp_rec_work_end(work));
+    Py_END_ALLOW_THREADS
+    if (r != OFFLOAD_NATIVE_DONE) {
+      fp_rec_work_cancel(work);
+      return 0;
+    }
+    launch_slice(lr, fp_now_ns(), flow);
+    return 1;
+  }
+  Py_BEGIN_ALLOW_THREADS r = ep->launch_kernel(dw, qw, kw, data, size, dims);
+  Py_END_ALLOW_THREADS
+  if (r != OFFLOAD_NATIVE_DONE) return 0;
+  uint64_t end = fp_now_ns();
+  void *work = launch_work(lr, dims, size, &flow);
+  if (work == NULL) {
+    PyErr_Clear(); /* the timeline loses the launch; the call stands */
+    return 1;
+  }
+  Py_BEGIN_ALLOW_THREADS r = ep->stamp(dw, qw, fp_rec_work_end(work));
+  Py_END_ALLOW_THREADS
+  if (r != OFFLOAD_NATIVE_DONE) __atomic_store_n(fp_rec_work_end(work), end, __ATOMIC_RELEASE);
+  launch_slice(lr, end, flow);
+  return 1;
+}

@@ -23,12 +23,13 @@ typedef struct {
   uint64_t submit;
   _Atomic uint64_t end;
   uint64_t flow_out, flow_in, flow_in2;
-  uint32_t name, cat, nvalues, pad;
+  uint32_t name, cat, nvalues, cancelled; /* cancelled: its launch deferred, never drawn */
   uint64_t values[2 * RECORD_VALUES];
 } work_t;
 
 #define BLOCK 1024
 #define SEQ_BITS 40
+#define RECORD_SLOTS 4096 /* event records remembered by flow (direct-mapped): a wait ends no earlier than its record */
 
 typedef struct {
   uint64_t track, last_end;
@@ -48,6 +49,7 @@ typedef struct {
   unsigned long long launch_iid, limit;
   PyObject *kernels, *threads, *queue_ix; /* dicts the Python side fills for the compiled path */
   PyObject *on_full;                       /* called (by the compiled path) at `limit` records */
+  uint64_t *record_flow, *record_end;      /* RECORD_SLOTS each (lazily): an event record's flow, its drawn end (0: not yet) */
 } Recorder;
 
 /* Draws each queue's completed prefix as slices (0, or -1 with an exception set). */
@@ -56,12 +58,15 @@ int fp_rec_place(Recorder *r);
 void fp_rec_free_fifos(Recorder *r);
 /* An int argument as uint64 (a negative one modulo 2**64); -1 with TypeError otherwise. */
 int fp_rec_u64(PyObject *o, uint64_t *out);
-/* The Recorder's FIFO methods (flow, queue, work, complete, unfinished). */
+/* The Recorder's FIFO methods (flow, queue, work, complete, stamps, stamp, settle, unfinished). */
 PyObject *fp_rec_flow_method(PyObject *self, PyObject *unused);
 PyObject *fp_rec_queue_method(PyObject *self, PyObject *arg);
 PyObject *fp_rec_work_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *fp_rec_complete_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *fp_rec_unfinished_method(PyObject *self, PyObject *unused);
+PyObject *fp_rec_stamp_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *fp_rec_stamps_method(PyObject *self, PyObject *capsule);
+PyObject *fp_rec_settle_method(PyObject *self, PyObject *unused);
 
 /* The compiled launch's recording (_tracelaunch.c). */
 typedef struct {
@@ -75,8 +80,11 @@ uint64_t fp_now_ns(void);
 /* Whether the launch can be recorded here: the backend stamps, and the recorder knows its
  * thread, queue and kernel (the traced Python path registers them the first time); 1 or 0. */
 int fp_launch_recordable(fp_launch_rec *lr, PyObject *queue, PyObject *kernel, const offload_native_entry_points *ep);
-/* Records the launch made natively: its API slice and its work (0, or -1 with an exception set). */
-int fp_launch_record(fp_launch_rec *lr, const offload_native_entry_points *ep, offload_native_word dw, offload_native_word qw,
-                     const offload_launch_dims *dims, size_t args_size);
+/* Makes the launch natively (launch_kernel_stamped where the backend has it, else launch_kernel
+ * and stamp) and records its API slice and its work: 1, or 0 when deferred (nothing done). */
+int fp_launch_traced(fp_launch_rec *lr, const offload_native_entry_points *ep, offload_native_word dw, offload_native_word qw,
+                     offload_native_word kw, const void *data, size_t size, const offload_launch_dims *dims);
+/* Withdraws work whose launch deferred (it is never drawn; it may not be the FIFO's last). */
+void fp_rec_work_cancel(void *work);
 
 #endif

@@ -146,6 +146,9 @@ class Encoder:
         return packet(vfield(8, max(0, ts_ns - self.origin_ns)) + self._seq + lfield(11, event + annotations + flows))
 
 
+RECORD_SLOTS = 4096  # event records remembered by flow (the C recorder's RECORD_SLOTS)
+
+
 class PyRecorder:
     """The slices of a timeline, recorded as fixed tuples and encoded only when taken (the pure
     Python twin of ``_fastpath.Recorder``: same methods, same bytes).
@@ -156,7 +159,7 @@ class PyRecorder:
     The compiled path records its launches into the same FIFOs (``_fastpath``), its work
     completed by the queue's own stamp."""
 
-    __slots__ = ("_encoder", "_records", "_queues", "_handles", "_next", "_flows", "base", "launch_iid", "kernels", "threads", "queue_ix", "limit", "on_full")
+    __slots__ = ("_encoder", "_records", "_queues", "_handles", "_next", "_flows", "_record_flow", "_record_end", "base", "launch_iid", "kernels", "threads", "queue_ix", "limit", "on_full")
 
     def __init__(self, seq: int, origin_ns: int) -> None:
         self._encoder = Encoder(seq, origin_ns)
@@ -165,6 +168,8 @@ class PyRecorder:
         self._handles: dict[int, list[Any]] = {}
         self._next = 0
         self._flows = 0
+        self._record_flow = [0] * RECORD_SLOTS  # an event record's flow (direct-mapped, as the C recorder)
+        self._record_end = [0] * RECORD_SLOTS  # its drawn end (0: not yet): its waits end no earlier
         self.base = seq
         self.launch_iid = 0  # what the compiled path needs (unused here): olLaunchKernel's name iid,
         self.kernels: dict[Any, int] = {}  # kernel -> name iid,
@@ -192,8 +197,10 @@ class PyRecorder:
     def work(self, queue: int, name_iid: int, cat_iid: int, submit_ns: int, flow_out: int = 0, flow_in: int = 0, flow_in2: int = 0, *values: int) -> int:
         """Work enqueued on FIFO ``queue`` by a call that began at ``submit_ns`` (``flow_in2``: a
         second flow it ends, a wait's from its event's record): its handle for ``complete``."""
-        entry = [submit_ns, 0, name_iid, cat_iid, flow_out, flow_in, flow_in2, values]
+        entry = [submit_ns, 0, name_iid, cat_iid, flow_out, flow_in, flow_in2, values, self._next + 1]
         self._queues[queue][1].append(entry)
+        if flow_out:  # an event record
+            self._record_flow[flow_out % RECORD_SLOTS], self._record_end[flow_out % RECORD_SLOTS] = flow_out, 0
         self._next += 1
         self._handles[self._next] = entry
         return self._next
@@ -203,6 +210,24 @@ class PyRecorder:
         entry = self._handles.pop(handle, None)
         if entry is not None:
             entry[1] = max(1, end_ns)
+
+    def stamps(self, entry_points: Any) -> bool:
+        """False: a queue stamps work only through ``_fastpath.Recorder`` (a backend's C entry point)."""
+        return False
+
+    def stamp(self, handle: int, entry_points: Any, device_word: int, queue_word: int) -> bool:
+        """False: a queue stamps work only through ``_fastpath.Recorder`` (a backend's C entry point)."""
+        return False
+
+    def settle(self) -> list[tuple[int, int]]:
+        """Each queue's completed prefix taken off its FIFO without drawing it: (handle, end) pairs."""
+        out = []
+        for q in self._queues:
+            waiting = q[1]
+            while waiting and waiting[0][1]:
+                entry = waiting.popleft()
+                out.append((entry[8], entry[1]))
+        return out
 
     def unfinished(self) -> int:
         """Work not completed yet (counted at the final write)."""
@@ -220,13 +245,24 @@ class PyRecorder:
 
     def take(self) -> bytes:
         """The recorded slices and the completed work, encoded; those are then forgotten."""
-        for q in self._queues:
-            track, waiting = q[0], q[1]
-            while waiting and waiting[0][1]:
-                submit, end, name_iid, cat_iid, flow_out, flow_in, flow_in2, values = waiting.popleft()
-                begin = max(submit, q[2])
-                q[2] = end = max(end, begin)
-                self._records.append((track, name_iid, cat_iid, begin, end, flow_out, flow_in, flow_in2, values))
+        moved = True
+        while moved:  # (a wait waits for its record, on another queue, to be drawn: as the C recorder)
+            moved = False
+            for q in self._queues:
+                track, waiting = q[0], q[1]
+                while waiting and waiting[0][1]:
+                    submit, end, name_iid, cat_iid, flow_out, flow_in, flow_in2, values, _ = waiting[0]
+                    if flow_in2 and self._record_flow[flow_in2 % RECORD_SLOTS] == flow_in2:
+                        if not self._record_end[flow_in2 % RECORD_SLOTS]:
+                            break
+                        end = max(end, self._record_end[flow_in2 % RECORD_SLOTS])
+                    waiting.popleft()
+                    moved = True
+                    begin = max(submit, q[2])
+                    q[2] = end = max(end, begin)
+                    if flow_out and self._record_flow[flow_out % RECORD_SLOTS] == flow_out:
+                        self._record_end[flow_out % RECORD_SLOTS] = end
+                    self._records.append((track, name_iid, cat_iid, begin, end, flow_out, flow_in, flow_in2, values))
         records, self._records = self._records, []
         encoder = self._encoder
         out = []

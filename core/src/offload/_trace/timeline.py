@@ -21,6 +21,9 @@ workers, ``os._exit``) leaves the file of its last write. The file holds:
 
 Timing source, per work item (its ``args.timing`` says which, the file's ``otherData`` too):
 
+- ``queue stamp``, where the device's entry points have ``stamp`` and the compiled path is on
+  (the host backend): the queue stores the time it finished the work (``QueueStamps``), with no
+  event and no callback;
 - ``backend events``, where the backend implements ``create_event``, ``is_event_complete``,
   ``sync_event`` and ``event_elapsed_time`` (the host backend does; so do GPU backends): after each
   enqueuing call the tracer records an event of its own on the queue, and its completion time is
@@ -66,25 +69,11 @@ from typing import TYPE_CHECKING, Any
 from . import job_timeline as _job_timeline
 from .._core import ranks as _ranks
 from .._values.enums import DeviceInfo
-from .timeline_file import trace_events
-from .timeline_work import (
-    DEVICE_PID_BASE,
-    EVENT_HOOKS,
-    EVENTS,
-    IN_CALL,
-    SYNCHRONOUS,
-    TIMING_SOURCE,
-    TRACK_BASE,
-    UNKNOWN,
-    DeviceClock,
-    OffloadTraceWarning,
-    Work,
-    anchor_clock,
-    callable_name,
-    direction,
-    hex_of,
-    json_default,
-    number_of,
+from .timeline_file import multiprocessing_exit, trace_events
+from .timeline_work import (  # fmt: skip
+    DEVICE_PID_BASE, EVENT_HOOKS, EVENTS, IN_CALL, SYNCHRONOUS, TIMING_SOURCE,
+    TRACK_BASE, UNKNOWN, DeviceClock, OffloadTraceWarning, QueueStamps, Work, anchor_clock,
+    callable_name, direction, hex_of, json_default, number_of,
 )
 from .._version import __version__
 
@@ -110,7 +99,7 @@ class Timeline:
         self._announced = False  # stderr said where the file is (once per session)
         self._lock = threading.Lock()
         self._writing = threading.Lock()  # one write at a time, the final one last
-        self._calls: list[tuple[str, int, int, int, dict[str, Any], int]] = []  # name, tid, start, dur, args, flow
+        self._calls: list[tuple[str, int, int, int, dict[str, Any], int, str]] = []  # name, tid, start, dur, args, flow, cat
         self._threads: dict[int, str] = {}
         self._work: list[Work] = []
         self._devices: dict[int, tuple[int, str]] = {}  # id(device) -> (pid, label)
@@ -124,6 +113,7 @@ class Timeline:
         self._at_exit = False  # registered at the first call: a failed olInit leaves no file
         self._child_exit: Any = None  # in a multiprocessing child: its finalizer (multiprocessing_exit)
         self._warned = False  # one OffloadTraceWarning per session
+        self._stamps = QueueStamps()  # work its queue stamps (read at each write)
 
     # --- recording ------------------------------------------------------------------------------
 
@@ -144,11 +134,18 @@ class Timeline:
                 flow = work.flow = next(self._flows)
         with self._lock:
             self._threads.setdefault(tid, thread.name)
-            self._calls.append((api, tid, start_ns, end_ns - start_ns, shown, flow))
+            self._calls.append((api, tid, start_ns, end_ns - start_ns, shown, flow, "api"))
             if not self._at_exit and not self.written:
                 self._at_exit = True
                 atexit.register(self._write_at_exit)
                 self._child_exit = multiprocessing_exit(self._flush_at_child_exit)
+
+    def span(self, name: str, cat: str, start_ns: int, end_ns: int, args: dict[str, Any]) -> None:
+        """Record a span of the calling thread that is no API call (``offload.build``: cat "build")."""
+        tid = threading.get_native_id()
+        with self._lock:
+            self._threads.setdefault(tid, threading.current_thread().name)
+            self._calls.append((name, tid, start_ns, end_ns - start_ns, dict(args), 0, cat))
 
     def read_events(self) -> None:
         """Read the completion time of the pending work whose event has completed, queue by queue
@@ -234,7 +231,7 @@ class Timeline:
             return self._enqueue(queue, owner, f"memcpy {way}", "memcpy", info, start_ns, end_ns)
         if api == "olMemFill":
             queue, ptr, pattern, size = args
-            owner = queue.device if queue is not None else self._allocation_device(ptr)
+            owner = queue.device if queue is not None else self._owner_of(ptr)  # (a synchronous fill names no queue)
             if owner is None:
                 return None
             info = {"bytes": number_of(size), "pattern_bytes": memoryview(pattern).nbytes, "ptr": hex_of(ptr)}
@@ -278,6 +275,16 @@ class Timeline:
         if not backend.has_pending_work(qdev.native, queue.native):
             work.end_ns, work.timing = end_ns, IN_CALL  # finished before the call returned
             return work
+        self._time(work, queue)
+        return work
+
+    def _time(self, work: Work, queue: Queue) -> None:
+        """Arrange the timing of ``work`` queued on ``queue``: the queue's stamp, else its event
+        and its completion callback."""
+        if self._stamps.stamp(work, queue):
+            return
+        qdev = queue.device
+        backend = qdev.backend
         if self._clock(qdev) is not None:
             try:
                 work.event = backend.create_event(qdev.native, queue.native)
@@ -293,13 +300,13 @@ class Timeline:
         except Exception:  # the queue refused more work: the user's call stands
             if work.event is None:
                 work.timing = UNKNOWN
-                work.end_ns = start_ns
-        return work
+                work.end_ns = work.submit_ns
 
     # --- writing --------------------------------------------------------------------------------
 
     def events(self) -> list[dict[str, Any]]:
         """The trace events: metadata, API spans, work spans and flows, times in microseconds."""
+        self._stamps.settle()
         with self._lock:
             calls = list(self._calls)
             threads = dict(self._threads)
@@ -380,19 +387,3 @@ class Timeline:
 
     def _flush_at_child_exit(self) -> None:
         self.flush()
-
-    def _allocation_device(self, ptr: int) -> Device | None:
-        """The device owning ``ptr`` (a synchronous fill names no queue), if the session knows it."""
-        return self._owner_of(ptr)
-
-
-def multiprocessing_exit(flush: Callable[[], None]) -> Any:
-    """In a child process of ``multiprocessing``: ``flush`` registered to run with multiprocessing's
-    finalizers when the child's target returns (a child started by fork or forkserver then leaves
-    through ``os._exit``, without exit handlers); the registration, or None in any other process.
-    A pool's worker terminated by its pool runs none of them: its tasks call ``flush_trace``."""
-    process = sys.modules.get("multiprocessing.process")
-    util = sys.modules.get("multiprocessing.util")
-    if process is None or util is None or process.parent_process() is None:
-        return None
-    return util.Finalize(None, flush, exitpriority=0)

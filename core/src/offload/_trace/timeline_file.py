@@ -13,8 +13,9 @@ strictly inside their spans, where a span is 2 ns or longer, so that every viewe
 from __future__ import annotations
 
 import os
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._core import ranks as _ranks
@@ -53,8 +54,8 @@ def trace_events(
         out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": label}})
         out.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid % TRACK_BASE}})
     flow_at: dict[int, tuple[int, int]] = {}  # flow id -> (time in its call, thread)
-    for name, tid, start, dur, args, flow in calls:
-        out.append({"name": name, "cat": "api", "ph": "X", "pid": API_PID, "tid": tid, "ts": us(start), "dur": span(start, start + dur), "args": args})
+    for name, tid, start, dur, args, flow, cat in calls:
+        out.append({"name": name, "cat": cat, "ph": "X", "pid": API_PID, "tid": tid, "ts": us(start), "dur": span(start, start + dur), "args": args})
         if flow:
             flow_at[flow] = (inside(start, start + dur, start), tid)
     last_end: dict[tuple[int, int], int] = {}
@@ -108,3 +109,15 @@ def path_from_setting(setting: str) -> str | None:
     if not path:
         path = "offload-trace-{pid}.pftrace"
     return os.path.abspath(os.path.expanduser(_ranks.expand(path)))
+
+
+def multiprocessing_exit(flush: Callable[[], None]) -> Any:
+    """In a child process of ``multiprocessing``: ``flush`` registered to run with multiprocessing's
+    finalizers when the child's target returns (a child started by fork or forkserver then leaves
+    through ``os._exit``, without exit handlers); the registration, or None in any other process.
+    A pool's worker terminated by its pool runs none of them: its tasks call ``flush_trace``."""
+    process = sys.modules.get("multiprocessing.process")
+    util = sys.modules.get("multiprocessing.util")
+    if process is None or util is None or process.parent_process() is None:
+        return None
+    return util.Finalize(None, flush, exitpriority=0)

@@ -5,8 +5,10 @@ every ``CHUNK`` slices, at ``flush_trace()``, at the final ``olShutDown`` and at
 stays bounded on a long run and a crash loses at most the chunk being recorded.
 
 The calls and the device work are the same as ``_timeline.Timeline``'s (its recording and timing
-sources, ``_work_of`` / ``_enqueue`` / ``read_events``, are inherited); what differs is the
-writing. An API slice is recorded when its call returns (name, thread, times, the flow to its
+sources, ``_work_of`` / ``_enqueue`` / ``read_events``, are inherited), except that queued work on
+a device whose entry points stamp (the host's, with the compiled path on) is stamped by its queue
+(``Recorder.stamp``), as the compiled launch's is, not given an event and a host callback; and
+what differs is the writing. An API slice is recorded when its call returns (name, thread, times, the flow to its
 work; a failed call also carries its result and details as annotations, not its parameters,
 which only the JSON form shows). A work item is drawn once it completed, queue by queue in
 enqueue order (so a queue's spans never overlap), as in the JSON form; at the final write work
@@ -26,16 +28,17 @@ from typing import TYPE_CHECKING, Any
 from .. import _version
 from . import perfetto as _perfetto
 from .perfetto import Encoder, annotation, vfield
-from .timeline import Timeline, multiprocessing_exit
-from .timeline_work import TIMING_SOURCE, Work
+from .timeline import Timeline
+from .timeline_file import multiprocessing_exit
+from .timeline_work import IN_CALL, STAMP, TIMING_SOURCE, Work
 from .._core.session import LOCAL
 
 if TYPE_CHECKING:
-    from .._core.handles import Device
+    from .._core.handles import Device, Queue
 
 CHUNK = 16384  # slices per chunk written (about 2 MB of records; a write costs about as much as 2000 launches)
 MAX_TRACKS = (1 << _perfetto.TRACK_BITS) - 1
-CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record", "event_wait", "offload")
+CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record", "event_wait", "offload", "build")
 
 
 def recorder_class() -> Any:
@@ -165,10 +168,32 @@ class StreamTimeline(Timeline):
             # next write for it waits until as much again is outstanding
             self._open_mark = max(CHUNK, 2 * len(self._open))
 
+    def span(self, name: str, cat: str, start_ns: int, end_ns: int, args: dict[str, Any]) -> None:
+        """A span of the calling thread that is no API call (``offload.build``), with its ``args``
+        as annotations (made in Python: such spans are rare)."""
+        tid = getattr(self._local, "tid", None) or threading.get_native_id()
+        with self._lock:
+            track = self.recorder.threads.get(tid) or self._thread_track(tid, threading.current_thread().name)
+            body = b"".join(annotation(self._annotation_name(key), value) for key, value in args.items())
+            encoder = self.encoder
+            self._side.append(encoder.event(_perfetto.SLICE_BEGIN, start_ns, track, self._name(name), body + vfield(3, self._cats[cat])))
+            self._side.append(encoder.event(_perfetto.SLICE_END, end_ns, track))
+
     def _full(self) -> None:
         """The compiled path recorded a chunk's worth: write it (never from a host function's thread:
         events are not read there)."""
         self.flush(read_events=LOCAL.queue is None)
+
+    def _time(self, work: Work, queue: Queue) -> None:
+        """Queued work on a backend with a native stamp (offload_native.h, the compiled path on) is
+        stamped by the queue when it reaches it, as the compiled launch's is: no event, and no host
+        callback, which would give the queue a thread that needs the GIL. Elsewhere: Timeline's."""
+        device = queue.device
+        points = device.entry_points
+        if points is not None and device.word is not None and queue.word is not None and self.recorder.stamps(points):
+            work.stamp, work.timing = (device.entry_points, device.word, queue.word), STAMP
+        else:
+            super()._time(work, queue)
 
     def _queue_ix(self, item: Work) -> int:
         key = (item.pid, item.tid)
@@ -205,6 +230,11 @@ class StreamTimeline(Timeline):
             values += [self._annotation_name("group_size"), _product(args.get("group_size") or [1])]
             values += [self._annotation_name("argument_bytes"), args.get("argument_bytes") or 0]
         handle = recorder.work(self._queue_ix(item), self._name(item.name), self._cats[item.cat], item.submit_ns, flow_out, item.flow, flow_event, *values)
+        if item.stamp is not None:
+            stamp, item.stamp = item.stamp, None
+            if recorder.stamp(handle, *stamp):
+                return
+            item.end_ns, item.timing = time.perf_counter_ns(), IN_CALL  # the queue refused it: the work ends with its call
         self._open[handle] = item
         self._complete(handle, item)
 

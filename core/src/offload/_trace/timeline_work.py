@@ -4,17 +4,20 @@ uses (``_trace.timeline`` records and writes them; see its module doc for the ti
 from __future__ import annotations
 
 import operator
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._core.handles import Device
+    from .._core.handles import Device, Queue
 
 TIMING_SOURCE = (
+    "the queue's stamp (offload_native.h) where the backend has one and the compiled path is on; else "
     "backend events (event_elapsed_time from a per-device anchor event) where the backend has them, "
     "bounded by host completion callbacks (enqueue_host_call); the callbacks alone otherwise"
 )
 EVENTS, CALLBACK, IN_CALL, UNKNOWN = "backend events", "completion callback", "within its call", "unknown"
+STAMP = "queue stamp"  # the backend's native stamp (offload_native.h): QueueStamps, Recorder.stamp
 EVENT_HOOKS = frozenset({"create_event", "is_event_complete", "sync_event", "event_elapsed_time"})
 TRACK_BASE = 1_000_000  # a device's tracks are tid pid * TRACK_BASE + queue id (0: synchronous), apart from real tids
 SYNCHRONOUS = "synchronous (no queue)"
@@ -25,7 +28,7 @@ DEVICE_PID_BASE = 100
 class Work:
     """One piece of device work: a kernel, a copy, a fill, a host function, an event record or wait."""
 
-    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timing", "event", "event_end_ns", "device")
+    __slots__ = ("name", "cat", "args", "pid", "tid", "submit_ns", "end_ns", "flow", "sources", "timing", "event", "event_end_ns", "device", "stamp")
 
     def __init__(self, name: str, cat: str, args: dict[str, Any], pid: int, tid: int, submit_ns: int) -> None:
         self.name = name
@@ -41,6 +44,7 @@ class Work:
         self.event: Any = None  # the tracer's own backend event after the work, until read
         self.event_end_ns: int | None = None  # that event's completion on the perf_counter clock
         self.device: Device | None = None
+        self.stamp: Any = None  # the streamed timeline's: (entry points, device word, queue word) to stamp it
 
     def complete(self) -> None:
         """The completion callback: runs on the queue once everything before it is done."""
@@ -114,3 +118,51 @@ def direction(src_device: Device, dst_device: Device) -> str:
 def callable_name(value: Any) -> str:
     func = getattr(value, "func", value)  # functools.partial
     return str(getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(func).__name__)
+
+
+class QueueStamps:
+    """Queued work timed by its queue (a backend's ``stamp`` entry point, offload_native.h, the
+    compiled path on) for the JSON timeline: no event and no host callback (which on the host
+    device needs a queue thread holding the GIL). The ends land in a ``_fastpath.Recorder``'s
+    FIFOs, read at each write (``settle``)."""
+
+    def __init__(self) -> None:
+        self._recorder: Any = None  # a _fastpath.Recorder; False: there is none (no compiled path)
+        self._fifos: dict[tuple[int, int], int] = {}  # (pid, tid) of a queue track -> its FIFO
+        self._open: dict[int, Work] = {}  # FIFO handle -> work not settled yet
+        self._lock = threading.Lock()
+
+    def stamp(self, work: Work, queue: Queue) -> bool:
+        """Have ``queue`` stamp ``work`` when it reaches it: False where it cannot (nothing done)."""
+        device = queue.device
+        points = device.entry_points
+        if points is None or device.word is None or queue.word is None:
+            return False
+        with self._lock:
+            recorder = self._recorder
+            if recorder is None:
+                from .._core.native import _fastpath
+
+                make = getattr(_fastpath, "Recorder", None)
+                recorder = self._recorder = make(0, 0) if make is not None else False
+            if recorder is False or not recorder.stamps(points):  # (a Recorder's truth is its length)
+                return False
+            ix = self._fifos.get((work.pid, work.tid))
+            if ix is None:
+                ix = self._fifos[(work.pid, work.tid)] = recorder.queue(0)
+            handle = recorder.work(ix, 0, 0, work.submit_ns)
+            if not recorder.stamp(handle, points, device.word, queue.word):
+                recorder.complete(handle, 1)  # (settled, and ignored: the caller times it otherwise)
+                return False
+            work.timing = STAMP
+            self._open[handle] = work
+            return True
+
+    def settle(self) -> None:
+        """Give the work stamped since the last call its end."""
+        with self._lock:
+            if self._recorder is not None and self._recorder is not False:
+                for handle, end in self._recorder.settle():
+                    work = self._open.pop(handle, None)
+                    if work is not None:
+                        work.end_ns = end

@@ -25,12 +25,13 @@ the same keys, where the application's processors render it. ``set_trace_logger(
 from __future__ import annotations
 
 import sys
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
+from threading import current_thread
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .params import pointer_text, trace_params
+from .formatters import TEXT_FORMATTERS, formatter, join, text_formatter
+from .params import pointer_text
 from .timeline import Timeline
 from .timeline_file import path_from_setting
 
@@ -50,6 +51,24 @@ def set_trace_logger(logger: Any) -> None:
     """
     global _app_logger
     _app_logger = logger
+
+
+def render_line(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> str:
+    """structlog renderer of ``TextTracer``'s events: liboffload's trace line(s), newline included."""
+    line = f"---> {event['event']}({event['params']})-> {event['result']}\n"
+    details = event.get("details")
+    return f"{line}     *Error Details* {details} \n" if details else line
+
+
+class LineWriter:
+    """structlog logger of ``OFFLOAD_TRACE=1`` and ``=json``: each rendered line goes to ``file`` in one ``write``
+    (stderr is line-buffered: one system call a line, as the line's whole; a
+    TextIOWrapper's write of one line is not interleaved with another thread's)."""
+
+    __slots__ = ("info",)
+
+    def __init__(self, file: Any) -> None:
+        self.info = file.write
 
 
 def render_liboffload(_logger: Any, _method: str, event: dict[str, Any]) -> str:
@@ -90,11 +109,11 @@ class TracedCall(NamedTuple):
             if self.api == "olInit" and self.level == "main":
                 return {"InitArgs": pointer_text(self.args[0] if self.args else None)}
             return {}
-        return trace_params(fn, self.args, self.result, self.error is None, self.level)
+        return formatter(fn, self.level)(self.args, self.result, self.error is None)
 
 
 class Tracer:
-    """Emits one structlog event per traced call."""
+    """Emits one structlog event per traced call (``OFFLOAD_TRACE=json``, an application's logger)."""
 
     __slots__ = ("_logger",)
 
@@ -103,7 +122,14 @@ class Tracer:
 
     def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
         """A call of ``fn`` that succeeded (the entry points' common case)."""
-        self.emit(TracedCall(fn, args, result, None, end_ns - start_ns, level=level))
+        try:
+            params = formatter(fn, level)(args, result, True)
+        except Exception as exc:  # an argument the format cannot show must not change the call's result
+            params = {"<unprintable>": f"{type(exc).__name__}: {exc}"}
+        name = fn.name
+        self._logger.info(
+            name, api=name, args=params, result="OL_SUCCESS", details=None, elapsed_ns=end_ns - start_ns, thread=current_thread().name
+        )
 
     def emit(self, call: TracedCall) -> None:
         try:
@@ -118,8 +144,36 @@ class Tracer:
             result=result_text(error),
             details=None if error is None else error.details,
             elapsed_ns=call.elapsed_ns,
-            thread=threading.current_thread().name,
+            thread=current_thread().name,
         )
+
+
+class TextTracer:
+    """``OFFLOAD_TRACE=1``: one structlog event per call, its parameters already the line's text
+    (``formatters.text_formatter``), rendered by ``render_line`` and written by ``LineWriter``."""
+
+    __slots__ = ("_info",)
+
+    def __init__(self, logger: Any) -> None:
+        self._info = logger.info
+
+    def done(self, fn: Function, args: tuple[Any, ...], result: Any, start_ns: int, end_ns: int, level: str) -> None:
+        """A call of ``fn`` that succeeded (the entry points' common case)."""
+        name = fn.name
+        try:
+            made = TEXT_FORMATTERS.get(level, {}).get(name) or text_formatter(fn, level)
+            params = made(args, result, True)
+        except Exception as exc:  # an argument the format cannot show must not change the call's result
+            params = f".<unprintable> = {type(exc).__name__}: {exc}"
+        self._info(name, params=params, result="OL_SUCCESS")
+
+    def emit(self, call: TracedCall) -> None:
+        try:
+            params = join(call.params())
+        except Exception as exc:  # an argument the format cannot show must not change the call's result
+            params = f".<unprintable> = {type(exc).__name__}: {exc}"
+        error = call.error
+        self._info(call.name, params=params, result=result_text(error), details=None if error is None else error.details)
 
 
 class TimelineTracer:
@@ -155,6 +209,13 @@ class TimelineTracer:
     def flush(self, read_events: bool = True) -> str | None:
         """Write the file now with what is recorded so far: its path, None if nothing was written."""
         return self.timeline.path if self.timeline.flush(read_events) else None
+
+    def span(self, name: str, cat: str, start_ns: int, end_ns: int, args: dict[str, Any]) -> None:
+        """A span of work on the calling thread that is no ``ol*`` call (``offload.build``)."""
+        try:
+            self.timeline.span(name, cat, start_ns, end_ns, args)
+        except Exception as exc:  # noqa: BLE001 - the timeline never changes the call's result
+            self.timeline.warn(f"could not record {name}", exc)
 
 
 OFF_VALUES = frozenset({"", "0", "off", "false", "no"})  # OFFLOAD_TRACE values that leave tracing off
@@ -195,7 +256,7 @@ class StreamTracer(TimelineTracer):
 
 def tracer_from_environment(
     setting: str | None, owner_of: Callable[[int], Device | None]
-) -> Tracer | TimelineTracer | None:
+) -> Tracer | TextTracer | TimelineTracer | None:
     """The tracer for an ``OFFLOAD_TRACE`` value (None when unset, or one of ``OFF_VALUES`` in
     any case and spacing, and no app logger is set). ``owner_of``: the device owning an address
     in the session being traced (the timeline places a synchronous fill with it)."""
@@ -211,15 +272,19 @@ def tracer_from_environment(
     import structlog
 
     if setting.strip().lower() == "json":
-        processors: list[Any] = [_drop_event_key, structlog.processors.JSONRenderer()]
-    else:
-        processors = [render_liboffload]
-    logger = structlog.wrap_logger(
-        structlog.PrintLogger(file=sys.stderr), processors=processors, wrapper_class=structlog.BoundLogger
-    )
-    return Tracer(logger.bind())
+        processors: list[Any] = [_drop_event_key, structlog.processors.JSONRenderer(), _line]
+        logger = structlog.wrap_logger(LineWriter(sys.stderr), processors=processors, wrapper_class=structlog.BoundLogger)
+        return Tracer(logger.bind())
+    # the text trace: the cheapest configuration that still routes each call as an event (one
+    # renderer, a logger that writes the line; measured in bench_tracing)
+    logger = structlog.wrap_logger(LineWriter(sys.stderr), processors=[render_line], wrapper_class=structlog.BoundLogger)
+    return TextTracer(logger.bind())
 
 
 def _drop_event_key(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
     event.pop("event", None)
     return event
+
+
+def _line(_logger: Any, _method: str, rendered: Any) -> str:
+    return f"{rendered}\n"

@@ -2,8 +2,8 @@
 Perfetto binary form or its JSON form).
 
 Calls per API (count, total and mean time, failures), time per kernel, bytes copied per
-direction (with the throughput while copying), and per queue the busy time and the idle gaps
-between its first and last work. Reads any Chrome trace-event JSON file; only the events that
+direction (with the throughput while copying), per queue the busy time and the idle gaps
+between its first and last work, and the ``offload.build`` spans per cache outcome. Reads any Chrome trace-event JSON file; only the events that
 offload writes (``cat`` ``api`` and the work categories) are counted.
 """
 
@@ -49,6 +49,7 @@ class Summary:
     copies: dict[str, Tally] = field(default_factory=dict)
     queues: list[QueueUsage] = field(default_factory=list)
     ranks: dict[str, RankUsage] = field(default_factory=dict)  # a merged job timeline: per rank
+    builds: dict[str, Tally] = field(default_factory=dict)  # offload.build spans, per cache outcome (miss, hit, disk)
 
 
 class TraceFormatError(ValueError):
@@ -121,6 +122,12 @@ def summarise(events: list[dict[str, Any]]) -> Summary:
             tally.total_us += dur
             tally.failed += args.get("result", "OL_SUCCESS") != "OL_SUCCESS"
             continue
+        if cat == "build":
+            tally = summary.builds.setdefault(str(args.get("cache", "?")), Tally())
+            tally.count += 1
+            tally.total_us += dur
+            tally.failed += "result" in args
+            continue
         if cat not in WORK_CATEGORIES:
             continue
         if cat == "kernel":
@@ -181,6 +188,12 @@ def format_summary(summary: Summary) -> list[str]:
     for q in summary.queues:
         rows.append((q.track, str(q.spans), f"{q.busy_us / 1e3:.3f}", f"{q.idle_us / 1e3:.3f}", str(q.gaps), f"{q.largest_gap_us:.1f}"))
     lines += format_table(rows, "  ") if len(rows) > 1 else ["  (none)"]
+    if summary.builds:  # (offload.build spans: shown where the file has any)
+        lines.append("builds per cache outcome")
+        rows = [("CACHE", "BUILDS", "FAILED", "TOTAL ms", "MEAN ms")]
+        for name, t in sorted(summary.builds.items()):
+            rows.append((name, str(t.count), str(t.failed), f"{t.total_us / 1e3:.3f}", f"{t.total_us / t.count / 1e3:.3f}"))
+        lines += format_table(rows, "  ")
     return lines + format_ranks(summary.ranks)
 
 

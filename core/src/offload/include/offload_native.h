@@ -79,6 +79,14 @@ typedef offload_native_result (*offload_native_has_pending_work_fn)(
  * running it). The timeline times the compiled path's work with it. */
 typedef offload_native_result (*offload_native_stamp_fn)(offload_native_word device, offload_native_word queue, uint64_t *when);
 
+/* Optional, as stamp: launch_kernel on a queue (never 0) and stamp in one submission: *when gets
+ * the time the queue finished the launch. The timeline's compiled launch uses it where present (a
+ * stamp after the launch would take the queue's lock a second time); on DEFER nothing was done and
+ * *when is never written. */
+typedef offload_native_result (*offload_native_launch_stamped_fn)(
+    offload_native_word device, offload_native_word queue, offload_native_word kernel,
+    const void *args, size_t args_size, const offload_launch_dims *dims, uint64_t *when);
+
 typedef struct offload_native_entry_points {
   uint32_t abi_version; /* OFFLOAD_NATIVE_ABI_VERSION: the core refuses (uses the Python hooks for) another */
   uint32_t struct_size; /* sizeof(offload_native_entry_points) as the backend was built */
@@ -89,6 +97,7 @@ typedef struct offload_native_entry_points {
   offload_native_synchronize_fn synchronize;
   offload_native_has_pending_work_fn has_pending_work;
   offload_native_stamp_fn stamp; /* added after ABI 1's first members: present when struct_size covers it */
+  offload_native_launch_stamped_fn launch_kernel_stamped; /* added after stamp: likewise */
 } offload_native_entry_points;
 
 #endif /* OFFLOAD_NATIVE_H */

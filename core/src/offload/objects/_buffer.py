@@ -12,12 +12,12 @@ from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
 from .._values.errors import OffloadError, OffloadValueError
 from .._api.sessions import session_cell
 from . import _dlpack, _session
-from ._compiled_copy import BUFFER_COPY_FROM, BUFFER_COPY_TO, copying
 from ._context import Context, context_handle
 from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 from ._makers import MAKERS
 from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, fill_range, memcpy, wrong_type
+from ._records import ACTIVE, BUFFER_COPY_FROM, BUFFER_COPY_TO, STAMPS, MemoryRecord, copying, publish_copy
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
 
     from ._array import Array
     from ._queue import Queue
-
-
-CLOSES = [0]  # how many Buffers were closed (only grows): a remembered argument buffer holding an address is stale once it moves
 
 
 def _free(ctx: Session, address: int, context: ContextHandle | None) -> None:
@@ -43,7 +40,7 @@ def _free(ctx: Session, address: int, context: ContextHandle | None) -> None:
             pass  # freed through the flat API meanwhile, or the session ended under us
 
 
-class Buffer:
+class Buffer(MemoryRecord):
     """``size`` bytes of ``kind`` memory on ``device`` (default: ``offload.default_device()``).
 
     The allocation is freed by ``close()``, by leaving a ``with`` block, or when the object is
@@ -123,7 +120,7 @@ class Buffer:
         ``readonly`` memory refuses every write through the layer (copies into it, fills, kernel
         parameters not declared ``const``); memory of a ``session`` goes stale with it.
         """
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         try:
             if address.__class__ is bool:
                 raise TypeError
@@ -232,7 +229,7 @@ class Buffer:
             finalizer = self._finalizer
             if finalizer is not None and finalizer.detach() is not None:  # (nothing to drain: no release deferred)
                 address, self._address, self._keepalive = self._address, 0, None
-                CLOSES[0] += 1
+                STAMPS.close()  # (its address may come back in another Buffer: every verdict dies)
                 olMemFreeAsync(queue.handle, address)
                 return
         self.invalidate()
@@ -242,7 +239,7 @@ class Buffer:
         """Free (or forget) the memory now, exports or not: the owner of a view's memory is gone."""
         finalizer = self._finalizer
         self._address = 0
-        CLOSES[0] += 1
+        STAMPS.close()
         self._keepalive = None
         if finalizer is not None:
             finalizer()
@@ -270,11 +267,11 @@ class Buffer:
 
     # --- copies ------------------------------------------------------------------------------
 
-    @copying(BUFFER_COPY_FROM)  # (the common case below in C, where it was built: _compiled_copy)
+    @copying(BUFFER_COPY_FROM, 2, destination=0, source=1, queue=3)  # (its verdicts replayed in C: _records)
     def copy_from(self, src: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Copy all of ``src`` (a Buffer, a contiguous Array or any buffer-protocol object) to ``offset``."""
         if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see fast_copy)
-            if fast_copy(self, offset, src, 0, src._size, queue):
+            if fast_copy(self, offset, src, 0, src._size, queue, (src, self), (self, BUFFER_COPY_FROM, (self, src, offset, queue))):
                 return
         src_address, nbytes, src_device, keep = endpoint(src, False, "src")
         offset = as_size(offset, "offset")
@@ -284,11 +281,11 @@ class Buffer:
             )
         memcpy(queue, self.writable_address("dst") + offset, self._device, src_address, src_device, nbytes, (keep, self))
 
-    @copying(BUFFER_COPY_TO)  # (the common case below in C, where it was built: _compiled_copy)
+    @copying(BUFFER_COPY_TO, 2, destination=1, source=0, queue=3)  # (its verdicts replayed in C: _records)
     def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
         if dst.__class__ is Buffer and offset.__class__ is int:
-            if fast_copy(dst, 0, self, offset, dst._size, queue):
+            if fast_copy(dst, 0, self, offset, dst._size, queue, (self, dst), (dst, BUFFER_COPY_TO, (self, dst, offset, queue))):
                 return
         dst_address, nbytes, dst_device, keep = endpoint(dst, True, "dst")
         offset = as_size(offset, "offset")
@@ -353,12 +350,18 @@ class Buffer:
 _STATE = session_cell()
 
 
-def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None) -> bool:
-    """The copy between two live Buffers of the current session, in bounds, into writable memory,
-    in one frame: True when done, False (nothing done) for every other case, which the general
-    path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync.
-    (The callers check what the bounds of a view within a Buffer ask. ``_copier.c`` makes the same
-    checks and the same call in C: a change here is a change there.)"""
+def fast_copy(
+    dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None, keep: tuple[Any, Any],
+    verdict: tuple[Any, int, tuple[Any, ...]],
+) -> bool:
+    """The layer's copy decision, made once: the copy between two live Buffers of the current
+    session, in bounds, into writable memory, in one frame: True when done, False (nothing done)
+    for every other case, which the general path then checks and names. Enqueued, ``keep`` (the
+    source and destination objects) is held until the queue's sync. Where C replays
+    (``_records.ACTIVE``), the call ``verdict`` names (``(destination, kind, arguments)``) is
+    recorded as making this very copy (``publish_copy``). (The callers check what the bounds of a
+    view within a Buffer ask.)"""
+    seen = STAMPS.closes + STAMPS.deaths if ACTIVE else -1  # (before deciding: a close meanwhile kills the verdict)
     ctx = _STATE.ctx
     if (
         ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes
@@ -366,15 +369,18 @@ def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes
         or dst_offset + nbytes > dst._size or src_offset + nbytes > src._size
     ):
         return False
-    if queue is None:
-        olMemcpy(None, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
-        return True
-    try:
-        handle, inflight = queue._handle, queue._inflight
-    except AttributeError:  # not a Queue: the general path names it (memcpy)
-        return False
-    olMemcpy(handle, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
-    inflight.append((src, dst))
+    handle = inflight = None
+    if queue is not None:
+        try:
+            handle, inflight = queue._handle, queue._inflight
+        except AttributeError:  # not a Queue: the general path names it (memcpy)
+            return False
+    to, dst_device, source, src_device = dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle
+    olMemcpy(handle, to, dst_device, source, src_device, nbytes)
+    if inflight is not None:
+        inflight.append(keep)
+    if seen >= 0:
+        publish_copy(verdict[0], verdict[1], verdict[2], (olMemcpy, handle, to, dst_device, source, src_device, nbytes), seen)
     return True
 
 

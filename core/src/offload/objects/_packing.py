@@ -27,7 +27,8 @@ from .._api.flat import olLaunchKernel, olMemIsAccessible
 from .._api.sessions import session_cell
 from .._values.types import KernelParam
 from ._array import Array
-from ._buffer import CLOSES, Buffer
+from ._buffer import Buffer
+from ._records import STAMPS
 from ._signature import POINTER_SIZE, Pointee
 
 _CODES = {
@@ -356,7 +357,7 @@ class Packer:
 
         A call is remembered here only when every scalar is a Python ``int`` or ``float``
         (immutable) and every pointer a ``Buffer`` or ``Array`` (whose address changes only by
-        ``close()``, which bumps ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never
+        ``close()``, which bumps ``STAMPS.closes``). The memory is one tuple, replaced whole (threads launching at once never
         mix two calls); the kernel keeps its last arguments alive until its next different call.
         """
         if self.memo_positions() is not None:
@@ -369,7 +370,7 @@ class Packer:
                 f"    if {inline}:\n"
                 "        return data\n"
             )
-        namespace["_closes"] = CLOSES
+        namespace["_stamps"] = STAMPS
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))
         plain = _remembered(self.params, names, float_zero=True)
@@ -377,10 +378,10 @@ class Packer:
             "def launcher(queue, args, sizes):\n"
             f"{unpack}"
             "    last = _last[0]\n"
-            f"    if {same} and last[0] == _closes[0]:\n"
+            f"    if {same} and last[0] == _stamps.closes:\n"
             "        _launch(queue, _device, _kernel, last[1], sizes)\n"
             "        return\n"
-            "    closes = _closes[0]\n"
+            "    closes = _stamps.closes\n"
             f"    data = {packed}\n"
             f"    if {plain}:\n"
             f"        _last[0] = (closes, data, {', '.join(names)})\n"

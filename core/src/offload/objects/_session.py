@@ -46,6 +46,7 @@ from .._api.flat import olInit, olShutDown
 from .._api.sessions import Session, current_session, library_reference
 from . import _dlpack
 from ._makers import MAKERS
+from ._records import STAMPS
 
 FORKED = (
     "this process was forked after offload was used: the parent's devices, memory and objects are not "
@@ -193,6 +194,7 @@ def release() -> None:
     with _lock:
         ctx, _held = _held, None
         _wrappers.clear()
+        STAMPS.close()  # the objects of the session go stale: no verdict made in it holds
         if is_current(ctx):
             with library_reference():
                 olShutDown()
@@ -247,6 +249,7 @@ def _forget_in_child() -> None:
     _parent = _held if _held is not None else _pinned if _pinned is not None else current_session()
     _held = _pinned = None
     _wrappers.clear()
+    STAMPS.close()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -278,17 +281,18 @@ H = TypeVar("H")
 
 class HandleOwner(Generic[H]):
     """A layer object owning one flat handle (``handle``); its finalizer releases the handle
-    through ``release_later`` when the object is closed or collected (``closed`` then)."""
+    through ``release_later`` when the object is closed or collected (``closed`` then). Each
+    subclass holds ``_handle`` and ``_finalizer`` in its own slots (a Queue's handle is its record's)."""
 
-    __slots__ = ("_handle", "_finalizer")
+    __slots__ = ()
 
     _handle: H
     _finalizer: weakref.finalize[Any, Any]
 
     def _own(self, handle: H, release: Callable[..., None], *args: Any) -> None:
         """Take ``handle``; ``release(*args)`` runs once, at ``close()`` or collection (never at exit)."""
-        self._handle = handle
-        self._finalizer = weakref.finalize(self, release_later, release, *args)
+        self._handle = handle  # type: ignore[misc]  # (a slot of each subclass, or its record's)
+        self._finalizer = weakref.finalize(self, release_later, release, *args)  # type: ignore[misc]
         self._finalizer.atexit = False
 
     @property

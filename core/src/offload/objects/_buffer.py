@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._api.flat import ContextHandle
@@ -17,6 +16,7 @@ from ._discovery import Device, as_device, host_device
 from ._hostbuf import host_span
 from ._makers import MAKERS
 from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, fill_range, memcpy, wrong_type
+from ._release import Release
 from ._records import ACTIVE, BUFFER_COPY_FROM, BUFFER_COPY_TO, STAMPS, MemoryRecord, copying, publish_copy
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class Buffer(MemoryRecord):
     _size: int
     _device: Device
     _kind: AllocType
-    _finalizer: weakref.finalize[Any, Any] | None
+    _finalizer: Release | None  # (at exit the layer's olShutDown frees everything at once)
     _keepalive: Any
     _ctx: Session | None  # the session the memory belongs to (None: owned outside offload)
     _readonly: bool
@@ -87,11 +87,14 @@ class Buffer(MemoryRecord):
         context: Context | None = None,
         queue: Queue | None = None,
     ) -> None:
-        owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
-        dev = as_device(device if device is not None or queue is None else queue.device) if context is None else context.device(device)
-        alloc_type = as_kind(kind)
+        owner = None if context is None else context_handle(context)  # (a Context, or INVALID_CONTEXT)
+        if context is not None:
+            dev = context.device(device)
+        else:  # (a Device as is: the common case without a call)
+            dev = device if device.__class__ is Device else as_device(device if device is not None or queue is None else queue.device)
+        alloc_type = kind if kind.__class__ is AllocType else as_kind(kind)
         ctx = _session.acquire()
-        nbytes = as_size(size, "size")
+        nbytes = size if size.__class__ is int and size >= 0 else as_size(size, "size")
         self._address = allocate(dev, alloc_type, nbytes, alignment, owner, queue)
         self._context = context
         self._size = nbytes
@@ -100,8 +103,7 @@ class Buffer(MemoryRecord):
         self._keepalive = None
         self._ctx = ctx
         self._readonly = False
-        self._finalizer = weakref.finalize(self, _session.release_later, _free, ctx, self._address, owner)
-        self._finalizer.atexit = False  # at exit the layer's olShutDown frees everything at once
+        self._finalizer = Release(self, _session.release_later, _free, ctx, self._address, owner)
 
     @classmethod
     def wrap(
@@ -145,7 +147,7 @@ class Buffer(MemoryRecord):
     def address(self) -> int:
         """The device address of the first byte (OffloadError once closed or its session ended)."""
         ctx = self._ctx
-        if ctx is not None and not _session.is_current(ctx):
+        if ctx is not None and ctx is not _STATE.ctx and not _session.is_current(ctx):  # (the live one: at once)
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, _session.stale_details(self, ctx))
         if not self._address and self._size:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{self!r} is closed")
@@ -230,7 +232,7 @@ class Buffer(MemoryRecord):
             if finalizer is not None and finalizer.detach() is not None:  # (nothing to drain: no release deferred)
                 address, self._address, self._keepalive = self._address, 0, None
                 STAMPS.close()  # (its address may come back in another Buffer: every verdict dies)
-                olMemFreeAsync(queue.handle, address)
+                olMemFreeAsync(queue._handle, address)
                 return
         self.invalidate()
         _session.exports_of(None)  # drop the exports' session reference if none is left
@@ -304,7 +306,7 @@ class Buffer(MemoryRecord):
     def fill(self, pattern: Any, *, queue: Queue | None = None) -> None:
         """Fill the buffer with the repeated bytes of ``pattern`` (bytes-like, or a numpy scalar)."""
         try:
-            data = memoryview(pattern).tobytes()
+            data = pattern if pattern.__class__ is bytes else memoryview(pattern).tobytes()
         except TypeError:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"

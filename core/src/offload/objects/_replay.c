@@ -288,7 +288,10 @@ static Py_ssize_t line_up(PyObject *spec, PyObject *const *args, Py_ssize_t narg
   for (Py_ssize_t j = 0; j < given; ++j) {
     PyObject *name = PyTuple_GET_ITEM(kwnames, j);
     Py_ssize_t k = 0;
-    while (k < nkw && !cm_is(name, PyTuple_GET_ITEM(names, k))) ++k;
+    while (k < nkw && name != PyTuple_GET_ITEM(names, k)) ++k; /* (interned names: the usual case) */
+    if (k == nkw)
+      for (k = 0; k < nkw && !cm_is(name, PyTuple_GET_ITEM(names, k)); ++k) {
+      }
     if (k == nkw) return -1;
     items[k] = args[nargs + j];
   }

@@ -36,7 +36,6 @@ import gc
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any, Generic, Self, TypeVar
 
@@ -47,6 +46,7 @@ from .._api.sessions import Session, current_session, library_reference
 from . import _dlpack
 from ._makers import MAKERS
 from ._records import STAMPS
+from ._release import Release
 
 FORKED = (
     "this process was forked after offload was used: the parent's devices, memory and objects are not "
@@ -287,13 +287,12 @@ class HandleOwner(Generic[H]):
     __slots__ = ()
 
     _handle: H
-    _finalizer: weakref.finalize[Any, Any]
+    _finalizer: Release
 
     def _own(self, handle: H, release: Callable[..., None], *args: Any) -> None:
         """Take ``handle``; ``release(*args)`` runs once, at ``close()`` or collection (never at exit)."""
         self._handle = handle  # type: ignore[misc]  # (a slot of each subclass, or its record's)
-        self._finalizer = weakref.finalize(self, release_later, release, *args)  # type: ignore[misc]
-        self._finalizer.atexit = False
+        self._finalizer = Release(self, release_later, release, *args)  # type: ignore[misc]
 
     @property
     def handle(self) -> H:

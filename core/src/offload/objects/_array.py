@@ -14,13 +14,14 @@ from .._values.enums import AllocType, ErrorCode
 from .._values.errors import OffloadError
 from . import _arrayexport, _dlpack, _fill, _indexing
 from ._arrayexport import DL_CODES
-from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
+from ._rect import byte_span, c_strides, packed, rect_layout
 from ._discovery import Device, host_device
-from ._buffer import Buffer, fast_copy
+from ._buffer import Buffer
+from ._copies import fast_copy
 from ._records import ARRAY_COPY_FROM, MemoryRecord, copying
 from ._casting import cast_refused, check_casting, host_source
 from ._makers import MAKERS
-from ._memory import as_dtype, as_shape, as_size, dlpack_device, wrong_type
+from ._memory import as_dtype, as_shape, as_size, copy_rect, dlpack_device, wrong_type
 
 if TYPE_CHECKING:
     import numpy

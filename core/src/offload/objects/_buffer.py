@@ -6,18 +6,18 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from .._api.flat import ContextHandle
-from .._api.flat import olMemFree, olMemFreeAsync, olMemPrefetch, olMemcpy
+from .._api.flat import olMemFree, olMemFreeAsync, olMemPrefetch
 from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
 from .._values.errors import OffloadError, OffloadValueError
 from .._api.sessions import session_cell
 from . import _dlpack, _session
 from ._context import Context, context_handle
-from ._discovery import Device, as_device, host_device
-from ._hostbuf import host_span
+from ._discovery import Device, as_device
 from ._makers import MAKERS
 from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, fill_range, memcpy, wrong_type
 from ._release import Release
-from ._records import ACTIVE, BUFFER_COPY_FROM, BUFFER_COPY_TO, STAMPS, MemoryRecord, copying, publish_copy
+from ._copies import endpoint, fast_copy
+from ._records import BUFFER_COPY_FROM, BUFFER_COPY_TO, STAMPS, MemoryRecord, copying
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
     from ._array import Array
     from ._queue import Queue
+
+_STATE = session_cell()
 
 
 def _free(ctx: Session, address: int, context: ContextHandle | None) -> None:
@@ -347,54 +349,3 @@ class Buffer(MemoryRecord):
     ) -> Any:
         """The whole buffer as a 1-D uint8 DLPack tensor."""
         return self.view().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
-
-
-_STATE = session_cell()
-
-
-def fast_copy(
-    dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None, keep: tuple[Any, Any],
-    verdict: tuple[Any, int, tuple[Any, ...]],
-) -> bool:
-    """The layer's copy decision, made once: the copy between two live Buffers of the current
-    session, in bounds, into writable memory, in one frame: True when done, False (nothing done)
-    for every other case, which the general path then checks and names. Enqueued, ``keep`` (the
-    source and destination objects) is held until the queue's sync. Where C replays
-    (``_records.ACTIVE``), the call ``verdict`` names (``(destination, kind, arguments)``) is
-    recorded as making this very copy (``publish_copy``). (The callers check what the bounds of a
-    view within a Buffer ask.)"""
-    seen = STAMPS.closes + STAMPS.deaths if ACTIVE else -1  # (before deciding: a close meanwhile kills the verdict)
-    ctx = _STATE.ctx
-    if (
-        ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes
-        or not dst._address or not src._address or dst_offset < 0 or src_offset < 0
-        or dst_offset + nbytes > dst._size or src_offset + nbytes > src._size
-    ):
-        return False
-    handle = inflight = None
-    if queue is not None:
-        try:
-            handle, inflight = queue._handle, queue._inflight
-        except AttributeError:  # not a Queue: the general path names it (memcpy)
-            return False
-    to, dst_device, source, src_device = dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle
-    olMemcpy(handle, to, dst_device, source, src_device, nbytes)
-    if inflight is not None:
-        inflight.append(keep)
-    if seen >= 0:
-        publish_copy(verdict[0], verdict[1], verdict[2], (olMemcpy, handle, to, dst_device, source, src_device, nbytes), seen)
-    return True
-
-
-def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any]:
-    """``(address, nbytes, device, keepalive)`` of a copy's source or destination."""
-    if isinstance(obj, Buffer):
-        return (obj.writable_address(what) if writable else obj.address), obj._size, obj._device, obj
-    if isinstance(obj, MAKERS.array):
-        if not obj.is_contiguous:
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous Array")
-        if writable:
-            obj.buffer.writable_address(what)
-        return obj.address, obj.nbytes, obj.device, obj
-    address, nbytes, keep = host_span(obj, writable, what)
-    return address, nbytes, host_device(), keep

@@ -10,10 +10,15 @@ from typing import TYPE_CHECKING, Any
 from .._values.enums import AllocType, ErrorCode, PlatformBackend
 from .._values.errors import OffloadError, OffloadTypeError
 from .._api.flat import ContextHandle
-from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocAsync, olMemAllocHost, olMemcpy, olMemFill
+from .._api.flat import (
+    olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocAsync, olMemAllocHost, olMemcpy, olMemcpyRect, olMemFill,
+)
+from .._values.types import Rect
 from . import _dlpack
 from ._discovery import Device
 from ._makers import MAKERS
+
+from ._rect import RectLayout
 
 if TYPE_CHECKING:
     from ._buffer import Buffer
@@ -169,3 +174,21 @@ def memcpy(
         return
     olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
     queue._hold(keep)
+
+
+def copy_rect(
+    queue: Queue | None, dst: int, dst_device: Device, dst_layout: RectLayout,
+    src: int, src_device: Device, src_layout: RectLayout, keep: Any,
+) -> None:
+    """One ``olMemcpyRect`` of the (shared) extent; with a queue, ``keep`` stays alive until it is synchronised."""
+    check_queue(queue)
+    extent, dst_row, dst_slab = dst_layout
+    _, src_row, src_slab = src_layout
+    olMemcpyRect(
+        None if queue is None else queue.handle,
+        Rect(dst, dst_device.handle, (0, 0, 0), dst_row, dst_slab),
+        Rect(src, src_device.handle, (0, 0, 0), src_row, src_slab),
+        extent,
+    )
+    if queue is not None:
+        queue._hold(keep)

@@ -31,7 +31,7 @@ from ._records import STAMPS, KernelRecord, LaunchVerdict, relaunching
 from ._memory import check_queue, wrong_type
 from ._bysize import by_classes
 from ._packing import Packer
-from ._signature import Pointee, declared_signature
+from ._signature import Pointee, declared_signature, merged_params, reported_pointees
 from ._params import kernel_params
 
 if TYPE_CHECKING:
@@ -224,9 +224,9 @@ class Kernel(KernelRecord):
             declared, pointees = declared_signature(signature, f"kernel {name!r} signature")
         params = reported if declared is None else declared
         if reported is not None and declared is not None:
-            params = _merge(name, reported, declared)
+            params = merged_params(name, reported, declared)
         if reported is not None:  # element types the backend knows (its metadata, a host header)
-            pointees = _reported_pointees(name, reported, pointees)
+            pointees = reported_pointees(name, reported, pointees)
         self._packer = None if params is None else Packer(name, params, pointees, self._device_handle)
         packer = self._packer if self._packer is not None else Packer(name, ())
         if params is not None and any(p.kind == "bytes" for p in params):  # sizes only: by the arguments' classes
@@ -355,48 +355,3 @@ def same_call(m: LaunchVerdict, args: tuple[Any, ...], grid: Extent, block: Exte
         )
     except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
         return False
-
-
-def _merge(name: str, reported: Sequence[KernelParam], declared: Sequence[KernelParam]) -> tuple[KernelParam, ...]:
-    """The declared parameters where they agree with the reported layout (a declared kind refines
-    a reported ``bytes``; a reported name fills a declared blank); INVALID_ARGUMENT naming the
-    first parameter that disagrees."""
-    if len(reported) != len(declared):
-        raise OffloadError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"kernel {name!r}: the declared signature has {len(declared)} parameters, the backend reports {len(reported)}",
-        )
-    merged = []
-    for i, (r, d) in enumerate(zip(reported, declared)):
-        if (r.offset, r.size) != (d.offset, d.size) or (r.kind != "bytes" and d.kind != r.kind):
-            label = r.name or d.name or f"#{i}"
-            raise OffloadError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"kernel {name!r} parameter {label!r}: declared {d.kind}{d.size * 8} at offset {d.offset}, "
-                f"the backend reports {r.kind}{r.size * 8} at offset {r.offset}",
-            )
-        merged.append(KernelParam(d.offset, d.size, d.kind, r.name or d.name))
-    return tuple(merged)
-
-
-def _reported_pointees(
-    name: str, reported: Sequence[KernelParam], declared: tuple[Pointee | None, ...]
-) -> tuple[Pointee | None, ...]:
-    """What each pointer points to: the declared signature's word where it has one, else the
-    backend's; a declared element type that contradicts the backend's is INVALID_ARGUMENT."""
-    pointees: list[Pointee | None] = []
-    for i, r in enumerate(reported):
-        mine = declared[i] if i < len(declared) else None
-        if r.element is None or r.kind != "pointer":
-            pointees.append(mine)
-        elif mine is None or mine.element is None:
-            pointees.append(Pointee(r.element, r.const or (mine is not None and mine.const)))
-        elif mine.element != r.element:
-            raise OffloadError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"kernel {name!r} parameter {r.name or f'#{i}'!r}: declared a pointer to {mine.element}, "
-                f"the backend reports a pointer to {r.element}",
-            )
-        else:
-            pointees.append(mine)
-    return tuple(pointees)

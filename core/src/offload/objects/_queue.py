@@ -28,7 +28,8 @@ from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._array import Array
 from ._arrayexport import register_queue
-from ._buffer import Buffer, endpoint, fast_copy
+from ._buffer import Buffer
+from ._copies import endpoint, fast_copy
 from ._memory import memcpy, wrong_type
 from ._program import Kernel, same_call
 from ._records import QUEUE_COPY, QueueRecord, copying, relaunching

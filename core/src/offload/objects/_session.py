@@ -44,7 +44,6 @@ from .._values.errors import OffloadError
 from .._api.flat import olInit, olShutDown
 from .._api.sessions import Session, current_session, library_reference
 from . import _dlpack
-from ._makers import MAKERS
 from ._records import STAMPS
 from ._release import Release
 
@@ -338,4 +337,4 @@ def exports_of(buffer: Any) -> int:
     settle()
     if buffer is None or not _dlpack.any_exported():
         return 0
-    return sum(1 for o in _dlpack.live_owners() if o.__class__ is MAKERS.array and o._buffer is buffer)
+    return sum(1 for o in _dlpack.live_owners() if getattr(o, "_buffer", None) is buffer)  # (an Array of its memory)

@@ -27,6 +27,7 @@ import offload
 from offload.objects import Array, Buffer, Queue, _hostbuf, _records
 
 from objects_support import release_library
+from offload._core.session import STATE
 
 needs_replay = pytest.mark.skipif(
     not _records.ACTIVE, reason="the replayed copies are off here (OFFLOAD_COMPILED=0, or not built)"
@@ -288,3 +289,20 @@ def test_a_strided_host_buffer_is_refused_alike_in_c_and_through_ctypes() -> Non
             _records.buffer_address(view)
     with pytest.raises(offload.OffloadError, match="src must be C-contiguous"):
         _hostbuf.host_span(view, False, "src")
+
+
+def test_a_copy_after_the_flat_api_ended_the_session_under_the_layer_is_refused(host: offload.objects.Device) -> None:
+    """More ``olShutDown`` calls than ``olInit`` calls end the session under the layer's own
+    reference, which the stamps do not see (DESIGN.md, "The compiled path"): a replayed copy then
+    fails with the flat API's error, the Python method with the layer's; either way an
+    OffloadError, and no copy is made."""
+    src, dst = offload.Buffer(8, host), offload.Buffer(8, host)
+    src.copy_from(b"12345678")
+    dst.copy_from(src)
+    dst.copy_from(src)  # (replayed where C runs)
+    while STATE.ctx is not None:
+        offload.olShutDown()
+    with pytest.raises(offload.OffloadError) as info:
+        dst.copy_from(src)
+    assert info.value.code in (offload.ErrorCode.INVALID_ARGUMENT, offload.ErrorCode.UNINITIALIZED)
+    release_library()

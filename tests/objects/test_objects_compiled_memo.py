@@ -2,9 +2,10 @@
 launch may reuse the kernel's remembered one (``same_call``) and remembers launches as
 ``LaunchVerdict``s; ``Queue.launch`` and ``Kernel.launch`` replay a verdict in C where the
 compiled path runs, for the very argument objects it was made with (its scalars by class and
-value), and every other call runs the Python method (the same bytes reach the kernel, the same
-errors). ``counts`` of the C methods ({'fast', 'deferred'}) tell which ran; under
-``OFFLOAD_COMPILED=0`` the methods are the Python functions and only the results are checked."""
+value), hand other arguments to ``Kernel._run`` as the Python method does, and run the Python
+method for every other call (the same bytes reach the kernel, the same errors). ``counts`` of the
+C methods ({'fast', 'packed', 'deferred'}) tell which ran; under ``OFFLOAD_COMPILED=0`` the
+methods are the Python functions and only the results are checked."""
 
 from __future__ import annotations
 
@@ -142,11 +143,14 @@ def test_a_remembered_launch_is_a_launch_verdict(echo: offload.Kernel, host: off
 
 @needs_memo
 def test_the_c_methods_hand_other_calls_on(echo: offload.Kernel, host: offload.objects.Device) -> None:
-    """Another keyword, another class of kernel, too few arguments, arguments not remembered: the
-    Python method (here a recorder) runs."""
+    """Another keyword, another class of kernel, too few arguments: the Python method (here a
+    recorder) runs; arguments no verdict was made for go where the Python method sends them,
+    ``miss`` (here another recorder standing for ``Kernel._run``)."""
     deferred: list[tuple[Any, ...]] = []
+    missed: list[tuple[Any, ...]] = []
     relauncher = _records._replay.Relauncher(
-        lambda *args, **kwargs: deferred.append(args + tuple(kwargs)), False, ("shared_memory", "queue"), (0, None), 0
+        lambda *args, **kwargs: deferred.append(args + tuple(kwargs)), False, ("shared_memory", "queue"), (0, None), 0,
+        lambda kernel, queue, grid, block, shared, args: missed.append((kernel, queue, grid, block, shared, args)),
     )
     with host.alloc(16) as out, host.queue() as queue:
         echo.launch(1, 1, 1.0, 7, out)
@@ -154,15 +158,16 @@ def test_the_c_methods_hand_other_calls_on(echo: offload.Kernel, host: offload.o
         relauncher(echo, 1, 1, 1.0, 7, out, other=None)
         relauncher("not a kernel", 1, 1, 1.0, 7, out)
         relauncher(echo, 1)
+        assert [args[3:] for args in deferred] == [(1.0, 7, out, "queue"), (1.0, 7, out, "other"), (1.0, 7, out), ()]
+        assert relauncher.counts == {"fast": 0, "packed": 0, "deferred": 4}
         relauncher(echo, 1, 1, 2.0, 7, out)  # another value
         relauncher(echo, 1, 1, 1.0, 7, out, shared_memory=1)  # another shared memory object
         relauncher(echo, 1, 1, 1, 7, out)  # 1 == 1.0, another class
-        assert [args[3:] for args in deferred] == [
-            (1.0, 7, out, "queue"), (1.0, 7, out, "other"), (1.0, 7, out), (), (2.0, 7, out), (1.0, 7, out, "shared_memory"),
-            (1, 7, out),
-        ]
-        assert relauncher.counts == {"fast": 0, "deferred": 7}
+        assert missed == [(echo, None, 1, 1, 0, (2.0, 7, out)), (echo, None, 1, 1, 1, (1.0, 7, out)), (echo, None, 1, 1, 0, (1, 7, out))]
+        assert relauncher.counts == {"fast": 0, "packed": 3, "deferred": 4}
         relauncher(echo, 1, 1, 1.0, 7, out, shared_memory=0, queue=None)  # (the defaults, given)
         relauncher(echo, 1, 1, float("1"), int("7"), out)  # equal scalars of the remembered classes
-        assert relauncher.counts == {"fast": 2, "deferred": 7} and len(deferred) == 7
+        assert relauncher.counts == {"fast": 2, "packed": 3, "deferred": 4} and len(deferred) == 4
         assert echoed(out) == (struct.pack("=f", 1.0), 7)
+    with pytest.raises(TypeError):
+        _records._replay.Relauncher(print, False, ("shared_memory",), (0,), 0, "not callable")

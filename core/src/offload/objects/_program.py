@@ -290,21 +290,6 @@ class Kernel(KernelRecord):
         """``olCalculateOptimalOccupancy``: the group size for best occupancy."""
         return olCalculateOptimalOccupancy(self._device_handle, self._handle, shared_memory)
 
-    @relaunching(queued=False)  # (its verdicts, the remembered launches, replayed in C: _records)
-    def launch(
-        self, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0, queue: Queue | None = None
-    ) -> None:
-        """Launch and wait (no ``queue``), or enqueue on ``queue``."""
-        if queue is not None:
-            check_queue(queue)
-            queue.launch(self, grid, block, *args, shared_memory=shared_memory)
-            return
-        m = self._memo  # the last launch (see _memo)
-        if same_call(m, args, grid, block, shared_memory):
-            m.launch(None, m.device, m.kernel, m.data, m.sizes)
-        else:
-            self._run(None, grid, block, shared_memory, args)
-
     def _run(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> Any:
         """A launch on the flat ``queue`` handle (None: synchronously) that ``_memo`` did not
         match: the launch before it (``_memo_previous``: buffers used in turn) is reused when it
@@ -339,6 +324,21 @@ class Kernel(KernelRecord):
         )
         self._memo_previous, self._memo = self._memo, memo
         return memo
+
+    @relaunching(queued=False, miss=_run)  # (its verdicts, the remembered launches, replayed in C: _records)
+    def launch(
+        self, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0, queue: Queue | None = None
+    ) -> None:
+        """Launch and wait (no ``queue``), or enqueue on ``queue``."""
+        if queue is not None:
+            check_queue(queue)
+            queue.launch(self, grid, block, *args, shared_memory=shared_memory)
+            return
+        m = self._memo  # the last launch (see _memo)
+        if same_call(m, args, grid, block, shared_memory):
+            m.launch(None, m.device, m.kernel, m.data, m.sizes)
+        else:
+            self._run(None, grid, block, shared_memory, args)
 
     def __repr__(self) -> str:
         return f"<offload.Kernel {self.name!r} on {self._program.device.id}>"

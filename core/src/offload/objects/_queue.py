@@ -142,7 +142,7 @@ class Queue(QueueRecord, _session.ClosedOnExit, _session.HandleOwner[QueueHandle
 
     # --- work ------------------------------------------------------------------------------
 
-    @relaunching(queued=True)  # (its verdicts, the kernel's remembered launches, replayed in C: _records)
+    @relaunching(queued=True, miss=Kernel._run)  # (its verdicts, the kernel's remembered launches, replayed in C: _records)
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
         try:

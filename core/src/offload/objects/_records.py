@@ -154,15 +154,18 @@ def copying(kind: int, positional: int, destination: int, source: int, queue: in
     return wrap
 
 
-def relaunching(queued: bool) -> Callable[[F], F]:
+def relaunching(queued: bool, miss: Callable[..., Any]) -> Callable[[F], F]:
     """A decorator: the launch method as a ``Relauncher`` when ``ACTIVE`` (``queued``:
-    ``Queue.launch``'s arguments, else ``Kernel.launch``'s), else the method itself."""
+    ``Queue.launch``'s arguments, else ``Kernel.launch``'s), else the method itself. A call of
+    the method's shape that neither of the kernel's verdicts was made for goes where the method
+    sends it, ``miss(kernel, queue handle, grid, block, shared_memory, args)`` (``Kernel._run``);
+    any other call to the method."""
 
     def wrap(method: F) -> F:
         if not ACTIVE:
             return method
         names, defaults = _keywords(method)
-        relauncher: Any = _replay.Relauncher(method, queued, names, defaults, names.index("shared_memory"))
+        relauncher: Any = _replay.Relauncher(method, queued, names, defaults, names.index("shared_memory"), miss)
         return relauncher  # type: ignore[no-any-return]  # (called, named as the method)
 
     return wrap

@@ -7,8 +7,10 @@
  * arguments, then each keyword in declared order, its default where not given), reads the
  * verdict on the record it was published on (the copy's destination; the kernel) and, when that
  * verdict was made for exactly these objects (identity) under the stamps that still hold, makes
- * the verdict's flat call and holds what the Python method holds on a queue. Any other call,
- * and any object that is not a record, goes to the fallback unchanged: C decides nothing, raises
+ * the verdict's flat call and holds what the Python method holds on a queue. A launch of the
+ * method's shape that neither of the kernel's verdicts was made for goes where the Python method
+ * sends it (`miss`, given by Python: Kernel._run, which packs and remembers). Any other call, and
+ * any object that is not a record, goes to the fallback unchanged: C decides nothing, raises
  * nothing of its own (an error of the flat call is the flat call's, as in Python), and runs no
  * Python code before the call it replays.
  */
@@ -436,10 +438,10 @@ static PyTypeObject CopierType = CMETHOD_TYPE(
 #define MOST_KEYWORDS 4
 
 typedef struct {
-  CMETHOD_HEAD /* (spec: (keyword names, their defaults)) */
+  CMETHOD_HEAD /* (spec: (keyword names, their defaults, miss)) */
   int queued;         /* 1: Queue.launch(queue, kernel, grid, block, *args); 0: Kernel.launch(kernel, grid, block, *args) */
   Py_ssize_t shared;  /* which keyword is the shared memory (every other one must be its default) */
-  unsigned long long fast, deferred; /* calls replayed here / made by the fallback */
+  unsigned long long fast, packed, deferred; /* calls replayed here / handed to `miss` / made by the fallback */
 } Relauncher;
 
 /* Whether the LaunchVerdict `m` was made for exactly this call (see _replay.h). */
@@ -457,6 +459,28 @@ static int made_for(PyObject *op, PyObject *const *args, Py_ssize_t n, PyObject 
     if (PyFloat_CheckExact(a) ? PyFloat_AS_DOUBLE(a) != PyFloat_AS_DOUBLE(r) : !same_int(a, r)) return 0;
   }
   return 1;
+}
+
+/* A call of the method's shape that no verdict was made for (neither of the kernel's remembered
+ * launches, which Python's `same_call` would find as C does): `miss(kernel, queue, grid, block,
+ * shared_memory, args)`, the Python code the method itself calls then (it packs, names any
+ * error, remembers), its answer held by the queue until a sync. `call` points at grid, block,
+ * then the n arguments. 1 done, -1 with its exception. */
+static int miss(Relauncher *self, PyObject *kernel, PyObject *handle, PyObject *inflight, PyObject *const *call, Py_ssize_t n,
+                PyObject *shared) {
+  PyObject *tuple = PyTuple_New(n);
+  if (tuple == NULL) return -1;
+  for (Py_ssize_t i = 0; i < n; ++i) PyTuple_SET_ITEM(tuple, i, Py_NewRef(call[2 + i]));
+  PyObject *run_args[6] = {kernel, handle, call[0], call[1], shared, tuple};
+  Py_XINCREF(inflight);
+  PyObject *held = PyObject_Vectorcall(PyTuple_GET_ITEM(self->spec, 2), run_args, 6, NULL);
+  Py_DECREF(tuple);
+  int failed = held == NULL || (inflight != NULL && PyList_Append(inflight, held) < 0);
+  Py_XDECREF(held);
+  Py_XDECREF(inflight);
+  if (failed) return -1;
+  self->packed++;
+  return 2;
 }
 
 static int launch_replay(Relauncher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
@@ -479,7 +503,8 @@ static int launch_replay(Relauncher *self, PyObject *const *args, Py_ssize_t nar
   PyObject *m = ((offload_kernel_record *)kernel)->memo;
   if (!made_for(m, args + first, nargs - first, grid, block, shared)) {
     m = ((offload_kernel_record *)kernel)->memo_previous;
-    if (!made_for(m, args + first, nargs - first, grid, block, shared)) return 0;
+    if (!made_for(m, args + first, nargs - first, grid, block, shared))
+      return miss(self, kernel, handle, inflight, args + first - 2, nargs - first, shared);
   }
   offload_launch_verdict *v = (offload_launch_verdict *)m;
   Py_INCREF(m); /* kept while the launch runs: another thread may replace the kernel's memo */
@@ -497,7 +522,7 @@ static PyObject *relauncher_call(Relauncher *self, PyObject *const *args, size_t
   int done = launch_replay(self, args, PyVectorcall_NARGS(nargsf), kwnames);
   if (done < 0) return NULL;
   if (done) {
-    self->fast++;
+    self->fast += done == 1;
     Py_RETURN_NONE;
   }
   self->deferred++;
@@ -505,13 +530,18 @@ static PyObject *relauncher_call(Relauncher *self, PyObject *const *args, size_t
 }
 
 static PyObject *relauncher_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-  PyObject *fallback, *names, *defaults;
+  PyObject *fallback, *names, *defaults, *on_miss;
   int queued;
   Py_ssize_t shared;
-  static char *kw[] = {"fallback", "queued", "keywords", "defaults", "shared", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OpOOn:Relauncher", kw, &fallback, &queued, &names, &defaults, &shared))
+  static char *kw[] = {"fallback", "queued", "keywords", "defaults", "shared", "miss", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OpOOnO:Relauncher", kw, &fallback, &queued, &names, &defaults, &shared,
+                                   &on_miss))
     return NULL;
-  PyObject *spec = spec_of(names, defaults, MOST_KEYWORDS, "Relauncher");
+  if (!PyCallable_Check(on_miss)) return PyErr_Format(PyExc_TypeError, "Relauncher: miss must be callable");
+  PyObject *pair = spec_of(names, defaults, MOST_KEYWORDS, "Relauncher");
+  if (pair == NULL) return NULL;
+  PyObject *spec = PyTuple_Pack(3, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), on_miss);
+  Py_DECREF(pair);
   if (spec == NULL) return NULL;
   if (shared < 0 || shared >= PyTuple_GET_SIZE(names)) {
     Py_DECREF(spec);
@@ -530,15 +560,16 @@ static PyObject *relauncher_new(PyTypeObject *type, PyObject *args, PyObject *kw
 
 static PyObject *relauncher_counts(Relauncher *self, void *closure) {
   (void)closure;
-  return Py_BuildValue("{sKsK}", "fast", self->fast, "deferred", self->deferred);
+  return Py_BuildValue("{sKsKsK}", "fast", self->fast, "packed", self->packed, "deferred", self->deferred);
 }
 
-static PyGetSetDef relauncher_getset[] = CMETHOD_GETSET(relauncher_counts, "{'fast', 'deferred'}: calls replayed here / made by the fallback");
+static PyGetSetDef relauncher_getset[] =
+    CMETHOD_GETSET(relauncher_counts, "{'fast', 'packed', 'deferred'}: calls replayed here / handed to miss / made by the fallback");
 
 static PyTypeObject RelauncherType = CMETHOD_TYPE(
     "offload.objects._replay.Relauncher", Relauncher,
-    "Relauncher(fallback, queued, keywords, defaults, shared): Queue.launch (queued) or Kernel.launch replaying the "
-    "kernel's LaunchVerdicts",
+    "Relauncher(fallback, queued, keywords, defaults, shared, miss): Queue.launch (queued) or Kernel.launch replaying "
+    "the kernel's LaunchVerdicts",
     relauncher_new, relauncher_getset);
 
 /* ------------------------------------------------------------------------------------ */

@@ -71,7 +71,8 @@ class Copier(_Method):
 
 class Relauncher(_Method):
     def __init__(
-        self, fallback: Callable[..., Any], queued: bool, keywords: tuple[str, ...], defaults: tuple[Any, ...], shared: int
+        self, fallback: Callable[..., Any], queued: bool, keywords: tuple[str, ...], defaults: tuple[Any, ...], shared: int,
+        miss: Callable[..., Any],
     ) -> None: ...
 
 def buffer_address(view: object, /) -> int:

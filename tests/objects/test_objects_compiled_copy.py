@@ -217,6 +217,9 @@ def test_the_declared_interface_is_the_extension_s() -> None:
         assert f"`{field}`" in header, field
     for field in _records.LAUNCH_FIELDS:
         assert re.search(rf"\b{field}\b", header), field
+    source = (Path(_records.__file__).parent / "_replay.c").read_text()
+    for lookup in ("GetAttr", "CallMethod", "VectorcallMethod", "PyImport", "tp_dictoffset", "slot_offset"):
+        assert lookup not in source, lookup  # C reads its own structs only: no attribute, slot or module of the layer
     if _records._replay is None:
         return
     assert _records._declared(_records._replay) is True

@@ -211,13 +211,14 @@ def test_a_verdict_ends_with_the_session_a_close_and_a_death(host: offload.objec
 def test_the_declared_interface_is_the_extension_s() -> None:
     """``_records`` declares the names and version ``_replay.h`` gives its C structs; an extension
     of another version (or records without the declared fields) is not used."""
-    header = (Path(_records.__file__).parent / "_replay.h").read_text()
+    sources = Path(__file__).resolve().parents[2] / "core" / "src" / "offload" / "objects"  # (the checkout's)
+    header = (sources / "_replay.h").read_text()
     assert f"#define OFFLOAD_REPLAY_VERSION {_records.VERSION}" in header
     for field in (*_records.MEMORY_FIELDS, *_records.QUEUE_FIELDS, *_records.KERNEL_FIELDS, *_records.STAMP_FIELDS):
         assert f"`{field}`" in header, field
     for field in _records.LAUNCH_FIELDS:
         assert re.search(rf"\b{field}\b", header), field
-    source = (Path(_records.__file__).parent / "_replay.c").read_text()
+    source = (sources / "_replay.c").read_text()
     for lookup in ("GetAttr", "CallMethod", "VectorcallMethod", "PyImport", "tp_dictoffset", "slot_offset"):
         assert lookup not in source, lookup  # C reads its own structs only: no attribute, slot or module of the layer
     if _records._replay is None:

@@ -19,7 +19,6 @@ went, the layer's session reference was dropped, the process forked; a record's 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -133,9 +132,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _keywords(method: Callable[..., Any]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-    """The keyword-only parameters of ``method`` and their defaults, in declared order."""
-    params = [p for p in inspect.signature(method).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    return tuple(p.name for p in params), tuple(p.default for p in params)
+    """The keyword-only parameters of ``method`` (a function: each with a default) and their
+    defaults, in declared order."""
+    code = method.__code__
+    names = tuple(code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount])
+    defaults = method.__kwdefaults__ or {}
+    return names, tuple(defaults[name] for name in names)
 
 
 def copying(kind: int, positional: int, destination: int, source: int, queue: int) -> Callable[[F], F]:

@@ -179,25 +179,23 @@ def test_a_copy_of_an_ended_session_names_it(host: offload.objects.Device) -> No
         assert Buffer.copy_from.counts == {**before, "deferred": before["deferred"] + 2}  # type: ignore[attr-defined]
 
 
-def test_a_verdict_ends_with_the_session_a_close_and_a_death(host: offload.objects.Device) -> None:
+def test_a_verdict_ends_with_a_close_and_the_session(host: offload.objects.Device) -> None:
     """A replayed copy stops at whatever could change the decision: any Buffer closed (its
-    address may come back), any Buffer or Array gone (its identity may), the layer's session
-    reference dropped; the Python method then decides (and names the error) again."""
+    address may come back), the layer's session reference dropped; the Python method then
+    decides (and names the error) again. A Buffer made and gone ends nothing."""
     counts = lambda: dict(getattr(Buffer.copy_from, "counts", {"fast": 0, "deferred": 0}))  # noqa: E731
     src, dst = offload.Buffer(8, host), offload.Buffer(8, host)
     src.copy_from(b"12345678")
-    for end in (lambda: offload.Buffer(8, host).close(), lambda: offload.Buffer(8, host)):
-        gc.disable()
-        try:
-            dst.copy_from(src)  # decided (a verdict published where C replays)
-            before = counts()
-            dst.copy_from(src)
-            assert counts()["fast"] == before["fast"] + _records.ACTIVE
-            end()  # a close, or a Buffer made and gone
-            dst.copy_from(src)
-            assert counts() == {**before, "fast": before["fast"] + _records.ACTIVE, "deferred": before["deferred"] + _records.ACTIVE}
-        finally:
-            gc.enable()
+    for event, ends in ((lambda: offload.Buffer(8, host).close(), True), (lambda: offload.Buffer(8, host), False)):
+        dst.copy_from(src)  # decided (a verdict published where C replays)
+        before = counts()
+        dst.copy_from(src)
+        assert counts()["fast"] == before["fast"] + _records.ACTIVE
+        event()  # a close, or a Buffer made and gone
+        dst.copy_from(src)
+        replayed = _records.ACTIVE and not ends
+        assert counts() == {"fast": before["fast"] + _records.ACTIVE + replayed,
+                            "deferred": before["deferred"] + (_records.ACTIVE and ends)}
     dst.copy_from(src, offset=0)  # another offset object of the same value: the verdict's (an int stands for its value)
     before = counts()
     dst.copy_from(src, offset=int("0"))
@@ -206,6 +204,27 @@ def test_a_verdict_ends_with_the_session_a_close_and_a_death(host: offload.objec
     with pytest.raises(offload.OffloadError, match="ended") as info:
         dst.copy_from(src)
     assert info.value.code is offload.ErrorCode.INVALID_ARGUMENT
+
+
+@needs_replay
+def test_a_new_object_at_a_dead_one_s_address_is_not_it(host: offload.objects.Device) -> None:
+    """A verdict names the records it was made for by address and serial (their birth numbers),
+    holding none: a new Buffer that takes a collected source's address does not replay it."""
+    dst = offload.Buffer(8, host)
+    for _ in range(200):
+        src = offload.Buffer(8, host)
+        dst.copy_from(src)  # decided, a verdict naming src
+        address, serial = id(src), src._serial
+        del src  # (nothing else holds it: the verdict does not)
+        again = offload.Buffer(8, host)
+        if id(again) == address:
+            break
+    else:
+        pytest.skip("no new Buffer took the address of a collected one")
+    assert again._serial != serial
+    before = dict(Buffer.copy_from.counts)  # type: ignore[attr-defined]
+    dst.copy_from(again)
+    assert Buffer.copy_from.counts == {**before, "deferred": before["deferred"] + 1}  # type: ignore[attr-defined]
 
 
 def test_the_declared_interface_is_the_extension_s() -> None:

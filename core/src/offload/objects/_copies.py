@@ -33,7 +33,7 @@ def fast_copy(
     (``_records.ACTIVE``), the call ``verdict`` names (``(destination, kind, arguments)``) is
     recorded as making this very copy (``publish_copy``). (The callers check what the bounds of a
     view within a Buffer ask.)"""
-    seen = STAMPS.closes + STAMPS.deaths if ACTIVE else -1  # (before deciding: a close meanwhile kills the verdict)
+    seen = STAMPS.closes if ACTIVE else -1  # (before deciding: a close meanwhile kills the verdict)
     ctx = _STATE.ctx
     if (
         ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes

@@ -13,8 +13,9 @@ as they were when the decision began, and call the Python method for every other
 The records are the base classes of Buffer and Array (``MemoryRecord``), Queue (``QueueRecord``)
 and Kernel (``KernelRecord``): C types where ``ACTIVE``, else the Python classes below with the
 same slot names (the layout only). ``STAMPS.close()`` kills every verdict: a Buffer's memory
-went, the layer's session reference was dropped, the process forked; a record's death bumps
-``STAMPS.deaths`` in C (an identity may be reused).
+went, the layer's session reference was dropped, the process forked. A copy verdict names the
+records among its arguments by address and serial (each record's birth number, given in C), so
+it keeps none alive and never takes a new object at a dead one's address for it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ VERSION = 1  # _replay.h's OFFLOAD_REPLAY_VERSION
 MEMORY_FIELDS = ("_copied",)
 QUEUE_FIELDS = ("_handle", "_inflight")
 KERNEL_FIELDS = ("_memo", "_memo_previous")
-STAMP_FIELDS = ("closes", "deaths")
+STAMP_FIELDS = ("closes", "births")
 LAUNCH_FIELDS = (
     "args", "grid", "block", "shared_memory", "closes", "launch", "device", "kernel", "data", "sizes",
     "first", "first_class", "second", "second_class", "owner",
@@ -78,7 +79,7 @@ class _PyStamps:
 
     def __init__(self) -> None:
         self.closes = 0
-        self.deaths = 0
+        self.births = 0
 
     def close(self) -> None:
         self.closes += 1
@@ -122,7 +123,7 @@ def _publish_nothing(destination: Any, kind: int, items: tuple[Any, ...], call: 
 #: ``publish_copy(destination, kind, items, call, stamp)``: record on ``destination`` (a Buffer or
 #: Array) that the copy method ``kind`` called with exactly ``items`` (self first, keywords in
 #: declared order, defaults filled in) makes ``call`` (``call[0](*call[1:])``), decided while
-#: ``STAMPS.closes + STAMPS.deaths`` was ``stamp`` (read before the decision began)
+#: ``STAMPS.closes`` was ``stamp`` (read before the decision began)
 publish_copy: Callable[[Any, int, tuple[Any, ...], tuple[Any, ...], int], None] = (
     _replay.publish_copy if ACTIVE else _publish_nothing
 )

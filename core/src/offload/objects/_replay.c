@@ -35,9 +35,15 @@ static int memory_clear(PyObject *self) {
 
 static void memory_dealloc(PyObject *self) {
   PyObject_GC_UnTrack(self);
-  S->deaths++; /* its identity is free for a new object: every copy verdict naming it dies */
   memory_clear(self);
   Py_TYPE(self)->tp_free(self);
+}
+
+/* A record, given the next serial (Buffer.wrap and Queue.from_stream make theirs by __new__ too). */
+static PyObject *record_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+  PyObject *self = PyType_GenericNew(type, args, kwargs);
+  if (self != NULL) ((offload_record *)self)->serial = ++S->births;
+  return self;
 }
 
 static int queue_traverse(PyObject *self, visitproc visit, void *arg) {
@@ -54,7 +60,6 @@ static int queue_clear(PyObject *self) {
 
 static void queue_dealloc(PyObject *self) {
   PyObject_GC_UnTrack(self);
-  S->deaths++;
   queue_clear(self);
   Py_TYPE(self)->tp_free(self);
 }
@@ -78,10 +83,12 @@ static void kernel_dealloc(PyObject *self) {
 }
 
 static PyMemberDef memory_members[] = {
+    {"_serial", T_ULONGLONG, offsetof(offload_memory_record, serial), READONLY, "the record's birth number"},
     {"_copied", T_OBJECT_EX, offsetof(offload_memory_record, copied), 0, "the CopyVerdict of the last copy into this object"},
     {NULL, 0, 0, 0, NULL},
 };
 static PyMemberDef queue_members[] = {
+    {"_serial", T_ULONGLONG, offsetof(offload_queue_record, serial), READONLY, "the record's birth number"},
     {"_handle", T_OBJECT_EX, offsetof(offload_queue_record, handle), 0, "the flat QueueHandle"},
     {"_inflight", T_OBJECT_EX, offsetof(offload_queue_record, inflight), 0, "the objects of enqueued work, held until a sync"},
     {NULL, 0, 0, 0, NULL},
@@ -92,19 +99,20 @@ static PyMemberDef kernel_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
-#define RECORD_TYPE(name, ctype, doc, prefix)                                                                    \
+#define RECORD_TYPE(name, ctype, doc, prefix, make)                                                              \
   {                                                                                                             \
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._replay." name, .tp_basicsize = sizeof(ctype),     \
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, .tp_doc = doc,                     \
-    .tp_new = PyType_GenericNew, .tp_dealloc = prefix##_dealloc, .tp_traverse = prefix##_traverse,               \
+    .tp_new = make, .tp_dealloc = prefix##_dealloc, .tp_traverse = prefix##_traverse,                            \
     .tp_clear = prefix##_clear, .tp_members = prefix##_members,                                                 \
   }
 
 static PyTypeObject MemoryRecordType =
-    RECORD_TYPE("MemoryRecord", offload_memory_record, "The record of a Buffer or an Array (_replay.h).", memory);
-static PyTypeObject QueueRecordType = RECORD_TYPE("QueueRecord", offload_queue_record, "The record of a Queue (_replay.h).", queue);
+    RECORD_TYPE("MemoryRecord", offload_memory_record, "The record of a Buffer or an Array (_replay.h).", memory, record_new);
+static PyTypeObject QueueRecordType =
+    RECORD_TYPE("QueueRecord", offload_queue_record, "The record of a Queue (_replay.h).", queue, record_new);
 static PyTypeObject KernelRecordType =
-    RECORD_TYPE("KernelRecord", offload_kernel_record, "The record of a Kernel (_replay.h).", kernel);
+    RECORD_TYPE("KernelRecord", offload_kernel_record, "The record of a Kernel (_replay.h).", kernel, PyType_GenericNew);
 
 /* ------------------------------------------------------------------------------------ */
 /* Stamps                                                                                 */
@@ -125,7 +133,7 @@ static PyMethodDef stamps_methods[] = {
 };
 static PyMemberDef stamps_members[] = {
     {"closes", T_ULONGLONG, offsetof(Stamps, stamps.closes), READONLY, "bumped by close()"},
-    {"deaths", T_ULONGLONG, offsetof(Stamps, stamps.deaths), READONLY, "bumped when a MemoryRecord or QueueRecord dies"},
+    {"births", T_ULONGLONG, offsetof(Stamps, stamps.births), READONLY, "the serial of the last record made"},
     {NULL, 0, 0, 0, NULL},
 };
 static PyTypeObject StampsType = {
@@ -136,6 +144,10 @@ static PyTypeObject StampsType = {
 
 /* ------------------------------------------------------------------------------------ */
 /* Verdicts                                                                               */
+
+static inline int is_record(PyObject *obj) {
+  return PyObject_TypeCheck(obj, &MemoryRecordType) || PyObject_TypeCheck(obj, &QueueRecordType);
+}
 
 /* publish_copy(destination, kind, items, call, stamp): the CopyVerdict recorded as the
  * destination's `_copied` (a MemoryRecord), replacing any before. */
@@ -158,8 +170,10 @@ static PyObject *publish_copy(PyObject *Py_UNUSED(module), PyObject *const *args
   self->owned = 0;
   for (Py_ssize_t i = 0; i < self->n; ++i) {
     PyObject *item = PyTuple_GET_ITEM(items, i);
-    self->items[i] = item; /* a record by identity (its death bumps `deaths`), anything else referenced */
-    if (!PyObject_TypeCheck(item, &MemoryRecordType) && !PyObject_TypeCheck(item, &QueueRecordType)) {
+    self->items[i] = item; /* a record by address and serial, anything else referenced */
+    if (is_record(item)) {
+      self->serials[i] = ((offload_record *)item)->serial;
+    } else {
       Py_INCREF(item);
       self->owned |= 1u << i;
     }
@@ -181,7 +195,7 @@ static void copy_verdict_dealloc(PyObject *op) {
 static PyMemberDef copy_verdict_members[] = {
     {"kind", T_INT, offsetof(offload_copy_verdict, kind), READONLY, "which copy method"},
     {"call", T_OBJECT, offsetof(offload_copy_verdict, call), READONLY, "the flat call: the callable, then its arguments"},
-    {"stamp", T_ULONGLONG, offsetof(offload_copy_verdict, stamp), READONLY, "closes + deaths when the decision began"},
+    {"stamp", T_ULONGLONG, offsetof(offload_copy_verdict, stamp), READONLY, "STAMPS.closes when the decision began"},
     {NULL, 0, 0, 0, NULL},
 };
 static PyTypeObject CopyVerdictType = {
@@ -351,10 +365,15 @@ static int copy_replay(Copier *self, PyObject *const *args, Py_ssize_t nargs, Py
   if (!PyObject_TypeCheck(dst, &MemoryRecordType)) return 0;
   offload_copy_verdict *verdict = (offload_copy_verdict *)((offload_memory_record *)dst)->copied;
   if (verdict == NULL || Py_TYPE(verdict) != &CopyVerdictType || verdict->kind != self->kind || verdict->n != n ||
-      verdict->stamp != S->closes + S->deaths)
+      verdict->stamp != S->closes)
     return 0;
-  for (Py_ssize_t i = 0; i < n; ++i)
-    if (verdict->items[i] != items[i] && !((verdict->owned & (1u << i)) && same_int(verdict->items[i], items[i]))) return 0;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (verdict->owned & (1u << i)) { /* a value: the very object, or an exact int of its value */
+      if (verdict->items[i] != items[i] && !same_int(verdict->items[i], items[i])) return 0;
+    } else if (verdict->items[i] != items[i] || ((offload_record *)items[i])->serial != verdict->serials[i]) {
+      return 0; /* (a record: the call's object is alive, so its serial may be read) */
+    }
+  }
   if (queue != Py_None) {
     if (!PyObject_TypeCheck(queue, &QueueRecordType)) return 0;
     inflight = ((offload_queue_record *)queue)->inflight;
@@ -608,7 +627,7 @@ PyMODINIT_FUNC PyInit__replay(void) {
   if (module == NULL) return NULL;
   Stamps *stamps = PyObject_New(Stamps, &StampsType);
   if (stamps == NULL) goto fail;
-  stamps->stamps.closes = stamps->stamps.deaths = 0;
+  stamps->stamps.closes = stamps->stamps.births = 0;
   S = &stamps->stamps; /* (the module holds it for the process: one extension module, never unloaded) */
   if (PyModule_AddObject(module, "STAMPS", (PyObject *)stamps) < 0) {
     Py_DECREF(stamps);

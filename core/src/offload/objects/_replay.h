@@ -22,24 +22,34 @@
 
 #define OFFLOAD_REPLAY_VERSION 1
 
-/* The stamps (`STAMPS`): a verdict holds while both are what they were when Python began to decide. */
+/* The stamps (`STAMPS`): a verdict holds while `closes` is what it was when Python began to decide. */
 typedef struct {
   unsigned long long closes; /* `closes`: bumped by Python (`STAMPS.close()`) when a Buffer's memory
                                 goes (close, invalidate), the layer drops its session reference, or
                                 the process forked: an address, a session may have changed */
-  unsigned long long deaths; /* `deaths`: bumped by C when a MemoryRecord or QueueRecord is
-                                deallocated: its identity may be taken by a new object */
+  unsigned long long births; /* `births`: the serial the last record made was given */
 } offload_replay_stamps;
+
+/* The head of a record a copy verdict names: `serial` (read-only to Python) is the record's
+ * birth number, unique in the process, so that a verdict naming a record by its address and
+ * serial never takes a new object at a dead one's address for it. */
+#define OFFLOAD_RECORD_HEAD \
+  PyObject_HEAD             \
+  unsigned long long serial;
+
+typedef struct {
+  OFFLOAD_RECORD_HEAD
+} offload_record;
 
 /* MemoryRecord: the base of Buffer and Array. */
 typedef struct {
-  PyObject_HEAD
+  OFFLOAD_RECORD_HEAD
   PyObject *copied; /* `_copied`: the CopyVerdict of the last copy into this object (or NULL) */
 } offload_memory_record;
 
 /* QueueRecord: the base of Queue. */
 typedef struct {
-  PyObject_HEAD
+  OFFLOAD_RECORD_HEAD
   PyObject *handle;   /* `_handle`: the flat QueueHandle */
   PyObject *inflight; /* `_inflight`: the list holding the objects of enqueued work until a sync */
 } offload_queue_record;
@@ -54,15 +64,16 @@ typedef struct {
 /* CopyVerdict (published by `publish_copy(destination, kind, items, call, stamp)` as the
  * destination's `_copied`): a call of the copy method `kind` with exactly `items` (its arguments,
  * self first, keywords in declared order, defaults filled in; an exact int stands for its value)
- * makes `call` (`call[0](*call[1:])`: the flat olMemcpy and its arguments), while
- * `closes + deaths` is `stamp` (both only grow). Records among the items are kept by identity only
- * (a record's death bumps `deaths`), other items referenced. Immutable. */
+ * makes `call` (`call[0](*call[1:])`: the flat olMemcpy and its arguments), while `closes` is
+ * `stamp`. Records among the items are named by address and serial only (never referenced: a
+ * verdict keeps no temporary alive), other items referenced. Immutable. */
 #define OFFLOAD_COPY_ITEMS 5
 typedef struct {
   PyObject_HEAD
   int kind;
   Py_ssize_t n;
   PyObject *items[OFFLOAD_COPY_ITEMS];
+  unsigned long long serials[OFFLOAD_COPY_ITEMS]; /* a record's serial (items[i] not referenced) */
   unsigned owned; /* bit i: items[i] is referenced */
   PyObject *call; /* a tuple: the callable, then its arguments */
   unsigned long long stamp;

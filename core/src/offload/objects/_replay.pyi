@@ -7,10 +7,14 @@ VERSION: Final[int]
 
 class MemoryRecord:
     _copied: Any
+    @property
+    def _serial(self) -> int: ...
 
 class QueueRecord:
     _handle: Any
     _inflight: list[Any]
+    @property
+    def _serial(self) -> int: ...
 
 class KernelRecord:
     _memo: LaunchVerdict
@@ -20,7 +24,7 @@ class Stamps:
     @property
     def closes(self) -> int: ...
     @property
-    def deaths(self) -> int: ...
+    def births(self) -> int: ...
     def close(self) -> None: ...
 
 STAMPS: Final[Stamps]

@@ -173,6 +173,7 @@ static PyObject *publish_copy(PyObject *Py_UNUSED(module), PyObject *const *args
     self->items[i] = item; /* a record by address and serial, anything else referenced */
     if (is_record(item)) {
       self->serials[i] = ((offload_record *)item)->serial;
+      self->types[i] = (PyTypeObject *)Py_NewRef(Py_TYPE(item));
     } else {
       Py_INCREF(item);
       self->owned |= 1u << i;
@@ -186,8 +187,12 @@ static PyObject *publish_copy(PyObject *Py_UNUSED(module), PyObject *const *args
 
 static void copy_verdict_dealloc(PyObject *op) {
   offload_copy_verdict *self = (offload_copy_verdict *)op;
-  for (Py_ssize_t i = 0; i < self->n; ++i)
-    if (self->owned & (1u << i)) Py_DECREF(self->items[i]);
+  for (Py_ssize_t i = 0; i < self->n; ++i) {
+    if (self->owned & (1u << i))
+      Py_DECREF(self->items[i]);
+    else
+      Py_DECREF(self->types[i]);
+  }
   Py_XDECREF(self->call);
   Py_TYPE(op)->tp_free(op);
 }
@@ -370,8 +375,9 @@ static int copy_replay(Copier *self, PyObject *const *args, Py_ssize_t nargs, Py
   for (Py_ssize_t i = 0; i < n; ++i) {
     if (verdict->owned & (1u << i)) { /* a value: the very object, or an exact int of its value */
       if (verdict->items[i] != items[i] && !same_int(verdict->items[i], items[i])) return 0;
-    } else if (verdict->items[i] != items[i] || ((offload_record *)items[i])->serial != verdict->serials[i]) {
-      return 0; /* (a record: the call's object is alive, so its serial may be read) */
+    } else if (verdict->items[i] != items[i] || Py_TYPE(items[i]) != verdict->types[i] ||
+               ((offload_record *)items[i])->serial != verdict->serials[i]) {
+      return 0; /* (a record: the call's object, alive and of the record's class, has a serial to read) */
     }
   }
   if (queue != Py_None) {

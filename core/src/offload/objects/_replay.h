@@ -74,6 +74,7 @@ typedef struct {
   Py_ssize_t n;
   PyObject *items[OFFLOAD_COPY_ITEMS];
   unsigned long long serials[OFFLOAD_COPY_ITEMS]; /* a record's serial (items[i] not referenced) */
+  PyTypeObject *types[OFFLOAD_COPY_ITEMS];          /* a record's class (referenced): checked before its serial is read */
   unsigned owned; /* bit i: items[i] is referenced */
   PyObject *call; /* a tuple: the callable, then its arguments */
   unsigned long long stamp;

@@ -334,7 +334,8 @@ def stale_details(owner: object, ctx: Session) -> str:
 def exports_of(buffer: Any) -> int:
     """How many live exports view ``buffer``'s memory (0 for None). When no export of session
     memory is left, the exports' session reference is dropped (``_session.settle``)."""
-    settle()
+    if _pinned is not None:  # (settle's own test, without its call: every close asks)
+        settle()
     if buffer is None or not _dlpack.any_exported():
         return 0
     return sum(1 for o in _dlpack.live_owners() if getattr(o, "_buffer", None) is buffer)  # (an Array of its memory)

@@ -7,38 +7,19 @@ The version is ``VERSION`` (a link to ``core/src/offload/VERSION``, the one plac
 each requirement is the folder itself (``offload-core @ file:///…/core``) while pip installs it, so ``pip install .``
 installs everything from the checkout; an sdist, a wheel of another front end (``python -m build``)
 or ``OFFLOAD_PIN_REQUIREMENTS=1`` pins ``==VERSION`` for an index or a wheelhouse
-(``scripts/wheelhouse.sh``) instead.
+(``scripts/wheelhouse.sh``) instead: ``_offload_setup.py``, which every distribution's setup.py shares.
 """
 
-import os
 import sys
 from pathlib import Path
 
-from setuptools import setup
-
 HERE = Path(__file__).resolve().parent
-VERSION = (HERE / "VERSION").read_text().strip()
+sys.path.insert(0, str(HERE))  # _offload_setup.py, which every distribution's setup.py shares
+from _offload_setup import requirement  # noqa: E402  (an sdist carries a copy)
+from setuptools import setup  # noqa: E402
+
 # extras named even without their backend folder (a wheel built from the sdist has none)
 EXTRA_BACKENDS = ("cuda", "amdgpu", "opencl", "remote")
-
-
-
-def _checkout_install() -> bool:
-    """Whether pip is installing this folder of a checkout (pip sets ``PIP_BUILD_TRACKER``, older pips
-    ``PIP_REQ_TRACKER``, while it builds): only then are our other distributions required as file
-    URLs of their folders. An sdist, any other front end (``python -m build``, whose wheels are
-    built from the sdist or pinned the same) and ``OFFLOAD_PIN_REQUIREMENTS=1`` pin ``==VERSION``,
-    so nothing meant for an index carries a file URL."""
-    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") == "1" or "sdist" in sys.argv:
-        return False
-    return "PIP_BUILD_TRACKER" in os.environ or "PIP_REQ_TRACKER" in os.environ
-
-def requirement(name: str, folder: str, extra: str = "") -> str:
-    path = HERE / folder
-    name = f"{name}[{extra}]" if extra else name
-    if _checkout_install() and (path / "pyproject.toml").is_file():
-        return f"{name} @ {path.resolve().as_uri()}"
-    return f"{name}=={VERSION}"
 
 
 def backend_names() -> list[str]:

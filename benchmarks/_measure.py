@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 __all__ = ["bench_arguments", "exit_on_error", "interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
 
@@ -103,3 +105,33 @@ def bench_arguments(doc: str | None, quick: str, strict: str | None = "exit 1 wh
     if strict is not None:
         parser.add_argument("--strict", action="store_true", help=strict)
     return parser
+
+
+def finish(results: dict[str, Any], verdicts: Sequence[Any], report: Callable[[dict[str, Any], Sequence[Any]], str], args: argparse.Namespace) -> int:
+    """A script's last step: the verdicts (each with ``passed``) into ``results["checks"]``, then
+    the results document (``--json``) or ``report(results, verdicts)`` on stdout; the exit status
+    (1 under ``--strict`` when a target is missed)."""
+    results["checks"] = [vars(check) for check in verdicts]
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(report(results, verdicts))
+    return 1 if args.strict and not all(check.passed for check in verdicts) else 0
+
+
+def rss_kib() -> int:
+    """The process's resident set size (VmRSS) in KiB, 0 where /proc is missing."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def log(message: str) -> None:
+    """A progress line on stderr (stdout stays the results)."""
+    print(message, file=sys.stderr, flush=True)

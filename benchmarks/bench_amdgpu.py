@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _measure import bench_arguments, interleaved_samples, medians, paired_ratio
+from _measure import bench_arguments, interleaved_samples, log, medians, paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "simulators" / "hip"))
@@ -52,10 +52,6 @@ TARGET_LAUNCH_RATIO = 1.3
 BATCH = max(1, min(1000, int(os.environ.get("GPUSIM_PUSH_BUFFER") or 1024) - 24))
 TARGET_MEMCPY_RATIO = 1.5
 _CHILD_MARK = "OFFLOAD_BENCH_AMDGPU_DIR"
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def prepare() -> Path:

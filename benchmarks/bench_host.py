@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import json
 import os
 import statistics
 import sys
@@ -36,7 +35,9 @@ from typing import Any
 
 import offload as ol
 from offload._api.functions import generate
-from _measure import bench_arguments, exit_on_error, interleaved, interleaved_samples, medians, ns_per, paired_ratio
+from _measure import (
+    bench_arguments, exit_on_error, finish, interleaved, interleaved_samples, log, medians, ns_per, paired_ratio, rss_kib,
+)
 from _saxpy_limit import TARGET_SAXPY_RATIO, bench_saxpy
 
 MIB = 1 << 20
@@ -139,22 +140,6 @@ def call_loop(call: str, **names: Any) -> Callable[[int], None]:
 def paired_overhead_pct(slow: list[float], fast: list[float]) -> float:
     """The median over rounds of ``slow / fast - 1`` in %: drift between rounds cancels out."""
     return 100.0 * (paired_ratio(slow, fast) - 1.0)
-
-
-def rss_kib() -> int:
-    """The process's resident set size (VmRSS) in KiB, 0 where /proc is missing."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --- the session ---------------------------------------------------------------------------------
@@ -478,14 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
     results = run(QUICK if args.quick else FULL, mode, quiet=args.json)
-    verdicts = checks(results)
-    results["checks"] = [check.__dict__ for check in verdicts]
-    if args.json:
-        json.dump(results, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(report(results, verdicts))
-    return 1 if args.strict and not all(c.passed for c in verdicts) else 0
+    return finish(results, checks(results), report, args)
 
 
 if __name__ == "__main__":

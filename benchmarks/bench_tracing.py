@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from _measure import bench_arguments, exit_on_error, no_gc
+from _measure import bench_arguments, exit_on_error, finish, log, no_gc, rss_kib
 
 HERE = pathlib.Path(__file__).resolve().parent
 PEER_SOURCE = HERE / "_peer_trace.c"
@@ -76,22 +76,7 @@ MODES = {"off": None, "text": "1", "json": "json", "timeline": "perfetto:{file}"
 SUFFIX = {"timeline-json": ".json"}  # the file's name says its form: .json, else Perfetto's binary trace
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 # --- the child: one mode in one process ---------------------------------------------------------
-
-
-def rss_kib() -> int:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def child(task: str, calls: int, rounds: int) -> dict[str, Any]:
@@ -381,14 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__, "small counts (a smoke run)")
     args = parser.parse_args(argv)
     results = run(QUICK if args.quick else FULL, quiet=args.json)
-    verdicts = checks(results)
-    results["checks"] = [c.__dict__ for c in verdicts]
-    if args.json:
-        json.dump(results, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(report(results, verdicts))
-    return 1 if args.strict and not all(c.passed for c in verdicts) else 0
+    return finish(results, checks(results), report, args)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 stamp=$("$python" - "$@" <<'PY'
 import hashlib, pathlib, subprocess, sys
 digest = hashlib.sha256("\0".join(sys.argv[1:]).encode() + sys.version.encode())
-roots = ["core", "backends", "testing", "pyproject.toml", "setup.py", "VERSION", "MANIFEST.in", "tests/requirements.txt"]
+roots = ["core", "backends", "testing", "pyproject.toml", "setup.py", "_offload_setup.py", "VERSION", "MANIFEST.in", "tests/requirements.txt"]
 try:
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z", "--", *roots],
                             capture_output=True, check=True).stdout.decode().split("\0")

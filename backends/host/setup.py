@@ -1,15 +1,15 @@
 """Builds the native part of offload-host, and pins offload-core to the shared VERSION
 (everything else lives in pyproject.toml)."""
 
-import os
 import sys
 from pathlib import Path
 
-from setuptools import Extension, setup
-from setuptools.command.sdist import sdist
-
 HERE = Path(__file__).resolve().parent
-VERSION = (HERE / "VERSION").read_text().strip()
+sys.path.insert(0, str(HERE))  # _offload_setup.py: a link to the checkout root's
+from _offload_setup import requirement  # noqa: E402  (an sdist carries a copy)
+from setuptools import Extension, setup  # noqa: E402
+from setuptools.command.sdist import sdist  # noqa: E402
+
 # offload_native.h, the contract of the core's native entry points (_hostentry.c), is the core's:
 # read from the checkout's core, or from the copy an sdist of this folder carries (see Sdist)
 NATIVE_HEADER = "offload_native.h"
@@ -25,26 +25,6 @@ class Sdist(sdist):
         target = Path(base_dir) / SDIST_INCLUDE.relative_to(HERE)
         target.mkdir(parents=True, exist_ok=True)
         (target / NATIVE_HEADER).write_bytes((CORE_INCLUDE / NATIVE_HEADER).read_bytes())
-
-
-
-def _checkout_install() -> bool:
-    """Whether pip is installing this folder of a checkout (pip sets ``PIP_BUILD_TRACKER``, older pips
-    ``PIP_REQ_TRACKER``, while it builds): only then are our other distributions required as file
-    URLs of their folders. An sdist, any other front end (``python -m build``, whose wheels are
-    built from the sdist or pinned the same) and ``OFFLOAD_PIN_REQUIREMENTS=1`` pin ``==VERSION``,
-    so nothing meant for an index carries a file URL."""
-    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") == "1" or "sdist" in sys.argv:
-        return False
-    return "PIP_BUILD_TRACKER" in os.environ or "PIP_REQ_TRACKER" in os.environ
-
-def requirement(name: str, folder: str) -> str:
-    """``name==VERSION``; from a checkout (the folder exists, OFFLOAD_PIN_REQUIREMENTS unset) the
-    folder itself, so ``pip install ./backends/host`` works before anything is published."""
-    path = (HERE / folder).resolve()
-    if _checkout_install() and (path / "pyproject.toml").is_file():
-        return f"{name} @ {path.as_uri()}"
-    return f"{name}=={VERSION}"
 
 
 setup(

@@ -10,6 +10,7 @@ simulator-only tests skip (scripts/cuda-real.sh).
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import subprocess
@@ -152,3 +153,16 @@ def simulated(simulator: Path | None) -> Path:
     if simulator is None:
         pytest.skip("needs the simulated CUDA driver (OFFLOAD_CUDA_REAL=1 runs on a real one)")
     return simulator
+
+
+@pytest.fixture
+def cuda_core() -> None:
+    """Skips the test where cuda.core cannot be imported, saying why: the reason scripts/test.sh
+    wrote when its install failed (``.venv/cuda-core-unavailable.txt``), or that it is not installed."""
+    try:
+        found = importlib.util.find_spec("cuda.core") is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        recorded = Path(sys.prefix) / "cuda-core-unavailable.txt"
+        pytest.skip(recorded.read_text().strip() if recorded.is_file() else "cuda.core is not installed (scripts/test.sh installs cuda-core==1.2.2 from PyPI)")

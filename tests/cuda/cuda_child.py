@@ -157,3 +157,30 @@ def raw_child(body: str) -> str:
     """A child of raw driver calls: ``RAW_PRELUDE``, device 0's primary context made current
     (``dev``, ``ctx``), then ``body``."""
     return RAW_PRELUDE + "dev, ctx = setup()\n" + body
+
+
+#: Child code (ctypes alone): ``lib``, libcuda.so.1; ``find(name, version)``, what
+#: ``cuGetProcAddress_v2`` answers ([result, symbol status, address]); ``address(symbol)``, an
+#: exported symbol's address.
+PROC_LOOKUP = r"""
+import ctypes, json
+lib = ctypes.CDLL("libcuda.so.1")
+lookup = lib.cuGetProcAddress_v2
+lookup.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int)]
+def find(name, version):
+    fn, status = ctypes.c_void_p(), ctypes.c_int(-1)
+    result = lookup(name.encode(), ctypes.byref(fn), version, 0, ctypes.byref(status))
+    return [result, status.value, fn.value or 0]
+def address(symbol):
+    return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+"""
+
+#: Child code (needs ``d``): ``location(kind, ident)``, a ``CUmemLocation``, and its kinds ``DEV``, ``HOST``.
+LOCATIONS = r"""
+def location(kind, ident=0):
+    loc = d.CUmemLocation()
+    loc.type = kind
+    loc.id = ident
+    return loc
+DEV, HOST = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, d.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
+"""

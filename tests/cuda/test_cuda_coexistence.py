@@ -11,29 +11,10 @@ queries; tests/cuda/test_cuda_simulator_sharing_rules.py tests them with raw cal
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from cuda_child import DRIVER_PRELUDE, PRELUDE
 
-
-def _cuda_core_missing() -> str | None:
-    """None when cuda.core is importable, else why not: the reason scripts/test.sh wrote when its
-    install failed (``.venv/cuda-core-unavailable.txt``), or that it is not installed."""
-    try:
-        found = importlib.util.find_spec("cuda.core") is not None
-    except ModuleNotFoundError:
-        found = False
-    if found:
-        return None
-    recorded = Path(sys.prefix) / "cuda-core-unavailable.txt"
-    if recorded.is_file():
-        return recorded.read_text().strip()
-    return "cuda.core is not installed (scripts/test.sh installs cuda-core==1.2.2 from PyPI)"
 
 
 _WITH_CUDA_CORE = (
@@ -108,11 +89,8 @@ emit(out)
 
 
 def test_offload_and_cuda_core_share_the_device_and_exchange_arrays(
-    run_child: Any, child_env: Any, kernels: Any, simulator: Any
+    run_child: Any, child_env: Any, kernels: Any, simulator: Any, cuda_core: None
 ) -> None:
-    missing = _cuda_core_missing()
-    if missing:
-        pytest.skip(missing)
     child = run_child(_WITH_CUDA_CORE, child_env(kernels=kernels))
     out = child.result
     assert out["same_context"] is True

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cuda_child import driver_child
+from cuda_child import LOCATIONS, PROC_LOOKUP, driver_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
@@ -103,17 +103,7 @@ def test_driver_strictness(run_child: Any, child_env: Any) -> None:
     assert "gpusim: leak at primary context release of device 0: 4096 bytes of device memory" in child.stderr
 
 
-_PROCS = r"""
-import ctypes, json
-lib = ctypes.CDLL("libcuda.so.1")
-lookup = lib.cuGetProcAddress_v2
-lookup.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int)]
-def find(name, version):
-    fn, status = ctypes.c_void_p(), ctypes.c_int(-1)
-    result = lookup(name.encode(), ctypes.byref(fn), version, 0, ctypes.byref(status))
-    return [result, status.value, fn.value or 0]
-def address(symbol):
-    return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+_PROCS = PROC_LOOKUP + r"""
 print(json.dumps({
     "alloc_3020_is_v2": find("cuMemAlloc", 3020)[2] == address("cuMemAlloc_v2"),
     "alloc_13000_is_v2": find("cuMemAlloc", 13000)[2] == address("cuMemAlloc_v2"),
@@ -201,17 +191,12 @@ def test_module_function_enumeration(run_child: Any, child_env: Any, kernels: An
 
 
 _PREFETCH = driver_child(
-    r"""
+    LOCATIONS
+    + r"""
 setup()
 managed = ck(d.cuMemAllocManaged(4096, 1))
 plain = ck(d.cuMemAlloc(4096))
 stream = ck(d.cuStreamCreate(0))
-def location(kind, ident=0):
-    loc = d.CUmemLocation()
-    loc.type = kind
-    loc.id = ident
-    return loc
-DEV, HOST = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, d.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
 ctypes.memset(int(managed), 7, 4096)
 out = {
     "to_device": name(d.cuMemPrefetchAsync(managed, 4096, location(DEV), 0, stream)),

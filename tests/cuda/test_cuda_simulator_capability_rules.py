@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cuda_child import raw_child
+from cuda_child import LOCATIONS, raw_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
@@ -66,15 +66,10 @@ def test_occupancy_of_dynamic_shared_memory_above_the_functions_limit_is_zero(
 
 
 _PREFETCH = raw_child(
-    r"""
+    LOCATIONS
+    + r"""
 managed = ck(d.cuMemAllocManaged(4096, 1))
 attr = d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
-def location(kind, ident=0):
-    loc = d.CUmemLocation()
-    loc.type = kind
-    loc.id = ident
-    return loc
-DEV, HOST = d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, d.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
 stream0 = ck(d.cuStreamCreate(0))
 out = {"attribute": [ck(d.cuDeviceGetAttribute(attr, i)) for i in range(2)]}
 out["to_0_on_0"] = name(d.cuMemPrefetchAsync(managed, 4096, location(DEV, 0), 0, stream0))

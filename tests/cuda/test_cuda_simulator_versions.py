@@ -8,21 +8,11 @@ from typing import Any
 
 import pytest
 
-from cuda_child import RAW_PRELUDE
+from cuda_child import PROC_LOOKUP, RAW_PRELUDE
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
-_TABLE = r"""
-import ctypes, json
-lib = ctypes.CDLL("libcuda.so.1")
-lookup = lib.cuGetProcAddress_v2
-lookup.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ctypes.c_int)]
-def find(name, version):
-    fn, status = ctypes.c_void_p(), ctypes.c_int(-1)
-    result = lookup(name.encode(), ctypes.byref(fn), version, 0, ctypes.byref(status))
-    return [result, status.value, fn.value or 0]
-def address(symbol):
-    return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+_TABLE = PROC_LOOKUP + r"""
 version = ctypes.c_int()
 lib.cuDriverGetVersion(ctypes.byref(version))
 print(json.dumps({

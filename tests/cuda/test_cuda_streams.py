@@ -14,10 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from cuda_child import DRIVER_PRELUDE, PRELUDE
-from test_cuda_coexistence import _cuda_core_missing
 
 _BOTH_WAYS = (
     PRELUDE
@@ -101,11 +98,8 @@ emit(out)
 
 
 def test_cuda_core_and_offload_launch_on_each_others_streams(
-    run_child: Any, child_env: Any, kernels: Any, simulator: Any
+    run_child: Any, child_env: Any, kernels: Any, simulator: Any, cuda_core: None
 ) -> None:
-    missing = _cuda_core_missing()
-    if missing:
-        pytest.skip(missing)
     child = run_child(_BOTH_WAYS, child_env(kernels=kernels))
     out = child.result
     assert out["protocol"] == [0, True, True]

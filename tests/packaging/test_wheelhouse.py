@@ -215,12 +215,12 @@ def test_the_host_wheel_is_repaired_to_a_manylinux_tag(wheelhouse: pathlib.Path)
 def test_the_core_wheel_carries_the_compiled_path(wheelhouse: pathlib.Path) -> None:
     """offload-core's wheel (built from its sdist) holds offload._compiled._fastpath and the object layer's
     records and replaying methods (_replay: its headers are in the sdist), repaired to a
-    manylinux tag, and the generated entry points as a module (offload/_api/generated.py)."""
+    manylinux tag, and the generated entry points as modules (offload/_api/generated/)."""
     wheels = sorted((wheelhouse / "wheelhouse").glob("offload_core-*.whl"))
     assert len(wheels) == 1 and re.search(r"manylinux\w*\.whl$", wheels[0].name), wheels
     with zipfile.ZipFile(wheels[0]) as wheel:
         assert [n for n in wheel.namelist() if re.fullmatch(r"offload/_compiled/_fastpath\..*\.so", n)], wheel.namelist()
-        assert "offload/_api/generated.py" in wheel.namelist(), wheel.namelist()
+        assert "offload/_api/generated/__init__.py" in wheel.namelist(), wheel.namelist()
         assert [n for n in wheel.namelist() if re.fullmatch(r"offload/objects/_replay\..*\.so", n)], wheel.namelist()
 
 
@@ -237,9 +237,9 @@ def test_the_core_builds_without_a_compiler_into_the_python_path(wheelhouse: pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # pip compiled the generated entry points at install (looked for before any import could write them)
     look = ("import importlib.util, os; print(os.listdir(os.path.join("
-            "importlib.util.find_spec('offload').submodule_search_locations[0], '_api', '__pycache__')))")
+            "importlib.util.find_spec('offload').submodule_search_locations[0], '_api', 'generated', '__pycache__')))")
     listed = subprocess.run([str(python), "-I", "-c", look], capture_output=True, text=True, timeout=120)
-    assert re.search(r"'generated\.[\w-]+\.pyc'", listed.stdout), listed.stdout + listed.stderr
+    assert re.search(r"'memory\.[\w-]+\.pyc'", listed.stdout), listed.stdout + listed.stderr
     code = "import offload, offload._core.native as n; print(n._fastpath, n.ENABLED, type(offload.olLaunchKernel).__name__)"
     run = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, timeout=120)
     assert run.stdout.split() == ["None", "False", "function"], run.stdout + run.stderr

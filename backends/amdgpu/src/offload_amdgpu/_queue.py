@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend.support import HostFunctions, KeptErrors, raise_kept_errors
+from offload.backend.support import HostFunctions, StreamEvent, StreamQueue, raise_kept_errors
 from offload.backend.native import NativeExtension
 
 from ._device import HipDevice
@@ -44,32 +44,18 @@ HIP_ERROR_NOT_READY = 600
 HIP_EVENT_DEFAULT = 0  # timing enabled
 
 
-class HipQueue(KeptErrors):
-    """One stream of a device, plus the errors its host functions raised (``KeptErrors``);
-    ``native_record``: its record for the native entry points (None without them); ``adopted``:
-    the stream is another library's (``adopt``), never destroyed nor pooled here."""
+class HipQueue(StreamQueue):
+    """A HIP stream as a queue (``offload.backend.support.StreamQueue``)."""
 
-    __slots__ = ("device", "stream", "native_record", "adopted")
-
-    def __init__(self, device: HipDevice, stream: Any, adopted: bool = False) -> None:
-        super().__init__()
-        self.device = device
-        self.stream = stream
-        self.native_record: Any = None
-        self.adopted = adopted
-
-    def __repr__(self) -> str:
-        return f"<HipQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
+    __slots__ = ()
+    device: HipDevice
 
 
-class HipEvent:
-    """A recorded HIP event and the queue it was recorded on (for that queue's host errors)."""
+class HipEvent(StreamEvent):
+    """A recorded HIP event and the queue it was recorded on (``offload.backend.support.StreamEvent``)."""
 
-    __slots__ = ("handle", "queue")
-
-    def __init__(self, handle: Any, queue: HipQueue) -> None:
-        self.handle = handle
-        self.queue = queue
+    __slots__ = ()
+    queue: HipQueue
 
 
 class HostCalls(HostFunctions):

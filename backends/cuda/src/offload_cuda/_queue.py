@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend.support import HostFunctions, KeptErrors, ResourcePool
+from offload.backend.support import HostFunctions, ResourcePool, StreamEvent, StreamQueue
 from offload.backend.native import NativeExtension
 
 from ._device import CudaDevice
@@ -46,32 +46,18 @@ _CU_STREAM_NON_BLOCKING = 1
 _CUDA_ERROR_NOT_READY = 600
 
 
-class CudaQueue(KeptErrors):
-    """One stream and the errors of its host functions (``KeptErrors``); ``native_record``: its
-    record for the native entry points (None without them); ``adopted``: the stream is another
-    library's (``adopt``), never destroyed nor pooled here."""
+class CudaQueue(StreamQueue):
+    """A CUDA stream as a queue (``offload.backend.support.StreamQueue``)."""
 
-    __slots__ = ("device", "stream", "native_record", "adopted", "__weakref__")
-
-    def __init__(self, device: CudaDevice, stream: Any, adopted: bool = False) -> None:
-        super().__init__()
-        self.device = device
-        self.stream = stream
-        self.native_record: Any = None
-        self.adopted = adopted
-
-    def __repr__(self) -> str:
-        return f"<CudaQueue device={self.device.ordinal} stream={int(self.stream):#x}>"
+    __slots__ = ()
+    device: CudaDevice
 
 
-class CudaEvent:
-    """A recorded CUDA event and the queue it was recorded on (for that queue's host errors)."""
+class CudaEvent(StreamEvent):
+    """A recorded CUDA event and the queue it was recorded on (``offload.backend.support.StreamEvent``)."""
 
-    __slots__ = ("handle", "queue")
-
-    def __init__(self, handle: Any, queue: CudaQueue) -> None:
-        self.handle = handle
-        self.queue = queue
+    __slots__ = ()
+    queue: CudaQueue
 
 
 class HostCalls(HostFunctions):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import bisect
 import ctypes
 import os
-import secrets
 import struct
 import subprocess
 import sys
@@ -20,7 +19,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Client
 from typing import Any
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchPropType, KernelLaunchSizeArgs, OffloadError, SymbolInfo, SymbolKind, hookimpl
@@ -64,7 +62,7 @@ class RemoteBackend:
 
     def rpc(self, *request: Any) -> Any:
         if not hasattr(self.local, "conn"):
-            self.local.conn = Client(self.path, "AF_UNIX", authkey=self.key)
+            self.local.conn = self.connect()
         try:
             self.local.conn.send(request)
             status, *reply = self.local.conn.recv()
@@ -105,8 +103,11 @@ class RemoteBackend:
         self.infos: list[dict[DeviceInfo, Any]] = []
         if os.environ.get("OFFLOAD_REMOTE") != "local":
             return []  # not asked for: no server, no devices (no_devices_reason)
+        from multiprocessing.connection import Client  # here: without a server olInit is spared it (pickle, socket)
+
         self.folder = tempfile.TemporaryDirectory(prefix="offload-remote-")
-        self.path, self.key = os.path.join(self.folder.name, "socket"), secrets.token_bytes(32)
+        self.path, self.key = os.path.join(self.folder.name, "socket"), os.urandom(32)
+        self.connect = lambda: Client(self.path, "AF_UNIX", authkey=self.key)  # a connection of the calling thread
         env = {**os.environ, "OFFLOAD_BACKENDS": "host", "OFFLOAD_REMOTE_KEY": self.key.hex()}
         self.process = subprocess.Popen([sys.executable, "-m", "offload_remote._server", self.path], env=env)
         deadline = time.monotonic() + 60
@@ -115,7 +116,7 @@ class RemoteBackend:
                 self.process.kill()
                 raise OffloadError(ErrorCode.BACKEND_FAILURE, f"the remote server did not start (exit {self.process.poll()})")
             time.sleep(0.01)
-        self.local.conn = Client(self.path, "AF_UNIX", authkey=self.key)
+        self.local.conn = self.connect()
         self.infos, implemented = self.local.conn.recv()
         self.served = {hook for hook in _SERVER_HOOKS if hook in implemented}
         base = _libc.mmap(None, _SPAN, 0, 0x22 | 0x4000, -1, 0)  # PROT_NONE; MAP_PRIVATE|ANONYMOUS|NORESERVE

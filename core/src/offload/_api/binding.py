@@ -1,6 +1,7 @@
 """What the generated ol* functions (``_api.generated``) call besides the implementations: the
-error for a stale handle argument, the traced call, and two argument measures of the table's
-checks; ``FUNCTION``, every table entry by name (the traced call's declaration).
+error for a stale handle argument, the call with tracing on or no session (``slow``), and two
+argument measures of the table's checks; ``FUNCTION``, every table entry by name (the traced
+call's declaration).
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ from time import perf_counter_ns
 from typing import Any
 
 from .._core.handles import Context, Device, Event, Platform, Program, Queue, Symbol, _Handle
+from .._core.session import STATE, uninitialized
 from .._trace.tracing import TracedCall
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._values.signatures import Function
 from .table import FUNCTIONS
 
-__all__ = ["FUNCTION", "STALE_CODES", "count", "stale", "traced", "zero_extent"]
+__all__ = ["FUNCTION", "STALE_CODES", "count", "slow", "stale", "traced", "zero_extent"]
 
 FUNCTION: dict[str, Function] = {fn.name: fn for fn in FUNCTIONS}
+_BODIES: dict[Callable[..., Any], Callable[..., Any]] = {}  # a generated function -> its body (``slow``)
 
 STALE_CODES = {
     Platform: ErrorCode.INVALID_PLATFORM,
@@ -52,6 +55,27 @@ def traced(ctx: Any, fn: Function, body: Callable[..., Any], args: tuple[Any, ..
         raise
     ctx.tracer.done(fn, args, result, start, perf_counter_ns(), ctx.api_level)
     return result
+
+
+def slow(public: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """The call of the generated function ``public`` when ``STATE.untraced`` is None: no session (``uninitialized``), or tracing on (the call traced). Its body, the lines
+    ``public`` runs itself without tracing, is compiled once from ``_api.codegen.body_source`` at
+    those very lines of its module, so that a traceback shows them."""
+    ctx = STATE.ctx
+    if ctx is None:
+        raise uninitialized()
+    fn = FUNCTION[public.__name__]  # its table entry
+    body = _BODIES.get(public)
+    if body is None:
+        from .codegen import body_source  # the generator: only once tracing meets this function
+
+        code = public.__code__
+        namespace: dict[str, Any] = {}
+        exec(compile(body_source(fn, code.co_firstlineno), code.co_filename, "exec"), public.__globals__, namespace)
+        body = _BODIES.setdefault(public, namespace[f"_body_{fn.name}"])
+    if ctx.trace:
+        return traced(ctx, fn, body, args)
+    return body(ctx, *args)
 
 
 def count(value: Any) -> int:

@@ -7,30 +7,15 @@ from typing import Any, Literal, Protocol, SupportsIndex, TypeAlias, overload
 from typing_extensions import Buffer as _BytesLike
 
 from .._values.enums import (
-    AllocType,
-    ContextInfo,
-    DeviceFpCapabilityFlag,
-    DeviceInfo,
-    DeviceType,
-    EventFlags,
-    EventInfo,
-    MemInfo,
-    MemMigrationFlag,
-    MemoryRegisterFlag,
-    PlatformBackend,
-    PlatformInfo,
-    QueueInfo,
-    SymbolInfo,
-    SymbolKind,
+    AllocType, ContextInfo, DeviceFpCapabilityFlag, DeviceInfo, DeviceType, EventFlags, EventInfo,
+    KernelLaunchPropType, MemInfo, MemMigrationFlag, MemoryRegisterFlag, PlatformBackend,
+    PlatformInfo, QueueInfo, SymbolInfo, SymbolKind,
 )
-from .functions import olInit, olShutDown
+from .functions import (
+    olInit, olShutDown,
+)
 from .._core.handles import (
-    ContextHandle,
-    DeviceHandle,
-    EventHandle,
-    PlatformHandle,
-    ProgramHandle,
-    QueueHandle,
+    PlatformHandle, DeviceHandle, ContextHandle, QueueHandle, EventHandle, ProgramHandle,
     SymbolHandle,
 )
 from .._values.types import Dimensions, KernelLaunchSizeArgs, KernelParam, Rect

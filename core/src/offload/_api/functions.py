@@ -34,20 +34,23 @@ def generate(trace: bool = True) -> dict[str, Callable[..., Any]]:
     """Every table function, bound (``offload.<name>``, its table docstring); ``trace=False``
     compiles them afresh without the tracing test (benchmarks: what tracing costs when off).
 
-    The functions are ``_api.generated``'s, a module on disk (``python -m offload._api.codegen``
-    writes it from the table), so Python's own bytecode cache keeps them and a traceback shows
+    The functions are ``_api.generated``'s, modules on disk (``python -m offload._api.codegen``
+    writes them from the table), so Python's own bytecode cache keeps them and a traceback shows
     their lines."""
     if trace:
         functions = {fn.name: getattr(generated, fn.name) for fn in _api_table.FUNCTIONS}
     else:
         # deferred: only this variant compiles source, so `import offload` (and `python -m
-        # offload._api.codegen`, which rewrites generated.py) does not load the generator
+        # offload._api.codegen`, which rewrites generated/) does not load the generator
         from .codegen import sources
 
-        namespace = dict(vars(generated))  # its imports and bindings; the functions replaced below
+        functions = {}
+        namespaces: dict[int, dict[str, Any]] = {}  # per generated module: its imports and bindings
         for name, (source, filename) in sources(trace=False).items():
+            module = getattr(generated, name).__globals__
+            namespace = namespaces.setdefault(id(module), dict(module))
             exec(compile(source, filename, "exec"), namespace)
-        functions = {fn.name: namespace[fn.name] for fn in _api_table.FUNCTIONS}
+            functions[name] = namespace[name]
     for fn in _api_table.FUNCTIONS:
         public = functions[fn.name]
         public.__doc__ = fn.doc

@@ -24,19 +24,23 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._values.faults import report_device_fault
-from .._values.types import KernelParam
+from .._values.types import HostCopy, KernelParam
 from .host_functions import DeferredWork, HostFunctions, off_thread, queue_name
 
 __all__ = [
     "DeferredWork",
+    "DriverError",
+    "HostCopy",
     "HostFunctions",
     "KeptErrors",
     "ResourcePool",
+    "StreamEvent",
+    "StreamQueue",
     "launch_extent",
     "off_thread",
     "queue_name",
@@ -103,6 +107,45 @@ class KeptErrors:
         errors = kept[:]
         del kept[: len(errors)]  # one kept meanwhile stays for the next call
         raise_kept_errors(errors, f"a host function on {queue_name(self)}", f"host functions on {queue_name(self)}")
+
+
+class DriverError(OffloadError):
+    """An ``OffloadError`` from a driver call; ``.result`` is the driver's status value (a backend
+    subclasses it under its driver's name: ``CudaError``, ``HipError``)."""
+
+    def __init__(self, code: ErrorCode, details: str, result: int) -> None:
+        super().__init__(code, details)
+        self.result = result
+
+
+class StreamQueue(KeptErrors):
+    """A GPU backend's queue: one driver stream (``stream``) of ``device`` (which has an
+    ``ordinal``) and the errors its host functions raised; ``native_record``: its record for the
+    native entry points (``offload.backend.native``; None without them); ``adopted``: the stream is
+    another library's (``adopt_stream``), never destroyed nor pooled by the backend."""
+
+    __slots__ = ("device", "stream", "native_record", "adopted", "__weakref__")
+
+    def __init__(self, device: Any, stream: Any, adopted: bool = False) -> None:
+        super().__init__()
+        self.device = device
+        self.stream = stream
+        self.native_record: Any = None
+        self.adopted = adopted
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} device={self.device.ordinal} stream={int(self.stream):#x}>"
+
+
+class StreamEvent:
+    """A GPU backend's recorded driver event (``handle``) and the queue it was recorded on (whose
+    kept errors its ``sync_event`` raises)."""
+
+    __slots__ = ("handle", "queue")
+
+    def __init__(self, handle: Any, queue: StreamQueue) -> None:
+        self.handle = handle
+        self.queue = queue
 
 
 # --- pools -----------------------------------------------------------------------------------

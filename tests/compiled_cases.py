@@ -126,8 +126,9 @@ def main() -> None:
 
 
 def copy_cases() -> None:
-    """The object layer's copies (objects/_compiled_copy.py: C methods where the compiled path
-    runs): the common case, and calls off it that the C method hands to the Python method."""
+    """The object layer's copies (objects/_records.py: C methods replaying the verdicts of the
+    Python decision where the compiled path runs): the common case, decided then replayed, and
+    calls off it that the C method hands to the Python method."""
     host = ol.devices(backend="host")[0]
     a, b, small, four = ol.Buffer(16, host), ol.Buffer(8, host), ol.Buffer(4, host), ol.Buffer(4, host)
     for buffer, data in ((a, b"0123456789ABCDEF"), (b, b"abcdefgh"), (small, b"wxyz"), (four, b"WXYZ")):
@@ -142,6 +143,7 @@ def copy_cases() -> None:
         return lambda: (call(), queue.sync(), a.to_bytes(), small.to_bytes())[2:]
 
     case("objects copy ok", shown(lambda: a.copy_from(b, offset=2)))
+    case("objects copy ok again", shown(lambda: a.copy_from(b, offset=2)))  # replayed where C runs
     case("objects copy on a queue", shown(lambda: a.copy_from(b, offset=8, queue=queue)))
     case("objects copy overrun", lambda: a.copy_from(b, offset=9))
     case("objects copy negative offset", lambda: a.copy_from(b, offset=-1))
@@ -151,11 +153,14 @@ def copy_cases() -> None:
     case("objects copy to a closed buffer", lambda: closed.copy_from(b))
     case("objects copy an int", lambda: a.copy_from(42))
     case("objects copy_to ok", shown(lambda: a.copy_to(small, offset=12, queue=queue)))
+    case("objects copy_to ok again", shown(lambda: a.copy_to(small, offset=12, queue=queue)))
     case("objects copy_to overrun", lambda: a.copy_to(small, offset=13))
     case("objects copy_to read-only", lambda: b.copy_to(readonly))
     case("objects array copy ok", shown(lambda: y.copy_from(x)))
+    case("objects array copy ok again", shown(lambda: y.copy_from(x)))
     case("objects array copy of another dtype", lambda: y.copy_from(b.view("int32")))
     case("objects queue copy ok", shown(lambda: queue.copy(small, four)))
+    case("objects queue copy ok again", shown(lambda: queue.copy(small, four)))
     case("objects queue copy too large", lambda: queue.copy(small, b))
     case("objects queue copy arrays", shown(lambda: queue.copy(y, x)))
     case("objects queue copy closed", lambda: queue.copy(a, closed))
@@ -167,6 +172,7 @@ def copy_cases() -> None:
     case("objects copy into another session", lambda: stale.copy_from(fresh))
     case("objects copy_to another session", lambda: fresh.copy_to(stale))
     case("objects copy ok in the new session", lambda: fresh.copy_from(fresh))
+    case("objects copy ok in the new session again", lambda: fresh.copy_from(fresh))
     _session.release()
 
 

@@ -61,8 +61,9 @@ def test_every_deferred_case_raises_the_same_error_both_ways() -> None:
 
 @needs_compiled
 def test_the_object_layer_copies_the_same_both_ways() -> None:
-    """Buffer.copy_from/copy_to, Array.copy_from, Queue.copy: the C methods copy the common case
-    and hand the rest to the Python methods, which give each error (objects/_compiled_copy.py)."""
+    """Buffer.copy_from/copy_to, Array.copy_from, Queue.copy: the C methods replay the verdicts the
+    Python decision published and hand the rest to the Python methods, which give each error
+    (objects/_records.py)."""
     compiled, copies, _ = _run_both("1")
     python, no_copies, _ = _run_both("0")
     assert [line for line in compiled if line.startswith("objects ")] == [line for line in python if line.startswith("objects ")]

@@ -6,7 +6,7 @@ import struct
 
 import offload
 from offload._core.session import STATE
-from offload.objects import Kernel, Queue, _compiled_memo, _session
+from offload.objects import Kernel, Queue, _records, _session
 
 SAXPY_SIGNATURE = "float a, const float *x, float *y, uint64_t n"
 # a host kernel writing its float and int64 arguments' bytes to out[0:4] and out[8:16] (the
@@ -27,8 +27,8 @@ def echoed(out: offload.Buffer) -> tuple[bytes, int]:
 
 
 def relaunched() -> int:
-    """Launches the compiled memo relaunched in C so far (``_compiled_memo``; 0 where it is off)."""
-    if not _compiled_memo.ACTIVE:
+    """Launches replayed in C so far (``_records``: the kernels' launch verdicts; 0 where it is off)."""
+    if not _records.ACTIVE:
         return 0
     return sum(method.counts["fast"] for method in (Queue.launch, Kernel.launch))  # type: ignore[attr-defined]
 

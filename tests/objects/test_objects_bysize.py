@@ -55,11 +55,11 @@ def test_buffers_and_arrays_launch_remembered(reporting: offload.objects.Device,
             else:
                 move.launch(1, 1, src, dst.buffer)
         queue.sync()
-        assert move._memo is not NO_MEMO and move._memo[0] == (src, dst.buffer)  # remembered
+        assert move._memo is not NO_MEMO and move._memo.args == (src, dst.buffer)  # remembered
         assert dst.item() == 42
         assert relaunched() - before in (0, 2)  # the compiled path relaunched the last two (where it is on)
         move.launch(1, 1, dst, src)  # the other way round: another remembered call
-        assert src.item() == 43 and move._memo_previous[0] == (src, dst.buffer)
+        assert src.item() == 43 and move._memo_previous.args == (src, dst.buffer)
 
 
 def test_other_classes_keep_the_opaque_packing(reporting: offload.objects.Device) -> None:

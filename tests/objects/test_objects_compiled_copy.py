@@ -1,32 +1,36 @@
-"""The compiled common copies (``offload.objects._copier``, objects/_compiled_copy.py):
-``Buffer.copy_from``, ``Buffer.copy_to``, ``Array.copy_from`` and ``Queue.copy`` make
-``fast_copy``'s copy in C where the compiled path runs, and hand every other call to the Python
-method. Each case below runs through the method and through its Python method (``fallback``), on
-fresh memory of the same contents, and must give the same bytes or the same error; the
-methods' ``counts`` ({'fast', 'deferred'}) prove which cases C copied (so no case passes by
-always deferring). Under ``OFFLOAD_COMPILED=0`` the methods are the Python functions and the
-cases only check themselves. (tests/compiled_cases.py runs the same kinds of call in a child with
-the switch on and off.)"""
+"""The replayed copies (``offload.objects._replay``, objects/_records.py): ``Buffer.copy_from``,
+``Buffer.copy_to``, ``Array.copy_from`` and ``Queue.copy`` decide in Python (``fast_copy``), which
+publishes a verdict on the destination where the compiled path runs; the C methods replay a
+verdict for exactly the call it was made for and hand every other call to the Python method.
+Each case below runs twice through the method and twice through its Python method
+(``fallback``), on fresh memory of the same contents, and must give the same bytes or the same
+error; the methods' ``counts`` ({'fast', 'deferred'}) prove which cases C replayed (the second
+call of a case Python decided was the common one; so no case passes by always deferring). Under
+``OFFLOAD_COMPILED=0`` the methods are the Python functions and the cases only check themselves.
+(tests/compiled_cases.py runs the same kinds of call in a child with the switch on and off.)"""
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import offload
-from offload.objects import Array, Buffer, Queue, _compiled_copy, _hostbuf
+from offload.objects import Array, Buffer, Queue, _hostbuf, _records
 
 from objects_support import release_library
+from offload._core.session import STATE
 
-needs_copier = pytest.mark.skipif(
-    not _compiled_copy.ACTIVE, reason="the compiled copies are off here (OFFLOAD_COMPILED=0, or not built)"
+needs_replay = pytest.mark.skipif(
+    not _records.ACTIVE, reason="the replayed copies are off here (OFFLOAD_COMPILED=0, or not built)"
 )
 METHODS = {"Buffer.copy_from": Buffer.copy_from, "Buffer.copy_to": Buffer.copy_to, "Array.copy_from": Array.copy_from,
            "Queue.copy": Queue.copy}
@@ -100,16 +104,24 @@ def _counts(method: Any) -> dict[str, int]:
     return dict(getattr(method, "counts", {"fast": 0, "deferred": 0}))
 
 
-def _outcome(memory: Memory, call: Callable[[], Any], counted: Any) -> tuple[tuple[str, ...], dict[str, int]]:
-    """What a call did: "ok" or the exception's class and message (addresses hidden), then the
-    bytes after it; and how much each of the ``counts`` of ``counted`` grew during the call."""
-    before = _counts(counted)
+def _outcome(memory: Memory, call: Callable[[], Any], counted: Any) -> tuple[tuple[str, ...], list[dict[str, int]]]:
+    """What a call made twice did: "ok" or the exception's class and message (addresses hidden)
+    each time, then the bytes after them; and how much each of the ``counts`` of ``counted``
+    grew during each call. (The collector is off: a record it freed would end every verdict.)"""
+    said: list[str] = []
+    grown: list[dict[str, int]] = []
+    gc.disable()
     try:
-        call()
-        said = ("ok", "")
-    except Exception as error:  # (TypeError, AttributeError as well as OffloadError: the same both ways)
-        said = (type(error).__name__, re.sub(r"0x[0-9a-f]+", "0x?", str(error)))
-    grown = {key: value - before[key] for key, value in _counts(counted).items()}
+        for _ in range(2):
+            before = _counts(counted)
+            try:
+                call()
+                said += ["ok", ""]
+            except Exception as error:  # (TypeError, AttributeError as well as OffloadError: the same both ways)
+                said += [type(error).__name__, re.sub(r"0x[0-9a-f]+", "0x?", str(error))]
+            grown.append({key: value - before[key] for key, value in _counts(counted).items()})
+    finally:
+        gc.enable()
     return (*said, *(part.hex() for part in memory.state())), grown
 
 
@@ -125,18 +137,18 @@ def test_a_copy_gives_what_the_python_method_gives(host: offload.objects.Device,
         got, grown = _outcome(memory, lambda: call(memory, method), method)
     assert got == expected, name
     assert got[0] == "ok" or not in_c, got
-    if _compiled_copy.ACTIVE:  # C made exactly the cases it should (the Python method: nothing counted)
-        assert untouched == {"fast": 0, "deferred": 0}
-        assert grown == {"fast": int(in_c), "deferred": int(not in_c)}, name
+    if _records.ACTIVE:  # C replayed exactly the cases it should, the second time (the Python method: nothing counted)
+        assert untouched == [{"fast": 0, "deferred": 0}] * 2
+        assert grown == [{"fast": 0, "deferred": 1}, {"fast": int(in_c), "deferred": int(not in_c)}], name
 
 
 def test_the_methods_are_compiled_exactly_where_the_compiled_path_runs() -> None:
     for name, method in METHODS.items():
-        assert (type(method).__name__ == "Copier") is _compiled_copy.ACTIVE
+        assert (type(method).__name__ == "Copier") is _records.ACTIVE
         assert method.__qualname__ == name and method.__doc__
     probe = "from offload.objects import Buffer, Array, Queue; print(*(type(m).__name__ for m in " \
             "(Buffer.copy_from, Buffer.copy_to, Array.copy_from, Queue.copy)))"
-    unbuilt = "import sys; sys.modules['offload.objects._copier'] = None; "  # as if built without a compiler
+    unbuilt = "import sys; sys.modules['offload.objects._replay'] = None; "  # as if built without a compiler
     for switch, code in (("0", probe), ("1", unbuilt + probe)):
         env = {**os.environ, "OFFLOAD_COMPILED": switch}
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -149,7 +161,7 @@ def test_an_enqueued_copy_holds_both_buffers_until_the_sync(host: offload.object
         src.copy_from(b"abcdefgh")
         for _ in range(3):
             dst.copy_from(src, queue=queue)
-        assert queue._inflight == [(src, dst)] * 3  # one entry a copy, as the Python method holds them
+        assert queue._inflight == [(src, dst)] * 3  # one entry a copy (the first Python's, the others replayed)
         queue.sync()
         assert queue._inflight == [] and dst.to_bytes() == b"abcdefgh"
 
@@ -163,15 +175,89 @@ def test_a_copy_of_an_ended_session_names_it(host: offload.objects.Device) -> No
         with pytest.raises(offload.OffloadError, match="ended") as info:
             call()
         assert info.value.code is offload.ErrorCode.INVALID_ARGUMENT
-    if _compiled_copy.ACTIVE:
+    if _records.ACTIVE:
         assert Buffer.copy_from.counts == {**before, "deferred": before["deferred"] + 2}  # type: ignore[attr-defined]
 
 
-@needs_copier
+def test_a_verdict_ends_with_a_close_and_the_session(host: offload.objects.Device) -> None:
+    """A replayed copy stops at whatever could change the decision: any Buffer closed (its
+    address may come back), the layer's session reference dropped; the Python method then
+    decides (and names the error) again. A Buffer made and gone ends nothing."""
+    counts = lambda: dict(getattr(Buffer.copy_from, "counts", {"fast": 0, "deferred": 0}))  # noqa: E731
+    src, dst = offload.Buffer(8, host), offload.Buffer(8, host)
+    src.copy_from(b"12345678")
+    for event, ends in ((lambda: offload.Buffer(8, host).close(), True), (lambda: offload.Buffer(8, host), False)):
+        dst.copy_from(src)  # decided (a verdict published where C replays)
+        before = counts()
+        dst.copy_from(src)
+        assert counts()["fast"] == before["fast"] + _records.ACTIVE
+        event()  # a close, or a Buffer made and gone
+        dst.copy_from(src)
+        replayed = _records.ACTIVE and not ends
+        assert counts() == {"fast": before["fast"] + _records.ACTIVE + replayed,
+                            "deferred": before["deferred"] + (_records.ACTIVE and ends)}
+    dst.copy_from(src, offset=0)  # another offset object of the same value: the verdict's (an int stands for its value)
+    before = counts()
+    dst.copy_from(src, offset=int("0"))
+    assert counts()["fast"] == before["fast"] + _records.ACTIVE and dst.to_bytes() == b"12345678"
+    release_library()
+    with pytest.raises(offload.OffloadError, match="ended") as info:
+        dst.copy_from(src)
+    assert info.value.code is offload.ErrorCode.INVALID_ARGUMENT
+
+
+@needs_replay
+def test_a_new_object_at_a_dead_one_s_address_is_not_it(host: offload.objects.Device) -> None:
+    """A verdict names the records it was made for by address and serial (their birth numbers),
+    holding none: a new Buffer that takes a collected source's address does not replay it."""
+    dst = offload.Buffer(8, host)
+    for _ in range(200):
+        src = offload.Buffer(8, host)
+        dst.copy_from(src)  # decided, a verdict naming src
+        address, serial = id(src), src._serial
+        del src  # (nothing else holds it: the verdict does not)
+        again = offload.Buffer(8, host)
+        if id(again) == address:
+            break
+    else:
+        pytest.skip("no new Buffer took the address of a collected one")
+    assert again._serial != serial
+    before = dict(Buffer.copy_from.counts)  # type: ignore[attr-defined]
+    dst.copy_from(again)
+    assert Buffer.copy_from.counts == {**before, "deferred": before["deferred"] + 1}  # type: ignore[attr-defined]
+
+
+def test_the_declared_interface_is_the_extension_s() -> None:
+    """``_records`` declares the names and version ``_replay.h`` gives its C structs; an extension
+    of another version (or records without the declared fields) is not used."""
+    sources = Path(__file__).resolve().parents[2] / "core" / "src" / "offload" / "objects"  # (the checkout's)
+    header = (sources / "_replay.h").read_text()
+    assert f"#define OFFLOAD_REPLAY_VERSION {_records.VERSION}" in header
+    for field in (*_records.MEMORY_FIELDS, *_records.QUEUE_FIELDS, *_records.KERNEL_FIELDS, *_records.STAMP_FIELDS):
+        assert f"`{field}`" in header, field
+    for field in _records.LAUNCH_FIELDS:
+        assert re.search(rf"\b{field}\b", header), field
+    source = (sources / "_replay.c").read_text()
+    for lookup in ("GetAttr", "CallMethod", "VectorcallMethod", "PyImport", "tp_dictoffset", "slot_offset"):
+        assert lookup not in source, lookup  # C reads its own structs only: no attribute, slot or module of the layer
+    if _records._replay is None:
+        return
+    assert _records._declared(_records._replay) is True
+    other = type("Other", (), {**vars(_records._replay), "VERSION": _records.VERSION + 1})
+    assert _records._declared(other) is False
+    if _records.ACTIVE:
+        assert type(_records.STAMPS).__module__ == "offload.objects._replay"
+        assert Buffer.__mro__[1] is _records._replay.MemoryRecord and Queue.__mro__[1] is _records._replay.QueueRecord
+
+
+@needs_replay
 def test_the_copier_hands_other_calls_on(host: offload.objects.Device) -> None:
     """Another class of Buffer, queue or keyword: the Python method (here a recorder) runs."""
     deferred: list[tuple[Any, ...]] = []
-    copier = _compiled_copy._copier.Copier(lambda *args, **kwargs: deferred.append(args + tuple(kwargs)), 0)
+    copier = _records._replay.Copier(
+        lambda *args, **kwargs: deferred.append(args + tuple(kwargs)), _records.BUFFER_COPY_FROM, 2, ("offset", "queue"),
+        (0, None), 0, 1, 3,
+    )
 
     class Sub(Buffer):
         __slots__ = ()
@@ -185,10 +271,13 @@ def test_the_copier_hands_other_calls_on(host: offload.objects.Device) -> None:
         copier(a, b, queue=object())
         copier(a)
         assert len(deferred) == 5 and copier.counts == {"fast": 0, "deferred": 5}
+        a.copy_from(b, offset=0, queue=queue)  # the Python method decides: a verdict on `a`
         copier(a, b, offset=0, queue=queue)
         assert copier.counts == {"fast": 1, "deferred": 5} and len(deferred) == 5
     with pytest.raises(TypeError):
-        _compiled_copy._copier.Copier(print, 4)  # no such kind
+        _records._replay.Copier(print, 0, 2, ("offset",), (0, None), 0, 1, 2)  # keywords and defaults of one length
+    with pytest.raises(TypeError):
+        _records._replay.Copier(print, 0, 2, ("offset", "queue"), (0, None), 0, 1, 4)  # no such argument
 
 
 @pytest.mark.parametrize(
@@ -207,8 +296,8 @@ def test_a_host_buffer_address_is_the_same_in_c_and_through_ctypes(make: Callabl
     obj = make()
     view = memoryview(obj)
     expected = _hostbuf._ctypes_address(view)
-    if _compiled_copy.buffer_address is not None:  # (else host_span takes the ctypes path alone)
-        assert _compiled_copy.buffer_address(view) == expected
+    if _records.buffer_address is not None:  # (else host_span takes the ctypes path alone)
+        assert _records.buffer_address(view) == expected
     assert _hostbuf.host_span(obj, False, "src")[:2] == (expected if view.nbytes else 0, view.nbytes)  # none: 0
     if view.nbytes:
         assert expected == np.frombuffer(obj, np.uint8).__array_interface__["data"][0]
@@ -218,8 +307,25 @@ def test_a_strided_host_buffer_is_refused_alike_in_c_and_through_ctypes() -> Non
     view = memoryview(np.zeros((4, 4), np.float32)[:, 1])
     with pytest.raises(BufferError):
         _hostbuf._ctypes_address(view)
-    if _compiled_copy.buffer_address is not None:
+    if _records.buffer_address is not None:
         with pytest.raises(BufferError):
-            _compiled_copy.buffer_address(view)
+            _records.buffer_address(view)
     with pytest.raises(offload.OffloadError, match="src must be C-contiguous"):
         _hostbuf.host_span(view, False, "src")
+
+
+def test_a_copy_after_the_flat_api_ended_the_session_under_the_layer_is_refused(host: offload.objects.Device) -> None:
+    """More ``olShutDown`` calls than ``olInit`` calls end the session under the layer's own
+    reference, which the stamps do not see (DESIGN.md, "The compiled path"): a replayed copy then
+    fails with the flat API's error, the Python method with the layer's; either way an
+    OffloadError, and no copy is made."""
+    src, dst = offload.Buffer(8, host), offload.Buffer(8, host)
+    src.copy_from(b"12345678")
+    dst.copy_from(src)
+    dst.copy_from(src)  # (replayed where C runs)
+    while STATE.ctx is not None:
+        offload.olShutDown()
+    with pytest.raises(offload.OffloadError) as info:
+        dst.copy_from(src)
+    assert info.value.code in (offload.ErrorCode.INVALID_ARGUMENT, offload.ErrorCode.UNINITIALIZED)
+    release_library()

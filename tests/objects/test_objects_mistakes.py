@@ -2,7 +2,7 @@
 
 Each mistake that used to kill the process ("Segmentation fault", exit 139) runs in a child
 process, once with the compiled path (``OFFLOAD_COMPILED=1``: the C relauncher of
-``_launch_memo.c`` hands the call to the Python code) and once without it: the child must survive,
+``_replay.c`` hands the call to the Python code) and once without it: the child must survive,
 print the refusal, and exit 0. The refusals are ``OffloadError`` with the flat API's code and a
 message naming what was wrong."""
 
@@ -28,7 +28,7 @@ PRELUDE = """
 import numpy as np
 import offload, offload_host
 from offload import ErrorCode, OffloadError
-from offload.objects import Kernel, Queue, _compiled_memo
+from offload.objects import Kernel, Queue, _records
 
 dev = offload.devices("host")[0]
 x = offload.to_device(np.arange(1024, dtype=np.float32), dev)
@@ -73,7 +73,7 @@ def test_an_integer_for_a_pointer_parameter_is_refused(compiled: str, declared: 
                 error = refused(lambda: queue.launch(saxpy, 4, 256, 2.0, bad, y, x.size), ErrorCode.INVALID_ARGUMENT)
                 assert "parameter 'x'" in error.details and "saxpy" in error.details, error
             refused(lambda: saxpy.launch(4, 256, np.float32(2), x, 4096, x.size), ErrorCode.INVALID_ARGUMENT)
-            if _compiled_memo.ACTIVE:  # the compiled path ran, and handed the int to the Python code
+            if _records.ACTIVE:  # the compiled path ran, and handed the int to the Python code
                 assert Queue.launch.counts["fast"] >= 2, Queue.launch.counts
             queue.sync()
         assert (y.to_numpy() == 1 + 3 * 2 * np.arange(1024)).all()  # only the three good launches ran

@@ -10,20 +10,20 @@ import pytest
 
 import offload
 from offload import OffloadError
-from offload.objects import _rect
+from offload.objects import _memory, _rect
 
 
 @pytest.fixture
 def rect_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """The extents and pitches of every olMemcpyRect the object layer makes (the call goes through)."""
     calls: list[tuple[Any, ...]] = []
-    real = _rect.olMemcpyRect
+    real = _memory.olMemcpyRect
 
     def recording(queue: Any, dst: Any, src: Any, extent: Any) -> None:
         calls.append((tuple(extent), (dst.row_pitch, dst.slice_pitch), (src.row_pitch, src.slice_pitch)))
         real(queue, dst, src, extent)
 
-    monkeypatch.setattr(_rect, "olMemcpyRect", recording)
+    monkeypatch.setattr(_memory, "olMemcpyRect", recording)
     return calls
 
 

@@ -12,14 +12,14 @@ import pytest
 
 import offload
 from offload import AllocType, ErrorCode, OffloadError
-from offload.objects import _fill, _indexing, _rect
+from offload.objects import _fill, _indexing, _memory
 
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """The fills and pitched copies the object layer makes (each call goes through)."""
     made: dict[str, list[Any]] = {"fill": [], "rect": []}
-    fill, rect = _fill.fill_range, _rect.olMemcpyRect
+    fill, rect = _fill.fill_range, _memory.olMemcpyRect
 
     def filling(buffer: Any, offset: int, pattern: bytes, size: int, queue: Any) -> None:
         made["fill"].append((pattern, size))
@@ -30,7 +30,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         rect(queue, dst, src, extent)
 
     monkeypatch.setattr(_fill, "fill_range", filling)
-    monkeypatch.setattr(_rect, "olMemcpyRect", copying)
+    monkeypatch.setattr(_memory, "olMemcpyRect", copying)
     return made
 
 

@@ -214,15 +214,14 @@ def test_the_host_wheel_is_repaired_to_a_manylinux_tag(wheelhouse: pathlib.Path)
 
 def test_the_core_wheel_carries_the_compiled_path(wheelhouse: pathlib.Path) -> None:
     """offload-core's wheel (built from its sdist) holds offload._compiled._fastpath and the object layer's
-    compiled methods (_launch_memo, _copier: their shared header is in the sdist), repaired to a
+    records and replaying methods (_replay: its headers are in the sdist), repaired to a
     manylinux tag, and the generated entry points as modules (offload/_api/generated/)."""
     wheels = sorted((wheelhouse / "wheelhouse").glob("offload_core-*.whl"))
     assert len(wheels) == 1 and re.search(r"manylinux\w*\.whl$", wheels[0].name), wheels
     with zipfile.ZipFile(wheels[0]) as wheel:
         assert [n for n in wheel.namelist() if re.fullmatch(r"offload/_compiled/_fastpath\..*\.so", n)], wheel.namelist()
         assert "offload/_api/generated/__init__.py" in wheel.namelist(), wheel.namelist()
-        for module in ("_launch_memo", "_copier"):
-            assert [n for n in wheel.namelist() if re.fullmatch(rf"offload/objects/{module}\..*\.so", n)], wheel.namelist()
+        assert [n for n in wheel.namelist() if re.fullmatch(r"offload/objects/_replay\..*\.so", n)], wheel.namelist()
 
 
 def test_the_core_builds_without_a_compiler_into_the_python_path(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -14,13 +14,14 @@ from .._values.enums import AllocType, ErrorCode
 from .._values.errors import OffloadError
 from . import _arrayexport, _dlpack, _fill, _indexing
 from ._arrayexport import DL_CODES
-from ._rect import byte_span, c_strides, copy_rect, packed, rect_layout
+from ._rect import byte_span, c_strides, packed, rect_layout
 from ._discovery import Device, host_device
-from ._buffer import Buffer, fast_copy
-from ._compiled_copy import ARRAY_COPY_FROM, copying
+from ._buffer import Buffer
+from ._copies import fast_copy
+from ._records import ARRAY_COPY_FROM, MemoryRecord, copying
 from ._casting import cast_refused, check_casting, host_source
 from ._makers import MAKERS
-from ._memory import as_dtype, as_shape, as_size, dlpack_device, wrong_type
+from ._memory import as_dtype, as_shape, as_size, copy_rect, dlpack_device, wrong_type
 
 if TYPE_CHECKING:
     import numpy
@@ -43,7 +44,7 @@ def _numpy() -> Any:
     return numpy
 
 
-class Array:
+class Array(MemoryRecord):
     """A typed view of ``buffer``: ``shape``, ``dtype``, ``strides`` (bytes) from byte ``offset``."""
 
     __slots__ = ("_buffer", "_shape", "_dtype", "_strides", "_offset", "_nbytes", "_contiguous")
@@ -258,7 +259,7 @@ class Array:
         out[...] = np.ndarray(self._shape, self._dtype, buffer=raw, offset=-low, strides=self._strides)
         return out  # type: ignore[no-any-return]
 
-    @copying(ARRAY_COPY_FROM)  # (the common case below in C, where it was built: _compiled_copy)
+    @copying(ARRAY_COPY_FROM, 2, destination=0, source=1, queue=2)  # (its verdicts replayed in C: _records)
     def copy_from(self, source: Any, *, queue: Queue | None = None, casting: str = "same_kind") -> None:
         """Copy a numpy array (or anything ``numpy.asarray`` takes) or an Array of the same shape
         into this view; a strided 2-D or 3-D view of rows (``rect_layout``) on either side, as
@@ -272,7 +273,8 @@ class Array:
         if (
             source.__class__ is Array and self._contiguous and source._contiguous and source._dtype is self._dtype
             and source._shape == self._shape
-            and fast_copy(self._buffer, self._offset, source._buffer, source._offset, self._nbytes, queue)
+            and fast_copy(self._buffer, self._offset, source._buffer, source._offset, self._nbytes, queue, (source, self),
+                          (self, ARRAY_COPY_FROM, (self, source, queue, casting)))
         ):
             return  # the common case in one frame (see fast_copy); every other one is checked below
         np = _numpy()

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import operator
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._api.flat import ContextHandle
-from .._api.flat import olMemFree, olMemFreeAsync, olMemPrefetch, olMemcpy
+from .._api.flat import olMemFree, olMemFreeAsync, olMemPrefetch
 from .._values.enums import AllocType, ErrorCode, MemMigrationFlag
 from .._values.errors import OffloadError, OffloadValueError
 from .._api.sessions import session_cell
 from . import _dlpack, _session
-from ._compiled_copy import BUFFER_COPY_FROM, BUFFER_COPY_TO, copying
 from ._context import Context, context_handle
-from ._discovery import Device, as_device, host_device
-from ._hostbuf import host_span
+from ._discovery import Device, as_device
 from ._makers import MAKERS
 from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, fill_range, memcpy, wrong_type
+from ._release import Release
+from ._copies import endpoint, fast_copy
+from ._records import BUFFER_COPY_FROM, BUFFER_COPY_TO, STAMPS, MemoryRecord, copying
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from ._array import Array
     from ._queue import Queue
 
-
-CLOSES = [0]  # how many Buffers were closed (only grows): a remembered argument buffer holding an address is stale once it moves
+_STATE = session_cell()
 
 
 def _free(ctx: Session, address: int, context: ContextHandle | None) -> None:
@@ -43,7 +42,7 @@ def _free(ctx: Session, address: int, context: ContextHandle | None) -> None:
             pass  # freed through the flat API meanwhile, or the session ended under us
 
 
-class Buffer:
+class Buffer(MemoryRecord):
     """``size`` bytes of ``kind`` memory on ``device`` (default: ``offload.default_device()``).
 
     The allocation is freed by ``close()``, by leaving a ``with`` block, or when the object is
@@ -74,7 +73,7 @@ class Buffer:
     _size: int
     _device: Device
     _kind: AllocType
-    _finalizer: weakref.finalize[Any, Any] | None
+    _finalizer: Release | None  # (at exit the layer's olShutDown frees everything at once)
     _keepalive: Any
     _ctx: Session | None  # the session the memory belongs to (None: owned outside offload)
     _readonly: bool
@@ -90,11 +89,14 @@ class Buffer:
         context: Context | None = None,
         queue: Queue | None = None,
     ) -> None:
-        owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
-        dev = as_device(device if device is not None or queue is None else queue.device) if context is None else context.device(device)
-        alloc_type = as_kind(kind)
+        owner = None if context is None else context_handle(context)  # (a Context, or INVALID_CONTEXT)
+        if context is not None:
+            dev = context.device(device)
+        else:  # (a Device as is: the common case without a call)
+            dev = device if device.__class__ is Device else as_device(device if device is not None or queue is None else queue.device)
+        alloc_type = kind if kind.__class__ is AllocType else as_kind(kind)
         ctx = _session.acquire()
-        nbytes = as_size(size, "size")
+        nbytes = size if size.__class__ is int and size >= 0 else as_size(size, "size")
         self._address = allocate(dev, alloc_type, nbytes, alignment, owner, queue)
         self._context = context
         self._size = nbytes
@@ -103,8 +105,7 @@ class Buffer:
         self._keepalive = None
         self._ctx = ctx
         self._readonly = False
-        self._finalizer = weakref.finalize(self, _session.release_later, _free, ctx, self._address, owner)
-        self._finalizer.atexit = False  # at exit the layer's olShutDown frees everything at once
+        self._finalizer = Release(self, _session.release_later, _free, ctx, self._address, owner)
 
     @classmethod
     def wrap(
@@ -123,7 +124,7 @@ class Buffer:
         ``readonly`` memory refuses every write through the layer (copies into it, fills, kernel
         parameters not declared ``const``); memory of a ``session`` goes stale with it.
         """
-        self = object.__new__(cls)
+        self = cls.__new__(cls)
         try:
             if address.__class__ is bool:
                 raise TypeError
@@ -148,7 +149,7 @@ class Buffer:
     def address(self) -> int:
         """The device address of the first byte (OffloadError once closed or its session ended)."""
         ctx = self._ctx
-        if ctx is not None and not _session.is_current(ctx):
+        if ctx is not None and ctx is not _STATE.ctx and not _session.is_current(ctx):  # (the live one: at once)
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, _session.stale_details(self, ctx))
         if not self._address and self._size:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{self!r} is closed")
@@ -232,8 +233,8 @@ class Buffer:
             finalizer = self._finalizer
             if finalizer is not None and finalizer.detach() is not None:  # (nothing to drain: no release deferred)
                 address, self._address, self._keepalive = self._address, 0, None
-                CLOSES[0] += 1
-                olMemFreeAsync(queue.handle, address)
+                STAMPS.close()  # (its address may come back in another Buffer: every verdict dies)
+                olMemFreeAsync(queue._handle, address)
                 return
         self.invalidate()
         _session.exports_of(None)  # drop the exports' session reference if none is left
@@ -242,7 +243,7 @@ class Buffer:
         """Free (or forget) the memory now, exports or not: the owner of a view's memory is gone."""
         finalizer = self._finalizer
         self._address = 0
-        CLOSES[0] += 1
+        STAMPS.close()
         self._keepalive = None
         if finalizer is not None:
             finalizer()
@@ -270,11 +271,11 @@ class Buffer:
 
     # --- copies ------------------------------------------------------------------------------
 
-    @copying(BUFFER_COPY_FROM)  # (the common case below in C, where it was built: _compiled_copy)
+    @copying(BUFFER_COPY_FROM, 2, destination=0, source=1, queue=3)  # (its verdicts replayed in C: _records)
     def copy_from(self, src: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Copy all of ``src`` (a Buffer, a contiguous Array or any buffer-protocol object) to ``offset``."""
         if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see fast_copy)
-            if fast_copy(self, offset, src, 0, src._size, queue):
+            if fast_copy(self, offset, src, 0, src._size, queue, (src, self), (self, BUFFER_COPY_FROM, (self, src, offset, queue))):
                 return
         src_address, nbytes, src_device, keep = endpoint(src, False, "src")
         offset = as_size(offset, "offset")
@@ -284,11 +285,11 @@ class Buffer:
             )
         memcpy(queue, self.writable_address("dst") + offset, self._device, src_address, src_device, nbytes, (keep, self))
 
-    @copying(BUFFER_COPY_TO)  # (the common case below in C, where it was built: _compiled_copy)
+    @copying(BUFFER_COPY_TO, 2, destination=1, source=0, queue=3)  # (its verdicts replayed in C: _records)
     def copy_to(self, dst: Any, *, offset: int = 0, queue: Queue | None = None) -> None:
         """Fill all of ``dst`` (a Buffer, a contiguous Array or a writable buffer) from ``offset``."""
         if dst.__class__ is Buffer and offset.__class__ is int:
-            if fast_copy(dst, 0, self, offset, dst._size, queue):
+            if fast_copy(dst, 0, self, offset, dst._size, queue, (self, dst), (dst, BUFFER_COPY_TO, (self, dst, offset, queue))):
                 return
         dst_address, nbytes, dst_device, keep = endpoint(dst, True, "dst")
         offset = as_size(offset, "offset")
@@ -307,7 +308,7 @@ class Buffer:
     def fill(self, pattern: Any, *, queue: Queue | None = None) -> None:
         """Fill the buffer with the repeated bytes of ``pattern`` (bytes-like, or a numpy scalar)."""
         try:
-            data = memoryview(pattern).tobytes()
+            data = pattern if pattern.__class__ is bytes else memoryview(pattern).tobytes()
         except TypeError:
             raise OffloadError(
                 ErrorCode.INVALID_ARGUMENT, f"pattern must be bytes-like or a numpy scalar, got {type(pattern).__name__}"
@@ -348,45 +349,3 @@ class Buffer:
     ) -> Any:
         """The whole buffer as a 1-D uint8 DLPack tensor."""
         return self.view().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
-
-
-_STATE = session_cell()
-
-
-def fast_copy(dst: Buffer, dst_offset: int, src: Buffer, src_offset: int, nbytes: int, queue: Queue | None) -> bool:
-    """The copy between two live Buffers of the current session, in bounds, into writable memory,
-    in one frame: True when done, False (nothing done) for every other case, which the general
-    path then checks and names. Enqueued, both Buffers are kept alive until the queue's sync.
-    (The callers check what the bounds of a view within a Buffer ask. ``_copier.c`` makes the same
-    checks and the same call in C: a change here is a change there.)"""
-    ctx = _STATE.ctx
-    if (
-        ctx is None or dst._ctx is not ctx or src._ctx is not ctx or dst._readonly or not nbytes
-        or not dst._address or not src._address or dst_offset < 0 or src_offset < 0
-        or dst_offset + nbytes > dst._size or src_offset + nbytes > src._size
-    ):
-        return False
-    if queue is None:
-        olMemcpy(None, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
-        return True
-    try:
-        handle, inflight = queue._handle, queue._inflight
-    except AttributeError:  # not a Queue: the general path names it (memcpy)
-        return False
-    olMemcpy(handle, dst._address + dst_offset, dst._device._handle, src._address + src_offset, src._device._handle, nbytes)
-    inflight.append((src, dst))
-    return True
-
-
-def endpoint(obj: Any, writable: bool, what: str) -> tuple[int, int, Device, Any]:
-    """``(address, nbytes, device, keepalive)`` of a copy's source or destination."""
-    if isinstance(obj, Buffer):
-        return (obj.writable_address(what) if writable else obj.address), obj._size, obj._device, obj
-    if isinstance(obj, MAKERS.array):
-        if not obj.is_contiguous:
-            raise OffloadError(ErrorCode.INVALID_ARGUMENT, f"{what} must be a C-contiguous Array")
-        if writable:
-            obj.buffer.writable_address(what)
-        return obj.address, obj.nbytes, obj.device, obj
-    address, nbytes, keep = host_span(obj, writable, what)
-    return address, nbytes, host_device(), keep

@@ -1,13 +1,11 @@
-/* _cmethod.h - what the object layer's compiled methods share (_launch_memo.c, _copier.c).
+/* _cmethod.h - the object layer's compiled methods (_replay.c): the method descriptor.
  *
  * A compiled method is an object called as the Python method it replaces (its `fallback`, whose
  * __name__, __qualname__, __module__ and __doc__ it forwards): it binds like a function (a
- * method descriptor) and makes the common case itself, calling the fallback with the same
- * arguments for anything else. It reads the slots (`__slots__`) of the layer's objects by offset
- * after an exact class test; `slot_offset` finds each offset once, from the class's member
- * descriptor. (offload._compiled._fastpath has its own: the extensions are built and loaded apart.)
+ * method descriptor), replays a verdict where one applies (_replay.h) and calls the fallback
+ * with the same arguments for anything else.
  *
- * Each file includes this header once and uses what it needs; the functions are static.
+ * The including file uses what it needs; the functions are static.
  */
 #ifndef OFFLOAD_OBJECTS_CMETHOD_H
 #define OFFLOAD_OBJECTS_CMETHOD_H
@@ -17,28 +15,17 @@
 #include <stddef.h>
 #include <structmember.h>
 
-/* A slot of an object whose exact class was tested: NULL when unset. */
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
-
-/* The head of every compiled method object: its vectorcall and the Python method. */
+/* The head of every compiled method object: its vectorcall, the Python method and what the
+ * method was told of its parameters (`spec`: a tuple, or NULL). */
 #define CMETHOD_HEAD      \
   PyObject_HEAD           \
   vectorcallfunc vectorcall; \
-  PyObject *fallback;
+  PyObject *fallback;     \
+  PyObject *spec;
 
 typedef struct {
   CMETHOD_HEAD
 } CMethod;
-
-/* The offset of the object slot `name` of `type` (its member descriptor's), or -1 with an error. */
-static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
-  PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-  PyMemberDef *def = descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)descr)->d_member : NULL;
-  Py_ssize_t off = def != NULL && (def->type == T_OBJECT_EX || def->type == T_OBJECT) ? def->offset : -1;
-  Py_XDECREF(descr);
-  if (off < 0 && !PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "%R.%s is not an object slot", type, name);
-  return off;
-}
 
 /* Whether `name` (a keyword's name: a str) is the interned `wanted`. */
 static inline int cm_is(PyObject *name, PyObject *wanted) {
@@ -61,17 +48,20 @@ static CMethod *cmethod_new(PyTypeObject *type, PyObject *fallback, vectorcallfu
 
 static int cmethod_traverse(PyObject *self, visitproc visit, void *arg) {
   Py_VISIT(((CMethod *)self)->fallback);
+  Py_VISIT(((CMethod *)self)->spec);
   return 0;
 }
 
 static int cmethod_clear(PyObject *self) {
   Py_CLEAR(((CMethod *)self)->fallback);
+  Py_CLEAR(((CMethod *)self)->spec);
   return 0;
 }
 
 static void cmethod_dealloc(PyObject *self) {
   PyObject_GC_UnTrack(self);
   Py_CLEAR(((CMethod *)self)->fallback);
+  Py_CLEAR(((CMethod *)self)->spec);
   Py_TYPE(self)->tp_free(self);
 }
 

@@ -61,7 +61,7 @@ class Context(_session.ClosedOnExit, _session.HandleOwner[ContextHandle]):
     them): ``olCreateContext``; INVALID_DEVICE for devices of different platforms or drivers,
     INVALID_SIZE for none."""
 
-    __slots__ = ("_devices", "_default", "__weakref__")
+    __slots__ = ("_handle", "_finalizer", "_devices", "_default", "__weakref__")
 
     def __init__(self, devices: Device | str | Sequence[Device | str]) -> None:
         if isinstance(devices, Device | str):

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from .._values.enums import AllocType, ErrorCode
 from .._values.errors import OffloadValueError
 from ._buffer import Buffer
-from ._memory import check_queue, fill_range
-from ._rect import RectLayout, copy_rect, packed
+from ._memory import check_queue, copy_rect, fill_range
+from ._rect import RectLayout, packed
 
 if TYPE_CHECKING:
     from ._array import Array

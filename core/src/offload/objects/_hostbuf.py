@@ -13,7 +13,7 @@ from typing import Any
 
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
-from ._compiled_copy import buffer_address
+from ._records import buffer_address
 
 PyBUF_WRITABLE = 0x0001
 PyBUF_ND = 0x0008

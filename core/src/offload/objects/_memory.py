@@ -10,10 +10,15 @@ from typing import TYPE_CHECKING, Any
 from .._values.enums import AllocType, ErrorCode, PlatformBackend
 from .._values.errors import OffloadError, OffloadTypeError
 from .._api.flat import ContextHandle
-from .._api.flat import olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocAsync, olMemAllocHost, olMemcpy, olMemFill
+from .._api.flat import (
+    olMemAlloc, olMemAllocAligned, olMemAllocAlignedHost, olMemAllocAsync, olMemAllocHost, olMemcpy, olMemcpyRect, olMemFill,
+)
+from .._values.types import Rect
 from . import _dlpack
 from ._discovery import Device
 from ._makers import MAKERS
+
+from ._rect import RectLayout
 
 if TYPE_CHECKING:
     from ._buffer import Buffer
@@ -65,7 +70,7 @@ def host_readable(device: Device, kind: AllocType) -> bool:
 
 def check_queue(queue: Any) -> None:
     """INVALID_QUEUE (an OffloadTypeError) unless ``queue`` is None or an ``offload.objects.Queue``."""
-    if queue is not None and not isinstance(queue, MAKERS.queue):
+    if queue is not None and queue.__class__ is not MAKERS.queue and not isinstance(queue, MAKERS.queue):
         raise wrong_type("queue", "an offload.objects.Queue or None", queue, ErrorCode.INVALID_QUEUE)
 
 
@@ -102,10 +107,10 @@ def allocate(
     ``offload.objects.Queue`` of ``device``), DEVICE memory in its order by olMemAllocAsync."""
     if queue is not None:
         check_queue(queue)
-        if alignment is not None or context is not None or queue.device is not device:
+        if alignment is not None or context is not None or queue._device is not device:
             raise OffloadError(ErrorCode.INVALID_ARGUMENT,
                                "alloc(queue=...) allocates in the queue's context on its device, without alignment")  # fmt: skip
-        return olMemAllocAsync(queue.handle, kind, size)
+        return olMemAllocAsync(queue._handle, kind, size)
     extra = {} if context is None else {"context": context}
     if alignment is None:
         if kind is AllocType.HOST:
@@ -144,15 +149,17 @@ def fill_range(buffer: Buffer, offset: int, pattern: bytes, size: int, queue: Qu
     multiple of its length), synchronously or on ``queue`` (which keeps the Buffer alive)."""
     check_queue(queue)
     address = buffer.writable_address("fill") + offset
-    if queue is None and buffer._finalizer is None and not buffer._device.is_host:
+    if queue is not None:
+        olMemFill(queue._handle, address, pattern, size)
+        queue._inflight.append(buffer)  # (held until the queue's sync)
+        return
+    if buffer._finalizer is None and not buffer._device.is_host:
         # memory offload did not allocate (a global variable, an import): a synchronous olMemFill
         # cannot tell its device, so the fill goes through a queue of this Buffer's device
         with MAKERS.queue(buffer._device) as own:
             olMemFill(own.handle, address, pattern, size)
         return
-    olMemFill(None if queue is None else queue.handle, address, pattern, size)
-    if queue is not None:
-        queue._hold(buffer)
+    olMemFill(None, address, pattern, size)
 
 
 def memcpy(
@@ -167,3 +174,21 @@ def memcpy(
         return
     olMemcpy(queue.handle, dst, dst_device.handle, src, src_device.handle, nbytes)
     queue._hold(keep)
+
+
+def copy_rect(
+    queue: Queue | None, dst: int, dst_device: Device, dst_layout: RectLayout,
+    src: int, src_device: Device, src_layout: RectLayout, keep: Any,
+) -> None:
+    """One ``olMemcpyRect`` of the (shared) extent; with a queue, ``keep`` stays alive until it is synchronised."""
+    check_queue(queue)
+    extent, dst_row, dst_slab = dst_layout
+    _, src_row, src_slab = src_layout
+    olMemcpyRect(
+        None if queue is None else queue.handle,
+        Rect(dst, dst_device.handle, (0, 0, 0), dst_row, dst_slab),
+        Rect(src, src_device.handle, (0, 0, 0), src_row, src_slab),
+        extent,
+    )
+    if queue is not None:
+        queue._hold(keep)

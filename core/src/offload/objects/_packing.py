@@ -3,32 +3,26 @@
 A ``Packer`` is compiled once per kernel from its ``KernelParam`` list (reported by the backend or
 declared in Python) into one ``struct.Struct`` with explicit padding and one converter per
 parameter. Every mismatch (count, type, range, size) is an ``OffloadError`` naming the kernel and
-the parameter; nothing reaches the device. Declared signatures are laid out by ``_signature``.
-
-Where a pointer's element type is known (``Pointee``), an Array of another dtype is refused, and
-read-only memory is passed only to a pointer to ``const``. A plain integer for a pointer is taken
-only as 0 (NULL) or an address the kernel's device can reach (``olMemIsAccessible``: its
-allocations, a program's globals, registered or imported memory, and on the host any mapped
-memory), so a size or count passed in a pointer's place is an error, not a wild pointer in the
-kernel; Buffers, Arrays and ``__offload_ptr__`` objects say themselves that they are pointers.
+the parameter; nothing reaches the device. Declared signatures are laid out by ``_signature``,
+the converters are ``_converters``'.
 """
 
 from __future__ import annotations
 
-import operator
 import struct
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._values.enums import ErrorCode
-from .._values.errors import OffloadError
-from .._api.flat import olLaunchKernel, olMemIsAccessible
+from .._api.flat import olLaunchKernel
 from .._api.sessions import session_cell
 from .._values.types import KernelParam
 from ._array import Array
-from ._buffer import CLOSES, Buffer
-from ._signature import POINTER_SIZE, Pointee
+from ._buffer import Buffer
+from ._converters import (
+    bytes_converter, element_dtype, fail, float_converter, int_converter, param_label, pointer_converter, short,
+)
+from ._records import STAMPS
+from ._signature import Pointee
 
 _CODES = {
     ("pointer", 8): "Q",
@@ -45,161 +39,6 @@ _CODES = {
     ("float", 4): "f",
     ("float", 8): "d",
 }
-
-
-def _fail(details: str) -> OffloadError:
-    return OffloadError(ErrorCode.INVALID_ARGUMENT, details)
-
-
-# --- the packer ------------------------------------------------------------------------------
-
-
-def _label(kernel: str, index: int, param: KernelParam) -> str:
-    name = f"{param.name!r}" if param.name else f"#{index}"
-    return f"kernel {kernel!r} parameter {name} ({param.kind}{param.size * 8 if param.kind != 'bytes' else ''})"
-
-
-def _address_checker(label: str, device: Any) -> Callable[[int], int]:
-    """``check(address)``: a plain integer passed for a pointer, returned when it is 0 (NULL) or an
-    address ``device`` can reach (``olMemIsAccessible``), else INVALID_ARGUMENT naming the parameter
-    (with no device, as for a layout packed without a kernel, every address passes)."""
-
-    def check(address: int) -> int:
-        if not 0 <= address < 1 << 64:
-            raise _fail(f"{label}: {_short(address)} is out of range")
-        if address == 0 or device is None:
-            return address
-        try:
-            reachable = olMemIsAccessible(device, address, 1)
-        except OffloadError:
-            reachable = False
-        if not reachable:
-            raise _fail(
-                f"{label}: got the integer {_short(address)}, which is not an address of memory the device can "
-                "reach (an allocation, a program's global, registered or imported memory); pass a Buffer or Array "
-                "(Buffer.wrap(address, size, device, kind) for memory another library owns), or None for NULL"
-            )
-        return address
-
-    return check
-
-
-def _pointer_converter(label: str, pointee: Pointee | None = None, device: Any = None) -> Callable[[Any], int]:
-    """Buffers and Arrays of the live session (their dtype checked against a known element type,
-    read-only memory only for a pointer to const), ``__offload_ptr__`` objects, None, and integers
-    that are addresses ``device`` can reach (``_address_checker``)."""
-    element = None if pointee is None or pointee.element is None else _element_dtype(pointee.element)
-    const = pointee is not None and pointee.const
-    checked = _address_checker(label, device)
-
-    def convert(value: Any) -> int:
-        cls = value.__class__
-        if cls is Buffer or cls is Array:
-            if cls is Array and element is not None and not _same_element(value._dtype, element):
-                raise _fail(f"{label}: got an Array of {value._dtype}, the kernel takes {element} elements")
-            buffer = value if cls is Buffer else value._buffer
-            if buffer._readonly and not const:
-                raise _fail(f"{label}: {buffer!r} is read-only memory; the parameter is not a pointer to const")
-            try:
-                return value.address  # type: ignore[no-any-return]
-            except OffloadError as error:  # closed, or of an ended session
-                raise _fail(f"{label}: {error.details}") from None
-        if cls is int:
-            return checked(value)
-        if value is None:
-            return 0
-        ptr = getattr(value, "__offload_ptr__", None)
-        if ptr is not None:
-            try:
-                return operator.index(ptr)
-            except TypeError:
-                raise _fail(f"{label}: __offload_ptr__ of {cls.__name__} is not an int") from None
-        if getattr(value, "ndim", 0) != 0 or (hasattr(value, "__dlpack__") and not hasattr(value, "__index__")):  # arrays
-            raise _fail(
-                f"{label}: got a {cls.__name__}; pass an offload Buffer or Array "
-                "(offload.to_device copies a numpy array to a device)"
-            )
-        try:
-            address = operator.index(value)
-        except TypeError:
-            raise _fail(f"{label}: expects a Buffer, Array or int address, got {cls.__name__}") from None
-        return checked(address)
-
-    return convert
-
-
-def _element_dtype(element: str) -> Any:
-    import numpy  # an element type is only known for declared signatures; Arrays need numpy anyway
-
-    return numpy.dtype(element)
-
-
-def _same_element(dtype: Any, element: Any) -> bool:
-    """Whether an Array's dtype is the pointer's element type (a uint8 Array fits ``bool *``)."""
-    return bool(dtype == element or (element.kind == "b" and dtype.kind == "u" and dtype.itemsize == 1))
-
-
-def _int_converter(label: str) -> Callable[[Any], int]:
-    def convert(value: Any) -> int:
-        if value.__class__ is int:
-            return value
-        try:
-            return operator.index(value)
-        except TypeError:
-            raise _fail(f"{label}: expects an integer, got {value.__class__.__name__} {_short(value)}") from None
-
-    return convert
-
-
-def _float_converter(label: str) -> Callable[[Any], float]:
-    def convert(value: Any) -> float:
-        if value.__class__ is float:
-            return value
-        if isinstance(value, str | bytes) or getattr(value, "ndim", False):
-            raise _fail(f"{label}: expects a number, got {value.__class__.__name__} {_short(value)}")
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            raise _fail(f"{label}: expects a number, got {value.__class__.__name__}") from None
-        except OverflowError:
-            raise _fail(f"{label}: {_short(value)} is out of range") from None
-
-    return convert
-
-
-def _short(value: Any) -> str:
-    """``repr(value)``, shortened (a 400-digit int names itself by its size)."""
-    if value.__class__ is int and value.bit_length() > 128:
-        return f"an int of {value.bit_length()} bits"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _bytes_converter(label: str, size: int) -> Callable[[Any], bytes]:
-    """An opaque parameter (an aggregate, or one whose backend reports only offset and size):
-    a bytes-like value of exactly ``size`` bytes (numpy scalars are), or, for a pointer-sized one,
-    a Buffer, Array or ``__offload_ptr__`` object (its address)."""
-    pointer = _pointer_converter(label) if size == POINTER_SIZE else None
-
-    def convert(value: Any) -> bytes:
-        if pointer is not None and (
-            value.__class__.__name__ in ("Buffer", "Array") or hasattr(value, "__offload_ptr__")
-        ):
-            return pointer(value).to_bytes(POINTER_SIZE, sys.byteorder)
-        try:
-            data = memoryview(value).tobytes()
-        except TypeError:
-            hint = (
-                "; its type is not known: pass a numpy scalar of that type, or declare the kernel's signature"
-                if isinstance(value, int | float)
-                else ""
-            )
-            raise _fail(f"{label}: expects {size} bytes (a bytes-like object), got {value.__class__.__name__}{hint}") from None
-        if len(data) != size:
-            raise _fail(f"{label}: expects {size} bytes, got {len(data)}")
-        return data
-
-    return convert
 
 
 def _remembered(params: Sequence[KernelParam], names: Sequence[str], *, float_zero: bool) -> str:
@@ -234,31 +73,31 @@ class Packer:
         converters: list[Callable[[Any], Any]] = []
         codes, labels = [], []
         for index, param in enumerate(self.params):
-            label = _label(kernel, index, param)
+            label = param_label(kernel, index, param)
             if param.kind == "bytes":
                 code = f"{param.size}s"
-                converters.append(_bytes_converter(label, param.size))
+                converters.append(bytes_converter(label, param.size))
                 elements.append(None)
             else:
                 found = _CODES.get((param.kind, param.size))
                 if found is None:
-                    raise _fail(f"{label}: a {param.size}-byte {param.kind} cannot be packed")
+                    raise fail(f"{label}: a {param.size}-byte {param.kind} cannot be packed")
                 code = found
                 pointee = self.pointees[index]
                 element = pointee.element if pointee is not None and param.kind == "pointer" else None
-                elements.append(None if element is None else _element_dtype(element))
+                elements.append(None if element is None else element_dtype(element))
                 if param.kind == "pointer":
-                    converters.append(_pointer_converter(label, pointee, device))
+                    converters.append(pointer_converter(label, pointee, device))
                 elif param.kind == "float":
-                    converters.append(_float_converter(label))
+                    converters.append(float_converter(label))
                 else:
-                    converters.append(_int_converter(label))
+                    converters.append(int_converter(label))
             codes.append(code)
             labels.append(label)
         fmt, position = "=", 0
         for index, param in sorted(enumerate(self.params), key=lambda item: item[1].offset):
             if param.offset < position:
-                raise _fail(f"{labels[index]} at offset {param.offset} overlaps the parameter before it (ends at {position})")
+                raise fail(f"{labels[index]} at offset {param.offset} overlaps the parameter before it (ends at {position})")
             if param.offset > position:
                 fmt += f"{param.offset - position}x"
             fmt += codes[index]
@@ -356,7 +195,7 @@ class Packer:
 
         A call is remembered here only when every scalar is a Python ``int`` or ``float``
         (immutable) and every pointer a ``Buffer`` or ``Array`` (whose address changes only by
-        ``close()``, which bumps ``CLOSES``). The memory is one tuple, replaced whole (threads launching at once never
+        ``close()``, which bumps ``STAMPS.closes``). The memory is one tuple, replaced whole (threads launching at once never
         mix two calls); the kernel keeps its last arguments alive until its next different call.
         """
         if self.memo_positions() is not None:
@@ -369,7 +208,7 @@ class Packer:
                 f"    if {inline}:\n"
                 "        return data\n"
             )
-        namespace["_closes"] = CLOSES
+        namespace["_stamps"] = STAMPS
         namespace["_last"] = [(None,) * (len(names) + 2)]
         same = " and ".join(f"{a} is last[{i + 2}]" for i, a in enumerate(names))
         plain = _remembered(self.params, names, float_zero=True)
@@ -377,10 +216,10 @@ class Packer:
             "def launcher(queue, args, sizes):\n"
             f"{unpack}"
             "    last = _last[0]\n"
-            f"    if {same} and last[0] == _closes[0]:\n"
+            f"    if {same} and last[0] == _stamps.closes:\n"
             "        _launch(queue, _device, _kernel, last[1], sizes)\n"
             "        return\n"
-            "    closes = _closes[0]\n"
+            "    closes = _stamps.closes\n"
             f"    data = {packed}\n"
             f"    if {plain}:\n"
             f"        _last[0] = (closes, data, {', '.join(names)})\n"
@@ -392,7 +231,7 @@ class Packer:
         converters = self._converters
         if len(args) != len(converters):
             names = ", ".join(p.name or f"#{i}" for i, p in enumerate(self.params))
-            raise _fail(f"kernel {self.kernel!r} takes {len(converters)} arguments ({names}), got {len(args)}")
+            raise fail(f"kernel {self.kernel!r} takes {len(converters)} arguments ({names}), got {len(args)}")
         if not converters:
             return None
         values = [convert(value) for convert, value in zip(converters, args)]
@@ -415,4 +254,4 @@ class Packer:
             try:
                 struct.pack("=" + code, value)
             except (struct.error, OverflowError):
-                raise _fail(f"{label}: {_short(arg)} is out of range") from None
+                raise fail(f"{label}: {short(arg)} is out of range") from None

@@ -26,12 +26,12 @@ from .._values.types import KernelLaunchSizeArgs, KernelParam
 from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
-from ._buffer import CLOSES, Buffer
-from ._compiled_memo import relaunching
+from ._buffer import Buffer
+from ._records import STAMPS, KernelRecord, LaunchVerdict, relaunching
 from ._memory import check_queue, wrong_type
 from ._bysize import by_classes
 from ._packing import Packer
-from ._signature import Pointee, declared_signature
+from ._signature import Pointee, declared_signature, merged_params, reported_pointees
 from ._params import kernel_params
 
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ Signature = str | Sequence[Any]
 Extent = int | Sequence[int]
 _SIZES_CACHE_LIMIT = 256
 _NEVER = object()  # no launch size asked yet
-NO_MEMO: tuple[Any, ...] = (_NEVER,)  # a Kernel's _memo before a launch that may be reused (equal to no tuple)
+#: a Kernel's _memo before a launch that may be reused (its arguments equal no call's)
+NO_MEMO = LaunchVerdict((_NEVER,), _NEVER, _NEVER, _NEVER, 0, None, None, None, None, None, 0, None, 0, None, None)
 
 
 def _unload(ctx: Session, handle: ProgramHandle) -> None:
@@ -63,7 +64,7 @@ class Program(_session.HandleOwner[ProgramHandle]):
     global lives, and makes the globals' Buffers closed.
     """
 
-    __slots__ = ("_device", "_kernels", "_ctx", "_globals", "_context", "__weakref__")
+    __slots__ = ("_handle", "_finalizer", "_device", "_kernels", "_ctx", "_globals", "_context", "__weakref__")
 
     def __init__(
         self,
@@ -190,22 +191,22 @@ def launch_size(grid: Extent, block: Extent, shared_memory: int) -> KernelLaunch
     return KernelLaunchSizeArgs(dims, g, b, shared)  # type: ignore[arg-type]
 
 
-class Kernel:
+class Kernel(KernelRecord):
     """A kernel of a ``Program``, with its parameter layout and a cached argument packer."""
 
     __slots__ = (
         "_handle", "_program", "_packer", "_launcher", "_sizes", "_device_handle",
-        "_last_shape", "_memo", "_memo_previous", "_memo_positions", "__weakref__",
+        "_last_shape", "_memo_positions", "__weakref__",
     )
 
-    #: ``_memo``: the last launch whose arguments may be reused, one tuple replaced whole (threads
-    #: launching at once never mix two launches): ``(args, grid, block, shared_memory, CLOSES then,
-    #: device handle, kernel handle, packed arguments, launch size, scalar position, its class,
-    #: scalar position, its class, kernel)``, or ``NO_MEMO``. ``Queue.launch`` and ``launch`` reuse
-    #: it when ``same_call``: ``memo[0] == args`` (Buffers and Arrays compare by identity, the scalars'
-    #: classes are checked: equal values of one class pack alike), grid, block and shared memory are
-    #: the same objects and no Buffer was closed since (``CLOSES``: an address may be reused). A
-    #: queue holds the tuple itself until its sync: it keeps the arguments and the kernel alive.
+    #: ``_memo`` (the record's): the last launch whose arguments may be reused, a ``LaunchVerdict``
+    #: replaced whole (threads launching at once never mix two launches), or ``NO_MEMO``.
+    #: ``Queue.launch`` and ``launch`` reuse it when ``same_call`` (the decision, made here once):
+    #: ``memo.args == args`` (Buffers and Arrays compare by identity, the scalars' classes are
+    #: checked: equal values of one class pack alike), grid, block and shared memory are the same
+    #: objects and no Buffer was closed since (``STAMPS.closes``: an address may be reused); the C
+    #: methods replay it only for the very argument objects it was made with. A queue holds the
+    #: verdict itself until its sync: it keeps the arguments and the kernel alive.
     #: ``_memo_previous`` is the one before (two sets of buffers used in turn are both reused).
 
     def __init__(self, program: Program, name: str, signature: Signature | None = None) -> None:
@@ -223,9 +224,9 @@ class Kernel:
             declared, pointees = declared_signature(signature, f"kernel {name!r} signature")
         params = reported if declared is None else declared
         if reported is not None and declared is not None:
-            params = _merge(name, reported, declared)
+            params = merged_params(name, reported, declared)
         if reported is not None:  # element types the backend knows (its metadata, a host header)
-            pointees = _reported_pointees(name, reported, pointees)
+            pointees = reported_pointees(name, reported, pointees)
         self._packer = None if params is None else Packer(name, params, pointees, self._device_handle)
         packer = self._packer if self._packer is not None else Packer(name, ())
         if params is not None and any(p.kind == "bytes" for p in params):  # sizes only: by the arguments' classes
@@ -233,8 +234,8 @@ class Kernel:
         else:
             self._launcher = packer.compile_launcher(self._device_handle, self._handle)
             self._memo_positions = packer.memo_positions() if self._packer is not None else None
-        self._memo: tuple[Any, ...] = NO_MEMO
-        self._memo_previous: tuple[Any, ...] = NO_MEMO
+        self._memo = NO_MEMO
+        self._memo_previous = NO_MEMO
 
     @property
     def handle(self) -> SymbolHandle:
@@ -289,38 +290,23 @@ class Kernel:
         """``olCalculateOptimalOccupancy``: the group size for best occupancy."""
         return olCalculateOptimalOccupancy(self._device_handle, self._handle, shared_memory)
 
-    @relaunching(queued=False)  # (the remembered launch below in C, where it was built: _compiled_memo)
-    def launch(
-        self, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0, queue: Queue | None = None
-    ) -> None:
-        """Launch and wait (no ``queue``), or enqueue on ``queue``."""
-        if queue is not None:
-            check_queue(queue)
-            queue.launch(self, grid, block, *args, shared_memory=shared_memory)
-            return
-        m = self._memo  # the last launch (see _memo)
-        if same_call(m, args, grid, block, shared_memory):
-            olLaunchKernel(None, m[5], m[6], m[7], m[8])
-        else:
-            self._run(None, grid, block, shared_memory, args)
-
     def _run(self, queue: Any, grid: Extent, block: Extent, shared_memory: int, args: tuple[Any, ...]) -> Any:
         """A launch on the flat ``queue`` handle (None: synchronously) that ``_memo`` did not
         match: the launch before it (``_memo_previous``: buffers used in turn) is reused when it
         matches, else the arguments are packed (errors name the parameter, ``Packer.pack``) and the
-        call remembered when it may be reused. Returns what a queue holds until its sync.
-        (The compiled methods of ``_compiled_memo`` call it too, on a miss, with these arguments.)"""
+        call remembered (a ``LaunchVerdict``) when it may be reused. Returns what a queue holds
+        until its sync."""
         previous = self._memo_previous
         if same_call(previous, args, grid, block, shared_memory):
             self._memo_previous, self._memo = self._memo, previous
-            olLaunchKernel(queue, previous[5], previous[6], previous[7], previous[8])
+            previous.launch(queue, previous.device, previous.kernel, previous.data, previous.sizes)
             return previous
         last = self._last_shape
         if grid is last[0] and block is last[1] and shared_memory is last[2]:
             sizes = last[3]  # the same launch shape as last time (literals are the same objects)
         else:
             sizes = self.launch_size(grid, block, shared_memory)
-        closes = CLOSES[0]
+        closes = STAMPS.closes  # (before packing: a Buffer closed meanwhile kills the verdict)
         try:
             data = self._launcher(queue, args, sizes)
         except (ValueError, struct.error, OverflowError):  # a count or range mismatch: nothing was launched
@@ -332,69 +318,40 @@ class Kernel:
         if data is None or positions is None or not kept:
             return (self, args)
         first, second = positions
-        memo = (
-            args, grid, block, shared_memory, closes, self._device_handle, self._handle, data, sizes,
+        memo = LaunchVerdict(
+            args, grid, block, shared_memory, closes, olLaunchKernel, self._device_handle, self._handle, data, sizes,
             first, args[first].__class__, second, args[second].__class__, self,
         )
         self._memo_previous, self._memo = self._memo, memo
         return memo
 
+    @relaunching(queued=False, miss=_run)  # (its verdicts, the remembered launches, replayed in C: _records)
+    def launch(
+        self, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0, queue: Queue | None = None
+    ) -> None:
+        """Launch and wait (no ``queue``), or enqueue on ``queue``."""
+        if queue is not None:
+            check_queue(queue)
+            queue.launch(self, grid, block, *args, shared_memory=shared_memory)
+            return
+        m = self._memo  # the last launch (see _memo)
+        if same_call(m, args, grid, block, shared_memory):
+            m.launch(None, m.device, m.kernel, m.data, m.sizes)
+        else:
+            self._run(None, grid, block, shared_memory, args)
+
     def __repr__(self) -> str:
         return f"<offload.Kernel {self.name!r} on {self._program.device.id}>"
 
 
-def same_call(m: tuple[Any, ...], args: tuple[Any, ...], grid: Extent, block: Extent, shared_memory: int) -> bool:
-    """Whether a launch with these arguments may reuse the remembered launch ``m`` (``Kernel._memo``):
-    equal arguments of the same classes, the same extents, no Buffer closed since."""
+def same_call(m: LaunchVerdict, args: tuple[Any, ...], grid: Extent, block: Extent, shared_memory: int) -> bool:
+    """The launch decision: whether a launch with these arguments may reuse the remembered launch
+    ``m`` (``Kernel._memo``): equal arguments of the same classes, the same extents, no Buffer
+    closed since."""
     try:
         return bool(
-            m[0] == args and args[m[9]].__class__ is m[10] and args[m[11]].__class__ is m[12]
-            and grid is m[1] and block is m[2] and shared_memory is m[3] and m[4] is CLOSES[0]
+            m.args == args and args[m.first].__class__ is m.first_class and args[m.second].__class__ is m.second_class
+            and grid is m.grid and block is m.block and shared_memory is m.shared_memory and m.closes == STAMPS.closes
         )
     except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
         return False
-
-
-def _merge(name: str, reported: Sequence[KernelParam], declared: Sequence[KernelParam]) -> tuple[KernelParam, ...]:
-    """The declared parameters where they agree with the reported layout (a declared kind refines
-    a reported ``bytes``; a reported name fills a declared blank); INVALID_ARGUMENT naming the
-    first parameter that disagrees."""
-    if len(reported) != len(declared):
-        raise OffloadError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"kernel {name!r}: the declared signature has {len(declared)} parameters, the backend reports {len(reported)}",
-        )
-    merged = []
-    for i, (r, d) in enumerate(zip(reported, declared)):
-        if (r.offset, r.size) != (d.offset, d.size) or (r.kind != "bytes" and d.kind != r.kind):
-            label = r.name or d.name or f"#{i}"
-            raise OffloadError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"kernel {name!r} parameter {label!r}: declared {d.kind}{d.size * 8} at offset {d.offset}, "
-                f"the backend reports {r.kind}{r.size * 8} at offset {r.offset}",
-            )
-        merged.append(KernelParam(d.offset, d.size, d.kind, r.name or d.name))
-    return tuple(merged)
-
-
-def _reported_pointees(
-    name: str, reported: Sequence[KernelParam], declared: tuple[Pointee | None, ...]
-) -> tuple[Pointee | None, ...]:
-    """What each pointer points to: the declared signature's word where it has one, else the
-    backend's; a declared element type that contradicts the backend's is INVALID_ARGUMENT."""
-    pointees: list[Pointee | None] = []
-    for i, r in enumerate(reported):
-        mine = declared[i] if i < len(declared) else None
-        if r.element is None or r.kind != "pointer":
-            pointees.append(mine)
-        elif mine is None or mine.element is None:
-            pointees.append(Pointee(r.element, r.const or (mine is not None and mine.const)))
-        elif mine.element != r.element:
-            raise OffloadError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"kernel {name!r} parameter {r.name or f'#{i}'!r}: declared a pointer to {mine.element}, "
-                f"the backend reports a pointer to {r.element}",
-            )
-        else:
-            pointees.append(mine)
-    return tuple(pointees)

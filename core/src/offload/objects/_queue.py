@@ -15,8 +15,6 @@ from .._api.flat import (
     olGetEventElapsedTime,
     olGetEventInfo,
     olLaunchHostFunction,
-    olLaunchKernel,
-    olMemcpy,
     olQueryQueue,
     olSyncEvent,
     olSyncQueue,
@@ -24,18 +22,17 @@ from .._api.flat import (
 )
 from .._values.enums import ErrorCode, EventInfo
 from .._values.errors import OffloadError
-from .._api.sessions import adopt_stream, backend_name, queue_stream, session_cell, session_of
+from .._api.sessions import adopt_stream, backend_name, queue_stream, session_of
 from . import _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._array import Array
 from ._arrayexport import register_queue
-from ._buffer import CLOSES, Buffer, endpoint, fast_copy
-from ._compiled_copy import QUEUE_COPY, copying
-from ._compiled_copy import configure as configure_copies
-from ._compiled_memo import configure, relaunching
+from ._buffer import Buffer
+from ._copies import endpoint, fast_copy
 from ._memory import memcpy, wrong_type
 from ._program import Kernel, same_call
+from ._records import QUEUE_COPY, QueueRecord, copying, relaunching
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -72,7 +69,7 @@ def _destroy_event(ctx: Session, handle: EventHandle) -> None:
             pass
 
 
-class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
+class Queue(QueueRecord, _session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
     """An in-order queue of one device, owned by ``context`` (default: the platform's default context).
 
     Objects used by enqueued work (buffers, arrays, host memory, kernels) are kept alive until the
@@ -80,7 +77,7 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
     so does the garbage collector when it finds a queue whose work still holds objects.
     """
 
-    __slots__ = ("_device", "_inflight", "_context", "__weakref__")
+    __slots__ = ("_device", "_context", "_finalizer", "__weakref__")  # (_handle, _inflight: the record's)
 
     def __init__(self, device: Device | str | None = None, *, context: Context | None = None) -> None:
         owner = context_handle(context)  # (a Context, or INVALID_CONTEXT)
@@ -89,7 +86,7 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
         handle = olCreateQueue(dev.handle) if owner is None else olCreateQueue(dev.handle, context=owner)
         self._device = dev
         self._context = context
-        self._inflight: list[Any] = []
+        self._inflight = []
         self._own(handle, _destroy_queue, ctx, handle, self._inflight)
         register_queue(self)
 
@@ -145,7 +142,7 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
 
     # --- work ------------------------------------------------------------------------------
 
-    @relaunching(queued=True)  # (the remembered launch below in C, where it was built: _compiled_memo)
+    @relaunching(queued=True, miss=Kernel._run)  # (its verdicts, the kernel's remembered launches, replayed in C: _records)
     def launch(self, kernel: Kernel, grid: Extent, block: Extent, *args: Any, shared_memory: int = 0) -> None:
         """Enqueue ``kernel`` over ``grid`` groups of ``block`` items with ``args`` packed by its layout."""
         try:
@@ -153,20 +150,22 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
         except AttributeError:
             raise wrong_type("kernel", "an offload.Kernel (program.kernel(name))", kernel) from None
         if same_call(m, args, grid, block, shared_memory):
-            olLaunchKernel(self._handle, m[5], m[6], m[7], m[8])
+            m.launch(self._handle, m.device, m.kernel, m.data, m.sizes)
             self._inflight.append(m)  # holds the arguments and the kernel (its program) until a sync
             return
         self._inflight.append(kernel._run(self._handle, grid, block, shared_memory, args))
 
-    @copying(QUEUE_COPY)  # (the common cases below in C, where it was built: _compiled_copy)
+    @copying(QUEUE_COPY, 3, destination=1, source=2, queue=0)  # (its verdicts replayed in C: _records)
     def copy(self, dst: Any, src: Any) -> None:
         """Enqueue a copy of all of ``src`` into ``dst`` (Buffers, contiguous Arrays, host buffers)."""
         dst_class, src_class = dst.__class__, src.__class__
         if dst_class is Buffer and src_class is Buffer:
-            if src._size <= dst._size and fast_copy(dst, 0, src, 0, src._size, self):
+            if src._size <= dst._size and fast_copy(dst, 0, src, 0, src._size, self, (src, dst), (dst, QUEUE_COPY, (self, dst, src))):
                 return  # the common cases in one frame (see fast_copy); every other one is checked below
         elif dst_class is Array and src_class is Array and dst._contiguous and src._contiguous:
-            if src._nbytes <= dst._nbytes and fast_copy(dst._buffer, dst._offset, src._buffer, src._offset, src._nbytes, self):
+            if src._nbytes <= dst._nbytes and fast_copy(
+                dst._buffer, dst._offset, src._buffer, src._offset, src._nbytes, self, (src, dst), (dst, QUEUE_COPY, (self, dst, src))
+            ):
                 return
         dst_address, dst_size, dst_device, keep_dst = endpoint(dst, True, "dst")
         src_address, nbytes, src_device, keep_src = endpoint(src, False, "src")
@@ -230,10 +229,6 @@ class Queue(_session.ClosedOnExit, _session.HandleOwner[QueueHandle]):
         return f"<offload.objects.Queue #{self._handle.id} on {self._device.id}{state}>"
 
 
-configure(Kernel, Queue, CLOSES, olLaunchKernel)
-configure_copies(Buffer, Array, Queue, Device, session_cell(), olMemcpy)
-
-
 def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:
     function, args = packed
     function(*args)
@@ -242,7 +237,7 @@ def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:
 class Event(_session.HandleOwner[EventHandle]):
     """A point in a queue's work: complete once everything enqueued before it is."""
 
-    __slots__ = ("_queue", "__weakref__")
+    __slots__ = ("_handle", "_finalizer", "_queue", "__weakref__")
 
     def __init__(self, queue: Queue) -> None:
         ctx = _session.acquire()

@@ -1,18 +1,9 @@
-"""Layouts of Array views (C strides, the byte span of a strided view) and pitched copies: a 2-D
-or 3-D view whose rows are runs of adjacent elements (a slice such as ``a[1:4, 2:6]``) is copied
-with one ``olMemcpyRect`` instead of its whole span."""
+"""Layouts of Array views: C strides, the byte span of a strided view, and the pitched layout of
+a 2-D or 3-D view whose rows are runs of adjacent elements (a slice such as ``a[1:4, 2:6]``),
+which ``_memory.copy_rect`` copies with one ``olMemcpyRect`` instead of its whole span. Plain
+arithmetic on shapes and strides: it imports nothing of the layer."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-from .._api.flat import olMemcpyRect
-from .._values.types import Rect
-from ._discovery import Device
-from ._memory import check_queue
-
-if TYPE_CHECKING:
-    from ._queue import Queue
 
 #: (extent: bytes per row, rows, slices), row pitch, slice pitch
 RectLayout = tuple[tuple[int, int, int], int, int]
@@ -57,21 +48,3 @@ def packed(layout: RectLayout) -> RectLayout:
     """The same extent laid out C-contiguously (a numpy array of the view's shape)."""
     (width, rows, slices), _, _ = layout
     return (width, rows, slices), width, width * rows
-
-
-def copy_rect(
-    queue: Queue | None, dst: int, dst_device: Device, dst_layout: RectLayout,
-    src: int, src_device: Device, src_layout: RectLayout, keep: Any,
-) -> None:
-    """One ``olMemcpyRect`` of the (shared) extent; with a queue, ``keep`` stays alive until it is synchronised."""
-    check_queue(queue)
-    extent, dst_row, dst_slab = dst_layout
-    _, src_row, src_slab = src_layout
-    olMemcpyRect(
-        None if queue is None else queue.handle,
-        Rect(dst, dst_device.handle, (0, 0, 0), dst_row, dst_slab),
-        Rect(src, src_device.handle, (0, 0, 0), src_row, src_slab),
-        extent,
-    )
-    if queue is not None:
-        queue._hold(keep)

@@ -36,7 +36,6 @@ import gc
 import os
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any, Generic, Self, TypeVar
 
@@ -45,7 +44,8 @@ from .._values.errors import OffloadError
 from .._api.flat import olInit, olShutDown
 from .._api.sessions import Session, current_session, library_reference
 from . import _dlpack
-from ._makers import MAKERS
+from ._records import STAMPS
+from ._release import Release
 
 FORKED = (
     "this process was forked after offload was used: the parent's devices, memory and objects are not "
@@ -193,6 +193,7 @@ def release() -> None:
     with _lock:
         ctx, _held = _held, None
         _wrappers.clear()
+        STAMPS.close()  # the objects of the session go stale: no verdict made in it holds
         if is_current(ctx):
             with library_reference():
                 olShutDown()
@@ -247,6 +248,7 @@ def _forget_in_child() -> None:
     _parent = _held if _held is not None else _pinned if _pinned is not None else current_session()
     _held = _pinned = None
     _wrappers.clear()
+    STAMPS.close()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -278,18 +280,18 @@ H = TypeVar("H")
 
 class HandleOwner(Generic[H]):
     """A layer object owning one flat handle (``handle``); its finalizer releases the handle
-    through ``release_later`` when the object is closed or collected (``closed`` then)."""
+    through ``release_later`` when the object is closed or collected (``closed`` then). Each
+    subclass holds ``_handle`` and ``_finalizer`` in its own slots (a Queue's handle is its record's)."""
 
-    __slots__ = ("_handle", "_finalizer")
+    __slots__ = ()
 
     _handle: H
-    _finalizer: weakref.finalize[Any, Any]
+    _finalizer: Release
 
     def _own(self, handle: H, release: Callable[..., None], *args: Any) -> None:
         """Take ``handle``; ``release(*args)`` runs once, at ``close()`` or collection (never at exit)."""
-        self._handle = handle
-        self._finalizer = weakref.finalize(self, release_later, release, *args)
-        self._finalizer.atexit = False
+        self._handle = handle  # type: ignore[misc]  # (a slot of each subclass, or its record's)
+        self._finalizer = Release(self, release_later, release, *args)  # type: ignore[misc]
 
     @property
     def handle(self) -> H:
@@ -332,7 +334,8 @@ def stale_details(owner: object, ctx: Session) -> str:
 def exports_of(buffer: Any) -> int:
     """How many live exports view ``buffer``'s memory (0 for None). When no export of session
     memory is left, the exports' session reference is dropped (``_session.settle``)."""
-    settle()
+    if _pinned is not None:  # (settle's own test, without its call: every close asks)
+        settle()
     if buffer is None or not _dlpack.any_exported():
         return 0
-    return sum(1 for o in _dlpack.live_owners() if o.__class__ is MAKERS.array and o._buffer is buffer)
+    return sum(1 for o in _dlpack.live_owners() if getattr(o, "_buffer", None) is buffer)  # (an Array of its memory)

@@ -3,7 +3,8 @@ uint64_t n"``, parsed by ``_cdecl`` with C's rules), or a sequence whose items a
 type names (``"float32"``, ``"unsigned char"``, ``"const float *"``, ``"pointer"``), numpy dtypes,
 ``(name, type)`` pairs, or ``KernelParam`` (an explicit offset), laid out with natural alignment
 as a C compiler lays out the kernel's argument struct; INVALID_ARGUMENT naming the parameter for
-anything else."""
+anything else. A declared signature is merged with the layout the backend reports
+(``merged_params``, ``reported_pointees``): where they disagree, INVALID_ARGUMENT names the parameter."""
 
 from __future__ import annotations
 
@@ -99,3 +100,48 @@ def declared_signature(signature: str | Sequence[Any], where: str) -> tuple[tupl
 def declared_params(signature: str | Sequence[Any], where: str) -> tuple[KernelParam, ...]:
     """The C layout of a declared signature (natural alignment)."""
     return declared_signature(signature, where)[0]
+
+
+def merged_params(name: str, reported: Sequence[KernelParam], declared: Sequence[KernelParam]) -> tuple[KernelParam, ...]:
+    """The declared parameters where they agree with the reported layout (a declared kind refines
+    a reported ``bytes``; a reported name fills a declared blank); INVALID_ARGUMENT naming the
+    first parameter that disagrees."""
+    if len(reported) != len(declared):
+        raise OffloadError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"kernel {name!r}: the declared signature has {len(declared)} parameters, the backend reports {len(reported)}",
+        )
+    merged = []
+    for i, (r, d) in enumerate(zip(reported, declared)):
+        if (r.offset, r.size) != (d.offset, d.size) or (r.kind != "bytes" and d.kind != r.kind):
+            label = r.name or d.name or f"#{i}"
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"kernel {name!r} parameter {label!r}: declared {d.kind}{d.size * 8} at offset {d.offset}, "
+                f"the backend reports {r.kind}{r.size * 8} at offset {r.offset}",
+            )
+        merged.append(KernelParam(d.offset, d.size, d.kind, r.name or d.name))
+    return tuple(merged)
+
+
+def reported_pointees(
+    name: str, reported: Sequence[KernelParam], declared: tuple[Pointee | None, ...]
+) -> tuple[Pointee | None, ...]:
+    """What each pointer points to: the declared signature's word where it has one, else the
+    backend's; a declared element type that contradicts the backend's is INVALID_ARGUMENT."""
+    pointees: list[Pointee | None] = []
+    for i, r in enumerate(reported):
+        mine = declared[i] if i < len(declared) else None
+        if r.element is None or r.kind != "pointer":
+            pointees.append(mine)
+        elif mine is None or mine.element is None:
+            pointees.append(Pointee(r.element, r.const or (mine is not None and mine.const)))
+        elif mine.element != r.element:
+            raise OffloadError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"kernel {name!r} parameter {r.name or f'#{i}'!r}: declared a pointer to {mine.element}, "
+                f"the backend reports a pointer to {r.element}",
+            )
+        else:
+            pointees.append(mine)
+    return tuple(pointees)

@@ -14,6 +14,8 @@ layer's to read:
 One thing it tells the core: which of its ``olInit`` / ``olShutDown`` calls take or drop the
 layer's own references (made inside ``library_reference()``), so that the user's last
 ``olShutDown`` is known as such while the layer keeps the session open (a timeline is written then).
+One thing the core tells it: that a session ends (``on_session_end``), however it was ended, even
+by more ``olShutDown`` calls than ``olInit`` calls under the layer's own reference.
 
 Two facts of the process it may read: whether the compiled path runs (``compiled_path_runs``:
 the layer's own C methods run only with it) and which device this rank of a distributed job
@@ -39,13 +41,13 @@ from .._core.foreign import ForeignMemory, foreign_stream_sync, foreign_stream_w
 from .streams import adopt_stream, queue_stream
 from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Event, Platform, Program, Queue, Symbol
-from .._core.session import STATE, Session, library_reference
+from .._core.session import STATE, Session, library_reference, on_session_end
 from .._core.ranks import spread as spread_over_ranks
 from .._values.types import KernelParam
 
 __all__ = [
     "ForeignMemory", "Session", "adopt_stream", "backend_name", "compiled_path_runs", "current_session",
-    "foreign_stream_sync", "foreign_stream_wait", "kernel_parameters", "library_reference", "queue_stream",
+    "foreign_stream_sync", "foreign_stream_wait", "kernel_parameters", "library_reference", "on_session_end", "queue_stream",
     "register_foreign_memory", "session_cell", "session_of", "spread_over_ranks",
 ]  # fmt: skip
 

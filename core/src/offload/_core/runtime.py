@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._values.enums import API_LEVELS, DeviceInfo, ErrorCode, PlatformBackend
-from .._values.errors import OffloadError, join_errors
+from .._values.errors import OffloadError, as_offload_error, join_errors
 from .._values.types import Dimensions, InitArgs
 from .handles import Context as ContextHandle
 from .handles import Device, Platform
@@ -25,7 +25,7 @@ from .mempool import DevicePool
 from .native import entry_points as native_entry_points
 from .native import word as native_word
 from .registry import BoundBackend, load_backends
-from .session import LOCAL, STATE, Session, TracerFactory, forked_details, uninitialized
+from .session import LOCAL, SESSION_END, STATE, Session, TracerFactory, forked_details, uninitialized
 from .teardown import WAITS, teardown
 
 
@@ -171,6 +171,11 @@ def shutdown() -> bool:
             STATE.untraced = None
             STATE.recorder = None
             STATE.ctx = None
+        for listener in tuple(SESSION_END):  # (before anything is released)
+            try:
+                listener()
+            except Exception as exc:  # noqa: BLE001 - joined, the teardown goes on
+                errors.append(as_offload_error(exc, "a session-end listener"))
         teardown(ctx, errors, interrupts, LOCAL.iterating, WAITS if LOCAL.queue is not None else frozenset(), sigints,
                  LOCAL.queue)  # fmt: skip
     error = join_errors(errors)

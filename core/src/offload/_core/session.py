@@ -193,6 +193,17 @@ class _Local(threading.local):
 LOCAL = _Local()
 
 
+#: What the final ``olShutDown`` tells first, before anything is released (``on_session_end``).
+SESSION_END: list[Callable[[], None]] = []
+
+
+def on_session_end(callback: Callable[[], None]) -> None:
+    """Have ``callback()`` called by the final ``olShutDown`` as the session ends, before anything of
+    it is released (a layer's cached verdicts die then); it must not call the API. An exception
+    from it is one of that ``olShutDown``'s joined errors."""
+    SESSION_END.append(callback)
+
+
 @contextlib.contextmanager
 def library_reference() -> Iterator[None]:
     """Around the object layer's own ``olInit`` / ``olShutDown``: the reference taken or dropped

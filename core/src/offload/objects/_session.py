@@ -42,7 +42,7 @@ from typing import Any, Generic, Self, TypeVar
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._api.flat import olInit, olShutDown
-from .._api.sessions import Session, current_session, library_reference
+from .._api.sessions import Session, current_session, library_reference, on_session_end
 from . import _dlpack
 from ._records import STAMPS
 from ._release import Release
@@ -252,6 +252,7 @@ def _forget_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
+on_session_end(STAMPS.close)  # however the session ends (more olShutDown than olInit too): no verdict of it holds
 
 
 def is_current(ctx: Session | None) -> bool:

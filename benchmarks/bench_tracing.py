@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from _measure import bench_arguments, exit_on_error, finish, log, no_gc, rss_kib
+from _measure import Check, bench_arguments, exit_on_error, finish, log, no_gc, rss_kib
 
 HERE = pathlib.Path(__file__).resolve().parent
 PEER_SOURCE = HERE / "_peer_trace.c"
@@ -298,14 +298,6 @@ def run(cfg: Config, quiet: bool) -> dict[str, Any]:
             log("bench_tracing: liboffload 22 ...")
         results["peer"] = bench_peer(cfg, work)
     return results
-
-
-@dataclass
-class Check:
-    name: str
-    value: float
-    target: str
-    passed: bool
 
 
 def checks(results: dict[str, Any]) -> list[Check]:

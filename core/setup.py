@@ -24,7 +24,7 @@ setup(
     ext_modules=[
         optional(
             "offload._compiled._fastpath",
-            ["_compiled/_fastpath.c", "_compiled/_fastpath_ops.c", "_compiled/_tracerec.c", "_compiled/_tracefifo.c", "_compiled/_tracelaunch.c"],
+            ["_compiled/_fastpath.c", "_compiled/_fastpath_ops.c", "_compiled/_tracerec.c", "_compiled/_tracefifo.c", "_compiled/_tracelaunch.c", "_compiled/_verdicts.c", "_compiled/_config.c"],
             ["_compiled/_fastpath.h", "_compiled/_tracerec.h", "include/offload_native.h"],
         ),
         optional("offload.objects._launch_memo", ["objects/_launch_memo.c"], ["objects/_cmethod.h"]),

@@ -19,8 +19,7 @@ import offload as ol
 from offload.objects import Array, Buffer, Queue, _session
 from offload_host import build_test_kernel
 
-COMPILED = ("olLaunchKernel", "olMemcpy", "olMemFill", "olSyncQueue", "olQueryQueue", "olCreateEvent",
-            "olSyncEvent", "olWaitEvents", "olGetEventElapsedTime", "olLaunchHostFunction")
+COMPILED = ("olLaunchKernel", "olMemcpy", "olMemFill", "olSyncQueue", "olQueryQueue")
 COPIERS = ((Buffer, "copy_from"), (Buffer, "copy_to"), (Array, "copy_from"), (Queue, "copy"))  # compiled copies
 
 
@@ -71,14 +70,16 @@ def main() -> None:
     src = (ctypes.c_char * 64)()
     s = ctypes.addressof(src)
     case("copy ok", lambda: ol.olMemcpy(None, buf, host, s, host, 8))  # finds both ranges safe (deferred)
-    case("copy ok again", lambda: ol.olMemcpy(None, buf, host, s, host, 8))  # compiled: _ranges.HOT covers both
+    case("copy ok again", lambda: ol.olMemcpy(None, buf, host, s, host, 8))  # compiled: its route was published, HOT covers both
     case("copy NULL dst", lambda: ol.olMemcpy(None, 0, host, s, host, 8))
     case("copy overrun", lambda: ol.olMemcpy(None, buf, host, s, host, 65))
     case("copy negative size", lambda: ol.olMemcpy(None, buf, host, s, host, -1))
     case("copy float size", lambda: ol.olMemcpy(None, buf, host, s, host, 8.0))
     case("copy unmapped", lambda: ol.olMemcpy(None, buf, host, 8, host, 8))
     case("copy dead queue", lambda: ol.olMemcpy(dead, buf, host, s, host, 8))
-    case("fill ok", lambda: ol.olMemFill(queue, buf, b"ab", 64))
+    case("fill ok", lambda: ol.olMemFill(queue, buf, b"ab", 64))  # publishes the fill's verdict (deferred)
+    case("fill ok again", lambda: ol.olMemFill(queue, buf, b"cd", 32))  # compiled: inside the verdict's allocation
+    case("fill sync ok", lambda: ol.olMemFill(None, buf, b"ab", 64))  # another verdict: synchronous
     case("fill not a multiple", lambda: ol.olMemFill(queue, buf, b"abc", 64))
     case("fill empty pattern", lambda: ol.olMemFill(queue, buf, b"", 64))
     case("fill overrun", lambda: ol.olMemFill(queue, buf, b"ab", 66))
@@ -112,7 +113,9 @@ def main() -> None:
     case("sync destroyed queue", lambda: ol.olSyncQueue(queue))
     ol.olDestroyProgram(program)
     case("launch destroyed kernel", lambda: ol.olLaunchKernel(None, host, kernel, args, one))
-    ol.olMemFree(buf)
+    ol.olMemFree(buf)  # a new snapshot: no verdict of the old one covers buf
+    case("copy into freed memory", lambda: ol.olMemcpy(None, buf, host, s, host, 8))
+    case("fill freed memory", lambda: ol.olMemFill(None, buf, b"ab", 64))
     ol.olShutDown()
     case("launch after olShutDown", lambda: ol.olLaunchKernel(None, host, kernel, args, one))
     copy_cases()

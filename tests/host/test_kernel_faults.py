@@ -135,6 +135,8 @@ result["alloc_after"] = error_of(ol.olMemAlloc, host, ol.AllocType.DEVICE, 64)
 result["launch_after"] = error_of(ol.olLaunchKernel, None, host, k["fill"], struct.pack("Q", out), size(1))
 result["queue_after"] = error_of(ol.olCreateQueue, host)
 if QUEUED:
+    # plain host memory, but on the faulted device's queue: refused too (the queue takes no more work)
+    result["plain_copy_on_queue_after"] = error_of(ol.olMemcpy, queue, ctypes.addressof(plain_a), host, ctypes.addressof(plain_b), host, 8)
     result["sync_after"] = error_of(ol.olSyncQueue, queue)
     result["destroy_queue"] = error_of(ol.olDestroyQueue, queue)
 result["free"] = error_of(ol.olMemFree, x)
@@ -182,6 +184,10 @@ def assert_faulted(result: dict[str, Any], queued: bool, kernel: str, *parts: st
         assert result[later] is not None and result[later][0] == "BACKEND_FAILURE", (later, result)
         assert f"host kernel '{kernel}' faulted" in result[later][1], (later, result)
     assert result["plain_copy_after"] is None and result["plain_copied"] is True, result
+    if queued:
+        refused = result["plain_copy_on_queue_after"]
+        assert refused is not None and refused[0] == "BACKEND_FAILURE", result
+        assert "which faulted" in refused[1] and f"host kernel '{kernel}' faulted" in refused[1], refused
     # releasing what was made still works, the session ends cleanly, a fresh one runs kernels
     assert result["free"] is None and result["shutdown"] is None, result
     if queued:

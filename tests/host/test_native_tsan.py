@@ -59,7 +59,7 @@ def tsan_package(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path
     shutil.copytree(_CORE, core, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     build = subprocess.run(
         ["gcc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=thread", "-std=c11", f"-I{sysconfig.get_paths()['include']}",
-         *(str(core / "_compiled" / name) for name in ("_fastpath.c", "_fastpath_ops.c", "_tracerec.c", "_tracefifo.c", "_tracelaunch.c")),
+         *sorted(str(path) for path in (core / "_compiled").glob("*.c")),  # (every source of the one extension there)
          "-o", str(core / "_compiled" / f"_fastpath{sysconfig.get_config_var('EXT_SUFFIX')}")],
         capture_output=True, text=True,
     )

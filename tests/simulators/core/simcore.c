@@ -720,6 +720,13 @@ sim_status sim_stream_sync(sim_stream *s) {
   return fault != SIM_OK ? fault : status;
 }
 
+void sim_stream_clear_error(sim_stream *s) {
+  if (s == NULL) return;
+  pthread_mutex_lock(&s->mu);
+  s->error = SIM_OK;
+  pthread_mutex_unlock(&s->mu);
+}
+
 void sim_stream_wait_idle(sim_stream *s) {
   pthread_mutex_lock(&s->mu);
   uint64_t ticket = s->submitted;

@@ -219,6 +219,9 @@ int sim_stream_busy(sim_stream *stream);
 /* Waits until every operation enqueued before the call has finished; returns and clears the
  * first asynchronous error. */
 sim_status sim_stream_sync(sim_stream *stream);
+/* Drops the error a stream keeps for its next synchronisation (a context's end: the device's
+ * legacy stream outlives the context, its error does not). */
+void sim_stream_clear_error(sim_stream *stream);
 /* Waits until every operation enqueued before the call has finished, keeping any error. */
 void sim_stream_wait_idle(sim_stream *stream);
 /* Every stream of the device (legacy included) synchronised; first error returned. */

@@ -462,6 +462,7 @@ EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer) {
 static void release_context_resources(int dev) {
   sim_device_wait_idle(dev);
   sim_device_clear_fault(dev); /* the context is gone, and its sticky error with it */
+  sim_stream_clear_error(sim_stream_legacy(dev)); /* (the device's legacy stream outlives it, not its error) */
   unsigned kinds = KIND(SIM_MEM_DEVICE) | KIND(SIM_MEM_HOST) | KIND(SIM_MEM_MANAGED);
   size_t leaks = sim_mem_report_leaks(dev, kinds, "primary context release");
   if (leaks) fprintf(stderr, "gpusim: %zu allocation(s) leaked at primary context release of device %d\n", leaks, dev);

@@ -22,7 +22,7 @@ from offload.backend.native import NativeExtension, NativeHooks
 from . import _build, _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice
 from ._driver import DriverUnavailable, check, load
-from ._errors import raise_for
+from ._errors import FAULTABLE, raise_for
 from ._program import HipImage, HipKernel
 from ._queue import HipEvent, HipQueue, HostCalls
 
@@ -80,6 +80,7 @@ class AMDGPUBackend(NativeHooks):
         self.devices = [HipDevice(hip, i, _device.read_target(hip, i), count > 1) for i in range(count)]
         for device in self.devices:
             device.native_record = native.device_record(0, device.ordinal, device.select)
+            FAULTABLE[device.ordinal] = device  # (a sticky error while it is current reports it faulted)
         return list(self.devices)
 
     @hookimpl
@@ -89,6 +90,7 @@ class AMDGPUBackend(NativeHooks):
 
     @hookimpl
     def deinit_device(self, device: HipDevice) -> None:
+        FAULTABLE.pop(device.ordinal, None)
         if not self._deferring(lambda: _queue.release_device(device)):
             _queue.release_device(device)
 

@@ -12,9 +12,21 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from offload import ErrorCode
-from offload.backend.support import DriverError
+from offload.backend.support import DriverError, report_device_fault
 
-__all__ = ["ERROR_CODES", "HIP_ERROR_CODES", "HipError", "error_code", "hip_error_text", "raise_for", "raise_hip_error"]
+__all__ = [
+    "ERROR_CODES", "FAULTABLE", "HIP_ERROR_CODES", "STICKY", "HipError", "error_code", "hip_error_text", "raise_for",
+    "raise_hip_error",
+]  # fmt: skip
+
+#: hipError_t values after which the device takes no more work (as CUDA's of the same numbers:
+#: hipErrorIllegalAddress, hipErrorLaunchTimeOut, hipErrorAssert, hipErrorLaunchFailure).
+STICKY = frozenset({700, 702, 710, 719})
+
+#: The backend's devices by ordinal (``_backend`` keeps it): a sticky error is reported
+#: (``report_device_fault``) for the calling thread's current device (``hipGetDevice``; the only
+#: one where there is one).
+FAULTABLE: dict[int, object] = {}
 
 _E = ErrorCode
 
@@ -140,7 +152,16 @@ def raise_for(hip: Any, status: Any, call: str) -> NoReturn:
     """Raise the ``HipError`` for ``call`` failing with ``status`` (not hipSuccess): HIP's name and
     string in the details."""
     value = int(status)
-    raise HipError(error_code(value), f"{call} failed: {hip_error_text(hip, status)}", value)
+    error = HipError(error_code(value), f"{call} failed: {hip_error_text(hip, status)}", value)
+    if value in STICKY and FAULTABLE:
+        try:  # (one device is the current one; hipGetDevice may itself answer the fault)
+            returned = (0, *FAULTABLE) if len(FAULTABLE) == 1 else hip.hipGetDevice()
+            device = FAULTABLE.get(int(returned[1])) if not int(returned[0]) else None
+        except Exception:  # (the runtime cannot say: the error stands alone)
+            device = None
+        if device is not None:
+            report_device_fault(device, error)
+    raise error
 
 
 def raise_hip_error(hip: Any, call: str, status: Any) -> NoReturn:

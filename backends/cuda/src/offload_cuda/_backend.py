@@ -31,6 +31,7 @@ from offload import (
 from . import _binary, _build, _launch, _memory, _occupancy, _queue
 from ._device import CudaDevice
 from ._driver import DriverTooOld, DriverUnavailable, check, load
+from ._errors import FAULTABLE
 from ._pool import StreamOrderedPool
 from ._program import CudaImage, CudaKernel
 from ._queue import CudaEvent, CudaQueue, HostCalls
@@ -65,6 +66,7 @@ class _DeviceState:
         self.events: ResourcePool[Any] = _queue.event_pool(device)
         self.pool = StreamOrderedPool(device)  # mem_alloc_async's (made on first use)
         self.recycle: Callable[[CudaQueue], None] = lambda queue: None if queue.adopted else self.streams.release(queue.stream)
+        FAULTABLE[device.context_address] = self  # (a sticky error in its context reports it faulted)
 
 
 class CudaBackend(NativeHooks):
@@ -117,6 +119,7 @@ class CudaBackend(NativeHooks):
                 self.states.append(_DeviceState(device, self.native))
         except BaseException:
             for state in self.states:
+                FAULTABLE.pop(state.device.context_address, None)
                 state.device.release()
             self.states = []
             raise
@@ -145,6 +148,7 @@ class CudaBackend(NativeHooks):
                 finally:
                     device.pool.release()
         finally:
+            FAULTABLE.pop(device.device.context_address, None)
             device.device.release()
 
     @hookimpl

@@ -9,9 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from offload import ErrorCode
-from offload.backend.support import DriverError
+from offload.backend.support import DriverError, report_device_fault
 
-__all__ = ["ERROR_CODES", "CudaError", "error_code", "raise_for"]
+__all__ = ["ERROR_CODES", "FAULTABLE", "STICKY", "CudaError", "error_code", "raise_for"]
+
+#: CUresult values after which the context takes no more work: CUDA_ERROR_ILLEGAL_ADDRESS,
+#: LAUNCH_TIMEOUT, ASSERT, HARDWARE_STACK_ERROR, ILLEGAL_INSTRUCTION, MISALIGNED_ADDRESS,
+#: INVALID_ADDRESS_SPACE, INVALID_PC, LAUNCH_FAILED (Driver API, CUresult: "This leaves the process
+#: in an inconsistent state and any further CUDA work will return the same error").
+STICKY = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719})
+
+#: The backend's devices by their primary context's address (``_backend`` keeps it): a sticky error
+#: is reported (``report_device_fault``) for the device whose context is current where it surfaced.
+FAULTABLE: dict[int, object] = {}
 
 #: CUresult value -> ErrorCode; anything else is BACKEND_FAILURE.
 ERROR_CODES: dict[int, ErrorCode] = {
@@ -67,6 +77,16 @@ def _describe(driver: Any, result: int) -> str:
 
 
 def raise_for(driver: Any, result: Any, call: str) -> None:
-    """Raise the ``OffloadError`` for a failed driver call (``result`` is not CUDA_SUCCESS)."""
+    """Raise the ``OffloadError`` for a failed driver call (``result`` is not CUDA_SUCCESS); a sticky
+    one first marks the current context's device faulted, so the core refuses its memory too."""
     value = int(result)
-    raise CudaError(error_code(value), f"{call}: {_describe(driver, value)}", value)
+    error = CudaError(error_code(value), f"{call}: {_describe(driver, value)}", value)
+    if value in STICKY and FAULTABLE:
+        try:
+            status, current = driver.cuCtxGetCurrent()
+            device = None if int(status) else FAULTABLE.get(int(current))
+        except Exception:  # (the driver cannot say: the error stands alone)
+            device = None
+        if device is not None:
+            report_device_fault(device, error)
+    raise error

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, SymbolKind, hookimpl
-from offload.backend.support import report_device_fault
+from offload.backend.support import HostCopy, report_device_fault
 from offload.backend.build import kernel_include_dir
 
 from . import _device_info
@@ -25,7 +25,6 @@ from ._image import HostImage, image_problem, kernel_params_of
 from ._queue import HostEvent, HostQueue
 from .build import build_identity, build_program
 
-_memmove = ctypes.memmove
 _partial = functools.partial
 
 
@@ -307,13 +306,10 @@ class HostBackend:
 
     @hookimpl
     def enqueue_host_call(self, device: HostDevice, queue: HostQueue, callback: Callable[[], None]) -> None:
-        if type(callback) is _partial and callback.func is _memmove and len(callback.args) == 3 and not callback.keywords:
-            # the core's queued host-to-host olMemcpy: a native copy, no Python on the queue
-            dst, src, size = callback.args
-            if type(dst) is int and type(src) is int and type(size) is int:
-                if queue.copy(device.pool, dst, src, size):
-                    queue.start_worker()
-                return
+        if type(callback) is HostCopy:  # the core's queued host-to-host olMemcpy: a native copy, no Python on the queue
+            if queue.copy(device.pool, callback.dst, callback.src, callback.size):
+                queue.start_worker()
+            return
         if queue.call(callback):
             queue.start_worker()
 

@@ -65,6 +65,9 @@ class OpenCLBackend:
 
     @hookimpl
     def init(self) -> list[_DeviceState]:
+        if not cl.installed():  # (a broken install: every driver object is made through PyOpenCL)
+            self.states, self.skipped = [], [f"PyOpenCL is not importable, and offload-opencl makes every driver object through it ({cl.INSTALL})"]
+            return []
         devices, self.skipped = discover()
         self.states = [_DeviceState(device) for device in devices]
         return list(self.states)

@@ -11,21 +11,37 @@ allocation, program, queue or other driver object.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import threading
 from types import ModuleType
 from typing import Any
 
-__all__: list[str] = []
+from offload import ErrorCode, OffloadError
+
+__all__ = ["INSTALL", "installed"]
+
+INSTALL = "pip install 'pyopencl>=2024.1', or reinstall offload-opencl, which requires it"
 
 _lock = threading.Lock()
 _module: ModuleType | None = None
+
+
+def installed() -> bool:
+    """Whether PyOpenCL can be imported (found without importing it)."""
+    try:
+        return importlib.util.find_spec("pyopencl") is not None
+    except (ImportError, ValueError):  # a parent that fails, or a module without a spec
+        return False
 
 
 def _pyopencl() -> ModuleType:
     global _module
     with _lock:
         if _module is None:
-            _module = importlib.import_module("pyopencl")  # 80-83 ms (numpy included), spared at olInit
+            try:
+                _module = importlib.import_module("pyopencl")  # 80-83 ms (numpy included), spared at olInit
+            except ImportError as exc:
+                raise OffloadError(ErrorCode.BACKEND_FAILURE, f"offload-opencl cannot import PyOpenCL ({exc}): {INSTALL}") from exc
         return _module
 
 

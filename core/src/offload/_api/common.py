@@ -79,12 +79,14 @@ def release_after_queued_work(
     """Wait for the copies that held the memory before it was retired (``holds``, the grace period
     ``Session.grace`` began: none can enqueue work on it after that), then for every busy queue
     of ``devices``, then call ``release``; inside a host function, ``release`` is enqueued on its
-    own queue instead (which cannot be waited for from inside)."""
+    own queue instead (which cannot be waited for from inside). A device its backend reported
+    faulted runs none of its queued work any more (and its queries fail with the fault): it has
+    nothing to wait for."""
     wait_for_grace(holds)
     own = LOCAL.queue
     for device in devices:
         live, parked = tuple(device.queues), tuple(device.parked)  # copied atomically (GIL)
-        if not live and not parked:
+        if (not live and not parked) or device.fault is not None:
             continue
         backend, native = device.backend, device.native
         has_pending_work = backend.has_pending_work

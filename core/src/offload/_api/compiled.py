@@ -1,7 +1,10 @@
 """Installs the compiled path: the per-call ol* functions that ``offload._compiled._fastpath`` compiles
 (``_compiled._fastpath.COMPILED``) replace the generated Python functions, which each one keeps as its
-fallback (``entry.fallback``) for every case off the common path. ``entry.counts`` says how
-many calls each path made (tests use it to prove which ran)."""
+fallback (``entry.fallback``) for every call no published verdict covers. ``entry.counts`` says
+how many calls each path made (tests use it to prove which ran).
+
+The extension reads only what ``_compiled.interface`` declares: it is configured here with that
+declaration, the classes playing its roles, and the objects it reads."""
 
 from __future__ import annotations
 
@@ -9,14 +12,12 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from . import memory as _api_memory, queues as _api_queues
+from .._compiled import interface
 from .._core.allocations import AllocationMap
-from .._values.errors import OffloadError, as_offload_error
-from .._core.handles import Device, Event, Queue, Symbol
+from .._core.handles import Device, Queue, Symbol
 from .._core.native import ENABLED, _fastpath
-from .._core.ranges import HOT
 from .._core.session import STATE, Session
-from .._values.types import KernelLaunchSizeArgs
+from .._values.errors import OffloadError, as_offload_error
 
 
 def install(functions: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
@@ -25,20 +26,9 @@ def install(functions: dict[str, Callable[..., Any]]) -> dict[str, Callable[...,
         return functions
     _fastpath.configure(
         {
-            "Device": Device,
-            "Queue": Queue,
-            "Symbol": Symbol,
-            "Event": Event,
-            "KernelLaunchSizeArgs": KernelLaunchSizeArgs,
-            "Session": Session,
-            "AllocationMap": AllocationMap,
-            "STATE": STATE,
-            "HOT": HOT,
-            "OffloadError": OffloadError,
-            "as_offload_error": as_offload_error,
-            "partial": functools.partial,
-            "run_host_function": _api_queues._run_host_function,
-            "BIG_HOST_COPY": _api_memory._BIG_HOST_COPY,
+            **interface.declaration(),
+            "types": {"session": Session, "allocation_map": AllocationMap, "device": Device, "queue": Queue, "symbol": Symbol},
+            "objects": {"state": STATE, "hot": interface.HOT, "OffloadError": OffloadError, "as_offload_error": as_offload_error},
         }
     )
     installed = dict(functions)

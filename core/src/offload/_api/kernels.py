@@ -8,6 +8,7 @@ from typing import Any
 from collections.abc import Mapping
 
 from .common import fail, size_arg
+from .._compiled.interface import ENABLED as _COMPILED, publish_launch
 from .._values.enums import ErrorCode, KernelLaunchPropType, SymbolKind
 from .._core.handles import Device, Queue, Symbol
 from .._core.ranges import ADDRESS_LIMIT
@@ -75,6 +76,12 @@ def olLaunchKernel(
     if properties is not None and _cooperative(properties):
         _launch_cooperative(device, native_queue, kernel, args, launch)
         return
+    if _COMPILED and properties is None:  # the verdict the compiled path replays (_compiled.interface)
+        needed = kernel.args_size
+        publish_launch(
+            kernel, queue, device, launch, not kernel.params, needed or 0,
+            launch.num_groups, launch.group_size, launch.dyn_shared_memory, needed is not None,
+        )  # fmt: skip
     device.backend.launch_kernel(device.native, native_queue, kernel.native, args, launch)  # type: ignore[arg-type]
 
 

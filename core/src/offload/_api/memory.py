@@ -9,6 +9,7 @@ import operator
 from typing import Any
 
 from .._values import info as _info
+from .._compiled import interface as _verdicts
 from .._core import ranges as _ranges
 from .._core.allocations import Allocation
 from .common import address_arg, bytes_arg, fail, release_after_queued_work, size_arg
@@ -18,12 +19,12 @@ from .._core.handles import Context as ContextHandle
 from .._core.handles import Device, Queue
 from .._core.ranges import ADDRESS_LIMIT, HOST_MAPPINGS, WRITE, end_of
 from .._core.session import Session
+from .._values.types import HostCopy
 
 MAX_ALLOC_TRIES = 50
 
 _memmove = ctypes.memmove
 _ALLOC_TYPES = frozenset(AllocType)
-_host_copy_cached = _ranges.host_copy_cached
 # From this size a synchronous host-to-host copy goes to the host device's data_submit (whose
 # backend may split it over its threads: the host backend's pool copies 64 MiB in half the time
 # of one memmove on 2 cores); smaller ones are one memmove here.
@@ -233,18 +234,11 @@ def olMemcpy(
     both ends once, by one test here, then each range against the allocations and the host's
     mappings; with a queue the copy runs in queue order, and the memory it uses is kept alive
     until it has run (``olMemFree`` waits). The copy holds what it checked until it ends
-    (``ctx.hold()``). A zero-byte copy does nothing."""
+    (``ctx.hold()``). A zero-byte copy does nothing. The route a copy took is published for the
+    compiled path (``_compiled.interface``), which replays it for the next copies it covers."""
     holds = ctx.holds
     holds.append(None)
     try:
-        if 0 < size < _BIG_HOST_COPY and queue is None and dst_device.is_host and src_device.is_host:
-            # the hot path: both ranges inside the host segments last found safe
-            try:
-                if _host_copy_cached(ctx.allocations.snapshot, dst, src, size):
-                    _memmove(dst, src, size)
-                    return
-            except TypeError:  # a NULL (None) pointer with validation off: checked below
-                pass
         if dst.__class__ is not int or src.__class__ is not int:
             dst, src = address_arg(dst, "DstPtr"), address_arg(src, "SrcPtr")
         bits = dst | src | size
@@ -254,8 +248,18 @@ def olMemcpy(
         if not size:
             return  # nothing to copy, nothing to order
         require_copy_hooks(dst_device, src_device)
+        if queue is not None and queue.device.fault is not None:  # (a fault publishes a new snapshot: no route survives)
+            fault = queue.device.fault
+            raise fail(
+                ErrorCode.BACKEND_FAILURE,
+                f"Queue {queue!r} is a queue of {queue.device._describe()}, which faulted (it takes no more work until "
+                f"olShutDown): {fault.details}",
+            )
+        snapshot = ctx.allocations.snapshot
         _ranges.check_copy(ctx.allocations, ctx.globals, dst, dst_end, dst_device, src, src_end, src_device)
-        transfer(queue, dst, dst_device, src, src_device, size)
+        route = transfer(queue, dst, dst_device, src, src_device, size)
+        if route is not None and _verdicts.ENABLED:
+            _verdicts.publish_route(snapshot, dst_device, src_device, queue, *route, *_ranges.hot_slots(dst_device, src_device))
     finally:
         holds.pop()
 
@@ -270,37 +274,37 @@ def require_copy_hooks(dst_device: Device, src_device: Device) -> None:
         _require_copy_hooks(dst_device, src_device)
 
 
-def transfer(queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, size: int) -> None:
-    """Move ``size`` (> 0) bytes between ranges already checked, through the hook that serves the pair."""
+def transfer(
+    queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, size: int
+) -> tuple[int, int] | None:
+    """Move ``size`` (> 0) bytes between ranges already checked, through the hook that serves the
+    pair. Return the route it took as ``(kind, limit)`` (``_compiled.interface``: the same copy of
+    fewer than ``limit`` bytes always goes this way), or None where the way depends on more."""
     if dst_device.is_host and src_device.is_host:
-        if queue is None:
-            if size >= _BIG_HOST_COPY and "data_submit" in dst_device.backend.implemented:
-                dst_device.backend.data_submit(dst_device.native, dst, src, size, None)
-            else:
-                _memmove(dst, src, size)
-        else:
+        if queue is not None:
             qdev = queue.device
-            copy = functools.partial(_memmove, dst, src, size)  # (its result, the address, is dropped)
-            qdev.backend.enqueue_host_call(qdev.native, queue.native, copy)  # type: ignore[arg-type]
-        return
+            qdev.backend.enqueue_host_call(qdev.native, queue.native, HostCopy(dst, src, size))
+            return None
+        big = "data_submit" in dst_device.backend.implemented
+        if size >= _BIG_HOST_COPY and big:
+            dst_device.backend.data_submit(dst_device.native, dst, src, size, None)
+        else:
+            _memmove(dst, src, size)
+        return _verdicts.ROUTE_MEMMOVE, _BIG_HOST_COPY if big else _verdicts.NO_LIMIT
     if src_device.is_host:
-        owner = dst_device
+        owner, kind = dst_device, _verdicts.ROUTE_SUBMIT
     elif dst_device.is_host:
-        owner = src_device
+        owner, kind = src_device, _verdicts.ROUTE_RETRIEVE
     else:
-        _memcpy_device_to_device(queue, dst, dst_device, src, src_device, size)
-        return
+        return _memcpy_device_to_device(queue, dst, dst_device, src, src_device, size)
     backend = owner.backend
-    if queue is None:
-        qnative = None
-    elif queue.device.backend is backend:
-        qnative = queue.native
-    else:
-        qnative = _queue_for(queue, owner)
+    replayable = queue is None or queue.device.backend is backend
+    qnative = _queue_for(queue, owner)
     if owner is dst_device:
         backend.data_submit(owner.native, dst, src, size, qnative)
     else:
         backend.data_retrieve(owner.native, dst, src, size, qnative)
+    return (kind, _verdicts.NO_LIMIT) if replayable else None
 
 
 def _require_copy_hooks(dst_device: Device, src_device: Device) -> None:
@@ -333,17 +337,19 @@ def _queue_for(queue: Queue | None, device: Device) -> Any:
 
 def _memcpy_device_to_device(
     queue: Queue | None, dst: int, dst_device: Device, src: int, src_device: Device, size: int
-) -> None:
+) -> tuple[int, int] | None:
     backend = src_device.backend
     if backend is dst_device.backend and "data_exchange" in backend.implemented:
+        replayable = queue is None or queue.device.backend is backend
         backend.data_exchange(src_device.native, src, dst_device.native, dst, size, _queue_for(queue, src_device))
-        return
+        return (_verdicts.ROUTE_EXCHANGE, _verdicts.NO_LIMIT) if replayable else None
     if queue is not None:  # bounce through the host, after the queue's earlier work
         queue.device.backend.synchronize(queue.device.native, queue.native, False)
     bounce = (ctypes.c_char * size)()
     address = ctypes.addressof(bounce)
     src_device.backend.data_retrieve(src_device.native, address, src, size, None)
     dst_device.backend.data_submit(dst_device.native, dst, address, size, None)
+    return None
 
 
 def olMemFill(ctx: Session, queue: Queue | None, ptr: Any, pattern: Any, fill_size: Any) -> None:
@@ -370,10 +376,13 @@ def olMemFill(ctx: Session, queue: Queue | None, ptr: Any, pattern: Any, fill_si
         return
     holds = ctx.hold()  # what the check finds safe stays so until the fill ends
     try:
-        _ranges.check_range(ctx.allocations, ctx.globals, "Ptr", ptr, end, device if allocation is None else allocation.device, WRITE)
+        snapshot = ctx.allocations.snapshot
+        found = _ranges.check_range(ctx.allocations, ctx.globals, "Ptr", ptr, end, device if allocation is None else allocation.device, WRITE)
         whole = fill_size - fill_size % len(pattern)
         if whole:
             device.backend.data_fill(device.native, ptr, pattern, whole, native_queue)
+            if found is allocation is not None and _verdicts.ENABLED:  # (any whole-pattern fill inside this allocation goes the same way)
+                _verdicts.publish_fill(snapshot, queue, allocation.start, allocation.end, device)
         if whole < fill_size:  # validation off: the last pattern written in part, as liboffload does
             tail = pattern[: fill_size - whole]
             device.backend.data_fill(device.native, ptr + whole, tail, len(tail), native_queue)

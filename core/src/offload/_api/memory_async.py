@@ -89,7 +89,7 @@ def _revive(ctx: Session, queue: Queue, address: int, size: int, put_back: Calla
         raise fail(ErrorCode.BACKEND_FAILURE, f"the pooled block {address:#x} is no longer in the allocation map")
     # what check_range would find for a write to it, in the snapshot that made it live (a later
     # publish, a free included, makes this verdict dead): the use that follows needs no lookup
-    _ranges.HOT[_ranges.WRITE if device.is_host else _ranges.DEVICE] = (address, address + size, snapshot, None if device.is_host else device)
+    _ranges.remember_write(snapshot, address, address + size, device)
     return address
 
 

@@ -95,7 +95,10 @@ def _release_native_queue(ctx: Session, device: Device, native_queue: Any) -> No
 
 def olDestroyQueue(ctx: Session, queue: Queue) -> None:
     """Destroy a queue: its enqueued work still runs (the queue is parked until it has), and an
-    error of that work reaches the final ``olShutDown``. A finished queue's errors are raised here."""
+    error of that work reaches the final ``olShutDown``. A finished queue's errors are raised here.
+    A queue whose query fails is parked for the final ``olShutDown``, which releases it and
+    reports its errors; on a device its backend reported faulted (which answers every query with
+    the fault) the destroy itself then succeeds."""
     device = queue.device
     backend, native = device.backend, device.native
     if len(device.pool):
@@ -108,7 +111,15 @@ def olDestroyQueue(ctx: Session, queue: Queue) -> None:
             raise fail(ErrorCode.INVALID_QUEUE, f"{queue!r} was destroyed")
         queue._ctx = None
         device.queues.discard(queue)
-    if not backend.has_pending_work(native, queue.native) and LOCAL.queue is not queue.native:
+    try:
+        busy = backend.has_pending_work(native, queue.native)
+    except BaseException:  # kept reachable: the final olShutDown releases it and reports its errors
+        with device.lock:
+            device.parked.append(queue.native)
+        if device.fault is None:
+            raise
+        return  # (a faulted device answers its fault to every query: nothing of it runs any more)
+    if not busy and LOCAL.queue is not queue.native:
         try:
             backend.synchronize(native, queue.native, True)
         finally:
@@ -122,8 +133,11 @@ def olDestroyQueue(ctx: Session, queue: Queue) -> None:
 
 def _release_surplus_parked(ctx: Session, device: Device) -> None:
     """Release the oldest finished parked queues beyond PARKED_IDLE_LIMIT (kept for reuse); every
-    one is released whatever fails, and failures are kept for the final olShutDown."""
+    one is released whatever fails, and failures are kept for the final olShutDown (a faulted
+    device's: all of them, there)."""
     backend, native = device.backend, device.native
+    if device.fault is not None:
+        return
     with device.lock:
         idle = [q for q in device.parked if q is not LOCAL.queue and not backend.has_pending_work(native, q)]
         adopted = [q for q in idle if id(q) in device.adopted]  # never reused: released once idle

@@ -1,5 +1,6 @@
-/* _fastpath.c - offload._compiled._fastpath: the module, its configuration, the Entry type (a compiled
- * ol* function) and the helpers its operations share (_fastpath_ops.c holds the operations).
+/* _fastpath.c - offload._compiled._fastpath: the module, the Entry type (a compiled ol* function) and
+ * the helpers its operations share (_fastpath_ops.c holds the operations, _config.c the
+ * configuration, _verdicts.c the verdicts they replay).
  *
  * An Entry is called like the generated Python function it was made from (its fallback): its
  * operation makes the common case and answers DEFER for anything else, and then the fallback is
@@ -11,19 +12,22 @@
 #include <string.h>
 #include <structmember.h>
 
-fp_config FP;
-int fp_configured;
 
 /* ------------------------------------------------------------------------------------ */
 /* Helpers of the operations                                                              */
 
 PyObject *fp_session(void) {
-  PyObject *ctx = SLOT(FP.state, FP.st_untraced);
-  return ctx == NULL || ctx == Py_None ? NULL : ctx;
+  PyObject *ctx = FIELD(FP.state, state, untraced);
+  return ctx == NULL || ctx == Py_None || Py_TYPE(ctx) != FP.session_t ? NULL : ctx;
+}
+
+PyObject *fp_snapshot(PyObject *ctx) {
+  PyObject *allocations = FIELD(ctx, session, allocations);
+  return allocations == NULL || Py_TYPE(allocations) != FP.allocation_map_t ? NULL : FIELD(allocations, allocation_map, snapshot);
 }
 
 int fp_register(PyObject *ctx, PyObject *entry) {
-  PyObject *calls = SLOT(ctx, FP.cx_calls);
+  PyObject *calls = FIELD(ctx, session, calls);
   if (calls == NULL || !PyList_CheckExact(calls)) {
     PyErr_SetString(PyExc_RuntimeError, "offload._compiled._fastpath: the session has no calls list");
     return -1;
@@ -32,7 +36,7 @@ int fp_register(PyObject *ctx, PyObject *entry) {
 }
 
 void fp_unregister(PyObject *ctx, PyObject *entry) {
-  PyObject *calls = SLOT(ctx, FP.cx_calls);
+  PyObject *calls = FIELD(ctx, session, calls);
   if (calls == NULL || !PyList_CheckExact(calls)) return;
   /* the latest registration of this very object: equal to the first equal one, as far as
    * anyone reading the list can tell (a name is a name, a kernel is compared by identity) */
@@ -47,10 +51,10 @@ void fp_unregister(PyObject *ctx, PyObject *entry) {
   }
 }
 
-int fp_still(PyObject *ctx) { return SLOT(FP.state, FP.st_ctx) == ctx; }
+int fp_still(PyObject *ctx) { return FIELD(FP.state, state, ctx) == ctx; }
 
 PyObject *fp_hold(PyObject *ctx) {
-  PyObject *holds = SLOT(ctx, FP.cx_holds);
+  PyObject *holds = FIELD(ctx, session, holds);
   if (holds == NULL || !PyList_CheckExact(holds)) {
     PyErr_SetString(PyExc_RuntimeError, "offload._compiled._fastpath: the session has no holds list");
     return NULL;
@@ -102,13 +106,12 @@ PyObject *fp_hook(PyObject *backend, PyObject *name, PyObject *const *args, size
 }
 
 const offload_native_entry_points *fp_entry_points(PyObject *device) {
-  PyObject *capsule = SLOT(device, FP.d_entry_points);
+  PyObject *capsule = FIELD(device, device, entry_points);
   if (capsule == NULL || !PyCapsule_CheckExact(capsule)) return NULL;
   return PyCapsule_GetPointer(capsule, OFFLOAD_NATIVE_CAPSULE_NAME); /* checked by configure's caller */
 }
 
-offload_native_word fp_word(PyObject *obj, Py_ssize_t off, int *ok) {
-  PyObject *word = SLOT(obj, off);
+offload_native_word fp_word(PyObject *word, int *ok) {
   if (word == NULL || !PyLong_CheckExact(word)) {
     *ok = 0;
     return 0;
@@ -166,14 +169,12 @@ static PyObject *entry_vectorcall(PyObject *callable, PyObject *const *args, siz
 static int entry_traverse(Entry *self, visitproc visit, void *arg) {
   Py_VISIT(self->fallback);
   Py_VISIT(self->dict);
-  Py_VISIT(self->last_launch);
   return 0;
 }
 
 static int entry_clear(Entry *self) {
   Py_CLEAR(self->fallback);
   Py_CLEAR(self->dict);
-  Py_CLEAR(self->last_launch);
   Py_CLEAR(self->name);
   return 0;
 }
@@ -230,10 +231,7 @@ static PyTypeObject EntryType = {
     .tp_dictoffset = offsetof(Entry, dict),
 };
 
-static const char *const KIND_NAMES[FP_KINDS] = {
-    "olLaunchKernel", "olMemcpy", "olMemFill", "olSyncQueue", "olQueryQueue",
-    "olCreateEvent", "olSyncEvent", "olWaitEvents", "olGetEventElapsedTime", "olLaunchHostFunction",
-};
+static const char *const KIND_NAMES[FP_KINDS] = {"olLaunchKernel", "olMemcpy", "olMemFill", "olSyncQueue", "olQueryQueue"};
 
 static PyObject *py_entry(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
@@ -257,123 +255,11 @@ static PyObject *py_entry(PyObject *m, PyObject *const *args, Py_ssize_t nargs) 
     self->name = Py_NewRef(args[0]);
     PyUnicode_InternInPlace(&self->name);
     self->dict = NULL;
-    self->last_launch = NULL;
-    self->last_dims_ok = 0;
     self->fast = self->deferred = self->native = 0;
     PyObject_GC_Track(self);
     return (PyObject *)self;
   }
   return PyErr_Format(PyExc_KeyError, "%s has no compiled path", name);
-}
-
-/* ------------------------------------------------------------------------------------ */
-/* Configuration                                                                          */
-
-/* The offset of the object slot `name` of `type` (found through the MRO), or -1 with an error. */
-static Py_ssize_t slot_offset(PyObject *type, const char *name) {
-  PyObject *descr = PyObject_GetAttrString(type, name);
-  if (descr == NULL) return -1;
-  Py_ssize_t off = -1;
-  if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-    PyMemberDef *def = ((PyMemberDescrObject *)descr)->d_member;
-    if (def->type == T_OBJECT_EX || def->type == T_OBJECT) off = def->offset;
-  }
-  Py_DECREF(descr);
-  if (off < 0) PyErr_Format(PyExc_TypeError, "%R.%s is not an object slot", type, name);
-  return off;
-}
-
-static PyObject *need(PyObject *config, const char *key, PyTypeObject *type) {
-  PyObject *value = PyDict_GetItemString(config, key);
-  if (value == NULL) return PyErr_Format(PyExc_KeyError, "configure() needs %s", key);
-  if (type != NULL && !PyObject_TypeCheck(value, type))
-    return PyErr_Format(PyExc_TypeError, "configure(): %s must be a %s", key, type->tp_name);
-  return value;
-}
-
-#define TYPE(field, key) \
-  if ((FP.field = (PyTypeObject *)need(config, key, &PyType_Type)) == NULL) return NULL; \
-  Py_INCREF(FP.field)
-#define OBJ(field, key) \
-  if ((FP.field = need(config, key, NULL)) == NULL) return NULL; \
-  Py_INCREF(FP.field)
-#define OFF(field, type, name) \
-  if ((FP.field = slot_offset((PyObject *)(type), name)) < 0) return NULL
-
-static PyObject *py_configure(PyObject *m, PyObject *config) {
-  (void)m;
-  if (!PyDict_Check(config)) {
-    PyErr_SetString(PyExc_TypeError, "configure(config): a dict");
-    return NULL;
-  }
-  if (fp_configured) Py_RETURN_NONE; /* once per process: the classes and STATE never change */
-  TYPE(device_t, "Device");
-  TYPE(queue_t, "Queue");
-  TYPE(symbol_t, "Symbol");
-  TYPE(event_t, "Event");
-  TYPE(launch_t, "KernelLaunchSizeArgs");
-  OBJ(state, "STATE");
-  OBJ(hot, "HOT");
-  OBJ(offload_error, "OffloadError");
-  OBJ(as_offload_error, "as_offload_error");
-  OBJ(partial, "partial");
-  OBJ(run_host_function, "run_host_function");
-  if (!PyList_CheckExact(FP.hot) || PyList_GET_SIZE(FP.hot) != 4) {
-    PyErr_SetString(PyExc_TypeError, "configure(): HOT must be a list of 4");
-    return NULL;
-  }
-  PyObject *big = need(config, "BIG_HOST_COPY", &PyLong_Type);
-  if (big == NULL || !fp_u64(big, &FP.big_host_copy)) return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "BIG_HOST_COPY");
-  PyObject *state_t = (PyObject *)Py_TYPE(FP.state), *ctx_t = need(config, "Session", &PyType_Type);
-  PyObject *map_t = need(config, "AllocationMap", &PyType_Type);
-  if (ctx_t == NULL || map_t == NULL) return NULL;
-  OFF(st_untraced, state_t, "untraced");
-  OFF(st_ctx, state_t, "ctx");
-  OFF(st_recorder, state_t, "recorder");
-  OFF(cx_calls, ctx_t, "calls");
-  OFF(cx_allocations, ctx_t, "allocations");
-  OFF(cx_api_level, ctx_t, "api_level");
-  OFF(cx_holds, ctx_t, "holds");
-  OFF(am_snapshot, map_t, "snapshot");
-  OFF(h_ctx, FP.device_t, "_ctx");
-  OFF(d_backend, FP.device_t, "backend");
-  OFF(d_native, FP.device_t, "native");
-  OFF(d_is_host, FP.device_t, "is_host");
-  OFF(d_limits, FP.device_t, "limits");
-  OFF(d_entry_points, FP.device_t, "entry_points");
-  OFF(d_word, FP.device_t, "word");
-  OFF(q_device, FP.queue_t, "device");
-  OFF(q_native, FP.queue_t, "native");
-  OFF(q_id, FP.queue_t, "id");
-  OFF(q_word, FP.queue_t, "word");
-  OFF(k_launch_device, FP.symbol_t, "launch_device");
-  OFF(k_params, FP.symbol_t, "params");
-  OFF(k_args_size, FP.symbol_t, "args_size");
-  OFF(k_native, FP.symbol_t, "native");
-  OFF(k_word, FP.symbol_t, "word");
-  OFF(e_device, FP.event_t, "device");
-  OFF(e_native, FP.event_t, "native");
-  OFF(e_queue, FP.event_t, "queue");
-  OFF(e_queue_id, FP.event_t, "queue_id");
-  OFF(e_profiling, FP.event_t, "profiling");
-  OFF(l_checked_for, FP.launch_t, "checked_for");
-  OFF(l_num_groups, FP.launch_t, "num_groups");
-  OFF(l_group_size, FP.launch_t, "group_size");
-  OFF(l_dyn, FP.launch_t, "dyn_shared_memory");
-  PyObject **names[] = {
-      &FP.s_main, &FP.s_launch_kernel, &FP.s_data_submit, &FP.s_data_retrieve, &FP.s_data_fill, &FP.s_synchronize,
-      &FP.s_has_pending_work, &FP.s_create_event, &FP.s_sync_event, &FP.s_wait_event, &FP.s_event_elapsed_time,
-      &FP.s_enqueue_host_call, &FP.s_find, &FP.s_device, &FP.s_data_exchange, &FP.s_implemented,
-  };
-  const char *texts[] = {
-      "main", "launch_kernel", "data_submit", "data_retrieve", "data_fill", "synchronize", "has_pending_work",
-      "create_event", "sync_event", "wait_event", "event_elapsed_time", "enqueue_host_call", "find",
-      "device", "data_exchange", "implemented",
-  };
-  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; ++i)
-    if ((*names[i] = PyUnicode_InternFromString(texts[i])) == NULL) return NULL;
-  fp_configured = 1;
-  Py_RETURN_NONE;
 }
 
 /* Whether `capsule` holds entry points this core can call: the name, the ABI version, and a
@@ -391,7 +277,6 @@ static PyObject *py_entry_points_ok(PyObject *m, PyObject *capsule) {
 }
 
 static PyMethodDef methods[] = {
-    {"configure", py_configure, METH_O, "configure(config: dict): the classes and objects the compiled path reads (once)."},
     {"entry", (PyCFunction)(void (*)(void))py_entry, METH_FASTCALL,
      "entry(name, fallback): the compiled function `name`, deferring to `fallback`."},
     {"entry_points_ok", py_entry_points_ok, METH_O,
@@ -418,6 +303,8 @@ static int fp_exec(PyObject *module) {
     Py_DECREF(names);
     return -1;
   }
+  if (PyModule_AddFunctions(module, fp_config_methods) < 0 || PyModule_AddFunctions(module, fp_verdict_methods) < 0) return -1;
+  if (PyModule_AddIntConstant(module, "INTERFACE_VERSION", FP_INTERFACE_VERSION) < 0) return -1;
   return PyModule_AddIntConstant(module, "ABI_VERSION", OFFLOAD_NATIVE_ABI_VERSION);
 }
 

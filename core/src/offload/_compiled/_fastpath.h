@@ -1,14 +1,16 @@
-/* _fastpath.h - what the two C files of offload._compiled._fastpath share.
+/* _fastpath.h - what the C files of offload._compiled._fastpath share.
  *
  * offload._compiled._fastpath is the compiled common case of the per-call ol* functions (see
  * core/DESIGN.md, "The compiled path"). Each compiled function is an `Entry`: it either makes
  * the call exactly as the generated Python function (its `fallback`) would, or calls that
- * fallback with the same arguments. It never raises an error of its own making: every error
- * code and message comes from the Python implementation (or from a backend hook, converted by
- * the same `as_offload_error`).
+ * fallback with the same arguments. It never raises an error of its own making and decides
+ * nothing of its own: it replays the verdicts the Python definitions published (_verdicts.c) and
+ * defers every call no verdict covers.
  *
- * The Python objects it reads are slotted (`__slots__`): their slots are read by offset, found
- * once from the classes' member descriptors by `configure`, after an exact class test.
+ * What it reads is declared in offload/_compiled/interface.py, versioned: the fields below
+ * (FP_FIELDS, found by name in the classes `configure` is given, after an exact class test at
+ * every use), the verdict stores, and configure's objects. A change of either side is a change of
+ * FP_INTERFACE_VERSION and interface.VERSION together; configure refuses a mismatch.
  */
 #ifndef OFFLOAD_FASTPATH_H
 #define OFFLOAD_FASTPATH_H
@@ -20,53 +22,49 @@
 
 #include "../include/offload_native.h"
 
-/* A slot of an object whose exact class was tested: NULL when unset. */
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+#define FP_INTERFACE_VERSION 2
+
+/* The declared fields, per role (interface.FIELDS, in its order). */
+#define FP_FIELDS(X)                                                                              \
+  X(state, ctx) X(state, untraced) X(state, recorder)                                             \
+  X(session, calls) X(session, allocations) X(session, holds)                                     \
+  X(allocation_map, snapshot)                                                                     \
+  X(handle, _ctx)                                                                                 \
+  X(device, backend) X(device, native) X(device, entry_points) X(device, word)                    \
+  X(queue, device) X(queue, native) X(queue, word)                                                \
+  X(symbol, native) X(symbol, word)
+
+/* The roles whose class configure is given (the state is an object: its own class). */
+#define FP_TYPES(X) X(session) X(allocation_map) X(device) X(queue) X(symbol)
+
+/* A declared field of an object whose exact class was tested: NULL when unset. */
+#define FIELD(obj, role, name) (*(PyObject **)((char *)(obj) + FP.off.role##_##name))
 
 typedef struct {
-  /* classes */
-  PyTypeObject *device_t, *queue_t, *symbol_t, *event_t, *launch_t;
-  /* objects */
-  PyObject *state;            /* _runtime.STATE */
-  PyObject *hot;              /* _ranges.HOT: [DEVICE, READ, WRITE] */
+#define FP_OFF(role, name) Py_ssize_t role##_##name;
+  FP_FIELDS(FP_OFF)
+#undef FP_OFF
+} fp_offsets;
+
+typedef struct {
+#define FP_TYPE(role) PyTypeObject *role##_t;
+  FP_TYPES(FP_TYPE)
+#undef FP_TYPE
+  PyObject *state;            /* the runtime's state (role "state") */
+  PyObject *hot;              /* interface.HOT: ranges found safe, a list of 4 */
   PyObject *offload_error;    /* OffloadError */
-  PyObject *as_offload_error; /* _errors.as_offload_error(exc, what) */
-  PyObject *partial;          /* functools.partial */
-  PyObject *run_host_function; /* _api_queues._run_host_function */
-  PyObject *s_main;           /* "main" */
-  /* interned names: hooks and attributes */
+  PyObject *as_offload_error; /* as_offload_error(exc, what): a hook's other exception as one */
+  /* interned names of the hooks called */
   PyObject *s_launch_kernel, *s_data_submit, *s_data_retrieve, *s_data_fill, *s_synchronize, *s_has_pending_work;
-  PyObject *s_create_event, *s_sync_event, *s_wait_event, *s_event_elapsed_time, *s_enqueue_host_call;
-  PyObject *s_find, *s_device, *s_data_exchange, *s_implemented;
-  uint64_t big_host_copy;     /* _api_memory._BIG_HOST_COPY */
-  /* slot offsets */
-  Py_ssize_t st_untraced, st_ctx, st_recorder;
-  Py_ssize_t cx_calls, cx_allocations, cx_api_level, cx_holds, am_snapshot;
-  Py_ssize_t h_ctx;
-  Py_ssize_t d_backend, d_native, d_is_host, d_limits, d_entry_points, d_word;
-  Py_ssize_t q_device, q_native, q_id, q_word;
-  Py_ssize_t k_launch_device, k_params, k_args_size, k_native, k_word;
-  Py_ssize_t e_device, e_native, e_queue, e_queue_id, e_profiling;
-  Py_ssize_t l_checked_for, l_num_groups, l_group_size, l_dyn;
+  PyObject *s_data_exchange;
+  fp_offsets off;
 } fp_config;
 
 extern fp_config FP;
 extern int fp_configured;
 
 /* The compiled functions (the Entry objects' kinds). */
-enum {
-  FP_LAUNCH_KERNEL,
-  FP_MEMCPY,
-  FP_MEM_FILL,
-  FP_SYNC_QUEUE,
-  FP_QUERY_QUEUE,
-  FP_CREATE_EVENT,
-  FP_SYNC_EVENT,
-  FP_WAIT_EVENTS,
-  FP_ELAPSED_TIME,
-  FP_LAUNCH_HOST_FUNCTION,
-  FP_KINDS
-};
+enum { FP_LAUNCH_KERNEL, FP_MEMCPY, FP_MEM_FILL, FP_SYNC_QUEUE, FP_QUERY_QUEUE, FP_KINDS };
 
 typedef struct {
   PyObject_HEAD
@@ -75,9 +73,6 @@ typedef struct {
   PyObject *fallback; /* the generated Python function */
   PyObject *name;     /* what the call registers in ctx.calls (its name; a launch: its kernel) */
   PyObject *dict;     /* __doc__, __wrapped__, ... */
-  PyObject *last_launch;         /* olLaunchKernel: the last size object turned into dims */
-  offload_launch_dims last_dims; /* ... and its dims (a KernelLaunchSizeArgs is immutable) */
-  int last_dims_ok;              /* whether they fit offload_launch_dims */
   unsigned long long fast, deferred, native; /* calls made here / by the fallback / by an entry point */
 } Entry;
 
@@ -88,30 +83,69 @@ typedef struct {
 PyObject *fp_session(void);
 /* Whether `obj` is a live handle of exactly `type` in session `ctx`. */
 static inline int fp_live(PyObject *obj, PyTypeObject *type, PyObject *ctx) {
-  return Py_TYPE(obj) == type && SLOT(obj, FP.h_ctx) == ctx;
+  return Py_TYPE(obj) == type && FIELD(obj, handle, _ctx) == ctx;
 }
+/* The current snapshot of the session's allocation map (borrowed), or NULL. */
+PyObject *fp_snapshot(PyObject *ctx);
 /* Registers `entry` in ctx.calls (0, or -1 with an exception set). */
 int fp_register(PyObject *ctx, PyObject *entry);
 /* Removes `entry` from ctx.calls, keeping any exception set. */
 void fp_unregister(PyObject *ctx, PyObject *entry);
-/* Holds what a copy checked until it ends (_ranges.hold: ctx.holds.append(None)): the list to
- * pass to fp_unhold (a new reference), or NULL with an exception set. */
+/* Holds what a copy checked until it ends (ctx.holds.append(None), as the Python path's
+ * ctx.hold()): the list to pass to fp_unhold (a new reference), or NULL with an exception set. */
 PyObject *fp_hold(PyObject *ctx);
 /* Ends a hold (removes one None from `holds`, keeping any exception set) and drops the list. */
 void fp_unhold(PyObject *holds);
-/* Whether STATE.ctx is still `ctx` (checked after registering). */
+/* Whether the state's session is still `ctx` (checked after registering). */
 int fp_still(PyObject *ctx);
 /* Calls the backend hook `name` of `backend`; a failure other than an OffloadError becomes one
  * (as_offload_error(exc, what)), as the generated functions do. New reference or NULL. */
 PyObject *fp_hook(PyObject *backend, PyObject *name, PyObject *const *args, size_t nargs, PyObject *what);
 /* The native entry points of a device (NULL: none). */
 const offload_native_entry_points *fp_entry_points(PyObject *device);
-/* A native word slot: 0 and *ok = 0 when the object has none. */
-offload_native_word fp_word(PyObject *obj, Py_ssize_t off, int *ok);
-/* Whether the allocation-map snapshot `snapshot` and HOT[slot] cover [start, end) (for `device`). */
+/* A handle's native word (the field `word` of its role): 0 and *ok = 0 when it has none. */
+offload_native_word fp_word(PyObject *word, int *ok);
+/* Whether HOT[slot], found in `snapshot`, covers [start, end) for `device`. */
 int fp_hot_covers(int slot, PyObject *snapshot, uint64_t start, uint64_t end, PyObject *device);
 /* A non-negative exact int below 2**64 into *out; 0 (no exception) otherwise. */
 int fp_u64(PyObject *obj, uint64_t *out);
+
+/* ------------------------------------------------------------------------------------ */
+/* The verdict stores (_verdicts.c; interface.py says what each verdict states). Lookups return
+ * a borrowed entry, valid while the GIL is held; NULL when no verdict covers the call. */
+
+enum { ROUTE_MEMMOVE, ROUTE_SUBMIT, ROUTE_RETRIEVE, ROUTE_EXCHANGE };
+
+/* The objects a verdict holds, strong references (NULL where unused): its key first. */
+typedef struct {
+  PyObject *ref[4];
+} fp_refs;
+
+typedef struct {
+  fp_refs refs; /* the key: snapshot, dst_device, src_device, queue (Py_None: synchronous) */
+  int kind, dst_slot, src_slot;
+  uint64_t limit; /* sizes below it */
+} fp_route;
+
+typedef struct {
+  fp_refs refs; /* the key: snapshot, queue; then the device whose data_fill serves it */
+  uint64_t lo, hi;
+} fp_fill;
+#define FP_FILL_DEVICE(fill) ((fill)->refs.ref[2])
+
+typedef struct {
+  fp_refs refs;      /* the key: kernel, queue, device, launch size object */
+  int none_ok;       /* accepted without arguments */
+  uint64_t min_args; /* ... and with a buffer of at least this many bytes */
+  int native;        /* the device's launch entry point may take it */
+  offload_launch_dims dims;
+} fp_launch;
+
+const fp_route *fp_find_route(PyObject *snapshot, PyObject *dst_device, PyObject *src_device, PyObject *queue);
+const fp_fill *fp_find_fill(PyObject *snapshot, PyObject *queue, uint64_t start, uint64_t end);
+const fp_launch *fp_find_launch(PyObject *kernel, PyObject *queue, PyObject *device, PyObject *launch);
+extern PyMethodDef fp_verdict_methods[]; /* publish_route, publish_fill, publish_launch, forget */
+extern PyMethodDef fp_config_methods[];  /* configure, fields (_config.c) */
 
 /* The timeline's recorder (_tracerec.c): offload._fastpath.Recorder, and one slice appended to
  * it (0, or -1 with an exception set). */

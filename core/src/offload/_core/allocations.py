@@ -8,7 +8,7 @@ current snapshot without locking, so a lookup is one attribute read and one bise
 
 A range whose owner let it go (``olMemFree``, ``olDestroyProgram``) stays in the map, *retired*,
 until its memory was given back: every range check refuses it meanwhile, and the two publishes
-(retired, then gone) are what invalidates the range checks' cache (``_core.ranges.HOT``).
+(retired, then gone) are what invalidates the range checks' cache (``_compiled.interface.HOT``, which ``_core.ranges`` writes).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import bisect
 import threading
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .._compiled.interface import FIELDS
 from .._values.enums import AllocType
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def _empty() -> tuple[tuple[int, ...], tuple[Allocation, ...]]:
 class AllocationMap:
     """Live ranges keyed by base address, published as a sorted (bases, ranges) snapshot."""
 
-    __slots__ = ("_by_base", "_lock", "snapshot")
+    __slots__ = (*FIELDS["allocation_map"], "_by_base", "_lock")  # (the compiled path reads the first: _compiled.interface)
 
     snapshot: tuple[tuple[int, ...], tuple[Allocation, ...]]  # sorted bases, their ranges
 
@@ -128,7 +129,7 @@ class AllocationMap:
 
     def republish(self) -> None:
         """Publish the same ranges as a new snapshot: whatever was found safe in the last one
-        (``_core.ranges.HOT``) must be checked again."""
+        (``_compiled.interface.HOT``, which ``_core.ranges`` writes) must be checked again."""
         with self._lock:
             self._publish()
 

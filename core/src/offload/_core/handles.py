@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .._compiled.interface import FIELDS
 from .._values.enums import DeviceInfo, PlatformBackend, SymbolKind
 from .._values.errors import OffloadError
 
@@ -20,8 +21,11 @@ if TYPE_CHECKING:
     from ..hookspecs import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 
 
+# The classes below declare the fields the compiled path reads (``_compiled.interface.FIELDS``) first.
+
+
 class _Handle:
-    __slots__ = ("_ctx", "__weakref__")
+    __slots__ = (*FIELDS["handle"], "__weakref__")
     _ctx: object | None  # the session (``runtime.Context``) it belongs to: only its identity matters here
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -61,8 +65,8 @@ class DeviceHandle(_Handle):
     """``ol_device_handle_t``."""
 
     __slots__ = (
-        "backend", "native", "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
-        "limits", "registered", "entry_points", "word", "fault", "adopted", "pool",
+        *FIELDS["device"], "platform", "index", "info", "info_cache", "is_host", "lock", "parked", "queues", "programs",
+        "limits", "registered", "fault", "adopted", "pool",
     )
     backend: BoundBackend
     native: NativeDevice
@@ -107,7 +111,7 @@ class ContextHandle(_Handle):
 class QueueHandle(_Handle):
     """``ol_queue_handle_t``."""
 
-    __slots__ = ("device", "native", "id", "context", "word")
+    __slots__ = (*FIELDS["queue"], "id", "context")
     device: Device
     native: NativeQueue
     id: int
@@ -150,7 +154,7 @@ class ProgramHandle(_Handle):
 class SymbolHandle(_Handle):
     """``ol_symbol_handle_t``: a kernel or global variable, owned by its program."""
 
-    __slots__ = ("program", "kind", "name", "native", "address", "size", "params", "args_size", "launch_device", "word")
+    __slots__ = (*FIELDS["symbol"], "program", "kind", "name", "address", "size", "params", "args_size", "launch_device")
     program: Program
     kind: SymbolKind
     name: str

@@ -2,30 +2,23 @@
 hands it (``hookspecs.native_entry_points`` / ``native_word``, ``include/offload_native.h``).
 
 The compiled path is ``offload._compiled._fastpath``, a C extension built with offload-core where a
-compiler was found (``core/setup.py``: optional). ``OFFLOAD_COMPILED=0`` (read once, at import)
-keeps the pure-Python path, which is also what a core without the extension runs. Without the
-compiled path no backend is asked for entry points: nothing would call them.
+compiler was found (``core/setup.py``: optional); ``_compiled.interface`` decides whether it runs
+(``OFFLOAD_COMPILED=0`` keeps the pure-Python path). Without the compiled path no backend is asked
+for entry points: nothing would call them.
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
+
+from .._compiled.interface import COMPILED_ENV, ENABLED, _fastpath
 
 if TYPE_CHECKING:
     from .handles import Device
     from .bound import BoundBackend
 
-COMPILED_ENV = "OFFLOAD_COMPILED"
+__all__ = ["COMPILED_ENV", "ENABLED", "WORD_LIMIT", "_fastpath", "entry_points", "word"]  # _fastpath: for _api.compiled
 
-try:
-    import offload._compiled._fastpath as _fastpath  # (re-exported: _api.compiled installs it; by its full name, as an extension module)
-except ImportError:  # built without a compiler: the pure-Python package
-    _fastpath = None  # type: ignore[assignment]
-
-__all__ = ["COMPILED_ENV", "ENABLED", "WORD_LIMIT", "_fastpath", "entry_points", "word"]  # _fastpath: for _compiled
-
-ENABLED = _fastpath is not None and os.environ.get(COMPILED_ENV, "1").strip() != "0"
 WORD_LIMIT = 1 << 64
 
 

@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .allocations import Allocation, AllocationMap, touching
+from .._compiled.interface import HOT, HOT_DEVICE, HOT_DEVICE_READ, HOT_READ, HOT_WRITE
 from .._values.enums import AllocType, ErrorCode
 from .._values.errors import OffloadError
 
@@ -43,10 +44,10 @@ if TYPE_CHECKING:
     from .handles import Device
 
 ADDRESS_LIMIT = 1 << 64
-DEVICE = 0  # HOT's slot for device memory written (its fourth field names the device it was found for)
-READ = 1
-WRITE = 2
-DEVICE_READ = 3  # HOT's slot for device memory read: a device-to-device copy keeps both sides hot
+# HOT's slots (``_compiled.interface``): device memory written, host memory read and written, device
+# memory read (the device slots' fourth field names the device the range was found for; a
+# device-to-device copy keeps both sides hot). READ and WRITE also say what a check needs.
+DEVICE, READ, WRITE, DEVICE_READ = HOT_DEVICE, HOT_READ, HOT_WRITE, HOT_DEVICE_READ
 
 _MAPS = "/proc/self/maps"
 
@@ -205,28 +206,22 @@ def wait_for_grace(old: list[None]) -> None:
 
 HOST_MAPPINGS = HostMappings()
 
-# The last host segment found safe for reading (HOT[READ]) and writing (HOT[WRITE]), and the last
-# allocation a device range was found in to be written (HOT[DEVICE]) and read (HOT[DEVICE_READ]),
-# with the allocation snapshot it was found in and, for the device slots, the device it was found
-# for: (lo, hi, snapshot, device). A range inside
-# it needs no lookup while that snapshot is current (any olMemAlloc or olMemFree publishes a new
-# one) and, for device memory, for that same device.
-HOT: list[tuple[int, int, Any, Any]] = [(0, 0, None, None)] * 4
+# HOT (``_compiled.interface``, where the compiled path reads it too): the last host segment found
+# safe for reading and writing, and the last allocation a device range was found in to be written
+# and read, each with the allocation snapshot it was found in and, for the device slots, the
+# device it was found for. A range inside one needs no lookup while that snapshot is current (any
+# olMemAlloc or olMemFree publishes a new one) and, for device memory, for that same device.
 
 
-def host_copy_cached(snapshot: Any, dst: int, src: int, size: int) -> bool:
-    """Whether a host-to-host copy needs no lookup: ``[dst, dst + size)`` lies in the host segment
-    last found writable and ``[src, src + size)`` in the one last found readable, both found in
-    the allocation ``snapshot`` that is still current (TypeError for a None pointer)."""
-    hot_dst, hot_src = HOT[WRITE], HOT[READ]
-    return (
-        hot_dst[2] is snapshot
-        and hot_src[2] is snapshot
-        and hot_dst[0] <= dst
-        and dst + size <= hot_dst[1]
-        and hot_src[0] <= src
-        and src + size <= hot_src[1]
-    )
+def hot_slots(dst_device: Device, src_device: Device) -> tuple[int, int]:
+    """The HOT slots of a copy's destination (written) and source (read) ranges."""
+    return WRITE if dst_device.is_host else DEVICE, READ if src_device.is_host else DEVICE_READ
+
+
+def remember_write(snapshot: Any, start: int, end: int, device: Device) -> None:
+    """Record the allocation [start, end) of ``device``, live in ``snapshot``, as ``check_range``
+    would for a write to it (an allocation handed out of a pool: its first use needs no lookup)."""
+    HOT[WRITE if device.is_host else DEVICE] = (start, end, snapshot, None if device.is_host else device)
 
 
 def _cached(hot: tuple[int, int, Any, Any], snapshot: Any, start: int, end: int, device: Device) -> bool:
@@ -254,9 +249,10 @@ def check_copy(
     """Check a copy's destination (written) and source (read) ranges; a range inside the host
     segment (or device allocation) last found safe needs no lookup."""
     snapshot = allocations.snapshot
-    if not _cached(HOT[WRITE] if dst_device.is_host else HOT[DEVICE], snapshot, dst, dst_end, dst_device):
+    dst_slot, src_slot = hot_slots(dst_device, src_device)
+    if not _cached(HOT[dst_slot], snapshot, dst, dst_end, dst_device):
         check_range(allocations, global_vars, "DstPtr", dst, dst_end, dst_device, WRITE)
-    if not _cached(HOT[READ] if src_device.is_host else HOT[DEVICE_READ], snapshot, src, src_end, src_device):
+    if not _cached(HOT[src_slot], snapshot, src, src_end, src_device):
         check_range(allocations, global_vars, "SrcPtr", src, src_end, src_device, READ)
 
 

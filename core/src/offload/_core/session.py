@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from .._compiled.interface import FIELDS
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._values.faults import listen as listen_for_faults
@@ -56,9 +57,9 @@ class Session:
     """Everything one olInit ... final olShutDown session owns (``STATE.ctx`` while it is live)."""
 
     __slots__ = (
-        "trace", "validate", "tracer", "platforms", "devices", "statuses", "allocations", "globals", "queue_ids",
-        "calls", "orphan_errors", "api_level", "holds",
-    )
+        *FIELDS["session"], "trace", "validate", "tracer", "platforms", "devices", "statuses", "globals", "queue_ids",
+        "orphan_errors", "api_level",
+    )  # (the fields the compiled path reads first: _compiled.interface)
 
     trace: bool
     validate: bool
@@ -111,7 +112,7 @@ class Session:
 
 
 class _State:
-    __slots__ = ("ctx", "untraced", "recorder", "refcount", "library_refs", "lock", "last_statuses", "forked_from")
+    __slots__ = (*FIELDS["state"], "refcount", "library_refs", "lock", "last_statuses", "forked_from")
 
     def __init__(self) -> None:
         self.forked_from = 0  # the parent's pid when this process was forked inside a session
@@ -168,7 +169,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def _device_faulted(native: object, error: OffloadError) -> None:
     """``backend_support.report_device_fault``'s listener: mark the current session's device whose
     backend object is ``native`` faulted, and publish both range maps afresh, so that no verdict the
-    range checks cached before (``ranges.HOT``, read by both paths) accepts its memory again."""
+    range checks cached before (``HOT`` and the compiled path's verdicts, keyed by the snapshot) accepts its memory again."""
     ctx = STATE.ctx
     if ctx is None:
         return

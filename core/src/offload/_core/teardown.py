@@ -9,6 +9,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from .._compiled import interface as compiled_interface
 from .._values.errors import OffloadError, as_offload_error
 from .drain import Drain, pending_work, shutdown_timeout, stuck_error
 from .ranges import HOST_MAPPINGS
@@ -98,7 +99,12 @@ def teardown(
             for label, native_queue in queues:
                 pending = functools.partial(bound.has_pending_work, device.native, native_queue)
                 what = functools.partial(lambda lb, q: f"{lb} of {device._describe()}: {pending_work(q)}", label, native_queue)
-                if native_queue is own_queue or drain.wait(pending, what):
+                try:  # (a faulted device runs none of its work any more: nothing to wait for)
+                    idle = native_queue is own_queue or device.fault is not None or drain.wait(pending, what)
+                except Exception as exc:  # its query failed: the queue takes no more work either
+                    keep(errors, interrupts, exc, f"{bound.name}: has_pending_work")
+                    idle = True
+                if idle:
                     _collect(errors, interrupts, f"{bound.name}: synchronize", bound.synchronize, device.native, native_queue, True)
                 else:
                     busy.append(f"{label} of {device._describe()}: {pending_work(native_queue)}")
@@ -125,5 +131,6 @@ def teardown(
             errors.extend(release_backend(bound, [d.native for d in platform.devices], interrupts))
         platform._ctx = None
     HOST_MAPPINGS.forget()  # after the memory and images were given back, never before
+    compiled_interface.forget()  # no verdict keeps this session's handles alive
     if stuck:
         errors.append(stuck_error(drain, stuck, kept))

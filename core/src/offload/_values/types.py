@@ -1,8 +1,9 @@
-"""Value types of the API: ``Dimensions``, ``KernelLaunchSizeArgs`` and ``KernelParam``."""
+"""Value types of the API: ``Dimensions``, ``KernelLaunchSizeArgs``, ``KernelParam``, and ``HostCopy`` (what a queued host copy hands a backend)."""
 
 from __future__ import annotations
 
 import operator
+from ctypes import memmove as _memmove
 from typing import Any, NamedTuple
 
 from .enums import ErrorCode
@@ -189,3 +190,24 @@ class Rect(NamedTuple):
     offset: tuple[int, int, int]
     row_pitch: int
     slice_pitch: int
+
+
+class HostCopy:
+    """A host-to-host copy the core enqueues with ``enqueue_host_call`` (a queued ``olMemcpy``
+    between host memory): calling it is one ``memmove(dst, src, size)`` of ranges the core has
+    checked. A backend may recognise it (``type(callback) is HostCopy``) and make the copy itself
+    in queue order, without calling back into Python."""
+
+    __slots__ = ("dst", "src", "size")
+    dst: int
+    src: int
+    size: int
+
+    def __init__(self, dst: int, src: int, size: int) -> None:
+        self.dst, self.src, self.size = dst, src, size
+
+    def __call__(self) -> None:
+        _memmove(self.dst, self.src, self.size)
+
+    def __repr__(self) -> str:
+        return f"HostCopy(dst={self.dst:#x}, src={self.src:#x}, size={self.size})"

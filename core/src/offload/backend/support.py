@@ -29,12 +29,13 @@ from typing import Any, Generic, TypeVar
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._values.faults import report_device_fault
-from .._values.types import KernelParam
+from .._values.types import HostCopy, KernelParam
 from .host_functions import DeferredWork, HostFunctions, off_thread, queue_name
 
 __all__ = [
     "DeferredWork",
     "DriverError",
+    "HostCopy",
     "HostFunctions",
     "KeptErrors",
     "ResourcePool",

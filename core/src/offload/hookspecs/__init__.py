@@ -13,7 +13,8 @@ reading a kit failure. The obligations in short:
   bookkeeping, tracing and error joining. A host-to-host copy is the core's: a synchronous one
   below 4 MiB is one ``memmove``; from 4 MiB it goes to the destination host device's
   ``data_submit`` (``dst`` and ``src`` both host memory: the host backend copies in parallel); a
-  queued one is an ``enqueue_host_call`` on the queue that runs the ``memmove``. It calls each
+  queued one is an ``enqueue_host_call`` on the queue whose callback is a ``HostCopy``
+  (``offload.backend.support``: a backend may make that copy itself, in queue order). It calls each
   hookimpl directly with positional arguments in the order given here (a hookimpl may take a
   subset of the names, in order), hands back unchanged the opaque values a hook returned
   (``NativeDevice``, ``NativeQueue``, ...), and passes ``queue`` None for a synchronous operation,

@@ -133,7 +133,9 @@ def has_pending_work(device: NativeDevice, queue: NativeQueue) -> bool:
 
 def enqueue_host_call(device: NativeDevice, queue: NativeQueue, callback: Callable[[], None]) -> None:
     """Run ``callback()`` in queue order: after all earlier work, before all later work. An exception
-    from it is an asynchronous error of the queue (kept in order: ``backend_support.KeptErrors``)."""
+    from it is an asynchronous error of the queue (kept in order: ``backend_support.KeptErrors``).
+    A ``HostCopy`` callback (a queued host-to-host ``olMemcpy``) may instead be made as the backend's
+    own queued ``memmove(callback.dst, callback.src, callback.size)``."""
 
 
 # --- events ----------------------------------------------------------------------------------

@@ -4,8 +4,13 @@ Sections (each variant runs in interleaved repeats, in fresh processes where it 
 and reports medians):
 
 * init     the first ``olInit`` of a C program through offload's library (interpreter start, imports,
-           every backend loaded), and through LLVM 22's liboffload where Debian's package was
-           unpacked by the tests (``~/.cache/offload-tests/liboffload-22``). Target: <= 100 ms.
+           every installed backend loaded and initialised) with no device driver to be found (as
+           bench_startup.py: ``LD_LIBRARY_PATH`` the library's folder alone, ``OCL_ICD_VENDORS`` an
+           empty folder), and through LLVM 22's liboffload (its plugins, no driver either) where
+           Debian's package was unpacked by the tests (``~/.cache/offload-tests/liboffload-22``).
+           Target: <= 100 ms. Also, for information: the CPU time of that olInit (what a loaded
+           machine's time-sharing adds is not in it), offload's with the drivers this machine has
+           (the system's OpenCL ICDs: PoCL's own start-up), and the backends loaded.
 * info     ``olGetDeviceInfo(TYPE)`` through the C ABI (answered from C), through liboffload 22, and
            through the Python flat API. Target: <= 1 us per call.
 * launch   an enqueued ``olLaunchKernel`` of the host backend's no-op ``noargs`` kernel through the C
@@ -68,12 +73,28 @@ ol.olDestroyQueue(queue); ol.olDestroyProgram(program); ol.olShutDown()
     return float(out[0]), float(out[1])
 
 
-def _c(program: Path, libdir: Path, *args: str) -> float:
-    env = dict(os.environ, LD_LIBRARY_PATH=str(libdir))
+def _c(program: Path, libdir: Path, *args: str, drivers: bool = False) -> list[float]:
+    """One fresh run of ``program`` on ``libdir``'s library: its numbers. Without ``drivers``, no
+    device driver can be found (``OCL_ICD_VENDORS``: an empty folder; ``LD_LIBRARY_PATH``: ``libdir``)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OFFLOAD_BACKENDS", "OFFLOAD_TRACE", "OCL_ICD_VENDORS")}
+    env["LD_LIBRARY_PATH"] = str(libdir)
+    if not drivers:
+        env["OCL_ICD_VENDORS"] = str(program.parent / "no-icd-vendors")
+    elif "OCL_ICD_VENDORS" in os.environ:  # the environment's own choice of OpenCL drivers
+        env["OCL_ICD_VENDORS"] = os.environ["OCL_ICD_VENDORS"]
     proc = subprocess.run([str(program), *args], capture_output=True, text=True, env=env, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError(f"{program.name} {' '.join(args)}: {proc.stderr.strip()[-500:]}")
-    return float(proc.stdout.strip())
+    return [float(x) for x in proc.stdout.split()]
+
+
+def _backends(work: Path) -> dict[str, int]:
+    """The backends offload loads in a driverless process (as ``init`` runs): name -> devices."""
+    code = "import offload, json; offload.olInit(); print(json.dumps({s.name: s.device_count for s in offload.backend_status() if s.loaded}))"
+    env = {k: v for k, v in os.environ.items() if k not in ("OFFLOAD_BACKENDS", "OFFLOAD_TRACE", "LD_LIBRARY_PATH")}
+    env["OCL_ICD_VENDORS"] = str(work / "no-icd-vendors")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 def measure(quick: bool) -> dict[str, Any]:
@@ -86,29 +107,35 @@ def measure(quick: bool) -> dict[str, Any]:
         return {"skipped": "no C compiler"}
     work = Path(tempfile.mkdtemp(prefix="bench-capi-"))
     program, image = work / "capi_bench", work / "noargs.bin"
+    (work / "no-icd-vendors").mkdir()
     subprocess.run([cc, "-O2", f"-I{offload_capi.includedir()}", str(HERE / "capi_bench.c"), "-o", str(program),
                     f"-L{offload_capi.libdir()}", "-lLLVMOffload"], check=True)
     image.write_bytes(build_test_kernel("noargs"))
     ours, real = offload_capi.libdir(), DEBIAN if (DEBIAN / "libLLVMOffload.so.22.1").is_file() else None
-    samples: dict[str, list[float]] = {k: [] for k in ("init_ms", "real_init_ms", "info_ns", "real_info_ns",
-                                                       "python_info_ns", "launch_ns", "python_launch_ns")}
+    samples: dict[str, list[float]] = {k: [] for k in (
+        "init_ms", "init_cpu_ms", "init_drivers_ms", "real_init_ms", "info_ns", "real_info_ns", "python_info_ns", "launch_ns",
+        "python_launch_ns")}
     for round_ in range(repeats):
         variants = ["c", "python", "real"] if round_ % 2 == 0 else ["real", "python", "c"]
         for variant in variants:
             if variant == "c":
-                samples["init_ms"].append(_c(program, ours, "init"))
-                samples["info_ns"].append(_c(program, ours, "info", str(info_calls)))
-                samples["launch_ns"].append(_c(program, ours, "launch", str(image), str(launches)))
+                wall, cpu = _c(program, ours, "init")
+                samples["init_ms"].append(wall)
+                samples["init_cpu_ms"].append(cpu)
+                samples["init_drivers_ms"].append(_c(program, ours, "init", drivers=True)[0])
+                samples["info_ns"].append(_c(program, ours, "info", str(info_calls))[0])
+                samples["launch_ns"].append(_c(program, ours, "launch", str(image), str(launches))[0])
             elif variant == "python":
                 info_ns, launch_ns = _python_side(image, info_calls, launches)
                 samples["python_info_ns"].append(info_ns)
                 samples["python_launch_ns"].append(launch_ns)
             elif real is not None:
-                samples["real_init_ms"].append(_c(program, real, "init"))
-                samples["real_info_ns"].append(_c(program, real, "info", str(info_calls)))
+                samples["real_init_ms"].append(_c(program, real, "init")[0])
+                samples["real_info_ns"].append(_c(program, real, "info", str(info_calls))[0])
     med = {k: statistics.median(v) for k, v in samples.items() if v}
     ratios = [c / p for c, p in zip(samples["launch_ns"], samples["python_launch_ns"])]
     med["launch_ratio"] = statistics.median(ratios)
+    med["backends"] = _backends(work)
     med["targets"] = {
         "init_ms <= 100": med["init_ms"] <= TARGET_INIT_MS,
         "info_ns <= 1000": med["info_ns"] <= TARGET_INFO_NS,
@@ -137,9 +164,11 @@ def main() -> int:
         print(f"bench_capi: skipped: {result['skipped']}")
         return 0
     real = lambda key, unit: f"{result[key]:10.3f} {unit}" if key in result else "  (liboffload 22 not unpacked)"
-    print("init (first olInit of a C program)")
+    print(f"init (first olInit of a C program; backends: {', '.join(result['backends'])}; no driver found)")
     print(f"  offload C ABI             {result['init_ms']:10.1f} ms    target <= {TARGET_INIT_MS:.0f} ms")
     print(f"  liboffload 22             {real('real_init_ms', 'ms')}")
+    print(f"  offload C ABI, its CPU time (a loaded machine's waits left out) {result['init_cpu_ms']:6.1f} ms")
+    print(f"  offload C ABI, with this machine's drivers (information) {result['init_drivers_ms']:6.1f} ms")
     print("info (olGetDeviceInfo TYPE)")
     print(f"  offload C ABI             {result['info_ns']:10.1f} ns    target <= {TARGET_INFO_NS:.0f} ns")
     print(f"  liboffload 22             {real('real_info_ns', 'ns')}")

@@ -3,8 +3,8 @@
 Each sample is one fresh child process that times, with ``perf_counter``, ``import offload`` and
 then ``offload.olInit()`` with every installed backend (``OFFLOAD_BACKENDS`` unset) and with the
 host backend alone (``OFFLOAD_BACKENDS=host``: the floor the GPU backends add to), interleaved
-(the order reversed every other round), with ``LD_LIBRARY_PATH`` emptied so that no simulated or
-real driver is found. It also reports whether ``cuda.bindings`` or hip-python were imported, the
+(the order reversed every other round), with ``LD_LIBRARY_PATH`` emptied and ``OCL_ICD_VENDORS``
+an empty folder so that no simulated or real driver is found (PoCL's own start-up is the driver's). It also reports whether ``cuda.bindings`` or hip-python were imported, the
 devices each backend found and the reason it gives for none. Target: every backend <= 100 ms.
 
     .venv/bin/python benchmarks/bench_startup.py [--quick] [--json] [--strict]
@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from _measure import bench_arguments
@@ -38,10 +39,15 @@ print(json.dumps({"import_s": imported - start, "init_s": initialised - imported
 """
 
 
+NO_ICD_VENDORS = os.path.join(tempfile.gettempdir(), f"offload-bench-no-icd-vendors-{os.getuid()}")
+
+
 def child_env(backends: str | None) -> dict[str, str]:
-    """The environment of a sample: no driver search path, the backend selection."""
+    """The environment of a sample: no driver search path (nor OpenCL ICD), the backend selection."""
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "OFFLOAD_BACKENDS", "OFFLOAD_TRACE")}
     env["LD_LIBRARY_PATH"] = ""
+    os.makedirs(NO_ICD_VENDORS, exist_ok=True)
+    env["OCL_ICD_VENDORS"] = NO_ICD_VENDORS
     if backends is not None:
         env["OFFLOAD_BACKENDS"] = backends
     return env

@@ -19,7 +19,8 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).resolve().parent
 VERSION = (HERE / "VERSION").read_text().strip()
 RUNTIME = ["csrc/capi_embed.c", "csrc/capi_convert.c", "csrc/capi_trace.c"]
-# ABI level -> (its folder under lib/ and include/, its SONAME); the generated entry_<abi>.c each
+# ABI level -> (its folder under lib/ and include/, its SONAME); the generated entry.c serves every
+# level, compiled with -DCAPI_ABI=CAPI_ABI_<LEVEL> against that level's header
 LIBRARIES = {"llvm22": ("", "libLLVMOffload.so.22.1"), "r1": ("r1", "libLLVMOffload.so.23.0git")}
 
 
@@ -39,7 +40,7 @@ def build_library(package: Path, abi: str) -> Path:
     cmd = [
         *cc, "-shared", "-fPIC", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden",
         f"-I{HERE / 'csrc'}", f"-I{include}", f"-I{sysconfig.get_paths()['include']}",
-        *[str(HERE / s) for s in [*RUNTIME, f"csrc/entry_{abi}.c"]], "-o", str(out),
+        f"-DCAPI_ABI=CAPI_ABI_{abi.upper()}", *[str(HERE / s) for s in [*RUNTIME, "csrc/entry.c"]], "-o", str(out),
         f"-Wl,-soname,{soname}", f"-Wl,--version-script={HERE / 'csrc' / 'exports.map'}",
         f"-L{libdir}", f"-l:{ldlibrary}", f"-Wl,-rpath,{libdir}", "-ldl", "-lpthread",
     ]

@@ -1,4 +1,4 @@
-/* The runtime under the generated entry points (entry_*.c): the embedded interpreter, interned
+/* The runtime under the generated entry points (entry.c): the embedded interpreter, interned
  * results, handles, callbacks and the info cache. Every function here is called by generated code;
  * those taking or returning PyObject must be called with the GIL held (capi_enter). */
 #ifndef OFFLOAD_CAPI_H
@@ -47,13 +47,60 @@ bool capi_out_pointer(PyObject *value, void **out, ol_result_t *res);
 bool capi_out_size(PyObject *value, size_t *out, ol_result_t *res);
 bool capi_out_bool(PyObject *value, bool *out, ol_result_t *res);
 bool capi_out_float(PyObject *value, float *out, ol_result_t *res);
-/* The ABI this library was generated for ("llvm22", "r1"): which of the bridge's tables it calls. */
+/* Generated (entry.c, per ABI level): the level's name ("llvm22", "r1"), its functions' names in
+ * capi_fn order (NULL-terminated) and its device properties' numbers and names ({0, NULL}-ended):
+ * the bridge makes its tables from them (_bridge.tables). */
+typedef struct { uint32_t number; const char *name; } capi_named;
 extern const char capi_abi[];
+extern const char *const capi_functions[];
+extern const capi_named capi_device_infos[];
 
 /* olGet*Info / olGet*InfoSize: `which` is the bridge's info function index, `cacheable` whether
  * the answers never change (platforms and devices: served from C without the interpreter). */
 ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t invalid, const char *what,
                       uint32_t prop, size_t prop_size, void *prop_value, size_t *prop_size_ret);
+
+/* The generated entry points' parts (entry.c), each function's alike:
+ *   olX_impl: CAPI_UNLESS_READY(); validation; CAPI_BEGIN(n); CAPI_ARG(i, conversion)...;
+ *             CAPI_INVOKE(CAPI_FN_olX, n); out-parameter from r; CAPI_END(n);
+ *   CAPI_TRACED(olX, (params), (names), (trace printers))  the olX_call that prints its trace line;
+ *   CAPI_EXPORTS(olX, (params), (params, CodeLocation), (names))  olX and olXWithCodeLoc. */
+#define CAPI_UNLESS_READY() do { ol_result_t ready_ = capi_check(); if (ready_) return ready_; } while (0)
+#define CAPI_BEGIN(n)                                                                                  \
+    capi_gil gil;                                                                                      \
+    ol_result_t res = NULL;                                                                            \
+    if (!capi_enter(&gil, &res)) return res;                                                           \
+    PyObject *args[n] = {NULL}, *r = NULL
+#define CAPI_ARG(i, conversion) do { if (!(args[i] = (conversion))) { if (!res) res = capi_raised(); goto done; } } while (0)
+#define CAPI_NONE(i) (args[i] = Py_NewRef(Py_None))
+#define CAPI_INVOKE(fn, n) do { if (!(r = PyObject_Vectorcall(capi_fn(fn), args, n, NULL))) { res = capi_raised(); goto done; } } while (0)
+#define CAPI_END(n)                                                                                    \
+    Py_DECREF(r);                                                                                      \
+done:                                                                                                  \
+    for (int i_ = 0; i_ < (n); i_++) Py_XDECREF(args[i_]);                                             \
+    capi_leave(gil);                                                                                   \
+    return res
+#define CAPI_UNPAREN(...) __VA_ARGS__
+#define CAPI_TRACED(name, params, names, printers)                                                     \
+    static ol_result_t name##_call params {                                                            \
+        if (!capi_trace_on()) return name##_impl names;                                                \
+        capi_trace_open(#name);                                                                        \
+        ol_result_t res = name##_impl names;                                                           \
+        if (!capi_trace_on()) return res;                                                              \
+        capi_tb b;                                                                                     \
+        if (!capi_tb_init(&b)) return res;                                                             \
+        CAPI_UNPAREN printers                                                                          \
+        capi_tb_close(&b, res);                                                                        \
+        return res;                                                                                    \
+    }
+#define CAPI_EXPORTS(name, params, located, names)                                                     \
+    CAPI_EXPORT ol_result_t name params { return name##_call names; }                                  \
+    CAPI_EXPORT ol_result_t name##WithCodeLoc located {                                                \
+        capi_set_code_location(CodeLocation);                                                          \
+        ol_result_t res = name##_call names;                                                           \
+        capi_set_code_location(NULL);                                                                  \
+        return res;                                                                                    \
+    }
 
 ol_result_t capi_init(void);
 ol_result_t capi_shutdown(void);

@@ -22,6 +22,7 @@ static atomic_int forked_child; /* set in a child forked while the runtime was i
 static int embedded;            /* we started the interpreter */
 static int hosted;              /* we found an interpreter running (a Python process) */
 static int booted;
+static int gc_paused;           /* the cyclic GC is off from our interpreter's start to the first olInit's end */
 static char boot_error[512];
 static PyObject *bridge_calls;  /* tuple: the bridge's callables, in ABI order */
 static PyObject *bridge;        /* module offload_capi._bridge */
@@ -178,6 +179,31 @@ static int same_python(void) {
     return 0;
 }
 
+/* _bridge.tables(level, function names, {device property number: name}) of this library's level. */
+static PyObject *level_tables(void) {
+    PyObject *names = PyList_New(0), *device = PyDict_New(), *tables = NULL;
+    int ok = names && device;
+    for (int i = 0; ok && capi_functions[i]; i++) {
+        PyObject *name = PyUnicode_FromString(capi_functions[i]);
+        ok = name && PyList_Append(names, name) == 0;
+        Py_XDECREF(name);
+    }
+    for (int i = 0; ok && capi_device_infos[i].name; i++) {
+        PyObject *number = PyLong_FromUnsignedLong(capi_device_infos[i].number);
+        PyObject *name = PyUnicode_FromString(capi_device_infos[i].name);
+        ok = number && name && PyDict_SetItem(device, number, name) == 0;
+        Py_XDECREF(number); Py_XDECREF(name);
+    }
+    if (ok) tables = PyObject_CallMethod(bridge, "tables", "sOO", capi_abi, names, device);
+    Py_XDECREF(names); Py_XDECREF(device);
+    return tables;
+}
+
+static void resume_gc(void) { /* with the GIL */
+    if (gc_paused) PyGC_Enable();
+    gc_paused = 0;
+}
+
 static void boot(void) {
     int started_here = 0;
     if (!same_python()) return;
@@ -188,8 +214,12 @@ static void boot(void) {
         hosted = 1;
     }
     PyGILState_STATE gil = PyGILState_Ensure();
+    /* Start-up allocates thousands of objects (modules, classes, enums) and frees few: the cyclic
+     * GC's passes over them find nothing and cost ~10% of the first olInit. In an interpreter we
+     * started, it is off until that olInit returns (capi_init); a hosting process's GC is its own. */
+    if (started_here) gc_paused = PyGC_Disable(); /* 1: it was on */
     bridge = PyImport_ImportModule("offload_capi._bridge");
-    PyObject *tables = bridge ? PyObject_CallMethod(bridge, "tables", "s", capi_abi) : NULL;
+    PyObject *tables = bridge ? level_tables() : NULL;
     if (tables && PyTuple_Check(tables) && PyTuple_GET_SIZE(tables) == 2) {
         bridge_calls = Py_NewRef(PyTuple_GET_ITEM(tables, 0));
         capi_info_calls = Py_NewRef(PyTuple_GET_ITEM(tables, 1));
@@ -201,6 +231,7 @@ static void boot(void) {
         || !PyTuple_Check(capi_info_calls)) {
         ol_result_t why = PyErr_Occurred() ? capi_raised() : capi_error(OL_ERRC_UNKNOWN, "bad bridge");
         snprintf(boot_error, sizeof boot_error, "offload-capi: cannot import offload_capi._bridge: %s", why->Details);
+        resume_gc();
     } else {
         booted = 1;
     }
@@ -299,6 +330,7 @@ ol_result_t capi_init(void) {
         PyObject *state = NULL;
         int c_trace = atomic_load(&refcount) == 0 ? wants_c_trace() : capi_tracing;
         res = call_bridge("init", c_trace ? Py_True : Py_False, &state);
+        resume_gc();
         if (!res) {
             if (atomic_load(&refcount) == 0) {
                 capi_tracing = c_trace;

@@ -80,3 +80,17 @@ def test_r1_header_numbers_as_offload_does_at_r1(tmp_path: pathlib.Path) -> None
     out = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
     assert {name: int(value) for name, value in out.items()} == {name: constants[name] for name in out}
     assert offload.OL_DEVICE_INFO_NUM_LANES == int(out["OL_DEVICE_INFO_NUM_LANES"])
+
+
+def test_each_level_exports_its_header_functions(capi: Capi) -> None:
+    """entry.c serves every level (its #if pieces): each level's library exports exactly the
+    functions its header declares, each with its WithCodeLoc twin, and no other."""
+    for level, folder, soname in (("llvm22", "", "libLLVMOffload.so.22.1"), ("r1", "r1", "libLLVMOffload.so.23.0git")):
+        header = (CAPI / "src/offload_capi/include" / folder / "offload/OffloadAPI.h").read_text()
+        declared = set(re.findall(r"^OL_APIEXPORT ol_result_t OL_APICALL (ol\w+)\(", header, re.M))
+        nm = subprocess.run([_tool("nm"), "-D", "--defined-only", str(capi.libdir / folder / soname)],
+                            capture_output=True, text=True, check=True).stdout
+        exported = {line.split()[-1].split("@")[0] for line in nm.splitlines() if line.split()[-1].startswith("ol")}
+        assert declared and exported == declared, (level, sorted(exported ^ declared))
+        assert {name for name in declared if not name.endswith("WithCodeLoc")} == {
+            name.removesuffix("WithCodeLoc") for name in declared if name.endswith("WithCodeLoc")}, level

@@ -20,6 +20,7 @@ def test_quick_run_reports_every_figure(capi: Capi) -> None:
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if "skipped" in result:
         return
-    for key in ("init_ms", "info_ns", "python_info_ns", "launch_ns", "python_launch_ns", "launch_ratio", "targets"):
+    for key in ("init_ms", "init_cpu_ms", "init_drivers_ms", "backends", "info_ns", "python_info_ns", "launch_ns", "python_launch_ns",
+                "launch_ratio", "targets"):
         assert key in result, result
     assert result["info_ns"] > 0 and result["launch_ratio"] > 0

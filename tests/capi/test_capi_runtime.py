@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Capi, Debian, _tool, run
-from test_capi_differential import simulated_cuda  # noqa: F401 (a fixture)
+from test_capi_differential import simulated_cuda, simulated_hip  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def runtime_program(build_program) -> Path:
     return build_program("runtime.c", link=False)
 
 
-@pytest.mark.parametrize("mode", ["basic", "threads", "fork", "blocking"])
+@pytest.mark.parametrize("mode", ["basic", "threads", "fork", "blocking", "gc"])
 def test_dlopen_rtld_local_without_python(capi: Capi, runtime_program: Path, mode: str) -> None:
     env = capi.env()
     env.pop("LD_LIBRARY_PATH")  # the program opens the library by its path
@@ -86,11 +86,15 @@ def test_static_destructor_after_the_interpreter_finished(capi: Capi, build_prog
 
 def _device_info(capi: Capi, debian: Debian, *extra: str, **env: str) -> str:
     """The tool's listing, with LD_LIBRARY_PATH from the documented command (then ``extra`` folders)."""
-    libdir = subprocess.run([sys.executable, "-m", "offload_capi", "--libdir"], capture_output=True, text=True, check=True).stdout.strip()
-    path = ":".join([libdir, *extra, str(debian.libdir)])  # Debian's folder for libLLVM.so.22.1 only
-    proc = run([str(debian.device_info)], {**capi.env(), **env, "LD_LIBRARY_PATH": path})
+    proc = _run_device_info(capi, debian, *extra, **env)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     return proc.stdout
+
+
+def _run_device_info(capi: Capi, debian: Debian, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:
+    libdir = subprocess.run([sys.executable, "-m", "offload_capi", "--libdir"], capture_output=True, text=True, check=True).stdout.strip()
+    path = ":".join([libdir, *extra, str(debian.libdir)])  # Debian's folder for libLLVM.so.22.1 only
+    return run([str(debian.device_info)], {**capi.env(), **env, "LD_LIBRARY_PATH": path})
 
 
 def test_llvm_offload_device_info_lists_the_host_device(capi: Capi, debian: Debian) -> None:
@@ -104,6 +108,34 @@ def test_llvm_offload_device_info_lists_simulated_gpus(capi: Capi, debian: Debia
     out = _device_info(capi, debian, str(simulated_cuda), GPUSIM_DEVICES="2", OFFLOAD_BACKENDS="host,cuda")
     assert out.count("Platform Backend: CUDA") == 2 and "Platform Backend: HOST" in out
     assert "Num Devices: 3" in out
+
+
+def test_llvm_offload_device_info_lists_simulated_amdgpu(capi: Capi, debian: Debian, simulated_hip: Path) -> None:
+    out = _device_info(capi, debian, str(simulated_hip), ROCM_PATH=str(simulated_hip / "no-rocm"), OFFLOAD_BACKENDS="host,amdgpu")
+    assert "Platform Backend: AMDGPU" in out and "Platform Backend: HOST" in out, out
+
+
+def test_llvm_offload_device_info_stops_at_pocl_version_as_documented(capi: Capi, debian: Debian) -> None:
+    """docs/capi.md: LLVM 22's tool reads every platform string into a 24-byte buffer, and PoCL's
+    OpenCL version is longer: it lists PoCL's device, then stops there with liboffload's own
+    INVALID_SIZE (offload answers the size query whole: olGetPlatformInfoSize says how long)."""
+    import importlib.util
+
+    if importlib.util.find_spec("offload_opencl") is None:
+        pytest.skip("offload-opencl is not installed in this venv (scripts/test.sh installs it with pyopencl[pocl])")
+    import offload as ol
+
+    probe = ("import offload as ol; ol.olInit(); d = []; ol.olIterateDevices(lambda x, _: d.append(x) or True);"
+             " print(len(ol.olGetPlatformInfo(ol.olGetDeviceInfo(d[0], ol.DeviceInfo.PLATFORM), ol.PlatformInfo.VERSION).encode()) + 1 if d else 0)")
+    version = run([sys.executable, "-c", probe], capi.env(OFFLOAD_BACKENDS="opencl"))
+    assert version.returncode == 0, version.stderr[-2000:]
+    if version.stdout.strip() == "0":
+        pytest.skip("offload-opencl finds no OpenCL device here (no PoCL)")
+    assert int(version.stdout.strip()) > 24, version.stdout  # the documented reason: longer than the tool's buffer
+    tool = _run_device_info(capi, debian, OFFLOAD_BACKENDS="host,opencl")
+    assert tool.returncode != 0 and "Platform Name: opencl" in tool.stdout, tool.stdout + tool.stderr[-2000:]
+    assert "Platform Version: " in tool.stdout and "[Liboffload error 8]: provided size is invalid" in tool.stdout + tool.stderr
+    assert ol.ErrorCode.INVALID_SIZE.value == 8
 
 
 def test_libdir_command(capi: Capi) -> None:

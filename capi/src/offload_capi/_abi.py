@@ -13,24 +13,9 @@ from typing import Any, NamedTuple
 
 from offload._api.table import FUNCTIONS
 from offload._values.signatures import Function, Param
-from offload._values.enums import (
-    AllocType,
-    DeviceFpCapabilityFlag,
-    DeviceInfo,
-    DeviceType,
-    ErrorCode,
-    EventInfo,
-    MemInfo,
-    PlatformBackend,
-    PlatformInfo,
-    QueueInfo,
-    SymbolInfo,
-    SymbolKind,
-    MAIN_ONLY,
-    MemoryRegisterFlag,
-    _key,
-    c_prefix,
-)
+from offload._values.enums import (AllocType, DeviceFpCapabilityFlag, DeviceInfo, DeviceType, ErrorCode, EventInfo, MemInfo,
+                                   MemoryRegisterFlag, PlatformBackend, PlatformInfo, QueueInfo, SymbolInfo, SymbolKind,
+                                   MAIN_ONLY, _key, c_prefix)
 from offload._values.info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind, c_type
 
 

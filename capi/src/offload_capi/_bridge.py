@@ -1,8 +1,10 @@
 """The Python side of the C ABI: what ``libLLVMOffload.so`` calls, with the GIL held.
 
-``tables(abi)`` gives a library its two tables: one callable per generated entry point (the ABI's
-order, ``_abi.ABIS``), offload's flat functions themselves where the C arguments map onto them one
-to one; and the info queries, which answer the C bytes of a property (``INFO_KINDS`` order). ``HANDLES`` is the registry
+``tables(abi, names, device_info)`` gives a library its two tables: one callable per generated
+entry point (the order of ``names``, which the library gives: its level's functions), offload's flat
+functions themselves where the C arguments map onto them one to one; and the info queries, which
+answer the C bytes of a property (``INFO_KINDS`` order). The library says its level's functions and
+numbering itself, so that starting it reads no API table (start-up). ``HANDLES`` is the registry
 that keeps every handle given to C alive: a C handle is the address of its Python object, so trace
 lines (``id()``) show the C pointers. ``init``/``shut_down`` wrap olInit/olShutDown.
 """
@@ -19,8 +21,6 @@ from offload import KernelLaunchSizeArgs  # noqa: F401 (read by the library)
 from offload._values.enums import DeviceInfo, ErrorCode, EventInfo, MemInfo, PlatformInfo, QueueInfo, SymbolInfo
 from offload._values.errors import OffloadError
 from offload._values.info import DEVICE_INFO, EVENT_INFO, MEM_INFO, PLATFORM_INFO, QUEUE_INFO, SYMBOL_INFO, Kind
-
-from ._abi import ABIS
 
 HANDLES: dict[int, Any] = {}
 INFO_KINDS = ("Platform", "Device", "Queue", "Event", "Mem", "Symbol")
@@ -84,12 +84,12 @@ def _mem_unregister(device: Any, ptr: int) -> None:
 _OWN: dict[tuple[str, str], Callable[..., Any]] = {("llvm22", "olMemUnregister"): _mem_unregister}
 
 
-def tables(abi_name: str) -> tuple[tuple[Callable[..., Any], ...], tuple[Callable[[Any, int], bytes], ...]]:
-    """(the entry points' callables, the info queries) of ABI ``abi_name``."""
-    abi = ABIS[abi_name]()
-    device_info = {number: DeviceInfo[name] for e in abi.enums if e.py is DeviceInfo for name, number, _ in e.members}
-    calls = tuple(_OWN.get((abi_name, fn.name)) or getattr(offload, fn.name) for fn in abi.functions)
-    return calls, tuple(_info(what, device_info) for what in INFO_KINDS)
+def tables(abi_name: str, names: list[str], device_info: dict[int, str]) -> tuple[tuple[Callable[..., Any], ...], tuple[Callable[[Any, int], bytes], ...]]:
+    """(the entry points' callables, the info queries) of ABI level ``abi_name``: ``names``, its
+    functions in the library's order; ``device_info``, its device properties' C numbers and names."""
+    members = {number: DeviceInfo[name] for number, name in device_info.items()}
+    calls = tuple(_OWN.get((abi_name, name)) or getattr(offload, name) for name in names)
+    return calls, tuple(_info(what, members) for what in INFO_KINDS)
 
 
 def init(c_traces: bool) -> tuple[bool, bool]:

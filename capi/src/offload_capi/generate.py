@@ -1,5 +1,5 @@
 """Write (or, with ``--check``, compare) the generated files of offload-capi: ``OffloadAPI.h`` and
-the C entry points, for each ABI level, from offload's API table.
+the C entry points (one source for every ABI level), from offload's API table.
 
     python -m offload_capi.generate [--check] [CAPI_FOLDER]
 
@@ -21,13 +21,13 @@ from ._header import header
 def outputs(folder: Path) -> dict[Path, str]:
     """``{path: text}`` of every generated file under the distribution folder ``folder``."""
     files = {}
-    for name, make in ABIS.items():
-        abi = make()
+    abis = [make() for make in ABIS.values()]
+    for abi in abis:
         include = folder / "src" / "offload_capi" / "include"
-        if name != "llvm22":  # LLVM 22's is the default ABI: include/offload/; the others under their name
-            include = include / name
+        if abi.name != "llvm22":  # LLVM 22's is the default ABI: include/offload/; the others under their name
+            include = include / abi.name
         files[include / "offload" / "OffloadAPI.h"] = header(abi)
-        files[folder / "csrc" / f"entry_{name}.c"] = source(abi)
+    files[folder / "csrc" / "entry.c"] = source(abis)  # every level's, compiled once per level
     return files
 
 

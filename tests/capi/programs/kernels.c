@@ -16,17 +16,7 @@
 #define EXPECT(cond) do { if (!(cond)) { printf("FAIL %s\n", #cond); return 1; } } while (0)
 #define FAILS(call, code) do { ol_result_t r_ = (call); if (!r_ || r_->Code != (code)) { printf("FAIL %s: %s\n", #call, r_ ? r_->Details : "succeeded"); return 1; } } while (0)
 
-static ol_device_handle_t host;
-
-static bool find_host(ol_device_handle_t device, void *user) {
-    ol_platform_handle_t platform;
-    ol_platform_backend_t backend;
-    if (!olGetDeviceInfo(device, OL_DEVICE_INFO_PLATFORM, sizeof platform, &platform) &&
-        !olGetPlatformInfo(platform, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend) &&
-        backend == OL_PLATFORM_BACKEND_HOST)
-        host = device;
-    return true;
-}
+#include "host_device.h"
 
 static char *slurp(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");

@@ -10,17 +10,7 @@
 #define CHECK(call) do { ol_result_t r_ = (call); if (r_) { printf("FAIL %s: %s\n", #call, r_->Details); return 1; } } while (0)
 #define EXPECT(cond) do { if (!(cond)) { printf("FAIL %s\n", #cond); return 1; } } while (0)
 
-static ol_device_handle_t host;
-
-static bool find_host(ol_device_handle_t device, void *user) {
-    ol_platform_handle_t platform;
-    ol_platform_backend_t backend;
-    if (!olGetDeviceInfo(device, OL_DEVICE_INFO_PLATFORM, sizeof platform, &platform) &&
-        !olGetPlatformInfo(platform, OL_PLATFORM_INFO_BACKEND, sizeof backend, &backend) &&
-        backend == OL_PLATFORM_BACKEND_HOST)
-        host = device;
-    return true;
-}
+#include "host_device.h"
 
 int main(void) {
     EXPECT(OL_DEVICE_INFO_SINGLE_FP_CONFIG == 20 && OL_DEVICE_INFO_NUM_LANES == 19 && OL_DEVICE_INFO_LAST == 33);

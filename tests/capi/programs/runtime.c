@@ -6,6 +6,8 @@
  *   fork      olInit, fork: the child's calls fail with a clear error, the parent's still work
  *   blocking  a host function blocks until the main thread, meanwhile calling the API, releases it;
  *             another calls the API from inside the host function
+ *   gc        the interpreter's cyclic GC, paused while the library starts it, is on after olInit
+ *             (libpython is in global scope by then: its PyGC_IsEnabled, called with the GIL)
  * Prints "OK <mode>" and exits 0 on success; "FAIL <what>" and exits 1 otherwise. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -135,6 +137,15 @@ int main(int argc, char **argv) {
         if (!atomic_load(&called_back)) fail("the host function calling the API did not run", NULL);
         for (int i = 0; i < 20; i++) CHECK(p_olMemFree(mems[i]));
         CHECK(p_olDestroyQueue(queue));
+    } else if (!strcmp(mode, "gc")) {
+        int (*gil_ensure)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+        void (*gil_release)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+        int (*gc_enabled)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGC_IsEnabled");
+        if (!gil_ensure || !gil_release || !gc_enabled) fail("libpython's symbols are not in global scope", NULL);
+        int gil = gil_ensure();
+        int on = gc_enabled();
+        gil_release(gil);
+        if (!on) fail("the cyclic GC is still off after olInit", NULL);
     } else {
         printf("FAIL unknown mode %s\n", mode);
         return 2;

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import struct
 from pathlib import Path
 from typing import Any
@@ -74,11 +73,19 @@ def local_memory_limit() -> int:
     return _cache_bytes(2) or 1 << 20
 
 
+def _processor() -> str:
+    """``platform.processor()``, where /proc/cpuinfo names no model (platform costs ~2 ms to import)."""
+    import platform
+
+    return platform.processor()
+
+
 def probe() -> dict[DeviceInfo, Any]:
     """Every DeviceInfo property but PLATFORM and TYPE (the core answers those)."""
     cpu = _cpuinfo()
     flags = set(cpu.get("flags", "").split())
-    model = cpu.get("model name") or platform.processor() or platform.machine()
+    uname = os.uname()  # platform's machine, node, system and release on Linux (platform: imported if needed)
+    model = cpu.get("model name") or _processor() or uname.machine
     vendor_id, vendor = _PCI_VENDOR_IDS.get(cpu.get("vendor_id", ""), (0, cpu.get("vendor_id", "unknown")))
     vector_bytes = 64 if "avx512f" in flags else 32 if "avx" in flags else 16
     half = "avx512_fp16" in flags
@@ -96,9 +103,9 @@ def probe() -> dict[DeviceInfo, Any]:
     return {
         DeviceInfo.NAME: model,
         DeviceInfo.PRODUCT_NAME: model,
-        DeviceInfo.UID: f"host-{machine_id or platform.node()}-cpu",
+        DeviceInfo.UID: f"host-{machine_id or uname.nodename}-cpu",
         DeviceInfo.VENDOR: vendor,
-        DeviceInfo.DRIVER_VERSION: f"{platform.system()} {platform.release()}",
+        DeviceInfo.DRIVER_VERSION: f"{uname.sysname} {uname.release}",
         DeviceInfo.MAX_WORK_GROUP_SIZE: _U32_MAX,
         DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION: Dimensions(_U32_MAX, _U32_MAX, _U32_MAX),
         DeviceInfo.MAX_WORK_SIZE: _U32_MAX,

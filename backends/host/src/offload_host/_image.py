@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import hashlib
 import os
 import signal
 import struct
-import subprocess
-import tempfile
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -88,6 +85,8 @@ def _anonymous_copy(data: bytes) -> int:
 
 def _temp_dir_copy() -> int:
     """An unnamed file in the temp dir (never visible there), for kernels without memfd."""
+    import tempfile  # here and in _trial_load: at a program's first load, not by every olInit
+
     directory = tempfile.gettempdir()
     try:
         try:
@@ -129,6 +128,8 @@ def _dynamic_loader() -> str | None:
 def _trial_load(fd: int) -> str | None:
     """Map and relocate the image in a child ``ld.so`` (no constructor runs); why it failed, or
     None. When the child cannot be started at all, the static checks stand alone."""
+    import subprocess
+
     loader = _dynamic_loader()
     if loader is None:
         return None
@@ -192,6 +193,8 @@ def _verdict(data: bytes, fd: int | None = None) -> tuple[ElfImage | None, str |
         elf = inspect(data)
     except ElfProblem as exc:
         return None, str(exc)
+    import hashlib  # at the first program: OpenSSL's loading is not every olInit's (start-up)
+
     key = hashlib.sha256(data).digest()
     with _trials_lock:
         if key in _trials:

@@ -21,14 +21,8 @@ cache (``offload.backend.build.DiskCache``, the core's disk cache of ``offload.b
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
-import platform
-import shlex
-import shutil
-import subprocess
-import tempfile
 import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -95,6 +89,9 @@ def _raise(code_name: str, message: str) -> NoReturn:
 def _compiler() -> list[str]:
     """The command of ``$CC`` (else ``cc``), its program resolved to an absolute path;
     HOST_TOOL_NOT_FOUND if that program is missing."""
+    import shlex  # here and below: at a build's first use, not by every olInit (start-up)
+    import shutil
+
     spec = os.environ.get("CC") or "cc"
     argv = shlex.split(spec)
     path = shutil.which(argv[0]) if argv else None
@@ -114,6 +111,9 @@ def _compiler_id(compiler: list[str]) -> str:
 def _native_flags_of(compiler: list[str]) -> tuple[str, ...]:
     """The first of ``-march=native`` / ``-mcpu=native`` the compiler accepts, or none (cached
     per command)."""
+    import shlex
+    import subprocess
+
     command = shlex.join(compiler)
     with _lock:
         cached = _native_flags.get(command)
@@ -149,6 +149,8 @@ def _cpu_id() -> str:
     with _lock:
         if _cpu_ids:
             return _cpu_ids[0]
+    import platform  # here: at a native build's first use, not by every olInit (start-up)
+
     ident = f"{platform.machine()}\n{platform.processor()}"
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
@@ -188,14 +190,20 @@ def build_identity(cflags: Sequence[str] = ()) -> str:
     and its version, the default machine flags and, where they name ``native``, the CPU (the
     backend's ``build_target``, by which ``offload.build`` keys its cache), and the launch ABI
     header's digest."""
+    import hashlib  # at a build's first use, not by every olInit (start-up)
+
     compiler = _compiler()
     flags = _program_flags(compiler, None, cflags)
     cpu = _cpu_id() if any("native" in flag for flag in flags) else ""
     header = hashlib.sha256((include_dir() / "offload_host.h").read_bytes()).hexdigest()[:16]
-    return "\n".join((platform.machine(), _compiler_id(compiler), " ".join(flags), cpu, f"offload_host.h {header}"))
+    return "\n".join((os.uname().machine, _compiler_id(compiler), " ".join(flags), cpu, f"offload_host.h {header}"))
 
 
 def _compile(compiler: list[str], flags: Sequence[str], source: str, name: str) -> bytes:
+    import shlex
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="offload-host-") as tmp:
         src = pathlib.Path(tmp) / f"{name}.c"
         out = pathlib.Path(tmp) / f"lib{name}.so"

@@ -13,9 +13,7 @@ import bisect
 import ctypes
 import os
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -103,6 +101,7 @@ class RemoteBackend:
         self.infos: list[dict[DeviceInfo, Any]] = []
         if os.environ.get("OFFLOAD_REMOTE") != "local":
             return []  # not asked for: no server, no devices (no_devices_reason)
+        import subprocess, tempfile  # here, as multiprocessing: olInit without a server is spared them
         from multiprocessing.connection import Client  # here: without a server olInit is spared it (pickle, socket)
 
         self.folder = tempfile.TemporaryDirectory(prefix="offload-remote-")

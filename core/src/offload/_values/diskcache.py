@@ -15,11 +15,9 @@ The folder: ``$<env>`` when set, else ``<name>`` in the XDG Base Directory cache
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pathlib
 import stat
-import tempfile
 import threading
 import warnings
 
@@ -32,6 +30,8 @@ class OffloadCacheWarning(UserWarning):
 
 def cache_key(*parts: str | bytes) -> str:
     """A hex SHA-256 of ``parts``, each length-prefixed (no two lists of parts share a key)."""
+    import hashlib  # at the first key: OpenSSL's loading is not every olInit's (start-up)
+
     h = hashlib.sha256()
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
@@ -119,6 +119,8 @@ class DiskCache:
 
     def put(self, key: str, data: bytes) -> None:
         """Store an entry (best effort: an unwritable or untrusted folder only costs a rebuild)."""
+        import tempfile  # at the first store, not by every olInit (start-up)
+
         directory = self._trusted_folder()
         if directory is None:
             return

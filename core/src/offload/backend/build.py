@@ -20,10 +20,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shlex
-import shutil
-import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 
@@ -50,6 +46,9 @@ def kernel_include_dir() -> pathlib.Path:
 def find_tool(names: Sequence[str], *, env: str | None = None, what: str = "compiler") -> list[str]:
     """The command of ``$env`` (split like a shell) when set, else the first of ``names`` on PATH
     (or an absolute path that exists), as an argv prefix; ``HOST_TOOL_NOT_FOUND`` otherwise."""
+    import shlex  # here and below: imported at a build's first use, not by every olInit (start-up)
+    import shutil
+
     if env and os.environ.get(env):
         argv = shlex.split(os.environ[env])
         found = shutil.which(argv[0]) if argv else None
@@ -78,6 +77,10 @@ def compile_source(
     timeout: float = 600,
 ) -> bytes:
     """Run the compiler command ``argv(input, output)`` on ``source`` and return the output file."""
+    import shlex
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="offload-build-") as tmp:
         src = pathlib.Path(tmp) / f"input{suffix}"
         out = pathlib.Path(tmp) / "output"
@@ -98,6 +101,9 @@ def compile_source(
 def tool_version(argv: Sequence[str]) -> str:
     """``argv`` (a command, as ``find_tool`` gives it) and its ``--version`` output's lines, asked
     once per process and command; ``HOST_TOOL_NOT_FOUND`` when it cannot run."""
+    import shlex
+    import subprocess
+
     command = shlex.join(argv)
     with _lock:
         known = _versions.get(command)

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["bench_arguments", "exit_on_error", "interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
@@ -107,8 +108,19 @@ def bench_arguments(doc: str | None, quick: str, strict: str | None = "exit 1 wh
     return parser
 
 
-def finish(results: dict[str, Any], verdicts: Sequence[Any], report: Callable[[dict[str, Any], Sequence[Any]], str], args: argparse.Namespace) -> int:
-    """A script's last step: the verdicts (each with ``passed``) into ``results["checks"]``, then
+@dataclass(frozen=True)
+class Check:
+    """A target's verdict: what was measured, its value, the target (as the report says it) and
+    whether it was met."""
+
+    name: str
+    value: float
+    target: str
+    passed: bool
+
+
+def finish(results: dict[str, Any], verdicts: Sequence[Check], report: Callable[[dict[str, Any], list[Check]], str], args: argparse.Namespace) -> int:
+    """A script's last step: the verdicts into ``results["checks"]``, then
     the results document (``--json``) or ``report(results, verdicts)`` on stdout; the exit status
     (1 under ``--strict`` when a target is missed)."""
     results["checks"] = [vars(check) for check in verdicts]
@@ -116,7 +128,7 @@ def finish(results: dict[str, Any], verdicts: Sequence[Any], report: Callable[[d
         json.dump(results, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(report(results, verdicts))
+        print(report(results, list(verdicts)))
     return 1 if args.strict and not all(check.passed for check in verdicts) else 0
 
 

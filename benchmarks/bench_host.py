@@ -36,7 +36,7 @@ from typing import Any
 import offload as ol
 from offload._api.functions import generate
 from _measure import (
-    bench_arguments, exit_on_error, finish, interleaved, interleaved_samples, log, medians, ns_per, paired_ratio, rss_kib,
+    Check, bench_arguments, exit_on_error, finish, interleaved, interleaved_samples, log, medians, ns_per, paired_ratio, rss_kib,
 )
 from _saxpy_limit import TARGET_SAXPY_RATIO, bench_saxpy
 
@@ -340,14 +340,6 @@ def bench_tracing(env: Env, cfg: Config) -> dict[str, Any]:
 
 
 # --- report --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    value: float
-    target: str
-    passed: bool
 
 
 def checks(results: dict[str, Any]) -> list[Check]:

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from _measure import bench_arguments, exit_on_error, finish, log, no_gc, rss_kib
+from _measure import Check, bench_arguments, exit_on_error, finish, log, no_gc, rss_kib
 
 HERE = pathlib.Path(__file__).resolve().parent
 PEER_SOURCE = HERE / "_peer_trace.c"
@@ -318,14 +318,6 @@ def run(cfg: Config, quiet: bool) -> dict[str, Any]:
             ratios = [(t - o) / (p["traced_ns"] - p["off_ns"]) for t, o, p in zip(text, off["info_ns"], peer_samples)]
             results["peer"]["text_ratio"] = statistics.median(ratios)
     return results
-
-
-@dataclass
-class Check:
-    name: str
-    value: float
-    target: str
-    passed: bool
 
 
 def checks(results: dict[str, Any]) -> list[Check]:

@@ -13,11 +13,12 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from setuptools import Distribution, setup
-from setuptools.command.build_py import build_py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _offload_setup.py: a link to the checkout root's
+from _offload_setup import requirement  # noqa: E402  (an sdist carries a copy)
+from setuptools import Distribution, setup  # noqa: E402
+from setuptools.command.build_py import build_py  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-VERSION = (HERE / "VERSION").read_text().strip()
 RUNTIME = ["csrc/capi_embed.c", "csrc/capi_convert.c", "csrc/capi_trace.c"]
 # ABI level -> (its folder under lib/ and include/, its SONAME); the generated entry.c serves every
 # level, compiled with -DCAPI_ABI=CAPI_ABI_<LEVEL> against that level's header
@@ -64,21 +65,6 @@ class BinaryDistribution(Distribution):
 
     def has_ext_modules(self) -> bool:
         return True
-
-
-def _checkout_install() -> bool:
-    """As offload-host's setup.py: only pip installing a checkout folder requires our other
-    distributions as file URLs; everything meant for an index pins ``==VERSION``."""
-    if os.environ.get("OFFLOAD_PIN_REQUIREMENTS") == "1" or "sdist" in sys.argv:
-        return False
-    return "PIP_BUILD_TRACKER" in os.environ or "PIP_REQ_TRACKER" in os.environ
-
-
-def requirement(name: str, folder: str) -> str:
-    path = (HERE / folder).resolve()
-    if _checkout_install() and (path / "pyproject.toml").is_file():
-        return f"{name} @ {path.as_uri()}"
-    return f"{name}=={VERSION}"
 
 
 setup(

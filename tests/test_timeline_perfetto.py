@@ -14,13 +14,16 @@ from typing import Any
 
 import pytest
 
-JOB = r"""
-import os, sys, offload as ol
+#: Child code: offload initialised, ``dev`` its host device, ``build_test_kernel`` imported.
+HOST_DEVICE = r"""
 from offload_host import build_test_kernel
 ol.olInit()
 found = []
 ol.olIterateDevices(lambda d, _: found.append(d) or True)
 dev = [d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST][0]
+"""
+
+JOB = "import os, sys, offload as ol" + HOST_DEVICE + r"""
 kernel = ol.olGetSymbol(ol.olCreateProgram(dev, build_test_kernel("noargs")), "noargs", ol.SymbolKind.KERNEL)
 q, q2 = ol.olCreateQueue(dev), ol.olCreateQueue(dev)
 size = ol.KernelLaunchSizeArgs(1, (1, 1, 1), (1, 1, 1))
@@ -231,13 +234,7 @@ def _perfetto_slices(data: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
-COMPILED_JOB = r"""
-import json, offload as ol
-from offload_host import build_test_kernel
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-dev = [d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST][0]
+COMPILED_JOB = "import json, offload as ol" + HOST_DEVICE + r"""
 kernel = ol.olGetSymbol(ol.olCreateProgram(dev, build_test_kernel("foo")), "foo", ol.SymbolKind.KERNEL)
 q = ol.olCreateQueue(dev)
 out = ol.olMemAlloc(dev, ol.AllocType.HOST, 4 * 64)

@@ -20,7 +20,7 @@ that its relocations compute the values the program means; ``_image`` adds a tri
 child process for the loader's remaining verdicts (missing libraries, undefined symbols).
 
 Helpers: ``_elf_format`` (constants and result types), ``_elf_sections`` (section-header facts),
-``_elf_tables`` (hash and version tables).
+``_elf_tables`` (hash and version tables), ``_elf_relocations`` (the relocation tables).
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from ._elf_format import (
     ABS64, DF_1_NOOPEN, DF_1_PIE, DF_TEXTREL, DT_AUDIT, DT_AUXILIARY, DT_CONFIG, DT_DEPAUDIT, DT_FILTER,
     DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS, DT_FLAGS_1, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ,
     DT_JMPREL, DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_REL, DT_RELA,
-    DT_RELAENT, DT_RELASZ, DT_RELENT, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RELSZ, DT_RPATH, DT_RUNPATH,
-    DT_SONAME, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, DT_TEXTREL, DT_VERDEF, DT_VERDEFNUM, DT_VERNEED,
-    DT_VERNEEDNUM, ElfImage, ElfProblem, GOT_TYPES, IRELATIVE, NEED_SYMBOL, PF_W, PF_X, PLT_TYPES,
-    PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO, PT_LOAD, PT_NOTE, PT_PHDR, PT_TLS, RELATIVE,
-    RELOCATION_WIDTHS, SHN_ABS, SHN_UNDEF, STB_LOCAL, STT_COMMON, STT_FUNC, STT_GNU_IFUNC, STT_OBJECT,
-    STT_TLS, Symbol, TLS_TYPES, host_identity,
+    DT_RELAENT, DT_RELASZ, DT_RELENT, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RELSZ, DT_RPATH, DT_RUNPATH, DT_SONAME,
+    DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, DT_TEXTREL, DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM,
+    ElfImage, ElfProblem, PF_W, PF_X, PT_DYNAMIC, PT_GNU_EH_FRAME, PT_GNU_PROPERTY, PT_GNU_RELRO, PT_LOAD,
+    PT_NOTE, PT_PHDR, PT_TLS, RELATIVE, SHN_ABS, SHN_UNDEF, STB_LOCAL, STT_COMMON, STT_FUNC, STT_GNU_IFUNC,
+    STT_OBJECT, Symbol, host_identity,
 )
+from ._elf_relocations import check_relocations
 from ._elf_sections import read_sections
 from ._elf_tables import check_versions, symbol_count
 
@@ -268,123 +268,9 @@ class _Checker:
         check_versions(self.dyn, self.mem, self.string, self.nsyms)
 
     def relocations(self) -> None:
-        types = RELOCATION_WIDTHS.get(self.machine)
-        self.relocated: dict[int, tuple[int, int, int]] = {}  # target -> (type, symbol, addend)
-        plt_slots: list[tuple[int, int]] = []
-        written: set[int] = set()  # 8-byte words written by RELA relocations
-        got_entries: set[tuple[int, int]] = set()  # (GLOB_DAT or JUMP_SLOT, symbol)
-        for table, size_tag, what in ((DT_RELA, DT_RELASZ, "DT_RELA"), (DT_JMPREL, DT_PLTRELSZ, "DT_JMPREL")):
-            if table not in self.dyn:
-                continue
-            size = self.dyn[size_tag]
-            self.table_size(table, size, what)
-            if size % 24:
-                raise ElfProblem(f"{what} size is not a whole number of entries")
-            raw = self.mem(self.dyn[table], size, what)
-            for r_offset, r_info, addend in struct.iter_unpack("<QQq", raw):
-                r_type, r_sym = r_info & 0xFFFFFFFF, r_info >> 32
-                if r_sym >= self.nsyms:
-                    raise ElfProblem(f"a relocation names symbol {r_sym}, past the {self.nsyms} symbols")
-                if types is not None:
-                    if r_type not in types:
-                        raise ElfProblem(f"relocation type {r_type} is not supported on this machine")
-                    width = types[r_type]
-                    if table == DT_JMPREL and r_type not in PLT_TYPES[self.machine]:
-                        raise ElfProblem(f"relocation type {r_type} does not belong in the PLT relocations")
-                    if r_sym and r_type in (RELATIVE[self.machine], IRELATIVE[self.machine]):
-                        raise ElfProblem(f"a relocation of type {r_type} names a symbol")
-                    if r_sym == 0 and r_type in NEED_SYMBOL[self.machine]:
-                        raise ElfProblem(f"a relocation of type {r_type} names no symbol")
-                    if r_type in GOT_TYPES[self.machine]:
-                        if addend:
-                            raise ElfProblem("a GOT or PLT relocation has an addend")
-                        if (r_type, r_sym) in got_entries:  # linkers make one GOT entry / PLT slot per symbol
-                            raise ElfProblem(f"symbol {r_sym} has two relocations of type {r_type}")
-                        got_entries.add((r_type, r_sym))
-                    if r_sym:
-                        _n, info, other, shndx, _v, _s = self.syms[r_sym]
-                        if info >> 4 == STB_LOCAL:
-                            raise ElfProblem(f"a relocation names local symbol {r_sym} (linkers use RELATIVE)")
-                        if (r_type in TLS_TYPES[self.machine]) != (info & 0xF == STT_TLS):
-                            raise ElfProblem(f"relocation type {r_type} does not fit the kind of symbol {r_sym}")
-                        if shndx == SHN_UNDEF and (info >> 4 not in (1, 2, 10) or other & 3):
-                            raise ElfProblem(f"a relocation names undefined symbol {r_sym}, which is not global with default visibility")
-                    if r_type == IRELATIVE.get(self.machine):
-                        self.code_address(addend, "an IRELATIVE resolver")
-                    elif r_type == RELATIVE.get(self.machine):
-                        self.pointer(addend, "a RELATIVE relocation")
-                    elif r_type == ABS64.get(self.machine) and r_sym and self.syms[r_sym][3] not in (SHN_UNDEF, SHN_ABS):
-                        self.pointer(self.syms[r_sym][4] + addend, "an absolute relocation")
-                else:
-                    width = 8
-                if width:
-                    self.writable(r_offset, width, f"the target of a {what} relocation")
-                    if r_offset % 8:
-                        raise ElfProblem(f"the target of a {what} relocation at {r_offset:#x} is misaligned")
-                    words = range(r_offset, r_offset + width, 8)
-                    if any(word in written for word in words):
-                        raise ElfProblem(f"two relocations write the bytes at {r_offset:#x}")
-                    if DT_PLTGOT in self.dyn and any(self.dyn[DT_PLTGOT] <= w < self.dyn[DT_PLTGOT] + 24 for w in words):
-                        raise ElfProblem(f"a relocation writes the reserved words of DT_PLTGOT at {r_offset:#x}")
-                    written.update(words)
-                self.relocated[r_offset] = (r_type, r_sym, addend)
-                if table == DT_JMPREL:
-                    plt_slots.append((r_offset, width))
-        if plt_slots and DT_PLTGOT in self.dyn and types is not None:
-            # The PLT's GOT: three reserved words, then the slots of the PLT relocations, each
-            # written by exactly one of them, inside the GOT's section when the image kept it.
-            first = self.dyn[DT_PLTGOT] + 24
-            end = first + sum(width for _, width in plt_slots)
-            got_size = self.progbits.get(self.dyn[DT_PLTGOT])
-            if got_size is not None and end - first + 24 > got_size:
-                raise ElfProblem(f"the PLT relocations need {end - first} bytes of the PLT's GOT, which has {got_size - 24}")
-            if any(not first <= at < end for at, _ in plt_slots):
-                raise ElfProblem("a PLT relocation writes outside the PLT's slots of DT_PLTGOT")
-        self.relr_done: set[int] = set()
-        if DT_RELR in self.dyn:
-            size = self.dyn[DT_RELRSZ]
-            self.table_size(DT_RELR, size, "DT_RELR")
-            if size % 8:
-                raise ElfProblem("DT_RELRSZ is not a whole number of entries")
-            where: int | None = None
-            for (entry,) in struct.iter_unpack("<Q", self.mem(self.dyn[DT_RELR], size, "DT_RELR")):
-                if entry & 1 == 0:
-                    self.relr_target(entry)
-                    where = entry + 8
-                else:
-                    if where is None:
-                        raise ElfProblem("a RELR bitmap comes before any RELR address")
-                    bits, index = entry >> 1, 0
-                    while bits:
-                        if bits & 1:
-                            self.relr_target(where + 8 * index)
-                        bits >>= 1
-                        index += 1
-                    where += 63 * 8
-
-    def table_size(self, table: int, size: int, what: str) -> None:
-        """A relocation table the dynamic section names is not empty and, when the image kept its
-        section headers, starts at a relocation section and covers all of it: linkers write
-        nothing else."""
-        if not size:
-            raise ElfProblem(f"{what} is named but empty")
-        if not self.relocation_sections:
-            return
-        section = self.relocation_sections.get(self.dyn[table])
-        if section is None:
-            raise ElfProblem(f"{what} does not start at a relocation section")
-        if size < section:
-            raise ElfProblem(f"{what} covers {size} bytes of its {section}-byte section")
-
-    def relr_target(self, vaddr: int) -> None:
-        """A RELR relocation adds the base to the pointer stored at ``vaddr`` (once)."""
-        self.writable(vaddr, 8, "the target of a RELR relocation")
-        if vaddr in self.relr_done:
-            raise ElfProblem(f"RELR relocates {vaddr:#x} twice")
-        self.relr_done.add(vaddr)
-        (stored,) = struct.unpack("<Q", self.mem(vaddr, 8, "a RELR target"))
-        self.pointer(stored, "a RELR relocation")
-        self.relocated.setdefault(vaddr, (-1, 0, 0))
+        """RELA, the PLT's and RELR relocations (``_elf_relocations``): ``relocated`` maps each
+        target to (type, symbol, addend), RELR's to (-1, 0, 0)."""
+        self.relocated: dict[int, tuple[int, int, int]] = check_relocations(self)
 
     def writable(self, vaddr: int, width: int, what: str) -> None:
         """A relocation writes ``width`` bytes at ``vaddr``: initialised (file-backed) bytes of a
@@ -421,7 +307,6 @@ class _Checker:
         self.recorded: dict[bytes, set[tuple[int, int, int]]] | None = facts.recorded
         self.progbits: dict[int, int] = facts.progbits
         self.relocation_sections: dict[int, int] = facts.relocation_sections
-
 
     def constructors(self) -> None:
         """DT_INIT/DT_FINI and every entry of the init and fini arrays, as relocated, must be code."""

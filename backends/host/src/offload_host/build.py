@@ -68,7 +68,6 @@ class OffloadHostCacheWarning(UserWarning):
 
 
 _memory_cache: dict[str, bytes] = {}
-_compiler_ids: dict[str, str] = {}
 _native_flags: dict[str, tuple[str, ...]] = {}
 _cpu_ids: list[str] = []
 _disk_cache: list[Any] = []
@@ -102,27 +101,11 @@ def _compiler() -> list[str]:
 
 
 def _compiler_id(compiler: list[str]) -> str:
-    """The compiler command and its first ``--version`` line (cached per command)."""
-    import shlex
-    import subprocess
+    """The compiler command and its ``--version`` output (``offload.backend.build.tool_version``:
+    asked once per command; ``HOST_TOOL_NOT_FOUND`` when it cannot run)."""
+    from offload.backend.build import tool_version
 
-    command = shlex.join(compiler)
-    with _lock:
-        cached = _compiler_ids.get(command)
-    if cached is not None:
-        return cached
-    try:
-        result = subprocess.run(
-            [*compiler, "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-        lines = (result.stdout or result.stderr).splitlines()
-        version = lines[0] if lines else ""
-    except (OSError, subprocess.SubprocessError) as exc:
-        _raise("HOST_TOOL_NOT_FOUND", f"C compiler {command!r} cannot run: {exc}")
-    ident = f"{command}\n{version}"
-    with _lock:
-        _compiler_ids[command] = ident
-    return ident
+    return tool_version(compiler)
 
 
 def _native_flags_of(compiler: list[str]) -> tuple[str, ...]:

@@ -171,14 +171,14 @@ def module_of(name: str) -> str:
     return next(module for module, sections in MODULES.items() if section in sections)
 
 
-#: What a generated function may read besides its own ``_impl_<name>``:
-#: (module, name), imported as ``_<alias>`` where the source reads it.
+#: What a generated function may read besides its own ``_impl_<name>``: (module, name[:alias]),
+#: imported as ``_<alias>`` (the name's own by default) by a module whose source reads it.
 _NAMES = (
     ("_core.handles", "Context"), ("_core.handles", "Device"), ("_core.handles", "Event"),
     ("_core.handles", "Platform"), ("_core.handles", "Program"), ("_core.handles", "Queue"),
     ("_core.handles", "Symbol"), ("_core.ranges", "as_address"), ("_core.ranges", "as_size"),
-    ("_core.session", "STATE"), ("_core.session", "uninitialized"), ("_values.errors", "OffloadError"), ("_values.errors", "as_offload_error"),
-    ("_values.types", "KernelLaunchSizeArgs"), ("_values.types", "buffer_size:nbytes"),
+    ("_core.session", "STATE"), ("_core.session", "uninitialized"), ("_values.errors", "OffloadError"),
+    ("_values.errors", "as_offload_error"), ("_values.types", "KernelLaunchSizeArgs"), ("_values.types", "buffer_size:nbytes"),
     ("_api.binding", "count"), ("_api.binding", "slow"), ("_api.binding", "stale"),
     ("_api.binding", "zero_extent"),
 )  # fmt: skip
@@ -191,10 +191,9 @@ def _imports(text: str) -> str:
         name, _, alias = name.partition(":")
         alias = alias or name
         if re.search(rf"\b_{alias}\b", text):
-            by_module.setdefault(module, []).append(name if name == alias else f"{name} as _{alias}")
+            by_module.setdefault(module, []).append(f"{name} as _{alias}")
     lines = []
     for module, names in by_module.items():
-        names = [n if " as " in n else f"{n} as _{n}" for n in names]
         package = f"..{module.removeprefix('_api.')}" if module.startswith("_api.") else f"...{module}"
         lines.append(f"from {package} import {', '.join(names)}")
     return "\n".join(lines) + "\n"
@@ -247,9 +246,9 @@ def module_sources() -> dict[str, str]:
             listed = textwrap.fill(", ".join(fn.name for fn in cut), 116, initial_indent="    ", subsequent_indent="    ")
             exports.append(f"from .{name} import (\n{listed},\n)")
     what = (
-        "The public ol* functions, one per ``_api.table`` entry, in a module per section of the\n"
-        "contract (``offload.hookspecs``); ``_api.functions`` binds them as ``offload.<name>``,\n"
-        "``_api.codegen`` says what each holds."
+        "The public ol* functions, one per ``_api.table`` entry, in a module per group of the ``_api``\n"
+        "sections that implement them (``_api.codegen.MODULES``); ``_api.functions`` binds them as\n"
+        "``offload.<name>``, ``_api.codegen`` says what each holds."
     )
     files["__init__.py"] = _header(what) + "\n".join(exports) + "\n"
     return files

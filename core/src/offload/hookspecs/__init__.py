@@ -55,8 +55,8 @@ reading a kit failure. The obligations in short:
 
 The hooks are written by section in two modules, ``_device`` (lifecycle, programs and symbols,
 programs from source, other libraries' streams) and ``_data`` (memory, queues, events, native
-entry points), and re-exported here: ``offload.hookspecs`` is the one import path, and
-``HOOK_NAMES`` lists them in that order.
+entry points), marked ``hookspec`` and re-exported here: ``offload.hookspecs`` is the one import
+path, and ``HOOK_NAMES`` lists them in that order.
 
 Required hooks: ``REQUIRED_HOOKS``. Every other hook is in an optional group, implemented whole or
 left out: a call that needs a missing one fails ``UNSUPPORTED`` naming the backend and the hook.
@@ -100,13 +100,16 @@ the backend's ``Capabilities`` then declares that flag False.
 
 from __future__ import annotations
 
+from types import FunctionType
+
+import pluggy
+
 # the hooks' value types, importable from here as before (noqa: the sections use them)
 from .._values.enums import AllocType, DeviceInfo, MemMigrationFlag, PlatformInfo, SymbolKind  # noqa: F401
 from .._values.info import DEVICE_INFO_TYPES
 from .._values.opaque import NativeDevice, NativeEntryPoints, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 from .._values.types import KernelLaunchSizeArgs, KernelParam  # noqa: F401
 from . import _data, _device
-from ._markers import PROJECT, hookimpl, hookspec
 # lifecycle
 from ._device import init, served_hooks, no_devices_reason, platform_info, deinit, deinit_device, get_device_info
 # programs and symbols; programs from source
@@ -129,17 +132,26 @@ from ._data import (
 # native entry points
 from ._data import native_entry_points, native_word
 
+#: The project of the markers: ``hookspec`` marks the hooks below, ``hookimpl`` a backend's
+#: implementations (the entry-point group ``offload.backends`` has its prefix).
+PROJECT = "offload"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
 REQUIRED_HOOKS = frozenset(
     {"init", "deinit", "get_device_info", "load_binary", "unload_binary", "synchronize", "has_pending_work"}
 )
 
-#: Every hook, in the order of the sections.
+#: Every hook, in the order of the sections: each function their modules define.
 HOOK_NAMES: tuple[str, ...] = tuple(
     name
     for section in (_device, _data)
     for name, value in vars(section).items()
-    if callable(value) and hasattr(value, PROJECT + "_spec")
+    if isinstance(value, FunctionType) and value.__module__ == section.__name__
 )
+for _name in HOOK_NAMES:  # each marked as the contract's hook specification (pluggy reads the mark)
+    hookspec(globals()[_name])
+del _name
 
 __all__ = [
     "hookimpl", "hookspec", "DEVICE_INFO_TYPES", "HOOK_NAMES", "REQUIRED_HOOKS", "PROJECT",

@@ -1,7 +1,7 @@
-"""The contract's hooks of the data path: memory (allocations, registrations, copies and fills),
-queues and events, and the optional native entry points (the compiled data path;
-``offload/include/offload_native.h`` states their every obligation). ``offload.hookspecs``
-re-exports them; its docstring states the obligations."""
+"""The contract's hooks of the data path: memory (allocations, registrations, copies and fills), queues
+and events, and the optional native entry points (the compiled data path;
+``offload/include/offload_native.h`` states their every obligation). ``offload.hookspecs`` marks
+them as its hook specifications and re-exports them; its docstring states the obligations."""
 
 from __future__ import annotations
 
@@ -9,35 +9,29 @@ from collections.abc import Callable
 
 from .._values.enums import AllocType, MemMigrationFlag
 from .._values.opaque import NativeDevice, NativeEntryPoints, NativeEvent, NativeKernel, NativeQueue
-from ._markers import hookspec
 
 
 # --- memory ----------------------------------------------------------------------------------
 
 
-@hookspec
 def mem_alloc_aligned(device: NativeDevice, alloc_type: AllocType, size: int, alignment: int) -> int:
     """``mem_alloc`` whose address is a multiple of ``alignment`` (a power of two above 1);
     UNSUPPORTED for an alignment the device cannot give. ``mem_free`` frees it."""
 
 
-@hookspec
 def mem_prefetch(device: NativeDevice, queue: NativeQueue, address: int, size: int, flags: MemMigrationFlag) -> None:
     """In queue order, migrate ``[address, address + size)`` (inside one MANAGED allocation) towards
     the device (``HOST_TO_DEVICE``) or the host (``DEVICE_TO_HOST`` alone). A hint: it changes no data."""
 
 
-@hookspec
 def mem_alloc(device: NativeDevice, alloc_type: AllocType, size: int) -> int:
     """Allocate ``size`` (> 0) bytes of the given kind; return the address (never 0)."""
 
 
-@hookspec
 def mem_free(device: NativeDevice, address: int, alloc_type: AllocType) -> None:
     """Free an address returned by ``mem_alloc`` (the core guarantees it is a live base address)."""
 
 
-@hookspec
 def mem_alloc_async(device: NativeDevice, queue: NativeQueue, alloc_type: AllocType, size: int) -> int:
     """Allocate ``size`` (> 0) bytes of DEVICE memory (the only ``alloc_type`` the core passes) in
     ``queue``'s order, from a pool (``cuMemAllocAsync``, ``hipMallocAsync``): the address (never 0)
@@ -45,7 +39,6 @@ def mem_alloc_async(device: NativeDevice, queue: NativeQueue, alloc_type: AllocT
     queues once they wait for an event recorded after it. Optional, with ``mem_free_async``."""
 
 
-@hookspec
 def mem_free_async(device: NativeDevice, queue: NativeQueue, address: int) -> None:
     """Free an allocation (a base address of ``mem_alloc_async``, or of ``mem_alloc`` of DEVICE
     memory) in ``queue``'s order: once the work enqueued on ``queue`` before it has finished
@@ -54,7 +47,6 @@ def mem_free_async(device: NativeDevice, queue: NativeQueue, address: int) -> No
     may hand the memory to a later ``mem_alloc_async`` on ``queue`` before the free runs."""
 
 
-@hookspec
 def mem_register(device: NativeDevice, address: int, size: int, lock: bool) -> int:
     """Register (and, if ``lock``, page-lock) host memory; return the pinned address.
 
@@ -62,13 +54,11 @@ def mem_register(device: NativeDevice, address: int, size: int, lock: bool) -> i
     range inside one it already registered."""
 
 
-@hookspec
 def mem_unregister(device: NativeDevice, address: int, size: int, unlock: bool) -> None:
     """Undo the ``mem_register`` of exactly ``[address, address + size)``, when its last user is
     gone. ``unlock``: the range was registered with ``lock`` and ``UNLOCK_MEMORY`` was asked."""
 
 
-@hookspec
 def data_submit(device: NativeDevice, dst: int, src: int, size: int, queue: NativeQueue | None) -> None:
     """Copy ``size`` bytes from host memory ``src`` to device memory ``dst``, in ``queue``'s order
     (None: done on return). The host bytes may be read at enqueue (a remote device sends them
@@ -77,7 +67,6 @@ def data_submit(device: NativeDevice, dst: int, src: int, size: int, queue: Nati
     host-to-host copies of 4 MiB or more."""
 
 
-@hookspec
 def data_retrieve(device: NativeDevice, dst: int, src: int, size: int, queue: NativeQueue | None) -> None:
     """Copy ``size`` bytes from device memory ``src`` to host memory ``dst``, in ``queue``'s order
     (None: done on return). Host ``dst`` is written after the queue's earlier work and before its
@@ -85,14 +74,12 @@ def data_retrieve(device: NativeDevice, dst: int, src: int, size: int, queue: Na
     ``sync_event`` of a later event returns."""
 
 
-@hookspec
 def data_exchange(
     src_device: NativeDevice, src: int, dst_device: NativeDevice, dst: int, size: int, queue: NativeQueue | None
 ) -> None:
     """Copy between two devices of this backend. If absent, the core bounces through host memory."""
 
 
-@hookspec
 def data_copy_rect(
     device: NativeDevice,
     dst: int,
@@ -108,7 +95,6 @@ def data_copy_rect(
     the pitches (row pitch >= bytes per row; slice pitch >= rows x row pitch for several slices)."""
 
 
-@hookspec
 def data_fill(device: NativeDevice, address: int, pattern: bytes, size: int, queue: NativeQueue | None) -> None:
     """Fill ``size`` bytes at ``address`` with ``pattern`` repeated, in ``queue``'s order if given
     (``Capabilities.queued_fill``). ``pattern`` is ``bytes`` of any length from 1 up (liboffload's
@@ -120,13 +106,11 @@ def data_fill(device: NativeDevice, address: int, pattern: bytes, size: int, que
 # --- queues ----------------------------------------------------------------------------------
 
 
-@hookspec
 def create_queue(device: NativeDevice) -> NativeQueue:
     """Create an in-order queue and return it as an opaque ``queue`` (driver streams are worth
     reusing: ``offload.backend.support.ResourcePool``)."""
 
 
-@hookspec
 def synchronize(device: NativeDevice, queue: NativeQueue, release: bool) -> None:
     """Block until ``queue`` has no pending work, then raise its asynchronous errors, if any (one
     exception, or an ``ExceptionGroup`` of all of them: each is kept).
@@ -139,7 +123,6 @@ def synchronize(device: NativeDevice, queue: NativeQueue, release: bool) -> None
     """
 
 
-@hookspec
 def has_pending_work(device: NativeDevice, queue: NativeQueue) -> bool:
     """Whether ``queue`` has work queued or running; True while that cannot be known yet. Must not
     block: the core polls it (``olMemFree``, ``olDestroyProgram``, interpreter exit) to wait for a
@@ -148,7 +131,6 @@ def has_pending_work(device: NativeDevice, queue: NativeQueue) -> bool:
     with that error."""
 
 
-@hookspec
 def enqueue_host_call(device: NativeDevice, queue: NativeQueue, callback: Callable[[], None]) -> None:
     """Run ``callback()`` in queue order: after all earlier work, before all later work. An exception
     from it is an asynchronous error of the queue (kept in order: ``backend_support.KeptErrors``).
@@ -159,27 +141,22 @@ def enqueue_host_call(device: NativeDevice, queue: NativeQueue, callback: Callab
 # --- events ----------------------------------------------------------------------------------
 
 
-@hookspec
 def create_event(device: NativeDevice, queue: NativeQueue) -> NativeEvent:
     """Create and record an event on ``queue``: complete once all earlier work is. Return it."""
 
 
-@hookspec
 def destroy_event(device: NativeDevice, event: NativeEvent) -> None:
     """Release an event."""
 
 
-@hookspec
 def wait_event(device: NativeDevice, queue: NativeQueue, event: NativeEvent) -> None:
     """Make later work on ``queue`` wait until ``event`` (of any queue of this backend) is complete."""
 
 
-@hookspec
 def is_event_complete(device: NativeDevice, event: NativeEvent) -> bool:
     """Whether ``event`` is complete. Must not block."""
 
 
-@hookspec
 def sync_event(device: NativeDevice, event: NativeEvent, queue: NativeQueue | None) -> None:
     """Block until ``event`` is complete, then raise the asynchronous errors of the work recorded
     before it on ``queue`` (the queue it was recorded on; None once that queue was destroyed, whose
@@ -187,7 +164,6 @@ def sync_event(device: NativeDevice, event: NativeEvent, queue: NativeQueue | No
     in order. Whether ``synchronize`` raises them again is the backend's (the kit accepts both)."""
 
 
-@hookspec
 def event_elapsed_time(device: NativeDevice, start: NativeEvent, end: NativeEvent) -> float:
     """Milliseconds between two complete events of this device."""
 
@@ -195,7 +171,6 @@ def event_elapsed_time(device: NativeDevice, start: NativeEvent, end: NativeEven
 # --- native entry points (optional: the compiled data path) -----------------------------------
 
 
-@hookspec
 def native_entry_points(device: NativeDevice) -> NativeEntryPoints | None:
     """A PyCapsule named ``"offload.native_entry_points"`` holding a ``const
     offload_native_entry_points *`` (``offload/include/offload_native.h``, which states every
@@ -205,7 +180,6 @@ def native_entry_points(device: NativeDevice) -> NativeEntryPoints | None:
     having done nothing, to the Python hook. None: this device has none (the same as absent)."""
 
 
-@hookspec
 def native_word(device: NativeDevice, native: NativeDevice | NativeQueue | NativeKernel) -> int | None:
     """The pointer-sized word the native entry points take for ``native`` (this device itself, one
     of its queues or kernels), valid until that object is released; None: calls with it use the

@@ -1,7 +1,8 @@
-"""The contract's hooks of a device and its programs: the lifecycle (a backend, its devices and
-their properties), programs and their kernels, globals and launches, programs built from source
+"""The contract's hooks of a device and its programs: the lifecycle (a backend, its devices and their
+properties), programs and their kernels, globals and launches, programs built from source
 (``offload.build``), and other libraries' streams (DLPack, ``__cuda_array_interface__``,
-``__cuda_stream__``). ``offload.hookspecs`` re-exports them; its docstring states the obligations."""
+``__cuda_stream__``). ``offload.hookspecs`` marks them as its hook specifications and re-exports
+them; its docstring states the obligations."""
 
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ from typing import Any
 from .._values.enums import DeviceInfo, PlatformInfo, SymbolKind
 from .._values.opaque import NativeDevice, NativeEvent, NativeKernel, NativeProgram, NativeQueue
 from .._values.types import KernelLaunchSizeArgs, KernelParam
-from ._markers import hookspec
 
 
 # --- lifecycle -----------------------------------------------------------------------------
 
 
-@hookspec
 def init() -> Sequence[NativeDevice]:
     """Initialise the driver and return one opaque ``device`` object per usable device.
 
@@ -26,7 +25,6 @@ def init() -> Sequence[NativeDevice]:
     """
 
 
-@hookspec
 def served_hooks() -> Collection[str] | None:
     """The optional hooks this backend serves, given what ``init`` found; asked once, right after
     it. A backend whose features depend on the device (a driver with optional features, a
@@ -37,14 +35,12 @@ def served_hooks() -> Collection[str] | None:
     backend does not define fails ``init`` (``INVALID_VALUE``)."""
 
 
-@hookspec
 def no_devices_reason() -> str | None:
     """Why ``init`` returned no devices (no driver library, a driver with no GPU, ...), or left
     some out (an OpenCL device without shared virtual memory), in words for ``offload backends``;
     None when there is nothing to say. Asked once, right after ``init``. Optional."""
 
 
-@hookspec
 def platform_info() -> Mapping[PlatformInfo, str]:
     """The platform's own VENDOR_NAME and VERSION (``str`` each; the driver's, e.g. OpenCL's
     CL_PLATFORM_VENDOR and CL_PLATFORM_VERSION), asked once after ``init``. Optional: a property
@@ -52,17 +48,14 @@ def platform_info() -> Mapping[PlatformInfo, str]:
     and BACKEND are the core's."""
 
 
-@hookspec
 def deinit() -> None:
     """Release every driver resource. Called once, after every ``deinit_device``."""
 
 
-@hookspec
 def deinit_device(device: NativeDevice) -> None:
     """Release one device's resources (its queues, programs and memory are already gone)."""
 
 
-@hookspec
 def get_device_info(device: NativeDevice) -> Mapping[DeviceInfo, Any]:
     """The device's properties, asked once at ``olInit`` and cached by the core.
 
@@ -81,14 +74,12 @@ def get_device_info(device: NativeDevice) -> Mapping[DeviceInfo, Any]:
 # --- programs and symbols ------------------------------------------------------------------
 
 
-@hookspec
 def is_valid_binary(device: NativeDevice, data: bytes) -> bool:
     """Whether ``data`` could be loaded on ``device``: a check of the image's format (headers, the
     target) where that decides it, else as much of the loading as answers it (a source format
     compiled without keeping the result). Default: False."""
 
 
-@hookspec
 def load_binary(device: NativeDevice, data: bytes) -> NativeProgram:
     """Load a program image and return an opaque ``image``.
 
@@ -98,22 +89,18 @@ def load_binary(device: NativeDevice, data: bytes) -> NativeProgram:
     """
 
 
-@hookspec
 def unload_binary(device: NativeDevice, image: NativeProgram) -> None:
     """Unload one image loaded by ``load_binary`` (global destructors run here)."""
 
 
-@hookspec
 def get_kernel(device: NativeDevice, image: NativeProgram, name: str) -> NativeKernel:
     """Return an opaque ``kernel`` for the kernel ``name`` in ``image``; ``NOT_FOUND`` if absent."""
 
 
-@hookspec
 def get_global(device: NativeDevice, image: NativeProgram, name: str) -> tuple[int, int]:
     """Return ``(address, size)`` of the global variable ``name`` in ``image``; ``NOT_FOUND`` if absent."""
 
 
-@hookspec
 def kernel_params(device: NativeDevice, kernel: NativeKernel) -> Sequence[KernelParam] | None:
     """The explicit parameters of ``kernel`` in order, as laid out in the packed argument buffer
     (``KernelParam`` items or ``(offset, size[, kind, name])`` tuples), asked once per kernel symbol.
@@ -130,12 +117,10 @@ def kernel_params(device: NativeDevice, kernel: NativeKernel) -> Sequence[Kernel
     """
 
 
-@hookspec
 def max_group_size(device: NativeDevice, kernel: NativeKernel, dynamic_memory: int) -> int:
     """The work-group size giving optimal occupancy with ``dynamic_memory`` bytes of local memory."""
 
 
-@hookspec
 def launch_kernel(
     device: NativeDevice,
     queue: NativeQueue | None,
@@ -157,7 +142,6 @@ def launch_kernel(
     """
 
 
-@hookspec
 def launch_kernel_cooperative(
     device: NativeDevice, queue: NativeQueue | None, kernel: NativeKernel, args: bytes | None, launch: KernelLaunchSizeArgs
 ) -> None:
@@ -165,12 +149,10 @@ def launch_kernel_cooperative(
     kernel synchronises all groups. The core has checked the grid against ``max_cooperative_groups``."""
 
 
-@hookspec
 def max_cooperative_groups(device: NativeDevice, kernel: NativeKernel, launch: KernelLaunchSizeArgs) -> int:
     """The most groups of ``launch``'s group size (and dynamic memory) a cooperative launch can run."""
 
 
-@hookspec
 def symbol_names(device: NativeDevice, image: NativeProgram, kind: SymbolKind) -> Sequence[str]:
     """The names of the kernels (``SymbolKind.KERNEL``) or global variables of ``image``."""
 
@@ -178,7 +160,6 @@ def symbol_names(device: NativeDevice, image: NativeProgram, kind: SymbolKind) -
 # --- programs from source (offload.build) ---------------------------------------------------
 
 
-@hookspec
 def build_target(device: NativeDevice) -> str:
     """What a build for ``device`` depends on besides the source and options, as one string: the
     architecture (``sm_90``, ``gfx90a:sramecc+:xnack-``, the host's machine) and the toolchain
@@ -191,7 +172,6 @@ def build_target(device: NativeDevice) -> str:
     """
 
 
-@hookspec
 def build_source(device: NativeDevice, source: str, options: Sequence[str]) -> bytes:
     """Compile kernel ``source`` with this device's own toolchain into an image ``load_binary``
     accepts for ``device``; ``options`` go to the compiler as given, ``offload_kernel.h``
@@ -203,7 +183,6 @@ def build_source(device: NativeDevice, source: str, options: Sequence[str]) -> b
 # --- other libraries' streams (DLPack, __cuda_array_interface__) ------------------------------
 
 
-@hookspec
 def foreign_stream_wait(device: NativeDevice, stream: int, event: NativeEvent) -> None:
     """Make the driver stream ``stream`` (a raw handle another library owns, as DLPack's
     ``__dlpack__(stream=...)`` passes it) wait for ``event`` (of this device) without blocking
@@ -211,13 +190,11 @@ def foreign_stream_wait(device: NativeDevice, stream: int, event: NativeEvent) -
     object layer synchronises the device's queues instead)."""
 
 
-@hookspec
 def foreign_stream_sync(device: NativeDevice, stream: int) -> None:
     """Block until everything enqueued so far on the driver stream ``stream`` (another library's,
     as ``__cuda_array_interface__``'s ``stream`` names it) has finished. Optional."""
 
 
-@hookspec
 def queue_stream(device: NativeDevice, queue: NativeQueue) -> int:
     """The driver stream under ``queue`` (made by ``create_queue`` or ``adopt_stream``) as an int
     (a ``CUstream`` / ``hipStream_t`` address), for another library to enqueue work on in the
@@ -225,7 +202,6 @@ def queue_stream(device: NativeDevice, queue: NativeQueue) -> int:
     ``adopt_stream``."""
 
 
-@hookspec
 def adopt_stream(device: NativeDevice, stream: int) -> NativeQueue:
     """A queue over ``stream``, a driver stream of ``device`` that another library made and owns
     (an int handle, as ``__cuda_stream__`` gives it; the legacy default stream's too). Every queue

@@ -1,0 +1,1 @@
+../_offload_setup.py

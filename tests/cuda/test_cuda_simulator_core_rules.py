@@ -219,33 +219,3 @@ def test_a_kernel_touching_unmapped_memory_leaves_a_sticky_illegal_address(
         "after_release": "CUDA_SUCCESS",
     }
 
-
-_LEGACY_AFTER_RELEASE = raw_child(
-    r"""
-buf = ck(d.cuMemAlloc(64))
-pooled = ck(d.cuMemAllocAsync(64, 0))
-staged = (ctypes.c_uint8 * 64)()
-out = {"first": name(d.cuMemsetD8Async(buf, 1, 64, 0))}  # device operation 1: faults (GPUSIM_FAULT_AFTER=1)
-out["sync"] = name(d.cuStreamSynchronize(0))
-out["free_async"] = name(d.cuMemFreeAsync(pooled, 0))  # a stream-ordered free queued after the fault, never synchronised
-out["release"] = name(d.cuDevicePrimaryCtxRelease(dev))
-ctx = ck(d.cuDevicePrimaryCtxRetain(dev))
-ck(d.cuCtxSetCurrent(ctx))
-buf = ck(d.cuMemAlloc(64))
-out["fresh_memset"] = name(d.cuMemsetD8Async(buf, 3, 64, 0))
-out["fresh_sync"] = name(d.cuStreamSynchronize(0))  # the new context's legacy stream starts clean
-ck(d.cuMemcpyDtoH(ctypes.addressof(staged), buf, 64))
-out["fresh_values"] = list(staged) == [3] * 64
-emit(out)
-"""
-)
-
-
-def test_a_new_primary_context_starts_clean_on_the_legacy_stream(simulated: Any, run_child: Any, child_env: Any) -> None:
-    """After a sticky fault and the primary context's last release, the next context's legacy
-    stream (which the simulator keeps per device) keeps no error of the old one
-    (cuDevicePrimaryCtxRelease: "destroy all allocations and reset all state on the primary context")."""
-    out = run_child(_LEGACY_AFTER_RELEASE, child_env(GPUSIM_FAULT_AFTER="1")).result
-    assert out["sync"] == "CUDA_ERROR_ILLEGAL_ADDRESS" and out["release"] == "CUDA_SUCCESS", out
-    assert out["fresh_memset"] == "CUDA_SUCCESS" and out["fresh_sync"] == "CUDA_SUCCESS", out
-    assert out["fresh_values"] is True, out

@@ -8,42 +8,55 @@ import ast
 import inspect
 import pathlib
 import pydoc
+import re
 import subprocess
 import sys
 
 import pytest
 
 import offload
-from offload._api import table as _api_table, stubgen as _stubgen
+from offload._api import codegen as _codegen, table as _api_table, stubgen as _stubgen
 from offload._values import enums as _enums
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STUB = ROOT / "core" / "src" / "offload" / "_api" / "flat.pyi"
+API = ROOT / "core" / "src" / "offload" / "_api"
+STUB = API / "flat.pyi"
 EXAMPLES = ROOT / "examples"
 
 
-def test_stub_matches_the_table() -> None:
-    assert STUB.read_text() == _stubgen.generate(), "run: python -m offload._api.stubgen"
-    assert _stubgen.main(["--check", str(STUB)]) == 0
+def test_stubs_match_the_table() -> None:
+    stubs = _stubgen.generate()
+    assert sorted(stubs) == ["flat.pyi", "generated/devices.pyi", "generated/memory.pyi", "generated/queues.pyi"]
+    for name, text in stubs.items():
+        assert (API / name).read_text() == text, "run: python -m offload._api.stubgen"
+    assert _stubgen.main(["--check", str(API)]) == 0
 
 
-def test_installed_stub_is_the_same() -> None:
-    installed = pathlib.Path(offload.__file__).parent / "_api" / "flat.pyi"
-    assert installed.read_text() == STUB.read_text()
+def test_installed_stubs_are_the_same() -> None:
+    installed = pathlib.Path(offload.__file__).parent / "_api"
+    for name in _stubgen.generate():
+        assert (installed / name).read_text() == (API / name).read_text(), name
 
 
 def test_a_table_change_is_drift(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
     changed = tuple(f for f in _api_table.FUNCTIONS if f.name != "olMemFree")
-    monkeypatch.setattr(_api_table, "FUNCTIONS", changed)
-    assert _stubgen.generate() != STUB.read_text()
-    assert _stubgen.main(["--check", str(STUB)]) == 1
-    rewritten = tmp_path / "stub.pyi"
-    assert _stubgen.main([str(rewritten)]) == 0 and "def olMemFree(" not in rewritten.read_text()
+    monkeypatch.setattr(_codegen, "FUNCTIONS", changed)
+    assert _stubgen.generate()["generated/memory.pyi"] != (API / "generated" / "memory.pyi").read_text()
+    assert _stubgen.main(["--check", str(API)]) == 1
+    assert _stubgen.main([str(tmp_path)]) == 0
+    assert "def olMemFree(" not in (tmp_path / "generated" / "memory.pyi").read_text()
+    assert not re.search(r"\bolMemFree\b", (tmp_path / "flat.pyi").read_text())
+    (tmp_path / "generated" / "gone.pyi").write_text("")  # a module the table no longer gives
+    assert _stubgen.main(["--check", str(tmp_path)]) == 1
+    assert _stubgen.main([str(tmp_path)]) == 0 and not (tmp_path / "generated" / "gone.pyi").exists()
 
 
 def _stub_functions() -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(STUB.read_text())
-    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    functions: dict[str, ast.FunctionDef] = {}
+    for stub in sorted((API / "generated").glob("*.pyi")):
+        tree = ast.parse(stub.read_text())
+        functions.update({node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)})
+    return functions
 
 
 def test_runtime_signatures_match_the_stub() -> None:

@@ -26,7 +26,10 @@ from .._values.signatures import _NO_DEFAULT, Function, Param
 from .table import FUNCTIONS
 from .._values.enums import ErrorCode
 
-__all__ = ["GENERATED_PATH", "MODULES", "MODULE_LINES", "body_source", "module_of", "module_sources", "section_of", "sources"]
+__all__ = [
+    "GENERATED_PATH", "MODULES", "MODULE_LINES", "body_source", "module_functions", "module_of", "module_sources",
+    "section_of", "sources", "write_or_check", "write_or_check_files",
+]  # fmt: skip
 
 GENERATED_PATH = pathlib.Path(__file__).with_name("generated")
 MODULE_LINES = 400  # the most lines of one generated module
@@ -230,21 +233,29 @@ def _cuts(module: str, fns: list[Function]) -> list[list[Function]]:
     raise ValueError(f"a function of generated.{module} alone is over {MODULE_LINES} lines")
 
 
-def module_sources() -> dict[str, str]:
-    """``{file name: text}`` of the package ``_api/generated/``: the modules of ``MODULES`` (a
+def module_functions() -> dict[str, list[Function]]:
+    """The generated modules by name, each with its functions: the modules of ``MODULES`` (a
     module over ``MODULE_LINES`` cut into ``<name>``, ``<name>_2``, ...; each function in the
-    table's order) and the ``__init__.py`` that re-exports every function."""
+    table's order). ``_api.stubgen`` types the same modules."""
     modules: dict[str, list[Function]] = {module: [] for module in MODULES}
     for fn in FUNCTIONS:
         modules[module_of(fn.name)].append(fn)
+    return {
+        module if number == 1 else f"{module}_{number}": cut
+        for module, fns in modules.items()
+        for number, cut in enumerate(_cuts(module, fns), 1)
+    }
+
+
+def module_sources() -> dict[str, str]:
+    """``{file name: text}`` of the package ``_api/generated/``: the modules of
+    ``module_functions`` and the ``__init__.py`` that re-exports every function."""
     files: dict[str, str] = {}
     exports = []
-    for module, fns in modules.items():
-        for number, cut in enumerate(_cuts(module, fns), 1):
-            name = module if number == 1 else f"{module}_{number}"
-            files[f"{name}.py"] = _module(name, cut)
-            listed = textwrap.fill(", ".join(fn.name for fn in cut), 116, initial_indent="    ", subsequent_indent="    ")
-            exports.append(f"from .{name} import (\n{listed},\n)")
+    for name, cut in module_functions().items():
+        files[f"{name}.py"] = _module(name, cut)
+        listed = textwrap.fill(", ".join(fn.name for fn in cut), 116, initial_indent="    ", subsequent_indent="    ")
+        exports.append(f"from .{name} import (\n{listed},\n)")
     what = (
         "The public ol* functions, one per ``_api.table`` entry, in a module per group of the ``_api``\n"
         "sections that implement them (``_api.codegen.MODULES``); ``_api.functions`` binds them as\n"
@@ -260,15 +271,17 @@ def write_or_check(argv: list[str], default: pathlib.Path, text: str, command: s
     return write_or_check_files(argv, default, {"": text}, command)
 
 
-def write_or_check_files(argv: list[str], default: pathlib.Path, files: dict[str, str], command: str) -> int:
+def write_or_check_files(
+    argv: list[str], default: pathlib.Path, files: dict[str, str], command: str, pattern: str = "*.py"
+) -> int:
     """``write_or_check`` of several files: ``files`` by name below the folder in ``argv``
     (``default``), or one file where the only name is ``""``. Writing removes the folder's other
-    ``*.py`` files (a module the table no longer gives); ``--check`` counts them as drift."""
+    files that match ``pattern`` (a module the table no longer gives); ``--check`` counts them as drift."""
     check = "--check" in argv
     paths = [a for a in argv if not a.startswith("--")]
     root = pathlib.Path(paths[0]) if paths else default
     wanted = {(root / name if name else root): text for name, text in files.items()}
-    stale = [] if "" in files or not root.is_dir() else [p for p in root.glob("*.py") if p not in wanted]
+    stale = [] if "" in files or not root.is_dir() else [p for p in root.glob(pattern) if p not in wanted]
     if check:
         drift = stale + [p for p, text in wanted.items() if not p.exists() or p.read_text() != text]
         if drift:

@@ -1,10 +1,10 @@
-"""Value types of the API: ``Dimensions``, ``KernelLaunchSizeArgs``, ``KernelParam``, and ``HostCopy`` (what a queued host copy hands a backend)."""
+"""Value types of the API: ``Address``, ``Dimensions``, ``KernelLaunchSizeArgs``, ``KernelParam``, and ``HostCopy`` (what a queued host copy hands a backend)."""
 
 from __future__ import annotations
 
 import operator
 from ctypes import memmove as _memmove
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, SupportsIndex, TypeAlias
 
 from .enums import ErrorCode
 from .errors import OffloadError
@@ -29,6 +29,16 @@ def buffer_size(value: object) -> int:
         return memoryview(value).nbytes  # type: ignore[arg-type]
     except TypeError:
         return -1
+
+
+class HasOffloadPtr(Protocol):
+    """An object that stands for memory: ``__offload_ptr__`` is its address (a Buffer, an Array)."""
+
+    @property
+    def __offload_ptr__(self) -> int: ...
+
+
+Address: TypeAlias = SupportsIndex | HasOffloadPtr  # what an ol* function takes for a pointer
 
 
 class Dimensions(NamedTuple):

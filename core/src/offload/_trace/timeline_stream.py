@@ -30,7 +30,8 @@ from . import perfetto as _perfetto
 from .perfetto import Encoder, annotation, vfield
 from .timeline import Timeline
 from .timeline_file import multiprocessing_exit
-from .timeline_work import IN_CALL, STAMP, TIMING_SOURCE, Work
+from .timeline_work import IN_CALL, STAMP, TIMING_SOURCE, TRACK_BASE, Work
+from .._core.native import ENABLED, _fastpath
 from .._core.session import LOCAL
 
 if TYPE_CHECKING:
@@ -43,8 +44,6 @@ CATEGORIES = ("api", "kernel", "memcpy", "fill", "host_function", "event_record"
 
 def recorder_class() -> Any:
     """``_fastpath.Recorder`` where the compiled path is on, ``PyRecorder`` otherwise."""
-    from .._core.native import ENABLED, _fastpath
-
     return getattr(_fastpath, "Recorder", _perfetto.PyRecorder) if ENABLED else _perfetto.PyRecorder
 
 
@@ -120,7 +119,7 @@ class StreamTimeline(Timeline):
                 self._new_tracks.append(self.encoder.track(self._uuid(device), self._who() + label, rank=item.pid))
             uuid = self._uuid(key)
             label = self._queues.get((item.pid, item.tid), "queue")
-            order = item.tid % _perfetto_track_base()
+            order = item.tid % TRACK_BASE
             self._new_tracks.append(self.encoder.track(uuid, label, parent=self._tracks[device], rank=order))
         return uuid
 
@@ -324,12 +323,6 @@ def _write(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _perfetto_track_base() -> int:
-    from .timeline_work import TRACK_BASE
-
-    return TRACK_BASE
 
 
 def _product(values: Any) -> int:

@@ -8,6 +8,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._core.native import _fastpath
+
 if TYPE_CHECKING:
     from .._core.handles import Device, Queue
 
@@ -141,8 +143,6 @@ class QueueStamps:
         with self._lock:
             recorder = self._recorder
             if recorder is None:
-                from .._core.native import _fastpath
-
                 make = getattr(_fastpath, "Recorder", None)
                 recorder = self._recorder = make(0, 0) if make is not None else False
             if recorder is False or not recorder.stamps(points):  # (a Recorder's truth is its length)

@@ -25,9 +25,12 @@ rank), its process names start with ``rank N:``, and flow ids are made unique pe
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any
 
 PID_STRIDE = 1000
 TRACK_BASE = 1_000_000  # _timeline's queue tracks: tid = pid * TRACK_BASE + queue number
@@ -40,6 +43,21 @@ ALIGNMENT = (
 
 class MergeError(ValueError):
     """An input that cannot be merged; the message names the file and what is wrong."""
+
+
+def write_atomically(output: str, mode: str, write: Callable[[IO[Any]], object]) -> None:
+    """``output`` written whole or not at all: ``write`` fills a temporary file beside it (opened
+    with ``mode``), which then replaces it. An OSError leaves no temporary file behind and raises a
+    MergeError naming ``output``."""
+    tmp = f"{output}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, mode) as f:
+            write(f)
+        os.replace(tmp, output)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise MergeError(f"{output}: cannot write: {error.strerror or error}") from None
 
 
 def clock_anchor(tries: int = 5) -> dict[str, int]:

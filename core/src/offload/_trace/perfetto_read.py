@@ -12,11 +12,10 @@ its times are moved onto the wall clock by its clock anchor, as ``_job_timeline.
 
 from __future__ import annotations
 
-import os
 import struct
-from typing import Any
+from typing import IO, Any
 
-from .job_timeline import ALIGNMENT, ANCHOR_KEY, PID_STRIDE, MergeError
+from .job_timeline import ALIGNMENT, ANCHOR_KEY, PID_STRIDE, MergeError, write_atomically
 from .timeline_work import API_PID, DEVICE_PID_BASE, TRACK_BASE
 
 SESSION = "offload session"
@@ -377,20 +376,14 @@ def merge_files(paths: list[str], output: str) -> list[dict[str, Any]]:
         walls = [_zero_wall(session) for _, session in sessions]
     except PerfettoFormatError as error:
         raise MergeError(str(error)) from None
-    tmp = f"{output}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as out:
-            for path in paths:
-                with open(path, "rb") as f:
-                    while block := f.read(1 << 22):
-                        out.write(block)
-        os.replace(tmp, output)
-    except OSError as error:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise MergeError(f"{output}: cannot write: {error.strerror or error}") from None
+
+    def concatenate(out: IO[bytes]) -> None:
+        for path in paths:
+            with open(path, "rb") as f:
+                while block := f.read(1 << 22):
+                    out.write(block)
+
+    write_atomically(output, "wb", concatenate)
     base = min(walls)
     info = []
     for (path, session), wall in zip(sessions, walls):

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .._trace.job_timeline import MergeError, merge, rank_of_process
+from .._trace.job_timeline import MergeError, merge, rank_of_process, write_atomically
 from .._trace.perfetto_read import PerfettoFormatError, is_perfetto, load, merge_files
 from ._common import _ERROR_PREFIX, EXIT_NOTHING, EXIT_OK, format_table
 
@@ -68,17 +68,8 @@ def cmd_merge(argv: list[str], out: TextIO) -> int:
         if all(_is_binary(path) for path in args.files):  # concatenated, streamed
             return _report(merge_files(args.files, args.output), args.output, out)
         document = merge([(path, _load(path)) for path in args.files])
-        tmp = f"{args.output}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "w") as f:
-                f.write(json.dumps(document, separators=(",", ":"), allow_nan=False))  # one shot: the C encoder (json.dump's chunks are pure Python, 8x slower)
-            os.replace(tmp, args.output)
-        except OSError as error:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise MergeError(f"{args.output}: cannot write: {error.strerror or error}") from None
+        text = json.dumps(document, separators=(",", ":"), allow_nan=False)  # one shot: the C encoder (json.dump's chunks are pure Python, 8x slower)
+        write_atomically(args.output, "w", lambda f: f.write(text))
     except MergeError as error:
         print(f"{_ERROR_PREFIX}trace merge: {error}", file=sys.stderr)
         return EXIT_NOTHING

@@ -115,9 +115,7 @@ def _step(fn: Function, param: Param, index: int, main: bool, level: str) -> Val
                 out[size_name] = size
 
         return data
-    if kind == "events":
-        return lambda args, out: _events(out, param, args[index])
-    if kind in ("handles", "array"):
+    if kind in ("handles", "array", "events"):
         return lambda args, out: _array(out, param, args[index])
     if kind == "enum":
         cls = ENUM_PARAMS.get((fn.name, c))
@@ -147,15 +145,6 @@ def _step(fn: Function, param: Param, index: int, main: bool, level: str) -> Val
 _MULTI = frozenset({"data", "kernel_args", "events", "handles", "array"})
 _INDEX: dict[Any, int] = {}  # a Value step -> the argument it formats (for the text formatter's inlining)
 _KIND: dict[Any, str] = {}  # a Value step -> "value" (value_text of it) or "pointer" (pointer_text of it)
-
-
-def _events(out: dict[str, str], param: Param, value: Any) -> None:
-    try:
-        events = list(value) if value is not None else []
-    except TypeError:  # not a sequence: the call itself reports it
-        events = []
-    out[param.c] = "nullptr" if value is None else f"{hex(id(value))} {{{', '.join(map(format_value, events))}}}"
-    out[param.size_name or ""] = str(len(events))
 
 
 def _plan(fn: Function, level: str) -> tuple[list[tuple[str | None, Any]], OutStep | None]:

@@ -228,16 +228,8 @@ def trace_params(fn: Function, args: tuple[Any, ...], result: Any, ok: bool, lev
             if not param.size_first:
                 params[param.size_name or ""] = size
             continue
-        elif kind in ("handles", "array"):
+        elif kind in ("handles", "array", "events"):
             _array(params, param, value)
-            continue
-        elif kind == "events":
-            try:
-                events = list(value) if value is not None else []
-            except TypeError:  # not a sequence: the call itself reports it
-                events = []
-            params[param.c] = "nullptr" if value is None else f"{_hex(value)} {{{', '.join(map(format_value, events))}}}"
-            params[param.size_name or ""] = str(len(events))
             continue
         elif kind == "callback":
             text = pointer_text(value)

@@ -322,6 +322,12 @@ class Timeline:
         other.update(_job_timeline.file_identity(self.rank, self.anchor, self._written_origin))
         return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": other}
 
+    def announce(self, viewers: str) -> None:
+        """Say on stderr, once per session, where the file is and what opens it (``viewers``)."""
+        if not self._announced:
+            self._announced = True
+            print(f"offload: timeline written to {self.path} (open it in {viewers})", file=sys.stderr)
+
     def warn(self, what: str, error: BaseException) -> None:
         """Report a failure of the timeline itself, once per session, as an ``OffloadTraceWarning``."""
         if self._warned:
@@ -376,9 +382,7 @@ class Timeline:
                 pass
             self.warn("could not be written", error)
             return False
-        if not self._announced:
-            self._announced = True
-            print(f"offload: timeline written to {self.path} (open it in ui.perfetto.dev or chrome://tracing)", file=sys.stderr)
+        self.announce("ui.perfetto.dev or chrome://tracing")
         return True
 
     def _write_at_exit(self) -> None:

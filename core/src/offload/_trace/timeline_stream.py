@@ -84,18 +84,10 @@ class StreamTimeline(Timeline):
         return uuid
 
     def _name(self, name: str) -> int:
-        iid = self._names.get(name)
-        if iid is None:
-            iid = self._names[name] = len(self._names) + 1
-            self._new_names.append((iid, name))
-        return iid
+        return _intern(self._names, self._new_names, name)
 
     def _annotation_name(self, name: str) -> int:
-        iid = self._annotation_names.get(name)
-        if iid is None:
-            iid = self._annotation_names[name] = len(self._annotation_names) + 1
-            self._new_annotation_names.append((iid, name))
-        return iid
+        return _intern(self._annotation_names, self._new_annotation_names, name)
 
     def _who(self) -> str:
         return "" if self.rank is None else f"rank {self.rank}: "
@@ -310,13 +302,21 @@ class StreamTimeline(Timeline):
         except Exception as error:  # noqa: BLE001 - the timeline never fails the user's call
             self.warn("could not be written", error)
             return False
-        if not self._announced:
-            self._announced = True
-            print(f"offload: timeline written to {self.path} (open it in ui.perfetto.dev)", file=sys.stderr)
+        self.announce("ui.perfetto.dev")
         return True
 
     def document(self) -> dict[str, Any]:
         raise TypeError("a streamed timeline has no JSON document (see _trace.perfetto_read.load)")
+
+
+def _intern(table: dict[str, int], new: list[tuple[int, str]], name: str) -> int:
+    """``name``'s interned id in ``table`` (1, 2, ...), a new one listed in ``new`` as (id, name)
+    until the next packet carries it."""
+    iid = table.get(name)
+    if iid is None:
+        iid = table[name] = len(table) + 1
+        new.append((iid, name))
+    return iid
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -155,16 +155,11 @@ PyObject *fp_rec_queue_method(PyObject *self, PyObject *arg) {
 
 
 PyObject *fp_rec_work_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  if (nargs < 4 || nargs > 7 + 2 * RECORD_VALUES) {
-    PyErr_Format(PyExc_TypeError, "Recorder.work takes 4 to %d arguments (%zd given)", 7 + 2 * RECORD_VALUES, nargs);
-    return NULL;
-  }
-  uint64_t v[7 + 2 * RECORD_VALUES] = {0};
-  for (Py_ssize_t i = 0; i < nargs; ++i)
-    if (fp_rec_u64(args[i], &v[i]) < 0) return NULL;
+  uint64_t v[RECORD_ARGS];
+  int nvalues = fp_rec_args("work", 4, args, nargs, v);
+  if (nvalues < 0) return NULL;
   uint64_t handle;
-  uint32_t nvalues = nargs > 7 ? (uint32_t)(nargs - 7) : 0;
-  if (fp_rec_work(self, (Py_ssize_t)v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, nvalues, &handle) == NULL)
+  if (fp_rec_work(self, (Py_ssize_t)v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, (uint32_t)nvalues, &handle) == NULL)
     return NULL;
   return PyLong_FromUnsignedLongLong(handle);
 }

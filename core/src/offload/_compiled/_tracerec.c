@@ -63,16 +63,21 @@ static size_t begin_event_size(const rec_t *x) {
 }
 
 
-static void encode(const Recorder *r, const rec_t *x, out_t *o) {
-  uint64_t b = rel(r, x->begin), e = rel(r, x->end > x->begin ? x->end : x->begin);
-  size_t ev = begin_event_size(x);
-  size_t body = vfield_size(8, b) + vfield_size(10, r->seq) + 1 + varint_size(ev) + ev;
+/* A TracePacket's head (field 1): its size, timestamp (8) and sequence (10), then the head of its
+   TrackEvent (11) of ``ev`` bytes, which the caller writes next. */
+static void put_event_head(out_t *o, uint64_t ts, uint64_t seq, size_t ev) {
+  size_t body = vfield_size(8, ts) + vfield_size(10, seq) + 1 + varint_size(ev) + ev;
   *o->p++ = 0x0A;
   put_varint(o, body);
-  put_vfield(o, 8, b);
-  put_vfield(o, 10, r->seq);
+  put_vfield(o, 8, ts);
+  put_vfield(o, 10, seq);
   *o->p++ = (11 << 3) | 2;
   put_varint(o, ev);
+}
+
+static void encode(const Recorder *r, const rec_t *x, out_t *o) {
+  uint64_t b = rel(r, x->begin), e = rel(r, x->end > x->begin ? x->end : x->begin);
+  put_event_head(o, b, r->seq, begin_event_size(x));
   put_vfield(o, 9, 1);
   put_vfield(o, 11, x->track);
   if (x->name) put_vfield(o, 10, x->name);
@@ -87,14 +92,7 @@ static void encode(const Recorder *r, const rec_t *x, out_t *o) {
   if (x->flow_out) put_vfield(o, 47, x->flow_out);
   if (x->flow_in) put_vfield(o, 48, x->flow_in);
   if (x->flow_in2) put_vfield(o, 48, x->flow_in2);
-  size_t ev2 = vfield_size(9, 2) + vfield_size(11, x->track);
-  size_t body2 = vfield_size(8, e) + vfield_size(10, r->seq) + 1 + varint_size(ev2) + ev2;
-  *o->p++ = 0x0A;
-  put_varint(o, body2);
-  put_vfield(o, 8, e);
-  put_vfield(o, 10, r->seq);
-  *o->p++ = (11 << 3) | 2;
-  put_varint(o, ev2);
+  put_event_head(o, e, r->seq, vfield_size(9, 2) + vfield_size(11, x->track));
   put_vfield(o, 9, 2);
   put_vfield(o, 11, x->track);
 }
@@ -140,16 +138,22 @@ int fp_rec_u64(PyObject *o, uint64_t *out) {
   return PyErr_Occurred() ? -1 : 0;
 }
 
-static PyObject *rec_slice(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-  if (nargs < 5 || nargs > 7 + 2 * RECORD_VALUES) {
-    PyErr_Format(PyExc_TypeError, "Recorder.slice takes 5 to %d arguments (%zd given)", 7 + 2 * RECORD_VALUES, nargs);
-    return NULL;
+int fp_rec_args(const char *method, Py_ssize_t least, PyObject *const *args, Py_ssize_t nargs, uint64_t *v) {
+  if (nargs < least || nargs > RECORD_ARGS) {
+    PyErr_Format(PyExc_TypeError, "Recorder.%s takes %zd to %d arguments (%zd given)", method, least, RECORD_ARGS, nargs);
+    return -1;
   }
-  uint64_t v[7 + 2 * RECORD_VALUES] = {0};
+  memset(v, 0, RECORD_ARGS * sizeof *v);
   for (Py_ssize_t i = 0; i < nargs; ++i)
-    if (fp_rec_u64(args[i], &v[i]) < 0) return NULL;
-  uint32_t nvalues = nargs > 7 ? (uint32_t)(nargs - 7) : 0;
-  if (fp_rec_slice(self, v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, nvalues) < 0) return NULL;
+    if (fp_rec_u64(args[i], &v[i]) < 0) return -1;
+  return nargs > 7 ? (int)(nargs - 7) : 0;
+}
+
+static PyObject *rec_slice(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  uint64_t v[RECORD_ARGS];
+  int nvalues = fp_rec_args("slice", 5, args, nargs, v);
+  if (nvalues < 0) return NULL;
+  if (fp_rec_slice(self, v[0], (uint32_t)v[1], (uint32_t)v[2], v[3], v[4], v[5], v[6], v + 7, (uint32_t)nvalues) < 0) return NULL;
   Py_RETURN_NONE;
 }
 

@@ -58,6 +58,11 @@ int fp_rec_place(Recorder *r);
 void fp_rec_free_fifos(Recorder *r);
 /* An int argument as uint64 (a negative one modulo 2**64); -1 with TypeError otherwise. */
 int fp_rec_u64(PyObject *o, uint64_t *out);
+/* The most arguments of Recorder.slice and Recorder.work: 7 fields, then name/value pairs. */
+#define RECORD_ARGS (7 + 2 * RECORD_VALUES)
+/* The ints of Recorder.<method>(least..RECORD_ARGS arguments) into v[RECORD_ARGS] (zero-filled):
+   how many name/value words follow the 7 fields, or -1 with TypeError. */
+int fp_rec_args(const char *method, Py_ssize_t least, PyObject *const *args, Py_ssize_t nargs, uint64_t *v);
 /* The Recorder's FIFO methods (flow, queue, work, complete, stamps, stamp, settle, unfinished). */
 PyObject *fp_rec_flow_method(PyObject *self, PyObject *unused);
 PyObject *fp_rec_queue_method(PyObject *self, PyObject *arg);

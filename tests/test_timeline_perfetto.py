@@ -152,13 +152,13 @@ def test_the_compiled_recorder_writes_the_python_recorders_bytes() -> None:
         fast.slice(*args)
         slow.slice(*args)
     assert len(fast) == len(slow) == 3000
-    for recorder in (fast, slow):  # work on two queue FIFOs, completed out of order, some never
+    for recorder in (fast, slow):  # work on two queue FIFOs (2500 each: over two 1024-entry blocks), completed out of order, some never
         queues = [recorder.queue(1 << 20), recorder.queue(2 << 20)]
-        handles = [recorder.work(queues[i % 2], 5, 2, 1000 * i, 0, recorder.flow(), 0, 1, i) for i in range(2000)]
-        for i in reversed(range(1900)):
+        handles = [recorder.work(queues[i % 2], 5, 2, 1000 * i, 0, recorder.flow(), 0, 1, i) for i in range(5000)]
+        for i in reversed(range(4900)):
             recorder.complete(handles[i], 1000 * i + (700 if i % 3 else 50))
         recorder.complete(handles[0], 1)  # (a second completion changes nothing)
-        assert recorder.unfinished() == 2000
+        assert recorder.unfinished() == 5000
     assert fast.take() == slow.take()
     assert fast.unfinished() == slow.unfinished() == 100  # the tail never completed
     fd, name = tempfile.mkstemp()

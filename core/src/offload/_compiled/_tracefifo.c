@@ -92,6 +92,19 @@ void fp_rec_maybe_full(PyObject *recorder) {
 /* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices; a wait
  * on an event recorded on another queue waits until that record is drawn and ends no earlier
  * (their stamps come from two queues' threads), so passes repeat while any queue moved on. */
+/* Takes the FIFO's head entry off (it is drawn or settled); a block taken off whole is kept as
+ * the spare, or freed: nothing refers to it any more. */
+static void fifo_pop(fifo_t *f) {
+  f->head++;
+  if (f->head - f->first == BLOCK) {
+    if (f->spare == NULL) f->spare = f->blocks[0];
+    else PyMem_Free(f->blocks[0]);
+    memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
+    f->nblocks--;
+    f->first += BLOCK;
+  }
+}
+
 int fp_rec_place(Recorder *r) {
   for (int moved = 1; moved;) {
     moved = 0;
@@ -116,15 +129,8 @@ int fp_rec_place(Recorder *r) {
         if (w->flow_out && r->record_flow != NULL && r->record_flow[w->flow_out % RECORD_SLOTS] == w->flow_out)
           r->record_end[w->flow_out % RECORD_SLOTS] = end;
       drawn:
-        f->head++;
+        fifo_pop(f);
         moved = 1;
-        if (f->head - f->first == BLOCK) { /* a block drawn whole: nothing refers to it any more */
-          if (f->spare == NULL) f->spare = f->blocks[0];
-          else PyMem_Free(f->blocks[0]);
-          memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
-          f->nblocks--;
-          f->first += BLOCK;
-        }
       }
     }
   }
@@ -249,14 +255,7 @@ PyObject *fp_rec_settle_method(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(item);
       }
-      f->head++;
-      if (f->head - f->first == BLOCK) {
-        if (f->spare == NULL) f->spare = f->blocks[0];
-        else PyMem_Free(f->blocks[0]);
-        memmove(f->blocks, f->blocks + 1, (size_t)(f->nblocks - 1) * sizeof(work_t *));
-        f->nblocks--;
-        f->first += BLOCK;
-      }
+      fifo_pop(f);
     }
   }
   return out;

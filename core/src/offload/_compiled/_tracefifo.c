@@ -92,6 +92,14 @@ void fp_rec_maybe_full(PyObject *recorder) {
 /* Draws each queue's completed prefix (in enqueue order, never overlapping) as slices; a wait
  * on an event recorded on another queue waits until that record is drawn and ends no earlier
  * (their stamps come from two queues' threads), so passes repeat while any queue moved on. */
+/* The FIFO's head entry when it has completed (its end stamp in *end), else NULL. */
+static work_t *fifo_done(fifo_t *f, uint64_t *end) {
+  if (f->head == f->tail) return NULL;
+  work_t *w = fifo_at(f, f->head);
+  *end = atomic_load_explicit(&w->end, memory_order_acquire);
+  return *end != 0 ? w : NULL;
+}
+
 /* Takes the FIFO's head entry off (it is drawn or settled); a block taken off whole is kept as
  * the spare, or freed: nothing refers to it any more. */
 static void fifo_pop(fifo_t *f) {
@@ -110,11 +118,9 @@ int fp_rec_place(Recorder *r) {
     moved = 0;
     for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
       fifo_t *f = &r->fifos[q];
-      while (f->head < f->tail) {
-        work_t *w = fifo_at(f, f->head);
-        uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
-        if (end == 0) break;
-        if (w->cancelled) goto drawn;
+      uint64_t end;
+      for (work_t *w; (w = fifo_done(f, &end)) != NULL; fifo_pop(f), moved = 1) {
+        if (w->cancelled) continue;
         if (w->flow_in2 && r->record_flow != NULL && r->record_flow[w->flow_in2 % RECORD_SLOTS] == w->flow_in2) {
           uint64_t record = r->record_end[w->flow_in2 % RECORD_SLOTS];
           if (record == 0) break; /* its record is not drawn yet */
@@ -128,9 +134,6 @@ int fp_rec_place(Recorder *r) {
         r->recs[r->count - 1].flow_in2 = w->flow_in2;
         if (w->flow_out && r->record_flow != NULL && r->record_flow[w->flow_out % RECORD_SLOTS] == w->flow_out)
           r->record_end[w->flow_out % RECORD_SLOTS] = end;
-      drawn:
-        fifo_pop(f);
-        moved = 1;
       }
     }
   }
@@ -242,10 +245,8 @@ PyObject *fp_rec_settle_method(PyObject *self, PyObject *unused) {
   if (out == NULL) return NULL;
   for (Py_ssize_t q = 0; q < r->nfifos; ++q) {
     fifo_t *f = &r->fifos[q];
-    while (f->head < f->tail) {
-      work_t *w = fifo_at(f, f->head);
-      uint64_t end = atomic_load_explicit(&w->end, memory_order_acquire);
-      if (end == 0) break;
+    uint64_t end;
+    for (work_t *w; (w = fifo_done(f, &end)) != NULL; fifo_pop(f)) {
       if (!w->cancelled) {
         PyObject *item = Py_BuildValue("(KK)", (unsigned long long)((uint64_t)(q + 1) << SEQ_BITS | f->head), (unsigned long long)end);
         if (item == NULL || PyList_Append(out, item) < 0) {
@@ -255,7 +256,6 @@ PyObject *fp_rec_settle_method(PyObject *self, PyObject *unused) {
         }
         Py_DECREF(item);
       }
-      fifo_pop(f);
     }
   }
   return out;

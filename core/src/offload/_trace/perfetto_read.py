@@ -126,18 +126,8 @@ def decode(data: bytes | memoryview) -> dict[str, Any]:
     tracks: dict[int, dict[str, Any]] = {}
     timed: list[tuple[int, dict[str, Any]]] = []  # (sequence, event with ts in ns from its origin)
     for body in packets(data):
-        ts, seq, event, interned, descriptor = 0, 0, None, None, None
-        for field, value in fields(body):
-            if field == 8:
-                ts = value
-            elif field == 10:
-                seq = value
-            elif field == 11:
-                event = value
-            elif field == 12:
-                interned = value
-            elif field == 60:
-                descriptor = value
+        packet = dict(fields(body))  # the fields read here are singular: the last stands, as in protobuf
+        seq, interned, descriptor, event = packet.get(10, 0), packet.get(12), packet.get(60), packet.get(11)
         state = sequences.get(seq)
         if state is None:
             state = sequences[seq] = _Sequence()
@@ -150,7 +140,7 @@ def decode(data: bytes | memoryview) -> dict[str, Any]:
         if descriptor is not None:
             _track(descriptor, tracks, seq)
         if event is not None:
-            _event(event, ts, seq, state, timed)
+            _event(event, packet.get(8, 0), seq, state, timed)
     return _document(sequences, tracks, timed)
 
 

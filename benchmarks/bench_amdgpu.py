@@ -190,25 +190,26 @@ def run(quick: bool) -> dict[str, Any]:
 
         return drain
 
-    def ol_launch(n: int) -> None:
-        for _ in range(n):
-            launch_kernel(queue, device, noargs, None, one)
+    Loop = Callable[[int], None]
 
-    def raw_launch(n: int) -> None:
-        for _ in range(n):
-            status = mod_launch(raw_noargs, 1, 1, 1, 1, 1, 1, 0, stream, None, None)[0]
-            if status:
-                check("hipModuleLaunchKernel", status)
+    def ol_launches(kernel: Any, args: bytes | None) -> Loop:
+        def body(n: int) -> None:
+            for _ in range(n):
+                launch_kernel(queue, device, kernel, args, one)
 
-    def ol_launch_args(n: int) -> None:
-        for _ in range(n):
-            launch_kernel(queue, device, foo, foo_args, one)
+        return body
 
-    def raw_launch_args(n: int) -> None:
-        for _ in range(n):
-            status = mod_launch(raw_foo, 1, 1, 1, 1, 1, 1, 0, stream, None, extra_addr)[0]
-            if status:
-                check("hipModuleLaunchKernel", status)
+    def raw_launches(function: Any, extra: int | None) -> Loop:
+        def body(n: int) -> None:
+            for _ in range(n):
+                status = mod_launch(function, 1, 1, 1, 1, 1, 1, 0, stream, None, extra)[0]
+                if status:
+                    check("hipModuleLaunchKernel", status)
+
+        return body
+
+    ol_launch, raw_launch = ol_launches(noargs, None), raw_launches(raw_noargs, None)
+    ol_launch_args, raw_launch_args = ol_launches(foo, foo_args), raw_launches(raw_foo, extra_addr)
 
     def ol_copy(n: int) -> None:
         for _ in range(n):
@@ -223,8 +224,6 @@ def run(quick: bool) -> dict[str, Any]:
     for body, gate in ((ol_launch, ol_gate), (raw_launch, raw_gate_open), (ol_launch_args, ol_gate),
                        (raw_launch_args, raw_gate_open), (ol_copy, ol_gate), (raw_copy, raw_gate_open)):  # fmt: skip
         timed(gate, body, min(calls, 200))  # warm-up: first calls resolve symbols, start workers
-
-    Loop = Callable[[int], None]
 
     def against_raw(offload: tuple[str, Loop], raw: tuple[str, Loop]) -> tuple[dict[str, float], float]:
         """The offload side's and the raw side's ns per call (each behind its gate), interleaved,

@@ -13,12 +13,12 @@ memory. The object layer: ``queue.launch(kernel, 1, 1, out)`` (``foo`` declared 
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import offload
+from _cuda_held import Gate
 
 __all__ = ["Side", "cuda_core_side", "objects_side"]
 
@@ -34,8 +34,7 @@ class Side:
     close: Callable[[], None]
 
 
-def cuda_core_side(driver: Any, image: bytes, out: int, target: int, source: int, gate: threading.Event,
-                   host_fn_address: int) -> Side | str:
+def cuda_core_side(driver: Any, image: bytes, out: int, target: int, source: int, gate: Gate) -> Side | str:
     """cuda.core on device 0, or why it cannot run."""
     try:
         from cuda.core import Buffer, Device, LaunchConfig, ObjectCode, launch
@@ -48,17 +47,6 @@ def cuda_core_side(driver: Any, image: bytes, out: int, target: int, source: int
     config = LaunchConfig(grid=1, block=1)
     out_buffer = Buffer.from_handle(out, 256)
     dst, src = Buffer.from_handle(target, 8), Buffer.from_handle(source, 8)
-    host_fn = driver.CUhostFn(host_fn_address)
-
-    def hold() -> None:
-        gate.clear()
-        (result,) = driver.cuLaunchHostFunc(stream.handle, host_fn, 0)
-        if result:
-            raise RuntimeError(f"cuLaunchHostFunc on cuda.core's stream failed: {result!r}")
-
-    def release() -> None:
-        gate.set()
-        stream.sync()
 
     def launches(count: int) -> None:
         for _ in range(count):
@@ -69,13 +57,10 @@ def cuda_core_side(driver: Any, image: bytes, out: int, target: int, source: int
         for _ in range(count):
             copy_from(src, stream=stream)
 
-    def close() -> None:
-        stream.close()
-
-    return Side(hold, release, launches, copies, close)
+    return Side(*gate.stream(driver, stream.handle, stream.sync), launches, copies, stream.close)
 
 
-def objects_side(image: bytes, gpu_handle: Any, gate: threading.Event, declared: bool = True) -> Side:
+def objects_side(image: bytes, gpu_handle: Any, gate: Gate, declared: bool = True) -> Side:
     """offload's object layer on the flat side's CUDA device; the kernel's signature declared (as a
     user does for typed arguments) or not (the launch packed by the sizes cuda reports and the
     classes of the arguments)."""
@@ -87,14 +72,6 @@ def objects_side(image: bytes, gpu_handle: Any, gate: threading.Event, declared:
     target = offload.Buffer(8, device)
     pinned = offload.Buffer(8, device, kind=offload.AllocType.HOST)
     ctypes.memset(pinned.address, 0, 8)
-
-    def hold() -> None:
-        gate.clear()
-        queue.host_function(gate.wait, 300)
-
-    def release() -> None:
-        gate.set()
-        queue.sync()
 
     def launches(count: int) -> None:
         launch = queue.launch
@@ -112,4 +89,4 @@ def objects_side(image: bytes, gpu_handle: Any, gate: threading.Event, declared:
             buffer.close()
         program.close()
 
-    return Side(hold, release, launches, copies, close)
+    return Side(*gate.objects_queue(queue), launches, copies, close)

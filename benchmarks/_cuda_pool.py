@@ -12,47 +12,31 @@ Target: the object layer's loop within 1.5x cuda.core's.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import offload
+from _cuda_held import Gate, Gated, held
 
 __all__ = ["SIZE", "TARGET_POOLED", "pooled_ns"]
 
 SIZE = 4096
 TARGET_POOLED = 1.5
 
-Hold = tuple[Callable[[], None], Callable[[], None], Callable[[int], None]]  # hold, release, loop(count)
+Side = tuple[Gated, Callable[[int], None]]  # (hold, release), loop(count)
 
 
-def pooled_ns(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_address: int, n: int, batch: int,
-              repeats: int) -> dict[str, float]:
+def pooled_ns(driver: Any, gpu_handle: Any, gate: Gate, n: int, batch: int, repeats: int) -> dict[str, float]:
     """ns per iteration of each side's loop (``n`` iterations in held batches of at most ``batch``
     operations, each iteration enqueueing up to 3), interleaved; with each side's ratio to raw and
     the object layer's and the flat API's to cuda.core's."""
     from _measure import interleaved_samples, medians, paired_ratio
 
-    sides, close = _sides(driver, gpu_handle, gate, host_fn_address)
+    sides, close = _sides(driver, gpu_handle, gate)
     per_batch = max(1, batch // 3)
-
-    def timed(hold: Callable[[], None], release: Callable[[], None], loop: Callable[[int], None]) -> float:
-        elapsed = 0
-        for start in range(0, n, per_batch):
-            count = min(per_batch, n - start)
-            hold()
-            try:
-                began = time.perf_counter_ns()
-                loop(count)
-                elapsed += time.perf_counter_ns() - began
-            finally:
-                release()
-        return elapsed / n
-
     try:
         samples = interleaved_samples(
-            {name: (lambda side=side: timed(*side)) for name, side in sides.items()}, repeats, gc_off=True
+            {name: (lambda side=side: held(side[0], side[1], n, per_batch)) for name, side in sides.items()}, repeats, gc_off=True
         )
     finally:
         close()
@@ -66,29 +50,14 @@ def pooled_ns(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_addre
     return result
 
 
-def _sides(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_address: int) -> tuple[dict[str, Hold], Callable[[], None]]:
-    """Each side's (hold, release, loop) on device 0 (cuda.core's only where it imports), and
+def _sides(driver: Any, gpu_handle: Any, gate: Gate) -> tuple[dict[str, Side], Callable[[], None]]:
+    """Each side's ((hold, release), loop) on device 0 (cuda.core's only where it imports), and
     the function that releases their streams and queues."""
     import numpy as np
 
     d = driver
-    sides: dict[str, Hold] = {}
-    host_fn = d.CUhostFn(host_fn_address)
-
-    def raw_hold(stream: Any) -> Callable[[], None]:
-        def hold() -> None:
-            gate.clear()
-            (result,) = d.cuLaunchHostFunc(stream, host_fn, 0)
-            if result:
-                raise RuntimeError(f"cuLaunchHostFunc failed: {result!r}")
-
-        return hold
-
+    sides: dict[str, Side] = {}
     _, raw_stream = d.cuStreamCreate(1)
-
-    def raw_release() -> None:
-        gate.set()
-        d.cuStreamSynchronize(raw_stream)
 
     def raw_loop(count: int) -> None:
         alloc, memset, free = d.cuMemAllocAsync, d.cuMemsetD8Async, d.cuMemFreeAsync
@@ -97,7 +66,7 @@ def _sides(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_address:
             memset(address, 7, SIZE, raw_stream)
             free(address, raw_stream)
 
-    sides["raw"] = (raw_hold(raw_stream), raw_release, raw_loop)
+    sides["raw"] = (gate.stream(d, raw_stream), raw_loop)
 
     try:
         from cuda.core import Device
@@ -109,10 +78,6 @@ def _sides(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_address:
         core_stream = core_device.create_stream()
         value = np.uint8(7)
 
-        def core_release() -> None:
-            gate.set()
-            core_stream.sync()
-
         def core_loop(count: int) -> None:
             allocate = core_device.allocate
             for _ in range(count):
@@ -120,17 +85,9 @@ def _sides(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_address:
                 buffer.fill(value, stream=core_stream)
                 buffer.close(core_stream)
 
-        sides["cuda.core"] = (raw_hold(core_stream.handle), core_release, core_loop)
+        sides["cuda.core"] = (gate.stream(d, core_stream.handle, core_stream.sync), core_loop)
 
     queue = offload.olCreateQueue(gpu_handle)
-
-    def flat_hold() -> None:
-        gate.clear()
-        offload.olLaunchHostFunction(queue, lambda _: gate.wait(300) and None, None)
-
-    def flat_release() -> None:
-        gate.set()
-        offload.olSyncQueue(queue)
 
     def flat_loop(count: int) -> None:
         alloc, fill, free, device = offload.olMemAllocAsync, offload.olMemFill, offload.olMemFreeAsync, offload.AllocType.DEVICE
@@ -139,18 +96,10 @@ def _sides(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_address:
             fill(queue, address, b"\x07", SIZE)
             free(queue, address)
 
-    sides["flat"] = (flat_hold, flat_release, flat_loop)
+    sides["flat"] = (gate.queue(queue), flat_loop)
 
     gpu = next(dev for dev in offload.devices("cuda") if dev.handle == gpu_handle)
     objects_queue = gpu.queue()
-
-    def objects_hold() -> None:
-        gate.clear()
-        objects_queue.host_function(gate.wait, 300)
-
-    def objects_release() -> None:
-        gate.set()
-        objects_queue.sync()
 
     def objects_loop(count: int) -> None:
         alloc = gpu.alloc
@@ -159,7 +108,7 @@ def _sides(driver: Any, gpu_handle: Any, gate: threading.Event, host_fn_address:
             buffer.fill(b"\x07", queue=objects_queue)
             buffer.close(objects_queue)
 
-    sides["objects"] = (objects_hold, objects_release, objects_loop)
+    sides["objects"] = (gate.objects_queue(objects_queue), objects_loop)
 
     def close() -> None:
         objects_queue.close()

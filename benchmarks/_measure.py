@@ -1,4 +1,5 @@
-"""Timing helpers of the benchmark scripts (each script runs with this folder on ``sys.path``).
+"""Timing helpers of the benchmark scripts (each script runs with this folder on ``sys.path``),
+and what every script shares around them: its command line, its last step, the flat API's devices.
 
 A sample is the ns per call of a loop run with the garbage collector off; variants are sampled in
 interleaved rounds, the order reversed every other round, and compared by medians or by the
@@ -19,7 +20,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["bench_arguments", "exit_on_error", "interleaved", "interleaved_samples", "medians", "no_gc", "ns_per", "paired_ratio"]
+__all__ = [
+    "bench_arguments", "call_loop", "exit_on_error", "flat_devices", "interleaved", "interleaved_samples", "medians", "no_gc",
+    "ns_per", "paired_ratio",
+]
 
 
 @contextmanager
@@ -59,6 +63,19 @@ def interleaved_samples(
             else:
                 samples[name].append(variants[name]())
     return samples
+
+
+def call_loop(call: str, **names: Any) -> Callable[[int], None]:
+    """``body(n)`` making the call ``call`` n times, with ``names`` bound as fast locals.
+
+    Each loop is compiled afresh: loops sharing one code object would share its specialising
+    inline caches, and the variant called second would run on caches tuned for the first.
+    """
+    params = "".join(f", {name}={name}" for name in names)
+    source = f"def make({', '.join(names)}):\n    def body(n{params}):\n        for _ in range(n):\n            {call}\n    return body\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<bench loop {call}>", "exec"), namespace)
+    return namespace["make"](**names)  # type: ignore[no-any-return]
 
 
 def medians(samples: dict[str, list[float]]) -> dict[str, float]:
@@ -147,3 +164,12 @@ def rss_kib() -> int:
 def log(message: str) -> None:
     """A progress line on stderr (stdout stays the results)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def flat_devices() -> list[Any]:
+    """Every device ``olIterateDevices`` reports (after ``olInit``), in its order."""
+    import offload as ol
+
+    found: list[Any] = []
+    ol.olIterateDevices(lambda device, _: found.append(device) or True)
+    return found

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _measure import bench_arguments, interleaved_samples, log, medians, paired_ratio
+from _measure import bench_arguments, flat_devices, interleaved_samples, log, medians, paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "simulators" / "hip"))
@@ -128,13 +128,7 @@ def run(quick: bool) -> dict[str, Any]:
     folder = Path(os.environ[_CHILD_MARK])
     repeats, calls = (3, 500) if quick else (31, 5_000)
     ol.olInit()
-    devices: list[Any] = []
-
-    def collect(device: Any, _: Any) -> bool:
-        devices.append(device)
-        return True
-
-    ol.olIterateDevices(collect)
+    devices = flat_devices()
     device = next(d for d in devices if d.platform.kind is ol.PlatformBackend.AMDGPU)
     host = next(d for d in devices if d.platform.kind is ol.PlatformBackend.HOST)
     one = ol.KernelLaunchSizeArgs(
@@ -196,25 +190,26 @@ def run(quick: bool) -> dict[str, Any]:
 
         return drain
 
-    def ol_launch(n: int) -> None:
-        for _ in range(n):
-            launch_kernel(queue, device, noargs, None, one)
+    Loop = Callable[[int], None]
 
-    def raw_launch(n: int) -> None:
-        for _ in range(n):
-            status = mod_launch(raw_noargs, 1, 1, 1, 1, 1, 1, 0, stream, None, None)[0]
-            if status:
-                check("hipModuleLaunchKernel", status)
+    def ol_launches(kernel: Any, args: bytes | None) -> Loop:
+        def body(n: int) -> None:
+            for _ in range(n):
+                launch_kernel(queue, device, kernel, args, one)
 
-    def ol_launch_args(n: int) -> None:
-        for _ in range(n):
-            launch_kernel(queue, device, foo, foo_args, one)
+        return body
 
-    def raw_launch_args(n: int) -> None:
-        for _ in range(n):
-            status = mod_launch(raw_foo, 1, 1, 1, 1, 1, 1, 0, stream, None, extra_addr)[0]
-            if status:
-                check("hipModuleLaunchKernel", status)
+    def raw_launches(function: Any, extra: int | None) -> Loop:
+        def body(n: int) -> None:
+            for _ in range(n):
+                status = mod_launch(function, 1, 1, 1, 1, 1, 1, 0, stream, None, extra)[0]
+                if status:
+                    check("hipModuleLaunchKernel", status)
+
+        return body
+
+    ol_launch, raw_launch = ol_launches(noargs, None), raw_launches(raw_noargs, None)
+    ol_launch_args, raw_launch_args = ol_launches(foo, foo_args), raw_launches(raw_foo, extra_addr)
 
     def ol_copy(n: int) -> None:
         for _ in range(n):
@@ -230,28 +225,20 @@ def run(quick: bool) -> dict[str, Any]:
                        (raw_launch_args, raw_gate_open), (ol_copy, ol_gate), (raw_copy, raw_gate_open)):  # fmt: skip
         timed(gate, body, min(calls, 200))  # warm-up: first calls resolve symbols, start workers
 
+    def against_raw(offload: tuple[str, Loop], raw: tuple[str, Loop]) -> tuple[dict[str, float], float]:
+        """The offload side's and the raw side's ns per call (each behind its gate), interleaved,
+        and the paired ratio offload / raw."""
+        (ol_name, ol_body), (raw_name, raw_body) = offload, raw
+        return interleaved(
+            {ol_name: lambda: timed(ol_gate, ol_body, calls), raw_name: lambda: timed(raw_gate_open, raw_body, calls)}, repeats
+        )
+
     log(f"bench_amdgpu: {repeats} interleaved rounds of {calls} calls (simulated HIP runtime)")
-    launch, launch_ratio = interleaved(
-        {
-            "olLaunchKernel enqueued": lambda: timed(ol_gate, ol_launch, calls),
-            "hipModuleLaunchKernel raw": lambda: timed(raw_gate_open, raw_launch, calls),
-        },
-        repeats,
+    launch, launch_ratio = against_raw(("olLaunchKernel enqueued", ol_launch), ("hipModuleLaunchKernel raw", raw_launch))
+    launch_args, launch_args_ratio = against_raw(
+        ("olLaunchKernel enqueued, 8 B args", ol_launch_args), ("hipModuleLaunchKernel raw, 8 B extra", raw_launch_args)
     )
-    launch_args, launch_args_ratio = interleaved(
-        {
-            "olLaunchKernel enqueued, 8 B args": lambda: timed(ol_gate, ol_launch_args, calls),
-            "hipModuleLaunchKernel raw, 8 B extra": lambda: timed(raw_gate_open, raw_launch_args, calls),
-        },
-        repeats,
-    )
-    copy, copy_ratio = interleaved(
-        {
-            "olMemcpy 8 B enqueued": lambda: timed(ol_gate, ol_copy, calls),
-            "hipMemcpyHtoDAsync 8 B raw": lambda: timed(raw_gate_open, raw_copy, calls),
-        },
-        repeats,
-    )
+    copy, copy_ratio = against_raw(("olMemcpy 8 B enqueued", ol_copy), ("hipMemcpyHtoDAsync 8 B raw", raw_copy))
     # Where the overhead lies: the backend's hooks called directly (as the core calls them).
     backend, native_device, native_queue = device.backend, device.native, queue.native
     hook_launch, hook_submit, native_kernel = backend.launch_kernel, backend.data_submit, noargs.native
@@ -264,17 +251,8 @@ def run(quick: bool) -> dict[str, Any]:
         for _ in range(n):
             hook_submit(native_device, dev_mem, host_addr, 8, native_queue)
 
-    _, hook_launch_ratio = interleaved(
-        {
-            "hook": lambda: timed(ol_gate, hook_launch_only, calls),
-            "raw": lambda: timed(raw_gate_open, raw_launch, calls),
-        },
-        repeats,
-    )
-    _, hook_copy_ratio = interleaved(
-        {"hook": lambda: timed(ol_gate, hook_copy_only, calls), "raw": lambda: timed(raw_gate_open, raw_copy, calls)},
-        repeats,
-    )
+    _, hook_launch_ratio = against_raw(("hook", hook_launch_only), ("raw", raw_launch))
+    _, hook_copy_ratio = against_raw(("hook", hook_copy_only), ("raw", raw_copy))
     breakdown = {
         "launch_kernel hook alone / hipModuleLaunchKernel": hook_launch_ratio,
         "data_submit hook alone / hipMemcpyHtoDAsync": hook_copy_ratio,

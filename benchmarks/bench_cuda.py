@@ -29,7 +29,7 @@ Ratios are the median of per-round ratios (each round times both sides back to b
 
 Every held batch stays under the driver's push buffer (about 1024 pending operations per
 stream on NVIDIA drivers, ``GPUSIM_PUSH_BUFFER`` on the simulator): past it the enqueuing call
-blocks until the device drains work, which a held stream never does (``batch_size``). A driver
+blocks until the device drains work, which a held stream never does (``_cuda_held.py``). A driver
 error (or offload error) ends the run with a one-line message on stderr and exit status 2,
 after releasing any held stream, instead of hanging behind it.
 
@@ -43,20 +43,20 @@ import json
 import os
 import struct
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _measure import bench_arguments, interleaved_samples, medians, paired_ratio
+from _measure import bench_arguments, flat_devices, interleaved_samples, medians, paired_ratio
+from _cuda_held import DriverError, Gate, batch_size, check as ck, held
 from _cuda_peers import Side, cuda_core_side, objects_side
 from _cuda_pool import SIZE, TARGET_POOLED, pooled_ns
+from _cuda_report import MIB, peer_figures, report
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = os.environ.get("OFFLOAD_CUDA_REAL") == "1"
-MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -72,19 +72,12 @@ class Config:
 FULL = Config(repeats=9, launches=20_000, copies=20_000, large_copies=5, large_size=64 * MIB, churn=5_000)
 QUICK = Config(repeats=2, launches=300, copies=300, large_copies=1, large_size=4 * MIB, churn=100)
 
-#: Pending operations per stream a real driver accepts before enqueuing blocks (an order of
-#: magnitude, not a documented figure); the simulator's is GPUSIM_PUSH_BUFFER.
-DRIVER_PUSH_BUFFER = 1024
 EXIT_DRIVER_ERROR = 2
 
 TARGET_LAUNCH = 1.2 if REAL else 1.3
 TARGET_COPY = 1.5
 TARGET_OBJECTS = 1.3  # the object layer's launch over the flat one, declared signature or not
 TARGET_BANDWIDTH = 0.97
-
-
-class DriverError(RuntimeError):
-    """A raw driver call of the benchmark failed (its CUresult is the message)."""
 
 
 def _build_module() -> Any:
@@ -123,20 +116,6 @@ def _kernel_image(name: str) -> bytes:
     return (Path(root) / f"{name}.cubin").read_bytes()
 
 
-def batch_size(push_buffer: int | None = None) -> int:
-    """Operations enqueued behind one hold: half the push buffer (the hold itself and any
-    bookkeeping the queue adds take slots too), never more than 512."""
-    if push_buffer is None:
-        text = os.environ.get("GPUSIM_PUSH_BUFFER", "")
-        push_buffer = int(text) if text.isdigit() and not REAL else DRIVER_PUSH_BUFFER
-    return max(1, min(512, push_buffer // 2))
-
-
-def batches(n: int, size: int) -> list[int]:
-    """``n`` split into batches of at most ``size`` (the last one may be shorter)."""
-    return [min(size, n - start) for start in range(0, n, size)]
-
-
 def _interleaved(variants: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
     """Median of each variant's samples (GC off around each); with two variants also ``"ratio"``:
     the median of the per-round ratios first / second."""
@@ -157,38 +136,13 @@ def _with_ratios(samples: dict[str, list[float]], anchor: str) -> dict[str, floa
     return result
 
 
-def _peer_figures(figures: dict[str, float], flat: str) -> dict[str, Any]:
-    """The peers' ns and ratios to raw, and the flat call's ratio to cuda.core's (when it ran)."""
-    out: dict[str, Any] = {"objects_ns": figures["objects"], "objects_ratio": figures["objects_ratio"],
-                           "objects_vs_flat": figures["objects"] / figures[flat],
-                           "undeclared_ns": figures["objects_undeclared"],
-                           "undeclared_vs_flat": figures["objects_undeclared"] / figures[flat]}
-    if "cuda.core" in figures:
-        out |= {"cuda_core_ns": figures["cuda.core"], "cuda_core_ratio": figures["cuda.core_ratio"],
-                "flat_vs_cuda_core": figures[flat] / figures["cuda.core"],
-                "objects_vs_cuda_core": figures["objects"] / figures["cuda.core"]}
-    return out
-
-
 def run(config: Config) -> dict[str, Any]:
     import offload as ol
     from cuda.bindings import driver as d
 
-    def ck(returned: Any) -> Any:
-        if returned[0]:
-            raise DriverError(f"driver call failed: {returned[0]!r}")
-        return None if len(returned) == 1 else returned[1] if len(returned) == 2 else returned[1:]
-
     ol.olInit()
-    found: list[Any] = []
-
-    def collect(dev: Any, _: Any) -> bool:
-        found.append(dev)
-        return True
-
-    ol.olIterateDevices(collect)
     by_platform: dict[str, list[Any]] = {}
-    for dev in found:
+    for dev in flat_devices():
         name = ol.olGetPlatformInfo(ol.olGetDeviceInfo(dev, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.NAME)
         by_platform.setdefault(name, []).append(dev)
     if not by_platform.get("cuda"):
@@ -214,45 +168,13 @@ def run(config: Config) -> dict[str, Any]:
     extra_address = ctypes.addressof(extra)
 
     batch = batch_size()
-
-    def held(hold: Callable[[], None], enqueue: Callable[[int], None], release: Callable[[], None], n: int) -> float:
-        """Mean ns per operation of ``enqueue(count)`` over batches of ``n``, each behind a hold
-        and under the push buffer; the hold is released even when an enqueue fails."""
-        elapsed = 0
-        for count in batches(n, batch):
-            hold()
-            try:
-                start = time.perf_counter_ns()
-                enqueue(count)
-                elapsed += time.perf_counter_ns() - start
-            finally:
-                release()
-        return elapsed / n
-
     n = config.launches
     # Each timed batch of launches runs behind a host function that holds the stream until the
     # batch is enqueued (a deep queue, as on a GPU): the enqueue cost is measured without the
     # simulator's worker executing kernels beside the loop (on 2 cores that skews whichever
     # side is slower). A batch is at most half the push buffer, so the enqueue never blocks.
-    gate = threading.Event()
-    host_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: gate.wait(300) and None)
-    host_fn_address = ctypes.cast(host_fn, ctypes.c_void_p).value
-
-    def hold_ol() -> None:
-        gate.clear()
-        ol.olLaunchHostFunction(queue, lambda _: gate.wait(300) and None, None)
-
-    def hold_raw() -> None:
-        gate.clear()
-        ck(d.cuLaunchHostFunc(stream, d.CUhostFn(host_fn_address), 0))
-
-    def release_ol() -> None:
-        gate.set()
-        ol.olSyncQueue(queue)
-
-    def release_raw() -> None:
-        gate.set()
-        ck(d.cuStreamSynchronize(stream))
+    gate = Gate()
+    held_ol, held_raw = gate.queue(queue), gate.stream(d, stream)
 
     def ol_launch(count: int) -> None:
         launch = ol.olLaunchKernel
@@ -273,14 +195,14 @@ def run(config: Config) -> dict[str, Any]:
     # the peers: cuda.core (when installed) and offload's object layer, held the same way
     peers: dict[str, Side] = {"objects": objects_side(image, gpu, gate),
                               "objects_undeclared": objects_side(image, gpu, gate, declared=False)}
-    core = cuda_core_side(d, image, out, target, small_address, gate, host_fn_address)
+    core = cuda_core_side(d, image, out, target, small_address, gate)
     core_missing = core if isinstance(core, str) else None
     if isinstance(core, Side):
         peers["cuda.core"] = core
 
     def peer_variants(op: str, count: int) -> dict[str, Callable[[], float]]:
         return {
-            name: (lambda side=side: held(side.hold, getattr(side, op), side.release, count))
+            name: (lambda side=side: held((side.hold, side.release), getattr(side, op), count, batch))
             for name, side in peers.items()
         }
 
@@ -292,8 +214,8 @@ def run(config: Config) -> dict[str, Any]:
         (ol_name, ol_loop), (raw_name, raw_loop) = offload, raw
         samples = interleaved_samples(
             {
-                ol_name: lambda: held(hold_ol, ol_loop, release_ol, count),
-                raw_name: lambda: held(hold_raw, raw_loop, release_raw, count),
+                ol_name: lambda: held(held_ol, ol_loop, count, batch),
+                raw_name: lambda: held(held_raw, raw_loop, count, batch),
                 **peer_variants(op, count),
             },
             config.repeats,
@@ -320,7 +242,7 @@ def run(config: Config) -> dict[str, Any]:
     copy_ns = held_ns("copy", m, ("olMemcpy", ol_copy), ("cuMemcpyHtoDAsync", raw_copy))
     for side in peers.values():
         side.close()
-    pooled = pooled_ns(d, gpu, gate, host_fn_address, config.copies // 4, batch, config.repeats)
+    pooled = pooled_ns(d, gpu, gate, config.copies // 4, batch, config.repeats)
 
     # large copies from pinned host memory
     big = config.large_size
@@ -399,9 +321,9 @@ def run(config: Config) -> dict[str, Any]:
         "driver": "real" if REAL else "simulated (tests/simulators)",
         "device": device_name,
         "launch": {"ol_ns": launch_ns["olLaunchKernel"], "raw_ns": launch_ns["cuLaunchKernel"], "ratio": launch_ratio,
-                   **_peer_figures(launch_ns, "olLaunchKernel")},
+                   **peer_figures(launch_ns, "olLaunchKernel")},
         "memcpy_8b": {"ol_ns": copy_ns["olMemcpy"], "raw_ns": copy_ns["cuMemcpyHtoDAsync"], "ratio": copy_ratio,
-                      **_peer_figures(copy_ns, "olMemcpy")},
+                      **peer_figures(copy_ns, "olMemcpy")},
         "cuda_core_missing": core_missing,
         "pooled": pooled,
         "memcpy_large": {
@@ -416,45 +338,6 @@ def run(config: Config) -> dict[str, Any]:
         },
         "checks": checks,
     }
-
-
-def _peer_lines(results: dict[str, Any]) -> list[str]:
-    """The four-way table: ns per enqueued operation and the ratio to raw cuda.bindings."""
-    lines = ["enqueued, ns per call (ratio to raw cuda.bindings): raw | cuda.core | offload flat | offload objects"]
-    for label, key in (("launch", "launch"), ("8 B HtoD copy", "memcpy_8b")):
-        r = results[key]
-        core = (f"{r['cuda_core_ns']:6.0f} ({r['cuda_core_ratio']:.2f}x)" if "cuda_core_ns" in r else "  (not run)")
-        lines.append(f"  {label:<14} {r['raw_ns']:6.0f} | {core} | {r['ol_ns']:6.0f} ({r['ratio']:.2f}x)"
-                     f" | {r['objects_ns']:6.0f} ({r['objects_ratio']:.2f}x); objects / flat {r['objects_vs_flat']:.2f}x"
-                     + (f"; flat / cuda.core {r['flat_vs_cuda_core']:.2f}x" if "flat_vs_cuda_core" in r else "")
-                     + (f"; objects / cuda.core {r['objects_vs_cuda_core']:.2f}x" if "objects_vs_cuda_core" in r else ""))
-    r = results["launch"]
-    lines.append(f"  launch, no declared signature (objects): {r['undeclared_ns']:6.0f} ns; / flat {r['undeclared_vs_flat']:.2f}x")
-    p = results["pooled"]
-    lines.append(f"  alloc-use-free {p['raw']:6.0f} | " + (f"{p['cuda.core']:6.0f} ({p['cuda.core_ratio']:.2f}x)" if "cuda.core" in p
-                 else "  (not run)") + f" | {p['flat']:6.0f} ({p['flat_ratio']:.2f}x) | {p['objects']:6.0f} ({p['objects_ratio']:.2f}x)"
-                 + (f"; objects / cuda.core {p['objects_vs_cuda_core']:.2f}x, flat / cuda.core {p['flat_vs_cuda_core']:.2f}x"
-                    if "objects_vs_cuda_core" in p else ""))  # fmt: skip
-    if results["cuda_core_missing"]:
-        lines.append(f"  cuda.core not run: {results['cuda_core_missing']}")
-    return lines
-
-
-def report(results: dict[str, Any]) -> str:
-    lines = [
-        f"driver: {results['driver']}; device: {results['device']}",
-        f"launch      olLaunchKernel enqueued {results['launch']['ol_ns']:9.0f} ns   raw cuLaunchKernel {results['launch']['raw_ns']:9.0f} ns   ratio {results['launch']['ratio']:.2f}x",
-        f"memcpy 8 B  olMemcpy HtoD          {results['memcpy_8b']['ol_ns']:9.0f} ns   raw cuMemcpyHtoDAsync {results['memcpy_8b']['raw_ns']:6.0f} ns   ratio {results['memcpy_8b']['ratio']:.2f}x",
-        *_peer_lines(results),
-        f"memcpy {results['memcpy_large']['bytes'] // MIB} MiB pinned  olMemcpy {results['memcpy_large']['ol_gbps']:.2f} GB/s   raw {results['memcpy_large']['raw_gbps']:.2f} GB/s   {results['memcpy_large']['ratio']:.3f}x throughput",
-        f"churn       olCreateQueue+olDestroyQueue {results['churn']['ol_queues_per_s']:9.0f} queues/s   raw cuStreamCreate+Destroy {results['churn']['raw_streams_per_s']:9.0f} streams/s",
-        "summary",
-    ]  # fmt: skip
-    for check in results["checks"]:
-        lines.append(
-            f"  {'PASS' if check['passed'] else 'FAIL'}  {check['name']}: {check['value']:.3f} (target {check['target']})"
-        )
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

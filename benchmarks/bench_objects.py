@@ -36,8 +36,7 @@ import offload_host
 from offload import AllocType
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _measure import bench_arguments, exit_on_error, interleaved_samples, medians, paired_ratio  # noqa: E402
-from bench_host import call_loop, log  # noqa: E402
+from _measure import bench_arguments, call_loop, exit_on_error, interleaved_samples, log, medians, paired_ratio  # noqa: E402
 
 SIGNATURE = "float a, const float *x, float *y, uint64_t n"
 TARGET_LAUNCH_RATIO = 1.5

@@ -31,6 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SIMULATORS = Path(__file__).resolve().parent
+if str(SIMULATORS) not in sys.path:  # gpusim_hash beside it (this module is often loaded by its path)
+    sys.path.insert(0, str(SIMULATORS))
+from gpusim_hash import fnv1a64  # noqa: E402
 KERNEL_SOURCES = ROOT / "tests" / "kernels" / "gpu"
 BUILD = Path(os.environ.get("OFFLOAD_TEST_BUILD_DIR", ROOT / "tests" / ".build"))
 
@@ -52,13 +55,6 @@ NVCC_PINS = (
 
 class BuildError(RuntimeError):
     """A toolchain is present but a build failed (a broken build must fail, not skip)."""
-
-
-def fnv1a64(data: bytes) -> int:
-    h = 0xCBF29CE484222325
-    for byte in data:
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def _digest(*parts: bytes | str) -> str:

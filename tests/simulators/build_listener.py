@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,16 +24,12 @@ from pathlib import Path
 import offload
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # gpusim_hash beside it
+    sys.path.insert(0, str(HERE))
+from gpusim_hash import fnv1a64  # noqa: E402
 KERNEL_SOURCES = HERE.parent / "kernels" / "gpu"
 _NAMES = re.compile(r"(?:__global__\s+void\s+|OFFLOAD_PORTABLE_KERNEL\s*\(\s*)([A-Za-z_]\w*)")
 _SKIP = frozenset({"amdgcn.device.init", "amdgcn.device.fini"})
-
-
-def fnv1a64(data: bytes) -> int:
-    h = 0xCBF29CE484222325
-    for byte in data:
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def kernel_names(built: offload.BuiltProgram) -> list[str]:

@@ -583,18 +583,28 @@ static sim_status enqueue(sim_stream *s, sim_op_fn fn, void *arg, void (*free_ar
   return SIM_OK;
 }
 
-typedef struct ticket_wait {
-  sim_stream *stream;
-  uint64_t ticket;
-} ticket_wait;
+/* The payload of a control operation: the stream or event it is about and a count on it (the
+ * stream's ticket to wait for, the event's generation to mark or to wait for); NULL when out of
+ * memory. The operation's free_arg is free(). */
+typedef struct counted {
+  void *object;
+  uint64_t count;
+} counted;
+
+static counted *new_counted(void *object, uint64_t count) {
+  counted *c = malloc(sizeof *c);
+  if (c != NULL) *c = (counted){object, count};
+  return c;
+}
 
 static sim_status wait_ticket_op(void *raw) {
-  ticket_wait *w = raw;
-  pthread_mutex_lock(&w->stream->mu);
-  ++w->stream->done_waiters;
-  while (w->stream->completed < w->ticket) pthread_cond_wait(&w->stream->cv, &w->stream->mu);
-  --w->stream->done_waiters;
-  pthread_mutex_unlock(&w->stream->mu);
+  const counted *w = raw;
+  sim_stream *other = w->object;
+  pthread_mutex_lock(&other->mu);
+  ++other->done_waiters;
+  while (other->completed < w->count) pthread_cond_wait(&other->cv, &other->mu);
+  --other->done_waiters;
+  pthread_mutex_unlock(&other->mu);
   return SIM_OK;
 }
 
@@ -605,9 +615,8 @@ static sim_status order_after(sim_stream *s, sim_stream *other) {
   int pending = other->completed < ticket;
   pthread_mutex_unlock(&other->mu);
   if (!pending) return SIM_OK;
-  ticket_wait *w = malloc(sizeof *w);
+  counted *w = new_counted(other, ticket);
   if (w == NULL) return SIM_ERR_OUT_OF_MEMORY;
-  *w = (ticket_wait){other, ticket};
   sim_status status = enqueue(s, wait_ticket_op, w, free, SIM_OP_CONTROL);
   if (status != SIM_OK) free(w);
   return status;
@@ -801,17 +810,12 @@ void sim_event_destroy(sim_event *e) {
   event_unref_locked(e);
 }
 
-typedef struct event_mark {
-  sim_event *event;
-  uint64_t generation;
-} event_mark;
-
 static sim_status mark_op(void *raw) {
-  event_mark *m = raw;
-  sim_event *e = m->event;
+  const counted *m = raw;
+  sim_event *e = m->object;
   pthread_mutex_lock(&e->mu);
-  if (m->generation > e->done) {
-    e->done = m->generation;
+  if (m->count > e->done) {
+    e->done = m->count;
     e->stamp_ns = now_ns();
   }
   pthread_cond_broadcast(&e->cv);
@@ -821,11 +825,10 @@ static sim_status mark_op(void *raw) {
 
 sim_status sim_event_record(sim_event *e, sim_stream *s) {
   if (e == NULL || s == NULL) return SIM_ERR_INVALID_VALUE;
-  event_mark *m = malloc(sizeof *m);
+  counted *m = new_counted(e, 0);
   if (m == NULL) return SIM_ERR_OUT_OF_MEMORY;
   pthread_mutex_lock(&e->mu);
-  m->event = e;
-  m->generation = ++e->recorded;
+  m->count = ++e->recorded;
   ++e->refs;
   pthread_mutex_unlock(&e->mu);
   sim_status status = sim_stream_submit_ex(s, mark_op, m, free, SIM_OP_CONTROL);
@@ -871,10 +874,10 @@ sim_status sim_event_elapsed(sim_event *start, sim_event *end, float *ms) {
 }
 
 static sim_status wait_event_op(void *raw) {
-  event_mark *m = raw;
-  sim_event *e = m->event;
+  const counted *m = raw;
+  sim_event *e = m->object;
   pthread_mutex_lock(&e->mu);
-  while (e->done < m->generation) pthread_cond_wait(&e->cv, &e->mu);
+  while (e->done < m->count) pthread_cond_wait(&e->cv, &e->mu);
   event_unref_locked(e);
   return SIM_OK;
 }
@@ -889,12 +892,8 @@ sim_status sim_stream_wait_event(sim_stream *s, sim_event *e) {
   }
   ++e->refs;
   pthread_mutex_unlock(&e->mu);
-  event_mark *m = malloc(sizeof *m);
-  sim_status status = m == NULL ? SIM_ERR_OUT_OF_MEMORY : SIM_OK;
-  if (m != NULL) {
-    *m = (event_mark){e, generation};
-    status = sim_stream_submit_ex(s, wait_event_op, m, free, SIM_OP_CONTROL);
-  }
+  counted *m = new_counted(e, generation);
+  sim_status status = m == NULL ? SIM_ERR_OUT_OF_MEMORY : sim_stream_submit_ex(s, wait_event_op, m, free, SIM_OP_CONTROL);
   if (status != SIM_OK) {
     free(m);
     pthread_mutex_lock(&e->mu);
@@ -961,10 +960,7 @@ static void kernel_fault_handler(int sig, siginfo_t *info, void *context) {
 }
 
 static void install_fault_handler(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = kernel_fault_handler;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  struct sigaction sa = {.sa_sigaction = kernel_fault_handler, .sa_flags = SA_SIGINFO | SA_ONSTACK};
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &previous_segv);
   sigaction(SIGBUS, &sa, &previous_bus);

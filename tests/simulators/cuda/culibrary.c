@@ -202,21 +202,3 @@ EXPORT CUresult cuKernelSetAttribute(int attribute, int value, CUkernel k, CUdev
   CUresult rc = cu_kernel_function(k, dev, &f);
   return rc != CUDA_SUCCESS ? rc : cu_func_set_attribute(f, attribute, value);
 }
-
-#define E(name, version, fn) {name, version, (void *)fn}
-const proc_entry cu_library_procs[] = {
-    E("cuLibraryLoadData", 12000, cuLibraryLoadData),
-    E("cuLibraryUnload", 12000, cuLibraryUnload),
-    E("cuLibraryGetKernel", 12000, cuLibraryGetKernel),
-    E("cuLibraryGetKernelCount", 12040, cuLibraryGetKernelCount),
-    E("cuLibraryEnumerateKernels", 12040, cuLibraryEnumerateKernels),
-    E("cuLibraryGetModule", 12000, cuLibraryGetModule),
-    E("cuLibraryGetGlobal", 12000, cuLibraryGetGlobal),
-    E("cuKernelGetFunction", 12000, cuKernelGetFunction),
-    E("cuKernelGetLibrary", 12050, cuKernelGetLibrary),
-    E("cuKernelGetName", 12030, cuKernelGetName),
-    E("cuKernelGetParamInfo", 12040, cuKernelGetParamInfo),
-    E("cuKernelGetAttribute", 12000, cuKernelGetAttribute),
-    E("cuKernelSetAttribute", 12000, cuKernelSetAttribute),
-    {NULL, 0, NULL},
-};

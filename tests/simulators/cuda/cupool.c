@@ -28,15 +28,15 @@ enum { ATTR_FOLLOW = 1, ATTR_OPPORTUNISTIC, ATTR_INTERNAL, ATTR_THRESHOLD, ATTR_
        ATTR_MAX_SIZE, ATTR_HW_DECOMPRESS };
 enum { LOCATION_DEVICE = 1, LOCATION_HOST = 2, ALLOC_PINNED = 1, ALLOC_MANAGED = 2, ACCESS_RW = 3 };
 
-typedef struct {
+struct CUmemPoolProps_st {
   int allocType, handleTypes;
   CUmemLocation location;
   void *win32SecurityAttributes;
   size_t maxSize;
   unsigned short usage;
   unsigned char reserved[54];
-} CUmemPoolProps;
-typedef struct { CUmemLocation location; int flags; } CUmemAccessDesc;
+};
+struct CUmemAccessDesc_st { CUmemLocation location; int flags; };
 
 struct cumempool {
   unsigned magic;
@@ -484,24 +484,3 @@ EXPORT CUresult cuMemPoolGetAccess(int *flags, CUmemoryPool pool, const CUmemLoc
   pthread_mutex_unlock(&pool_lock);
   return rc;
 }
-
-#define E(name, version, fn) {name, version, (void *)fn}
-const proc_entry cu_pool_procs[] = {
-    E("cuMemAllocAsync", 11020, cuMemAllocAsync),
-    E("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync),
-    E("cuMemFreeAsync", 11020, cuMemFreeAsync),
-    E("cuMemPoolCreate", 11020, cuMemPoolCreate),
-    E("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
-    E("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
-    E("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool),
-    E("cuDeviceSetMemPool", 11020, cuDeviceSetMemPool),
-    E("cuMemGetDefaultMemPool", 13000, cuMemGetDefaultMemPool),
-    E("cuMemGetMemPool", 13000, cuMemGetMemPool),
-    E("cuMemSetMemPool", 13000, cuMemSetMemPool),
-    E("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),
-    E("cuMemPoolSetAttribute", 11020, cuMemPoolSetAttribute),
-    E("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
-    E("cuMemPoolSetAccess", 11020, cuMemPoolSetAccess),
-    E("cuMemPoolGetAccess", 11020, cuMemPoolGetAccess),
-    {NULL, 0, NULL},
-};

@@ -60,36 +60,52 @@ CUresult resolve_stream(CUstream stream, struct cuctx *ctx, sim_stream **out) {
   return resolve_stream_owner(stream, ctx, out, NULL);
 }
 
+/* A stream and an event alike (struct custream, struct cuevent): they live in ctx, die with its
+ * current generation (a destroyed or reset context makes them INVALID_HANDLE) and count in its
+ * live_streams / live_events while they exist. The create macro ends the calling cuXCreate: the
+ * handle h from bin, its simulator object from make (NULL: OUT_OF_MEMORY, h back in its bin),
+ * stored in *out. The destroy macro ends cuXDestroy of a valid h: refused with a sticky fault
+ * of its device, as every call is; else the handle and its simulator object go. */
+#define CREATE_IN_CONTEXT(type, bin, tag, make, live)                                                     \
+  do {                                                                                                    \
+    type *h = handle_new(bin, sizeof *h);                                                                 \
+    if (h == NULL) return CUDA_ERROR_OUT_OF_MEMORY;                                                       \
+    h->sim = make;                                                                                        \
+    if (h->sim == NULL) {                                                                                 \
+      handle_delete(bin, h);                                                                              \
+      return CUDA_ERROR_OUT_OF_MEMORY;                                                                    \
+    }                                                                                                     \
+    h->magic = tag;                                                                                       \
+    h->flags = flags;                                                                                     \
+    h->ctx = ctx;                                                                                         \
+    h->generation = __atomic_load_n(&ctx->generation, __ATOMIC_ACQUIRE);                                  \
+    __atomic_add_fetch(&ctx->live, 1, __ATOMIC_ACQ_REL);                                                  \
+    *out = h;                                                                                             \
+    return CUDA_SUCCESS;                                                                                  \
+  } while (0)
+
+#define DESTROY_IN_CONTEXT(h, bin, destroy_sim, live)                                                     \
+  do {                                                                                                    \
+    sim_status fault = sim_device_fault((h)->ctx->device);                                                \
+    if (fault != SIM_OK) return from_sim(fault);                                                          \
+    (h)->magic = 0;                                                                                       \
+    __atomic_sub_fetch(&(h)->ctx->live, 1, __ATOMIC_ACQ_REL);                                             \
+    destroy_sim((h)->sim);                                                                                \
+    handle_delete(bin, h);                                                                                \
+    return CUDA_SUCCESS;                                                                                  \
+  } while (0)
+
 EXPORT CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   REQUIRE_CTX(ctx);
   if (out == NULL || flags > 1) return CUDA_ERROR_INVALID_VALUE;
-  struct custream *s = handle_new(BIN_STREAM, sizeof *s);
-  if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  s->sim = sim_stream_create(ctx->device, flags == 0);
-  if (s->sim == NULL) {
-    handle_delete(BIN_STREAM, s);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  s->magic = STREAM_MAGIC;
-  s->flags = flags;
-  s->ctx = ctx;
-  s->generation = __atomic_load_n(&ctx->generation, __ATOMIC_ACQUIRE);
-  __atomic_add_fetch(&ctx->live_streams, 1, __ATOMIC_ACQ_REL);
-  *out = s;
-  return CUDA_SUCCESS;
+  CREATE_IN_CONTEXT(struct custream, BIN_STREAM, STREAM_MAGIC, sim_stream_create(ctx->device, flags == 0), live_streams);
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
   REQUIRE_INIT();
   if (is_default_stream(stream) || stream->magic != STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
   if (__atomic_load_n(&stream->ctx->generation, __ATOMIC_ACQUIRE) != stream->generation) return CUDA_ERROR_INVALID_HANDLE;
-  sim_status fault = sim_device_fault(stream->ctx->device);
-  if (fault != SIM_OK) return from_sim(fault);
-  stream->magic = 0;
-  __atomic_sub_fetch(&stream->ctx->live_streams, 1, __ATOMIC_ACQ_REL);
-  sim_stream_destroy(stream->sim);
-  handle_delete(BIN_STREAM, stream);
-  return CUDA_SUCCESS;
+  DESTROY_IN_CONTEXT(stream, BIN_STREAM, sim_stream_destroy, live_streams);
 }
 EXPORT CUresult cuStreamDestroy(CUstream stream) { return cuStreamDestroy_v2(stream); }
 
@@ -162,20 +178,7 @@ EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user_data) 
 EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
   REQUIRE_CTX(ctx);
   if (out == NULL || (flags & ~0x7u) || ((flags & 0x4) && !(flags & 0x2))) return CUDA_ERROR_INVALID_VALUE;
-  struct cuevent *e = handle_new(BIN_EVENT, sizeof *e);
-  if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  e->sim = sim_event_create(!(flags & 0x2));
-  if (e->sim == NULL) {
-    handle_delete(BIN_EVENT, e);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  e->magic = EVENT_MAGIC;
-  e->flags = flags;
-  e->ctx = ctx;
-  e->generation = __atomic_load_n(&ctx->generation, __ATOMIC_ACQUIRE);
-  __atomic_add_fetch(&ctx->live_events, 1, __ATOMIC_ACQ_REL);
-  *out = e;
-  return CUDA_SUCCESS;
+  CREATE_IN_CONTEXT(struct cuevent, BIN_EVENT, EVENT_MAGIC, sim_event_create(!(flags & 0x2)), live_events);
 }
 
 #define REQUIRE_EVENT(e)                                                                                  \
@@ -187,13 +190,7 @@ EXPORT CUresult cuEventCreate(CUevent *out, unsigned flags) {
 EXPORT CUresult cuEventDestroy_v2(CUevent event) {
   REQUIRE_INIT();
   REQUIRE_EVENT(event);
-  sim_status fault = sim_device_fault(event->ctx->device);
-  if (fault != SIM_OK) return from_sim(fault);
-  event->magic = 0;
-  __atomic_sub_fetch(&event->ctx->live_events, 1, __ATOMIC_ACQ_REL);
-  sim_event_destroy(event->sim);
-  handle_delete(BIN_EVENT, event);
-  return CUDA_SUCCESS;
+  DESTROY_IN_CONTEXT(event, BIN_EVENT, sim_event_destroy, live_events);
 }
 EXPORT CUresult cuEventDestroy(CUevent event) { return cuEventDestroy_v2(event); }
 

@@ -202,10 +202,8 @@ typedef struct proc_entry {
   int version; /* the lowest cudaVersion this entry serves */
   void *fn;
 } proc_entry;
-/* The entries of cupool.c, culibrary.c and simcuda_ext.c (each ends with a NULL name). */
-extern const proc_entry cu_pool_procs[];
-extern const proc_entry cu_library_procs[];
-extern const proc_entry cu_ext_procs[];
+/* One entry of a table: the exported function fn serving name from cudaVersion version on. */
+#define PROC(name, version, fn) {name, version, (void *)fn}
 
 /* ---- the exported driver functions defined outside simcuda.c (for the entry-point table) ---- */
 
@@ -298,5 +296,59 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx);
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params, void **extra);
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size, size_t dyn);
 EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize to_dyn, size_t dyn, int limit);
+/* cupool.c */
+typedef struct CUmemPoolProps_st CUmemPoolProps;
+typedef struct CUmemAccessDesc_st CUmemAccessDesc;
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream);
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream stream);
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream);
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *out, const CUmemPoolProps *props);
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool);
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *out, CUdevice dev);
+EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *out, CUdevice dev);
+EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+EXPORT CUresult cuMemGetDefaultMemPool(CUmemoryPool *out, const CUmemLocation *loc, int type);
+EXPORT CUresult cuMemGetMemPool(CUmemoryPool *out, const CUmemLocation *loc, int type);
+EXPORT CUresult cuMemSetMemPool(const CUmemLocation *loc, int type, CUmemoryPool pool);
+EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value);
+EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value);
+EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep);
+EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
+EXPORT CUresult cuMemPoolGetAccess(int *flags, CUmemoryPool pool, const CUmemLocation *loc);
+/* culibrary.c */
+EXPORT CUresult cuLibraryLoadData(CUlibrary *out, const void *code, int *jit_options, void **jit_values, unsigned n_jit, int *lib_options, void **lib_values, unsigned n_lib);
+EXPORT CUresult cuLibraryUnload(CUlibrary lib);
+EXPORT CUresult cuLibraryGetKernel(CUkernel *out, CUlibrary lib, const char *name);
+EXPORT CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary lib);
+EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned n, CUlibrary lib);
+EXPORT CUresult cuLibraryGetModule(CUmodule *out, CUlibrary lib);
+EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib, const char *name);
+EXPORT CUresult cuKernelGetFunction(CUfunction *out, CUkernel k);
+EXPORT CUresult cuKernelGetLibrary(CUlibrary *out, CUkernel k);
+EXPORT CUresult cuKernelGetName(const char **name, CUkernel k);
+EXPORT CUresult cuKernelGetParamInfo(CUkernel k, size_t index, size_t *offset, size_t *size);
+EXPORT CUresult cuKernelGetAttribute(int *value, int attribute, CUkernel k, CUdevice dev);
+EXPORT CUresult cuKernelSetAttribute(int attribute, int value, CUkernel k, CUdevice dev);
+/* simcuda_ext.c */
+typedef struct CUctxCreateParams_st CUctxCreateParams;
+typedef struct CUlaunchConfig_st CUlaunchConfig;
+EXPORT CUresult cuCtxCreate_v2(CUcontext *out, unsigned flags, CUdevice dev);
+EXPORT CUresult cuCtxCreate_v3(CUcontext *out, void *affinity, int n, unsigned flags, CUdevice dev);
+EXPORT CUresult cuCtxCreate_v4(CUcontext *out, CUctxCreateParams *params, unsigned flags, CUdevice dev);
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx);
+EXPORT CUresult cuCtxGetFlags(unsigned *flags);
+EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id);
+EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned *version);
+EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest);
+EXPORT CUresult cuStreamCreateWithPriority(CUstream *out, unsigned flags, int priority);
+EXPORT CUresult cuStreamGetPriority(CUstream stream, int *priority);
+EXPORT CUresult cuStreamGetCtx(CUstream stream, CUcontext *out);
+EXPORT CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext *out, void **green);
+EXPORT CUresult cuStreamGetDevice(CUstream stream, CUdevice *dev);
+EXPORT CUresult cuStreamGetId(CUstream stream, unsigned long long *id);
+EXPORT CUresult cuStreamIsCapturing(CUstream stream, int *status);
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
+EXPORT CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr);
+EXPORT CUresult cuPointerGetAttributes(unsigned n, int *attributes, void **data, CUdeviceptr ptr);
 
 #endif /* GPUSIM_SIMCUDA_H */

@@ -49,7 +49,7 @@ EXPORT CUresult cuCtxCreate_v3(CUcontext *out, void *affinity, int n, unsigned f
 
 /* v4: CUctxCreateParams {execAffinityParams, numExecAffinityParams, cigParams}; only NULL or
  * an empty one is modelled. */
-typedef struct { void *affinity; int n; void *cig; } CUctxCreateParams;
+struct CUctxCreateParams_st { void *affinity; int n; void *cig; };
 EXPORT CUresult cuCtxCreate_v4(CUcontext *out, CUctxCreateParams *params, unsigned flags, CUdevice dev) {
   if (params != NULL && (params->n != 0 || params->cig != NULL)) return CUDA_ERROR_NOT_SUPPORTED;
   return ctx_create(out, flags, dev);
@@ -202,12 +202,12 @@ typedef struct {
   } value;
 } CUlaunchAttribute;
 
-typedef struct {
+struct CUlaunchConfig_st {
   unsigned grid[3], block[3], shared;
   CUstream stream;
   CUlaunchAttribute *attrs;
   unsigned n_attrs;
-} CUlaunchConfig;
+};
 
 enum {
   ATTR_IGNORE = 0, ATTR_ACCESS_POLICY_WINDOW = 1, ATTR_COOPERATIVE = 2, ATTR_SYNCHRONIZATION_POLICY = 3,
@@ -349,26 +349,3 @@ EXPORT CUresult cuPointerGetAttributes(unsigned n, int *attributes, void **data,
   }
   return CUDA_SUCCESS;
 }
-
-#define E(name, version, fn) {name, version, (void *)fn}
-const proc_entry cu_ext_procs[] = {
-    E("cuCtxCreate", 3020, cuCtxCreate_v2),
-    E("cuCtxCreate", 11040, cuCtxCreate_v3),
-    E("cuCtxCreate", 12050, cuCtxCreate_v4),
-    E("cuCtxDestroy", 4000, cuCtxDestroy_v2),
-    E("cuCtxGetFlags", 7000, cuCtxGetFlags),
-    E("cuCtxGetId", 12000, cuCtxGetId),
-    E("cuCtxGetApiVersion", 3020, cuCtxGetApiVersion),
-    E("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),
-    E("cuStreamCreateWithPriority", 5050, cuStreamCreateWithPriority),
-    E("cuStreamGetPriority", 5050, cuStreamGetPriority),
-    E("cuStreamGetCtx", 9020, cuStreamGetCtx),
-    E("cuStreamGetCtx", 12050, cuStreamGetCtx_v2),
-    E("cuStreamGetDevice", 12080, cuStreamGetDevice),
-    E("cuStreamGetId", 12000, cuStreamGetId),
-    E("cuStreamIsCapturing", 10000, cuStreamIsCapturing),
-    E("cuLaunchKernelEx", 11060, cuLaunchKernelEx),
-    E("cuPointerGetAttribute", 4000, cuPointerGetAttribute),
-    E("cuPointerGetAttributes", 7000, cuPointerGetAttributes),
-    {NULL, 0, NULL},
-};

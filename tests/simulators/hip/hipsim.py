@@ -20,10 +20,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:  # gpusim_hash, shared with ../build.py
+    sys.path.insert(0, str(HERE.parent))
+from gpusim_hash import fnv1a64  # noqa: E402  (hipsim.fnv1a64: the registry key of host builds)
 CORE = HERE.parent / "core"
 KERNELS = HERE.parent.parent / "kernels" / "gpu"
 CLANG = "clang++-19"
@@ -38,14 +42,6 @@ OTHER_TARGET = "gfx1030"
 
 class Unavailable(Exception):
     """A tool cannot be had on this machine; the message is the skip reason."""
-
-
-def fnv1a64(data: bytes) -> int:
-    """The simulator core's image hash (sim_image_hash)."""
-    h = 0xCBF29CE484222325
-    for byte in data:
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
 
 
 def _run(cmd: Sequence[str], **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -244,41 +244,21 @@ PyObject *capi_host_callback(ol_host_function_cb_t cb, void *user_data) {
 }
 
 /* ---- out-parameters ------------------------------------------------------------------------ */
-bool capi_out_pointer(PyObject *value, void **out, ol_result_t *res) {
-    void * ignored;
-    if (!out) out = &ignored;
-    void *p = value == Py_None ? NULL : PyLong_AsVoidPtr(value);
-    if (PyErr_Occurred()) { *res = capi_raised(); return false; }
-    *out = p;
-    return true;
-}
-
-bool capi_out_size(PyObject *value, size_t *out, ol_result_t *res) {
-    size_t ignored;
-    if (!out) out = &ignored;
-    size_t n = PyLong_AsSize_t(value);
-    if (PyErr_Occurred()) { *res = capi_raised(); return false; }
-    *out = n;
-    return true;
-}
-
-bool capi_out_bool(PyObject *value, bool *out, ol_result_t *res) {
-    bool ignored;
-    if (!out) out = &ignored;
-    int truth = PyObject_IsTrue(value);
-    if (truth < 0) { *res = capi_raised(); return false; }
-    *out = truth;
-    return true;
-}
-
-bool capi_out_float(PyObject *value, float *out, ol_result_t *res) {
-    float ignored;
-    if (!out) out = &ignored;
-    double v = PyFloat_AsDouble(value);
-    if (PyErr_Occurred()) { *res = capi_raised(); return false; }
-    *out = (float)v;
-    return true;
-}
+/* capi_out_<kind>: the call's result converted (`convert`, of `value`) into *out; a NULL `out`
+ * (validation off) drops the answer instead of writing to 0. */
+#define CAPI_OUT(kind, type, convert)                                                                  \
+    bool capi_out_##kind(PyObject *value, type *out, ol_result_t *res) {                               \
+        type ignored;                                                                                  \
+        type converted = (type)(convert);                                                              \
+        if (PyErr_Occurred()) { *res = capi_raised(); return false; }                                  \
+        *(out ? out : &ignored) = converted;                                                           \
+        return true;                                                                                   \
+    }
+CAPI_OUT(pointer, void *, value == Py_None ? NULL : PyLong_AsVoidPtr(value))
+CAPI_OUT(size, size_t, PyLong_AsSize_t(value))
+CAPI_OUT(bool, bool, PyObject_IsTrue(value) == 1) /* -1: an error, raised */
+CAPI_OUT(float, float, PyFloat_AsDouble(value))
+#undef CAPI_OUT
 
 /* ---- info queries and their cache ---------------------------------------------------------- */
 typedef struct { const void *handle; uint32_t prop; int which; size_t size; char *bytes; } cached;

@@ -3,7 +3,8 @@
 queues, programs and memory info, host and aligned allocations, prefetch, profiled events,
 platform/symbol/compatible-device iteration, per-argument and cooperative launches, main's
 numbering and validation) built against main's generated header and run on offload's host
-device, and with ol_init_args_t asking for CUDA on the simulated CUDA driver."""
+device, and with ol_init_args_t asking for CUDA on the simulated CUDA driver; programs/main_nulls.c:
+NULLs and stale pointers with validation on and off."""
 
 from __future__ import annotations
 
@@ -66,3 +67,40 @@ def test_main_level_traces_main_signatures(capi: Capi, main_level: tuple[Path, d
     launches = [line for line in lines if line.startswith("---> olLaunchKernel(")]
     assert launches and all(".Properties = " in line and ".NumArgs = " in line and ".ArgSizes = " in line for line in launches)
     assert any("OL_ERRC_INVALID_CONTEXT" in line for line in lines)
+
+
+# (case, its code with validation, its code with OFFLOAD_DISABLE_VALIDATION: offload's own checks)
+NULL_CASES = [
+    ("init", "SUCCESS", "SUCCESS"),
+    ("create_context_null_devices", "INVALID_NULL_POINTER", "INVALID_ARGUMENT"),
+    ("context_info_null", "INVALID_NULL_HANDLE", "INVALID_NULL_HANDLE"),
+    ("destroy_context_null", "INVALID_NULL_HANDLE", "INVALID_NULL_HANDLE"),
+    ("launch_null_arguments", "INVALID_ARGUMENT", "INVALID_NULL_HANDLE"),
+    ("prefetch_null_arrays", "INVALID_NULL_POINTER", "INVALID_NULL_HANDLE"),
+    ("alloc_host_null_device", "INVALID_NULL_HANDLE", "INVALID_NULL_HANDLE"),
+    ("iterate_platforms_null", "INVALID_NULL_POINTER", "INVALID_ARGUMENT"),
+    ("iterate_symbols_null", "INVALID_NULL_HANDLE", "INVALID_NULL_HANDLE"),
+    ("mem_info_bogus_context", "INVALID_CONTEXT", "INVALID_CONTEXT"),
+    ("queue_bogus_context", "INVALID_NULL_HANDLE", "INVALID_CONTEXT"),
+    ("shutdown", "SUCCESS", "SUCCESS"),
+    ("init_unknown_backend", "INVALID_ENUMERATION", "INVALID_ENUMERATION"),
+]
+
+
+@pytest.mark.parametrize("validation", [True, False])
+def test_main_level_nulls_never_crash(capi: Capi, tmp_path: Path, validation: bool) -> None:
+    """NULLs and stale pointers at main's level: the table's conditions answer them, or, with
+    validation off, offload's own checks (an error, never a crash)."""
+    from offload._values.enums import ErrorCode, c_value
+
+    flags = {flag: subprocess.run([sys.executable, "-m", "offload_capi", "--abi", "main", flag], capture_output=True,
+                                  text=True, check=True).stdout.strip() for flag in ("--cflags", "--libs", "--libdir")}
+    exe = tmp_path / "main_nulls"
+    subprocess.run([_tool("gcc"), "-Wall", "-Werror", str(SOURCE.with_name("main_nulls.c")), *flags["--cflags"].split(),
+                    *flags["--libs"].split(), "-o", str(exe)], check=True)
+    extra = {} if validation else {"OFFLOAD_DISABLE_VALIDATION": "1"}
+    proc = run([str(exe)], {**capi.env(OFFLOAD_BACKENDS="host", **extra), "LD_LIBRARY_PATH": flags["--libdir"]})
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    got = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("CASE ")]
+    expected = [[name, str(c_value(ErrorCode[on if validation else off], "main"))] for name, on, off in NULL_CASES]
+    assert got == expected

@@ -8,6 +8,7 @@ NULLs and stale pointers with validation on and off."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,11 @@ def test_main_level_traces_main_signatures(capi: Capi, main_level: tuple[Path, d
     assert any(line.startswith("---> olMemAlloc(.Context = 0x") for line in lines)
     assert any(line.startswith("---> olCreateEvent(") and ".Flags = OL_EVENT_FLAGS_ENABLE_PROFILING" in line for line in lines)
     launches = [line for line in lines if line.startswith("---> olLaunchKernel(")]
-    assert launches and all(".Properties = " in line and ".NumArgs = " in line and ".ArgSizes = " in line for line in launches)
+    assert launches and all(".Properties = " in line and ".NumArgs = " in line for line in launches)
+    assert any(re.search(r"\.NumArgs = 4, \.ArgPtrs = 0x[0-9a-f]+ \{(0x[0-9a-f]+, ){3}0x[0-9a-f]+\}, "
+                         r"\.ArgSizes = 0x[0-9a-f]+ \{4, 8, 8, 8\}\)-> OL_SUCCESS", line) for line in launches), launches
+    assert any(re.search(r"^---> olCreateContext\(\.DevicesCount = 1, \.Devices = 0x[0-9a-f]+ \{0x[0-9a-f]+\}, ", line)
+               for line in lines)
     assert any("OL_ERRC_INVALID_CONTEXT" in line for line in lines)
 
 

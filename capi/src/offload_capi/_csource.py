@@ -123,10 +123,10 @@ def _trace_param(p: CParam, fn: CFunction, enums: set[str]) -> str:
     name = _c_string(p.name)
     if p.role == "callback":
         return f"capi_tp_fn(&b, {name}, (const void *)(uintptr_t){p.name});"
-    if p.role in ("handle", "any", "data", "pointer", "sizes", "arg_sizes", "properties", "init_args"):
+    if p.role in ("handle", "any", "data", "pointer", "properties", "init_args"):
         return f"capi_tp_ptr(&b, {name}, (const void *){p.name});"
-    if p.role in ("handles", "pointers", "arg_ptrs"):  # an array: as LLVM 22 prints its event arrays
-        return f"capi_tp_events(&b, {name}, (ol_event_handle_t *){p.name}, {p.size});"
+    if p.role in ("handles", "pointers", "arg_ptrs", "sizes", "arg_sizes"):  # main's arrays: as offload's tracer at main
+        return f"capi_tp_array(&b, {name}, {p.name}, {p.size}, {'true' if 'sizes' in p.role else 'false'});"
     if p.role == "enum" and p.ctype in enums:
         return f"capi_tp_enum(&b, {name}, {_enum_id(p.ctype)}, (uint32_t){p.name});"
     if p.role in _PRINTERS:  # an enum not in `enums` is a bit field: its uint32_t typedef

@@ -37,9 +37,19 @@ void capi_handle_forget(const void *handle);
 /* Argument conversions (new references; NULL with *res set on failure). */
 PyObject *capi_bytes(const void *data, size_t size);
 PyObject *capi_string(const char *text);
-PyObject *capi_events(ol_event_handle_t *events, size_t count, ol_result_t *res);
 PyObject *capi_launch_size(const ol_kernel_launch_size_args_t *args, ol_result_t *res);
-PyObject *capi_iterate_callback(ol_device_iterate_cb_t cb, void *user_data);
+/* Every iteration callback (devices, platforms, symbols) is bool(handle, user data). */
+typedef bool (*capi_iterate_cb)(void *handle, void *user_data);
+PyObject *capi_iterate_callback(capi_iterate_cb cb, void *user_data);
+/* Arrays: handles (events, main's devices; NULL entries None, `what` names one that is no live
+ * handle), main's addresses and sizes; a launch's properties (an
+ * ol_kernel_launch_prop_t list ended by type 0: [(type, value), ...]) and its arguments (one
+ * bytes object per ArgPtrs[i] of ArgSizes[i] bytes); NULL arrays are None. */
+PyObject *capi_handles(const void *const *handles, size_t count, ol_errc_t invalid, const char *what, ol_result_t *res);
+PyObject *capi_pointers(void *const *pointers, size_t count);
+PyObject *capi_sizes(const size_t *sizes, size_t count);
+PyObject *capi_launch_properties(const void *properties, ol_result_t *res);
+PyObject *capi_arguments(const void *const *pointers, const size_t *sizes, size_t count);
 PyObject *capi_host_callback(ol_host_function_cb_t cb, void *user_data);
 
 /* Out-parameter conversions of a call's result (steal nothing). */
@@ -54,11 +64,15 @@ typedef struct { uint32_t number; const char *name; } capi_named;
 extern const char capi_abi[];
 extern const char *const capi_functions[];
 extern const capi_named capi_device_infos[];
+/* Generated: offload's error code numbers (OffloadError.code) -> this level's ol_errc_t. */
+extern const uint32_t capi_errc_of[];
+extern const size_t capi_errc_count;
+extern const ol_errc_t capi_invalid_context;
 
 /* olGet*Info / olGet*InfoSize: `which` is the bridge's info function index, `cacheable` whether
  * the answers never change (platforms and devices: served from C without the interpreter). */
 ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t invalid, const char *what,
-                      uint32_t prop, size_t prop_size, void *prop_value, size_t *prop_size_ret);
+                      uint32_t prop, size_t prop_size, void *prop_value, size_t *prop_size_ret, const void *context);
 
 /* The generated entry points' parts (entry.c), each function's alike:
  *   olX_impl: CAPI_UNLESS_READY(); validation; CAPI_BEGIN(n); CAPI_ARG(i, conversion)...;
@@ -102,7 +116,9 @@ done:                                                                           
         return res;                                                                                    \
     }
 
-ol_result_t capi_init(void);
+/* olInit: `platforms` (count of them) the platform backends main's ol_init_args_t asks for
+ * (NULL: every one); `main_args`: this level's olInit takes them (the session is main's). */
+ol_result_t capi_init(const uint32_t *platforms, size_t count, bool main_args);
 ol_result_t capi_shutdown(void);
 
 /* The code location of the current thread's *WithCodeLoc call (NULL outside one). */

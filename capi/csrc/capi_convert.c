@@ -113,18 +113,6 @@ PyObject *capi_string(const char *text) {
     return PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "surrogateescape");
 }
 
-PyObject *capi_events(ol_event_handle_t *events, size_t count, ol_result_t *res) {
-    if (!events) Py_RETURN_NONE;
-    PyObject *list = PyList_New((Py_ssize_t)count);
-    if (!list) { *res = capi_raised(); return NULL; }
-    for (size_t i = 0; i < count; i++) {
-        PyObject *event = capi_handle_in(events[i], OL_ERRC_INVALID_EVENT, "Event", res);
-        if (!event) { Py_DECREF(list); return NULL; }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, event);
-    }
-    return list;
-}
-
 /* The last launch size of this thread and its KernelLaunchSizeArgs: a loop of launches with one
  * grid builds it once (it also keeps the device-limit check's cache). */
 static __thread ol_kernel_launch_size_args_t last_args;
@@ -147,7 +135,65 @@ PyObject *capi_launch_size(const ol_kernel_launch_size_args_t *a, ol_result_t *r
     return made;
 }
 
-typedef struct { ol_device_iterate_cb_t iterate; ol_host_function_cb_t host; void *user_data; } callback;
+PyObject *capi_handles(const void *const *handles, size_t count, ol_errc_t invalid, const char *what, ol_result_t *res) {
+    if (!handles) Py_RETURN_NONE;
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    if (!list) { *res = capi_raised(); return NULL; }
+    for (size_t i = 0; i < count; i++) {
+        PyObject *h = capi_handle_in(handles[i], invalid, what, res);
+        if (!h) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, h);
+    }
+    return list;
+}
+
+/* A list of `count` Python values made by `make` from element i (NULL: None). */
+static PyObject *list_of(const void *array, size_t count, PyObject *(*make)(const void *array, size_t i)) {
+    if (!array) Py_RETURN_NONE;
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; list && i < count; i++) {
+        PyObject *item = make(array, i);
+        if (!item) { Py_CLEAR(list); break; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *pointer_at(const void *array, size_t i) { return PyLong_FromVoidPtr(((void *const *)array)[i]); }
+static PyObject *size_at(const void *array, size_t i) { return PyLong_FromSize_t(((const size_t *)array)[i]); }
+
+PyObject *capi_pointers(void *const *pointers, size_t count) { return list_of(pointers, count, pointer_at); }
+PyObject *capi_sizes(const size_t *sizes, size_t count) { return list_of(sizes, count, size_at); }
+
+PyObject *capi_arguments(const void *const *pointers, const size_t *sizes, size_t count) {
+    if (!pointers || !sizes) Py_RETURN_NONE; /* (validation refuses it with NumArgs > 0) */
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    for (size_t i = 0; list && i < count; i++) {
+        PyObject *item = pointers[i] ? PyBytes_FromStringAndSize(pointers[i], (Py_ssize_t)sizes[i]) : Py_NewRef(Py_None);
+        if (!item) { Py_CLEAR(list); break; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+/* main's ol_kernel_launch_prop_t (this file is compiled against every level's header) */
+typedef struct { uint32_t type; void *data; } launch_prop;
+
+PyObject *capi_launch_properties(const void *properties, ol_result_t *res) {
+    if (!properties) Py_RETURN_NONE;
+    PyObject *pairs = PyList_New(0);
+    for (const launch_prop *p = properties; pairs && p->type != 0; p++) {
+        /* IS_COOPERATIVE (1) points to a bool; an unknown type goes to offload as its number */
+        PyObject *value = p->type == 1 ? PyBool_FromLong(p->data && *(const bool *)p->data) : PyLong_FromVoidPtr(p->data);
+        PyObject *pair = value ? Py_BuildValue("(kN)", (unsigned long)p->type, value) : NULL;
+        if (!pair || PyList_Append(pairs, pair) < 0) Py_CLEAR(pairs);
+        Py_XDECREF(pair);
+    }
+    if (!pairs) *res = capi_raised();
+    return pairs;
+}
+
+typedef struct { capi_iterate_cb iterate; ol_host_function_cb_t host; void *user_data; } callback;
 
 static void free_callback(PyObject *capsule) { free(PyCapsule_GetPointer(capsule, "offload_capi.callback")); }
 
@@ -159,7 +205,7 @@ static PyObject *call_iterate(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (!capi_handle_out(args[0], &device, &res)) return NULL;
     bool more;
     Py_BEGIN_ALLOW_THREADS /* the callback may block, or call the API from here or other threads */
-    more = cb->iterate((ol_device_handle_t)device, cb->user_data);
+    more = cb->iterate(device, cb->user_data);
     Py_END_ALLOW_THREADS
     return PyBool_FromLong(more);
 }
@@ -189,7 +235,7 @@ static PyObject *make_callback(PyMethodDef *def, callback value) {
     return fn;
 }
 
-PyObject *capi_iterate_callback(ol_device_iterate_cb_t cb, void *user_data) {
+PyObject *capi_iterate_callback(capi_iterate_cb cb, void *user_data) {
     return make_callback(&iterate_def, (callback){cb, NULL, user_data});
 }
 
@@ -198,41 +244,21 @@ PyObject *capi_host_callback(ol_host_function_cb_t cb, void *user_data) {
 }
 
 /* ---- out-parameters ------------------------------------------------------------------------ */
-bool capi_out_pointer(PyObject *value, void **out, ol_result_t *res) {
-    void * ignored;
-    if (!out) out = &ignored;
-    void *p = value == Py_None ? NULL : PyLong_AsVoidPtr(value);
-    if (PyErr_Occurred()) { *res = capi_raised(); return false; }
-    *out = p;
-    return true;
-}
-
-bool capi_out_size(PyObject *value, size_t *out, ol_result_t *res) {
-    size_t ignored;
-    if (!out) out = &ignored;
-    size_t n = PyLong_AsSize_t(value);
-    if (PyErr_Occurred()) { *res = capi_raised(); return false; }
-    *out = n;
-    return true;
-}
-
-bool capi_out_bool(PyObject *value, bool *out, ol_result_t *res) {
-    bool ignored;
-    if (!out) out = &ignored;
-    int truth = PyObject_IsTrue(value);
-    if (truth < 0) { *res = capi_raised(); return false; }
-    *out = truth;
-    return true;
-}
-
-bool capi_out_float(PyObject *value, float *out, ol_result_t *res) {
-    float ignored;
-    if (!out) out = &ignored;
-    double v = PyFloat_AsDouble(value);
-    if (PyErr_Occurred()) { *res = capi_raised(); return false; }
-    *out = (float)v;
-    return true;
-}
+/* capi_out_<kind>: the call's result converted (`convert`, of `value`) into *out; a NULL `out`
+ * (validation off) drops the answer instead of writing to 0. */
+#define CAPI_OUT(kind, type, convert)                                                                  \
+    bool capi_out_##kind(PyObject *value, type *out, ol_result_t *res) {                               \
+        type ignored;                                                                                  \
+        type converted = (type)(convert);                                                              \
+        if (PyErr_Occurred()) { *res = capi_raised(); return false; }                                  \
+        *(out ? out : &ignored) = converted;                                                           \
+        return true;                                                                                   \
+    }
+CAPI_OUT(pointer, void *, value == Py_None ? NULL : PyLong_AsVoidPtr(value))
+CAPI_OUT(size, size_t, PyLong_AsSize_t(value))
+CAPI_OUT(bool, bool, PyObject_IsTrue(value) == 1) /* -1: an error, raised */
+CAPI_OUT(float, float, PyFloat_AsDouble(value))
+#undef CAPI_OUT
 
 /* ---- info queries and their cache ---------------------------------------------------------- */
 typedef struct { const void *handle; uint32_t prop; int which; size_t size; char *bytes; } cached;
@@ -299,19 +325,20 @@ void capi_forget_all(void) {
 }
 
 ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t invalid, const char *what,
-                      uint32_t prop, size_t prop_size, void *prop_value, size_t *prop_size_ret) {
+                      uint32_t prop, size_t prop_size, void *prop_value, size_t *prop_size_ret, const void *context) {
     ol_result_t res = NULL;
     cacheable = cacheable && handle;
     if (cacheable && cache_find(handle, prop, which, prop_size, prop_value, prop_size_ret, &res)) return res;
     capi_gil gil;
     if (!capi_enter(&gil, &res)) return res;
-    PyObject *args[2] = {NULL, NULL};
-    /* a Mem query's handle is the address it asks about */
+    PyObject *args[3] = {NULL, NULL, NULL};
+    /* a Mem query's handle is the address it asks about; at main, its Context (NULL: the default) */
     args[0] = which == 4 ? PyLong_FromVoidPtr((void *)handle) : capi_handle_in(handle, invalid, what, &res);
-    if (args[0]) {
+    if (args[0] && context) args[2] = capi_handle_in(context, capi_invalid_context, "Context", &res);
+    if (args[0] && (!context || args[2])) {
         args[1] = PyLong_FromUnsignedLong(prop);
         PyObject *fn = PyTuple_GET_ITEM(capi_info_calls, which);
-        PyObject *r = PyObject_Vectorcall(fn, args, 2, NULL);
+        PyObject *r = PyObject_Vectorcall(fn, args, context ? 3 : 2, NULL);
         if (!r) {
             res = capi_raised();
         } else {
@@ -325,7 +352,7 @@ ol_result_t capi_info(int which, bool cacheable, const void *handle, ol_errc_t i
             Py_DECREF(r);
         }
     }
-    Py_XDECREF(args[0]); Py_XDECREF(args[1]);
+    Py_XDECREF(args[0]); Py_XDECREF(args[1]); Py_XDECREF(args[2]);
     capi_leave(gil);
     return res;
 }

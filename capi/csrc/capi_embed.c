@@ -74,7 +74,10 @@ ol_result_t capi_raised(void) {
     PyObject *details = code ? PyObject_GetAttrString(value, "details") : NULL;
     if (code && details && PyLong_Check(code) && PyUnicode_Check(details)) {
         const char *text = PyUnicode_AsUTF8(details);
-        res = capi_error((ol_errc_t)PyLong_AsLong(code), text ? text : "");
+        long number = PyLong_AsLong(code); /* offload's number: this level's may differ (main's INVALID_CONTEXT) */
+        ol_errc_t errc = number > 0 && (size_t)number < capi_errc_count && capi_errc_of[number] ? (ol_errc_t)capi_errc_of[number]
+                                                                                               : OL_ERRC_UNKNOWN;
+        res = capi_error(errc, text ? text : "");
     } else { /* not an OffloadError: a bug of ours, reported with its type and message */
         PyErr_Clear();
         PyObject *str = value ? PyObject_Str(value) : NULL;
@@ -289,10 +292,10 @@ ol_result_t capi_check(void) {
     return NULL;
 }
 
-/* Calls a bridge function with the GIL held (`arg`: NULL or its one argument); its result or NULL. */
-static ol_result_t call_bridge(const char *name, PyObject *arg, PyObject **result) {
+/* Calls a bridge function with the GIL held (`args`: NULL or a tuple of its arguments); its result or NULL. */
+static ol_result_t call_bridge(const char *name, PyObject *args, PyObject **result) {
     PyObject *fn = PyObject_GetAttrString(bridge, name);
-    PyObject *r = fn ? (arg ? PyObject_CallOneArg(fn, arg) : PyObject_CallNoArgs(fn)) : NULL;
+    PyObject *r = fn ? PyObject_CallObject(fn, args) : NULL;
     Py_XDECREF(fn);
     if (!r) return capi_raised();
     if (result) *result = r; else Py_DECREF(r);
@@ -321,7 +324,20 @@ bool capi_trace_on(void) {
     return capi_tracing && atomic_load_explicit(&refcount, memory_order_relaxed) > 0 && !atomic_load(&forked_child);
 }
 
-ol_result_t capi_init(void) {
+/* main's ol_init_args_t as the bridge's init arguments: (c_trace, platforms or None, main) */
+static PyObject *init_arguments(int c_trace, const uint32_t *platforms, size_t count, bool main_args) {
+    PyObject *list = Py_NewRef(Py_None);
+    if (platforms) {
+        Py_SETREF(list, PyList_New((Py_ssize_t)count));
+        for (size_t i = 0; list && i < count; i++) {
+            PyObject *n = PyLong_FromUnsignedLong(platforms[i]);
+            if (!n) Py_CLEAR(list); else PyList_SET_ITEM(list, (Py_ssize_t)i, n);
+        }
+    }
+    return list ? Py_BuildValue("(ONO)", c_trace ? Py_True : Py_False, list, main_args ? Py_True : Py_False) : NULL;
+}
+
+ol_result_t capi_init(const uint32_t *platforms, size_t count, bool main_args) {
     if (atomic_load(&forked_child)) return forked();
     capi_gil gil;
     ol_result_t res = NULL;
@@ -329,7 +345,9 @@ ol_result_t capi_init(void) {
     if (capi_enter(&gil, &res)) {
         PyObject *state = NULL;
         int c_trace = atomic_load(&refcount) == 0 ? wants_c_trace() : capi_tracing;
-        res = call_bridge("init", c_trace ? Py_True : Py_False, &state);
+        PyObject *args = init_arguments(c_trace, platforms, count, main_args);
+        res = args ? call_bridge("init", args, &state) : capi_raised();
+        Py_XDECREF(args);
         resume_gc();
         if (!res) {
             if (atomic_load(&refcount) == 0) {

@@ -81,6 +81,17 @@ void capi_tp_events(capi_tb *b, const char *name, ol_event_handle_t *events, siz
     capi_tp_outptr(b, name, (void *const *)events);
 }
 
+void capi_tp_array(capi_tb *b, const char *name, const void *array, size_t count, bool sizes) {
+    sep(b, name);
+    if (!array) { fputs("nullptr", b->out); return; }
+    fprintf(b->out, "%p {", array);
+    for (size_t i = 0; i < count; i++) {
+        if (i) fputs(", ", b->out);
+        if (sizes) fprintf(b->out, "%zu", ((const size_t *)array)[i]); else ptr(b->out, ((const void *const *)array)[i]);
+    }
+    fputc('}', b->out);
+}
+
 static void dims(FILE *out, const ol_dimensions_t *d) {
     fprintf(out, "(struct ol_dimensions_t){.x = %u, .y = %u, .z = %u}", d->x, d->y, d->z);
 }

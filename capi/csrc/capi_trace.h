@@ -37,6 +37,9 @@ void capi_tp_outsize(capi_tb *b, const char *name, const size_t *p);
 void capi_tp_outbool(capi_tb *b, const char *name, const bool *p);
 void capi_tp_outfloat(capi_tb *b, const char *name, const float *p);
 void capi_tp_events(capi_tb *b, const char *name, ol_event_handle_t *events, size_t count);
+/* main's arrays, as offload's tracer prints them at API level main: "0xARRAY {a, b}" (handles and
+ * addresses in hex, `sizes` in decimal) */
+void capi_tp_array(capi_tb *b, const char *name, const void *array, size_t count, bool sizes);
 void capi_tp_launch(capi_tb *b, const char *name, const ol_kernel_launch_size_args_t *a);
 void capi_tp_info(capi_tb *b, const char *name, int type, const void *value);
 

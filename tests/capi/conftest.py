@@ -4,6 +4,7 @@ installing), and programs built from tests/capi/programs. What cannot be had ski
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
 import shutil
@@ -114,3 +115,26 @@ def build_program(capi: Capi, tmp_path_factory: pytest.TempPathFactory) -> Calla
 def run(cmd: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run a built program in a child (it may crash: that fails one test)."""
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _load_simulator_build():
+    path = pathlib.Path(__file__).resolve().parents[1] / "simulators" / "build.py"
+    spec = importlib.util.spec_from_file_location("gpusim_build", path)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.get("gpusim_build") or importlib.util.module_from_spec(spec)
+    if "gpusim_build" not in sys.modules:
+        sys.modules["gpusim_build"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def simulated_cuda() -> pathlib.Path:
+    """The folder of the project's simulated CUDA driver (tests/simulators/build.py), for LD_LIBRARY_PATH."""
+    if importlib.util.find_spec("offload_cuda") is None:
+        pytest.skip("offload-cuda is not installed in this venv")
+    build = _load_simulator_build()
+    try:
+        return pathlib.Path(build.cuda_driver())
+    except build.BuildError as exc:
+        pytest.fail(f"the simulated CUDA driver does not build: {exc}")

@@ -88,28 +88,6 @@ def test_work_cases_on_the_host_device_20_runs(capi: Capi, differential: Path) -
         assert _work(capi, differential, 4) == WORK
 
 
-def _load_simulator_build():
-    path = Path(__file__).resolve().parents[1] / "simulators" / "build.py"
-    spec = importlib.util.spec_from_file_location("gpusim_build", path)
-    assert spec is not None and spec.loader is not None
-    module = sys.modules.get("gpusim_build") or importlib.util.module_from_spec(spec)
-    if "gpusim_build" not in sys.modules:
-        sys.modules["gpusim_build"] = module
-        spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def simulated_cuda() -> Path:
-    if importlib.util.find_spec("offload_cuda") is None:
-        pytest.skip("offload-cuda is not installed in this venv")
-    build = _load_simulator_build()
-    try:
-        return Path(build.cuda_driver())
-    except build.BuildError as exc:
-        pytest.fail(f"the simulated CUDA driver does not build: {exc}")
-
-
 def test_work_cases_on_the_simulated_cuda_driver(capi: Capi, differential: Path, simulated_cuda: Path) -> None:
     for _ in range(20):
         assert _work(capi, differential, 1, LD_LIBRARY_PATH=str(simulated_cuda), GPUSIM_DEVICES="2") == WORK

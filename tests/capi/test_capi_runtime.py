@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Capi, Debian, _tool, run
-from test_capi_differential import simulated_cuda, simulated_hip  # noqa: F401 (fixtures)
+from test_capi_differential import simulated_hip  # noqa: F401 (fixtures; simulated_cuda: conftest)
 
 
 @pytest.fixture(scope="module")

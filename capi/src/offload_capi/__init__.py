@@ -1,7 +1,9 @@
 """offload-capi: liboffload's C ABI (``libLLVMOffload.so``, ``offload/OffloadAPI.h``) over offload.
 
-One library and header per ABI level: ``llvm22`` (LLVM 22's, the default: ``libLLVMOffload.so.22.1``)
-and ``r1`` (R1's, early 2026: ``libLLVMOffload.so.23.0git``). ``libdir(abi)`` is the folder holding
+One library and header per ABI level: ``llvm22`` (LLVM 22's, the default: ``libLLVMOffload.so.22.1``),
+``r1`` (R1's, early 2026: ``libLLVMOffload.so.23.0git``) and ``main`` (liboffload main's: contexts,
+``olInit(const ol_init_args_t *)``, per-argument launches; ``libLLVMOffload.so.23.0git`` too). The
+headers are generated from offload's API table when the distribution is built. ``libdir(abi)`` is the folder holding
 the library (for ``LD_LIBRARY_PATH`` and ``-L``), ``includedir(abi)`` the folder holding
 ``offload/OffloadAPI.h`` (for ``-I``). ``python -m offload_capi`` prints them.
 """
@@ -13,7 +15,8 @@ from pathlib import Path
 __all__ = ["ABIS", "SONAME", "includedir", "libdir", "library"]
 
 #: ABI level -> (its folder under lib/ and include/, its SONAME)
-ABIS = {"llvm22": ("", "libLLVMOffload.so.22.1"), "r1": ("r1", "libLLVMOffload.so.23.0git")}
+ABIS = {"llvm22": ("", "libLLVMOffload.so.22.1"), "r1": ("r1", "libLLVMOffload.so.23.0git"),
+        "main": ("main", "libLLVMOffload.so.23.0git")}
 SONAME = ABIS["llvm22"][1]
 _HERE = Path(__file__).resolve().parent
 

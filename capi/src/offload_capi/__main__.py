@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--libdir", action="store_true", help="the folder to put on LD_LIBRARY_PATH (and -L)")
     group.add_argument("--includedir", action="store_true", help="the folder holding offload/OffloadAPI.h")
-    group.add_argument("--library", action="store_true", help="the path of libLLVMOffload.so.22.1")
+    group.add_argument("--library", action="store_true", help="the path of the library (LLVM 22's: libLLVMOffload.so.22.1)")
     group.add_argument("--cflags", action="store_true", help="compiler flags: -I<includedir>")
     group.add_argument("--libs", action="store_true", help="linker flags: -L<libdir> -lLLVMOffload")
     parser.add_argument("--abi", choices=sorted(ABIS), default="llvm22", help="the ABI level (default: llvm22, LLVM 22's)")

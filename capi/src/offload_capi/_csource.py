@@ -19,10 +19,10 @@ from collections.abc import Hashable, Sequence
 
 from ._abi import Abi, CFunction, CParam
 
-_INFO_KINDS = ("Platform", "Device", "Queue", "Event", "Mem", "Symbol")  # _bridge.INFO_KINDS
+_INFO_KINDS = ("Platform", "Device", "Queue", "Event", "Mem", "Symbol", "Context")  # _bridge.INFO_KINDS
 _INVALID = {"platform": "OL_ERRC_INVALID_PLATFORM", "device": "OL_ERRC_INVALID_DEVICE",
-            "queue": "OL_ERRC_INVALID_QUEUE", "event": "OL_ERRC_INVALID_EVENT"}
-_DESTROYS = {"olDestroyQueue", "olDestroyEvent", "olDestroyProgram"}
+            "queue": "OL_ERRC_INVALID_QUEUE", "event": "OL_ERRC_INVALID_EVENT", "context": "OL_ERRC_INVALID_CONTEXT"}
+_DESTROYS = {"olDestroyQueue", "olDestroyEvent", "olDestroyProgram", "olDestroyContext"}
 
 
 def _c_string(text: str) -> str:
@@ -48,48 +48,56 @@ def _validation(fn: CFunction) -> list[str]:
 
 
 def _info_body(fn: CFunction) -> list[str]:
+    """capi_info of the queried handle (a Mem query's: its pointer) and, at main, a Mem query's Context."""
     what = fn.info or ""
-    handle = fn.params[0]
+    context = next((p for p in fn.params if p.name == "Context" and what != "Context"), None)
+    handle = next(p for p in fn.params if p.role in ("handle", "pointer") and p is not context)
+    prop = fn.by_role("enum")
+    assert prop is not None, fn.name
     which = _INFO_KINDS.index(what)
     cacheable = "true" if what in ("Platform", "Device") else "false"
     sized = fn.name.endswith("Size")
     tail = "PropSizeRet" if sized else "NULL"
     value = "0, NULL" if sized else "PropSize, PropValue"
     return [f"    return capi_info({which}, {cacheable}, {handle.name}, {_invalid(handle.handle)}, {_c_string(handle.name)}, "
-            f"(uint32_t){fn.params[1].name}, {value}, {tail});"]
+            f"(uint32_t){prop.name}, {value}, {tail}, {context.name if context else 'NULL'});"]
 
 
 # role -> the C expression converting a parameter of that role (its name: {name}), and its printer
 _CONVERSIONS = {"pointer": "PyLong_FromVoidPtr((void *){name})", "size": "PyLong_FromSize_t((size_t){name})",
                 "enum": "PyLong_FromSize_t((size_t){name})", "string": "capi_string({name})",
-                "events": "capi_events({name}, NumEvents, &res)", "launch_size": "capi_launch_size({name}, &res)"}
+                "events": "capi_handles((const void *const *){name}, {size}, {invalid}, {what}, &res)", "launch_size": "capi_launch_size({name}, &res)",
+                "data": "capi_bytes({name}, {size})", "pointers": "capi_pointers((void *const *){name}, {size})",
+                "sizes": "capi_sizes({name}, {size})", "properties": "capi_launch_properties({name}, &res)",
+                "arg_ptrs": "capi_arguments({name}, ArgSizes, {size})",
+                "handles": "capi_handles((const void *const *){name}, {size}, {invalid}, {what}, &res)"}
 _U64 = "capi_tp_u64(&b, {quoted}, (uint64_t){name});"
 _PRINTERS = {"size": _U64, "size_of": _U64, "prop_size": _U64, "enum": _U64, "string": "capi_tp_str(&b, {quoted}, {name});",
-             "events": "capi_tp_events(&b, {quoted}, {name}, NumEvents);", "launch_size": "capi_tp_launch(&b, {quoted}, {name});"}
+             "events": "capi_tp_events(&b, {quoted}, {name}, {size});", "launch_size": "capi_tp_launch(&b, {quoted}, {name});"}
 
 
 def _argument(p: CParam, params: tuple[CParam, ...], i: int) -> str | None:
     """The C expression making Python argument ``i`` from ``p`` (None: no Python argument)."""
-    if p.role in ("size_of", "any", "out"):
+    if p.role in ("size_of", "any", "out", "arg_sizes"):
         return None
     if p.role == "handle":
         return f"capi_handle_in({p.name}, {_invalid(p.handle)}, {_c_string(p.name)}, &res)"
     if p.role in _CONVERSIONS:
-        return _CONVERSIONS[p.role].format(name=p.name)
-    if p.role == "data":
-        size = next(q.name for q in params if q.role == "size_of" and abs(params.index(q) - params.index(p)) == 1)
-        return f"capi_bytes({p.name}, {size})"
+        return _CONVERSIONS[p.role].format(name=p.name, size=p.size, invalid=_invalid(p.handle),
+                                           what=_c_string((p.handle or "").capitalize()))
     if p.role == "callback":
         user = next(q.name for q in params if q.role == "any")
-        kind = "iterate" if "iterate" in p.ctype else "host"
-        return f"capi_{kind}_callback({p.name}, {user})"
+        if "iterate" in p.ctype:  # every iteration callback is bool(handle, user data)
+            return f"capi_iterate_callback((capi_iterate_cb){p.name}, {user})"
+        return f"capi_host_callback({p.name}, {user})"
     raise ValueError(f"no conversion for {p.name} ({p.role})")
 
 
 def _call_body(fn: CFunction) -> list[str]:
     """Convert, call the bridge's function with the GIL held, write the out-parameter (capi.h's
     CAPI_BEGIN .. CAPI_END)."""
-    args = [a for a in (_argument(p, fn.params, i) for i, p in enumerate(fn.params)) if a is not None]
+    made = [(p.py, _argument(p, fn.params, i)) for i, p in enumerate(fn.params)]
+    args = [a for _, a in sorted(made, key=lambda m: m[0]) if a is not None]  # the Python (table) order
     extra = 1 if any(p.role == "callback" for p in fn.params) else 0  # UserData: folded into the callback
     out = next((p for p in fn.params if p.role == "out"), None)
     n = len(args) + extra
@@ -115,12 +123,14 @@ def _trace_param(p: CParam, fn: CFunction, enums: set[str]) -> str:
     name = _c_string(p.name)
     if p.role == "callback":
         return f"capi_tp_fn(&b, {name}, (const void *)(uintptr_t){p.name});"
-    if p.role in ("handle", "any", "data", "pointer"):
+    if p.role in ("handle", "any", "data", "pointer", "properties", "init_args"):
         return f"capi_tp_ptr(&b, {name}, (const void *){p.name});"
+    if p.role in ("handles", "pointers", "arg_ptrs", "sizes", "arg_sizes"):  # main's arrays: as offload's tracer at main
+        return f"capi_tp_array(&b, {name}, {p.name}, {p.size}, {'true' if 'sizes' in p.role else 'false'});"
     if p.role == "enum" and p.ctype in enums:
         return f"capi_tp_enum(&b, {name}, {_enum_id(p.ctype)}, (uint32_t){p.name});"
     if p.role in _PRINTERS:  # an enum not in `enums` is a bit field: its uint32_t typedef
-        return _PRINTERS[p.role].format(quoted=name, name=p.name)
+        return _PRINTERS[p.role].format(quoted=name, name=p.name, size=p.size)
     if p.role == "out":
         kind = {"handle": "outptr", "pointer": "outptr", "size": "outsize", "bool": "outbool", "float": "outfloat"}[p.out or ""]
         cast = "(void *const *)" if kind == "outptr" else ""
@@ -137,8 +147,11 @@ def _function(fn: CFunction, enums: set[str]) -> list[str]:
     names = ", ".join(p.name for p in fn.params)
     sig = _signature(fn)
     lines = [f"static ol_result_t {fn.name}_impl({sig}) {{"]
-    if fn.name == "olInit":
-        lines.append("    return capi_init();")
+    if fn.name == "olInit" and fn.params:  # main's: the platforms to bring up (NULL: every one)
+        lines.append("    return InitArgs ? capi_init((const uint32_t *)InitArgs->Platforms, InitArgs->NumPlatforms, true)"
+                     " : capi_init(NULL, 0, true);")
+    elif fn.name == "olInit":
+        lines.append("    return capi_init(NULL, 0, false);")
     elif fn.name == "olShutDown":
         lines.append("    return capi_shutdown();")
     else:
@@ -147,9 +160,10 @@ def _function(fn: CFunction, enums: set[str]) -> list[str]:
         lines += _info_body(fn) if fn.info else _call_body(fn)
     lines.append("}")
     if fn.name == "olInit":  # traced after the call: tracing is known once it has initialised
-        lines += ["static ol_result_t olInit_call(void) {", "    ol_result_t res = olInit_impl();",
+        traces = " ".join(_trace_param(p, fn, enums) for p in fn.params)
+        lines += [f"static ol_result_t olInit_call({sig}) {{", f"    ol_result_t res = olInit_impl({names});",
                   "    if (!capi_trace_on()) return res;", '    capi_trace_open("olInit");', "    capi_tb b;",
-                  "    if (capi_tb_init(&b)) capi_tb_close(&b, res);", "    return res;", "}"]
+                  f"    if (capi_tb_init(&b)) {{ {traces} capi_tb_close(&b, res); }}".replace("{  ", "{ "), "    return res;", "}"]
     else:
         traces = " ".join(_trace_param(p, fn, enums) for p in fn.params)
         lines.append(f"CAPI_TRACED({fn.name}, ({sig}), ({names}), ({traces}))")
@@ -158,7 +172,7 @@ def _function(fn: CFunction, enums: set[str]) -> list[str]:
     return lines
 
 
-_SIMPLE_TYPES = {"char[]": "CAPI_T_STRING", "uint32_t": "CAPI_T_U32", "uint64_t": "CAPI_T_U64", "size_t": "CAPI_T_U64",
+_SIMPLE_TYPES = {"ol_device_handle_t[]": "CAPI_T_HANDLE", "char[]": "CAPI_T_STRING", "uint32_t": "CAPI_T_U32", "uint64_t": "CAPI_T_U64", "size_t": "CAPI_T_U64",
                  "bool": "CAPI_T_BOOL", "ol_dimensions_t": "CAPI_T_DIMENSIONS", "void *": "CAPI_T_POINTER",
                  "ol_device_fp_capability_flags_t": "CAPI_T_U32"}
 
@@ -178,12 +192,18 @@ def _pieces(abi: Abi) -> list[Piece]:
     out += [(("f", fn.name), f'    "{fn.name}",') for fn in abi.functions]
     device = next(e for e in abi.enums if e.ctype == "ol_device_info_t")
     out += [(("d", name), f"    D({name})") for name, _, _ in device.members]
+    errc = next(e for e in abi.enums if e.ctype == "ol_errc_t")
+    invalid_context = "OL_ERRC_INVALID_CONTEXT" if "INVALID_CONTEXT" in {n for n, _, _ in errc.members} else "OL_ERRC_INVALID_ARGUMENT"
+    out.append(("c", f"const ol_errc_t capi_invalid_context = {invalid_context}; /* a Context that is no live handle */"))
+    out += [(("x", name), f"    [{int(errc.py[name].value)}] = OL_ERRC_{name},") for name, _, _ in errc.members]
     for e in abi.enums:  # capi_enum_name: enumerators by their header names (each level's numbers)
         out.append((("e", e.ctype, 0), f"    case {_enum_id(e.ctype)}:\n        switch (v) {{"))
         out += [(("e", e.ctype, 1, name), f"        N({e.prefix}{name})") for name, _, _ in e.members]
         out.append((("e", e.ctype, 2), "        default: return NULL;\n        }"))
     for what in _INFO_KINDS:
-        enum = next(e for e in abi.enums if e.ctype == f"ol_{what.lower()}_info_t")
+        enum = next((e for e in abi.enums if e.ctype == f"ol_{what.lower()}_info_t"), None)
+        if enum is None:  # no such query at this level (contexts before main)
+            continue
         out.append((("i", what, 0), f"static int info_type_{what}(uint32_t prop) {{\n    switch (prop) {{"))
         for name, ctype in abi.info_types[what].items():
             code = _SIMPLE_TYPES.get(ctype) or ("CAPI_T_HANDLE" if ctype.endswith("_handle_t") else _enum_id(ctype))
@@ -274,7 +294,7 @@ def source(abis: Sequence[Abi]) -> str:
            "do not edit. */", '#include "capi.h"', '#include "capi_trace.h"', "", ids,
            "#ifndef CAPI_ABI", "#error \"compile with -DCAPI_ABI=CAPI_ABI_<LEVEL> and that level's OffloadAPI.h\"",
            "#endif", ""]
-    out += merge(abis, "abi")
+    out += merge(abis, "abi") + merge(abis, "c")
     out += ["", "enum capi_enum_id {", *merge(abis, "E"), "};", ""]
     out += ["enum capi_function_id {", *merge(abis, "F"), "};", ""]
     out += ["/* the bridge's callables, in capi_function_id order (_bridge.tables) */",
@@ -286,6 +306,9 @@ def source(abis: Sequence[Abi]) -> str:
             "const char *capi_enum_name(int which, uint32_t v) {", "    switch (which) {"]
     out += merge(abis, "e") + ["    default: return NULL;", "    }", "}", "#undef N", "",
                                "const int capi_errc_enum = CAPI_E_OL_ERRC_T;", ""]
+    out += ["/* offload's error codes (OffloadError.code) by their numbers at this level */",
+            "const uint32_t capi_errc_of[] = {", *merge(abis, "x"), "};",
+            "const size_t capi_errc_count = sizeof capi_errc_of / sizeof *capi_errc_of;", ""]
     out += merge(abis, "i")
     out += merge(abis, "fn")
     return "\n".join(out) + "\n"

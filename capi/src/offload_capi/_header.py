@@ -103,6 +103,27 @@ typedef struct ol_kernel_launch_size_args_t {{
 """
 
 
+# The types only some levels have (main's), each emitted where a prototype or enum of the level uses it.
+_LEVEL_TYPES = (
+    ("ol_mem_migration_flags_t", "/// @brief Memory migration flags (a bit field of ol_mem_migration_flag_t)\n"
+     "typedef uint32_t ol_mem_migration_flags_t;"),
+    ("ol_platform_iterate_cb_t", "/// @brief User-provided function to be used with `olIteratePlatforms`\n"
+     "typedef bool (*ol_platform_iterate_cb_t)(ol_platform_handle_t Platform, void *UserData);"),
+    ("ol_symbol_iterate_cb_t", "/// @brief User-provided function to be used with `olIterateSymbols`\n"
+     "typedef bool (*ol_symbol_iterate_cb_t)(ol_symbol_handle_t Symbol, void *UserData);"),
+    ("ol_init_args_t", "/// @brief Arguments of `olInit`: the platform backends to bring up (the host platform always)\n"
+     "typedef struct ol_init_args_t {\n"
+     "  size_t NumPlatforms;                   /// Number of entries in Platforms\n"
+     "  const ol_platform_backend_t *Platforms; /// The backends to bring up; NULL: every one\n"
+     "} ol_init_args_t;"),
+    ("ol_kernel_launch_prop_t", "/// @brief A kernel launch property; a list of them ends with OL_KERNEL_LAUNCH_PROP_TYPE_NONE\n"
+     "typedef struct ol_kernel_launch_prop_t {\n"
+     "  ol_kernel_launch_prop_type_t type; /// What the property is\n"
+     "  void *data;                        /// Its value (IS_COOPERATIVE: a pointer to a bool)\n"
+     "} ol_kernel_launch_prop_t;"),
+)
+
+
 def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
 
@@ -156,6 +177,11 @@ def header(abi: Abi) -> str:
         out += ["  /// @cond", f"  {e.prefix}LAST = {last},", f"  {e.prefix}FORCE_UINT32 = 0x7fffffff", "  /// @endcond",
                 "", f"}} {e.ctype};", ""]
     out.append(_TAIL_TYPES.format(rule=_RULE))
+    used = {p.ctype.replace("const ", "").rstrip(" *") for fn in abi.functions for p in fn.params}
+    used |= {e.ctype.replace("_flag_t", "_flags_t") for e in abi.enums}
+    for name, text in _LEVEL_TYPES:
+        if name in used:
+            out += [_RULE, text, ""]
     for fn in abi.functions:
         out += _function(fn)
     out += ["#if defined(__cplusplus)", "} // extern \"C\"", "#endif", ""]

@@ -17,18 +17,7 @@
 #define FAILS(call, code) do { ol_result_t r_ = (call); if (!r_ || r_->Code != (code)) { printf("FAIL %s: %s\n", #call, r_ ? r_->Details : "succeeded"); return 1; } } while (0)
 
 #include "host_device.h"
-
-static char *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *size = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *data = malloc(*size);
-    if (data && fread(data, 1, *size, f) != *size) { free(data); data = NULL; }
-    fclose(f);
-    return data;
-}
+#include "image.h"
 
 struct saxpy_args { float a; const float *x; float *y; uint64_t n; };
 

@@ -191,10 +191,11 @@ static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (__builtin_add_overflow(dst, size, &dst_end) || __builtin_add_overflow(src, size, &src_end)) return DEFER;
   PyObject *snapshot = fp_snapshot(ctx);
   const fp_route *route = snapshot == NULL ? NULL : fp_find_route(snapshot, dst_device, src_device, queue);
-  if (route == NULL || size >= route->limit || !fp_hot_covers(route->dst_slot, snapshot, dst, dst_end, dst_device) ||
-      !fp_hot_covers(route->src_slot, snapshot, src, src_end, src_device))
+  if (route == NULL || size >= route->limit) return DEFER;
+  const int kind = route->kind, dst_slot = route->dst_slot, src_slot = route->src_slot;
+  if (!fp_hot_covers(dst_slot, snapshot, dst, dst_end, dst_device) || !fp_hot_covers(src_slot, snapshot, src, src_end, src_device) ||
+      fp_snapshot(ctx) != snapshot) /* (still the snapshot: fp_hot_covers may drop an old one) */
     return DEFER;
-  const int kind = route->kind;
   if (kind == ROUTE_MEMMOVE) {
     ENTER(ctx, self->name);
     /* (the GIL is held from the check to the end: nothing can give the memory back meanwhile) */

@@ -24,13 +24,14 @@ SYNC = ctypes.CFUNCTYPE(ctypes.c_int, W, W)
 PENDING = ctypes.CFUNCTYPE(ctypes.c_int, W, W, ctypes.POINTER(ctypes.c_int))
 STAMP = ctypes.CFUNCTYPE(ctypes.c_int, W, W, ctypes.POINTER(ctypes.c_uint64))
 LAUNCH_STAMPED = ctypes.CFUNCTYPE(ctypes.c_int, W, W, W, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(Dims), ctypes.POINTER(ctypes.c_uint64))
+FILL = ctypes.CFUNCTYPE(ctypes.c_int, W, W, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, W)
 
 
 class EntryPoints(ctypes.Structure):
     _fields_ = [("abi_version", ctypes.c_uint32), ("struct_size", ctypes.c_uint32), ("launch_kernel", LAUNCH),
                 ("data_submit", MOVE), ("data_retrieve", MOVE), ("data_exchange", EXCHANGE),
                 ("synchronize", SYNC), ("has_pending_work", PENDING), ("stamp", STAMP),
-                ("launch_kernel_stamped", LAUNCH_STAMPED)]
+                ("launch_kernel_stamped", LAUNCH_STAMPED), ("data_fill", FILL)]
 
 
 DONE, DEFER = 0, 1
@@ -157,7 +158,7 @@ def check_scenario(result: dict) -> None:
     """The assertions of NATIVE_SCENARIO's results."""
     assert result["reason"] is None
     abi, size, mirror = result["abi"]
-    assert abi == 1 and size == mirror == 72  # the struct as offload_native.h has it (stamp, launch_kernel_stamped: the timeline's, optional)
+    assert abi == 1 and size == mirror == 80  # the struct as offload_native.h has it (stamp, launch_kernel_stamped: the timeline's, optional; data_fill, optional)
     # a queued launch writes memory; synchronize waits; copies both ways and between buffers
     for key in ("launch", "sync", "retrieve_queued", "submit_sync", "exchange_queued", "retrieve_sync"):
         assert result[key] == 0, key

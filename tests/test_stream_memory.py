@@ -127,3 +127,26 @@ def test_threads_allocating_and_freeing_on_their_queues(host: ol.DeviceHandle) -
 
     run_in_threads(work, 4)
     assert errors == [] and len(seen) == 16 and all(seen)
+
+
+def test_a_reused_block_s_first_fill_is_replayed(host: ol.DeviceHandle) -> None:
+    """Handing out a block its queue kept publishes the block's fill verdict (the fill rule of
+    olMemFill, in the snapshot that made it live): its first fill on that queue runs in C, where
+    the compiled path runs; a fill past its end still reaches Python, which refuses it."""
+    queue = ol.olCreateQueue(host)
+    a = ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 4096)
+    ol.olMemFreeAsync(queue, a)
+    counts = getattr(ol.olMemFill, "counts", None)  # (None: OFFLOAD_COMPILED=0)
+    before = None if counts is None else counts["fast"]
+    b = ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 4096)
+    assert b == a
+    ol.olMemFill(queue, b, b"\x5a", 4096)
+    ol.olSyncQueue(queue)
+    assert ctypes.string_at(b, 4096) == b"\x5a" * 4096
+    if before is not None:
+        assert ol.olMemFill.counts["fast"] == before + 1  # type: ignore[attr-defined]
+    with pytest.raises(ol.OffloadError) as refused:
+        ol.olMemFill(queue, b, b"\x5a", 4097)
+    assert refused.value.code is ol.ErrorCode.INVALID_SIZE and "overruns" in str(refused.value)
+    ol.olMemFreeAsync(queue, b)
+    ol.olDestroyQueue(queue)

@@ -120,6 +120,8 @@ args = {
 plain_a, plain_b = (ctypes.c_uint8 * 64)(), (ctypes.c_uint8 * 64)(*range(64))
 ol.olMemcpy(None, out, host, out + 64, host, 8)  # both paths now hold this segment as safe (HOT)
 ol.olMemcpy(None, ctypes.addressof(plain_a), host, ctypes.addressof(plain_b), host, 8)
+if QUEUED:  # a block the queue keeps for its next allocation of its size
+    ol.olMemFreeAsync(queue, ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 64))
 result = {"launch": error_of(ol.olLaunchKernel, queue, host, *args)}
 if QUEUED:
     result["sync"] = error_of(ol.olSyncQueue, queue)
@@ -138,6 +140,11 @@ if QUEUED:
     # plain host memory, but on the faulted device's queue: refused too (the queue takes no more work)
     result["plain_copy_on_queue_after"] = error_of(ol.olMemcpy, queue, ctypes.addressof(plain_a), host, ctypes.addressof(plain_b), host, 8)
     result["sync_after"] = error_of(ol.olSyncQueue, queue)
+    # the kept block handed out again after the fault: its first fill is refused as every other
+    # use of the device's memory (no verdict published for a faulted device's block)
+    reused = []
+    result["reuse_after"] = error_of(lambda: reused.append(ol.olMemAllocAsync(queue, ol.AllocType.DEVICE, 64)))
+    result["reused_fill_after"] = error_of(ol.olMemFill, queue, reused[0], b"\x01", 64) if reused else None
     result["destroy_queue"] = error_of(ol.olDestroyQueue, queue)
 result["free"] = error_of(ol.olMemFree, x)
 result["shutdown"] = error_of(ol.olShutDown)
@@ -192,6 +199,10 @@ def assert_faulted(result: dict[str, Any], queued: bool, kernel: str, *parts: st
     assert result["free"] is None and result["shutdown"] is None, result
     if queued:
         assert result["destroy_queue"] is None, result
+        assert result["reuse_after"] is None, result  # (a pooled block: no driver call to fail)
+        code, details = result["reused_fill_after"]  # refused by the range check, which names the block
+        assert code == "BACKEND_FAILURE" and "lies in the DEVICE allocation" in details, result
+        assert f"host kernel '{kernel}' faulted" in details, result
     assert result["fresh_device_runs"] is True, result
     return message
 

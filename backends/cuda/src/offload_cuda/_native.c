@@ -5,6 +5,11 @@
  * hooks make (_launch.py, _memory.py, _queue.py) and the context currency of
  * CudaDevice.activate. Every signature is checked at import: on a mismatch `entry_points()` is
  * None and `unavailable` says why (the Python hooks serve). */
+#include <stddef.h>
+#include <stdint.h>
+
+static int fill(uintptr_t dst, unsigned element, uint32_t value, size_t count, uintptr_t stream);
+#define OFFLOAD_GPU_FILL fill /* _memory.fill's one-call case: cuMemsetD8/D16/D32Async */
 #include "offload_native_gpu.h"
 
 typedef int CUresult; /* an enum of the driver API: int-sized */
@@ -20,6 +25,9 @@ static CUresult (*cu_launch_kernel)(CUfunction, unsigned, unsigned, unsigned, un
 static CUresult (*cu_memcpy_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
 static CUresult (*cu_memcpy_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
 static CUresult (*cu_memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+static CUresult (*cu_memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+static CUresult (*cu_memset_d16_async)(CUdeviceptr, unsigned short, size_t, CUstream);
+static CUresult (*cu_memset_d32_async)(CUdeviceptr, unsigned int, size_t, CUstream);
 static CUresult (*cu_stream_synchronize)(CUstream);
 static CUresult (*cu_stream_query)(CUstream);
 
@@ -33,6 +41,9 @@ static const offload_gpu_function functions[] = {
     {"cuMemcpyHtoDAsync", "CUresult (CUdeviceptr, void const *, size_t, CUstream)", (void **)&cu_memcpy_htod_async},
     {"cuMemcpyDtoHAsync", "CUresult (void *, CUdeviceptr, size_t, CUstream)", (void **)&cu_memcpy_dtoh_async},
     {"cuMemcpyDtoDAsync", "CUresult (CUdeviceptr, CUdeviceptr, size_t, CUstream)", (void **)&cu_memcpy_dtod_async},
+    {"cuMemsetD8Async", "CUresult (CUdeviceptr, unsigned char, size_t, CUstream)", (void **)&cu_memset_d8_async},
+    {"cuMemsetD16Async", "CUresult (CUdeviceptr, unsigned short, size_t, CUstream)", (void **)&cu_memset_d16_async},
+    {"cuMemsetD32Async", "CUresult (CUdeviceptr, unsigned int, size_t, CUstream)", (void **)&cu_memset_d32_async},
     {"cuStreamSynchronize", "CUresult (CUstream)", (void **)&cu_stream_synchronize},
     {"cuStreamQuery", "CUresult (CUstream)", (void **)&cu_stream_query},
 };
@@ -53,6 +64,11 @@ static int launch(uintptr_t function, const offload_launch_dims *dims, uintptr_t
 static int submit(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return cu_memcpy_htod_async(dst, (const void *)src, n, (CUstream)s); }
 static int retrieve(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return cu_memcpy_dtoh_async((void *)dst, src, n, (CUstream)s); }
 static int exchange(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return cu_memcpy_dtod_async(dst, src, n, (CUstream)s); }
+static int fill(uintptr_t dst, unsigned element, uint32_t value, size_t count, uintptr_t s) {
+  return element == 1   ? cu_memset_d8_async(dst, (unsigned char)value, count, (CUstream)s)
+         : element == 2 ? cu_memset_d16_async(dst, (unsigned short)value, count, (CUstream)s)
+                        : cu_memset_d32_async(dst, value, count, (CUstream)s);
+}
 static int stream_sync(uintptr_t stream) { return cu_stream_synchronize((CUstream)stream); }
 static int stream_query(uintptr_t stream) { return cu_stream_query((CUstream)stream); }
 

@@ -352,6 +352,28 @@ def _memcpy_device_to_device(
     return None
 
 
+def fill_device(queue: Queue | None, allocation: Allocation | None) -> Device:
+    """The fill rule's device for a fill inside ``allocation`` (None: memory outside the map) on
+    ``queue`` (None: synchronous, where ``allocation`` is given): the queue's, which must be the
+    allocation's unless both are host devices (INVALID_DEVICE); else the allocation's."""
+    if queue is None:
+        assert allocation is not None
+        return allocation.device
+    device = queue.device
+    if allocation is not None and allocation.device is not device and not (allocation.device.is_host and device.is_host):
+        raise fail(ErrorCode.INVALID_DEVICE, "the destination pointer and queue belong to different devices")
+    return device
+
+
+def publish_fill_verdict(snapshot: Any, queue: Queue | None, allocation: Allocation, device: Device) -> None:
+    """The fill verdict: in ``snapshot``, where the range check finds ``allocation`` itself for a
+    write, a whole-pattern fill inside it on ``queue`` is ``device``'s ``data_fill`` (``device``:
+    ``fill_device``'s answer). Published by ``olMemFill`` after such a fill, and by an allocation
+    for the snapshot that made it live, so its first fill is replayed too."""
+    if _verdicts.ENABLED:
+        _verdicts.publish_fill(snapshot, queue, allocation.start, allocation.end, device)
+
+
 def olMemFill(ctx: Session, queue: Queue | None, ptr: Any, pattern: Any, fill_size: Any) -> None:
     """Fill ``fill_size`` bytes at ``ptr``; the range is checked first, as for ``olMemcpy``."""
     ptr, fill_size = address_arg(ptr, "Ptr"), size_arg(fill_size, "FillSize")
@@ -360,18 +382,13 @@ def olMemFill(ctx: Session, queue: Queue | None, ptr: Any, pattern: Any, fill_si
     if not pattern or (fill_size % len(pattern) and ctx.validate):
         raise fail(ErrorCode.INVALID_SIZE, f"FillSize {fill_size} is not a multiple of PatternSize {len(pattern)}")
     allocation = ctx.allocations.find(ptr)
-    if queue is not None:
-        device = queue.device
-        if allocation is not None and allocation.device is not device and not (allocation.device.is_host and device.is_host):
-            raise fail(ErrorCode.INVALID_DEVICE, "the destination pointer and queue belong to different devices")
-        native_queue = queue.native
-    elif allocation is not None:
-        device, native_queue = allocation.device, None
-    else:
+    if queue is None and allocation is None:
         raise fail(
             ErrorCode.INVALID_ARGUMENT,
             f"{ptr:#x} is not an olMemAlloc allocation, so a synchronous olMemFill cannot tell its device; pass a queue",
         )
+    device = fill_device(queue, allocation)
+    native_queue = None if queue is None else queue.native
     if not fill_size:
         return
     holds = ctx.hold()  # what the check finds safe stays so until the fill ends
@@ -381,8 +398,8 @@ def olMemFill(ctx: Session, queue: Queue | None, ptr: Any, pattern: Any, fill_si
         whole = fill_size - fill_size % len(pattern)
         if whole:
             device.backend.data_fill(device.native, ptr, pattern, whole, native_queue)
-            if found is allocation is not None and _verdicts.ENABLED:  # (any whole-pattern fill inside this allocation goes the same way)
-                _verdicts.publish_fill(snapshot, queue, allocation.start, allocation.end, device)
+            if found is allocation is not None:  # (any whole-pattern fill inside this allocation goes the same way)
+                publish_fill_verdict(snapshot, queue, allocation, device)
         if whole < fill_size:  # validation off: the last pattern written in part, as liboffload does
             tail = pattern[: fill_size - whole]
             device.backend.data_fill(device.native, ptr + whole, tail, len(tail), native_queue)

@@ -28,7 +28,7 @@ from .._core import ranges as _ranges
 from .._core.allocations import Allocation
 from .common import fail, size_arg, wait_for_queue
 from .contexts import context_owns
-from .memory import allocate
+from .memory import allocate, fill_device, publish_fill_verdict
 from .._values.enums import AllocType, ErrorCode
 from .._core.handles import Queue
 from .._core.session import LOCAL, Session
@@ -88,8 +88,10 @@ def _revive(ctx: Session, queue: Queue, address: int, size: int, put_back: Calla
     if snapshot is None:
         raise fail(ErrorCode.BACKEND_FAILURE, f"the pooled block {address:#x} is no longer in the allocation map")
     # what check_range would find for a write to it, in the snapshot that made it live (a later
-    # publish, a free included, makes this verdict dead): the use that follows needs no lookup
-    _ranges.remember_write(snapshot, address, address + size, device)
+    # publish, a free included, makes this verdict dead): the use that follows needs no lookup,
+    # and its first fill on this queue is replayed as olMemFill's later ones are
+    if _ranges.remember_write(snapshot, allocation):
+        publish_fill_verdict(snapshot, queue, allocation, fill_device(queue, allocation))
     return address
 
 

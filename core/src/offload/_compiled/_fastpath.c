@@ -35,12 +35,25 @@ int fp_register(PyObject *ctx, PyObject *entry) {
   return PyList_Append(calls, entry);
 }
 
+/* Removes the last item of a list whose items are referenced elsewhere too (a registered name
+ * or kernel, None): as list.pop() does, without its checks; nothing is deallocated. */
+static inline void pop_last(PyObject *list, Py_ssize_t n) {
+  PyObject *item = PyList_GET_ITEM(list, n - 1);
+  Py_SET_SIZE(list, n - 1);
+  Py_DECREF(item);
+}
+
 void fp_unregister(PyObject *ctx, PyObject *entry) {
   PyObject *calls = FIELD(ctx, session, calls);
   if (calls == NULL || !PyList_CheckExact(calls)) return;
   /* the latest registration of this very object: equal to the first equal one, as far as
    * anyone reading the list can tell (a name is a name, a kernel is compared by identity) */
-  for (Py_ssize_t i = PyList_GET_SIZE(calls) - 1; i >= 0; --i) {
+  Py_ssize_t n = PyList_GET_SIZE(calls);
+  if (n > 0 && PyList_GET_ITEM(calls, n - 1) == entry && Py_REFCNT(entry) > 1) {
+    pop_last(calls, n); /* (the usual case: the caller holds `entry` too) */
+    return;
+  }
+  for (Py_ssize_t i = n - 1; i >= 0; --i) {
     if (PyList_GET_ITEM(calls, i) == entry) {
       PyObject *type, *value, *tb;
       PyErr_Fetch(&type, &value, &tb);
@@ -65,7 +78,9 @@ PyObject *fp_hold(PyObject *ctx) {
 
 void fp_unhold(PyObject *holds) {
   Py_ssize_t n = PyList_GET_SIZE(holds);
-  if (n > 0) { /* every item is None: any one of them is this hold */
+  if (n > 0 && PyList_GET_ITEM(holds, n - 1) == Py_None) { /* every item is None: any one of them is this hold */
+    pop_last(holds, n);
+  } else if (n > 0) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     if (PyList_SetSlice(holds, n - 1, n, NULL) < 0) PyErr_Clear();
@@ -105,24 +120,34 @@ PyObject *fp_hook(PyObject *backend, PyObject *name, PyObject *const *args, size
   return NULL;
 }
 
+/* The capsule last opened and its pointer (kept: a capsule at its address is that capsule), so
+ * the name is compared once per capsule, not per call. */
+static PyObject *ep_capsule;
+static const offload_native_entry_points *ep_pointer;
+
 const offload_native_entry_points *fp_entry_points(PyObject *device) {
   PyObject *capsule = FIELD(device, device, entry_points);
+  if (capsule == ep_capsule && capsule != NULL) return ep_pointer;
   if (capsule == NULL || !PyCapsule_CheckExact(capsule)) return NULL;
-  return PyCapsule_GetPointer(capsule, OFFLOAD_NATIVE_CAPSULE_NAME); /* checked by configure's caller */
+  const offload_native_entry_points *ep = PyCapsule_GetPointer(capsule, OFFLOAD_NATIVE_CAPSULE_NAME); /* checked by configure's caller */
+  if (ep == NULL) {
+    PyErr_Clear();
+    return NULL;
+  }
+  PyObject *old = ep_capsule; /* (a capsule's destructor is C: the backend's, run on the last reference) */
+  ep_capsule = Py_NewRef(capsule);
+  ep_pointer = ep;
+  Py_XDECREF(old);
+  return ep;
 }
 
 offload_native_word fp_word(PyObject *word, int *ok) {
-  if (word == NULL || !PyLong_CheckExact(word)) {
-    *ok = 0;
-    return 0;
-  }
-  offload_native_word w = (offload_native_word)PyLong_AsUnsignedLongLongMask(word);
-  *ok = !PyErr_Occurred();
-  PyErr_Clear();
-  return w;
+  uint64_t w;
+  *ok = word != NULL && fp_u64(word, &w);
+  return *ok ? (offload_native_word)w : 0;
 }
 
-int fp_u64(PyObject *obj, uint64_t *out) {
+int fp_u64_slow(PyObject *obj, uint64_t *out) {
   if (!PyLong_CheckExact(obj)) return 0;
   /* (PyLong_AsUnsignedLongLong goes through _PyLong_AsByteArray: a fifth of a host copy's time) */
   int overflow;
@@ -139,14 +164,39 @@ int fp_u64(PyObject *obj, uint64_t *out) {
   return 1;
 }
 
+/* Each HOT slot's tuple last read and its bounds (the tuple kept: immutable, and no other tuple
+ * can take its address meanwhile). */
+static struct {
+  PyObject *tuple;
+  uint64_t lo, hi;
+} hot_seen[4];
+
 int fp_hot_covers(int slot, PyObject *snapshot, uint64_t start, uint64_t end, PyObject *device) {
   PyObject *hot = PyList_GET_ITEM(FP.hot, slot);
-  if (!PyTuple_CheckExact(hot) || PyTuple_GET_SIZE(hot) != 4 || PyTuple_GET_ITEM(hot, 2) != snapshot) return 0;
+  if (hot != hot_seen[slot].tuple) {
+    uint64_t lo, hi;
+    if (!PyTuple_CheckExact(hot) || PyTuple_GET_SIZE(hot) != 4 || !fp_u64(PyTuple_GET_ITEM(hot, 0), &lo) ||
+        !fp_u64(PyTuple_GET_ITEM(hot, 1), &hi))
+      return 0;
+    /* (the tuple dropped may be the last reference to an old snapshot: its callers check the
+     * snapshot again after this, in case dropping it ran Python code) */
+    PyObject *old = hot_seen[slot].tuple;
+    hot_seen[slot].tuple = Py_NewRef(hot);
+    hot_seen[slot].lo = lo;
+    hot_seen[slot].hi = hi;
+    Py_XDECREF(old);
+    if (PyList_GET_ITEM(FP.hot, slot) != hot) return 0;
+  }
+  if (PyTuple_GET_ITEM(hot, 2) != snapshot) return 0;
   PyObject *owner = PyTuple_GET_ITEM(hot, 3);
   if (owner != Py_None && owner != device) return 0;
-  uint64_t lo, hi;
-  if (!fp_u64(PyTuple_GET_ITEM(hot, 0), &lo) || !fp_u64(PyTuple_GET_ITEM(hot, 1), &hi)) return 0;
-  return lo <= start && end <= hi;
+  return hot_seen[slot].lo <= start && end <= hot_seen[slot].hi;
+}
+
+void fp_forget_cached(void) {
+  for (int i = 0; i < 4; ++i) Py_CLEAR(hot_seen[i].tuple);
+  Py_CLEAR(ep_capsule);
+  ep_pointer = NULL;
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -108,7 +108,29 @@ offload_native_word fp_word(PyObject *word, int *ok);
 /* Whether HOT[slot], found in `snapshot`, covers [start, end) for `device`. */
 int fp_hot_covers(int slot, PyObject *snapshot, uint64_t start, uint64_t end, PyObject *device);
 /* A non-negative exact int below 2**64 into *out; 0 (no exception) otherwise. */
-int fp_u64(PyObject *obj, uint64_t *out);
+int fp_u64_slow(PyObject *obj, uint64_t *out);
+static inline int fp_u64(PyObject *obj, uint64_t *out) {
+  if (!PyLong_CheckExact(obj)) return 0;
+#if PY_VERSION_HEX < 0x030C0000 && PYLONG_BITS_IN_DIGIT == 30
+  /* (3.11's layout: the sign in the size, 30-bit digits, no leading zero digit; a conversion
+   * call per argument was a tenth of a queued copy's time) */
+  const digit *d = ((PyLongObject *)obj)->ob_digit;
+  switch (Py_SIZE(obj)) {
+  case 0: *out = 0; return 1;
+  case 1: *out = d[0]; return 1;
+  case 2: *out = (uint64_t)d[0] | (uint64_t)d[1] << 30; return 1;
+  case 3:
+    if (d[2] >> 4) return 0; /* 2**64 and beyond */
+    *out = (uint64_t)d[0] | (uint64_t)d[1] << 30 | (uint64_t)d[2] << 60;
+    return 1;
+  default: return 0; /* negative, or 2**90 and beyond */
+  }
+#else
+  return fp_u64_slow(obj, out);
+#endif
+}
+/* Drops what fp_hot_covers and fp_entry_points keep (the session ended). */
+void fp_forget_cached(void);
 
 /* ------------------------------------------------------------------------------------ */
 /* The verdict stores (_verdicts.c; interface.py says what each verdict states). Lookups return

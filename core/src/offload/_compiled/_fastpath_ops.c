@@ -191,10 +191,11 @@ static PyObject *memcpy_op(Entry *self, PyObject *const *a, Py_ssize_t n) {
   if (__builtin_add_overflow(dst, size, &dst_end) || __builtin_add_overflow(src, size, &src_end)) return DEFER;
   PyObject *snapshot = fp_snapshot(ctx);
   const fp_route *route = snapshot == NULL ? NULL : fp_find_route(snapshot, dst_device, src_device, queue);
-  if (route == NULL || size >= route->limit || !fp_hot_covers(route->dst_slot, snapshot, dst, dst_end, dst_device) ||
-      !fp_hot_covers(route->src_slot, snapshot, src, src_end, src_device))
+  if (route == NULL || size >= route->limit) return DEFER;
+  const int kind = route->kind, dst_slot = route->dst_slot, src_slot = route->src_slot;
+  if (!fp_hot_covers(dst_slot, snapshot, dst, dst_end, dst_device) || !fp_hot_covers(src_slot, snapshot, src, src_end, src_device) ||
+      fp_snapshot(ctx) != snapshot) /* (still the snapshot: fp_hot_covers may drop an old one) */
     return DEFER;
-  const int kind = route->kind;
   if (kind == ROUTE_MEMMOVE) {
     ENTER(ctx, self->name);
     /* (the GIL is held from the check to the end: nothing can give the memory back meanwhile) */
@@ -243,8 +244,23 @@ static PyObject *mem_fill(Entry *self, PyObject *const *a, Py_ssize_t n) {
     case -1: result = NULL; break;
     case 0: break;
     default: {
-      PyObject *hargs[5] = {FIELD(device, device, native), a[1], pattern, a[3], queue_native(queue)};
-      result = none_or_null(fp_hook(FIELD(device, device, backend), FP.s_data_fill, hargs, 5, self->name));
+      const offload_native_entry_points *ep = fp_entry_points(device);
+      int done = 0;
+      if (ep != NULL && ep->struct_size >= offsetof(offload_native_entry_points, data_fill) + sizeof(void *) &&
+          ep->data_fill != NULL) { /* (data_fill: a later, optional member) */
+        int okd, okq;
+        offload_native_data_fill_fn fn = ep->data_fill;
+        offload_native_word dw = fp_word(FIELD(device, device, word), &okd), qw = queue_word(queue, &okq);
+        const void *bytes = PyBytes_AS_STRING(pattern); /* (the caller's bytes: kept, immutable) */
+        size_t pattern_size = (size_t)PyBytes_GET_SIZE(pattern);
+        if (okd && okq) RUN_NATIVE(self, fn(dw, (uintptr_t)ptr, bytes, pattern_size, (size_t)size, qw));
+      }
+      if (done) {
+        result = Py_NewRef(Py_None);
+      } else {
+        PyObject *hargs[5] = {FIELD(device, device, native), a[1], pattern, a[3], queue_native(queue)};
+        result = none_or_null(fp_hook(FIELD(device, device, backend), FP.s_data_fill, hargs, 5, self->name));
+      }
       fp_unregister(ctx, self->name);
     }
     }

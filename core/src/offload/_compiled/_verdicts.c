@@ -175,6 +175,7 @@ static PyObject *forget(PyObject *m, PyObject *unused) {
   for (int i = 0; i < ROUTES; ++i) { fp_refs old = hold(&routes[i].refs, NULL, 0); drop(&old); }
   for (int i = 0; i < FILLS; ++i) { fp_refs old = hold(&fills[i].refs, NULL, 0); drop(&old); }
   for (int i = 0; i < LAUNCHES; ++i) { fp_refs old = hold(&launches[i].refs, NULL, 0); drop(&old); }
+  fp_forget_cached();
   Py_RETURN_NONE;
 }
 

@@ -58,6 +58,13 @@ class AllocationMap:
         bases = sorted(by_base)
         self.snapshot = (tuple(bases), tuple(map(by_base.__getitem__, bases)))
 
+    def _publish_at(self, base: int, allocation: Allocation) -> None:
+        """Publish the map with the range at ``base`` (there already) replaced by ``allocation``:
+        the bases stay, so nothing is sorted (a pooled block handed out or retired)."""
+        bases, ranges = self.snapshot
+        i = bisect.bisect_left(bases, base)
+        self.snapshot = (bases, (*ranges[:i], allocation, *ranges[i + 1 :]))
+
     def overlaps(self, start: int, end: int) -> bool:
         """Whether [start, end) intersects a range of the map (live or retired)."""
         return touching(self.snapshot, start, end) is not None
@@ -80,7 +87,7 @@ class AllocationMap:
             if held is None or not held.retired or held.end != allocation.end:
                 return None
             self._by_base[allocation.start] = allocation
-            self._publish()
+            self._publish_at(allocation.start, allocation)
             return self.snapshot
 
     def pop(self, base: int) -> Allocation | None:
@@ -105,8 +112,9 @@ class AllocationMap:
             allocation = self._by_base.get(base)
             if allocation is None or allocation.retired:
                 return None
-            self._by_base[base] = allocation._replace(retired=True)
-            self._publish()
+            retired = Allocation(allocation.device, allocation.alloc_type, allocation.start, allocation.end, allocation.owner, True)
+            self._by_base[base] = retired
+            self._publish_at(base, retired)
             return allocation
 
     def retire_owned_by(self, owner: Any) -> list[Allocation]:

@@ -218,10 +218,15 @@ def hot_slots(dst_device: Device, src_device: Device) -> tuple[int, int]:
     return WRITE if dst_device.is_host else DEVICE, READ if src_device.is_host else DEVICE_READ
 
 
-def remember_write(snapshot: Any, start: int, end: int, device: Device) -> None:
-    """Record the allocation [start, end) of ``device``, live in ``snapshot``, as ``check_range``
-    would for a write to it (an allocation handed out of a pool: its first use needs no lookup)."""
-    HOT[WRITE if device.is_host else DEVICE] = (start, end, snapshot, None if device.is_host else device)
+def remember_write(snapshot: Any, allocation: Allocation) -> bool:
+    """Record ``allocation``, just made live in ``snapshot``, as ``check_range`` would find it for
+    a write (an allocation handed out of a pool: its first use needs no lookup); False, nothing
+    recorded, where ``check_range`` would refuse it (its device faulted)."""
+    device = allocation.device
+    if device.fault is not None or allocation.retired:
+        return False
+    HOT[WRITE if device.is_host else DEVICE] = (allocation.start, allocation.end, snapshot, None if device.is_host else device)
+    return True
 
 
 def _cached(hot: tuple[int, int, Any, Any], snapshot: Any, start: int, end: int, device: Device) -> bool:

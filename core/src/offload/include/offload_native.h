@@ -87,6 +87,13 @@ typedef offload_native_result (*offload_native_launch_stamped_fn)(
     offload_native_word device, offload_native_word queue, offload_native_word kernel,
     const void *args, size_t args_size, const offload_launch_dims *dims, uint64_t *when);
 
+/* Optional, as stamp: hookspecs.data_fill: `size` bytes at `ptr` (memory of `device`, checked)
+ * filled with the `pattern_size` bytes at `pattern` repeated; `size` is a whole number of
+ * patterns, at least one. `pattern` stays valid (and unchanged) until the entry point returns. */
+typedef offload_native_result (*offload_native_data_fill_fn)(
+    offload_native_word device, uintptr_t ptr, const void *pattern, size_t pattern_size, size_t size,
+    offload_native_word queue);
+
 typedef struct offload_native_entry_points {
   uint32_t abi_version; /* OFFLOAD_NATIVE_ABI_VERSION: the core refuses (uses the Python hooks for) another */
   uint32_t struct_size; /* sizeof(offload_native_entry_points) as the backend was built */
@@ -98,6 +105,7 @@ typedef struct offload_native_entry_points {
   offload_native_has_pending_work_fn has_pending_work;
   offload_native_stamp_fn stamp; /* added after ABI 1's first members: present when struct_size covers it */
   offload_native_launch_stamped_fn launch_kernel_stamped; /* added after stamp: likewise */
+  offload_native_data_fill_fn data_fill; /* added after launch_kernel_stamped: likewise */
 } offload_native_entry_points;
 
 #endif /* OFFLOAD_NATIVE_H */

@@ -31,6 +31,9 @@
  *   was made: the Python hook copies the same bytes again (a wait fails only with the context's
  *   sticky error, which the repeated copy meets first). data_exchange between two devices defers
  *   (peer access is the Python hook's state).
+ * - data_fill (where the backend defines OFFLOAD_GPU_FILL, its fill adapter): a 1-byte pattern,
+ *   or a 2- or 4-byte one at an address aligned to it, as one memset on the stream as data_submit
+ *   (the Python hook's one-call case); any other pattern defers (the hook's strided 2-D fills).
  * - synchronize / has_pending_work: defer for a queue whose `python_work` is set (the Python side
  *   sets it when a host function is enqueued on it: host functions, the work they defer and the
  *   errors they keep are the Python hooks' business); else the stream's wait / query.
@@ -83,7 +86,16 @@ typedef struct offload_gpu_driver {
   int (*exchange)(uintptr_t dst, uintptr_t src, size_t size, uintptr_t stream);
   int (*stream_sync)(uintptr_t stream);
   int (*stream_query)(uintptr_t stream);
+  /* a one-call fill of `count` elements of `element` bytes (1, 2 or 4) with `value`, as the
+   * Python hook makes it for such a pattern; NULL: fills use the Python hook */
+  int (*fill)(uintptr_t dst, unsigned element, uint32_t value, size_t count, uintptr_t stream);
 } offload_gpu_driver;
+
+/* The name of the backend's fill adapter (offload_gpu_driver.fill): a backend that has one defines
+ * OFFLOAD_GPU_FILL before including this header. */
+#ifndef OFFLOAD_GPU_FILL
+#define OFFLOAD_GPU_FILL NULL
+#endif
 
 /* One driver function of the binding's C API: its name, the signature its capsule must carry. */
 typedef struct offload_gpu_function {
@@ -182,10 +194,28 @@ static offload_native_result offload_gpu_has_pending_work(offload_native_word de
   return OFFLOAD_NATIVE_DONE;
 }
 
-static const offload_native_entry_points offload_gpu_entry_points = {
-    OFFLOAD_NATIVE_ABI_VERSION,    sizeof(offload_native_entry_points), offload_gpu_launch_kernel,
-    offload_gpu_data_submit,       offload_gpu_data_retrieve,           offload_gpu_data_exchange,
-    offload_gpu_synchronize,       offload_gpu_has_pending_work,
+/* data_fill: a 1-byte pattern, or a 2- or 4-byte one at an address aligned to it, in one driver
+ * call on the queue's stream (or, synchronously, the null stream, then waited for), as the Python
+ * hook makes it; any other pattern (the hook's strided 2-D fills) defers. */
+static offload_native_result offload_gpu_data_fill(offload_native_word device, uintptr_t ptr, const void *pattern,
+                                                   size_t pattern_size, size_t size, offload_native_word queue) {
+  if (!(pattern_size == 1 || ((pattern_size == 2 || pattern_size == 4) && ptr % pattern_size == 0))) return OFFLOAD_NATIVE_DEFER;
+  uint32_t value = 0;
+  for (size_t i = 0; i < pattern_size; ++i) value |= (uint32_t)((const unsigned char *)pattern)[i] << (8 * i); /* little-endian */
+  if (offload_gpu_prepare(device, queue)) return OFFLOAD_NATIVE_DEFER;
+  return offload_gpu_copied(offload_gpu->fill(ptr, (unsigned)pattern_size, value, size / pattern_size, offload_gpu_stream(queue)), queue);
+}
+
+/* (data_fill set at module init where the driver has a fill adapter) */
+static offload_native_entry_points offload_gpu_entry_points = {
+    .abi_version = OFFLOAD_NATIVE_ABI_VERSION,
+    .struct_size = sizeof(offload_native_entry_points),
+    .launch_kernel = offload_gpu_launch_kernel,
+    .data_submit = offload_gpu_data_submit,
+    .data_retrieve = offload_gpu_data_retrieve,
+    .data_exchange = offload_gpu_data_exchange,
+    .synchronize = offload_gpu_synchronize,
+    .has_pending_work = offload_gpu_has_pending_work,
 };
 
 /* --- the records ---------------------------------------------------------------------------- */
@@ -377,6 +407,7 @@ static PyObject *offload_gpu_module(PyModuleDef *def, const offload_gpu_driver *
   PyObject *why = offload_gpu_bind(capi_module, table, count);
   if (why == NULL) {
     offload_gpu = driver;
+    offload_gpu_entry_points.data_fill = driver->fill != NULL ? offload_gpu_data_fill : NULL;
     offload_gpu_capsule =
         PyCapsule_New((void *)&offload_gpu_entry_points, OFFLOAD_NATIVE_CAPSULE_NAME, NULL);
     if (offload_gpu_capsule == NULL) {
@@ -393,13 +424,14 @@ static PyObject *offload_gpu_module(PyModuleDef *def, const offload_gpu_driver *
 }
 
 /* The rest of a backend's extension, after its adapters (functions named activate, launch, submit,
- * retrieve, exchange, stream_sync, stream_query, as in offload_gpu_driver) and its table
+ * retrieve, exchange, stream_sync, stream_query, as in offload_gpu_driver; fill where
+ * OFFLOAD_GPU_FILL names it) and its table
  * `functions`: the driver they make up (NOT_READY ... ACTIVATE_QUEUED: offload_gpu_driver's first
  * fields), the module NAME ("package._native") and its PyInit__native. */
 #define OFFLOAD_GPU_EXTENSION(NAME, DOC, CAPI_MODULE, NOT_READY, EXCEPTION_STATUS, EXTRA_END, ACTIVATE_QUEUED)      \
   static const offload_gpu_driver offload_gpu_this_driver = {                                                      \
       NOT_READY, EXCEPTION_STATUS, EXTRA_END, ACTIVATE_QUEUED, activate, launch,                                  \
-      submit,    retrieve,         exchange,  stream_sync,     stream_query,                                       \
+      submit,    retrieve,         exchange,  stream_sync,     stream_query, OFFLOAD_GPU_FILL,                     \
   };                                                                                                               \
   static struct PyModuleDef offload_gpu_module_def = {                                                             \
       PyModuleDef_HEAD_INIT, NAME, DOC, -1, offload_gpu_methods, NULL, NULL, NULL, NULL,                           \

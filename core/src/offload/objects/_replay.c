@@ -145,6 +145,13 @@ static PyTypeObject StampsType = {
 /* ------------------------------------------------------------------------------------ */
 /* Verdicts                                                                               */
 
+/* PyObject_TypeCheck, its usual cases first: the record type itself, or a class made directly
+ * on it (Buffer, Queue, ...): no walk of the MRO per call. */
+static inline int of_record(PyObject *obj, PyTypeObject *record) {
+  PyTypeObject *type = Py_TYPE(obj);
+  return type == record || type->tp_base == record || PyType_IsSubtype(type, record);
+}
+
 static inline int is_record(PyObject *obj) {
   return PyObject_TypeCheck(obj, &MemoryRecordType) || PyObject_TypeCheck(obj, &QueueRecordType);
 }
@@ -367,7 +374,7 @@ static int copy_replay(Copier *self, PyObject *const *args, Py_ssize_t nargs, Py
   Py_ssize_t nkw = line_up(self->spec, args, nargs, kwnames, items + nargs), n = nargs + nkw;
   if (nkw < 0) return 0;
   PyObject *dst = items[self->destination], *queue = items[self->queue], *inflight = NULL;
-  if (!PyObject_TypeCheck(dst, &MemoryRecordType)) return 0;
+  if (!of_record(dst, &MemoryRecordType)) return 0;
   offload_copy_verdict *verdict = (offload_copy_verdict *)((offload_memory_record *)dst)->copied;
   if (verdict == NULL || Py_TYPE(verdict) != &CopyVerdictType || verdict->kind != self->kind || verdict->n != n ||
       verdict->stamp != S->closes)
@@ -381,7 +388,7 @@ static int copy_replay(Copier *self, PyObject *const *args, Py_ssize_t nargs, Py
     }
   }
   if (queue != Py_None) {
-    if (!PyObject_TypeCheck(queue, &QueueRecordType)) return 0;
+    if (!of_record(queue, &QueueRecordType)) return 0;
     inflight = ((offload_queue_record *)queue)->inflight;
     if (inflight == NULL || !PyList_CheckExact(inflight)) return 0;
   }
@@ -518,13 +525,13 @@ static int launch_replay(Relauncher *self, PyObject *const *args, Py_ssize_t nar
   for (Py_ssize_t k = 0; k < nkw; ++k)
     if (k != self->shared && keywords[k] != PyTuple_GET_ITEM(defaults, k)) return 0;
   if (self->queued) {
-    if (!PyObject_TypeCheck(args[0], &QueueRecordType)) return 0;
+    if (!of_record(args[0], &QueueRecordType)) return 0;
     handle = ((offload_queue_record *)args[0])->handle;
     inflight = ((offload_queue_record *)args[0])->inflight;
     if (handle == NULL || inflight == NULL || !PyList_CheckExact(inflight)) return 0;
   }
   PyObject *kernel = args[first - 3], *grid = args[first - 2], *block = args[first - 1], *shared = keywords[self->shared];
-  if (!PyObject_TypeCheck(kernel, &KernelRecordType)) return 0;
+  if (!of_record(kernel, &KernelRecordType)) return 0;
   PyObject *m = ((offload_kernel_record *)kernel)->memo;
   if (!made_for(m, args + first, nargs - first, grid, block, shared)) {
     m = ((offload_kernel_record *)kernel)->memo_previous;

@@ -287,7 +287,7 @@ class Buffer(MemoryRecord, MemoryExports):
         """The general copy's other side: ``endpoint`` of ``other`` (``"src"``, or ``"dst"``: written),
         and ``offset`` in this buffer, checked to hold its bytes (INVALID_SIZE)."""
         address, nbytes, device, keep = endpoint(other, what == "dst", what)
-        offset = as_size(offset, "offset")
+        offset = offset if offset.__class__ is int and offset >= 0 else as_size(offset, "offset")
         if offset + nbytes > self._size:
             where = "to" if what == "src" else "from"
             raise OffloadError(

@@ -186,7 +186,8 @@ def memcpy(
     queue: QueueRecord | None, dst: int, dst_device: DeviceLike, src: int, src_device: DeviceLike, nbytes: int, keep: Any
 ) -> None:
     """``olMemcpy``, keeping ``keep`` alive until ``queue`` is synchronised."""
-    check_queue(queue)
+    if queue is not None:
+        check_queue(queue)
     if not nbytes:
         return
     if queue is None:

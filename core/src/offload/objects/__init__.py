@@ -22,14 +22,9 @@ from ._buffer import Buffer
 from ._context import Context
 from ._cai import as_array, from_cuda_array_interface, from_dlpack
 from ._discovery import Device, InfoMapping, Platform, default_device, devices, platforms
-from ._makers import register
 from ._mpi import host_staging, mpi_buffer
 from ._program import Kernel, Program
 from ._queue import Event, Queue
-
-register(  # what Platform, Device, Context and Buffer make (see _makers)
-    context=Context, buffer=Buffer, array=Array, queue=Queue, program=Program, empty=empty, to_device=to_device
-)
 
 for _public in (Array, Buffer, Context, Device, Event, InfoMapping, Kernel, Platform, Program, Queue):
     _public.__module__ = __name__  # help() and reprs name offload.objects, not the private module

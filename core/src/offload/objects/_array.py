@@ -15,13 +15,13 @@ from .._values.errors import OffloadError
 from . import _arrayexport, _dlpack, _fill, _indexing
 from ._arrayexport import DL_CODES
 from ._rect import byte_span, c_strides, packed, rect_layout
-from ._discovery import Device, host_device
+from ._discovery import Device, as_device, host_device
 from ._buffer import Buffer
 from ._copies import fast_copy
 from ._records import ARRAY_COPY_FROM, MemoryRecord, copying
 from ._casting import cast_refused, check_casting, host_source
+from ._memory import MemoryExports, as_dtype, as_kind, as_shape, as_size, copy_rect, dlpack_device, wrong_type
 from ._makers import MAKERS
-from ._memory import as_dtype, as_shape, as_size, copy_rect, dlpack_device, wrong_type
 
 if TYPE_CHECKING:
     import numpy
@@ -44,7 +44,19 @@ def _numpy() -> Any:
     return numpy
 
 
-class Array(MemoryRecord):
+def new_array(
+    dims: tuple[int, ...], dt: Any, device: Device | str | None, kind: AllocType | str, context: Context | None = None
+) -> Array:
+    """A new C-contiguous Array of shape ``dims`` and numpy dtype ``dt`` over a Buffer of its own
+    (one byte at least) on ``device`` (None: the default device), owned by ``context``."""
+    nbytes = dt.itemsize
+    for n in dims:
+        nbytes *= n
+    buffer = Buffer(max(nbytes, 1), None if device is None else as_device(device), as_kind(kind), context=context)
+    return Array(buffer, dims, dt)
+
+
+class Array(MemoryRecord, MemoryExports):
     """A typed view of ``buffer``: ``shape``, ``dtype``, ``strides`` (bytes) from byte ``offset``."""
 
     __slots__ = ("_buffer", "_shape", "_dtype", "_strides", "_offset", "_nbytes", "_contiguous")
@@ -142,11 +154,6 @@ class Array(MemoryRecord):
         return self._buffer.address + self._offset
 
     @property
-    def __offload_ptr__(self) -> int:
-        """The address, for flat ``ol*`` calls (which keep the argument referenced while they run)."""
-        return self.address
-
-    @property
     def device(self) -> Device:
         return self._buffer.device
 
@@ -213,7 +220,7 @@ class Array(MemoryRecord):
     def copy(self, *, queue: Queue | None = None) -> Array:
         """A new C-contiguous Array with this view's elements, on the same device and of the same
         memory kind (copied on the device; a view that is not rows goes through the host)."""
-        out = MAKERS.empty(self._shape, self._dtype, self.device, self.kind)
+        out = new_array(self._shape, self._dtype, self.device, self.kind)
         if self._contiguous or rect_layout(self._shape, self._strides, self.itemsize) is not None:
             out.copy_from(self, queue=queue)
         else:
@@ -373,18 +380,8 @@ class Array(MemoryRecord):
 
     # --- DLPack and the CUDA array interface (_arrayexport) -------------------------------------
 
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return dlpack_device(self._buffer.device, self._buffer.kind)
-
-    def __dlpack__(
-        self,
-        *,
-        stream: Any = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """A DLPack capsule of this view (zero-copy unless ``copy`` or another ``dl_device`` asks)."""
+    def _dlpack(self, stream: Any, max_version: Any, dl_device: Any, copy: Any) -> Any:
+        """``__dlpack__`` (MemoryExports): a capsule of this view (zero-copy unless ``copy`` or another ``dl_device`` asks)."""
         return _arrayexport.dlpack(self, stream, max_version, dl_device, copy)
 
     @property
@@ -395,3 +392,6 @@ class Array(MemoryRecord):
 
     def _export(self, versioned: bool, copied: bool) -> Any:
         return _arrayexport.export(self, versioned, copied)
+
+
+MAKERS.array = Array  # (for Buffer.view and _copies: see _makers)

@@ -10,7 +10,6 @@ from .._values.enums import AllocType, PlatformBackend
 from . import _dlpack, _interop, _session
 from ._buffer import Buffer
 from ._discovery import Device, host_device
-from ._makers import MAKERS
 from ._rect import c_strides
 
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ def dlpack(array: Array, stream: Any, max_version: Any, dl_device: Any, copy: bo
     if dl_device is not None and tuple(dl_device) != device:
         if tuple(dl_device) != (_dlpack.CPU, 0) or copy is False:
             raise BufferError(f"cannot export {array!r} to DLPack device {tuple(dl_device)} without a copy")
-        return _export_host(array.to_numpy(), versioned, copied=True)
+        return _export_host(type(array), array.to_numpy(), versioned, copied=True)
     if device[0] == _dlpack.CPU and stream not in (None, -1):
         raise BufferError(f"host memory takes stream=None, got {stream!r}")
     if stream != -1:
@@ -81,10 +80,10 @@ def export(array: Array, versioned: bool, copied: bool) -> Any:
     return capsule
 
 
-def _export_host(host: Any, versioned: bool, copied: bool) -> Any:
-    """Export a numpy array's memory (a host copy we made) as a CPU tensor."""
+def _export_host(array_class: type[Array], host: Any, versioned: bool, copied: bool) -> Any:
+    """Export a numpy array's memory (a host copy we made) as a CPU tensor (an ``array_class`` view of it)."""
     holder = Buffer.wrap(host.ctypes.data, max(host.nbytes, 1), host_device(), AllocType.HOST, owner=host)
-    return export(MAKERS.array(holder, host.shape, host.dtype, host.strides), versioned, copied)
+    return export(array_class(holder, host.shape, host.dtype, host.strides), versioned, copied)
 
 
 def sync_queues_of(device: Device) -> None:

@@ -14,10 +14,10 @@ from . import _dlpack, _session
 from ._context import Context, context_handle
 from ._discovery import Device, as_device
 from ._makers import MAKERS
-from ._memory import allocate, as_kind, as_size, check_queue, dlpack_device, fill_range, memcpy, wrong_type
+from ._memory import MemoryExports, allocate, as_kind, as_size, check_queue, dlpack_device, fill_range, memcpy, wrong_type
 from ._release import Release
 from ._copies import endpoint, fast_copy
-from ._records import BUFFER_COPY_FROM, BUFFER_COPY_TO, STAMPS, MemoryRecord, copying
+from ._records import BUFFER_COPY_FROM, BUFFER_COPY_TO, STAMPS, MemoryRecord, QueueRecord, copying
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -42,7 +42,7 @@ def _free(ctx: Session, address: int, context: ContextHandle | None) -> None:
             pass  # freed through the flat API meanwhile, or the session ended under us
 
 
-class Buffer(MemoryRecord):
+class Buffer(MemoryRecord, MemoryExports):
     """``size`` bytes of ``kind`` memory on ``device`` (default: ``offload.default_device()``).
 
     The allocation is freed by ``close()``, by leaving a ``with`` block, or when the object is
@@ -162,12 +162,6 @@ class Buffer(MemoryRecord):
         return self.address
 
     @property
-    def __offload_ptr__(self) -> int:
-        """The address, for flat ``ol*`` calls that take a pointer (they keep the argument
-        referenced while they run, so a temporary Buffer stays allocated for the call)."""
-        return self.address
-
-    @property
     def size(self) -> int:
         return self._size
 
@@ -277,12 +271,7 @@ class Buffer(MemoryRecord):
         if src.__class__ is Buffer and offset.__class__ is int:  # the common case, inline (see fast_copy)
             if fast_copy(self, offset, src, 0, src._size, queue, (src, self), (self, BUFFER_COPY_FROM, (self, src, offset, queue))):
                 return
-        src_address, nbytes, src_device, keep = endpoint(src, False, "src")
-        offset = as_size(offset, "offset")
-        if offset + nbytes > self._size:
-            raise OffloadError(
-                ErrorCode.INVALID_SIZE, f"copying {nbytes} bytes to offset {offset} overruns the {self._size}-byte buffer"
-            )
+        src_address, nbytes, src_device, keep, offset = self._other_side(src, offset, "src")
         memcpy(queue, self.writable_address("dst") + offset, self._device, src_address, src_device, nbytes, (keep, self))
 
     @copying(BUFFER_COPY_TO, 2, destination=1, source=0, queue=3)  # (its verdicts replayed in C: _records)
@@ -291,13 +280,20 @@ class Buffer(MemoryRecord):
         if dst.__class__ is Buffer and offset.__class__ is int:
             if fast_copy(dst, 0, self, offset, dst._size, queue, (self, dst), (dst, BUFFER_COPY_TO, (self, dst, offset, queue))):
                 return
-        dst_address, nbytes, dst_device, keep = endpoint(dst, True, "dst")
-        offset = as_size(offset, "offset")
-        if offset + nbytes > self._size:
-            raise OffloadError(
-                ErrorCode.INVALID_SIZE, f"copying {nbytes} bytes from offset {offset} overruns the {self._size}-byte buffer"
-            )
+        dst_address, nbytes, dst_device, keep, offset = self._other_side(dst, offset, "dst")
         memcpy(queue, dst_address, dst_device, self.address + offset, self._device, nbytes, (keep, self))
+
+    def _other_side(self, other: Any, offset: Any, what: str) -> tuple[int, int, Device, Any, int]:
+        """The general copy's other side: ``endpoint`` of ``other`` (``"src"``, or ``"dst"``: written),
+        and ``offset`` in this buffer, checked to hold its bytes (INVALID_SIZE)."""
+        address, nbytes, device, keep = endpoint(other, what == "dst", what)
+        offset = offset if offset.__class__ is int and offset >= 0 else as_size(offset, "offset")
+        if offset + nbytes > self._size:
+            where = "to" if what == "src" else "from"
+            raise OffloadError(
+                ErrorCode.INVALID_SIZE, f"copying {nbytes} bytes {where} offset {offset} overruns the {self._size}-byte buffer"
+            )
+        return address, nbytes, device, keep, offset
 
     def to_bytes(self) -> bytes:
         """A synchronous copy of the whole buffer into host memory."""
@@ -318,7 +314,7 @@ class Buffer(MemoryRecord):
     def prefetch(self, queue: Queue, *, to_host: bool = False) -> None:
         """Hint that the memory moves to the queue's device (or, ``to_host``, to the host) in
         queue order (``olMemPrefetch``; a device without prefetch ignores it)."""
-        if not isinstance(queue, MAKERS.queue):
+        if not isinstance(queue, QueueRecord):  # (the record of Queue alone)
             raise wrong_type("queue", "an offload.objects.Queue", queue, ErrorCode.INVALID_QUEUE)
         flags = MemMigrationFlag.DEVICE_TO_HOST if to_host else MemMigrationFlag.HOST_TO_DEVICE
         olMemPrefetch(queue._handle, [self.address], [self._size], flags)
@@ -336,16 +332,9 @@ class Buffer(MemoryRecord):
         """A typed array view of this buffer (``strides`` in bytes; default C-contiguous, filling it)."""
         return MAKERS.array(self, shape, dtype, strides, offset)
 
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return dlpack_device(self._device, self._kind)
+    def _dlpack(self, stream: Any, max_version: Any, dl_device: Any, copy: Any) -> Any:
+        """``__dlpack__`` (MemoryExports): the whole buffer as a 1-D uint8 DLPack tensor."""
+        return self.view()._dlpack(stream, max_version, dl_device, copy)
 
-    def __dlpack__(
-        self,
-        *,
-        stream: Any = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """The whole buffer as a 1-D uint8 DLPack tensor."""
-        return self.view().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+MAKERS.buffer = Buffer  # (for Device.alloc and _copies: see _makers)

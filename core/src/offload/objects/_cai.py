@@ -4,20 +4,34 @@ protocol an object speaks."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from .._values.enums import AllocType, ErrorCode, PlatformBackend
 from .._values.errors import OffloadError
-from .._api.sessions import foreign_stream_sync
+from .._api.sessions import foreign_stream_sync, register_foreign_memory
 from . import _dlpack, _session
 from ._array import _NUMPY_KINDS, Array, _numpy
 from ._creation import to_device
 from ._rect import byte_span, c_strides
 from ._buffer import Buffer
 from ._discovery import Device, as_device, devices, host_device
-from ._interop import foreign_buffer
 
 __all__ = ["as_array", "from_cuda_array_interface", "from_dlpack"]
+
+
+def foreign_buffer(address: int, size: int, device: Device, kind: AllocType, owner: Any, readonly: bool) -> Buffer:
+    """A non-owning Buffer over memory a producer keeps alive through ``owner``; memory of a
+    non-host device is registered with the core (``register_foreign_memory``) while the Buffer lives,
+    so copies and fills accept it."""
+    holder = Buffer.wrap(address, size, device, kind, owner=owner, readonly=readonly)
+    if not device.is_host:
+        registration = register_foreign_memory(device.handle, address, size)
+        if registration.registered:
+            # a finalizer may run inside a copy's hold: release keeps `owner` (the producer's
+            # memory) until the copies that checked the range before have ended, and returns at once
+            weakref.finalize(holder, registration.release, owner, False)
+    return holder
 
 
 def _device_for(device_type: int, device_id: int) -> tuple[Device, AllocType]:

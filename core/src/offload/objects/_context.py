@@ -188,3 +188,6 @@ def context_handle(context: Context | None) -> ContextHandle | None:
     if not isinstance(context, Context):
         raise OffloadError(ErrorCode.INVALID_CONTEXT, f"context must be an offload.objects.Context, got {context!r}")
     return context.handle
+
+
+MAKERS.context = Context  # (for Platform.default_context and create_context: see _makers)

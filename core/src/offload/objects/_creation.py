@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._values.enums import AllocType
-from ._array import Array, _numpy
-from ._buffer import Buffer
-from ._discovery import Device, as_device
-from ._memory import as_dtype, as_kind, as_shape
+from ._array import Array, _numpy, new_array
+from ._discovery import Device
+from ._memory import as_dtype, as_shape
+from ._makers import MAKERS
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
@@ -34,14 +34,7 @@ def empty(
 ) -> Array:
     """A new uninitialised Array on ``device`` (its Buffer owns the allocation, in ``context``:
     default the platform's default context)."""
-    np = _numpy()
-    dims = as_shape(shape)
-    dt = as_dtype(np, dtype)
-    nbytes = dt.itemsize
-    for n in dims:
-        nbytes *= n
-    buffer = Buffer(max(nbytes, 1), None if device is None else as_device(device), as_kind(kind), context=context)
-    return Array(buffer, dims, dt)
+    return new_array(as_shape(shape), as_dtype(_numpy(), dtype), device, kind, context)
 
 
 def full(
@@ -157,3 +150,6 @@ def to_device(
     out = empty(host.shape, host.dtype, device, kind, context=context)
     out.copy_from(host, queue=queue)
     return out
+
+
+MAKERS.empty, MAKERS.to_device = empty, to_device  # (for Context.empty and to_device: see _makers)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from contextvars import ContextVar
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from .._api.build import build
 from .._api.flat import DeviceHandle
@@ -31,6 +31,7 @@ DEFAULT_DEVICE_ENV = "OFFLOAD_DEVICE"
 _SCOPE: ContextVar[tuple[Device, ...]] = ContextVar("offload_device_scope", default=())  # ``with device:`` blocks
 
 E = TypeVar("E", PlatformInfo, DeviceInfo)
+T = TypeVar("T")
 _SKIPPED = (ErrorCode.UNIMPLEMENTED, ErrorCode.UNSUPPORTED)
 
 
@@ -62,26 +63,80 @@ class InfoMapping(Mapping[E, Any], Generic[E]):
         return "{" + ", ".join(f"{p.name}: {v!r}" for p, v in self._values.items()) + "}"
 
 
-class Platform:
-    """One loaded backend (``ol_platform_handle_t``) and its devices."""
+H = TypeVar("H", PlatformHandle, DeviceHandle)
+
+
+class _Described(Generic[H, E]):
+    """A flat handle with the info properties its backend reports (asked once, on first use)."""
 
     __slots__ = ("_handle", "_info")
 
-    def __init__(self, handle: PlatformHandle) -> None:
-        self._handle = handle
-        self._info: InfoMapping[PlatformInfo] | None = None
+    _INFO: tuple[type[E], Callable[[H, E], Any]]  # (the info enum, the flat query): each subclass's
+
+    def __init__(self, handle: H) -> None:
+        self._handle: H = handle
+        self._info: InfoMapping[E] | None = None
 
     @property
-    def handle(self) -> PlatformHandle:
+    def handle(self) -> H:
         """The flat API's handle."""
         return self._handle
 
     @property
-    def info(self) -> InfoMapping[PlatformInfo]:
-        """Every ``PlatformInfo`` property."""
+    def info(self) -> InfoMapping[E]:
+        """Every property of the info enum (``PlatformInfo``, ``DeviceInfo``) the backend reports."""
         if self._info is None:
-            self._info = InfoMapping(PlatformInfo, olGetPlatformInfo, self._handle)
+            self._info = InfoMapping(*self._INFO, self._handle)
         return self._info
+
+
+class _Reported(Generic[T]):
+    """A Device property read from ``info``: None when the backend does not report it."""
+
+    __slots__ = ("_prop",)
+
+    def __init__(self, prop: DeviceInfo) -> None:
+        self._prop = prop
+
+    @overload
+    def __get__(self, device: None, owner: type[Any]) -> _Reported[T]: ...
+
+    @overload
+    def __get__(self, device: Device, owner: type[Any]) -> T | None: ...
+
+    def __get__(self, device: Device | None, owner: type[Any]) -> _Reported[T] | T | None:
+        return self if device is None else cast("T | None", device.info.get(self._prop))
+
+
+class _Stated:
+    """A Platform property every backend states, read from ``info`` as a str."""
+
+    __slots__ = ("_prop",)
+
+    def __init__(self, prop: PlatformInfo) -> None:
+        self._prop = prop
+
+    @overload
+    def __get__(self, platform: None, owner: type[Any]) -> _Stated: ...
+
+    @overload
+    def __get__(self, platform: Platform, owner: type[Any]) -> str: ...
+
+    def __get__(self, platform: Platform | None, owner: type[Any]) -> _Stated | str:
+        return self if platform is None else str(platform.info[self._prop])
+
+
+def _reported(kind: type[T], *props: str) -> tuple[_Reported[T], ...]:
+    """Device properties of one type ``kind``, read from ``info`` by ``DeviceInfo`` member name."""
+    return tuple(_Reported[T](DeviceInfo[prop]) for prop in props)
+
+
+class Platform(_Described[PlatformHandle, PlatformInfo]):
+    """One loaded backend (``ol_platform_handle_t``) and its devices."""
+
+    __slots__ = ()
+
+    _INFO = (PlatformInfo, olGetPlatformInfo)
 
     @property
     def name(self) -> str:
@@ -92,13 +147,8 @@ class Platform:
     def backend(self) -> PlatformBackend:
         return self._handle.kind
 
-    @property
-    def vendor_name(self) -> str:
-        return str(self.info[PlatformInfo.VENDOR_NAME])
-
-    @property
-    def version(self) -> str:
-        return str(self.info[PlatformInfo.VERSION])
+    vendor_name = _Stated(PlatformInfo.VENDOR_NAME)
+    version = _Stated(PlatformInfo.VERSION)
 
     @property
     def devices(self) -> list[Device]:
@@ -118,31 +168,12 @@ class Platform:
         return f"<offload.objects.Platform {self.name!r} ({len(self._handle.devices)} devices)>"
 
 
-class Device:
+class Device(_Described[DeviceHandle, DeviceInfo]):
     """One device (``ol_device_handle_t``): its properties, and the factory of its objects."""
 
-    __slots__ = ("_handle", "_info", "__weakref__")
+    __slots__ = ("__weakref__",)
 
-    def __init__(self, handle: DeviceHandle) -> None:
-        self._handle = handle
-        self._info: InfoMapping[DeviceInfo] | None = None
-
-    @property
-    def handle(self) -> DeviceHandle:
-        """The flat API's handle."""
-        return self._handle
-
-    @property
-    def info(self) -> InfoMapping[DeviceInfo]:
-        """Every ``DeviceInfo`` property the backend reports."""
-        if self._info is None:
-            self._info = InfoMapping(DeviceInfo, olGetDeviceInfo, self._handle)
-        return self._info
-
-    def _get(self, prop: DeviceInfo) -> Any:
-        return self.info.get(prop)
-
-    # the common properties (None when the backend does not report one); ``info`` has them all
+    _INFO = (DeviceInfo, olGetDeviceInfo)
 
     @property
     def platform(self) -> Platform:
@@ -165,59 +196,18 @@ class Device:
 
     @property
     def name(self) -> str:
-        return str(self._get(DeviceInfo.NAME) or self.id)
+        return str(self.info.get(DeviceInfo.NAME) or self.id)
 
-    @property
-    def product_name(self) -> str | None:
-        return cast("str | None", self._get(DeviceInfo.PRODUCT_NAME))
-
-    @property
-    def vendor(self) -> str | None:
-        return cast("str | None", self._get(DeviceInfo.VENDOR))
-
-    @property
-    def driver_version(self) -> str | None:
-        return cast("str | None", self._get(DeviceInfo.DRIVER_VERSION))
-
-    @property
-    def uid(self) -> str | None:
-        return cast("str | None", self._get(DeviceInfo.UID))
-
-    @property
-    def type(self) -> DeviceType | None:
-        return cast("DeviceType | None", self._get(DeviceInfo.TYPE))
-
-    @property
-    def num_compute_units(self) -> int | None:
-        return cast("int | None", self._get(DeviceInfo.NUM_COMPUTE_UNITS))
-
-    @property
-    def max_work_group_size(self) -> int | None:
-        return cast("int | None", self._get(DeviceInfo.MAX_WORK_GROUP_SIZE))
-
-    @property
-    def max_work_group_size_per_dimension(self) -> Dimensions | None:
-        return cast("Dimensions | None", self._get(DeviceInfo.MAX_WORK_GROUP_SIZE_PER_DIMENSION))
-
-    @property
-    def global_mem_size(self) -> int | None:
-        return cast("int | None", self._get(DeviceInfo.GLOBAL_MEM_SIZE))
-
-    @property
-    def max_mem_alloc_size(self) -> int | None:
-        return cast("int | None", self._get(DeviceInfo.MAX_MEM_ALLOC_SIZE))
-
-    @property
-    def work_group_local_mem_size(self) -> int | None:
-        return cast("int | None", self._get(DeviceInfo.WORK_GROUP_LOCAL_MEM_SIZE))
-
-    @property
-    def max_clock_frequency(self) -> int | None:
-        return cast("int | None", self._get(DeviceInfo.MAX_CLOCK_FREQUENCY))
-
-    @property
-    def address_bits(self) -> int | None:
-        return cast("int | None", self._get(DeviceInfo.ADDRESS_BITS))
+    # the common properties (None when the backend does not report one); ``info`` has them all
+    product_name, vendor, driver_version, uid = _reported(str, "PRODUCT_NAME", "VENDOR", "DRIVER_VERSION", "UID")
+    max_work_group_size_per_dimension, = _reported(Dimensions, "MAX_WORK_GROUP_SIZE_PER_DIMENSION")
+    type, = _reported(DeviceType, "TYPE")
+    num_compute_units, max_work_group_size, max_clock_frequency, address_bits = _reported(
+        int, "NUM_COMPUTE_UNITS", "MAX_WORK_GROUP_SIZE", "MAX_CLOCK_FREQUENCY", "ADDRESS_BITS"
+    )
+    global_mem_size, max_mem_alloc_size, work_group_local_mem_size = _reported(
+        int, "GLOBAL_MEM_SIZE", "MAX_MEM_ALLOC_SIZE", "WORK_GROUP_LOCAL_MEM_SIZE"
+    )
 
     # --- factories -------------------------------------------------------------------------
 

@@ -1,36 +1,18 @@
-"""What DLPack and the CUDA array interface need beyond the array itself: a Buffer over another
-library's device memory that the core can copy (registered for the import's lifetime), ordering
+"""What DLPack and the CUDA array interface need beyond the array itself: ordering
 a consumer's stream after the layer's queued work (an event per queue, waited on by that stream;
 a synchronisation where the backend cannot), and the ``__cuda_array_interface__`` dictionary.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from .._values.enums import AllocType, ErrorCode
+from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
-from .._api.sessions import foreign_stream_wait, register_foreign_memory
-from ._buffer import Buffer
-from ._discovery import Device
+from .._api.sessions import foreign_stream_wait
 
 CAI_VERSION = 3
-
-
-def foreign_buffer(address: int, size: int, device: Device, kind: AllocType, owner: Any, readonly: bool) -> Buffer:
-    """A non-owning Buffer over memory a producer keeps alive through ``owner``; memory of a
-    non-host device is registered with the core (``register_foreign_memory``) while the Buffer lives,
-    so copies and fills accept it."""
-    holder = Buffer.wrap(address, size, device, kind, owner=owner, readonly=readonly)
-    if not device.is_host:
-        registration = register_foreign_memory(device.handle, address, size)
-        if registration.registered:
-            # a finalizer may run inside a copy's hold: release keeps `owner` (the producer's
-            # memory) until the copies that checked the range before have ended, and returns at once
-            weakref.finalize(holder, registration.release, owner, False)
-    return holder
 
 
 def consumer_stream(device_type_is_cuda: bool, stream: Any) -> int:

@@ -1,14 +1,14 @@
-"""The layer's classes that a lower module makes but cannot import.
+"""The classes that a class below them makes: the object layer's one late binding.
 
-Imports in ``offload.objects`` flow one way: ``_discovery`` (devices) at the bottom, then
-``_context`` (contexts of devices), ``_buffer`` (memory, taking a Device and a Context), then
-``_array`` (typed views made of Buffers), ``_queue`` and ``_program`` above. Public methods make
-objects of a class above them: ``Platform.default_context`` (a Context), ``Device.alloc`` (a
-Buffer), ``Device.queue``, ``Device.load_program``, the factories of ``Context`` (Buffers, Arrays,
-queues, programs), and ``Buffer.view`` / ``Buffer.__dlpack__`` (an Array); a copy also tells Arrays
-from other sources. Those methods find the class (or function) here:
-``objects/__init__`` registers each one (``register``) once its module is imported, before any
-object can be made.
+The layer's public API refers both ways: ``Device.alloc`` makes a Buffer and ``Buffer.device``
+is a Device; ``Platform.default_context`` makes a Context over the platform's devices;
+``Device.queue``, ``Device.load_program`` and the factories of ``Context`` make Queues, Programs,
+Buffers and Arrays; ``Buffer.view`` makes an Array of a Buffer; ``_copies`` tells Buffers and
+Arrays among a copy's operands. Each such class (or Array constructor) is defined above the
+module that makes it, so that module finds it here, never by importing upward: the module that
+defines it enters it in ``MAKERS`` (``MAKERS.buffer = Buffer`` is the last line of ``_buffer``), and ``offload.objects`` imports every module before any object can be made.
+Nothing else of the layer is bound late: what a lower module only reads of a higher object it
+types by a protocol (``_memory.BufferLike``) or the object's record (``_records.QueueRecord``).
 """
 
 from __future__ import annotations
@@ -25,31 +25,17 @@ if TYPE_CHECKING:
 
 
 class Makers:
-    """The registered classes (read them as attributes: ``MAKERS.array``)."""
+    """The entered classes and constructors (read them as attributes: ``MAKERS.array``)."""
 
     __slots__ = ("context", "buffer", "array", "queue", "program", "empty", "to_device")
 
-    context: type[Context]
-    buffer: type[Buffer]
-    array: type[Array]
-    queue: type[Queue]
-    program: type[Program]
-    empty: Callable[..., Array]
-    to_device: Callable[..., Array]
+    context: type[Context]  # _context
+    buffer: type[Buffer]  # _buffer
+    array: type[Array]  # _array
+    queue: type[Queue]  # _queue
+    program: type[Program]  # _program
+    empty: Callable[..., Array]  # _creation
+    to_device: Callable[..., Array]  # _creation
 
 
 MAKERS = Makers()
-
-
-def register(
-    *, context: type[Context], buffer: type[Buffer], array: type[Array], queue: type[Queue], program: type[Program],
-    empty: Callable[..., Array], to_device: Callable[..., Array],
-) -> None:
-    """Record the classes (and Array constructors) the lower modules make (called once, by ``objects/__init__``)."""
-    MAKERS.context = context
-    MAKERS.empty = empty
-    MAKERS.to_device = to_device
-    MAKERS.buffer = buffer
-    MAKERS.array = array
-    MAKERS.queue = queue
-    MAKERS.program = program

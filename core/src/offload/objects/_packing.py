@@ -24,20 +24,11 @@ from ._converters import (
 from ._records import STAMPS
 from ._signature import Pointee
 
+# the struct code of each parameter kind and size ("=": standard sizes, no alignment)
 _CODES = {
-    ("pointer", 8): "Q",
-    ("pointer", 4): "I",
-    ("int", 1): "b",
-    ("int", 2): "h",
-    ("int", 4): "i",
-    ("int", 8): "q",
-    ("uint", 1): "B",
-    ("uint", 2): "H",
-    ("uint", 4): "I",
-    ("uint", 8): "Q",
-    ("float", 2): "e",
-    ("float", 4): "f",
-    ("float", 8): "d",
+    (kind, struct.calcsize("=" + code)): code
+    for kind, codes in (("int", "bhiq"), ("uint", "BHIQ"), ("float", "efd"), ("pointer", "IQ"))
+    for code in codes
 }
 
 

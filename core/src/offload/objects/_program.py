@@ -33,6 +33,7 @@ from ._bysize import by_classes
 from ._packing import Packer
 from ._signature import Pointee, declared_signature, merged_params, reported_pointees
 from ._params import kernel_params
+from ._makers import MAKERS
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -54,7 +55,7 @@ def _unload(ctx: Session, handle: ProgramHandle) -> None:
             pass  # destroyed through the flat API meanwhile
 
 
-class Program(_session.HandleOwner[ProgramHandle]):
+class Program(_session.Closing, _session.HandleOwner[ProgramHandle]):
     """A program image loaded on one device, owned by ``context`` (default: the platform's default
     context); unloaded by ``close()``, ``with`` or the GC.
 
@@ -153,12 +154,6 @@ class Program(_session.HandleOwner[ProgramHandle]):
         self._kernels.clear()
         self._finalizer()
         _session.drain()
-
-    def __enter__(self) -> Program:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = " (closed)" if self.closed else ""
@@ -355,3 +350,6 @@ def same_call(m: LaunchVerdict, args: tuple[Any, ...], grid: Extent, block: Exte
         )
     except Exception:  # an argument's own __eq__ failed (a numpy array): not the same call
         return False
+
+
+MAKERS.program = Program  # (for Device.load_program and Context.load_program: see _makers)

@@ -33,6 +33,7 @@ from ._copies import endpoint, fast_copy
 from ._memory import memcpy, wrong_type
 from ._program import Kernel, same_call
 from ._records import QUEUE_COPY, QueueRecord, copying, relaunching
+from ._makers import MAKERS
 
 if TYPE_CHECKING:
     from .._api.sessions import Session
@@ -234,7 +235,7 @@ def _call(packed: tuple[Callable[..., object], tuple[Any, ...]]) -> None:
     function(*args)
 
 
-class Event(_session.HandleOwner[EventHandle]):
+class Event(_session.Closing, _session.HandleOwner[EventHandle]):
     """A point in a queue's work: complete once everything enqueued before it is."""
 
     __slots__ = ("_handle", "_finalizer", "_queue", "__weakref__")
@@ -272,11 +273,8 @@ class Event(_session.HandleOwner[EventHandle]):
     def close(self) -> None:
         self._finalizer()
 
-    def __enter__(self) -> Event:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"<offload.objects.Event of queue #{self._queue.handle.id}>"
+
+
+MAKERS.queue = Queue  # (for Device.queue and Context.queue: see _makers)

@@ -303,9 +303,8 @@ class HandleOwner(Generic[H]):
         return not self._finalizer.alive
 
 
-class ClosedOnExit:
-    """``with`` for an object whose ``close()`` may refuse: leaving the block closes it; when the
-    block raised, an OffloadError of ``close()`` is dropped (the block's exception is the one to see)."""
+class Closing:
+    """``with`` for an object with ``close()``: leaving the block closes it."""
 
     __slots__ = ()
 
@@ -315,8 +314,18 @@ class ClosedOnExit:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ClosedOnExit(Closing):
+    """``with`` for an object whose ``close()`` may refuse: leaving the block closes it; when the
+    block raised, an OffloadError of ``close()`` is dropped (the block's exception is the one to see)."""
+
+    __slots__ = ()
+
+    def __exit__(self, *exc: object) -> None:
+        if not exc or exc[0] is None:  # (exc: the block's exception type, value and traceback)
             self.close()
             return
         try:

@@ -1,5 +1,5 @@
 """Builds offload-core's optional C extensions, offload._compiled._fastpath (the compiled per-call path,
-core/DESIGN.md "The compiled path") and offload.objects._replay (the object layer's records and the
+core/DESIGN.md "The compiled path") and offload.objects._compiled._replay (the object layer's records and the
 C methods replaying its copy and launch verdicts); everything else lives in pyproject.toml.
 
 The extensions are optional: where they cannot be compiled (no C compiler, no Python headers) the
@@ -26,6 +26,6 @@ setup(
             ["_compiled/_fastpath.c", "_compiled/_fastpath_ops.c", "_compiled/_tracerec.c", "_compiled/_tracefifo.c", "_compiled/_tracelaunch.c", "_compiled/_verdicts.c", "_compiled/_config.c"],
             ["_compiled/_fastpath.h", "_compiled/_tracerec.h", "include/offload_native.h"],
         ),
-        optional("offload.objects._replay", ["objects/_replay.c"], ["objects/_cmethod.h", "objects/_replay.h"]),
+        optional("offload.objects._compiled._replay", ["objects/_compiled/_replay.c"], ["objects/_compiled/_cmethod.h", "objects/_compiled/_replay.h"]),
     ],
 )

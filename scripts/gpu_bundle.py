@@ -45,7 +45,7 @@ NODE_LACKS = ("structlog",)
 RUN_NEEDS = {"offload_testing.suite": "offload-testing", "pluggy": "pluggy", "structlog": "structlog", "cuda.bindings.driver": "cuda-bindings",
              "pytest": "pytest", "hypothesis": "hypothesis", "numpy": "numpy"}  # fmt: skip
 #: The extensions whose absence means the run measures the pure-Python path only.
-COMPILED = ("offload._compiled._fastpath", "offload.objects._replay", "offload_host._native", "offload_cuda._native")
+COMPILED = ("offload._compiled._fastpath", "offload.objects._compiled._replay", "offload_host._native", "offload_cuda._native")
 MAX_BYTES = 48 << 20  # the node takes 64 MiB of files in all: the checkout needs the rest
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64")  # fmt: skip

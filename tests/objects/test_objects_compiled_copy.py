@@ -1,4 +1,4 @@
-"""The replayed copies (``offload.objects._replay``, objects/_records.py): ``Buffer.copy_from``,
+"""The replayed copies (``offload.objects._compiled._replay``, objects/_records.py): ``Buffer.copy_from``,
 ``Buffer.copy_to``, ``Array.copy_from`` and ``Queue.copy`` decide in Python (``fast_copy``), which
 publishes a verdict on the destination where the compiled path runs; the C methods replay a
 verdict for exactly the call it was made for and hand every other call to the Python method.
@@ -148,7 +148,7 @@ def test_the_methods_are_compiled_exactly_where_the_compiled_path_runs() -> None
         assert method.__qualname__ == name and method.__doc__
     probe = "from offload.objects import Buffer, Array, Queue; print(*(type(m).__name__ for m in " \
             "(Buffer.copy_from, Buffer.copy_to, Array.copy_from, Queue.copy)))"
-    unbuilt = "import sys; sys.modules['offload.objects._replay'] = None; "  # as if built without a compiler
+    unbuilt = "import sys; sys.modules['offload.objects._compiled._replay'] = None; "  # as if built without a compiler
     for switch, code in (("0", probe), ("1", unbuilt + probe)):
         env = {**os.environ, "OFFLOAD_COMPILED": switch}
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -230,7 +230,7 @@ def test_a_new_object_at_a_dead_one_s_address_is_not_it(host: offload.objects.De
 def test_the_declared_interface_is_the_extension_s() -> None:
     """``_records`` declares the names and version ``_replay.h`` gives its C structs; an extension
     of another version (or records without the declared fields) is not used."""
-    sources = Path(__file__).resolve().parents[2] / "core" / "src" / "offload" / "objects"  # (the checkout's)
+    sources = Path(__file__).resolve().parents[2] / "core" / "src" / "offload" / "objects" / "_compiled"  # (the checkout's)
     header = (sources / "_replay.h").read_text()
     assert f"#define OFFLOAD_REPLAY_VERSION {_records.VERSION}" in header
     for field in (*_records.MEMORY_FIELDS, *_records.QUEUE_FIELDS, *_records.KERNEL_FIELDS, *_records.STAMP_FIELDS):
@@ -246,7 +246,7 @@ def test_the_declared_interface_is_the_extension_s() -> None:
     other = type("Other", (), {**vars(_records._replay), "VERSION": _records.VERSION + 1})
     assert _records._declared(other) is False
     if _records.ACTIVE:
-        assert type(_records.STAMPS).__module__ == "offload.objects._replay"
+        assert type(_records.STAMPS).__module__ == "offload.objects._compiled._replay"
         assert Buffer.__mro__[1] is _records._replay.MemoryRecord and Queue.__mro__[1] is _records._replay.QueueRecord
 
 

@@ -1,4 +1,4 @@
-"""The replayed launch (``offload.objects._replay``, objects/_records.py): Python decides whether a
+"""The replayed launch (``offload.objects._compiled._replay``, objects/_records.py): Python decides whether a
 launch may reuse the kernel's remembered one (``same_call``) and remembers launches as
 ``LaunchVerdict``s; ``Queue.launch`` and ``Kernel.launch`` replay a verdict in C where the
 compiled path runs, for the very argument objects it was made with (its scalars by class and
@@ -49,7 +49,7 @@ def test_the_methods_are_compiled_exactly_where_the_compiled_path_runs() -> None
         assert (type(method).__name__ == "Relauncher") is _records.ACTIVE
         assert method.__name__ == "launch" and "packed" in (Kernel.launch.__doc__ or "") + (Queue.launch.__doc__ or "")
     probe = "from offload.objects import Queue, Kernel; print(type(Queue.launch).__name__, type(Kernel.launch).__name__)"
-    unbuilt = "import sys; sys.modules['offload.objects._replay'] = None; "  # as if built without a compiler
+    unbuilt = "import sys; sys.modules['offload.objects._compiled._replay'] = None; "  # as if built without a compiler
     for switch, code in (("0", probe), ("1", unbuilt + probe)):
         env = {**os.environ, "OFFLOAD_COMPILED": switch}
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

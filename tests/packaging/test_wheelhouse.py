@@ -221,7 +221,7 @@ def test_the_core_wheel_carries_the_compiled_path(wheelhouse: pathlib.Path) -> N
     with zipfile.ZipFile(wheels[0]) as wheel:
         assert [n for n in wheel.namelist() if re.fullmatch(r"offload/_compiled/_fastpath\..*\.so", n)], wheel.namelist()
         assert "offload/_api/generated/__init__.py" in wheel.namelist(), wheel.namelist()
-        assert [n for n in wheel.namelist() if re.fullmatch(r"offload/objects/_replay\..*\.so", n)], wheel.namelist()
+        assert [n for n in wheel.namelist() if re.fullmatch(r"offload/objects/_compiled/_replay\..*\.so", n)], wheel.namelist()
 
 
 def test_the_core_builds_without_a_compiler_into_the_python_path(wheelhouse: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -1,5 +1,5 @@
 """The object layer's records and verdicts: the Python side of the interface of
-``offload.objects._replay`` (``_replay.h``, version ``VERSION``; "verdicts, not twins").
+``offload.objects._compiled._replay`` (``_replay.h``, version ``VERSION``; "verdicts, not twins").
 
 The copy and launch decisions are written once, here in Python (``_buffer.fast_copy``,
 ``Kernel._run`` and ``same_call``). Having decided, Python publishes a verdict on a record: a
@@ -36,7 +36,7 @@ LAUNCH_FIELDS = (
 )  # fmt: skip
 
 try:
-    import offload.objects._replay as _replay  # (by its full name: an extension module)
+    import offload.objects._compiled._replay as _replay  # (by its full name: an extension module)
 except ImportError:  # built without a compiler: the Python methods and records
     _replay = None  # type: ignore[assignment]
 

@@ -1,4 +1,4 @@
-"""Type stub of the C extension offload.objects._replay (see _replay.h, _replay.c and _records.py)."""
+"""Type stub of the C extension offload.objects._compiled._replay (see _replay.h, _replay.c and _records.py)."""
 
 from collections.abc import Callable
 from typing import Any, Final

@@ -1,5 +1,5 @@
 /* _replay.h - the declared interface between the object layer's Python and its C methods
- * (offload.objects._replay), version OFFLOAD_REPLAY_VERSION. objects/_records.py declares the same
+ * (offload.objects._compiled._replay), version OFFLOAD_REPLAY_VERSION. objects/_records.py declares the same
  * names and version on the Python side and refuses an extension of another version.
  *
  * "Verdicts, not twins": the copy and launch decisions are written once, in Python

@@ -1,4 +1,4 @@
-/* _replay.c - offload.objects._replay: the object layer's records, verdicts and the C methods
+/* _replay.c - offload.objects._compiled._replay: the object layer's records, verdicts and the C methods
  * that replay them (the interface: _replay.h; the Python side: _records.py).
  *
  * A `Copier` is Buffer.copy_from, Buffer.copy_to, Array.copy_from or Queue.copy; a `Relauncher`
@@ -101,7 +101,7 @@ static PyMemberDef kernel_members[] = {
 
 #define RECORD_TYPE(name, ctype, doc, prefix, make)                                                              \
   {                                                                                                             \
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._replay." name, .tp_basicsize = sizeof(ctype),     \
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._compiled._replay." name, .tp_basicsize = sizeof(ctype),     \
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, .tp_doc = doc,                     \
     .tp_new = make, .tp_dealloc = prefix##_dealloc, .tp_traverse = prefix##_traverse,                            \
     .tp_clear = prefix##_clear, .tp_members = prefix##_members,                                                 \
@@ -137,7 +137,7 @@ static PyMemberDef stamps_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 static PyTypeObject StampsType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._replay.Stamps", .tp_basicsize = sizeof(Stamps),
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._compiled._replay.Stamps", .tp_basicsize = sizeof(Stamps),
     .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = "The stamps verdicts are made under (one object: STAMPS).",
     .tp_methods = stamps_methods, .tp_members = stamps_members,
 };
@@ -211,7 +211,7 @@ static PyMemberDef copy_verdict_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 static PyTypeObject CopyVerdictType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._replay.CopyVerdict",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._compiled._replay.CopyVerdict",
     .tp_basicsize = sizeof(offload_copy_verdict), .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A copy verdict (made by publish_copy): see _replay.h", .tp_dealloc = copy_verdict_dealloc,
     .tp_members = copy_verdict_members,
@@ -295,7 +295,7 @@ static PyMemberDef launch_verdict_members[] = {
 #undef LV_MEMBER
 
 static PyTypeObject LaunchVerdictType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._replay.LaunchVerdict",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "offload.objects._compiled._replay.LaunchVerdict",
     .tp_basicsize = sizeof(offload_launch_verdict), .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "LaunchVerdict(args, grid, block, shared_memory, closes, launch, device, kernel, data, sizes, first, "
               "first_class, second, second_class, owner): see _replay.h",
@@ -459,7 +459,7 @@ static PyObject *copier_counts(Copier *self, void *closure) {
 static PyGetSetDef copier_getset[] = CMETHOD_GETSET(copier_counts, "{'fast', 'deferred'}: calls replayed here / made by the fallback");
 
 static PyTypeObject CopierType = CMETHOD_TYPE(
-    "offload.objects._replay.Copier", Copier,
+    "offload.objects._compiled._replay.Copier", Copier,
     "Copier(fallback, kind, positional, keywords, defaults, destination, source, queue): a copy method replaying "
     "the CopyVerdict on its destination",
     copier_new, copier_getset);
@@ -599,7 +599,7 @@ static PyGetSetDef relauncher_getset[] =
     CMETHOD_GETSET(relauncher_counts, "{'fast', 'packed', 'deferred'}: calls replayed here / handed to miss / made by the fallback");
 
 static PyTypeObject RelauncherType = CMETHOD_TYPE(
-    "offload.objects._replay.Relauncher", Relauncher,
+    "offload.objects._compiled._replay.Relauncher", Relauncher,
     "Relauncher(fallback, queued, keywords, defaults, shared, miss): Queue.launch (queued) or Kernel.launch replaying "
     "the kernel's LaunchVerdicts",
     relauncher_new, relauncher_getset);
@@ -626,7 +626,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "offload.objects._replay", "The object layer's records, verdicts and replaying methods (see _replay.h)",
+    PyModuleDef_HEAD_INIT, "offload.objects._compiled._replay", "The object layer's records, verdicts and replaying methods (see _replay.h)",
     -1, methods, NULL, NULL, NULL, NULL,
 };
 

@@ -18,7 +18,8 @@ the contract, this module helps keep it).
 - ``ResourcePool``: driver resources (streams, events) kept for reuse.
 - ``launch_extent``: the exact launch-buffer extent a driver must be given.
 - ``report_device_fault``: a device that faulted for good (an illegal address, a kernel's
-  SIGSEGV): the core then refuses the copies and fills of its memory that it makes itself.
+  SIGSEGV): the core then refuses the copies and fills of its memory that it makes itself;
+  ``report_current_fault``: that, for the device a driver names current after a sticky failure.
 
 Imports only the bottom of the core (enums, errors, types) and the contract's ``hookimpl``: a
 backend may use it from any hook.
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from .._values.enums import ErrorCode
@@ -53,6 +54,7 @@ __all__ = [
     "off_thread",
     "queue_name",
     "raise_kept_errors",
+    "report_current_fault",
     "report_device_fault",
 ]
 
@@ -115,6 +117,20 @@ class KeptErrors:
         errors = kept[:]
         del kept[: len(errors)]  # one kept meanwhile stays for the next call
         raise_kept_errors(errors, f"a host function on {queue_name(self)}", f"host functions on {queue_name(self)}")
+
+
+def report_current_fault(error: OffloadError, devices: Mapping[int, Any], current: Callable[[], Any]) -> None:
+    """A driver's sticky failure (its context or device takes no more work): report ``error``
+    (``report_device_fault``) for the device of ``devices`` (the backend's, by the key its driver
+    names the current one with) that ``current()`` names, a driver result tuple ``(status, key)``
+    (``cuCtxGetCurrent``, ``hipGetDevice``); nothing where the driver cannot say or names none."""
+    try:
+        status, key = current()
+        device = None if int(status) else devices.get(int(key))
+    except Exception:  # (the driver cannot say: the error stands alone)
+        device = None
+    if device is not None:
+        report_device_fault(device, error)
 
 
 class DriverHooks:

@@ -7,17 +7,18 @@ module belongs to the device it was loaded on: HIP aborts on a mismatch).
 
 From a host function (a thread HIP runs the function on, which must not call HIP): the releases
 the core may ask there (``mem_free``, ``unload_binary``, the final teardown's hooks) are deferred
-until the function has returned (``HostCalls.deferring``, ``offload.backend.support``).
+until the function has returned (``DriverHooks.run_or_defer``, ``offload.backend.support``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from offload import AllocType, DeviceInfo, KernelParam, MemMigrationFlag, SymbolKind, hookimpl
 from offload.backend.native import NativeExtension, NativeHooks
+from offload.backend.support import DriverHooks
 
 from . import _build, _code_object, _cooperative, _device, _launch, _memory, _queue
 from ._device import HipDevice
@@ -33,7 +34,7 @@ log = logging.getLogger("offload_amdgpu")
 _NO_DYNAMIC_LIMIT = (1 << 64) - 1
 
 
-class AMDGPUBackend(NativeHooks):
+class AMDGPUBackend(DriverHooks, NativeHooks):
     """The AMDGPU platform: one device per HIP device of this process.
 
     Without a usable HIP runtime or device (no hip-python, no ``libamdhip64.so``, or HIP's own
@@ -55,16 +56,7 @@ class AMDGPUBackend(NativeHooks):
         """``unavailable_reason`` under its earlier name."""
         return self.unavailable_reason
 
-    def _deferring(self, work: Callable[[], None]) -> bool:
-        """On a host function's thread: keep ``work`` for after the function, return True."""
-        host_calls = self.host_calls
-        return host_calls is not None and host_calls.deferring(None, work)
-
-    # --- lifecycle -----------------------------------------------------------------------------
-
-    @hookimpl
-    def no_devices_reason(self) -> str | None:
-        return self.unavailable_reason
+    # --- lifecycle (deinit, no_devices_reason: DriverHooks) ----------------------------------
 
     @hookimpl
     def init(self) -> list[HipDevice]:
@@ -76,7 +68,7 @@ class AMDGPUBackend(NativeHooks):
             return []
         self.hip = hip
         self.native = native = NativeExtension("offload_amdgpu._native")
-        self.host_calls = HostCalls(hip, native)
+        self.host_calls = HostCalls("offload-amdgpu", hip, native)
         self.devices = [HipDevice(hip, i, _device.read_target(hip, i), count > 1) for i in range(count)]
         for device in self.devices:
             device.native_record = native.device_record(0, device.ordinal, device.select)
@@ -84,15 +76,9 @@ class AMDGPUBackend(NativeHooks):
         return list(self.devices)
 
     @hookimpl
-    def deinit(self) -> None:
-        if not self._deferring(self.deinit):
-            self.devices = []
-
-    @hookimpl
     def deinit_device(self, device: HipDevice) -> None:
         FAULTABLE.pop(device.ordinal, None)
-        if not self._deferring(lambda: _queue.release_device(device)):
-            _queue.release_device(device)
+        self.run_or_defer(lambda: _queue.release_device(device))
 
     @hookimpl
     def get_device_info(self, device: HipDevice) -> Mapping[DeviceInfo, Any]:
@@ -122,8 +108,7 @@ class AMDGPUBackend(NativeHooks):
 
     @hookimpl
     def unload_binary(self, device: HipDevice, image: HipImage) -> None:
-        if not self._deferring(lambda: image.unload(device)):
-            image.unload(device)
+        self.run_or_defer(lambda: image.unload(device))
 
     @hookimpl
     def get_kernel(self, device: HipDevice, image: HipImage, name: str) -> HipKernel:
@@ -178,8 +163,7 @@ class AMDGPUBackend(NativeHooks):
 
     @hookimpl
     def mem_free(self, device: HipDevice, address: int, alloc_type: AllocType) -> None:
-        if not self._deferring(lambda: _memory.free(device, address, alloc_type)):
-            _memory.free(device, address, alloc_type)
+        self.run_or_defer(lambda: _memory.free(device, address, alloc_type))
 
     @hookimpl
     def mem_alloc_async(self, device: HipDevice, queue: HipQueue, alloc_type: AllocType, size: int) -> int:
@@ -187,8 +171,7 @@ class AMDGPUBackend(NativeHooks):
 
     @hookimpl
     def mem_free_async(self, device: HipDevice, queue: HipQueue, address: int) -> None:
-        if not self._deferring(lambda: _memory.free_async(device, queue.stream, address)):
-            _memory.free_async(device, queue.stream, address)
+        self.run_or_defer(lambda: _memory.free_async(device, queue.stream, address))
 
     @hookimpl
     def mem_register(self, device: HipDevice, address: int, size: int, lock: bool) -> int:
@@ -220,40 +203,26 @@ class AMDGPUBackend(NativeHooks):
     def data_fill(self, device: HipDevice, address: int, pattern: bytes, size: int, queue: HipQueue | None) -> None:
         _memory.fill(device, address, pattern, size, None if queue is None else queue.stream)
 
-    # --- queues and events ---------------------------------------------------------------------
+    # --- queues and events (synchronize, has_pending_work, enqueue_host_call: DriverHooks) -------
+
+    queue_busy = staticmethod(_queue.stream_busy)
+
+    def wait_queue(self, queue: HipQueue) -> None:
+        """HIP's wait for the queue's stream, polling while host functions are queued (``HostCalls.wait``)."""
+        assert self.host_calls is not None
+        self.host_calls.wait(queue)
 
     @hookimpl
     def create_queue(self, device: HipDevice) -> HipQueue:
-        queue = _queue.create_queue(device)
-        if self.native is not None:
-            queue.native_record = self.native.queue_record(queue.stream)
-        return queue
+        return self.with_queue_record(_queue.create_queue(device))
 
     @hookimpl
     def adopt_stream(self, device: HipDevice, stream: int) -> HipQueue:
-        queue = _queue.adopt(device, stream)
-        if self.native is not None:
-            queue.native_record = self.native.queue_record(queue.stream)
-        return queue
+        return self.with_queue_record(_queue.adopt(device, stream))
 
     @hookimpl
     def queue_stream(self, device: HipDevice, queue: HipQueue) -> int:
         return int(queue.stream)
-
-    @hookimpl
-    def synchronize(self, device: HipDevice, queue: HipQueue, release: bool) -> None:
-        assert self.host_calls is not None
-        self.host_calls.synchronize(queue, release, self.host_calls.wait, _queue.recycle)
-
-    @hookimpl
-    def has_pending_work(self, device: HipDevice, queue: HipQueue) -> bool:
-        assert self.host_calls is not None
-        return self.host_calls.has_pending_work(queue, _queue.stream_busy)
-
-    @hookimpl
-    def enqueue_host_call(self, device: HipDevice, queue: HipQueue, callback: Callable[[], None]) -> None:
-        assert self.host_calls is not None
-        self.host_calls.enqueue(queue, callback)
 
     @hookimpl
     def create_event(self, device: HipDevice, queue: HipQueue) -> HipEvent:

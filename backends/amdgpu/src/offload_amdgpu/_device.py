@@ -56,6 +56,12 @@ class HipDevice:
         if self.select:
             check(self.hip, self.hip.hipSetDevice(self.ordinal), "hipSetDevice")
 
+    def recycle(self, queue: Any) -> None:
+        """A released queue's stream back to ``streams`` (``synchronize``); an adopted stream
+        stays its owner's."""
+        if not queue.adopted:
+            self.streams.release(queue.stream)
+
     def _create_stream(self) -> Any:
         self.activate()
         return check(self.hip, self.hip.hipStreamCreateWithFlags(HIP_STREAM_NON_BLOCKING), "hipStreamCreateWithFlags")

@@ -1,5 +1,5 @@
 """Loading the HIP runtime through hip-python (imported here only, on first use), and the one
-result check of every HIP call.
+result check of every HIP call (``check``, ``ready``: ``offload.backend.support.DriverResults``).
 
 hip-python imports without a runtime and dlopens ``libamdhip64.so`` at its first call; a missing
 library is a plain ``RuntimeError``. Importing hip-python costs ~80 ms, so ``load()`` first opens
@@ -20,10 +20,12 @@ import ctypes
 import os
 from typing import Any
 
+from offload.backend.support import DriverResults
+
 from ._errors import hip_error_text, raise_for
 from ._versions import bindings, check_match, runtime_version
 
-__all__ = ["NO_DEVICE_STATUSES", "DriverUnavailable", "check", "find_runtime", "import_hip", "load", "runtime_path"]
+__all__ = ["NO_DEVICE_STATUSES", "DriverUnavailable", "check", "find_runtime", "import_hip", "load", "ready", "runtime_path"]
 
 #: hipErrorNoDevice, hipErrorInvalidDevice (what HIP 5.2 answers hipInit with on a machine without AMD GPU).
 NO_DEVICE_STATUSES = frozenset({100, 101})
@@ -90,12 +92,8 @@ def load() -> tuple[Any, int]:
     return hip, int(count)
 
 
-def check(hip: Any, returned: Any, call: str) -> Any:
-    """Unpack a hip-python result tuple ``(hipError_t, *values)``: raise on failure, else the
-    value (None for none, a tuple for several)."""
-    status = returned[0]
-    if status:
-        raise_for(hip, status, call)
-    if len(returned) == 1:
-        return None
-    return returned[1] if len(returned) == 2 else returned[1:]
+#: ``check(hip, returned, call)``: unpack a hip-python result tuple ``(hipError_t, *values)``,
+#: raising on failure; ``ready(hip, returned, call)``: a query's answer (hipErrorNotReady: False).
+_RESULTS = DriverResults(raise_for, not_ready=600)
+check = _RESULTS.check
+ready = _RESULTS.ready

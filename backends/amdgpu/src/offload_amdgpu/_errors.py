@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from offload import ErrorCode
-from offload.backend.support import DriverError, report_device_fault
+from offload.backend.support import DriverError, report_current_fault
 
 __all__ = [
     "ERROR_CODES", "FAULTABLE", "HIP_ERROR_CODES", "STICKY", "HipError", "error_code", "hip_error_text", "raise_for",
@@ -153,14 +153,9 @@ def raise_for(hip: Any, status: Any, call: str) -> NoReturn:
     string in the details."""
     value = int(status)
     error = HipError(error_code(value), f"{call} failed: {hip_error_text(hip, status)}", value)
-    if value in STICKY and FAULTABLE:
-        try:  # (one device is the current one; hipGetDevice may itself answer the fault)
-            returned = (0, *FAULTABLE) if len(FAULTABLE) == 1 else hip.hipGetDevice()
-            device = FAULTABLE.get(int(returned[1])) if not int(returned[0]) else None
-        except Exception:  # (the runtime cannot say: the error stands alone)
-            device = None
-        if device is not None:
-            report_device_fault(device, error)
+    if value in STICKY and FAULTABLE:  # (one device is the current one; hipGetDevice may itself answer the fault)
+        current = (lambda: (0, *FAULTABLE)) if len(FAULTABLE) == 1 else hip.hipGetDevice
+        report_current_fault(error, FAULTABLE, current)
     raise error
 
 

@@ -12,6 +12,7 @@ as hookspecs promises).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from offload import AllocType
@@ -98,26 +99,25 @@ def unregister(device: HipDevice, address: int) -> None:
     check(hip, hip.hipHostUnregister(address), "hipHostUnregister")
 
 
-def data_submit(device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-    """The ``data_submit`` hook itself (``AMDGPUBackend`` binds it: the hot path has no glue frame)."""
-    if queue is not None:  # the hot path: one HIP call
-        status = device.hip.hipMemcpyHtoDAsync(dst, src, size, queue.stream)[0]
-        if status:
-            raise_for(device.hip, status, "hipMemcpyHtoDAsync")
-        return
-    device.activate()
-    _finish(device, "hipMemcpyHtoDAsync", device.hip.hipMemcpyHtoDAsync(dst, src, size, None)[0], None)
+def _copy_hook(call: str) -> Callable[[HipDevice, int, int, int, HipQueue | None], None]:
+    """The ``data_submit`` or ``data_retrieve`` hook itself over HIP's ``call`` (``AMDGPUBackend``
+    binds it: the hot path has no glue frame)."""
+
+    def copy(device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
+        copy_async = getattr(device.hip, call)
+        if queue is not None:  # the hot path: one HIP call
+            status = copy_async(dst, src, size, queue.stream)[0]
+            if status:
+                raise_for(device.hip, status, call)
+            return
+        device.activate()
+        _finish(device, call, copy_async(dst, src, size, None)[0], None)
+
+    return copy
 
 
-def data_retrieve(device: HipDevice, dst: int, src: int, size: int, queue: HipQueue | None) -> None:
-    """The ``data_retrieve`` hook itself (as ``data_submit``)."""
-    if queue is not None:
-        status = device.hip.hipMemcpyDtoHAsync(dst, src, size, queue.stream)[0]
-        if status:
-            raise_for(device.hip, status, "hipMemcpyDtoHAsync")
-        return
-    device.activate()
-    _finish(device, "hipMemcpyDtoHAsync", device.hip.hipMemcpyDtoHAsync(dst, src, size, None)[0], None)
+data_submit = _copy_hook("hipMemcpyHtoDAsync")
+data_retrieve = _copy_hook("hipMemcpyDtoHAsync")
 
 
 def copy_rect(

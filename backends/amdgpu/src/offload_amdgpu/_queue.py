@@ -17,11 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend.support import HostFunctions, StreamEvent, StreamQueue, raise_kept_errors
-from offload.backend.native import NativeExtension
+from offload.backend.support import StreamEvent, StreamQueue, raise_kept_errors
+from offload.backend.native import NativeHostFunctions
 
 from ._device import HipDevice
-from ._driver import check
+from ._driver import check, ready
 from ._errors import raise_for
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "destroy_event",
     "event_elapsed_time",
     "is_event_complete",
-    "recycle",
     "release_device",
     "stream_busy",
     "sync_event",
@@ -58,27 +57,19 @@ class HipEvent(StreamEvent):
     queue: HipQueue
 
 
-class HostCalls(HostFunctions):
-    """Python host functions on HIP streams, through ``hipLaunchHostFunc``."""
-
-    def __init__(self, hip: Any, native: NativeExtension) -> None:
-        super().__init__("offload-amdgpu")
-        self._hip = hip
-        self._native = native
-
-    def enqueue(self, queue: HipQueue, callback: Callable[[], None]) -> None:
-        """``HostFunctions.enqueue``, the queue's native record marked first (``NativeExtension.host_call``)."""
-        super().enqueue(queue, self._native.host_call(queue, callback))
+class HostCalls(NativeHostFunctions):
+    """Python host functions on HIP streams, through ``hipLaunchHostFunc`` (``driver``: hip-python's
+    ``hip``)."""
 
     def launch_host_function(self, queue: HipQueue, address: int, key: int) -> None:
-        status = self._hip.hipLaunchHostFunc(queue.stream, address, key)[0]
+        status = self.driver.hipLaunchHostFunc(queue.stream, address, key)[0]
         if status:
-            raise_for(self._hip, status, "hipLaunchHostFunc")
+            raise_for(self.driver, status, "hipLaunchHostFunc")
 
     def wait(self, queue: HipQueue) -> None:
         """HIP's wait for the queue's stream (``synchronize`` calls it), polling while Python host
         functions are queued (``_drain``)."""
-        hip = self._hip
+        hip = self.driver
         _drain(self, hip.hipStreamQuery, queue.stream)
         status = hip.hipStreamSynchronize(queue.stream)[0]
         if status:
@@ -118,22 +109,10 @@ def adopt(device: HipDevice, stream: int) -> HipQueue:
     return HipQueue(device, handle, adopted=True)
 
 
-def recycle(queue: HipQueue) -> None:
-    """The queue's stream back to its device's pool (``HostFunctions.synchronize`` calls it);
-    an adopted stream stays its owner's."""
-    if not queue.adopted:
-        queue.device.streams.release(queue.stream)
-
-
 def stream_busy(queue: HipQueue) -> bool:
     """HIP's answer to ``has_pending_work`` (``HostFunctions.has_pending_work`` asks it)."""
     hip = queue.device.hip
-    status = hip.hipStreamQuery(queue.stream)[0]
-    if not status:
-        return False
-    if int(status) == HIP_ERROR_NOT_READY:
-        return True
-    raise_for(hip, status, "hipStreamQuery")
+    return not ready(hip, hip.hipStreamQuery(queue.stream), "hipStreamQuery")
 
 
 def create_event(device: HipDevice, queue: HipQueue) -> HipEvent:
@@ -174,12 +153,7 @@ def foreign_stream_sync(device: HipDevice, stream: int) -> None:
 
 def is_event_complete(device: HipDevice, event: HipEvent) -> bool:
     hip = device.hip
-    status = hip.hipEventQuery(event.handle)[0]
-    if not status:
-        return True
-    if int(status) == HIP_ERROR_NOT_READY:
-        return False
-    raise_for(hip, status, "hipEventQuery")
+    return ready(hip, hip.hipEventQuery(event.handle), "hipEventQuery")
 
 
 def sync_event(host_calls: HostCalls, device: HipDevice, event: HipEvent) -> None:

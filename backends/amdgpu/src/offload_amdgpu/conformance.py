@@ -16,16 +16,10 @@ PROGRAMS_ENV = "OFFLOAD_AMDGPU_PROGRAMS"
 
 
 class AMDGPUCapabilities(Capabilities):
-    """Every feature of the suite, occupancy included (through HIP's occupancy API)."""
+    """Every feature of the suite, occupancy included (through HIP's occupancy API); every flag is
+    derived from the hooks. Declared: what the hooks cannot show, the ``global_dtor`` program's
+    ``dtor_out`` and where the programs are."""
 
-    kernel_launch = True
-    host_functions = True
-    events_elapsed_time = True
-    occupancy = True
-    mem_register = True
-    managed_memory = True
-    host_memory = True
-    queued_fill = True
     dtor_out = True
     programs_env = PROGRAMS_ENV
     programs_suffix = ".hsaco"

@@ -4,7 +4,7 @@ glue; the driver calls are made in ``_memory``, ``_queue``, ``_program`` and ``_
 ``queue is None`` (a synchronous operation) runs on the legacy default stream, then waits for it.
 From a host function (a thread the driver runs the function on, which must not call CUDA): the
 releases the core may ask there (``mem_free``, ``unload_binary``, the final teardown's hooks) are
-deferred until the function has returned (``HostCalls.deferring``, ``offload.backend.support``).
+deferred until the function has returned (``DriverHooks.run_or_defer``, ``offload.backend.support``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from offload.backend.support import ResourcePool
+from offload.backend.support import DriverHooks, ResourcePool
 from offload.backend.native import NativeExtension, NativeHooks
 
 from offload import (
@@ -68,8 +68,24 @@ class _DeviceState:
         self.recycle: Callable[[CudaQueue], None] = lambda queue: None if queue.adopted else self.streams.release(queue.stream)
         FAULTABLE[device.context_address] = self  # (a sticky error in its context reports it faulted)
 
+    def release(self) -> None:
+        """Destroy the pooled streams and every event still alive (the core does not destroy
+        events at shutdown), then release the primary context, whatever failed before it."""
+        try:
+            self.device.activate()
+            try:
+                self.streams.destroy()
+            finally:
+                try:
+                    self.events.destroy()
+                finally:
+                    self.pool.release()
+        finally:
+            FAULTABLE.pop(self.device.context_address, None)
+            self.device.release()
 
-class CudaBackend(NativeHooks):
+
+class CudaBackend(DriverHooks, NativeHooks):
     """One CUDA platform: a device per GPU, each on its primary context.
 
     Without a driver (or with one that has no device) ``init`` returns no devices and keeps the
@@ -79,21 +95,12 @@ class CudaBackend(NativeHooks):
 
     def __init__(self) -> None:
         self.driver: Any = None
-        self.states: list[_DeviceState] = []
+        self.devices: list[_DeviceState] = []
         self.unavailable_reason: str | None = None
         self.host_calls: HostCalls | None = None
         self.native: NativeExtension | None = None
 
-    def _deferring(self, work: Callable[[], None]) -> bool:
-        """On a host function's thread: keep ``work`` for after the function, return True."""
-        host_calls = self.host_calls
-        return host_calls is not None and host_calls.deferring(None, work)
-
-    # --- lifecycle -----------------------------------------------------------------------------
-
-    @hookimpl
-    def no_devices_reason(self) -> str | None:
-        return self.unavailable_reason
+    # --- lifecycle (deinit, deinit_device, no_devices_reason: DriverHooks) -------------------
 
     @hookimpl
     def init(self) -> list[_DeviceState]:
@@ -116,40 +123,16 @@ class CudaBackend(NativeHooks):
                     skipped.append(f"GPU {ordinal}: {exc.details}{_compute_mode_note(self.driver, ordinal)}")
                     log.warning("offload-cuda: skipping %s", skipped[-1])
                     continue
-                self.states.append(_DeviceState(device, self.native))
+                self.devices.append(_DeviceState(device, self.native))
         except BaseException:
-            for state in self.states:
+            for state in self.devices:
                 FAULTABLE.pop(state.device.context_address, None)
                 state.device.release()
-            self.states = []
+            self.devices = []
             raise
-        if not self.states and skipped:
+        if not self.devices and skipped:
             self.unavailable_reason = "no GPU could be used: " + "; ".join(skipped)
-        return list(self.states)
-
-    @hookimpl
-    def deinit(self) -> None:
-        if not self._deferring(self.deinit):
-            self.states = []
-
-    @hookimpl
-    def deinit_device(self, device: _DeviceState) -> None:
-        """Destroy the pooled streams and every event still alive (the core does not destroy
-        events at shutdown), then release the primary context, whatever failed before it."""
-        if self._deferring(lambda: self.deinit_device(device)):
-            return
-        try:
-            device.device.activate()
-            try:
-                device.streams.destroy()
-            finally:
-                try:
-                    device.events.destroy()
-                finally:
-                    device.pool.release()
-        finally:
-            FAULTABLE.pop(device.device.context_address, None)
-            device.device.release()
+        return list(self.devices)
 
     @hookimpl
     def get_device_info(self, device: _DeviceState) -> Mapping[DeviceInfo, Any]:
@@ -175,8 +158,7 @@ class CudaBackend(NativeHooks):
 
     @hookimpl
     def unload_binary(self, device: _DeviceState, image: CudaImage) -> None:
-        if not self._deferring(lambda: image.unload(device.device)):
-            image.unload(device.device)
+        self.run_or_defer(lambda: image.unload(device.device))
 
     @hookimpl
     def get_kernel(self, device: _DeviceState, image: CudaImage, name: str) -> CudaKernel:
@@ -264,8 +246,7 @@ class CudaBackend(NativeHooks):
 
     @hookimpl
     def mem_free(self, device: _DeviceState, address: int, alloc_type: AllocType) -> None:
-        if not self._deferring(lambda: _memory.free(device.device, address, alloc_type)):
-            _memory.free(device.device, address, alloc_type)
+        self.run_or_defer(lambda: _memory.free(device.device, address, alloc_type))
 
     @hookimpl
     def mem_alloc_async(self, device: _DeviceState, queue: CudaQueue, alloc_type: AllocType, size: int) -> int:
@@ -273,8 +254,7 @@ class CudaBackend(NativeHooks):
 
     @hookimpl
     def mem_free_async(self, device: _DeviceState, queue: CudaQueue, address: int) -> None:
-        if not self._deferring(lambda: device.pool.free(queue.stream, address)):
-            device.pool.free(queue.stream, address)
+        self.run_or_defer(lambda: device.pool.free(queue.stream, address))
 
     @hookimpl
     def mem_register(self, device: _DeviceState, address: int, size: int, lock: bool) -> int:
@@ -311,40 +291,22 @@ class CudaBackend(NativeHooks):
     def data_fill(self, device: _DeviceState, address: int, pattern: bytes, size: int, queue: CudaQueue | None) -> None:
         _memory.fill(device.device, address, pattern, size, None if queue is None else queue.stream)
 
-    # --- queues and events ---------------------------------------------------------------------
+    # --- queues and events (synchronize, has_pending_work, enqueue_host_call: DriverHooks) -------
+
+    wait_queue = staticmethod(_queue.wait)
+    queue_busy = staticmethod(_queue.stream_busy)
 
     @hookimpl
     def create_queue(self, device: _DeviceState) -> CudaQueue:
-        queue = CudaQueue(device.device, device.streams.acquire())
-        if self.native is not None:
-            queue.native_record = self.native.queue_record(queue.stream)
-        return queue
+        return self.with_queue_record(CudaQueue(device.device, device.streams.acquire()))
 
     @hookimpl
     def adopt_stream(self, device: _DeviceState, stream: int) -> CudaQueue:
-        queue = _queue.adopt(device.device, stream)
-        if self.native is not None:
-            queue.native_record = self.native.queue_record(queue.stream)
-        return queue
+        return self.with_queue_record(_queue.adopt(device.device, stream))
 
     @hookimpl
     def queue_stream(self, device: _DeviceState, queue: CudaQueue) -> int:
         return int(queue.stream)
-
-    @hookimpl
-    def synchronize(self, device: _DeviceState, queue: CudaQueue, release: bool) -> None:
-        assert self.host_calls is not None
-        self.host_calls.synchronize(queue, release, _queue.wait, device.recycle)
-
-    @hookimpl
-    def has_pending_work(self, device: _DeviceState, queue: CudaQueue) -> bool:
-        assert self.host_calls is not None
-        return self.host_calls.has_pending_work(queue, _queue.stream_busy)
-
-    @hookimpl
-    def enqueue_host_call(self, device: _DeviceState, queue: CudaQueue, callback: Callable[[], None]) -> None:
-        assert self.host_calls is not None
-        self.host_calls.enqueue(queue, callback)
 
     @hookimpl
     def create_event(self, device: _DeviceState, queue: CudaQueue) -> CudaEvent:

@@ -28,6 +28,7 @@ import types
 from typing import Any
 
 from offload import ErrorCode, OffloadError
+from offload.backend.support import DriverResults
 
 from ._errors import raise_for
 
@@ -39,6 +40,7 @@ __all__ = [
     "adapt",
     "bindings_major",
     "check",
+    "ready",
     "find_driver",
     "load",
     "version_text",
@@ -194,11 +196,8 @@ def load() -> tuple[Any, int]:
     return adapt(driver, bindings_version), int(count)
 
 
-def check(driver: Any, returned: Any, call: str) -> Any:
-    """Unpack a bindings result tuple ``(CUresult, *values)``: raise on failure, else the value(s)."""
-    result = returned[0]
-    if result:
-        raise_for(driver, result, call)
-    if len(returned) == 1:
-        return None
-    return returned[1] if len(returned) == 2 else returned[1:]
+#: ``check(driver, returned, call)``: unpack a bindings result tuple ``(CUresult, *values)``, raising
+#: on failure; ``ready(driver, returned, call)``: a query's answer (CUDA_ERROR_NOT_READY: False).
+_RESULTS = DriverResults(raise_for, not_ready=600)
+check = _RESULTS.check
+ready = _RESULTS.ready

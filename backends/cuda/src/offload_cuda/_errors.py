@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from offload import ErrorCode
-from offload.backend.support import DriverError, report_device_fault
+from offload.backend.support import DriverError, report_current_fault
 
 __all__ = ["ERROR_CODES", "FAULTABLE", "STICKY", "CudaError", "error_code", "raise_for"]
 
@@ -82,11 +82,5 @@ def raise_for(driver: Any, result: Any, call: str) -> None:
     value = int(result)
     error = CudaError(error_code(value), f"{call}: {_describe(driver, value)}", value)
     if value in STICKY and FAULTABLE:
-        try:
-            status, current = driver.cuCtxGetCurrent()
-            device = None if int(status) else FAULTABLE.get(int(current))
-        except Exception:  # (the driver cannot say: the error stands alone)
-            device = None
-        if device is not None:
-            report_device_fault(device, error)
+        report_current_fault(error, FAULTABLE, driver.cuCtxGetCurrent)
     raise error

@@ -16,15 +16,14 @@ host backend does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from offload import ErrorCode, OffloadError
-from offload.backend.support import HostFunctions, ResourcePool, StreamEvent, StreamQueue
-from offload.backend.native import NativeExtension
+from offload.backend.support import ResourcePool, StreamEvent, StreamQueue
+from offload.backend.native import NativeExtension, NativeHostFunctions
 
 from ._device import CudaDevice
-from ._driver import check
+from ._driver import check, ready
 
 __all__ = [
     "adopt",
@@ -43,7 +42,6 @@ __all__ = [
 ]
 
 _CU_STREAM_NON_BLOCKING = 1
-_CUDA_ERROR_NOT_READY = 600
 
 
 class CudaQueue(StreamQueue):
@@ -60,21 +58,15 @@ class CudaEvent(StreamEvent):
     queue: CudaQueue
 
 
-class HostCalls(HostFunctions):
+class HostCalls(NativeHostFunctions):
     """Python host functions on CUDA streams, through ``cuLaunchHostFunc``."""
 
     def __init__(self, driver: Any, native: NativeExtension) -> None:
-        super().__init__("offload-cuda")
-        self._driver = driver
-        self._native = native
+        super().__init__("offload-cuda", driver, native)
         self._host_fn = driver.CUhostFn(self.address)
 
-    def enqueue(self, queue: CudaQueue, callback: Callable[[], None]) -> None:
-        """``HostFunctions.enqueue``, the queue's native record marked first (``NativeExtension.host_call``)."""
-        super().enqueue(queue, self._native.host_call(queue, callback))
-
     def launch_host_function(self, queue: CudaQueue, address: int, key: int) -> None:
-        d = self._driver
+        d = self.driver
         queue.device.activate()
         check(d, d.cuLaunchHostFunc(queue.stream, self._host_fn, key), "cuLaunchHostFunc")
 
@@ -132,11 +124,7 @@ def stream_busy(queue: CudaQueue) -> bool:
     device = queue.device
     d = device.driver
     device.activate()
-    (result,) = d.cuStreamQuery(queue.stream)
-    if int(result) == _CUDA_ERROR_NOT_READY:
-        return True
-    check(d, (result,), "cuStreamQuery")
-    return False
+    return not ready(d, d.cuStreamQuery(queue.stream), "cuStreamQuery")
 
 
 def create_event(device: CudaDevice, events: ResourcePool[Any], queue: CudaQueue) -> CudaEvent:
@@ -174,11 +162,7 @@ def foreign_stream_sync(device: CudaDevice, stream: int) -> None:
 def is_event_complete(device: CudaDevice, event: CudaEvent) -> bool:
     d = device.driver
     device.activate()
-    (result,) = d.cuEventQuery(event.handle)
-    if int(result) == _CUDA_ERROR_NOT_READY:
-        return False
-    check(d, (result,), "cuEventQuery")
-    return True
+    return ready(d, d.cuEventQuery(event.handle), "cuEventQuery")
 
 
 def sync_event(device: CudaDevice, event: CudaEvent) -> None:

@@ -16,17 +16,11 @@ PROGRAMS_ENV = "OFFLOAD_CUDA_TEST_PROGRAMS"
 
 
 class CudaCapabilities(Capabilities):
-    """Everything: launches, host functions, elapsed time, occupancy, registration, queued fills,
-    and the ``global_dtor`` program's ``dtor_out`` (the NVPTX destructor kernel)."""
+    """Everything; every flag is derived from the hooks (launches, host functions, elapsed time,
+    occupancy, registration, managed and host memory, queued fills: tests/cuda's kit run lets
+    none skip). Declared: what the hooks cannot show, the ``global_dtor`` program's ``dtor_out``
+    (the NVPTX destructor kernel) and where the programs are."""
 
-    kernel_launch = True
-    host_functions = True
-    events_elapsed_time = True
-    occupancy = True
-    mem_register = True
-    managed_memory = True
-    host_memory = True
-    queued_fill = True
     dtor_out = True
     programs_env = PROGRAMS_ENV
     programs_suffix = ".bin"

@@ -172,8 +172,7 @@ class HostBackend:
             run_cooperative(device.pool, kernel, args, launch)
             return
         copied = None if args is None else bytes(args)  # the caller may reuse its buffer at once
-        if queue.call(functools.partial(run_cooperative, device.pool, kernel, copied, launch)):
-            queue.start_worker()
+        queue.submit(functools.partial(run_cooperative, device.pool, kernel, copied, launch))
 
     # --- memory ------------------------------------------------------------------------------
 
@@ -310,8 +309,7 @@ class HostBackend:
             if queue.copy(device.pool, callback.dst, callback.src, callback.size):
                 queue.start_worker()
             return
-        if queue.call(callback):
-            queue.start_worker()
+        queue.submit(callback)
 
     @hookimpl
     def create_event(self, device: HostDevice, queue: HostQueue) -> HostEvent:

@@ -720,10 +720,14 @@ typedef struct {
   size_t size;
 } copy_args_t;
 
+/* pool | None: the live pool, or NULL for None; -1 with an exception for anything else. */
+static int parse_pool_or_none(PyObject *obj, pool_t **out) {
+  *out = obj == Py_None ? NULL : pool_from(obj);
+  return *out == NULL && obj != Py_None ? -1 : 0;
+}
+
 static int parse_copy(const char *fn, PyObject *const *args, Py_ssize_t nargs, copy_args_t *out) {
-  if (check_nargs(fn, nargs, 4) < 0) return -1;
-  out->pool = args[0] == Py_None ? NULL : pool_from(args[0]);
-  if (out->pool == NULL && args[0] != Py_None) return -1;
+  if (check_nargs(fn, nargs, 4) < 0 || parse_pool_or_none(args[0], &out->pool) < 0) return -1;
   if (parse_ptr(args[1], &out->dst) < 0 || parse_ptr(args[2], &out->src) < 0) return -1;
   return parse_size(args[3], &out->size);
 }
@@ -738,9 +742,7 @@ typedef struct {
 } fill_args_t;
 
 static int parse_fill(const char *fn, PyObject *const *args, Py_ssize_t nargs, fill_args_t *out) {
-  if (check_nargs(fn, nargs, 4) < 0) return -1;
-  out->pool = args[0] == Py_None ? NULL : pool_from(args[0]);
-  if (out->pool == NULL && args[0] != Py_None) return -1;
+  if (check_nargs(fn, nargs, 4) < 0 || parse_pool_or_none(args[0], &out->pool) < 0) return -1;
   if (parse_ptr(args[1], &out->dst) < 0 || parse_size(args[3], &out->size) < 0) return -1;
   if (PyObject_GetBuffer(args[2], &out->pattern, PyBUF_SIMPLE) < 0) return -1;
   if (out->pattern.len == 0) {
@@ -1173,6 +1175,18 @@ fail:
   return NULL;
 }
 
+/* From inside Py_BEGIN_ALLOW_THREADS (*save: its thread state) with self->mu held: run Python's
+ * signal handlers with the GIL taken back and self->mu dropped meanwhile; 1 when one raised (its
+ * exception set), else 0. */
+static int signal_raised(QueueObject *self, PyThreadState **save) {
+  pthread_mutex_unlock(&self->mu);
+  PyEval_RestoreThread(*save);
+  int raised = PyErr_CheckSignals() < 0;
+  *save = PyEval_SaveThread();
+  lock_spin(&self->mu);
+  return raised;
+}
+
 /* Waits (GIL held on entry and exit, released meanwhile) until `target` ops completed, helping
  * while the head op needs no Python. 0 when reached, -1 with the exception of a signal handler
  * (Ctrl-C on the main thread: the queue keeps going, nothing is lost). */
@@ -1185,14 +1199,7 @@ static int wait_until(QueueObject *self, uint64_t target) {
   while (self->completed < target) {
     if (!self->running && self->head != NULL && helpable(self->head)) {
       help(self, target, is_main ? now_ns() + WAIT_SLICE_NS : 0);
-      if (is_main && self->completed < target) {
-        pthread_mutex_unlock(&self->mu);
-        Py_BLOCK_THREADS
-        interrupted = PyErr_CheckSignals() < 0;
-        Py_UNBLOCK_THREADS
-        lock_spin(&self->mu);
-        if (interrupted) break;
-      }
+      if (is_main && self->completed < target && (interrupted = signal_raised(self, &_save))) break;
       continue;
     }
     if (!spun && self->running) { /* the runner is at it: a short poll beats sleeping */
@@ -1206,14 +1213,7 @@ static int wait_until(QueueObject *self, uint64_t target) {
       continue;
     }
     wait_for(self, target, is_main);
-    if (is_main && self->completed < target) {
-      pthread_mutex_unlock(&self->mu);
-      Py_BLOCK_THREADS
-      interrupted = PyErr_CheckSignals() < 0;
-      Py_UNBLOCK_THREADS
-      lock_spin(&self->mu);
-      if (interrupted) break;
-    }
+    if (is_main && self->completed < target && (interrupted = signal_raised(self, &_save))) break;
   }
   pthread_mutex_unlock(&self->mu);
   Py_END_ALLOW_THREADS
@@ -1420,16 +1420,7 @@ static void *exec_main(void *arg) {
   return NULL;
 }
 
-static exec_t *exec_from(PyObject *obj) {
-  void *p;
-  if (parse_ptr(obj, &p) < 0) return NULL;
-  exec_t *ex = p;
-  if (ex == NULL || ex->magic != EXEC_MAGIC) {
-    PyErr_SetString(PyExc_ValueError, "not a live executor handle");
-    return NULL;
-  }
-  return ex;
-}
+static exec_t *exec_from(PyObject *obj) { return handle_from(obj, EXEC_MAGIC, "executor"); }
 
 static PyObject *py_executor_create(PyObject *m, PyObject *unused) {
   (void)m;

@@ -54,24 +54,26 @@ int parse_u64(PyObject *obj, uint64_t *out) {
   return 0;
 }
 
-int parse_ptr(PyObject *obj, void **out) {
-  uint64_t v;
-  if (parse_u64(obj, &v) < 0) return -1;
-  if (v > UINTPTR_MAX) {
-    PyErr_SetString(PyExc_OverflowError, "address does not fit in a pointer");
+/* parse_u64 of at most max; OverflowError `too_big` above it. */
+static int parse_at_most(PyObject *obj, uint64_t max, const char *too_big, uint64_t *out) {
+  if (parse_u64(obj, out) < 0) return -1;
+  if (*out > max) {
+    PyErr_SetString(PyExc_OverflowError, too_big);
     return -1;
   }
+  return 0;
+}
+
+int parse_ptr(PyObject *obj, void **out) {
+  uint64_t v;
+  if (parse_at_most(obj, UINTPTR_MAX, "address does not fit in a pointer", &v) < 0) return -1;
   *out = (void *)(uintptr_t)v;
   return 0;
 }
 
 int parse_size(PyObject *obj, size_t *out) {
   uint64_t v;
-  if (parse_u64(obj, &v) < 0) return -1;
-  if (v > SIZE_MAX) {
-    PyErr_SetString(PyExc_OverflowError, "size does not fit in size_t");
-    return -1;
-  }
+  if (parse_at_most(obj, SIZE_MAX, "size does not fit in size_t", &v) < 0) return -1;
   *out = (size_t)v;
   return 0;
 }
@@ -79,17 +81,23 @@ int parse_size(PyObject *obj, size_t *out) {
 /* A grid or group dimension: 1 .. UINT32_MAX. */
 int parse_dim(PyObject *obj, uint32_t *out) {
   uint64_t v;
-  if (parse_u64(obj, &v) < 0) return -1;
+  if (parse_at_most(obj, UINT32_MAX, "grid and group dimensions must fit in 32 bits", &v) < 0) return -1;
   if (v == 0) {
     PyErr_SetString(PyExc_ValueError, "grid and group dimensions must be at least 1");
     return -1;
   }
-  if (v > UINT32_MAX) {
-    PyErr_SetString(PyExc_OverflowError, "grid and group dimensions must fit in 32 bits");
-    return -1;
-  }
   *out = (uint32_t)v;
   return 0;
+}
+
+void *handle_from(PyObject *obj, uint64_t magic, const char *what) {
+  void *p;
+  if (parse_ptr(obj, &p) < 0) return NULL;
+  if (p == NULL || *(const uint64_t *)p != magic) {
+    PyErr_Format(PyExc_ValueError, "not a live %s handle", what);
+    return NULL;
+  }
+  return p;
 }
 
 static PyObject *from_ptr(const void *p) {
@@ -377,16 +385,7 @@ static void pool_free(pool_t *pool) {
   free(pool);
 }
 
-pool_t *pool_from(PyObject *obj) {
-  void *p;
-  if (parse_ptr(obj, &p) < 0) return NULL;
-  pool_t *pool = p;
-  if (pool == NULL || pool->magic != POOL_MAGIC) {
-    PyErr_SetString(PyExc_ValueError, "not a live pool handle");
-    return NULL;
-  }
-  return pool;
-}
+pool_t *pool_from(PyObject *obj) { return handle_from(obj, POOL_MAGIC, "pool"); }
 
 static PyObject *py_pool_create(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
@@ -1052,6 +1051,16 @@ static void *pages_map(size_t size) {
   return start;
 }
 
+/* A new mapping of size bytes: its address as an int, or (p NULL) NULL with MemoryError
+ * "mmap of <size> bytes (<size in hex>) <failed>". */
+static PyObject *mapping(void *p, size_t size, const char *failed) {
+  if (p != NULL) return from_ptr(p);
+  char why[200];
+  snprintf(why, sizeof why, "mmap of %zu bytes (%#zx) %s", size, size, failed);
+  PyErr_SetString(PyExc_MemoryError, why);
+  return NULL;
+}
+
 static PyObject *py_pages_alloc(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
   (void)m;
   size_t size;
@@ -1068,12 +1077,8 @@ static PyObject *py_pages_alloc(PyObject *m, PyObject *const *args, Py_ssize_t n
   p = pages_map(size ? size : 1);
   err = errno;
   Py_END_ALLOW_THREADS
-  if (p == NULL) {
-    snprintf(why, sizeof why, "mmap of %zu bytes (%#zx) failed: %s", size, size, strerror(err));
-    PyErr_SetString(PyExc_MemoryError, why);
-    return NULL;
-  }
-  return from_ptr(p);
+  if (p == NULL) snprintf(why, sizeof why, "failed: %s", strerror(err));
+  return mapping(p, size, why);
 }
 
 static PyObject *py_pages_free(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
@@ -1100,14 +1105,7 @@ static PyObject *py_checked_alloc(PyObject *m, PyObject *const *args, Py_ssize_t
     PyErr_SetString(PyExc_ValueError, "alignment must be a power of two");
     return NULL;
   }
-  void *p = checked_alloc(size, alignment);
-  if (p == NULL) {
-    char why[120];
-    snprintf(why, sizeof why, "mmap of %zu bytes (%#zx) and a guard page failed", size, size);
-    PyErr_SetString(PyExc_MemoryError, why);
-    return NULL;
-  }
-  return from_ptr(p);
+  return mapping(checked_alloc(size, alignment), size, "and a guard page failed");
 }
 
 static PyObject *py_checked_free(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {

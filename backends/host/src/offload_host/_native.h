@@ -50,6 +50,10 @@ typedef struct {
   size_t dyn_mem;
 } launch_t;
 int parse_launch(PyObject *const *args, Py_ssize_t nargs, launch_t *out);
+/* The live object a handle (an int address) points at, or NULL with ValueError "not a live
+ * <what> handle": its first member, a uint64_t, holds `magic` while it lives (a pool, an
+ * executor). */
+void *handle_from(PyObject *obj, uint64_t magic, const char *what);
 /* A live pool from its handle, or NULL with ValueError. */
 pool_t *pool_from(PyObject *obj);
 

@@ -5,16 +5,17 @@ hook that needs a driver object (``_cl``).
 
 ``queue is None`` (a synchronous operation) runs on the device's ``sync_queue`` and waits for its
 event. From a host function the releases the core may ask (``mem_free``, ``unload_binary``, the
-final teardown's hooks) are deferred until the function has returned (``HostFunctions``).
+final teardown's hooks) are deferred until the function has returned (``DriverHooks.run_or_defer``,
+``offload.backend.support``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from offload import AllocType, DeviceInfo, ErrorCode, KernelLaunchSizeArgs, KernelParam, OffloadError, PlatformInfo, SymbolKind, hookimpl
-from offload.backend.support import ResourcePool
+from offload.backend.support import DriverHooks, ResourcePool
 
 from . import _cl as cl
 from . import _memory, _queue
@@ -35,6 +36,13 @@ class _DeviceState:
             lambda: _queue.make_queue(device), lambda q: q.finish(), f"command queues of {device!r}"
         )
 
+    def release(self) -> None:
+        """Destroy the pooled command queues, then wait for the device's synchronous one."""
+        try:
+            self.queues.destroy()
+        finally:
+            self.device.finish()
+
     def recycle(self, queue: OpenCLQueue) -> None:
         try:
             _queue.wait(queue)
@@ -42,16 +50,13 @@ class _DeviceState:
             self.queues.release(queue.cl_queue)
 
 
-class OpenCLBackend:
+class OpenCLBackend(DriverHooks):
     """Every OpenCL device with shared virtual memory, on one offload platform ``opencl``."""
 
     def __init__(self) -> None:
-        self.states: list[_DeviceState] = []
+        self.devices: list[_DeviceState] = []
         self.skipped: list[str] = []
         self.host_calls = OpenCLHostFunctions("offload-opencl")
-
-    def _deferring(self, work: Callable[[], None]) -> bool:
-        return self.host_calls.deferring(None, work)
 
     @staticmethod
     def _enqueued(queue: OpenCLQueue | None, device: OpenCLDevice, event: cl.Event) -> None:
@@ -61,42 +66,28 @@ class OpenCLBackend:
         else:
             queue.track(event)
 
-    # --- lifecycle -----------------------------------------------------------------------------
+    # --- lifecycle (deinit, deinit_device: DriverHooks) --------------------------------------
 
     @hookimpl
     def init(self) -> list[_DeviceState]:
         if not cl.installed():  # (a broken install: every driver object is made through PyOpenCL)
-            self.states, self.skipped = [], [f"PyOpenCL is not importable, and offload-opencl makes every driver object through it ({cl.INSTALL})"]
+            self.devices, self.skipped = [], [f"PyOpenCL is not importable, and offload-opencl makes every driver object through it ({cl.INSTALL})"]
             return []
         devices, self.skipped = discover()
-        self.states = [_DeviceState(device) for device in devices]
-        return list(self.states)
+        self.devices = [_DeviceState(device) for device in devices]
+        return list(self.devices)
 
     @hookimpl
-    def no_devices_reason(self) -> str | None:
-        return "; ".join(self.skipped) or (None if self.states else "no OpenCL device")
+    def no_devices_reason(self) -> str | None:  # (what discovery left out, not unavailable_reason)
+        return "; ".join(self.skipped) or (None if self.devices else "no OpenCL device")
 
     @hookimpl
     def platform_info(self) -> Mapping[PlatformInfo, str]:
-        platforms = list(dict.fromkeys(state.device.platform for state in self.states))  # read at discovery
+        platforms = list(dict.fromkeys(state.device.platform for state in self.devices))  # read at discovery
         return {
             PlatformInfo.VENDOR_NAME: "; ".join(p.vendor.strip() for p in platforms),
             PlatformInfo.VERSION: "; ".join(p.version.strip() for p in platforms),
         }
-
-    @hookimpl
-    def deinit(self) -> None:
-        if not self._deferring(self.deinit):
-            self.states = []
-
-    @hookimpl
-    def deinit_device(self, device: _DeviceState) -> None:
-        if self._deferring(lambda: self.deinit_device(device)):
-            return
-        try:
-            device.queues.destroy()
-        finally:
-            device.device.finish()
 
     @hookimpl
     def get_device_info(self, device: _DeviceState) -> Mapping[DeviceInfo, Any]:
@@ -161,8 +152,7 @@ class OpenCLBackend:
 
     @hookimpl
     def mem_free(self, device: _DeviceState, address: int) -> None:
-        if not self._deferring(lambda: _memory.free(device.device, address)):
-            _memory.free(device.device, address)
+        self.run_or_defer(lambda: _memory.free(device.device, address))
 
     def _copy(self, device: OpenCLDevice, dst: int, src: int, size: int, queue: OpenCLQueue | None) -> None:
         if queue is None:
@@ -195,23 +185,14 @@ class OpenCLBackend:
             event.set_callback(cl.command_execution_status.COMPLETE, lambda status: keep.clear())
         self._enqueued(queue, device.device, event)
 
-    # --- queues and events ---------------------------------------------------------------------
+    # --- queues and events (synchronize, has_pending_work, enqueue_host_call: DriverHooks) -------
+
+    wait_queue = staticmethod(_queue.wait)
+    queue_busy = staticmethod(_queue.queue_busy)
 
     @hookimpl
     def create_queue(self, device: _DeviceState) -> OpenCLQueue:
         return OpenCLQueue(device.device, device.queues.acquire())
-
-    @hookimpl
-    def synchronize(self, device: _DeviceState, queue: OpenCLQueue, release: bool) -> None:
-        self.host_calls.synchronize(queue, release, _queue.wait, device.recycle)
-
-    @hookimpl
-    def has_pending_work(self, device: _DeviceState, queue: OpenCLQueue) -> bool:
-        return self.host_calls.has_pending_work(queue, _queue.queue_busy)
-
-    @hookimpl
-    def enqueue_host_call(self, device: _DeviceState, queue: OpenCLQueue, callback: Callable[[], None]) -> None:
-        self.host_calls.enqueue(queue, callback)
 
     @hookimpl
     def create_event(self, device: _DeviceState, queue: OpenCLQueue) -> OpenCLEvent:

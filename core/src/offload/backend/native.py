@@ -20,11 +20,14 @@ import functools
 import importlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..hookspecs import NativeDevice, NativeEntryPoints, NativeKernel, NativeQueue, hookimpl
+from .host_functions import HostFunctions
 
-__all__ = ["NativeExtension", "NativeHooks"]
+__all__ = ["NativeExtension", "NativeHooks", "NativeHostFunctions"]
+
+Q = TypeVar("Q")
 
 log = logging.getLogger("offload.native_support")  # the name before the move (logging configurations use it)
 
@@ -94,11 +97,35 @@ class NativeExtension:
         return functools.partial(self.module.host_function, callback)
 
 
+class NativeHostFunctions(HostFunctions):
+    """``HostFunctions`` of a backend with native entry points (``native``): ``enqueue`` marks the
+    queue's record first (``NativeExtension.host_call``). The backend subclasses it with its
+    driver's ``launch_host_function``, as ``HostFunctions`` says; ``driver`` is its driver module."""
+
+    def __init__(self, name: str, driver: Any, native: NativeExtension) -> None:
+        super().__init__(name)
+        self.driver = driver
+        self.native = native
+
+    def enqueue(self, queue: Any, callback: Callable[[], None]) -> None:
+        """``HostFunctions.enqueue`` of ``callback`` as ``native.host_call`` hands it."""
+        super().enqueue(queue, self.native.host_call(queue, callback))
+
+
 class NativeHooks:
     """A base class of a backend whose ``native`` is a ``NativeExtension`` (None before ``init``):
-    the hookimpls ``native_entry_points`` and ``native_word`` on it."""
+    the hookimpls ``native_entry_points`` and ``native_word`` on it, and ``with_queue_record``
+    for its ``create_queue`` and ``adopt_stream``."""
 
     native: NativeExtension | None = None
+
+    def with_queue_record(self, queue: Q) -> Q:
+        """``queue`` (a new one, with a ``stream``) given its record (``native_record``; it keeps
+        None without entry points)."""
+        if self.native is not None:
+            target: Any = queue
+            target.native_record = self.native.queue_record(target.stream)
+        return queue
 
     @hookimpl
     def native_entry_points(self, device: NativeDevice) -> NativeEntryPoints | None:

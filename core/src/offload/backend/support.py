@@ -11,30 +11,39 @@ the contract, this module helps keep it).
   queue) could not finish there anyway: they are deferred (``DeferredWork``) to run, in order, on a
   thread of the backend once the function has returned. ``HostFunctions.synchronize`` and
   ``.has_pending_work`` are those hooks' skeleton around the driver's own wait and query.
+- ``DriverHooks``: a base class of such a backend: ``run_or_defer`` for each of those releases,
+  and the hookimpls it writes alike (``deinit``, ``deinit_device``, ``no_devices_reason``, and
+  ``synchronize``, ``has_pending_work``, ``enqueue_host_call`` around its driver's wait and query).
+- ``DriverResults``: a driver's result tuples checked (``check``, and ``ready`` for a query).
 - ``ResourcePool``: driver resources (streams, events) kept for reuse.
 - ``launch_extent``: the exact launch-buffer extent a driver must be given.
 - ``report_device_fault``: a device that faulted for good (an illegal address, a kernel's
-  SIGSEGV): the core then refuses the copies and fills of its memory that it makes itself.
+  SIGSEGV): the core then refuses the copies and fills of its memory that it makes itself;
+  ``report_current_fault``: that, for the device a driver names current after a sticky failure.
 
-Imports only the bottom of the core (enums, errors, types): a backend may use it from any hook.
+Imports only the bottom of the core (enums, errors, types) and the contract's ``hookimpl``: a
+backend may use it from any hook.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from .._values.enums import ErrorCode
 from .._values.errors import OffloadError
 from .._values.faults import report_device_fault
 from .._values.types import HostCopy, KernelParam
+from ..hookspecs import hookimpl
 from .host_functions import DeferredWork, HostFunctions, off_thread, queue_name
 
 __all__ = [
     "DeferredWork",
     "DriverError",
+    "DriverHooks",
+    "DriverResults",
     "HostCopy",
     "HostFunctions",
     "KeptErrors",
@@ -45,6 +54,7 @@ __all__ = [
     "off_thread",
     "queue_name",
     "raise_kept_errors",
+    "report_current_fault",
     "report_device_fault",
 ]
 
@@ -109,6 +119,94 @@ class KeptErrors:
         raise_kept_errors(errors, f"a host function on {queue_name(self)}", f"host functions on {queue_name(self)}")
 
 
+def report_current_fault(error: OffloadError, devices: Mapping[int, Any], current: Callable[[], Any]) -> None:
+    """A driver's sticky failure (its context or device takes no more work): report ``error``
+    (``report_device_fault``) for the device of ``devices`` (the backend's, by the key its driver
+    names the current one with) that ``current()`` names, a driver result tuple ``(status, key)``
+    (``cuCtxGetCurrent``, ``hipGetDevice``); nothing where the driver cannot say or names none."""
+    try:
+        status, key = current()
+        device = None if int(status) else devices.get(int(key))
+    except Exception:  # (the driver cannot say: the error stands alone)
+        device = None
+    if device is not None:
+        report_device_fault(device, error)
+
+
+class DriverHooks:
+    """A base class of a backend over a driver whose host functions run on the driver's thread
+    (``host_calls``: its ``HostFunctions``, None before ``init``): the hookimpls every such backend
+    writes alike.
+
+    - ``devices``: the device objects ``init`` returned; each has ``release()`` (what
+      ``deinit_device`` does: the device's streams, events and context released) and
+      ``recycle(queue)`` (a released queue's stream back to its pool; an adopted one left alone).
+    - ``wait_queue(queue)`` and ``queue_busy(queue)``: the driver's wait for a queue and its
+      answer whether work is pending, which the subclass implements; ``synchronize``,
+      ``has_pending_work`` and ``enqueue_host_call`` put ``host_calls`` around them.
+    - ``unavailable_reason``: why ``init`` found no devices (None when it found some), the
+      ``no_devices_reason`` hook's answer.
+    - ``run_or_defer(work)``: each release the core may ask from inside a host function
+      (``mem_free``, ``mem_free_async``, ``unload_binary``, ``deinit_device``, ``deinit``) runs
+      ``work`` now, or, on a host function's thread, once the function has returned (its
+      exception then an error of the function's queue).
+    """
+
+    host_calls: HostFunctions | None = None
+    unavailable_reason: str | None = None
+    devices: list[Any]
+
+    def run_or_defer(self, work: Callable[[], None]) -> None:
+        """``work()`` here, or after the host function this thread runs (``HostFunctions.deferring``)."""
+        host_calls = self.host_calls
+        if host_calls is None or not host_calls.deferring(None, work):
+            work()
+
+    @hookimpl
+    def no_devices_reason(self) -> str | None:
+        """``unavailable_reason``."""
+        return self.unavailable_reason
+
+    @hookimpl
+    def deinit(self) -> None:
+        """Forget the devices (``run_or_defer``)."""
+        self.run_or_defer(self.devices.clear)
+
+    @hookimpl
+    def deinit_device(self, device: Any) -> None:
+        """``device.release()`` (``run_or_defer``)."""
+        self.run_or_defer(device.release)
+
+    def wait_queue(self, queue: Any) -> None:
+        """The driver's wait for ``queue``'s work; raise ``OffloadError`` if it fails."""
+        raise NotImplementedError(f"{type(self).__name__} must implement wait_queue")
+
+    def queue_busy(self, queue: Any) -> bool:
+        """The driver's answer whether ``queue`` has work pending."""
+        raise NotImplementedError(f"{type(self).__name__} must implement queue_busy")
+
+    @hookimpl
+    def synchronize(self, device: Any, queue: Any, release: bool) -> None:
+        """``HostFunctions.synchronize`` around ``wait_queue``; released: ``device.recycle(queue)``."""
+        host_calls = self.host_calls
+        assert host_calls is not None  # (the core asks after init)
+        host_calls.synchronize(queue, release, self.wait_queue, device.recycle)
+
+    @hookimpl
+    def has_pending_work(self, device: Any, queue: Any) -> bool:
+        """``HostFunctions.has_pending_work`` around ``queue_busy``."""
+        host_calls = self.host_calls
+        assert host_calls is not None
+        return host_calls.has_pending_work(queue, self.queue_busy)
+
+    @hookimpl
+    def enqueue_host_call(self, device: Any, queue: Any, callback: Callable[[], None]) -> None:
+        """``HostFunctions.enqueue``."""
+        host_calls = self.host_calls
+        assert host_calls is not None
+        host_calls.enqueue(queue, callback)
+
+
 class DriverError(OffloadError):
     """An ``OffloadError`` from a driver call; ``.result`` is the driver's status value (a backend
     subclasses it under its driver's name: ``CudaError``, ``HipError``)."""
@@ -116,6 +214,39 @@ class DriverError(OffloadError):
     def __init__(self, code: ErrorCode, details: str, result: int) -> None:
         super().__init__(code, details)
         self.result = result
+
+
+class DriverResults:
+    """The checks of a driver's result tuples ``(status, *values)`` (cuda.bindings', hip-python's),
+    made alike: a failed status raised by the backend's ``raise_for(driver, status, call)`` (its
+    error type and words), and ``not_ready``, the status a query answers while work is pending."""
+
+    __slots__ = ("raise_for", "not_ready")
+
+    def __init__(self, raise_for: Callable[[Any, Any, str], Any], not_ready: int) -> None:
+        self.raise_for = raise_for
+        self.not_ready = not_ready
+
+    def check(self, driver: Any, returned: Any, call: str) -> Any:
+        """Raise for a failed ``call``, else its value(s): None for none, the value for one, a
+        tuple for several."""
+        status = returned[0]
+        if status:
+            self.raise_for(driver, status, call)
+        if len(returned) == 1:
+            return None
+        return returned[1] if len(returned) == 2 else returned[1:]
+
+    def ready(self, driver: Any, returned: Any, call: str) -> bool:
+        """A query's answer (a stream's, an event's): True when done, False while ``not_ready``;
+        any other failure raises."""
+        status = returned[0]
+        if not status:
+            return True
+        if int(status) == self.not_ready:
+            return False
+        self.raise_for(driver, status, call)
+        return False  # (raise_for raised)
 
 
 class StreamQueue(KeptErrors):

@@ -17,10 +17,8 @@ from helpers import rss_kib
 from native_queue_support import ONE, u32 as _u32
 
 
-
 def _tasks() -> int:
     return len(os.listdir("/proc/self/task"))
-
 
 
 # --- copies and fills split over the pool --------------------------------------------------------
@@ -123,7 +121,6 @@ def test_big_fills_of_any_pattern_length_are_exact(host: ol.DeviceHandle, patter
     assert ctypes.string_at(address, size) == pattern * (size // len(pattern))
     ol.olDestroyQueue(queue)
     ol.olMemFree(address)
-
 
 
 def test_big_allocations_are_huge_page_aligned_and_fully_unmapped(host: ol.DeviceHandle) -> None:

@@ -17,7 +17,6 @@ from offload_host._queue import HostQueue
 from native_queue_support import ONE, u32 as _u32
 
 
-
 def _all_errors(error: BaseException) -> list[BaseException]:
     """Every error a sync raised: joined in ``.errors`` by the core, or in the group it mapped."""
     assert isinstance(error, ol.OffloadError)
@@ -26,7 +25,6 @@ def _all_errors(error: BaseException) -> list[BaseException]:
     if isinstance(error.__cause__, BaseExceptionGroup):
         return list(error.__cause__.exceptions)
     return [error]
-
 
 
 # --- ordering ----------------------------------------------------------------------------------
@@ -220,7 +218,6 @@ def test_native_failures_and_host_errors_are_reported_in_queue_order(host: ol.De
     assert "first" in str(errors[0]) and "third" in str(errors[2]) and isinstance(errors[1].__cause__, MemoryError)
     assert _u32(word) == 0, "no group of the failed launch ran"
     queue.synchronize(True)
-
 
 
 # --- executor turns, recycled op nodes, launch-size parsing ------------------------------------

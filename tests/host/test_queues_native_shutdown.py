@@ -11,7 +11,6 @@ from offload_host._queue import HostQueue
 from helpers import shutdown_from_host_function
 
 
-
 #: Child code after `import os` and `import offload as ol`: `tasks()` counts the process's
 #: threads, `before` is that count before olInit, `found` lists the devices after it.
 _COUNTED_START = """
@@ -23,11 +22,9 @@ ol.olIterateDevices(lambda d, _: found.append(d) or True)
 """
 
 
-
 #: The children that count the process's OS threads load the host backend alone (another
 #: driver, as PoCL, keeps its own worker threads for the life of the process).
 HOST_ONLY = {"OFFLOAD_BACKENDS": "host"}
-
 
 
 # --- release races and the worker's end ---------------------------------------------------------

@@ -132,6 +132,21 @@ def error_of(fn, *args):
 """
 
 
+#: C source of a host kernel ``wild(uint64_t *p)`` that stores 1 at p[global id]: launched with
+#: p = 0x10, it faults (SIGSEGV, address not mapped) on every item.
+WILD_KERNEL = r"""
+#include <offload_host.h>
+#include <stdint.h>
+
+struct wild_args { uint64_t *p; };
+OFFLOAD_KERNEL_PARAMS(wild, struct wild_args, OFFLOAD_POINTER(p));
+OFFLOAD_KERNEL(wild) {
+  const struct wild_args *a = OFFLOAD_ARGS(struct wild_args);
+  OFFLOAD_FOR_EACH_ITEM(t) { a->p[offload_global_id_x(t)] = 1; }
+}
+"""
+
+
 def queue_calls_from_host_function(device: str) -> str:
     """Child code (needs `ol`, `emit` and ``ERROR_OF``) that makes two queues of the device named
     `device` and runs on the first a host function that waits for its own queue (refused), queries,

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
-
+from cuda_child import PRELUDE, mixed_child
 
 
 _WITH_CUDA_CORE = (
@@ -105,14 +104,8 @@ def test_offload_and_cuda_core_share_the_device_and_exchange_arrays(
         assert "gpusim: leak" not in child.stderr, child.stderr
 
 
-_OTHER_CONTEXT = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
-host = platform_devices()["host"][0]
-out = {}
+_OTHER_CONTEXT = mixed_child(
+    r"""
 ck(d.cuInit(0))
 device = ck(d.cuDeviceGet(0))
 ck(d.cuDevicePrimaryCtxRetain(device))  # held as another library would (released below)

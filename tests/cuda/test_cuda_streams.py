@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
+from cuda_child import PRELUDE, mixed_child
 
 _BOTH_WAYS = (
     PRELUDE
@@ -112,14 +112,8 @@ def test_cuda_core_and_offload_launch_on_each_others_streams(
         assert "gpusim: leak" not in child.stderr, child.stderr
 
 
-_FLAT = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
-host = platform_devices()["host"][0]
-out = {}
+_FLAT = mixed_child(
+    r"""
 device, primary = setup()            # the owner holds the primary context, as a library would
 theirs = ck(d.cuStreamCreate(1))
 q = ol.adopt_stream(gpu, int(theirs))

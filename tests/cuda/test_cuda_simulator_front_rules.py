@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cuda_child import RAW_PRELUDE, raw_child
+from cuda_child import RAW_PRELUDE, assert_results, raw_child
 
 pytestmark = pytest.mark.usefixtures("simulated")
 
@@ -43,9 +43,9 @@ def test_launch_buffer_must_be_the_parameters_extent(run_child: Any, child_env: 
     LAUNCH_OUT_OF_RESOURCES, as the real driver answers (llvm-project #143323 / #172249)."""
     out = run_child(_LAUNCH, child_env(kernels=kernels)).result
     assert out["params"] == [[0, 8], [8, 4], [12, 4]]
-    assert out["exact"] == "CUDA_SUCCESS"
-    assert out["short"] == "CUDA_ERROR_INVALID_VALUE"
-    assert out["tail_padded"] == "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
+    assert_results(
+        out, CUDA_SUCCESS=["exact"], CUDA_ERROR_INVALID_VALUE=["short"], CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES=["tail_padded"]
+    )
 
 
 _CONTEXTS = (

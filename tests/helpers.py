@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,31 @@ def error_of(fn, *args):
 """
 
 
+#: Child code (needs `ol`, after olInit): `device_of(platform)`, the first device of the platform
+#: named `platform`.
+DEVICE_OF = r"""
+def device_of(platform):
+    found = []
+    ol.olIterateDevices(lambda d, acc: acc.append(d) or True, found)
+    return next(d for d in found if d.platform.name == platform)
+"""
+
+
+#: C source of a host kernel ``wild(uint64_t *p)`` that stores 1 at p[global id]: launched with
+#: p = 0x10, it faults (SIGSEGV, address not mapped) on every item.
+WILD_KERNEL = r"""
+#include <offload_host.h>
+#include <stdint.h>
+
+struct wild_args { uint64_t *p; };
+OFFLOAD_KERNEL_PARAMS(wild, struct wild_args, OFFLOAD_POINTER(p));
+OFFLOAD_KERNEL(wild) {
+  const struct wild_args *a = OFFLOAD_ARGS(struct wild_args);
+  OFFLOAD_FOR_EACH_ITEM(t) { a->p[offload_global_id_x(t)] = 1; }
+}
+"""
+
+
 def queue_calls_from_host_function(device: str) -> str:
     """Child code (needs `ol`, `emit` and ``ERROR_OF``) that makes two queues of the device named
     `device` and runs on the first a host function that waits for its own queue (refused), queries,
@@ -225,3 +250,27 @@ def run_pytest(args: list[str], env: dict[str, str], cwd: Path) -> tuple[subproc
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     counts = {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", summary)}
     return proc, summary, counts
+
+
+def debian_packages(packages: Sequence[str], into: Path) -> str | None:
+    """Unpack the Debian ``packages`` into ``into`` (``apt-get download`` and ``dpkg -x``: nothing
+    is installed; as root, a failed download retries after ``apt-get update``, as a fresh machine
+    may have no package lists yet). None when they are there, or why they cannot be had."""
+    import shutil
+    import tempfile
+
+    if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
+        return "no apt-get/dpkg on this machine"
+    with tempfile.TemporaryDirectory() as download:
+        for retry in (False, True):
+            proc = subprocess.run(["apt-get", "download", *packages], cwd=download, capture_output=True, text=True, timeout=300)
+            if proc.returncode == 0 or retry or os.geteuid() != 0:
+                break
+            subprocess.run(["apt-get", "update"], capture_output=True, timeout=300)
+        unpacked = sorted(Path(download).glob("*.deb"))
+        if proc.returncode != 0 or len(unpacked) != len(packages):
+            return f"apt-get download failed: {(proc.stderr or proc.stdout).strip()[-300:]}"
+        into.mkdir(parents=True, exist_ok=True)
+        for deb in unpacked:
+            subprocess.run(["dpkg", "-x", str(deb), str(into)], check=True, timeout=300)
+    return None

@@ -180,7 +180,6 @@ def test_a_wait_ends_no_earlier_than_its_record_in_both_recorders() -> None:
     """Stamps of two queues disagree under load: a wait stamped before the record it waits for
     (another queue's) is drawn once the record is, ending no earlier; both recorders alike."""
     from offload._trace import perfetto as _perfetto
-    from offload._trace.perfetto_read import decode
 
     fastpath = pytest.importorskip("offload._compiled._fastpath", reason="offload-core was built without its C extension")
     out = []
@@ -212,20 +211,9 @@ def _perfetto_slices(data: bytes) -> list[tuple[int, int, int]]:
     opened: dict[int, list[tuple[int, int]]] = {}
     out = []
     for body in packets(data):
-        ts, event = 0, b""
-        for field, value in fields(body):
-            if field == 8:
-                ts = value
-            elif field == 11:
-                event = value
-        kind = track = name = 0
-        for field, value in fields(event):
-            if field == 9:
-                kind = value
-            elif field == 11:
-                track = value
-            elif field == 10:
-                name = value
+        packet = dict(fields(body))  # TracePacket: timestamp (8), track_event (11)
+        event = dict(fields(packet.get(11, b"")))  # TrackEvent: type (9), track_uuid (11), name_iid (10)
+        kind, track, name, ts = event.get(9, 0), event.get(11, 0), event.get(10, 0), packet.get(8, 0)
         if kind == 1:
             opened.setdefault(track, []).append((name, ts))
         elif kind == 2:
@@ -234,11 +222,16 @@ def _perfetto_slices(data: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
-COMPILED_JOB = "import json, offload as ol" + HOST_DEVICE + r"""
+#: Child code after HOST_DEVICE: ``kernel`` (the test kernel foo), a queue ``q``, 64 words of host
+#: memory ``out``, and the ``args`` and ``size`` of a launch of foo over them.
+FOO_ON_A_QUEUE = r"""
 kernel = ol.olGetSymbol(ol.olCreateProgram(dev, build_test_kernel("foo")), "foo", ol.SymbolKind.KERNEL)
 q = ol.olCreateQueue(dev)
 out = ol.olMemAlloc(dev, ol.AllocType.HOST, 4 * 64)
 args, size = out.to_bytes(8, "little"), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1))
+"""
+
+COMPILED_JOB = "import json, offload as ol" + HOST_DEVICE + FOO_ON_A_QUEUE + r"""
 for _ in range(50):
     ol.olLaunchKernel(q, dev, kernel, args, size)
 ol.olMemFill(q, out, b"\x00\x00\x00\x00", 4 * 64)  # (a fill: the Python path, on the same queue)
@@ -277,17 +270,7 @@ def test_compiled_launches_are_recorded_in_enqueue_order(run_python: Any, tmp_pa
     assert len(starts) == len(finishes) == 101 and starts == finishes  # an arrow from each call to its work
 
 
-HELD_JOB = r"""
-import json, threading, offload as ol
-from offload_host import build_test_kernel
-ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, _: found.append(d) or True)
-dev = [d for d in found if ol.olGetPlatformInfo(ol.olGetDeviceInfo(d, ol.DeviceInfo.PLATFORM), ol.PlatformInfo.BACKEND) == ol.PlatformBackend.HOST][0]
-kernel = ol.olGetSymbol(ol.olCreateProgram(dev, build_test_kernel("foo")), "foo", ol.SymbolKind.KERNEL)
-q = ol.olCreateQueue(dev)
-out = ol.olMemAlloc(dev, ol.AllocType.HOST, 4 * 64)
-args, size = out.to_bytes(8, "little"), ol.KernelLaunchSizeArgs(1, (1, 1, 1), (64, 1, 1))
+HELD_JOB = "import json, threading, offload as ol" + HOST_DEVICE + FOO_ON_A_QUEUE + r"""
 for _ in range(20):
     ol.olLaunchKernel(q, dev, kernel, args, size)
 ol.olSyncQueue(q)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 import offload as ol
-from helpers import child_environ
+from helpers import child_environ, debian_packages
 
 SCRIPT = """
 import offload as ol
@@ -229,32 +229,15 @@ def test_info_values_details_and_flags_print_as_liboffload_22(run_python) -> Non
 def _liboffload_22() -> tuple[pathlib.Path, pathlib.Path]:
     """(libLLVMOffload.so, its library folder): unpacked from Debian's packages, cached per user."""
     import os
-    import shutil
-    import subprocess
-    import tempfile
 
     cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache")) / "offload-tests" / "liboffload-22"
     libdir = cache / "usr" / "lib" / "x86_64-linux-gnu"
     found = sorted(libdir.glob("libLLVMOffload.so.22*")) if libdir.is_dir() else []
     if found and sorted(libdir.glob("libLLVM.so.22*")):
         return found[0], libdir
-    if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
-        pytest.skip("liboffload-22 cannot be had: no apt-get/dpkg on this machine")
-    with tempfile.TemporaryDirectory() as download:
-        proc = subprocess.run(
-            ["apt-get", "download", *LIBOFFLOAD_PACKAGES], cwd=download, capture_output=True, text=True, timeout=300
-        )
-        if proc.returncode != 0 and os.geteuid() == 0:  # a fresh machine may have no package lists yet
-            subprocess.run(["apt-get", "update"], capture_output=True, timeout=300)
-            proc = subprocess.run(
-                ["apt-get", "download", *LIBOFFLOAD_PACKAGES], cwd=download, capture_output=True, text=True, timeout=300
-            )
-        debs = sorted(pathlib.Path(download).glob("*.deb"))
-        if proc.returncode != 0 or len(debs) != len(LIBOFFLOAD_PACKAGES):
-            pytest.skip(f"liboffload-22 cannot be had: apt-get download failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
-        cache.mkdir(parents=True, exist_ok=True)
-        for deb in debs:
-            subprocess.run(["dpkg", "-x", str(deb), str(cache)], check=True, timeout=300)
+    reason = debian_packages(LIBOFFLOAD_PACKAGES, cache)
+    if reason is not None:
+        pytest.skip(f"liboffload-22 cannot be had: {reason}")
     found = sorted(libdir.glob("libLLVMOffload.so.22*"))
     if not found:
         pytest.skip(f"liboffload-22 unpacked, but no libLLVMOffload.so.22 under {libdir}")

@@ -39,6 +39,13 @@ def read(address, size, device=None):
     return out.raw
 def offload_threads():
     return [t for t in threading.enumerate() if t.name.startswith("offload-amdgpu")]
+def queue_with_work_to_release(size):
+    # (free memory now, a queue, `size` bytes of device memory, the foo program): what a host
+    # function on that queue then releases
+    before = free_memory()
+    queue = ol.olCreateQueue(dev)
+    mem = ol.olMemAlloc(dev, ol.AllocType.DEVICE, size)
+    return before, queue, mem, ol.olCreateProgram(dev, (programs / "foo.hsaco").read_bytes())
 """
 )
 
@@ -47,11 +54,8 @@ def test_free_and_destroy_program_from_a_host_function(hip_build, hip_child) -> 
     result = hip_child(
         programs_prelude(hip_build, PRELUDE)
         + """
-before = free_memory()
-queue = ol.olCreateQueue(dev)
+before, queue, mem, prog = queue_with_work_to_release(1 << 20)
 other = ol.olCreateQueue(dev)
-mem = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 1 << 20)
-prog = ol.olCreateProgram(dev, (programs / "foo.hsaco").read_bytes())
 kernel = ol.olGetSymbol(prog, "foo", ol.SymbolKind.KERNEL)
 ol.olLaunchKernel(queue, dev, kernel, struct.pack("P", mem), ONE)
 """
@@ -75,10 +79,7 @@ def test_the_final_shutdown_from_a_host_function(hip_build, hip_child) -> None:
         programs_prelude(hip_build, PRELUDE)
         + """
 import time
-before = free_memory()
-queue = ol.olCreateQueue(dev)
-mem = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 4096)
-prog = ol.olCreateProgram(dev, (programs / "foo.hsaco").read_bytes())
+before, queue, mem, prog = queue_with_work_to_release(4096)
 event = ol.olCreateEvent(queue)
 """
         + shutdown_from_host_function("queue")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from helpers import DEVICE_OF
+
 SCRIPT = r"""
 import json
 import offload as ol
@@ -14,6 +16,7 @@ from offload import ErrorCode, OffloadError, hookimpl
 from offload_host import HostBackend
 from offload._core.session import STATE
 
+""" + DEVICE_OF + r"""
 LOST = []
 
 def lost(*_):
@@ -33,9 +36,7 @@ class LostDevice(HostBackend):
 
 ol.register_backend("lostdev", LostDevice)
 ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, acc: acc.append(d) or True, found)
-dev = next(d for d in found if d.platform.name == "lostdev")
+dev = device_of("lostdev")
 queue = ol.olCreateQueue(dev)
 address = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 64)
 LOST.append(True)

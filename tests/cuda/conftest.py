@@ -166,3 +166,19 @@ def cuda_core() -> None:
     if not found:
         recorded = Path(sys.prefix) / "cuda-core-unavailable.txt"
         pytest.skip(recorded.read_text().strip() if recorded.is_file() else "cuda.core is not installed (scripts/test.sh installs cuda-core==1.2.2 from PyPI)")
+
+
+@pytest.fixture
+def beside_cuda_core(
+    run_child: Callable[..., Child], child_env: Callable[..., dict[str, str]], kernels: Any, simulator: Path | None, cuda_core: None
+) -> Callable[[str], Any]:
+    """``beside_cuda_core(code)``: run a child of offload beside cuda.core (the test skips without
+    cuda.core) with the test kernels; its result, once the simulated driver reported no leak."""
+
+    def run(code: str) -> Any:
+        child = run_child(code, child_env(kernels=kernels))
+        if simulator is not None:
+            assert "gpusim: leak" not in child.stderr, child.stderr
+        return child.result
+
+    return run

@@ -1,4 +1,7 @@
-"""Code the CUDA tests run in child processes (a prelude of helpers, as source text)."""
+"""Code the CUDA tests run in child processes (preludes of helpers, as source text), the functions
+that build it, and a check of the results a child reported."""
+
+from typing import Any
 
 from helpers import ERROR_OF
 
@@ -90,6 +93,13 @@ def offload_child(body: str) -> str:
     return PRELUDE + 'ol.olInit()\ngpu = platform_devices()["cuda"][0]\n' + body
 
 
+def mixed_child(body: str) -> str:
+    """A child of offload calls beside raw driver calls: ``PRELUDE``, ``DRIVER_PRELUDE``,
+    ``olInit``, the first CUDA device as ``gpu`` and the host device as ``host``, an empty dict
+    ``out``, then ``body``."""
+    return PRELUDE + DRIVER_PRELUDE + 'ol.olInit()\ngpu = platform_devices()["cuda"][0]\nhost = platform_devices()["host"][0]\nout = {}\n' + body
+
+
 def driver_child(body: str) -> str:
     """A child of raw driver calls beside offload's prelude: ``PRELUDE``, ``DRIVER_PRELUDE``, then
     ``body``."""
@@ -153,6 +163,14 @@ def emit(value):
 )
 
 
+def assert_results(out: dict[str, Any], **results: list[str]) -> None:
+    """Each key of a child's ``out`` listed under a result name holds that result
+    (``assert_results(out, CUDA_SUCCESS=["plain"], CUDA_ERROR_INVALID_VALUE=["twice"])``); a
+    difference shows as a diff of the keys and what they held."""
+    expected = {key: result for result, keys in results.items() for key in keys}
+    assert {key: out.get(key, "<missing>") for key in expected} == expected
+
+
 def raw_child(body: str) -> str:
     """A child of raw driver calls: ``RAW_PRELUDE``, device 0's primary context made current
     (``dev``, ``ctx``), then ``body``."""
@@ -161,7 +179,8 @@ def raw_child(body: str) -> str:
 
 #: Child code (ctypes alone): ``lib``, libcuda.so.1; ``find(name, version)``, what
 #: ``cuGetProcAddress_v2`` answers ([result, symbol status, address]); ``address(symbol)``, an
-#: exported symbol's address.
+#: exported symbol's address; ``answers(name, version)``, which of the exported ``name`` and
+#: ``name_v2`` that lookup answers with (None: neither).
 PROC_LOOKUP = r"""
 import ctypes, json
 lib = ctypes.CDLL("libcuda.so.1")
@@ -173,6 +192,9 @@ def find(name, version):
     return [result, status.value, fn.value or 0]
 def address(symbol):
     return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+def answers(name, version):
+    got = find(name, version)[2]
+    return next((s for s in (name, name + "_v2") if hasattr(lib, s) and address(s) == got), None)
 """
 
 #: Child code (needs ``d``): ``location(kind, ident)``, a ``CUmemLocation``, and its kinds ``DEV``, ``HOST``.

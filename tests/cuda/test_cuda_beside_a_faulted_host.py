@@ -11,21 +11,11 @@ from typing import Any
 import pytest
 
 from cuda_child import PRELUDE
-
-_WILD = r"""
-#include <offload_host.h>
-#include <stdint.h>
-struct wild_args { uint64_t *p; };
-OFFLOAD_KERNEL_PARAMS(wild, struct wild_args, OFFLOAD_POINTER(p));
-OFFLOAD_KERNEL(wild) {
-  const struct wild_args *a = OFFLOAD_ARGS(struct wild_args);
-  OFFLOAD_FOR_EACH_ITEM(t) { a->p[offload_global_id_x(t)] = 1; }
-}
-"""
+from helpers import WILD_KERNEL
 
 _CHILD = (
     PRELUDE
-    + f"WILD = {_WILD!r}\n"
+    + f"WILD = {WILD_KERNEL!r}\n"
     + r"""
 import offload_host
 ol.olInit()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE, offload_child
+from cuda_child import driver_child, offload_child
 
 _CHECKS = offload_child(
     r"""
@@ -89,10 +89,8 @@ def test_ptx_newer_than_the_driver_is_refused_by_the_driver(checks: dict[str, li
     assert "PTX ISA 9.5" in details and "9.0" in details
 
 
-_RAW = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
+_RAW = driver_child(
+    r"""
 setup()
 out = {}
 for name, data in {"sm80": image("foo", "sm80.cubin"), "garbage": bytes(range(200)) + b"\0",

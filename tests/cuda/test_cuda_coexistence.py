@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
-
+from cuda_child import PRELUDE, mixed_child
 
 
 _WITH_CUDA_CORE = (
@@ -88,11 +87,8 @@ emit(out)
 )
 
 
-def test_offload_and_cuda_core_share_the_device_and_exchange_arrays(
-    run_child: Any, child_env: Any, kernels: Any, simulator: Any, cuda_core: None
-) -> None:
-    child = run_child(_WITH_CUDA_CORE, child_env(kernels=kernels))
-    out = child.result
+def test_offload_and_cuda_core_share_the_device_and_exchange_arrays(beside_cuda_core: Any, simulator: Any) -> None:
+    out = beside_cuda_core(_WITH_CUDA_CORE)
     assert out["same_context"] is True
     assert out["view"] == [True, [1024], "float32", 0]
     assert out["core_kernel_on_offload_memory"] is True
@@ -102,17 +98,10 @@ def test_offload_and_cuda_core_share_the_device_and_exchange_arrays(
     assert out["pool_used_after_close"] == 0
     if simulator is not None:  # a real device's memory is also other processes' (and the pool's reserve)
         assert out["device_memory_in_use"] == 0
-        assert "gpusim: leak" not in child.stderr, child.stderr
 
 
-_OTHER_CONTEXT = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
-host = platform_devices()["host"][0]
-out = {}
+_OTHER_CONTEXT = mixed_child(
+    r"""
 ck(d.cuInit(0))
 device = ck(d.cuDeviceGet(0))
 ck(d.cuDevicePrimaryCtxRetain(device))  # held as another library would (released below)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
+from cuda_child import PRELUDE, assert_results, driver_child
 
 _LAUNCHES = (
     PRELUDE
@@ -117,10 +117,8 @@ def test_saxpy_and_occupancy(launches: dict[str, Any]) -> None:
     assert isinstance(launches["occupancy"], int) and launches["occupancy"] > 0
 
 
-_RAW_LAUNCH = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
+_RAW_LAUNCH = driver_child(
+    r"""
 setup()
 mod = ck(d.cuModuleLoadData(image("multiargs")))
 f = ck(d.cuModuleGetFunction(mod, b"multiargs"))
@@ -131,10 +129,10 @@ lf = ck(d.cuModuleGetFunction(local, b"localmem"))
 mem = ck(d.cuMemAlloc(4096))
 keep3, ptr = extra_for(struct.pack("P", int(mem)))
 emit({
-    "short": d.cuGetErrorName(d.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, 0, 0, short)[0])[1].decode(),
-    "exact": d.cuGetErrorName(d.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, 0, 0, exact)[0])[1].decode(),
-    "shared_without_attribute": d.cuGetErrorName(d.cuLaunchKernel(lf, 1, 1, 1, 64, 1, 1, 64 << 10, 0, 0, ptr)[0])[1].decode(),
-    "block_too_big": d.cuGetErrorName(d.cuLaunchKernel(lf, 1, 1, 1, 2048, 1, 1, 0, 0, 0, ptr)[0])[1].decode(),
+    "short": name(d.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, 0, 0, short)),
+    "exact": name(d.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, 0, 0, exact)),
+    "shared_without_attribute": name(d.cuLaunchKernel(lf, 1, 1, 1, 64, 1, 1, 64 << 10, 0, 0, ptr)),
+    "block_too_big": name(d.cuLaunchKernel(lf, 1, 1, 1, 2048, 1, 1, 0, 0, 0, ptr)),
 })
 """
 )
@@ -142,9 +140,4 @@ emit({
 
 def test_simulated_driver_checks_launches(run_child: Any, child_env: Any, kernels: Any, simulated: Any) -> None:
     out = run_child(_RAW_LAUNCH, child_env(kernels=kernels)).result
-    assert out == {
-        "short": "CUDA_ERROR_INVALID_VALUE",
-        "exact": "CUDA_SUCCESS",
-        "shared_without_attribute": "CUDA_ERROR_INVALID_VALUE",
-        "block_too_big": "CUDA_ERROR_INVALID_VALUE",
-    }
+    assert_results(out, CUDA_SUCCESS=["exact"], CUDA_ERROR_INVALID_VALUE=["short", "shared_without_attribute", "block_too_big"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda_child import DRIVER_PRELUDE, PRELUDE
+from cuda_child import PRELUDE, mixed_child
 
 _BOTH_WAYS = (
     PRELUDE
@@ -97,29 +97,18 @@ emit(out)
 )
 
 
-def test_cuda_core_and_offload_launch_on_each_others_streams(
-    run_child: Any, child_env: Any, kernels: Any, simulator: Any, cuda_core: None
-) -> None:
-    child = run_child(_BOTH_WAYS, child_env(kernels=kernels))
-    out = child.result
+def test_cuda_core_and_offload_launch_on_each_others_streams(beside_cuda_core: Any) -> None:
+    out = beside_cuda_core(_BOTH_WAYS)
     assert out["protocol"] == [0, True, True]
     assert out["core_waited"] is True and out["wrapped_same"] is True
     assert out["core_on_offload"] is True
     assert out["adopted_same"] is True and out["offload_waited"] is True
     assert out["offload_on_core"] is True
     assert out["stream_alive"] is True
-    if simulator is not None:
-        assert "gpusim: leak" not in child.stderr, child.stderr
 
 
-_FLAT = (
-    PRELUDE
-    + DRIVER_PRELUDE
-    + r"""
-ol.olInit()
-gpu = platform_devices()["cuda"][0]
-host = platform_devices()["host"][0]
-out = {}
+_FLAT = mixed_child(
+    r"""
 device, primary = setup()            # the owner holds the primary context, as a library would
 theirs = ck(d.cuStreamCreate(1))
 q = ol.adopt_stream(gpu, int(theirs))

@@ -1,4 +1,6 @@
-"""Fixtures of the packaging tests."""
+"""Fixtures of the packaging tests: ``fresh_checkout``, and the ``wheelhouse`` that
+``scripts/wheelhouse.sh`` builds once a session (``OFFLOAD_WHEELHOUSE=DIR`` reuses a folder the
+script already filled)."""
 
 from __future__ import annotations
 
@@ -29,3 +31,18 @@ def fresh_checkout(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
         else:
             target.write_bytes(source.read_bytes())
     yield copy
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """The folder ``scripts/wheelhouse.sh`` filled: ``wheelhouse/`` (an sdist and a wheel of every
+    distribution of ours) and ``thirdparty/`` (the third-party wheels they need)."""
+    reuse = os.environ.get("OFFLOAD_WHEELHOUSE")
+    if reuse:
+        return pathlib.Path(reuse)
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "wheelhouse.sh"), str(out)], capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out

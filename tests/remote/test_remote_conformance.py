@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_pytest
+from helpers import DEVICE_OF, run_pytest
 
 pytest.importorskip("offload_remote")
 
@@ -72,10 +72,9 @@ import json, os
 os.environ.update(OFFLOAD_REMOTE="local", OFFLOAD_BACKENDS="remote,host")
 import offload as ol
 from offload._core.session import STATE
+""" + DEVICE_OF + r"""
 ol.olInit()
-found = []
-ol.olIterateDevices(lambda d, acc: acc.append(d) or True, found)
-dev = next(d for d in found if d.platform.name == "remote")
+dev = device_of("remote")
 queue = ol.olCreateQueue(dev)
 kept = ol.olMemAlloc(dev, ol.AllocType.DEVICE, 64)
 server = dev.platform.backend.plugin.process

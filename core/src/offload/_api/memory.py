@@ -266,12 +266,18 @@ def olMemcpy(
 
 def require_copy_hooks(dst_device: Device, src_device: Device) -> None:
     """UNSUPPORTED (naming the backend and hook) before any range check when a device of the copy
-    has no hook to move its side of the data (the common host-device pairs with theirs skip the call)."""
+    has no hook to move its side of the data: no address of it could be valid anyway."""
     if not dst_device.is_host:
-        if not (src_device.is_host and "data_submit" in dst_device.backend.implemented):
-            _require_copy_hooks(dst_device, src_device)
-    elif not src_device.is_host and "data_retrieve" not in src_device.backend.implemented:
-        _require_copy_hooks(dst_device, src_device)
+        dst_hooks = dst_device.backend.implemented
+        if src_device.is_host:
+            if "data_submit" in dst_hooks:
+                return  # (the common pair first)
+        elif dst_device.backend is src_device.backend and "data_exchange" in dst_hooks:
+            return
+        if "data_submit" not in dst_hooks:
+            dst_device.backend.data_submit(dst_device.native, 0, 0, 0, None)  # raises UNSUPPORTED
+    if not src_device.is_host and "data_retrieve" not in src_device.backend.implemented:
+        src_device.backend.data_retrieve(src_device.native, 0, 0, 0, None)  # raises UNSUPPORTED
 
 
 def transfer(
@@ -305,23 +311,6 @@ def transfer(
     else:
         backend.data_retrieve(owner.native, dst, src, size, qnative)
     return (kind, _verdicts.NO_LIMIT) if replayable else None
-
-
-def _require_copy_hooks(dst_device: Device, src_device: Device) -> None:
-    """Answer UNSUPPORTED (naming the backend and hook) before any range check when a device of
-    the copy has no hook to move its side of the data: no address of it could be valid anyway."""
-    exchange = (
-        not dst_device.is_host
-        and not src_device.is_host
-        and dst_device.backend is src_device.backend
-        and "data_exchange" in dst_device.backend.implemented
-    )
-    if exchange:
-        return
-    if not dst_device.is_host and "data_submit" not in dst_device.backend.implemented:
-        dst_device.backend.data_submit(dst_device.native, 0, 0, 0, None)  # raises UNSUPPORTED
-    if not src_device.is_host and "data_retrieve" not in src_device.backend.implemented:
-        src_device.backend.data_retrieve(src_device.native, 0, 0, 0, None)  # raises UNSUPPORTED
 
 
 def _queue_for(queue: Queue | None, device: Device) -> Any:

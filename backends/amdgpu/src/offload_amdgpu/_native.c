@@ -5,6 +5,11 @@
  * Python hooks make (_launch.py, _memory.py, _queue.py) and HipDevice.activate. Every signature is
  * checked at import: on a mismatch `entry_points()` is None and `unavailable` says why (the Python
  * hooks serve). */
+#include <stddef.h>
+#include <stdint.h>
+
+static int fill(uintptr_t dst, unsigned element, uint32_t value, size_t count, uintptr_t stream);
+#define OFFLOAD_GPU_FILL fill /* _memory.fill's one-call case: hipMemsetD8/D16/D32Async */
 #include "offload_native_gpu.h"
 
 typedef int hipError_t; /* an enum: int-sized */
@@ -18,6 +23,9 @@ static hipError_t (*hip_module_launch_kernel)(hipFunction_t, unsigned, unsigned,
 static hipError_t (*hip_memcpy_htod_async)(void *, const void *, size_t, hipStream_t);
 static hipError_t (*hip_memcpy_dtoh_async)(void *, void *, size_t, hipStream_t);
 static hipError_t (*hip_memcpy_async)(void *, const void *, size_t, int, hipStream_t);
+static hipError_t (*hip_memset_d8_async)(void *, unsigned char, size_t, hipStream_t);
+static hipError_t (*hip_memset_d16_async)(void *, unsigned short, size_t, hipStream_t);
+static hipError_t (*hip_memset_d32_async)(void *, int, size_t, hipStream_t);
 static hipError_t (*hip_stream_synchronize)(hipStream_t);
 static hipError_t (*hip_stream_query)(hipStream_t);
 
@@ -32,6 +40,9 @@ static const offload_gpu_function functions[] = {
     {"hipMemcpyDtoHAsync", "enum hipError_t (void *, void *, size_t, hipStream_t)", (void **)&hip_memcpy_dtoh_async},
     {"hipMemcpyAsync", "enum hipError_t (void *, void const *, size_t, enum hipMemcpyKind, hipStream_t)",
      (void **)&hip_memcpy_async},
+    {"hipMemsetD8Async", "enum hipError_t (void *, unsigned char, size_t, hipStream_t)", (void **)&hip_memset_d8_async},
+    {"hipMemsetD16Async", "enum hipError_t (void *, unsigned short, size_t, hipStream_t)", (void **)&hip_memset_d16_async},
+    {"hipMemsetD32Async", "enum hipError_t (void *, int, size_t, hipStream_t)", (void **)&hip_memset_d32_async},
     {"hipStreamSynchronize", "enum hipError_t (hipStream_t)", (void **)&hip_stream_synchronize},
     {"hipStreamQuery", "enum hipError_t (hipStream_t)", (void **)&hip_stream_query},
 };
@@ -48,6 +59,11 @@ static int submit(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return 
 static int retrieve(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) { return hip_memcpy_dtoh_async((void *)dst, (void *)src, n, (hipStream_t)s); }
 static int exchange(uintptr_t dst, uintptr_t src, size_t n, uintptr_t s) {
   return hip_memcpy_async((void *)dst, (const void *)src, n, HIP_MEMCPY_DEFAULT, (hipStream_t)s);
+}
+static int fill(uintptr_t dst, unsigned element, uint32_t value, size_t count, uintptr_t s) {
+  return element == 1   ? hip_memset_d8_async((void *)dst, (unsigned char)value, count, (hipStream_t)s)
+         : element == 2 ? hip_memset_d16_async((void *)dst, (unsigned short)value, count, (hipStream_t)s)
+                        : hip_memset_d32_async((void *)dst, (int)value, count, (hipStream_t)s); /* an int, as the hook passes */
 }
 static int stream_sync(uintptr_t stream) { return hip_stream_synchronize((hipStream_t)stream); }
 static int stream_query(uintptr_t stream) { return hip_stream_query((hipStream_t)stream); }

@@ -29,7 +29,7 @@ import offload_host
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hardening"))
 import simdev  # noqa: E402
 
-from scenarios import mapped, outcome  # noqa: E402
+from scenario_kit import mapped, outcome  # noqa: E402
 
 A = ol.AllocType
 OK, ARG, SIZE, CONTEXT = "OK", "INVALID_ARGUMENT", "INVALID_SIZE", "INVALID_CONTEXT"

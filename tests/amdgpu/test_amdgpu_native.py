@@ -81,6 +81,7 @@ ol.olMemFill(q, mem + 16, b"\x01\x02", 16)  # hipMemsetD16Async
 ol.olMemFill(q, mem + 32, b"\x01\x02\x03\xf4", 16)  # hipMemsetD32Async (a value over INT_MAX: HIP takes an int)
 ol.olMemFill(q, mem + 49, b"\x05\x06", 12)  # a 2-byte pattern at an odd address: the hook's 2-D fill
 ol.olMemFill(q, mem + 61, b"\x08", 3)
+ol.olSyncQueue(q)  # a synchronous call is not ordered after a queue's work (its stream does not block): finish it first
 ol.olMemFill(None, mem + 48, b"\x09", 1)  # synchronous: Python first (its verdict is keyed by no queue)
 ol.olMemFill(None, mem + 48, b"\x0a", 1)  # then natively, waited for
 ol.olSyncQueue(q)

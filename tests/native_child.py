@@ -1,6 +1,8 @@
 """Child code (source text) of the GPU backends' native entry-point tests: a ctypes mirror of
 ``offload_native_entry_points`` (core/src/offload/include/offload_native.h), to call a backend's
-entry points directly, without the core."""
+entry points directly, without the core; and a job of fills through the core (FILLS)."""
+
+import pytest
 
 #: Defines `EntryPoints` (the struct), `entry_points(capsule)` (its contents), `dims(...)` (an
 #: offload_launch_dims), `pending(ep, device, queue)` -> (result, *pending), DONE and DEFER, and
@@ -200,3 +202,34 @@ def check_mismatch(result: dict, name: str, signature: str) -> None:
     assert result["unavailable"] in result["reason"]
     assert result["capsule"] is None and result["word"] is None
     assert result["written"] is True
+
+
+#: Fills through the core's compiled path, on `gpu` (with `host`, the host device; the child defines
+#: both and `emit`): each pattern the backend's native memset takes, queued and synchronously, and two
+#: it defers to the Python hook; emits the bytes and the calls each path made (olMemFill.counts).
+FILLS = r"""
+import ctypes
+q = ol.olCreateQueue(gpu)
+mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 64)
+ol.olMemFill(q, mem, b"\x00", 64)  # the first: Python, which publishes the allocation's fill verdict
+ol.olMemFill(q, mem, b"\x07", 16)  # memset D8
+ol.olMemFill(q, mem + 16, b"\x01\x02", 16)  # memset D16
+ol.olMemFill(q, mem + 32, b"\x01\x02\x03\xf4", 16)  # memset D32 (a value over INT_MAX: HIP's takes an int)
+ol.olMemFill(q, mem + 49, b"\x05\x06", 12)  # a 2-byte pattern at an odd address: the hook's 2-D fill
+ol.olMemFill(q, mem + 61, b"\x08", 3)
+ol.olSyncQueue(q)  # a synchronous call is not ordered after a queue's work (its stream does not block): finish it first
+ol.olMemFill(None, mem + 48, b"\x09", 1)  # synchronous: Python first (its verdict is keyed by no queue)
+ol.olMemFill(None, mem + 48, b"\x0a", 1)  # then natively, waited for
+ol.olSyncQueue(q)
+back = (ctypes.c_uint8 * 64)()
+ol.olMemcpy(None, ctypes.addressof(back), host, mem, gpu, 64)
+emit({"data": list(back), "fill": getattr(ol.olMemFill, "counts", None)})
+"""
+
+
+def check_fills(result: dict) -> None:
+    """FILLS' bytes, the same on either path; where the compiled path ran, 5 fills native, 2 deferred."""
+    assert result["data"] == [7] * 16 + [1, 2] * 8 + [1, 2, 3, 0xF4] * 4 + [10] + [5, 6] * 6 + [8] * 3
+    if result["fill"] is None:
+        pytest.skip("the compiled core is not built here (OFFLOAD_COMPILED=0 or no C compiler)")
+    assert result["fill"] == {"fast": 6, "deferred": 2, "native": 5}, result["fill"]

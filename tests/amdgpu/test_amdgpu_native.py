@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from native_child import NATIVE_MIRROR, NATIVE_SCENARIO, check_mismatch, check_scenario, mismatch_child
+from native_child import FILLS, NATIVE_MIRROR, NATIVE_SCENARIO, check_fills, check_mismatch, check_scenario, mismatch_child
 
 _PRELUDE = (
     NATIVE_MIRROR
@@ -65,39 +63,21 @@ def test_a_signature_mismatch_leaves_the_python_hooks(hip_build: Any, hip_child:
     check_mismatch(result, "hipStreamQuery", "enum hipError_t (hipStream_t, int)")
 
 
-_FILLS = r"""
-import ctypes
+_FILLS = (
+    r"""
 import offload as ol
 ol.olInit()
 devs = []
 ol.olIterateDevices(lambda d, _: devs.append(d) or True)
 gpu = next(d for d in devs if d.platform.kind is ol.PlatformBackend.AMDGPU)
 host = next(d for d in devs if d.platform.kind is ol.PlatformBackend.HOST)
-q = ol.olCreateQueue(gpu)
-mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 64)
-ol.olMemFill(q, mem, b"\x00", 64)  # the first: Python, which publishes the allocation's fill verdict
-ol.olMemFill(q, mem, b"\x07", 16)  # hipMemsetD8Async
-ol.olMemFill(q, mem + 16, b"\x01\x02", 16)  # hipMemsetD16Async
-ol.olMemFill(q, mem + 32, b"\x01\x02\x03\xf4", 16)  # hipMemsetD32Async (a value over INT_MAX: HIP takes an int)
-ol.olMemFill(q, mem + 49, b"\x05\x06", 12)  # a 2-byte pattern at an odd address: the hook's 2-D fill
-ol.olMemFill(q, mem + 61, b"\x08", 3)
-ol.olSyncQueue(q)  # a synchronous call is not ordered after a queue's work (its stream does not block): finish it first
-ol.olMemFill(None, mem + 48, b"\x09", 1)  # synchronous: Python first (its verdict is keyed by no queue)
-ol.olMemFill(None, mem + 48, b"\x0a", 1)  # then natively, waited for
-ol.olSyncQueue(q)
-back = (ctypes.c_uint8 * 64)()
-ol.olMemcpy(None, ctypes.addressof(back), host, mem, gpu, 64)
-ol.olShutDown()
-emit({"data": list(back), "fill": getattr(ol.olMemFill, "counts", None)})
 """
+    + FILLS
+)
 
 
 def test_fills_reach_the_native_memset(hip_build: Any, hip_child: Any) -> None:
     """Through the core's compiled path, a fill of a 1-byte pattern, or a 2- or 4-byte one at an
     address aligned to it, runs from C to hipMemsetD8/D16/D32Async (queued, and synchronously);
     any other pattern defers to the Python hook, with the same bytes either way."""
-    result = hip_child(_FILLS, hip_build.env())
-    assert result["data"] == [7] * 16 + [1, 2] * 8 + [1, 2, 3, 0xF4] * 4 + [10] + [5, 6] * 6 + [8] * 3
-    if result["fill"] is None:
-        pytest.skip("the compiled core is not built here (OFFLOAD_COMPILED=0 or no C compiler)")
-    assert result["fill"] == {"fast": 6, "deferred": 2, "native": 5}, result["fill"]
+    check_fills(hip_child(_FILLS, hip_build.env()))

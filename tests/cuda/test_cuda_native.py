@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cuda_child import PRELUDE, offload_child
-from native_child import NATIVE_MIRROR, NATIVE_SCENARIO, check_mismatch, check_scenario, mismatch_child
+from native_child import FILLS, NATIVE_MIRROR, NATIVE_SCENARIO, check_fills, check_mismatch, check_scenario, mismatch_child
 
 _ENTRY_POINTS = (
     PRELUDE
@@ -125,34 +125,11 @@ def test_copies_between_memory_of_one_device_reach_the_native_exchange(run_child
     assert result["memcpy"]["native"] == 4, result["memcpy"]  # 6 exchanges: the first of each pair of ranges deferred
 
 
-_FILLS = offload_child(
-    r"""
-host = platform_devices()["host"][0]
-q = ol.olCreateQueue(gpu)
-mem = ol.olMemAlloc(gpu, ol.AllocType.DEVICE, 64)
-ol.olMemFill(q, mem, b"\x00", 64)  # the first: Python, which publishes the allocation's fill verdict
-ol.olMemFill(q, mem, b"\x07", 16)  # cuMemsetD8Async
-ol.olMemFill(q, mem + 16, b"\x01\x02", 16)  # cuMemsetD16Async
-ol.olMemFill(q, mem + 32, b"\x01\x02\x03\x04", 16)  # cuMemsetD32Async
-ol.olMemFill(q, mem + 49, b"\x05\x06", 12)  # a 2-byte pattern at an odd address: the hook's 2-D fill
-ol.olMemFill(q, mem + 61, b"\x08", 3)
-ol.olSyncQueue(q)  # a synchronous call is not ordered after a queue's work (its stream does not block): finish it first
-ol.olMemFill(None, mem + 48, b"\x09", 1)  # synchronous: Python first (its verdict is keyed by no queue)
-ol.olMemFill(None, mem + 48, b"\x0a", 1)  # then natively, waited for
-ol.olSyncQueue(q)
-back = (ctypes.c_uint8 * 64)()
-ol.olMemcpy(None, ctypes.addressof(back), host, mem, gpu, 64)
-emit({"data": list(back), "fill": getattr(ol.olMemFill, "counts", None)})
-"""
-)
+_FILLS = offload_child('host = platform_devices()["host"][0]\n' + FILLS)
 
 
 def test_fills_reach_the_native_memset(run_child: Any, child_env: Any, kernels: Any) -> None:
     """Through the core's compiled path, a fill of a 1-byte pattern, or a 2- or 4-byte one at an
     address aligned to it, runs from C to cuMemsetD8/D16/D32Async (queued, and synchronously);
     any other pattern defers to the Python hook, with the same bytes either way."""
-    result = run_child(_FILLS, child_env(kernels=kernels)).result
-    assert result["data"] == [7] * 16 + [1, 2] * 8 + [1, 2, 3, 4] * 4 + [10] + [5, 6] * 6 + [8] * 3
-    if result["fill"] is None:
-        pytest.skip("the compiled core is not built here (OFFLOAD_COMPILED=0 or no C compiler)")
-    assert result["fill"] == {"fast": 6, "deferred": 2, "native": 5}, result["fill"]
+    check_fills(run_child(_FILLS, child_env(kernels=kernels)).result)
